@@ -1,0 +1,139 @@
+// cdc/chunker.hpp — the streaming driver: any source in, chunks out.
+//
+//   cdc::Chunker chunker("fastcdc-v1.0.0", cdc::FileSource(fd));
+//   for (const cdc::Chunk& c : chunker)   // c.bytes valid until the next step
+//       store(c.offset, c.bytes);
+//   chunker.reset(cdc::MemorySource(bytes));  // same buffer, new stream
+//
+// One chunker is used by one thread at a time; distinct chunkers are
+// independent (they share only immutable tables).
+#pragma once
+
+#include <cdc/algorithms.hpp>
+#include <cdc/error.hpp>
+#include <cdc/options.hpp>
+#include <cdc/source.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <iterator>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string_view>
+#include <vector>
+
+namespace cdc {
+
+/// One chunk: its offset in the stream and a view of its bytes. The view is
+/// valid until the chunker's next step (next(), ++iterator, reset()) — or, for
+/// a memory source, as long as that memory lives.
+struct Chunk {
+    std::uint64_t offset = 0;
+    std::span<const std::byte> bytes;
+
+    std::size_t size() const noexcept { return bytes.size(); }
+    const std::uint8_t* data() const noexcept { return reinterpret_cast<const std::uint8_t*>(bytes.data()); }
+};
+
+/// The size of the buffer a chunker allocates for itself when none is given:
+/// 2 x max_size, at least 256 KiB (fewer, larger reads and moves).
+std::size_t default_buffer_size(std::size_t max_size) noexcept;
+
+class Chunker {
+public:
+    /// Creates a chunker for `algorithm` (validated; throws OptionError).
+    /// `buffer`, if not empty, is a caller-owned scan buffer of at least
+    /// max_size bytes that must outlive the chunker (OptionError if smaller);
+    /// otherwise the chunker allocates default_buffer_size() bytes the first
+    /// time it reads from a Reader. Memory sources need no buffer at all.
+    Chunker(std::string_view algorithm, Source source, const Options& options = {},
+            std::span<std::byte> buffer = {});
+    /// The same with an existing (shareable) cut finder.
+    explicit Chunker(std::shared_ptr<const CutFinder> finder, Source source = {},
+                     std::span<std::byte> buffer = {});
+
+    Chunker(Chunker&&) noexcept = default;
+    Chunker& operator=(Chunker&&) noexcept = default;
+    Chunker(const Chunker&) = delete;
+    Chunker& operator=(const Chunker&) = delete;
+    ~Chunker() = default;
+
+    /// Moves the chunker onto a new stream, keeping its buffer and finder.
+    void reset(Source source);
+
+    /// Produces the next chunk into `out`; returns false at the end of the
+    /// stream. Throws IoError (or the reader's exception) if the source fails;
+    /// after a failure every call rethrows it until reset().
+    bool next(Chunk& out);
+    std::optional<Chunk> next();
+
+    /// Calls f(const Chunk&) for every remaining chunk; returns their number.
+    template <class F>
+    std::uint64_t for_each(F&& f) {
+        Chunk c;
+        std::uint64_t n = 0;
+        while (next(c)) {
+            f(static_cast<const Chunk&>(c));
+            ++n;
+        }
+        return n;
+    }
+
+    /// Writes every remaining chunk to `writer`, one write per chunk; returns
+    /// the number of bytes written.
+    std::uint64_t copy_to(Writer& writer);
+
+    /// Input iterator over the remaining chunks.
+    class iterator {
+    public:
+        using iterator_concept = std::input_iterator_tag;
+        using value_type = Chunk;
+        using difference_type = std::ptrdiff_t;
+        using reference = const Chunk&;
+
+        iterator() = default;
+        reference operator*() const noexcept { return chunk_; }
+        const Chunk* operator->() const noexcept { return &chunk_; }
+        iterator& operator++() {
+            if (!owner_->next(chunk_)) owner_ = nullptr;
+            return *this;
+        }
+        void operator++(int) { ++*this; }
+        friend bool operator==(const iterator& it, std::default_sentinel_t) noexcept { return it.owner_ == nullptr; }
+
+    private:
+        friend class Chunker;
+        explicit iterator(Chunker* owner) : owner_(owner) { ++*this; }
+        Chunker* owner_ = nullptr;
+        Chunk chunk_{};
+    };
+    iterator begin() { return iterator(this); }
+    std::default_sentinel_t end() const noexcept { return {}; }
+
+    const CutFinder& finder() const noexcept { return *finder_; }
+    const std::shared_ptr<const CutFinder>& shared_finder() const noexcept { return finder_; }
+    /// Bytes of the stream consumed so far (the offset of the next chunk).
+    std::uint64_t offset() const noexcept { return offset_; }
+    /// Size of the scan buffer (0 until one is needed, for internal buffers).
+    std::size_t buffer_size() const noexcept { return buffer_.size(); }
+    /// True when the scan buffer was supplied by the caller.
+    bool uses_caller_buffer() const noexcept { return caller_buffer_; }
+
+private:
+    void fill();
+
+    std::shared_ptr<const CutFinder> finder_;
+    Source source_;
+    std::span<std::byte> buffer_;          // caller-owned or owned_buffer_
+    std::vector<std::byte> owned_buffer_;
+    bool caller_buffer_ = false;
+    std::size_t pos_ = 0;                   // next unconsumed byte in buffer_ / memory
+    std::size_t end_ = 0;                   // end of valid bytes in buffer_
+    bool eof_ = false;
+    std::uint64_t offset_ = 0;
+    std::exception_ptr failure_;
+};
+
+}  // namespace cdc

@@ -1,0 +1,57 @@
+// cdc/digest.hpp — chunk fingerprints: BLAKE3-256 (default), SHA-256
+// (OpenSSL) and XXH3-128 (xxHash), behind one small interface.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace cdc {
+
+enum class DigestKind { blake3, sha256, xxh3, none };
+
+/// Parses "blake3", "sha256", "xxh3" or "none"; throws OptionError.
+DigestKind parse_digest_kind(std::string_view name);
+std::string_view to_string(DigestKind kind) noexcept;
+/// Digest length in bytes: 32, 32, 16, 0.
+std::size_t digest_size(DigestKind kind) noexcept;
+
+/// A fingerprint of up to 32 bytes (unused bytes are zero).
+struct Digest {
+    std::array<std::uint8_t, 32> bytes{};
+    std::uint8_t size = 0;
+
+    std::string hex() const;
+    std::span<const std::uint8_t> view() const noexcept { return {bytes.data(), size}; }
+    friend bool operator==(const Digest&, const Digest&) = default;
+};
+
+/// One-shot digest of `data`.
+Digest compute_digest(DigestKind kind, std::span<const std::byte> data);
+
+/// Incremental digest (whole files, streamed in pieces). Thread-compatible.
+class Hasher {
+public:
+    explicit Hasher(DigestKind kind);
+    ~Hasher();
+    Hasher(Hasher&&) noexcept;
+    Hasher& operator=(Hasher&&) noexcept;
+    Hasher(const Hasher&) = delete;
+    Hasher& operator=(const Hasher&) = delete;
+
+    void update(std::span<const std::byte> data);
+    /// Returns the digest; the hasher is reset for a new message.
+    Digest finish();
+    DigestKind kind() const noexcept { return kind_; }
+
+private:
+    struct State;
+    DigestKind kind_;
+    std::unique_ptr<State> state_;
+};
+
+}  // namespace cdc

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs every Debian package the project needs to build, test and plot.
+# Idempotent: packages already present are not reinstalled; apt-get update runs
+# only when something is missing. Needs root (or sudo) when it has to install.
+set -euo pipefail
+
+PKGS=(
+  build-essential cmake ninja-build pkg-config
+  clang libclang-rt-14-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  libcli11-dev nlohmann-json3-dev libfmt-dev
+  librust-blake3-dev libssl-dev libxxhash-dev
+  libplplot-dev plplot-driver-cairo
+)
+# Optional groups: peers for benchmarks (bench/peers) and duplicate finders.
+if [[ "${1:-}" == "--peers" ]]; then
+  PKGS+=(golang-go python3 borgbackup b3sum xxhash fdupes jdupes rdfind rmlint hyperfine)
+fi
+
+missing=()
+for p in "${PKGS[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+if ((${#missing[@]} == 0)); then
+  exit 0
+fi
+echo "install-deps: installing ${missing[*]}" >&2
+SUDO=""
+if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,67 @@
+// Internal: the parameters each algorithm family scans with, and the scalar
+// reference scanners that read like ALGORITHMS.md. Accelerated kernels in
+// src/kernels/ take the same parameters and must return the same cut points.
+#pragma once
+
+#include <cdc/algorithms.hpp>
+
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+
+namespace cdc::detail {
+
+/// `spaced(k)` of ALGORITHMS.md section 2: k one-bits spread from the top.
+constexpr std::uint64_t spaced_mask(int k) noexcept {
+    if (k >= 64) return ~std::uint64_t{0};
+    if (k <= 0) return 0;
+    const int step = 64 / k;
+    std::uint64_t m = 0;
+    for (int i = 0; i < k; ++i) m |= std::uint64_t{1} << (63 - i * step);
+    return m;
+}
+
+/// `bits(x)` = floor(log2(x)), for x >= 1.
+constexpr int floor_log2(std::size_t x) noexcept { return static_cast<int>(std::bit_width(x)) - 1; }
+
+struct FastCdcParams {
+    const std::uint64_t* gear;
+    std::size_t min, normal, max;
+    std::uint64_t mask_s, mask_l;
+};
+
+struct JcParams {
+    const std::uint64_t* gear;
+    std::size_t min, normal, max;
+    std::uint64_t mask_c, mask_j;
+    std::size_t jump;
+    bool final_shortcut;  // jc, jc-v1.0.0: a final window <= Normal is returned whole
+};
+
+struct StadiaParams {
+    const std::uint64_t* gear;
+    std::size_t min, normal, max;
+    std::uint64_t thresh;
+};
+
+struct UltraParams {
+    std::size_t min, normal, max;
+    bool cut_at_block_end;  // ultracdc-v1.0.0 returns i + 8 instead of i + j
+};
+
+std::size_t fastcdc_scalar(const FastCdcParams& p, const std::uint8_t* w, std::size_t n) noexcept;
+std::size_t jc_scalar(const JcParams& p, const std::uint8_t* w, std::size_t n) noexcept;
+std::size_t stadia_scalar(const StadiaParams& p, const std::uint8_t* w, std::size_t n) noexcept;
+std::size_t ultra_scalar(const UltraParams& p, const std::uint8_t* w, std::size_t n) noexcept;
+
+template <class Params>
+using ScanFn = std::size_t (*)(const Params&, const std::uint8_t*, std::size_t) noexcept;
+
+/// The best kernel of each family at or below `level` (see src/kernels/).
+/// `*used` receives the level actually chosen.
+ScanFn<FastCdcParams> select_fastcdc(KernelLevel level, KernelLevel* used) noexcept;
+ScanFn<JcParams> select_jc(KernelLevel level, KernelLevel* used) noexcept;
+ScanFn<StadiaParams> select_stadia(KernelLevel level, KernelLevel* used) noexcept;
+ScanFn<UltraParams> select_ultra(KernelLevel level, KernelLevel* used) noexcept;
+
+}  // namespace cdc::detail

@@ -1,0 +1,117 @@
+// The driver of ALGORITHMS.md section 1: windows of min(MaxSize, remaining)
+// bytes, whatever the reader's read sizes.
+#include <cdc/chunker.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace cdc {
+
+namespace {
+// A reader returning this many empty reads in a row is stuck, not slow.
+constexpr int kMaxEmptyReads = 1000;
+}  // namespace
+
+std::size_t default_buffer_size(std::size_t max_size) noexcept {
+    return std::max<std::size_t>(2 * max_size, std::size_t{256} * 1024);
+}
+
+Chunker::Chunker(std::string_view algorithm, Source source, const Options& options, std::span<std::byte> buffer)
+    : Chunker(make_cut_finder(algorithm, options), std::move(source), buffer) {}
+
+Chunker::Chunker(std::shared_ptr<const CutFinder> finder, Source source, std::span<std::byte> buffer)
+    : finder_(std::move(finder)), source_(std::move(source)), buffer_(buffer), caller_buffer_(!buffer.empty()) {
+    if (!finder_) throw OptionError("chunker: finder is null");
+    const std::size_t max = finder_->profile().max_size;
+    if (caller_buffer_ && buffer_.size() < max)
+        throw OptionError(fmt::format("buffer = {} bytes is invalid: a caller-owned buffer must hold at least "
+                                      "max_size ({}) bytes",
+                                      buffer_.size(), max));
+}
+
+void Chunker::reset(Source source) {
+    source_ = std::move(source);
+    pos_ = end_ = 0;
+    eof_ = false;
+    offset_ = 0;
+    failure_ = nullptr;
+}
+
+void Chunker::fill() {
+    const std::size_t max = finder_->profile().max_size;
+    if (buffer_.empty()) {
+        owned_buffer_.resize(default_buffer_size(max));
+        buffer_ = owned_buffer_;
+    }
+    // Keep the unconsumed tail, moved to the front when a full window would
+    // not fit behind it.
+    if (pos_ + max > buffer_.size()) {
+        const std::size_t live = end_ - pos_;
+        if (live > 0) std::memmove(buffer_.data(), buffer_.data() + pos_, live);
+        pos_ = 0;
+        end_ = live;
+    }
+    Reader& reader = *source_.reader_ptr();
+    int empty_reads = 0;
+    while (!eof_ && end_ - pos_ < max) {
+        const ReadResult r = reader.read(buffer_.subspan(end_));
+        if (r.bytes > buffer_.size() - end_)
+            throw IoError(fmt::format("reader returned {} bytes for a {}-byte buffer", r.bytes, buffer_.size() - end_));
+        end_ += r.bytes;
+        eof_ = r.end;
+        if (r.bytes == 0 && !r.end && ++empty_reads >= kMaxEmptyReads)
+            throw IoError(fmt::format("reader returned no data {} times in a row", kMaxEmptyReads));
+        if (r.bytes != 0) empty_reads = 0;
+    }
+}
+
+bool Chunker::next(Chunk& out) {
+    if (failure_) std::rethrow_exception(failure_);
+    const std::size_t max = finder_->profile().max_size;
+    const std::byte* base;
+    std::size_t avail;
+    if (source_.is_memory()) {
+        const auto mem = source_.memory_bytes();
+        base = mem.data() + pos_;
+        avail = mem.size() - pos_;
+    } else {
+        if (!eof_ && end_ - pos_ < max) {
+            try {
+                fill();
+            } catch (...) {
+                failure_ = std::current_exception();
+                throw;
+            }
+        }
+        base = buffer_.data() + pos_;
+        avail = end_ - pos_;
+    }
+    if (avail == 0) return false;
+    const std::size_t n = std::min(avail, max);
+    const std::size_t cut = finder_->find(reinterpret_cast<const std::uint8_t*>(base), n);
+    out.offset = offset_;
+    out.bytes = std::span<const std::byte>(base, cut);
+    pos_ += cut;
+    offset_ += cut;
+    return true;
+}
+
+std::optional<Chunk> Chunker::next() {
+    Chunk c;
+    if (!next(c)) return std::nullopt;
+    return c;
+}
+
+std::uint64_t Chunker::copy_to(Writer& writer) {
+    std::uint64_t total = 0;
+    Chunk c;
+    while (next(c)) {
+        writer.write(c.bytes);
+        total += c.size();
+    }
+    return total;
+}
+
+}  // namespace cdc

@@ -1,0 +1,141 @@
+#include <cdc/digest.hpp>
+#include <cdc/error.hpp>
+
+#include <blake3.h>
+#include <fmt/format.h>
+#include <openssl/evp.h>
+#include <xxhash.h>
+
+#include <cstring>
+
+namespace cdc {
+
+DigestKind parse_digest_kind(std::string_view name) {
+    if (name == "blake3") return DigestKind::blake3;
+    if (name == "sha256") return DigestKind::sha256;
+    if (name == "xxh3") return DigestKind::xxh3;
+    if (name == "none") return DigestKind::none;
+    throw OptionError(fmt::format("digest = '{}' is invalid: must be one of blake3, sha256, xxh3, none", name));
+}
+
+std::string_view to_string(DigestKind kind) noexcept {
+    switch (kind) {
+        case DigestKind::blake3: return "blake3";
+        case DigestKind::sha256: return "sha256";
+        case DigestKind::xxh3: return "xxh3";
+        case DigestKind::none: return "none";
+    }
+    return "?";
+}
+
+std::size_t digest_size(DigestKind kind) noexcept {
+    switch (kind) {
+        case DigestKind::blake3:
+        case DigestKind::sha256: return 32;
+        case DigestKind::xxh3: return 16;
+        case DigestKind::none: return 0;
+    }
+    return 0;
+}
+
+std::string Digest::hex() const {
+    static constexpr char kHex[] = "0123456789abcdef";
+    std::string s(2u * size, '\0');
+    for (std::size_t i = 0; i < size; ++i) {
+        s[2 * i] = kHex[bytes[i] >> 4];
+        s[2 * i + 1] = kHex[bytes[i] & 15];
+    }
+    return s;
+}
+
+namespace {
+void store_xxh128(Digest& d, XXH128_hash_t h) {
+    XXH128_canonical_t canon;
+    XXH128_canonicalFromHash(&canon, h);  // big-endian, as xxhsum prints it
+    std::memcpy(d.bytes.data(), canon.digest, 16);
+}
+}  // namespace
+
+Digest compute_digest(DigestKind kind, std::span<const std::byte> data) {
+    Digest d;
+    d.size = static_cast<std::uint8_t>(digest_size(kind));
+    switch (kind) {
+        case DigestKind::blake3: {
+            blake3_hasher h;
+            blake3_hasher_init(&h);
+            blake3_hasher_update(&h, data.data(), data.size());
+            blake3_hasher_finalize(&h, d.bytes.data(), 32);
+            break;
+        }
+        case DigestKind::sha256: {
+            unsigned int len = 0;
+            if (EVP_Digest(data.data(), data.size(), d.bytes.data(), &len, EVP_sha256(), nullptr) != 1)
+                throw Error("SHA-256 failed (OpenSSL EVP_Digest)");
+            break;
+        }
+        case DigestKind::xxh3: store_xxh128(d, XXH3_128bits(data.data(), data.size())); break;
+        case DigestKind::none: break;
+    }
+    return d;
+}
+
+struct Hasher::State {
+    blake3_hasher blake3{};
+    EVP_MD_CTX* sha = nullptr;
+    XXH3_state_t* xxh = nullptr;
+    ~State() {
+        if (sha) EVP_MD_CTX_free(sha);
+        if (xxh) XXH3_freeState(xxh);
+    }
+    void begin(DigestKind kind) {
+        switch (kind) {
+            case DigestKind::blake3: blake3_hasher_init(&blake3); break;
+            case DigestKind::sha256:
+                if (!sha) sha = EVP_MD_CTX_new();
+                if (!sha || EVP_DigestInit_ex(sha, EVP_sha256(), nullptr) != 1) throw Error("SHA-256 init failed");
+                break;
+            case DigestKind::xxh3:
+                if (!xxh) xxh = XXH3_createState();
+                if (!xxh || XXH3_128bits_reset(xxh) != XXH_OK) throw Error("XXH3 init failed");
+                break;
+            case DigestKind::none: break;
+        }
+    }
+};
+
+Hasher::Hasher(DigestKind kind) : kind_(kind), state_(std::make_unique<State>()) { state_->begin(kind_); }
+Hasher::~Hasher() = default;
+Hasher::Hasher(Hasher&&) noexcept = default;
+Hasher& Hasher::operator=(Hasher&&) noexcept = default;
+
+void Hasher::update(std::span<const std::byte> data) {
+    switch (kind_) {
+        case DigestKind::blake3: blake3_hasher_update(&state_->blake3, data.data(), data.size()); break;
+        case DigestKind::sha256:
+            if (EVP_DigestUpdate(state_->sha, data.data(), data.size()) != 1) throw Error("SHA-256 update failed");
+            break;
+        case DigestKind::xxh3:
+            if (XXH3_128bits_update(state_->xxh, data.data(), data.size()) != XXH_OK) throw Error("XXH3 update failed");
+            break;
+        case DigestKind::none: break;
+    }
+}
+
+Digest Hasher::finish() {
+    Digest d;
+    d.size = static_cast<std::uint8_t>(digest_size(kind_));
+    switch (kind_) {
+        case DigestKind::blake3: blake3_hasher_finalize(&state_->blake3, d.bytes.data(), 32); break;
+        case DigestKind::sha256: {
+            unsigned int len = 0;
+            if (EVP_DigestFinal_ex(state_->sha, d.bytes.data(), &len) != 1) throw Error("SHA-256 final failed");
+            break;
+        }
+        case DigestKind::xxh3: store_xxh128(d, XXH3_128bits_digest(state_->xxh)); break;
+        case DigestKind::none: break;
+    }
+    state_->begin(kind_);
+    return d;
+}
+
+}  // namespace cdc

@@ -1,0 +1,68 @@
+#include "cli_common.hpp"
+
+#include "sizes.hpp"
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstring>
+#include <unistd.h>
+
+namespace cdc::cli {
+
+cdc::Options ProfileArgs::options() const {
+    cdc::Options o;
+    if (!min.empty()) o.min_size = static_cast<std::size_t>(tools::parse_size(min, "--min"));
+    if (!avg.empty()) o.normal_size = static_cast<std::size_t>(tools::parse_size(avg, "--avg"));
+    if (!max.empty()) o.max_size = static_cast<std::size_t>(tools::parse_size(max, "--max"));
+    if (!key.empty()) o.key = cdc::parse_key_hex(key);
+    return o;
+}
+
+void add_profile_options(CLI::App& cmd, ProfileArgs& args, bool with_key) {
+    cmd.add_option("--min", args.min, "minimum chunk size (4096, 8K, 8KiB, 1M...; default: the algorithm's)");
+    cmd.add_option("--avg,--normal", args.avg, "average (normal) chunk size (default: the algorithm's)");
+    cmd.add_option("--max", args.max, "maximum chunk size (default: the algorithm's)");
+    if (with_key) cmd.add_option("--key", args.key, "32-byte key as 64 hex digits (Gear-based algorithms)");
+}
+
+std::vector<AlgorithmRun> parse_algorithm_list(std::string_view list, const cdc::Options& base, bool quiet) {
+    std::vector<AlgorithmRun> out;
+    if (list == "all") {
+        for (const auto& a : cdc::algorithms()) {
+            cdc::Options o = base;
+            if (a.requires_key && !o.key) continue;
+            if (!a.accepts_key) o.key.reset();
+            out.push_back({std::string(a.name), o});
+        }
+        if (!quiet) {
+            if (!base.key)
+                fmt::print(stderr, "note: kfastcdc is left out of 'all': it needs --key\n");
+            else
+                fmt::print(stderr, "note: the key applies to the Gear-based names; ultracdc*, fastcdc4stadia and "
+                                   "fixed-v1.0.0 run unkeyed\n");
+        }
+        return out;
+    }
+    std::size_t start = 0;
+    while (start <= list.size()) {
+        const std::size_t comma = std::min(list.find(',', start), list.size());
+        const std::string_view name = list.substr(start, comma - start);
+        if (name.empty()) throw cdc::OptionError(fmt::format("--algorithm = '{}' is invalid: empty name", list));
+        if (cdc::find_algorithm(name) == nullptr)
+            throw cdc::OptionError(fmt::format("unknown algorithm '{}': known algorithms are {} (or 'all')", name,
+                                               cdc::algorithm_names()));
+        out.push_back({std::string(name), base});
+        start = comma + 1;
+    }
+    return out;
+}
+
+void finish_stdout() {
+    if (std::fflush(stdout) != 0 || std::ferror(stdout))
+        throw cdc::IoError(fmt::format("writing standard output: {}", std::strerror(errno)));
+}
+
+bool stderr_is_tty() { return ::isatty(STDERR_FILENO) == 1; }
+
+}  // namespace cdc::cli

@@ -1,0 +1,38 @@
+// Deterministic data: the input specs of shared/testvectors/README.md
+// (empty, byte42, zeros:LEN, repeat:WORD:LEN, splitmix64:SEED:LEN,
+// text:SEED:LEN), used by tests, benchmarks, `cdc gen` and sample corpora.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <vector>
+
+namespace cdc::tools {
+
+/// SplitMix64 (Steele, Lea, Flood 2014).
+class SplitMix64 {
+public:
+    explicit SplitMix64(std::uint64_t seed) noexcept : state_(seed) {}
+    std::uint64_t next() noexcept {
+        std::uint64_t z = (state_ += 0x9E3779B97F4A7C15ULL);
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+        return z ^ (z >> 31);
+    }
+
+private:
+    std::uint64_t state_;
+};
+
+/// The SplitMix64 byte stream (8 little-endian bytes per output).
+void fill_splitmix64(std::span<std::uint8_t> out, std::uint64_t seed);
+/// Low-entropy text from the 64-word list (testvectors README).
+void fill_text(std::span<std::uint8_t> out, std::uint64_t seed);
+
+/// Generates the bytes of an input spec; throws cdc::OptionError if the spec
+/// is malformed.
+std::vector<std::uint8_t> generate_input(std::string_view spec);
+
+}  // namespace cdc::tools
