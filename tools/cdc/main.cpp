@@ -4,7 +4,15 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <exception>
+
+namespace cdc::cli {
+std::vector<std::pair<int, AddCommand>>& command_registry() {
+    static std::vector<std::pair<int, AddCommand>> registry;
+    return registry;
+}
+}  // namespace cdc::cli
 
 int main(int argc, char** argv) {
     using namespace cdc::cli;
@@ -16,7 +24,10 @@ int main(int argc, char** argv) {
     app.set_help_all_flag("--help-all", "print help for every subcommand");
 
     int exit_code = kExitOk;
-    for (const auto& add : command_list()) add(app, exit_code);
+    auto commands = command_registry();
+    std::stable_sort(commands.begin(), commands.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (const auto& [order, add] : commands) add(app, exit_code);
 
     try {
         app.parse(argc, argv);

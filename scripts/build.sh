@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Configures and builds one flavour of the project with CMake + Ninja.
+#   scripts/build.sh [release|asan|fuzz|bench] [extra cmake args...]
+# Build folders: build/ (release), build-asan/, build-fuzz/, build-bench/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+flavour="${1:-release}"
+shift || true
+jobs="${CDC_JOBS:-$(nproc)}"
+case "$flavour" in
+  release) dir=build; args=(-DCMAKE_BUILD_TYPE=Release -DCDC_WERROR=ON) ;;
+  asan)    dir=build-asan; args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DCDC_SANITIZE=ON -DCDC_WERROR=ON) ;;
+  fuzz)    dir=build-fuzz; args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++
+                                 "-DCMAKE_C_FLAGS=-fsanitize=fuzzer-no-link,address,undefined"
+                                 "-DCMAKE_CXX_FLAGS=-fsanitize=fuzzer-no-link,address,undefined"
+                                 -DCDC_BUILD_FUZZ=ON -DCDC_BUILD_TESTS=OFF -DCDC_BUILD_TOOLS=OFF) ;;
+  bench)   dir=build-bench; args=(-DCMAKE_BUILD_TYPE=Release -DCDC_BUILD_BENCH=ON -DCDC_BUILD_TESTS=OFF) ;;
+  *) echo "usage: scripts/build.sh [release|asan|fuzz|bench] [cmake args...]" >&2; exit 2 ;;
+esac
+cmake -S . -B "$dir" -G Ninja "${args[@]}" "$@" >/dev/null
+ninja -C "$dir" -j "$jobs"
