@@ -1,0 +1,140 @@
+#include "analyze_cli.hpp"
+
+#include "sizes.hpp"
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstring>
+#include <sys/stat.h>
+
+namespace cdc::cli {
+
+void add_corpus_options(CLI::App& cmd, CorpusArgs& args) {
+    cmd.add_option("--digest", args.digest, "chunk fingerprint: blake3, sha256 or xxh3")->capture_default_str();
+    cmd.add_option("-j,--jobs", args.jobs, "worker threads (0 = every core)")->capture_default_str();
+    cmd.add_flag("--follow-symlinks", args.follow_symlinks,
+                 "follow symbolic links inside directories (links named on the command line are always followed)");
+    cmd.add_flag("-q,--quiet", args.quiet, "no progress line, no warnings (errors are still printed)");
+    cmd.add_option("--kernel", args.kernel, "force a kernel level: auto, scalar, wide, avx2, avx512")
+        ->capture_default_str();
+    cmd.add_option("PATH", args.paths, "files, directories (walked recursively) or - for standard input")
+        ->required();
+}
+
+AnalyzeOptions corpus_options(const CorpusArgs& args) {
+    AnalyzeOptions o;
+    o.digest = parse_digest_kind(args.digest);
+    if (o.digest == DigestKind::none)
+        throw UsageError("--digest = 'none' is invalid here: dedup needs fingerprints (blake3, sha256, xxh3)");
+    o.kernel = parse_kernel_level(args.kernel);
+    o.jobs = args.jobs;
+    o.follow_symlinks = args.follow_symlinks;
+    return o;
+}
+
+void check_paths(const std::vector<std::string>& paths) {
+    std::size_t stdin_count = 0;
+    for (const auto& p : paths) {
+        if (p == "-") {
+            if (++stdin_count > 1) throw UsageError("'-' (standard input) may be given only once");
+            continue;
+        }
+        struct stat st {};
+        if (::stat(p.c_str(), &st) != 0) throw UsageError(fmt::format("cannot read '{}': {}", p, std::strerror(errno)));
+    }
+}
+
+namespace {
+std::string mb(double bytes) { return fmt::format("{:.1f} MB", bytes / 1e6); }
+
+void draw_progress(const AnalyzeProgress& p) {
+    if (p.finished) {
+        std::fputs("\r\033[K", stderr);
+        std::fflush(stderr);
+        return;
+    }
+    const double rate = p.seconds > 0 ? static_cast<double>(p.bytes_done) / p.seconds : 0;
+    std::string eta = "?";
+    if (rate > 0 && p.bytes_total >= p.bytes_done)
+        eta = fmt::format("{:.0f} s", static_cast<double>(p.bytes_total - p.bytes_done) / rate);
+    fmt::print(stderr, "\r\033[K{} / {}  {:.0f} MB/s  ETA {}  {}/{} files{}", mb(static_cast<double>(p.bytes_done)),
+               mb(static_cast<double>(p.bytes_total)), rate / 1e6, eta, p.files_done, p.files_total,
+               p.errors ? fmt::format("  {} errors", p.errors) : std::string());
+    std::fflush(stderr);
+}
+}  // namespace
+
+AnalyzeReport run_analysis(const CorpusArgs& args, AnalyzeOptions options) {
+    check_paths(args.paths);
+    if (!args.quiet && stderr_is_tty()) options.progress = draw_progress;
+    try {
+        return analyze(args.paths, options);
+    } catch (const IoError& e) {
+        // Only the walk of top-level paths throws IoError (a path that
+        // vanished since check_paths): a usage error.
+        throw UsageError(e.what());
+    }
+}
+
+void report_issues(const AnalyzeReport& report, bool quiet) {
+    for (const auto& e : report.errors) fmt::print(stderr, "cdc: error: {}: {} (skipped)\n", e.path, e.message);
+    if (!quiet)
+        for (const auto& w : report.warnings) fmt::print(stderr, "cdc: warning: {}: {}\n", w.path, w.message);
+    if (!report.errors.empty())
+        fmt::print(stderr, "cdc: {} input(s) skipped after errors\n", report.errors.size());
+}
+
+nlohmann::json result_json(const AlgorithmResult& r) {
+    const SizeStats& s = r.sizes;
+    return nlohmann::json{
+        {"algorithm", r.algorithm},
+        {"min_size", r.profile.min_size},
+        {"avg_size", r.profile.normal_size},
+        {"max_size", r.profile.max_size},
+        {"keyed", r.profile.keyed},
+        {"files", r.files},
+        {"bytes", r.bytes},
+        {"chunks", r.chunks},
+        {"distinct_chunks", r.distinct_chunks},
+        {"distinct_bytes", r.distinct_bytes},
+        {"dedup_ratio", r.dedup_ratio()},
+        {"saved_bytes", r.saved_bytes()},
+        {"saved_pct", 100.0 * (1.0 - r.dedup_ratio())},
+        {"size",
+         {{"min", s.min()}, {"p50", s.p50()}, {"mean", s.mean()}, {"p95", s.p95()}, {"max", s.max()},
+          {"stddev", s.stddev()}}},
+        {"chunk_mb_s", r.chunk_mb_s()},
+        {"wall_mb_s", r.wall_mb_s()},
+        {"cut_seconds", r.cut_seconds},
+        {"hash_seconds", r.hash_seconds},
+        {"wall_seconds", r.wall_seconds},
+        {"index_bytes", r.index_memory_bytes},
+        {"index_bytes_per_distinct_chunk",
+         r.distinct_chunks ? static_cast<double>(r.index_memory_bytes) / static_cast<double>(r.distinct_chunks)
+                           : 0.0},
+    };
+}
+
+nlohmann::json issues_json(const std::vector<InputIssue>& issues) {
+    nlohmann::json a = nlohmann::json::array();
+    for (const auto& i : issues) a.push_back({{"path", i.path}, {"error", i.message}});
+    return a;
+}
+
+std::string csv_header() {
+    return "algorithm,min_size,avg_size,max_size,files,bytes,chunks,distinct_chunks,distinct_bytes,dedup_ratio,"
+           "saved_bytes,size_min,size_p50,size_mean,size_p95,size_max,size_stddev,chunk_mb_s,wall_mb_s\n";
+}
+
+std::string csv_row(const AlgorithmResult& r) {
+    const SizeStats& s = r.sizes;
+    return fmt::format("{},{},{},{},{},{},{},{},{},{:.6f},{},{},{},{:.1f},{},{},{:.1f},{:.1f},{:.1f}\n", r.algorithm,
+                       r.profile.min_size, r.profile.normal_size, r.profile.max_size, r.files, r.bytes, r.chunks,
+                       r.distinct_chunks, r.distinct_bytes, r.dedup_ratio(), r.saved_bytes(), s.min(), s.p50(),
+                       s.mean(), s.p95(), s.max(), s.stddev(), r.chunk_mb_s(), r.wall_mb_s());
+}
+
+std::string run_label(const AlgorithmResult& r) { return r.algorithm; }
+
+}  // namespace cdc::cli
