@@ -1,0 +1,138 @@
+// cdc compare — two algorithms (or two profiles) side by side on one corpus,
+// with deltas; exit 1 when B deduplicates worse than A beyond a tolerance.
+#include "analyze_cli.hpp"
+#include "cli_common.hpp"
+#include "commands.hpp"
+#include "sizes.hpp"
+
+#include <fmt/format.h>
+
+namespace cdc::cli {
+
+namespace {
+struct CompareArgs {
+    std::string a, b;
+    ProfileArgs a_profile, b_profile;  // overrides of the common profile
+    CorpusArgs corpus;
+    double tolerance = 0.1;
+    bool json = false;
+    bool csv = false;
+};
+
+Options merged(const Options& base, const ProfileArgs& side) {
+    Options o = base;
+    const Options s = side.options();
+    if (s.min_size) o.min_size = s.min_size;
+    if (s.normal_size) o.normal_size = s.normal_size;
+    if (s.max_size) o.max_size = s.max_size;
+    if (s.key) o.key = s.key;
+    return o;
+}
+
+void print_side_by_side(const AlgorithmResult& a, const AlgorithmResult& b, double delta_pp, bool regression,
+                        double tolerance) {
+    auto label = [](const AlgorithmResult& r) {
+        return fmt::format("{} {}/{}/{}", r.algorithm, r.profile.min_size, r.profile.normal_size,
+                           r.profile.max_size);
+    };
+    fmt::print("{:<22} {:>28} {:>28} {:>14}\n", "", "A: " + label(a), "B: " + label(b), "B - A");
+    auto row_u = [](std::string_view name, std::uint64_t x, std::uint64_t y) {
+        fmt::print("{:<22} {:>28} {:>28} {:>+14}\n", name, x, y,
+                   static_cast<std::int64_t>(y) - static_cast<std::int64_t>(x));
+    };
+    auto row_d = [](std::string_view name, double x, double y, int prec) {
+        fmt::print("{:<22} {:>28.{}f} {:>28.{}f} {:>+14.{}f}\n", name, x, prec, y, prec, y - x, prec);
+    };
+    row_u("files", a.files, b.files);
+    row_u("bytes", a.bytes, b.bytes);
+    row_u("chunks", a.chunks, b.chunks);
+    row_u("distinct chunks", a.distinct_chunks, b.distinct_chunks);
+    row_u("distinct bytes", a.distinct_bytes, b.distinct_bytes);
+    row_d("dedup ratio %", 100.0 * a.dedup_ratio(), 100.0 * b.dedup_ratio(), 3);
+    row_u("saved bytes", a.saved_bytes(), b.saved_bytes());
+    row_u("size min", a.sizes.min(), b.sizes.min());
+    row_u("size p50", a.sizes.p50(), b.sizes.p50());
+    row_d("size mean", a.sizes.mean(), b.sizes.mean(), 0);
+    row_u("size p95", a.sizes.p95(), b.sizes.p95());
+    row_u("size max", a.sizes.max(), b.sizes.max());
+    row_d("size stddev", a.sizes.stddev(), b.sizes.stddev(), 0);
+    row_d("chunking MB/s", a.chunk_mb_s(), b.chunk_mb_s(), 0);
+    fmt::print("{}: B's dedup ratio is {:+.3f} percentage points from A's (tolerance {} points; lower is better)\n",
+               regression ? "REGRESSION" : "ok", delta_pp, tolerance);
+}
+
+int run(const CompareArgs& args) {
+    if (!(args.tolerance >= 0)) throw UsageError(fmt::format("--tolerance = {} is invalid: must be >= 0", args.tolerance));
+    const Options base = args.corpus.profile.options();
+    AnalyzeOptions options = corpus_options(args.corpus);
+    for (const auto* name : {&args.a, &args.b})
+        if (find_algorithm(*name) == nullptr)
+            throw OptionError(fmt::format("unknown algorithm '{}': known algorithms are {}", *name, algorithm_names()));
+    options.algorithms.push_back({args.a, merged(base, args.a_profile)});
+    options.algorithms.push_back({args.b, merged(base, args.b_profile)});
+    for (const auto& a : options.algorithms) (void)resolve_profile(a.name, a.options);
+
+    const AnalyzeReport report = run_analysis(args.corpus, options);
+    report_issues(report, args.corpus.quiet);
+    const AlgorithmResult& a = report.algorithms.at(0);
+    const AlgorithmResult& b = report.algorithms.at(1);
+    const double delta_pp = 100.0 * (b.dedup_ratio() - a.dedup_ratio());
+    const bool regression = delta_pp > args.tolerance;
+
+    if (args.json) {
+        nlohmann::json doc{{"a", result_json(a)},
+                           {"b", result_json(b)},
+                           {"regression", regression},
+                           {"dedup_ratio_delta_pp", delta_pp},
+                           {"tolerance_pp", args.tolerance},
+                           {"errors", issues_json(report.errors)},
+                           {"warnings", issues_json(report.warnings)}};
+        fmt::print("{}\n", doc.dump());
+    } else if (args.csv) {
+        std::string out = "side,";
+        out.append(csv_header());
+        out.append("a,").append(csv_row(a));
+        out.append("b,").append(csv_row(b));
+        fmt::print("{}", out);
+    } else {
+        print_side_by_side(a, b, delta_pp, regression, args.tolerance);
+    }
+    finish_stdout();
+    if (regression) return kExitRegression;
+    return report.errors.empty() ? kExitOk : kExitPartial;
+}
+}  // namespace
+
+static void add_compare_command(CLI::App& app, int& exit_code) {
+    auto args = std::make_shared<CompareArgs>();
+    auto* cmd = app.add_subcommand("compare", "two algorithms or profiles side by side on a corpus; exit 1 when B "
+                                              "deduplicates worse than A");
+    cmd->add_option("-a", args->a, "algorithm A (the reference)")->required();
+    cmd->add_option("-b", args->b, "algorithm B (the candidate)")->required();
+    add_profile_options(*cmd, args->corpus.profile);
+    cmd->add_option("--a-min", args->a_profile.min, "minimum size for A only");
+    cmd->add_option("--a-avg", args->a_profile.avg, "average size for A only");
+    cmd->add_option("--a-max", args->a_profile.max, "maximum size for A only");
+    cmd->add_option("--b-min", args->b_profile.min, "minimum size for B only");
+    cmd->add_option("--b-avg", args->b_profile.avg, "average size for B only");
+    cmd->add_option("--b-max", args->b_profile.max, "maximum size for B only");
+    cmd->add_option("--tolerance", args->tolerance,
+                    "allowed worsening of B's dedup ratio, in percentage points")
+        ->capture_default_str();
+    add_corpus_options(*cmd, args->corpus);
+    auto* csv = cmd->add_flag("--csv", args->csv, "CSV: a header then rows a and b");
+    auto* json = cmd->add_flag("--json", args->json,
+                               "one JSON object: {\"a\": {...}, \"b\": {...}, \"regression\": bool, ...} with the "
+                               "fields of cdc analyze --json");
+    csv->excludes(json);
+    cmd->footer(std::string("Both run in one pass over the data. --min/--avg/--max/--key apply to both; "
+                            "--a-*/--b-* override them for one side. Regression: 100 x (ratio B - ratio A) > "
+                            "--tolerance, where ratio = distinct bytes / total bytes.\nExit codes: 0 no regression; "
+                            "1 regression; 2 usage error; 3 no regression but some inputs were skipped after errors; "
+                            "4 an I/O error stopped the run."));
+    cmd->callback([args, &exit_code] { exit_code = run(*args); });
+}
+
+static const CommandRegistration registration{30, &add_compare_command};
+
+}  // namespace cdc::cli
