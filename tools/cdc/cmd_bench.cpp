@@ -1,0 +1,233 @@
+// cdc bench run|plot — time, CPU and memory of chunking a whole tree with many
+// chunkers in flight (one per file), pooled or not; graphs of saved runs.
+#include "bench_run.hpp"
+#include "cli_common.hpp"
+#include "commands.hpp"
+#include "plot.hpp"
+#include "sizes.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sys/resource.h>
+
+namespace cdc::cli {
+
+namespace {
+
+struct BenchRunArgs {
+    std::string algorithm = "fastcdc";
+    ProfileArgs profile;
+    std::string root;
+    std::size_t concurrency = 1;
+    std::size_t threads = 0;
+    bool pooled = false;
+    std::string buffer;
+    long sample_ms = 100;
+    std::string format = "text";
+    std::string plot_dir;
+    std::string label;
+};
+
+struct BenchPlotArgs {
+    std::string inputs;
+    std::string labels;
+    std::string out;
+};
+
+std::vector<std::string> split_list(const std::string& list) {
+    std::vector<std::string> out;
+    std::size_t start = 0;
+    while (start <= list.size()) {
+        const std::size_t comma = std::min(list.find(',', start), list.size());
+        out.push_back(list.substr(start, comma - start));
+        start = comma + 1;
+    }
+    return out;
+}
+
+// N files in flight hold N descriptors: raise the soft limit when needed.
+void ensure_descriptors(std::size_t concurrency) {
+    rlimit rl{};
+    if (::getrlimit(RLIMIT_NOFILE, &rl) != 0) return;
+    const rlim_t want = static_cast<rlim_t>(concurrency) + 64;
+    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < want) {
+        rl.rlim_cur = rl.rlim_max == RLIM_INFINITY ? want : std::min(want, rl.rlim_max);
+        ::setrlimit(RLIMIT_NOFILE, &rl);
+        ::getrlimit(RLIMIT_NOFILE, &rl);
+        if (rl.rlim_cur < want)
+            throw UsageError(fmt::format("--concurrency = {} is invalid: only {} open files allowed (ulimit -n)",
+                                         concurrency, rl.rlim_cur));
+    }
+}
+
+std::string default_label(const tools::BenchSummary& s) {
+    return fmt::format("{} c={} max={}", s.pooled ? "pooled" : "unpooled", s.concurrency,
+                       tools::format_size(static_cast<double>(s.max_size)));
+}
+
+std::string common_subtitle(const std::vector<tools::BenchResult>& runs) {
+    const auto& s = runs.front().summary;
+    std::string text = fmt::format("{}, {} files, {}", s.algorithm, s.files,
+                                   tools::format_size(static_cast<double>(s.bytes)));
+    for (const auto& r : runs)
+        if (r.summary.algorithm != s.algorithm || r.summary.files != s.files || r.summary.bytes != s.bytes)
+            return "";
+    return text;
+}
+
+// The two charts of a set of runs: resident memory and CPU over time.
+void plot_runs(const std::vector<tools::BenchResult>& runs, const std::vector<std::string>& labels,
+               const std::filesystem::path& dir) {
+    plot::Chart mem;
+    mem.title = "Memory over time (cdc bench)";
+    mem.subtitle = common_subtitle(runs);
+    mem.x_label = "elapsed (s)";
+    mem.y_label = "resident set size (MB)";
+    mem.legend = plot::LegendPosition::bottom_right;
+    mem.x_min = 0;
+    plot::Chart cpu = mem;
+    cpu.title = "CPU over time (cdc bench)";
+    cpu.y_label = "CPU (% of one core, user + sys)";
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+        plot::Series m{labels[i], {}, {}};
+        for (const auto& p : runs[i].samples) m.x.push_back(p.t_s), m.y.push_back(p.rss_mb);
+        mem.series.push_back(std::move(m));
+        plot::Series c{labels[i], {}, {}};
+        for (const auto& p : tools::cpu_utilisation(runs[i].samples)) c.x.push_back(p.t_s), c.y.push_back(p.percent);
+        if (c.x.empty()) c.x = {0}, c.y = {0};
+        cpu.series.push_back(std::move(c));
+    }
+    plot::render_png(mem, dir / "memory-over-time.png");
+    plot::render_png(cpu, dir / "cpu-over-time.png");
+}
+
+void print_text(const tools::BenchResult& r) {
+    const auto& s = r.summary;
+    using tools::format_size;
+    fmt::print("algorithm    {} (min {}, avg {}, max {})\n", s.algorithm, format_size(static_cast<double>(s.min_size)),
+               format_size(static_cast<double>(s.avg_size)), format_size(static_cast<double>(s.max_size)));
+    if (s.pooled)
+        fmt::print("buffers      pooled: caller-owned {} buffers, reused across files\n",
+                   format_size(static_cast<double>(s.buffer_size)));
+    else
+        fmt::print("buffers      unpooled: each chunker allocates its own {} buffer\n",
+                   format_size(static_cast<double>(s.buffer_size)));
+    fmt::print("concurrency  {} files in flight on {} thread{}\n", s.concurrency, s.threads, s.threads == 1 ? "" : "s");
+    fmt::print("files        {}{}\n", s.files, s.errors ? fmt::format(" ({} skipped after errors)", s.errors) : "");
+    fmt::print("bytes        {} ({})\n", s.bytes, format_size(static_cast<double>(s.bytes)));
+    fmt::print("chunks       {}\n", s.chunks);
+    fmt::print("elapsed      {:.3f} s\n", s.elapsed_s);
+    fmt::print("throughput   {:.1f} MB/s\n", s.mb_per_s);
+    fmt::print("peak RSS     {:.1f} MB (at start {:.1f} MB, highest sample {:.1f} MB)\n", s.peak_rss_mb,
+               s.start_rss_mb, s.max_sampled_rss_mb);
+    fmt::print("CPU          user {:.3f} s, sys {:.3f} s\n", s.cpu_user_s, s.cpu_sys_s);
+    fmt::print("allocations  {} buffers, {:.1f} MB\n", s.buffer_allocations,
+               static_cast<double>(s.buffer_allocated_bytes) / 1e6);
+    fmt::print("samples      {} every {} ms\n", r.samples.size(), s.sample_ms);
+    if (!s.first_error.empty()) fmt::print(stderr, "cdc bench: first error: {}\n", s.first_error);
+}
+
+int run_bench_run(const BenchRunArgs& args) {
+    if (args.format != "text" && args.format != "json" && args.format != "csv")
+        throw UsageError(fmt::format("--format = '{}' is invalid: text, json or csv", args.format));
+    if (args.sample_ms <= 0) throw UsageError(fmt::format("--sample-ms = {} is invalid: must be > 0", args.sample_ms));
+    if (args.concurrency == 0) throw UsageError("--concurrency = 0 is invalid: at least 1");
+    tools::BenchConfig config;
+    config.algorithm = args.algorithm;
+    config.options = args.profile.options();
+    make_cut_finder(config.algorithm, config.options);  // validate before walking the tree
+    try {
+        config.files = tools::list_files(args.root);
+    } catch (const IoError& e) {
+        throw UsageError(e.what());
+    }
+    config.concurrency = args.concurrency;
+    config.threads = args.threads;
+    config.pooled = args.pooled;
+    if (!args.buffer.empty()) config.buffer_size = static_cast<std::size_t>(tools::parse_size(args.buffer, "--buffer"));
+    config.sample_interval = std::chrono::milliseconds(args.sample_ms);
+    ensure_descriptors(config.concurrency);
+
+    const tools::BenchResult result = tools::run_bench(config);
+    if (args.format == "json")
+        fmt::print("{}\n", tools::to_json(result).dump(2));
+    else if (args.format == "csv")
+        fmt::print("{}", tools::samples_csv(result.samples));
+    else
+        print_text(result);
+    finish_stdout();
+    if (!args.plot_dir.empty()) {
+        const std::string label = args.label.empty() ? default_label(result.summary) : args.label;
+        plot_runs({result}, {label}, args.plot_dir);
+    }
+    return result.summary.errors ? kExitPartial : kExitOk;
+}
+
+int run_bench_plot(const BenchPlotArgs& args) {
+    const auto inputs = split_list(args.inputs);
+    std::vector<std::string> labels;
+    if (!args.labels.empty()) {
+        labels = split_list(args.labels);
+        if (labels.size() != inputs.size())
+            throw UsageError(fmt::format("--labels has {} names for {} --in files", labels.size(), inputs.size()));
+    }
+    std::vector<tools::BenchResult> runs;
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+        std::ifstream in(inputs[i]);
+        if (!in) throw UsageError(fmt::format("cannot read '{}': {}", inputs[i], std::strerror(errno)));
+        try {
+            runs.push_back(tools::bench_result_from_json(nlohmann::json::parse(in)));
+        } catch (const std::exception& e) {
+            throw UsageError(fmt::format("'{}' is not a cdc bench run --format json file: {}", inputs[i], e.what()));
+        }
+        if (labels.size() < runs.size()) labels.push_back(default_label(runs.back().summary));
+    }
+    plot_runs(runs, labels, args.out);
+    return kExitOk;
+}
+
+}  // namespace
+
+static void add_bench_command(CLI::App& app, int& exit_code) {
+    auto* bench = app.add_subcommand("bench", "time, CPU and memory of chunking a tree with many chunkers in flight");
+    bench->require_subcommand(1);
+    bench->footer(kExitCodesHelp);
+
+    auto ra = std::make_shared<BenchRunArgs>();
+    auto* run = bench->add_subcommand(
+        "run",
+        "chunk every file under --root, one chunker per file, N files in flight (N lanes stepped round robin by "
+        "min(N, cores) threads); print a summary and a time series");
+    run->add_option("-a,--algorithm", ra->algorithm, "algorithm name (see cdc algorithms)")->capture_default_str();
+    run->add_option("--root", ra->root, "directory tree (or one file) to chunk")->required();
+    add_profile_options(*run, ra->profile);
+    run->add_option("-c,--concurrency", ra->concurrency, "files in flight (live chunkers)")->capture_default_str();
+    run->add_option("--threads", ra->threads, "worker threads (default: min(concurrency, hardware threads))");
+    run->add_flag("--pooled", ra->pooled,
+                  "caller-owned buffers from a per-thread pool (one per file in flight) instead of one allocation "
+                  "per chunker");
+    run->add_option("--buffer", ra->buffer, "pooled buffer size (default: the chunker's own, 2 x max, >= 256 KiB)");
+    run->add_option("--sample-ms", ra->sample_ms, "sampling interval of the time series (ms)")->capture_default_str();
+    run->add_option("--format", ra->format, "text (summary), json (summary + samples) or csv (samples)")
+        ->capture_default_str();
+    run->add_option("--plot", ra->plot_dir, "also draw memory-over-time.png and cpu-over-time.png into this directory");
+    run->add_option("--label", ra->label, "legend label for --plot (default: mode, concurrency, max)");
+    run->footer(kExitCodesHelp);
+    run->callback([ra, &exit_code] { exit_code = run_bench_run(*ra); });
+
+    auto pa = std::make_shared<BenchPlotArgs>();
+    auto* plot = bench->add_subcommand("plot", "draw memory and CPU over time of saved runs (bench run --format json), overlaid");
+    plot->add_option("--in", pa->inputs, "comma-separated JSON files from cdc bench run --format json")->required();
+    plot->add_option("--labels", pa->labels, "comma-separated legend labels, one per --in file");
+    plot->add_option("--out", pa->out, "output directory (memory-over-time.png, cpu-over-time.png)")->required();
+    plot->footer(kExitCodesHelp);
+    plot->callback([pa, &exit_code] { exit_code = run_bench_plot(*pa); });
+}
+
+static const CommandRegistration registration{55, &add_bench_command};
+
+}  // namespace cdc::cli
