@@ -1,0 +1,436 @@
+// cdc dupes: size groups, inode collapsing and the compare / hash resolver.
+#include "internal.hpp"
+
+#include <cdc/error.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <numeric>
+#include <sys/resource.h>
+#include <unistd.h>
+
+namespace cdc {
+
+using namespace dupes_detail;
+
+DupesMode parse_dupes_mode(std::string_view name) {
+    if (name == "compare") return DupesMode::compare;
+    if (name == "hash") return DupesMode::hash;
+    if (name == "auto") return DupesMode::automatic;
+    throw OptionError(fmt::format("--mode = '{}' is invalid: must be compare, hash or auto", name));
+}
+
+std::string_view to_string(DupesMode mode) noexcept {
+    switch (mode) {
+        case DupesMode::compare: return "compare";
+        case DupesMode::hash: return "hash";
+        case DupesMode::automatic: return "auto";
+    }
+    return "?";
+}
+
+namespace {
+
+constexpr std::uint64_t kEdge = 4096;             // head and tail block
+constexpr std::uint64_t kMinBlock = 4096;         // smallest lockstep block
+constexpr std::uint64_t kMaxBlock = 1 << 20;      // largest lockstep block
+constexpr std::uint64_t kFirstMiddle = 64 << 10;  // first middle block; doubles
+
+// One inode among the candidates.
+struct Cand {
+    DupesFile file;
+    int fd = -1;
+    bool bad = false;  // dropped after an error or a change
+};
+
+// The byte ranges of a file of `size` bytes, in resolution order: head,
+// tail, middle. Never overlapping: every byte belongs to one segment.
+struct Segment {
+    std::uint64_t begin = 0, end = 0;
+};
+std::vector<Segment> segments_of(std::uint64_t size) {
+    std::vector<Segment> s;
+    s.push_back({0, std::min(size, kEdge)});
+    if (size > kEdge) s.push_back({std::max(kEdge, size - kEdge), size});
+    if (size > 2 * kEdge) s.push_back({kEdge, size - kEdge});
+    return s;
+}
+
+// A class: candidates not told apart yet, and the next byte to look at.
+struct Work {
+    std::vector<Cand*> members;
+    std::size_t seg = 0;
+    std::uint64_t pos = 0;       // next offset inside segment `seg`
+    std::uint64_t middle_block = kFirstMiddle;
+};
+
+std::size_t default_max_open() {
+    rlimit rl{};
+    std::uint64_t soft = 1024;
+    if (::getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) soft = rl.rlim_cur;
+    return static_cast<std::size_t>(std::clamp<std::uint64_t>(soft / 2, 4, 512));
+}
+
+class Resolver {
+public:
+    Resolver(const DupesOptions& opt, DupesSummary& summary)
+        : opt_(opt), sum_(summary),
+          max_open_(opt.max_open_files ? opt.max_open_files : default_max_open()),
+          budget_(std::max<std::size_t>(opt.memory_budget, 2 * kMaxBlock)) {}
+
+    ~Resolver() = default;
+    Resolver(const Resolver&) = delete;
+    Resolver& operator=(const Resolver&) = delete;
+
+    // Resolves one size group (distinct inodes, same size).
+    void resolve(std::vector<Cand*> members) {
+        segs_ = segments_of(members.front()->file.size);
+        std::vector<Work> stack;
+        stack.push_back({std::move(members), 0, segs_.empty() ? 0 : segs_[0].begin, kFirstMiddle});
+        while (!stack.empty()) {
+            Work w = std::move(stack.back());
+            stack.pop_back();
+            drop_bad(w.members);
+            if (w.members.size() < 2) {
+                finish_singles(w.members);
+                continue;
+            }
+            if (w.seg >= segs_.size()) {
+                emit(w.members);
+                continue;
+            }
+            const bool hash = opt_.mode == DupesMode::hash ||
+                              (opt_.mode == DupesMode::automatic && w.members.size() > max_open_) ||
+                              w.members.size() > budget_ / kMinBlock;
+            if (hash)
+                hash_steps(std::move(w), stack);
+            else
+                compare_step(std::move(w), stack);
+        }
+    }
+
+    std::vector<DupesGroup> take_groups() { return std::move(groups_); }
+
+private:
+    void warn(const std::string& msg) {
+        if (opt_.warning) opt_.warning(msg);
+    }
+
+    void tick(std::uint64_t decided) {
+        resolved_ += decided;
+        if (opt_.progress && ++calls_ % 64 == 0) {
+            DupesProgress p;
+            p.phase = "resolve";
+            p.candidates = sum_.candidates;
+            p.resolved = resolved_;
+            p.bytes_read = sum_.bytes_read;
+            opt_.progress(p);
+        }
+    }
+
+    void close_fd(Cand* c) {
+        if (c->fd >= 0) {
+            ::close(c->fd);
+            c->fd = -1;
+        }
+    }
+
+    void fail(Cand* c, const std::string& what) {
+        warn(fmt::format("'{}': {} (left out)", c->file.paths.front(), what));
+        ++sum_.skipped;
+        c->bad = true;
+        close_fd(c);
+    }
+
+    // Opens (or re-opens) a candidate and checks it is still the walked file.
+    bool ensure_open(Cand* c) {
+        if (c->fd >= 0) return true;
+        const int fd = open_read(c->file.paths.front(), opt_.follow_symlinks);
+        if (fd < 0) {
+            fail(c, fmt::format("cannot open: {}", std::strerror(errno)));
+            return false;
+        }
+        struct stat st {};
+        if (::fstat(fd, &st) != 0 ||
+            !same_identity(st, c->file.dev, c->file.ino, c->file.size, c->file.mtime_ns)) {
+            ::close(fd);
+            fail(c, "changed during the run");
+            return false;
+        }
+        c->fd = fd;
+        return true;
+    }
+
+    bool read_range(Cand* c, std::byte* buf, std::uint64_t off, std::size_t len) {
+        if (!read_exact(c->fd, buf, len, off)) {
+            fail(c, fmt::format("read error: {}", errno_text(errno)));
+            return false;
+        }
+        sum_.bytes_read += len;
+        return true;
+    }
+
+    void drop_bad(std::vector<Cand*>& m) {
+        const auto before = m.size();
+        std::erase_if(m, [](const Cand* c) { return c->bad; });
+        if (m.size() != before) tick(before - m.size());
+    }
+
+    void finish_singles(std::vector<Cand*>& m) {
+        for (Cand* c : m) close_fd(c);
+        tick(m.size());
+    }
+
+    // Final identity check, then one group.
+    void emit(std::vector<Cand*>& m) {
+        for (Cand* c : m) {
+            struct stat st {};
+            const int rc = c->fd >= 0 ? ::fstat(c->fd, &st) : ::lstat(c->file.paths.front().c_str(), &st);
+            if (rc != 0 || !same_identity(st, c->file.dev, c->file.ino, c->file.size, c->file.mtime_ns))
+                fail(c, "changed during the run");
+            close_fd(c);
+        }
+        drop_bad(m);
+        if (m.size() < 2) {
+            finish_singles(m);
+            return;
+        }
+        DupesGroup g;
+        g.size = m.front()->file.size;
+        for (Cand* c : m) g.files.push_back(std::move(c->file));
+        std::sort(g.files.begin(), g.files.end(),
+                  [](const DupesFile& a, const DupesFile& b) { return a.paths.front() < b.paths.front(); });
+        tick(m.size());
+        groups_.push_back(std::move(g));
+    }
+
+    // One lockstep block of every member, then split by content.
+    void compare_step(Work w, std::vector<Work>& stack) {
+        const Segment seg = segs_[w.seg];
+        const std::size_t m = w.members.size();
+        std::uint64_t len = seg.end - w.pos;
+        const bool middle = w.seg == 2;
+        if (middle) {
+            const std::uint64_t cap = std::clamp<std::uint64_t>(budget_ / m, kMinBlock, kMaxBlock);
+            len = std::min({len, cap, w.middle_block});
+        }
+        const auto n = static_cast<std::size_t>(len);
+        if (buf_.size() < m * n) buf_.resize(m * n);
+        const bool keep_open = m <= max_open_;
+        std::vector<Cand*> ok;
+        std::vector<const std::byte*> blocks;
+        ok.reserve(m);
+        for (std::size_t i = 0; i < m; ++i) {
+            Cand* c = w.members[i];
+            std::byte* b = buf_.data() + ok.size() * n;
+            if (!ensure_open(c)) continue;
+            const bool good = read_range(c, b, w.pos, n);
+            if (!keep_open) close_fd(c);
+            if (!good) continue;
+            ok.push_back(c);
+            blocks.push_back(b);
+        }
+        if (ok.size() != m) tick(m - ok.size());
+        // Split by content: a short list of representatives, else a sort.
+        std::vector<std::size_t> cls(ok.size());
+        std::vector<std::size_t> reps;
+        bool sorted = false;
+        for (std::size_t i = 0; i < ok.size() && !sorted; ++i) {
+            std::size_t r = 0;
+            while (r < reps.size() && std::memcmp(blocks[reps[r]], blocks[i], n) != 0) ++r;
+            if (r == reps.size()) {
+                if (reps.size() == 16) {
+                    sorted = true;
+                    break;
+                }
+                reps.push_back(i);
+            }
+            cls[i] = r;
+        }
+        std::vector<std::vector<Cand*>> parts;
+        if (!sorted) {
+            parts.resize(reps.size());
+            for (std::size_t i = 0; i < ok.size(); ++i) parts[cls[i]].push_back(ok[i]);
+        } else {
+            std::vector<std::size_t> idx(ok.size());
+            std::iota(idx.begin(), idx.end(), std::size_t{0});
+            std::stable_sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) {
+                return std::memcmp(blocks[a], blocks[b], n) < 0;
+            });
+            for (std::size_t k = 0; k < idx.size(); ++k) {
+                if (k == 0 || std::memcmp(blocks[idx[k - 1]], blocks[idx[k]], n) != 0) parts.emplace_back();
+                parts.back().push_back(ok[idx[k]]);
+            }
+        }
+        std::uint64_t next = w.pos + len;
+        std::size_t next_seg = w.seg;
+        if (next >= seg.end) {
+            ++next_seg;
+            next = next_seg < segs_.size() ? segs_[next_seg].begin : 0;
+        }
+        const std::uint64_t grown = middle ? std::min<std::uint64_t>(w.middle_block * 2, kMaxBlock) : w.middle_block;
+        // Pushed in reverse so that the first part is resolved first.
+        for (auto it = parts.rbegin(); it != parts.rend(); ++it) {
+            if (it->size() < 2) {
+                finish_singles(*it);
+                continue;
+            }
+            stack.push_back({std::move(*it), next_seg, next, grown});
+        }
+    }
+
+    // Hashing from the class's current position: a partial hash over what is
+    // left of the head and tail blocks, then a hash of the rest of the middle.
+    void hash_steps(Work w, std::vector<Work>& stack) {
+        for (Cand* c : w.members) close_fd(c);  // hashing needs one descriptor at a time
+        std::vector<Segment> partial, rest;
+        for (std::size_t s = w.seg; s < segs_.size(); ++s) {
+            Segment r = segs_[s];
+            if (s == w.seg) r.begin = w.pos;
+            if (r.begin >= r.end) continue;
+            (s < 2 ? partial : rest).push_back(r);
+        }
+        std::vector<std::vector<Cand*>> classes{std::move(w.members)};
+        for (const auto* ranges : {&partial, &rest}) {
+            if (ranges->empty()) continue;
+            std::vector<std::vector<Cand*>> next;
+            for (auto& cl : classes) split_by_hash(cl, *ranges, next);
+            classes = std::move(next);
+        }
+        for (auto& cl : classes) stack.push_back({std::move(cl), segs_.size(), 0, kFirstMiddle});
+    }
+
+    void split_by_hash(std::vector<Cand*>& cl, const std::vector<Segment>& ranges,
+                       std::vector<std::vector<Cand*>>& out) {
+        if (cl.size() < 2) {
+            finish_singles(cl);
+            return;
+        }
+        if (hash_buf_.size() < kMaxBlock) hash_buf_.resize(kMaxBlock);
+        Hasher hasher(opt_.hash);
+        std::vector<std::pair<Digest, Cand*>> keyed;
+        keyed.reserve(cl.size());
+        for (Cand* c : cl) {
+            if (!ensure_open(c)) continue;
+            ::posix_fadvise(c->fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+            bool good = true;
+            for (const Segment& r : ranges) {
+                for (std::uint64_t off = r.begin; good && off < r.end;) {
+                    const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(kMaxBlock, r.end - off));
+                    good = read_range(c, hash_buf_.data(), off, n);
+                    if (good) hasher.update({hash_buf_.data(), n});
+                    off += n;
+                }
+            }
+            const Digest d = hasher.finish();
+            close_fd(c);
+            if (good) keyed.emplace_back(d, c);
+        }
+        if (keyed.size() != cl.size()) tick(cl.size() - keyed.size());
+        std::stable_sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) {
+            return std::lexicographical_compare(a.first.bytes.begin(), a.first.bytes.end(), b.first.bytes.begin(),
+                                                b.first.bytes.end());
+        });
+        for (std::size_t k = 0; k < keyed.size();) {
+            std::size_t e = k + 1;
+            while (e < keyed.size() && keyed[e].first == keyed[k].first) ++e;
+            std::vector<Cand*> part;
+            for (std::size_t i = k; i < e; ++i) part.push_back(keyed[i].second);
+            if (part.size() < 2)
+                finish_singles(part);
+            else
+                out.push_back(std::move(part));
+            k = e;
+        }
+    }
+
+    const DupesOptions& opt_;
+    DupesSummary& sum_;
+    std::size_t max_open_;
+    std::size_t budget_;
+    std::vector<Segment> segs_;
+    std::vector<std::byte> buf_;
+    std::vector<std::byte> hash_buf_;
+    std::vector<DupesGroup> groups_;
+    std::uint64_t resolved_ = 0;
+    std::uint64_t calls_ = 0;
+};
+
+}  // namespace
+
+DupesResult resolve_dupes(DupesScan scan, const DupesOptions& options) {
+    DupesResult res;
+    DupesSummary& sum = res.summary;
+    sum.files_scanned = scan.files_scanned;
+    sum.skipped = scan.skipped;
+    res.stale_temporaries = std::move(scan.stale_temporaries);
+
+    auto& e = scan.entries;
+    std::sort(e.begin(), e.end(), [](const DupesScan::Entry& a, const DupesScan::Entry& b) {
+        if (a.size != b.size) return a.size < b.size;
+        if (a.dev != b.dev) return a.dev < b.dev;
+        if (a.ino != b.ino) return a.ino < b.ino;
+        return a.path < b.path;
+    });
+    // Collapse paths of one inode.
+    std::vector<Cand> inodes;
+    for (std::size_t i = 0; i < e.size();) {
+        std::size_t j = i + 1;
+        while (j < e.size() && e[j].dev == e[i].dev && e[j].ino == e[i].ino) ++j;
+        Cand c;
+        c.file.dev = e[i].dev;
+        c.file.ino = e[i].ino;
+        c.file.size = e[i].size;
+        c.file.mtime_ns = e[i].mtime_ns;
+        for (std::size_t k = i; k < j; ++k) c.file.paths.push_back(std::move(e[k].path));
+        sum.bytes_scanned += c.file.size;
+        if (c.file.paths.size() > 1) {
+            sum.linked_paths += c.file.paths.size() - 1;
+            res.linked.push_back(c.file);
+        }
+        inodes.push_back(std::move(c));
+        i = j;
+    }
+    std::vector<DupesScan::Entry>().swap(e);
+
+    // Size groups with two inodes or more.
+    std::vector<std::vector<Cand*>> size_groups;
+    for (std::size_t i = 0; i < inodes.size();) {
+        std::size_t j = i + 1;
+        while (j < inodes.size() && inodes[j].file.size == inodes[i].file.size) ++j;
+        if (j - i >= 2) {
+            std::vector<Cand*> g;
+            for (std::size_t k = i; k < j; ++k) g.push_back(&inodes[k]);
+            sum.candidates += g.size();
+            size_groups.push_back(std::move(g));
+        }
+        i = j;
+    }
+    Resolver r(options, sum);
+    // Large files first: they hold most of the waste and make progress honest.
+    for (auto it = size_groups.rbegin(); it != size_groups.rend(); ++it) r.resolve(std::move(*it));
+    res.groups = r.take_groups();
+    std::sort(res.groups.begin(), res.groups.end(), [](const DupesGroup& a, const DupesGroup& b) {
+        if (a.wasted() != b.wasted()) return a.wasted() > b.wasted();
+        if (a.size != b.size) return a.size > b.size;
+        return a.files.front().paths.front() < b.files.front().paths.front();
+    });
+    std::sort(res.linked.begin(), res.linked.end(),
+              [](const DupesFile& a, const DupesFile& b) { return a.paths.front() < b.paths.front(); });
+    for (const auto& g : res.groups) {
+        ++sum.groups;
+        sum.duplicate_files += g.files.size() - 1;
+        sum.wasted_bytes += g.wasted();
+    }
+    return res;
+}
+
+DupesResult find_dupes(std::span<const std::string> roots, const DupesOptions& options) {
+    return resolve_dupes(scan_dupes(roots, options), options);
+}
+
+}  // namespace cdc

@@ -1,0 +1,170 @@
+// cdc dupes: the tree walk (regular files, symlink and file-system rules).
+#include "internal.hpp"
+
+#include <cdc/error.hpp>
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstring>
+#include <dirent.h>
+#include <fcntl.h>
+#include <set>
+#include <unistd.h>
+#include <utility>
+
+namespace cdc {
+
+namespace dupes_detail {
+
+int open_read(const std::string& path, bool follow) noexcept {
+    int flags = O_RDONLY | O_CLOEXEC | O_NOCTTY;
+    if (!follow) flags |= O_NOFOLLOW;
+    int fd;
+    do {
+        fd = ::open(path.c_str(), flags);
+    } while (fd < 0 && errno == EINTR);
+    return fd;
+}
+
+bool read_exact(int fd, void* buf, std::size_t len, std::uint64_t offset) noexcept {
+    auto* p = static_cast<char*>(buf);
+    while (len > 0) {
+        const ssize_t n = ::pread(fd, p, len, static_cast<off_t>(offset));
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            return false;
+        }
+        if (n == 0) {
+            errno = 0;
+            return false;
+        }
+        p += n;
+        len -= static_cast<std::size_t>(n);
+        offset += static_cast<std::uint64_t>(n);
+    }
+    return true;
+}
+
+std::string errno_text(int err) { return err == 0 ? std::string("file shrank") : std::string(std::strerror(err)); }
+
+}  // namespace dupes_detail
+
+using namespace dupes_detail;
+
+bool is_dupes_temporary(std::string_view name) noexcept { return name.starts_with(kTempPrefix); }
+
+namespace {
+
+struct Walker {
+    const DupesOptions& opt;
+    DupesScan& scan;
+    std::set<std::pair<std::uint64_t, std::uint64_t>> seen_dirs;
+
+    void warn(const std::string& msg) const {
+        if (opt.warning) opt.warning(msg);
+    }
+
+    void progress() const {
+        if (opt.progress && (scan.files_scanned & 1023) == 0) {
+            DupesProgress p;
+            p.phase = "walk";
+            p.files = scan.files_scanned;
+            opt.progress(p);
+        }
+    }
+
+    void add_file(std::string path, const struct stat& st) {
+        ++scan.files_scanned;
+        progress();
+        if (static_cast<std::uint64_t>(st.st_size) < opt.min_size) return;
+        DupesScan::Entry e;
+        e.path = std::move(path);
+        e.dev = static_cast<std::uint64_t>(st.st_dev);
+        e.ino = static_cast<std::uint64_t>(st.st_ino);
+        e.size = static_cast<std::uint64_t>(st.st_size);
+        e.mtime_ns = mtime_ns(st);
+        scan.entries.push_back(std::move(e));
+    }
+
+    // Iterative depth-first walk below one root directory.
+    void walk_dir(const std::string& root, std::uint64_t root_dev) {
+        std::vector<std::string> stack{root};
+        while (!stack.empty()) {
+            const std::string dir = std::move(stack.back());
+            stack.pop_back();
+            DIR* d = ::opendir(dir.c_str());
+            if (d == nullptr) {
+                warn(fmt::format("cannot read directory '{}': {} (skipped)", dir, std::strerror(errno)));
+                ++scan.skipped;
+                continue;
+            }
+            const int dfd = ::dirfd(d);
+            const std::string prefix = dir.ends_with('/') ? dir : std::string(dir).append("/");
+            errno = 0;
+            while (const dirent* de = ::readdir(d)) {
+                const std::string_view name(de->d_name);
+                if (name == "." || name == "..") continue;
+                std::string path = prefix;
+                path.append(name);
+                if (is_dupes_temporary(name)) {
+                    scan.stale_temporaries.push_back(std::move(path));
+                    continue;
+                }
+                struct stat st {};
+                if (::fstatat(dfd, de->d_name, &st, opt.follow_symlinks ? 0 : AT_SYMLINK_NOFOLLOW) != 0) {
+                    // A dangling symlink when following is not an error worth a warning.
+                    if (!(opt.follow_symlinks && errno == ENOENT))
+                        warn(fmt::format("cannot stat '{}': {} (skipped)", path, std::strerror(errno)));
+                    if (!(opt.follow_symlinks && errno == ENOENT)) ++scan.skipped;
+                    continue;
+                }
+                if (S_ISREG(st.st_mode)) {
+                    add_file(std::move(path), st);
+                } else if (S_ISDIR(st.st_mode)) {
+                    if (opt.one_file_system && static_cast<std::uint64_t>(st.st_dev) != root_dev) continue;
+                    if (!seen_dirs.emplace(st.st_dev, st.st_ino).second) continue;  // loop or overlap
+                    stack.push_back(std::move(path));
+                }
+                // symlinks (when not followed), devices, fifos, sockets: not files to merge
+            }
+            ::closedir(d);
+        }
+    }
+};
+
+std::string trim_slashes(std::string p) {
+    while (p.size() > 1 && p.ends_with('/')) p.pop_back();
+    return p;
+}
+
+}  // namespace
+
+DupesScan scan_dupes(std::span<const std::string> roots, const DupesOptions& options) {
+    DupesScan scan;
+    Walker w{options, scan, {}};
+    for (const auto& given : roots) {
+        const std::string root = trim_slashes(given);
+        struct stat st {};
+        if (::stat(root.c_str(), &st) != 0)
+            throw OptionError(fmt::format("cannot read '{}': {}", given, std::strerror(errno)));
+        if (S_ISREG(st.st_mode)) {
+            w.add_file(root, st);
+        } else if (S_ISDIR(st.st_mode)) {
+            if (w.seen_dirs.emplace(st.st_dev, st.st_ino).second)
+                w.walk_dir(root, static_cast<std::uint64_t>(st.st_dev));
+        } else {
+            throw OptionError(fmt::format("'{}' is neither a regular file nor a directory", given));
+        }
+    }
+    // The same path given twice (overlapping roots) is one path.
+    std::sort(scan.entries.begin(), scan.entries.end(),
+              [](const DupesScan::Entry& a, const DupesScan::Entry& b) { return a.path < b.path; });
+    scan.entries.erase(std::unique(scan.entries.begin(), scan.entries.end(),
+                                   [](const DupesScan::Entry& a, const DupesScan::Entry& b) { return a.path == b.path; }),
+                       scan.entries.end());
+    std::sort(scan.stale_temporaries.begin(), scan.stale_temporaries.end());
+    return scan;
+}
+
+}  // namespace cdc

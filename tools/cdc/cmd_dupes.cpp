@@ -1,0 +1,240 @@
+// cdc dupes — find duplicate files and merge them safely (hard link,
+// reflink, delete). The engine is cdc/dupes.hpp.
+#include "cli_common.hpp"
+#include "commands.hpp"
+#include "sizes.hpp"
+
+#include <cdc/dupes.hpp>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <memory>
+
+namespace cdc::cli {
+
+namespace {
+struct DupesArgs {
+    std::string mode = "auto";
+    std::string hash = "blake3";
+    std::string min_size = "1";
+    bool one_file_system = false;
+    bool follow_symlinks = false;
+    bool json = false;
+    bool csv = false;
+    std::string action = "report";
+    std::string keep = "oldest";
+    bool dry_run = false;
+    bool quiet = false;
+    std::size_t max_open = 0;
+    std::vector<std::string> paths;
+};
+
+// A progress line on stderr, redrawn at most ten times a second.
+class ProgressLine {
+public:
+    explicit ProgressLine(bool on) : on_(on) {}
+    void update(const DupesProgress& p) {
+        const auto now = std::chrono::steady_clock::now();
+        if (!on_ || now - last_ < std::chrono::milliseconds(100)) return;
+        last_ = now;
+        std::string line;
+        if (p.phase == "walk")
+            line = fmt::format("dupes: walking, {} files", p.files);
+        else if (p.phase == "resolve")
+            line = fmt::format("dupes: comparing, {}/{} candidates, {} read", p.resolved, p.candidates,
+                               tools::format_size(static_cast<double>(p.bytes_read)));
+        else
+            line = fmt::format("dupes: acting, {} files", p.resolved);
+        fmt::print(stderr, "\r{:<70}", line);
+        drawn_ = true;
+    }
+    void clear() {
+        if (drawn_) fmt::print(stderr, "\r{:<70}\r", "");
+        drawn_ = false;
+    }
+
+private:
+    bool on_;
+    bool drawn_ = false;
+    std::chrono::steady_clock::time_point last_{};
+};
+
+std::string_view status_name(DupesStep::Status s) {
+    switch (s) {
+        case DupesStep::Status::planned: return "planned";
+        case DupesStep::Status::done: return "done";
+        case DupesStep::Status::skipped: return "skipped";
+    }
+    return "?";
+}
+
+nlohmann::ordered_json summary_json(const DupesSummary& s, std::string_view mode) {
+    return {{"files_scanned", s.files_scanned}, {"bytes_scanned", s.bytes_scanned}, {"candidates", s.candidates},
+            {"bytes_read", s.bytes_read},       {"groups", s.groups},               {"duplicate_files", s.duplicate_files},
+            {"wasted_bytes", s.wasted_bytes},   {"linked_paths", s.linked_paths},   {"skipped", s.skipped},
+            {"mode", mode}};
+}
+
+int run(const DupesArgs& args) {
+    DupesOptions opt;
+    opt.mode = parse_dupes_mode(args.mode);
+    opt.hash = parse_digest_kind(args.hash);
+    if (opt.hash == DigestKind::none) throw UsageError("--hash = 'none' is invalid: must be blake3 or xxh3");
+    opt.min_size = tools::parse_size(args.min_size, "--min-size");
+    opt.one_file_system = args.one_file_system;
+    opt.follow_symlinks = args.follow_symlinks;
+    opt.max_open_files = args.max_open;
+    const DupesAction action = parse_dupes_action(args.action);
+    const KeepRule keep = parse_keep_rule(args.keep);
+    if (action != DupesAction::report && args.follow_symlinks)
+        throw UsageError("--follow-symlinks is for reports only: actions never act through symbolic links");
+
+    ProgressLine progress(!args.quiet && stderr_is_tty());
+    opt.progress = [&progress](const DupesProgress& p) { progress.update(p); };
+    std::uint64_t warnings = 0;
+    opt.warning = [&](const std::string& msg) {
+        progress.clear();
+        ++warnings;
+        fmt::print(stderr, "cdc dupes: warning: {}\n", msg);
+    };
+
+    DupesResult res = resolve_dupes(scan_dupes(args.paths, opt), opt);
+    progress.clear();
+    if (!res.stale_temporaries.empty() && (action == DupesAction::report || args.dry_run) && !args.quiet)
+        fmt::print(stderr, "cdc dupes: note: {} temporary name(s) left by an interrupted run (.cdc-dupes-tmp.*, extra "
+                           "links of kept files); the next --action run removes them\n",
+                   res.stale_temporaries.size());
+    std::vector<DupesStep> steps;
+    try {
+        steps = apply_dupes_action(res, action, keep, args.dry_run, opt);
+    } catch (...) {
+        progress.clear();
+        throw;
+    }
+    progress.clear();
+    const bool any_skipped = std::any_of(steps.begin(), steps.end(),
+                                         [](const DupesStep& s) { return s.status == DupesStep::Status::skipped; });
+
+    const DupesSummary& s = res.summary;
+    fmt::memory_buffer out;
+    auto o = std::back_inserter(out);
+    if (args.json) {
+        nlohmann::ordered_json doc;
+        doc["groups"] = nlohmann::ordered_json::array();
+        for (const auto& g : res.groups) {
+            nlohmann::ordered_json files = nlohmann::ordered_json::array();
+            for (const auto& f : g.files) files.push_back(f.paths.front());
+            doc["groups"].push_back({{"size", g.size}, {"files", std::move(files)}});
+        }
+        doc["linked"] = nlohmann::ordered_json::array();
+        for (const auto& l : res.linked) doc["linked"].push_back({{"size", l.size}, {"files", l.paths}});
+        doc["summary"] = summary_json(s, args.mode);
+        if (action != DupesAction::report) {
+            doc["actions"] = nlohmann::ordered_json::array();
+            for (const auto& st : steps) {
+                nlohmann::ordered_json j = {{"action", to_string(st.action)}, {"path", st.path}, {"kept", st.kept},
+                                    {"status", status_name(st.status)}};
+                if (!st.reason.empty()) j["reason"] = st.reason;
+                doc["actions"].push_back(std::move(j));
+            }
+        }
+        fmt::format_to(o, "{}\n", doc.dump(1));
+    } else if (args.csv) {
+        fmt::format_to(o, "kind,group,size,path\n");
+        auto quote = [](const std::string& p) {
+            if (p.find_first_of(",\"\n") == std::string::npos) return p;
+            std::string q = "\"";
+            for (char c : p) {
+                if (c == '"') q.push_back('"');
+                q.push_back(c);
+            }
+            q.push_back('"');
+            return q;
+        };
+        for (std::size_t i = 0; i < res.groups.size(); ++i)
+            for (const auto& f : res.groups[i].files)
+                fmt::format_to(o, "duplicate,{},{},{}\n", i + 1, res.groups[i].size, quote(f.paths.front()));
+        for (std::size_t i = 0; i < res.linked.size(); ++i)
+            for (const auto& p : res.linked[i].paths)
+                fmt::format_to(o, "linked,{},{},{}\n", i + 1, res.linked[i].size, quote(p));
+    } else {
+        for (const auto& g : res.groups) {
+            fmt::format_to(o, "== {} files of {} bytes, {} bytes wasted\n", g.files.size(), g.size, g.wasted());
+            for (const auto& f : g.files) fmt::format_to(o, "{}\n", f.paths.front());
+            fmt::format_to(o, "\n");
+        }
+        if (!res.linked.empty()) {
+            fmt::format_to(o, "linked (one file, several paths: no waste)\n");
+            for (const auto& l : res.linked) {
+                fmt::format_to(o, "== {} paths, {} bytes\n", l.paths.size(), l.size);
+                for (const auto& p : l.paths) fmt::format_to(o, "{}\n", p);
+            }
+            fmt::format_to(o, "\n");
+        }
+        for (const auto& st : steps) {
+            if (st.status == DupesStep::Status::planned)
+                fmt::format_to(o, "would {} '{}' (keep '{}')\n", to_string(st.action), st.path, st.kept);
+            else if (st.status == DupesStep::Status::done)
+                fmt::format_to(o, "{} '{}' (kept '{}')\n",
+                               st.action == DupesAction::remove     ? "deleted"
+                               : st.action == DupesAction::hardlink ? "hardlinked"
+                                                                    : "reflinked",
+                               st.path, st.kept);
+            else
+                fmt::format_to(o, "skipped '{}': {}\n", st.path, st.reason);
+        }
+        fmt::format_to(o,
+                       "{} files scanned, {} bytes read ({} mode), {} groups, {} duplicate files, {} bytes wasted ({}), "
+                       "{} linked paths{}\n",
+                       s.files_scanned, s.bytes_read, args.mode, s.groups, s.duplicate_files, s.wasted_bytes,
+                       tools::format_size(static_cast<double>(s.wasted_bytes)), s.linked_paths,
+                       s.skipped ? fmt::format(", {} skipped", s.skipped) : std::string());
+    }
+    std::fwrite(out.data(), 1, out.size(), stdout);
+    finish_stdout();
+    return s.skipped > 0 || any_skipped ? kExitPartial : kExitOk;
+}
+}  // namespace
+
+static void add_dupes_command(CLI::App& app, int& exit_code) {
+    auto args = std::make_shared<DupesArgs>();
+    auto* cmd = app.add_subcommand("dupes", "find duplicate files (byte comparison or hashing) and merge them safely");
+    cmd->add_option("--mode", args->mode,
+                    "compare (lockstep byte comparison, stops at the first difference), hash (partial then full "
+                    "hash) or auto (compare; hash classes with more files than --max-open)")
+        ->capture_default_str();
+    cmd->add_option("--hash", args->hash, "digest for hashing: blake3 or xxh3")->capture_default_str();
+    cmd->add_option("--min-size", args->min_size, "ignore files smaller than this (0 groups empty files)")
+        ->capture_default_str();
+    cmd->add_flag("--one-file-system", args->one_file_system, "do not descend into other file systems");
+    cmd->add_flag("--follow-symlinks", args->follow_symlinks,
+                  "follow symbolic links to files and directories (with --action report only)");
+    auto* json = cmd->add_flag("--json", args->json,
+                               "JSON: {\"groups\": [{\"size\", \"files\"}], \"linked\": [...], \"summary\": {...}}");
+    auto* csv = cmd->add_flag("--csv", args->csv, "CSV: kind,group,size,path");
+    json->excludes(csv);
+    cmd->add_option("--action", args->action,
+                    "report, hardlink (same file system), reflink (FIDEDUPERANGE) or delete; every file is "
+                    "verified byte for byte right before it is changed")
+        ->capture_default_str();
+    cmd->add_option("--keep", args->keep,
+                    "file kept in each group: oldest (mtime), first (path order) or a glob pattern matching its path")
+        ->capture_default_str();
+    cmd->add_flag("--dry-run", args->dry_run, "print what the action would do; change nothing");
+    cmd->add_flag("-q,--quiet", args->quiet, "no progress line and no notes on stderr");
+    cmd->add_option("--max-open", args->max_open,
+                    "open-file bound while comparing (default: half the soft RLIMIT_NOFILE, at most 512)");
+    cmd->add_option("PATH", args->paths, "files and directories to search (recursively)")->required();
+    cmd->footer(std::string(
+        "Groups are sorted by wasted bytes; paths of one inode are listed as linked, never as waste. A file that "
+        "changes during the run is left out with a warning. Temporaries of an interrupted hardlink run are named "
+        ".cdc-dupes-tmp.PID.N and removed by the next acting run.\n")
+                    .append(kExitCodesHelp));
+    cmd->callback([args, &exit_code] { exit_code = run(*args); });
+}
+
+static const CommandRegistration registration{50, &add_dupes_command};
+
+}  // namespace cdc::cli
