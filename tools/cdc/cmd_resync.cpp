@@ -1,0 +1,161 @@
+// cdc resync — how much of a file's chunks survive random edits, per
+// algorithm: insertions, deletions, overwrites or a mix, seeded.
+#include "cli_common.hpp"
+#include "commands.hpp"
+#include "sizes.hpp"
+
+#include <cdc/resync.hpp>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace cdc::cli {
+
+namespace {
+struct ResyncArgs {
+    std::string algorithm = "fastcdc";
+    ProfileArgs profile;
+    std::string digest = "blake3";
+    std::size_t edits = 1;
+    std::string edit_size = "16";
+    std::string kind = "insert";
+    std::uint64_t seed = 1;
+    std::size_t trials = 1;
+    bool json = false;
+    bool csv = false;
+    bool quiet = false;
+    std::string path;
+};
+
+// resync needs the original and an edited copy in memory: the file is read
+// whole (one file, not a corpus).
+std::vector<std::uint8_t> read_all(const std::string& path) {
+    int fd = 0;
+    if (path != "-") {
+        struct stat st {};
+        if (::stat(path.c_str(), &st) != 0)
+            throw UsageError(fmt::format("cannot read '{}': {}", path, std::strerror(errno)));
+        if (S_ISDIR(st.st_mode)) throw UsageError(fmt::format("'{}' is a directory: cdc resync takes one file", path));
+        fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+        if (fd < 0) throw UsageError(fmt::format("cannot open '{}': {}", path, std::strerror(errno)));
+    }
+    std::vector<std::uint8_t> data;
+    std::size_t end = 0;
+    for (;;) {
+        if (data.size() - end < (1u << 20)) data.resize(std::max<std::size_t>(data.size() * 2, end + (4u << 20)));
+        const ssize_t n = ::read(fd, data.data() + end, data.size() - end);
+        if (n > 0) {
+            end += static_cast<std::size_t>(n);
+        } else if (n == 0) {
+            break;
+        } else if (errno != EINTR) {
+            const int err = errno;
+            if (fd != 0) ::close(fd);
+            throw IoError(fmt::format("reading '{}': {}", path == "-" ? "stdin" : path, std::strerror(err)));
+        }
+    }
+    if (fd != 0) ::close(fd);
+    data.resize(end);
+    return data;
+}
+
+int run(const ResyncArgs& args) {
+    const Options base = args.profile.options();
+    const DigestKind digest = parse_digest_kind(args.digest);
+    if (digest == DigestKind::none) throw UsageError("--digest = 'none' is invalid here: chunks must be fingerprinted");
+    EditSpec spec;
+    spec.kind = parse_edit_kind(args.kind);
+    spec.count = args.edits;
+    spec.size = static_cast<std::size_t>(tools::parse_size(args.edit_size, "--edit-size"));
+    spec.seed = args.seed;
+    if (args.trials == 0) throw UsageError("--trials = 0 is invalid: must be at least 1");
+    std::vector<std::shared_ptr<const CutFinder>> finders;
+    for (const auto& a : parse_algorithm_list(args.algorithm, base, args.quiet || args.json || args.csv))
+        finders.push_back(make_cut_finder(a.name, a.options));
+
+    const auto original = read_all(args.path);
+    const auto summaries = run_resync(finders, original, spec, args.trials, digest);
+
+    if (args.json) {
+        nlohmann::json results = nlohmann::json::array();
+        for (const auto& s : summaries) {
+            const auto& p = finders[static_cast<std::size_t>(&s - summaries.data())]->profile();
+            results.push_back({{"algorithm", s.algorithm},
+                               {"min_size", p.min_size},
+                               {"avg_size", p.normal_size},
+                               {"max_size", p.max_size},
+                               {"shared_pct", s.shared_pct_mean},
+                               {"shared_pct_min", s.shared_pct_min},
+                               {"chunks_orig", s.runs.front().chunks_orig},
+                               {"chunks_edited", s.trials == 1 ? nlohmann::json(s.runs.front().chunks_edited)
+                                                               : nlohmann::json(s.chunks_edited_mean)},
+                               {"bytes_orig", s.runs.front().bytes_orig},
+                               {"bytes_edited", s.runs.front().bytes_edited},
+                               {"trials", s.trials}});
+        }
+        nlohmann::json doc{{"results", results},
+                           {"kind", to_string(spec.kind)},
+                           {"edits", spec.count},
+                           {"edit_size", spec.size},
+                           {"seed", spec.seed},
+                           {"trials", args.trials},
+                           {"digest", args.digest},
+                           {"bytes", original.size()}};
+        fmt::print("{}\n", doc.dump());
+    } else if (args.csv) {
+        std::string out = "algorithm,shared_pct,shared_pct_min,chunks_orig,chunks_edited,trials\n";
+        for (const auto& s : summaries)
+            out.append(fmt::format("{},{:.4f},{:.4f},{},{:.1f},{}\n", s.algorithm, s.shared_pct_mean,
+                                   s.shared_pct_min, s.runs.front().chunks_orig, s.chunks_edited_mean, s.trials));
+        fmt::print("{}", out);
+    } else {
+        fmt::print("{} ({} bytes): {} x {} of {} bytes, seed {}, {} trial(s)\n", args.path, original.size(),
+                   spec.count, to_string(spec.kind), spec.size, spec.seed, args.trials);
+        fmt::print("{:<16} {:>10} {:>10} {:>12} {:>14}\n", "ALGORITHM", "SHARED%", "MIN%", "CHUNKS", "CHUNKS EDITED");
+        for (const auto& s : summaries)
+            fmt::print("{:<16} {:>10.3f} {:>10.3f} {:>12} {:>14.1f}\n", s.algorithm, s.shared_pct_mean,
+                       s.shared_pct_min, s.runs.front().chunks_orig, s.chunks_edited_mean);
+        fmt::print("SHARED% = bytes of the edited file lying in chunks also in the original (mean over trials; "
+                   "MIN% the worst trial).\n");
+    }
+    finish_stdout();
+    return kExitOk;
+}
+}  // namespace
+
+static void add_resync_command(CLI::App& app, int& exit_code) {
+    auto args = std::make_shared<ResyncArgs>();
+    auto* cmd = app.add_subcommand("resync", "apply random edits to a file and measure, per algorithm, how much of "
+                                             "the edited file is still in the original's chunks");
+    cmd->add_option("-a,--algorithm", args->algorithm, "algorithm name, a comma-separated list, or all")
+        ->capture_default_str();
+    add_profile_options(*cmd, args->profile);
+    cmd->add_option("--edits", args->edits, "number of edits")->capture_default_str();
+    cmd->add_option("--edit-size", args->edit_size, "bytes per edit (suffixes: 1K, 4KiB...)")->capture_default_str();
+    cmd->add_option("--kind", args->kind, "insert, delete, overwrite or mixed")->capture_default_str();
+    cmd->add_option("--seed", args->seed, "seed of the edit positions and contents")->capture_default_str();
+    cmd->add_option("--trials", args->trials, "trials with seeds seed, seed+1, ... (reports mean and minimum)")
+        ->capture_default_str();
+    cmd->add_option("--digest", args->digest, "chunk fingerprint: blake3, sha256 or xxh3")->capture_default_str();
+    cmd->add_flag("-q,--quiet", args->quiet, "no notes on stderr");
+    auto* csv = cmd->add_flag("--csv", args->csv, "CSV: a header then one row per algorithm");
+    auto* json = cmd->add_flag("--json", args->json,
+                               "one JSON object: {\"results\": [{algorithm, shared_pct, chunks_orig, chunks_edited, "
+                               "...}], ...}");
+    csv->excludes(json);
+    cmd->add_option("FILE", args->path, "the file (read whole into memory), or - for standard input")->required();
+    cmd->footer(std::string("Every algorithm sees the same edited data in a trial. With --trials, shared_pct is the "
+                            "mean and shared_pct_min the worst trial.\n")
+                    .append(kExitCodesHelp));
+    cmd->callback([args, &exit_code] { exit_code = run(*args); });
+}
+
+static const CommandRegistration registration{40, &add_resync_command};
+
+}  // namespace cdc::cli
