@@ -85,10 +85,19 @@ Range padded(double lo, double hi, bool from_zero) {
         const double d = lo == 0 ? 1.0 : std::fabs(lo) * 0.1;
         return {lo - (from_zero && lo >= 0 ? 0 : d), hi + d};
     }
-    return {lo, hi + (hi - lo) * 0.05};
+    const double pad = (hi - lo) * 0.05;
+    return {from_zero && lo >= 0 ? lo : lo - pad, hi + pad};
 }
 
-double tx(const Chart& c, double x) { return c.x_log ? std::log10(x) : x; }
+// Log axes are base 2: chunk sizes and edit counts grow by doubling, and
+// PLplot's own log axes label decades only.
+double tx(const Chart& c, double x) { return c.x_log ? std::log2(x) : x; }
+
+void pow2_label(PLINT, PLFLT value, char* label, PLINT length, PLPointer) {
+    const double v = std::exp2(value);
+    const auto text = v >= 1 ? fmt::format("{:.0f}", v) : fmt::format("{:g}", v);
+    std::snprintf(label, static_cast<std::size_t>(length), "%s", text.c_str());
+}
 
 PLINT legend_position(LegendPosition p) {
     switch (p) {
@@ -107,7 +116,8 @@ void draw(plstream& pls, const Chart& chart) {
     }
     if (chart.kind != Kind::lines) ylo = std::min(ylo, 0.0);
     if (xhi <= xlo) xlo -= 0.5, xhi += 0.5;
-    Range yr = padded(ylo, yhi, true);
+    if (chart.x_log) xlo -= 0.2, xhi += 0.2;  // keep end markers off the frame
+    Range yr = padded(ylo, yhi, chart.y_from_zero);
     if (chart.x_min) xlo = tx(chart, *chart.x_min);
     if (chart.x_max) xhi = tx(chart, *chart.x_max);
     if (chart.y_min) yr.lo = *chart.y_min;
@@ -118,18 +128,31 @@ void draw(plstream& pls, const Chart& chart) {
     pls.schr(0, 1.15);
     pls.vpor(0.11, 0.97, 0.14, chart.subtitle.empty() ? 0.89 : 0.85);
     pls.wind(xlo, xhi, yr.lo, yr.hi);
-    const std::string xopt = chart.x_log ? "bcnstl" : "bcnst";
+    // Base-2 log axis: one labelled tick per power of two (every 2nd, 3rd...
+    // when the range is wide), labels written by pow2_label.
+    const double xtick = chart.x_log ? std::max(1.0, std::ceil((xhi - xlo) / 12.0)) : 0.0;
+    const PLINT nxsub = chart.x_log ? 1 : 0;
+    if (chart.x_log) pls.slabelfunc(&pow2_label, nullptr);
+    const std::string xopt = chart.x_log ? "bcnsto" : "bcnst";
     pls.col0(2);
     pls.width(1);
-    pls.box(chart.x_log ? "gl" : "g", 0, 0, "g", 0, 0);
+    pls.box("g", xtick, nxsub, "g", 0, 0);
     pls.col0(1);
-    pls.box(xopt.c_str(), 0, 0, "bcnstv", 0, 0);
+    pls.box(xopt.c_str(), xtick, nxsub, "bcnstv", 0, 0);
+    if (chart.x_log) pls.slabelfunc(nullptr, nullptr);
     pls.mtex("b", 2.8, 0.5, 0.5, chart.x_label.c_str());
     pls.mtex("l", 4.6, 0.5, 0.5, chart.y_label.c_str());
-    pls.schr(0, 1.45);
+    // Long titles shrink rather than run off the page (about 70 title or 120
+    // subtitle characters fit across a 1200-pixel chart).
+    auto fit = [&](const std::string& text, double scale, double chars) {
+        const double fits = chars * chart.width / 1200.0;
+        const auto n = static_cast<double>(text.size());
+        return n > fits ? std::max(0.6, scale * fits / n) : scale;
+    };
+    pls.schr(0, fit(chart.title, 1.45, 70));
     pls.mtex("t", chart.subtitle.empty() ? 1.5 : 2.9, 0.5, 0.5, chart.title.c_str());
     if (!chart.subtitle.empty()) {
-        pls.schr(0, 0.95);
+        pls.schr(0, fit(chart.subtitle, 0.95, 120));
         pls.mtex("t", 1.1, 0.5, 0.5, chart.subtitle.c_str());
     }
     pls.schr(0, 1.15);
@@ -183,7 +206,7 @@ void draw(plstream& pls, const Chart& chart) {
         std::vector<PLFLT> widths(chart.series.size(), 2.0), scales(chart.series.size(), 1.0);
         std::vector<const char*> labels(chart.series.size()), symbols(chart.series.size(), "#(728)");
         for (std::size_t i = 0; i < chart.series.size(); ++i) {
-            opts[i] = PL_LEGEND_LINE | (chart.markers && chart.kind == Kind::lines ? PL_LEGEND_SYMBOL : 0);
+            opts[i] = PL_LEGEND_LINE;
             colors[i] = series_color(i);
             labels[i] = chart.series[i].label.c_str();
         }

@@ -46,7 +46,8 @@ struct Chart {
     std::string y_label;
     Kind kind = Kind::lines;
     bool markers = false;  ///< a symbol at every point (lines only)
-    bool x_log = false;    ///< logarithmic x axis (every x must be > 0)
+    bool x_log = false;    ///< base-2 logarithmic x axis, ticks at powers of two (every x must be > 0)
+    bool y_from_zero = true;  ///< default y range starts at 0 when all y >= 0
     std::optional<double> x_min, x_max, y_min, y_max;  ///< default: the data range (y from 0 when all y >= 0)
     LegendPosition legend = LegendPosition::top_right;
     std::vector<Series> series;
