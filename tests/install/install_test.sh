@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Installs the build into a temporary prefix, then builds a consumer with
+# find_package(cdc) and another with pkg-config, and runs both.
+#   install_test.sh BUILD_DIR SOURCE_DIR
+set -euo pipefail
+build="$1"; src="$2"
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+cmake --install "$build" --prefix "$tmp/prefix" >/dev/null
+test -f "$tmp/prefix/include/cdc/cdc.hpp"
+test -x "$tmp/prefix/bin/cdc"
+cmake -S "$src/tests/install/consumer" -B "$tmp/cmake" -G Ninja -DCMAKE_PREFIX_PATH="$tmp/prefix" >/dev/null
+cmake --build "$tmp/cmake" >/dev/null
+a=$("$tmp/cmake/consumer")
+export PKG_CONFIG_PATH="$tmp/prefix/lib/pkgconfig:$tmp/prefix/lib/x86_64-linux-gnu/pkgconfig"
+# shellcheck disable=SC2046
+c++ -o "$tmp/pc_consumer" "$src/tests/install/consumer/main.cpp" $(pkg-config --cflags --libs --static cdc)
+b=$("$tmp/pc_consumer")
+echo "find_package: $a"
+echo "pkg-config:   $b"
+[[ "$a" == "$b" ]]
+[[ "$a" == *" 1048576 "* ]]
