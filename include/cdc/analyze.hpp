@@ -24,6 +24,7 @@
 
 #include <cdc/algorithms.hpp>
 #include <cdc/digest.hpp>
+#include <cdc/error.hpp>
 #include <cdc/options.hpp>
 #include <cdc/size_stats.hpp>
 

@@ -25,6 +25,7 @@
 #pragma once
 
 #include <cdc/digest.hpp>
+#include <cdc/error.hpp>
 
 #include <array>
 #include <cstddef>

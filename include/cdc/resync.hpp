@@ -11,6 +11,7 @@
 
 #include <cdc/algorithms.hpp>
 #include <cdc/digest.hpp>
+#include <cdc/error.hpp>
 
 #include <cstddef>
 #include <cstdint>
