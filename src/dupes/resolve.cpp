@@ -211,6 +211,11 @@ private:
     // One lockstep block of every member, then split by content.
     void compare_step(Work w, std::vector<Work>& stack) {
         const Segment seg = segs_[w.seg];
+        const bool keep_open = w.members.size() <= max_open_;
+        if (w.seg == 2 && keep_open && skip_holes(w)) {
+            stack.push_back(std::move(w));
+            return;
+        }
         const std::size_t m = w.members.size();
         std::uint64_t len = seg.end - w.pos;
         const bool middle = w.seg == 2;
@@ -220,7 +225,6 @@ private:
         }
         const auto n = static_cast<std::size_t>(len);
         if (buf_.size() < m * n) buf_.resize(m * n);
-        const bool keep_open = m <= max_open_;
         std::vector<Cand*> ok;
         std::vector<const std::byte*> blocks;
         ok.reserve(m);
@@ -281,6 +285,28 @@ private:
             }
             stack.push_back({std::move(*it), next_seg, next, grown});
         }
+    }
+
+    // Sparse files: where no member has data (SEEK_DATA), every member reads
+    // as zeros, so the range is equal without reading it. Returns true when
+    // the class moved on (or lost members) and must be looked at again.
+    bool skip_holes(Work& w) {
+        const Segment seg = segs_[2];
+        std::uint64_t data_at = seg.end;
+        for (Cand* c : w.members) {
+            if (!ensure_open(c)) return true;
+            const off_t d = ::lseek(c->fd, static_cast<off_t>(w.pos), SEEK_DATA);
+            if (d < 0 && errno != ENXIO) return false;  // no hole information: read
+            const std::uint64_t at = d < 0 ? c->file.size : static_cast<std::uint64_t>(d);
+            data_at = std::min(data_at, at);
+            if (data_at <= w.pos) return false;
+        }
+        w.pos = data_at;
+        if (w.pos >= seg.end) {
+            w.seg = 3;
+            w.pos = 0;
+        }
+        return true;
     }
 
     // Hashing from the class's current position: a partial hash over what is
