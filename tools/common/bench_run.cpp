@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <cstdint>
 #include <cstdio>
 #include <exception>
 #include <memory>
@@ -55,7 +56,10 @@ void note_error(Shared& shared, Counters& counters, const std::string& message) 
     if (shared.first_error.empty()) shared.first_error = message;
 }
 
-void worker(Shared& shared, Counters& counters, std::size_t lane_count) {
+// Lanes first_lane .. first_lane + lane_count - 1 of the run; lane g starts
+// on file g, so N files are in flight from the start whatever the threads'
+// timing, then lanes take files from the shared queue.
+void worker(Shared& shared, Counters& counters, std::size_t first_lane, std::size_t lane_count) {
     struct Lane {
         std::optional<Chunker> chunker;
         std::byte* buffer = nullptr;
@@ -72,9 +76,11 @@ void worker(Shared& shared, Counters& counters, std::size_t lane_count) {
         lane.buffer = nullptr;
     };
     // Opens the next readable file on `lane`; false when the queue is empty.
-    auto start = [&](Lane& lane) {
+    auto start = [&](Lane& lane, std::size_t initial) {
         for (;;) {
-            const std::size_t i = shared.next_file.fetch_add(1, std::memory_order_relaxed);
+            std::size_t i = initial;
+            if (initial == SIZE_MAX) i = shared.next_file.fetch_add(1, std::memory_order_relaxed);
+            initial = SIZE_MAX;
             if (i >= shared.config.files.size()) return false;
             const auto& path = shared.config.files[i];
             try {
@@ -111,10 +117,12 @@ void worker(Shared& shared, Counters& counters, std::size_t lane_count) {
 
     std::size_t active = lanes.size();
     Chunk chunk;
+    bool first_pass = true;
     while (active > 0 && !shared.stop.load(std::memory_order_relaxed)) {
-        for (Lane& lane : lanes) {
+        for (std::size_t k = 0; k < lanes.size(); ++k) {
+            Lane& lane = lanes[k];
             if (lane.done) continue;
-            if (!lane.chunker && !start(lane)) {
+            if (!lane.chunker && !start(lane, first_pass ? first_lane + k : SIZE_MAX)) {
                 lane.done = true;
                 --active;
                 continue;
@@ -132,6 +140,7 @@ void worker(Shared& shared, Counters& counters, std::size_t lane_count) {
                 note_error(shared, counters, e.what());
             }
         }
+        first_pass = false;
     }
 }
 
@@ -185,6 +194,7 @@ BenchResult run_bench(const BenchConfig& config) {
     const std::size_t threads = std::min(config.concurrency, config.threads ? config.threads : hw);
 
     Shared shared{config, finder, buffer_size, {}, {}, {}, {}, {}};
+    shared.next_file = std::min(config.concurrency, config.files.size());  // files 0..N-1 go to lanes 0..N-1
     std::vector<Counters> counters(threads);
 
     BenchResult result;
@@ -239,17 +249,19 @@ BenchResult run_bench(const BenchConfig& config) {
     std::vector<std::thread> workers;
     std::exception_ptr fatal;
     std::mutex fatal_mutex;
+    std::size_t first_lane = 0;
     for (std::size_t t = 0; t < threads; ++t) {
         const std::size_t lanes = config.concurrency / threads + (t < config.concurrency % threads ? 1 : 0);
-        workers.emplace_back([&, t, lanes] {
+        workers.emplace_back([&, t, lanes, first_lane] {
             try {
-                worker(shared, counters[t], lanes);
+                worker(shared, counters[t], first_lane, lanes);
             } catch (...) {
                 std::lock_guard lock(fatal_mutex);
                 if (!fatal) fatal = std::current_exception();
                 shared.stop = true;
             }
         });
+        first_lane += lanes;
     }
     for (auto& w : workers) w.join();
     {
