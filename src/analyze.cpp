@@ -7,11 +7,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
+#include <deque>
 #include <exception>
 #include <memory>
 #include <mutex>
@@ -160,7 +162,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr std::size_t kDefaultReadSize = std::size_t{4} << 20;
+constexpr std::size_t kDefaultReadSize = std::size_t{2} << 20;
 
 double seconds_since(Clock::time_point t0) {
     return std::chrono::duration<double>(Clock::now() - t0).count();
@@ -182,6 +184,8 @@ struct Tally {
     std::int64_t hash_ns = 0;
 };
 
+struct Segment;
+
 struct Shared {
     const WalkResult& walk;
     const AnalyzeOptions& options;
@@ -192,6 +196,25 @@ struct Shared {
     std::atomic<std::uint64_t> files_done{0};
     std::atomic<std::uint64_t> errors{0};
     std::atomic<bool> stop{false};
+
+    // Hash tasks: segments whose chunks are cut and wait to be fingerprinted.
+    // Guarded by `mutex`, as are Segment::busy and files_active.
+    std::mutex mutex{};
+    std::condition_variable changed{};  // a task queued or finished, a file done
+    std::deque<Segment*> tasks{};
+    std::size_t files_active = 0;     // files taken and not yet finished
+};
+
+// One of a worker's two buffers. While its chunks are being fingerprinted
+// (busy), possibly by another worker, its owner reads and cuts into the
+// other one: reading + cutting overlap hashing, and idle workers (no file
+// left) hash for the others.
+struct Segment {
+    std::unique_ptr<std::uint8_t[]> data;
+    std::size_t capacity = 0;
+    std::vector<std::size_t> starts;               // per algorithm: offset of its first chunk
+    std::vector<std::vector<std::uint32_t>> cuts;  // per algorithm: chunk lengths
+    bool busy = false;                              // queued or being hashed
 };
 
 class FileHandle {
@@ -212,22 +235,29 @@ private:
 class Worker {
 public:
     Worker(Shared& shared, std::size_t buffer_size)
-        : shared_(shared),
-          buffer_(std::make_unique_for_overwrite<std::uint8_t[]>(buffer_size)),
-          capacity_(buffer_size),
-          tallies_(shared.algos.size()),
-          pos_(shared.algos.size()) {
+        : shared_(shared), tallies_(shared.algos.size()), pos_(shared.algos.size()) {
         std::size_t min_chunk = kMaxChunkSizeLimit;
         for (const auto& a : shared_.algos) min_chunk = std::min(min_chunk, a.finder->profile().min_size);
-        cuts_.reserve(buffer_size / std::max<std::size_t>(min_chunk, 1) + 2);
+        for (auto& seg : segments_) {
+            seg.data = std::make_unique_for_overwrite<std::uint8_t[]>(buffer_size);
+            seg.capacity = buffer_size;
+            seg.starts.resize(shared.algos.size());
+            seg.cuts.resize(shared.algos.size());
+            for (auto& c : seg.cuts) c.reserve(buffer_size / std::max<std::size_t>(min_chunk, 1) + 2);
+        }
     }
 
     void run() {
         const auto& files = shared_.walk.files;
         for (;;) {
-            if (shared_.stop.load(std::memory_order_relaxed)) return;
-            const std::size_t i = shared_.next_file.fetch_add(1, std::memory_order_relaxed);
-            if (i >= files.size()) return;
+            if (shared_.stop.load(std::memory_order_relaxed)) break;
+            std::size_t i;
+            {
+                std::lock_guard lock(shared_.mutex);
+                i = shared_.next_file.fetch_add(1, std::memory_order_relaxed);
+                if (i < files.size()) ++shared_.files_active;
+            }
+            if (i >= files.size()) break;
             const FileEntry& f = files[i];
             try {
                 process(f);
@@ -237,6 +267,23 @@ public:
                 shared_.errors.fetch_add(1, std::memory_order_relaxed);
             }
             shared_.files_done.fetch_add(1, std::memory_order_relaxed);
+            {
+                std::lock_guard lock(shared_.mutex);
+                --shared_.files_active;
+            }
+            shared_.changed.notify_all();
+        }
+        // No file left: fingerprint for the others until every file is done.
+        std::unique_lock lock(shared_.mutex);
+        for (;;) {
+            shared_.changed.wait(lock, [&] {
+                return !shared_.tasks.empty() || shared_.files_active == 0 || shared_.stop.load();
+            });
+            if (!shared_.tasks.empty()) {
+                run_one_task(lock);
+                continue;
+            }
+            if (shared_.files_active == 0 || shared_.stop.load()) return;
         }
     }
 
@@ -244,10 +291,58 @@ public:
     std::vector<InputIssue>& errors() noexcept { return errors_; }
 
 private:
-    // Fills the buffer behind end_ until it is full or the input ends.
-    void fill(int fd, const std::string& name, bool stream) {
-        while (end_ < capacity_ && !eof_) {
-            const ssize_t n = ::read(fd, buffer_.get() + end_, capacity_ - end_);
+    // Runs the oldest queued task; `lock` is held on entry and exit.
+    void run_one_task(std::unique_lock<std::mutex>& lock) {
+        Segment* seg = shared_.tasks.front();
+        shared_.tasks.pop_front();
+        lock.unlock();
+        try {
+            hash_segment(*seg);
+        } catch (...) {
+            shared_.stop = true;
+            lock.lock();
+            seg->busy = false;
+            shared_.changed.notify_all();
+            throw;
+        }
+        lock.lock();
+        seg->busy = false;
+        shared_.changed.notify_all();
+    }
+
+    // Waits until `seg` is free, running queued tasks meanwhile.
+    void wait_idle(Segment& seg, std::unique_lock<std::mutex>& lock) {
+        while (seg.busy) {
+            if (!shared_.tasks.empty())
+                run_one_task(lock);
+            else
+                shared_.changed.wait(lock, [&] { return !seg.busy || !shared_.tasks.empty(); });
+        }
+    }
+
+    // Fingerprints and indexes the chunks cut in `seg` (any worker may run it;
+    // the figures go to this worker's tallies, merged exactly at the end).
+    void hash_segment(Segment& seg) {
+        const DigestKind kind = shared_.options.digest;
+        for (std::size_t k = 0; k < seg.cuts.size(); ++k) {
+            const auto t0 = Clock::now();
+            DedupIndex& index = *shared_.algos[k].index;
+            Tally& tally = tallies_[k];
+            std::size_t q = seg.starts[k];
+            for (const std::uint32_t c : seg.cuts[k]) {
+                const auto* data = reinterpret_cast<const std::byte*>(seg.data.get() + q);
+                index.insert(compute_digest(kind, {data, c}), c);
+                tally.sizes.add(c);
+                q += c;
+            }
+            tally.hash_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count();
+        }
+    }
+
+    // Fills `seg` behind end_ until it is full or the input ends.
+    void fill(Segment& seg, int fd, const std::string& name, bool stream) {
+        while (end_ < seg.capacity && !eof_) {
+            const ssize_t n = ::read(fd, seg.data.get() + end_, seg.capacity - end_);
             if (n > 0) {
                 const auto got = static_cast<std::size_t>(n);
                 end_ += got;
@@ -282,72 +377,76 @@ private:
         if (S_ISREG(st.st_mode)) ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
 
         const std::size_t n_algos = shared_.algos.size();
+        Segment* cur = &segments_[0];
+        Segment* other = &segments_[1];
+        {
+            std::unique_lock lock(shared_.mutex);
+            wait_idle(*cur, lock);
+        }
         end_ = 0;
         eof_ = false;
         std::fill(pos_.begin(), pos_.end(), std::size_t{0});
         for (;;) {
-            // Keep the bytes not yet cut by the slowest cursor, then read.
-            const std::size_t lo = *std::min_element(pos_.begin(), pos_.end());
-            if (lo > 0) {
-                std::memmove(buffer_.get(), buffer_.get() + lo, end_ - lo);
-                end_ -= lo;
-                for (auto& p : pos_) p -= lo;
-            }
-            fill(fd, name, stream);
+            fill(*cur, fd, name, stream);
             bool all_done = true;
             for (std::size_t k = 0; k < n_algos; ++k) {
-                cut_and_index(k);
+                cut(*cur, k);
                 if (pos_[k] != end_) all_done = false;
             }
+            {
+                std::lock_guard lock(shared_.mutex);
+                cur->busy = true;
+                shared_.tasks.push_back(cur);
+            }
+            shared_.changed.notify_all();
             if (eof_ && all_done) return;
+            // Carry the bytes not yet cut by the slowest cursor over to the
+            // other buffer (cur is only read meanwhile, by its hasher too).
+            {
+                std::unique_lock lock(shared_.mutex);
+                wait_idle(*other, lock);
+            }
+            const std::size_t lo = *std::min_element(pos_.begin(), pos_.end());
+            std::memcpy(other->data.get(), cur->data.get() + lo, end_ - lo);
+            end_ -= lo;
+            for (auto& p : pos_) p -= lo;
+            std::swap(cur, other);
         }
     }
 
     // Cuts every chunk of algorithm k that has a full window in the buffer
-    // (or the rest, at the end of input), then fingerprints and indexes them.
-    // The two phases are timed separately: cut_ns is the chunking speed.
-    void cut_and_index(std::size_t k) {
+    // (or the rest, at the end of input); cut_ns is the chunking speed.
+    void cut(Segment& seg, std::size_t k) {
         const Algo& algo = shared_.algos[k];
         const CutFinder& finder = *algo.finder;
         const std::size_t max = algo.max;
         Tally& tally = tallies_[k];
+        const std::uint8_t* data = seg.data.get();
+        auto& cuts = seg.cuts[k];
+        cuts.clear();
         const std::size_t start = pos_[k];
+        seg.starts[k] = start;
         std::size_t p = start;
-        cuts_.clear();
         const auto t0 = Clock::now();
         for (;;) {
             const std::size_t avail = end_ - p;
             if (avail == 0 || (avail < max && !eof_)) break;
-            const std::size_t cut = finder.find(buffer_.get() + p, std::min(avail, max));
-            cuts_.push_back(static_cast<std::uint32_t>(cut));
-            p += cut;
+            const std::size_t c = finder.find(data + p, std::min(avail, max));
+            cuts.push_back(static_cast<std::uint32_t>(c));
+            p += c;
         }
-        const auto t1 = Clock::now();
-        const DigestKind kind = shared_.options.digest;
-        DedupIndex& index = *algo.index;
-        std::size_t q = start;
-        for (const std::uint32_t c : cuts_) {
-            const auto* data = reinterpret_cast<const std::byte*>(buffer_.get() + q);
-            index.insert(compute_digest(kind, {data, c}), c);
-            tally.sizes.add(c);
-            q += c;
-        }
-        const auto t2 = Clock::now();
-        tally.cut_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count();
-        tally.hash_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(t2 - t1).count();
-        tally.chunks += cuts_.size();
+        tally.cut_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count();
+        tally.chunks += cuts.size();
         tally.bytes += p - start;
         pos_[k] = p;
     }
 
     Shared& shared_;
-    std::unique_ptr<std::uint8_t[]> buffer_;
-    std::size_t capacity_;
+    std::array<Segment, 2> segments_;
     std::size_t end_ = 0;
     bool eof_ = false;
     std::vector<Tally> tallies_;
-    std::vector<std::size_t> pos_;  // one cursor per algorithm, relative to the buffer
-    std::vector<std::uint32_t> cuts_;
+    std::vector<std::size_t> pos_;  // one cursor per algorithm, relative to the current buffer
     std::vector<InputIssue> errors_;
 };
 
@@ -404,7 +503,11 @@ AnalyzeReport analyze(const WalkResult& walk, const AnalyzeOptions& options) {
             } catch (...) {
                 std::lock_guard lock(failure_mutex);
                 if (!failure) failure = std::current_exception();
-                shared.stop = true;
+                {
+                    std::lock_guard stop_lock(shared.mutex);
+                    shared.stop = true;
+                }
+                shared.changed.notify_all();
             }
         });
     }
@@ -438,7 +541,7 @@ AnalyzeReport analyze(const WalkResult& walk, const AnalyzeOptions& options) {
 
     AnalyzeReport report;
     report.jobs = jobs;
-    report.buffer_bytes = buffer_size;
+    report.buffer_bytes = 2 * buffer_size;
     report.wall_seconds = wall;
     report.symlinks_skipped = walk.symlinks_skipped;
     report.errors = walk.errors;

@@ -9,17 +9,22 @@
 //   r.algorithms[0].dedup_ratio();   // distinct bytes / total bytes
 //
 // Memory is bounded: the dedup indexes (DedupIndex, ~20-40 bytes per
-// distinct chunk and algorithm) plus jobs x one pooled buffer
-// (buffer_size(), a few MiB). Files are never read whole into memory.
+// distinct chunk and algorithm) plus jobs x two pooled buffers of
+// analyze_buffer_size() bytes (2 MiB + the largest MaxSize by default).
+// Files are never read whole into memory.
 //
-// Each worker takes whole files: it reads a file once into its buffer and
-// advances one cursor per algorithm over it (the driver contract of
-// ALGORITHMS.md section 1: windows of min(MaxSize, remaining) bytes), so the
-// boundaries are exactly those of cdc::Chunker; each chunk is fingerprinted
-// and inserted into the algorithm's index. Reading, cutting and hashing of
-// different files overlap across workers. Every figure (counts, distinct
-// chunks and bytes, the size distribution) is identical for every number of
-// jobs and every file order; only the timings vary.
+// Each worker takes whole files: it reads a file once into one of its two
+// buffers and advances one cursor per algorithm over it (the driver contract
+// of ALGORITHMS.md section 1: windows of min(MaxSize, remaining) bytes), so
+// the boundaries are exactly those of cdc::Chunker (the multi-cursor driver
+// is here rather than one cdc::Chunker per algorithm so that each file is
+// read once for all the algorithms of a run). The chunks cut in a buffer
+// become a task — fingerprint each chunk, insert it into the algorithm's
+// index — that any worker may run while the owner reads and cuts into its
+// other buffer: reading + cutting overlap hashing, within one file (a single
+// large file or stdin uses two cores) and across files. Every figure
+// (counts, distinct chunks and bytes, the size distribution) is identical
+// for every number of jobs and every file order; only the timings vary.
 #pragma once
 
 #include <cdc/algorithms.hpp>
@@ -97,8 +102,8 @@ struct AnalyzeOptions {
     unsigned jobs = 0;                      ///< workers; 0 = every core
     KernelLevel kernel = KernelLevel::automatic;
     bool follow_symlinks = false;
-    /// Bytes read per read(2) call; the buffer is this plus the largest
-    /// MaxSize of the algorithms. 0 = 4 MiB.
+    /// Bytes read per buffer fill; each of a worker's two buffers is this
+    /// plus the largest MaxSize of the algorithms. 0 = 2 MiB.
     std::size_t read_size = 0;
     /// Called about every progress_interval seconds, from another thread,
     /// and once at the end with finished = true.
@@ -139,12 +144,12 @@ struct AnalyzeReport {
     std::uint64_t files = 0;                  ///< files chunked to their end
     std::uint64_t bytes = 0;                  ///< bytes chunked (errored files included up to the error)
     unsigned jobs = 0;
-    std::size_t buffer_bytes = 0;             ///< per worker
+    std::size_t buffer_bytes = 0;             ///< per worker (both buffers)
     double wall_seconds = 0;
 };
 
-/// The buffer each worker allocates for these options (read_size + the
-/// largest MaxSize).
+/// The size of each of the two buffers a worker allocates for these options
+/// (read_size + the largest MaxSize).
 std::size_t analyze_buffer_size(const AnalyzeOptions& options);
 
 /// Walks `paths` (walk_inputs) and analyzes every file. Throws OptionError

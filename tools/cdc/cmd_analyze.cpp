@@ -100,7 +100,7 @@ static void add_analyze_command(CLI::App& app, int& exit_code) {
                             "skipped unless --follow-symlinks; special files (FIFOs, sockets, devices) are skipped "
                             "with a warning. A file that cannot be read is reported, skipped and counted; the run "
                             "goes on and exits with 3. Memory: the dedup index (about 20-40 bytes per distinct "
-                            "chunk and algorithm) + jobs x (4 MiB + MaxSize).\n")
+                            "chunk and algorithm) + jobs x 2 x (2 MiB + MaxSize).\n")
                     .append(kExitCodesHelp));
     cmd->callback([args, &exit_code] { exit_code = run(*args); });
 }
