@@ -87,7 +87,6 @@ void plot_runs(const std::vector<tools::BenchResult>& runs, const std::vector<st
     mem.subtitle = common_subtitle(runs);
     mem.x_label = "elapsed (s)";
     mem.y_label = "resident set size (MB)";
-    mem.legend = plot::LegendPosition::bottom_right;
     mem.x_min = 0;
     plot::Chart cpu = mem;
     cpu.title = "CPU over time (cdc bench)";

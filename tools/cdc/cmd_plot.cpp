@@ -192,7 +192,6 @@ int run(const PlotArgs& args) {
                 c.x_label = "chunk size (KiB)";
                 c.y_label = "chunks of this size or smaller (%)";
                 c.y_max = 102;
-                c.legend = plot::LegendPosition::bottom_right;
                 c.series = {s};
                 writer.write(c, std::filesystem::path(r.algorithm) / "chunk-size-cdf.png");
                 cmp_cdf.series.push_back(std::move(s));
@@ -212,7 +211,6 @@ int run(const PlotArgs& args) {
             cmp_cdf.x_label = "chunk size (KiB)";
             cmp_cdf.y_label = "chunks of this size or smaller (%)";
             cmp_cdf.y_max = 102;
-            cmp_cdf.legend = plot::LegendPosition::bottom_right;
             writer.write(cmp_cdf, "compare-cdf.png");
         }
     }
@@ -239,7 +237,6 @@ int run(const PlotArgs& args) {
             c.markers = true;
             c.y_min = 0;
             c.y_max = 102;
-            c.legend = plot::LegendPosition::bottom_left;
             c.series = {s};
             writer.write(c, std::filesystem::path(curves[i].algorithm) / "resync-impact.png");
             cmp.series.push_back(std::move(s));
@@ -252,7 +249,6 @@ int run(const PlotArgs& args) {
         cmp.markers = true;
         cmp.y_min = 0;
         cmp.y_max = 102;
-        cmp.legend = plot::LegendPosition::bottom_left;
         if (!cmp.series.empty()) writer.write(cmp, "compare-resync.png");
     }
 
@@ -275,7 +271,6 @@ int run(const PlotArgs& args) {
             c.y_label = "dedup ratio: distinct / total bytes";
             c.x_log = true;
             c.markers = true;
-            c.legend = plot::LegendPosition::top_left;
             c.y_from_zero = false;
             c.series = {s};
             writer.write(c, std::filesystem::path(r.name) / "dedup-sweep.png");
@@ -287,7 +282,6 @@ int run(const PlotArgs& args) {
         cmp.y_label = "dedup ratio: distinct / total bytes";
         cmp.x_log = true;
         cmp.markers = true;
-        cmp.legend = plot::LegendPosition::top_left;
         cmp.y_from_zero = false;
         if (!cmp.series.empty()) writer.write(cmp, "compare-dedup-sweep.png");
     }

@@ -108,6 +108,44 @@ PLINT legend_position(LegendPosition p) {
     }
 }
 
+// The corner (of the four, in this order of preference) whose box of about
+// the legend's size holds the fewest points of the series, lines sampled
+// between their points too. Coordinates are normalised to the axes.
+LegendPosition pick_corner(const Chart& chart, double xlo, double xhi, double ylo, double yhi) {
+    const double box_w = 0.36;
+    const double box_h = 0.08 + 0.06 * static_cast<double>(chart.series.size());
+    constexpr std::array<LegendPosition, 4> corners{LegendPosition::top_right, LegendPosition::top_left,
+                                                    LegendPosition::bottom_right, LegendPosition::bottom_left};
+    std::array<std::size_t, 4> hits{};
+    auto count = [&](double x, double y) {
+        const double u = (x - xlo) / (xhi - xlo), v = (y - ylo) / (yhi - ylo);
+        const bool right = u > 1 - box_w, left = u < box_w, top = v > 1 - box_h, bottom = v < box_h;
+        if (top && right) ++hits[0];
+        if (top && left) ++hits[1];
+        if (bottom && right) ++hits[2];
+        if (bottom && left) ++hits[3];
+    };
+    for (const Series& s : chart.series) {
+        if (chart.kind == Kind::lines) {
+            for (std::size_t k = 0; k < s.x.size(); ++k) {
+                count(tx(chart, s.x[k]), s.y[k]);
+                if (k + 1 < s.x.size())
+                    for (int j = 1; j < 8; ++j) {
+                        const double f = j / 8.0;
+                        count(tx(chart, s.x[k]) * (1 - f) + tx(chart, s.x[k + 1]) * f, s.y[k] * (1 - f) + s.y[k + 1] * f);
+                    }
+            }
+        } else {
+            for (std::size_t k = 0; k < s.y.size(); ++k)
+                for (double v = 0; v <= s.y[k]; v += (yhi - ylo) / 20) count(tx(chart, (s.x[k] + s.x[k + 1]) / 2), v);
+        }
+    }
+    std::size_t best = 0;
+    for (std::size_t i = 1; i < hits.size(); ++i)
+        if (hits[i] < hits[best]) best = i;
+    return corners[best];
+}
+
 void draw(plstream& pls, const Chart& chart) {
     double xlo = std::numeric_limits<double>::infinity(), xhi = -xlo, ylo = xlo, yhi = -xlo;
     for (const Series& s : chart.series) {
@@ -211,7 +249,9 @@ void draw(plstream& pls, const Chart& chart) {
             labels[i] = chart.series[i].label.c_str();
         }
         PLFLT lw = 0, lh = 0;
-        pls.legend(&lw, &lh, PL_LEGEND_BACKGROUND | PL_LEGEND_BOUNDING_BOX, legend_position(chart.legend), 0.02, 0.03,
+        const LegendPosition where =
+            chart.legend == LegendPosition::automatic ? pick_corner(chart, xlo, xhi, yr.lo, yr.hi) : chart.legend;
+        pls.legend(&lw, &lh, PL_LEGEND_BACKGROUND | PL_LEGEND_BOUNDING_BOX, legend_position(where), 0.02, 0.03,
                    0.06, 0, 1, 1, 0, 0, n, opts.data(), 1.0, 1.0, 1.8, 0.0, text_colors.data(), labels.data(),
                    colors.data(), patterns.data(), scales.data(), widths.data(), colors.data(), styles.data(),
                    widths.data(), colors.data(), scales.data(), sym_numbers.data(), symbols.data());

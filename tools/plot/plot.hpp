@@ -37,7 +37,9 @@ enum class Kind {
     bars,   ///< filled, translucent histogram bars with an outline
 };
 
-enum class LegendPosition { top_right, top_left, bottom_right, bottom_left, none };
+/// Where the legend goes; automatic picks the corner of the plot that covers
+/// the fewest data points.
+enum class LegendPosition { automatic, top_right, top_left, bottom_right, bottom_left, none };
 
 struct Chart {
     std::string title;
@@ -49,7 +51,7 @@ struct Chart {
     bool x_log = false;    ///< base-2 logarithmic x axis, ticks at powers of two (every x must be > 0)
     bool y_from_zero = true;  ///< default y range starts at 0 when all y >= 0
     std::optional<double> x_min, x_max, y_min, y_max;  ///< default: the data range (y from 0 when all y >= 0)
-    LegendPosition legend = LegendPosition::top_right;
+    LegendPosition legend = LegendPosition::automatic;
     std::vector<Series> series;
     int width = 1200;
     int height = 700;
