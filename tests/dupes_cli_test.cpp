@@ -251,7 +251,9 @@ void kill_test(const std::string& action, int rounds, std::uint64_t seed) {
     std::mt19937_64 rng(seed);
     int interrupted = 0, partial = 0, temporaries_seen = 0;
     std::size_t total = 0;
-    for (int round = 0; round < rounds; ++round) {
+    // At least `rounds` trees; more (up to 4x) until kills have landed in the
+    // middle of the action phase a few times, however loaded the machine is.
+    for (int round = 0; round < rounds || (partial < 3 && round < 4 * rounds); ++round) {
         fs::remove_all(root);
         t = make_random_tree(root, kFiles, kFiles / 4, seed + static_cast<std::uint64_t>(round) + 1, true);
         total = 0;

@@ -37,7 +37,7 @@ namespace {
 
 constexpr std::uint64_t kEdge = 4096;             // head and tail block
 constexpr std::uint64_t kMinBlock = 4096;         // smallest lockstep block
-constexpr std::uint64_t kMaxBlock = 1 << 20;      // largest lockstep block
+constexpr std::uint64_t kMaxBlock = 256 << 10;    // largest lockstep block
 constexpr std::uint64_t kFirstMiddle = 64 << 10;  // first middle block; doubles
 
 // One inode among the candidates.
@@ -189,7 +189,8 @@ private:
     void emit(std::vector<Cand*>& m) {
         for (Cand* c : m) {
             struct stat st {};
-            const int rc = c->fd >= 0 ? ::fstat(c->fd, &st) : ::lstat(c->file.paths.front().c_str(), &st);
+            const char* path = c->file.paths.front().c_str();
+            const int rc = c->fd >= 0 ? ::fstat(c->fd, &st) : opt_.follow_symlinks ? ::stat(path, &st) : ::lstat(path, &st);
             if (rc != 0 || !same_identity(st, c->file.dev, c->file.ino, c->file.size, c->file.mtime_ns))
                 fail(c, "changed during the run");
             close_fd(c);
