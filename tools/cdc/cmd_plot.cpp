@@ -236,7 +236,6 @@ int run(const PlotArgs& args) {
             c.x_log = true;
             c.markers = true;
             c.y_min = 0;
-            c.y_max = 102;
             c.series = {s};
             writer.write(c, std::filesystem::path(curves[i].algorithm) / "resync-impact.png");
             cmp.series.push_back(std::move(s));
@@ -248,7 +247,6 @@ int run(const PlotArgs& args) {
         cmp.x_log = true;
         cmp.markers = true;
         cmp.y_min = 0;
-        cmp.y_max = 102;
         if (!cmp.series.empty()) writer.write(cmp, "compare-resync.png");
     }
 

@@ -99,39 +99,59 @@ void pow2_label(PLINT, PLFLT value, char* label, PLINT length, PLPointer) {
     std::snprintf(label, static_cast<std::size_t>(length), "%s", text.c_str());
 }
 
-PLINT legend_position(LegendPosition p) {
+// Legend places: the four corners and the middle of each side (internal).
+enum class Place { top_right, top_left, bottom_right, bottom_left, right, left };
+
+Place place_of(LegendPosition p) {
     switch (p) {
-        case LegendPosition::top_left: return PL_POSITION_TOP | PL_POSITION_LEFT | PL_POSITION_INSIDE;
-        case LegendPosition::bottom_right: return PL_POSITION_BOTTOM | PL_POSITION_RIGHT | PL_POSITION_INSIDE;
-        case LegendPosition::bottom_left: return PL_POSITION_BOTTOM | PL_POSITION_LEFT | PL_POSITION_INSIDE;
+        case LegendPosition::top_left: return Place::top_left;
+        case LegendPosition::bottom_right: return Place::bottom_right;
+        case LegendPosition::bottom_left: return Place::bottom_left;
+        default: return Place::top_right;
+    }
+}
+
+PLINT legend_position(Place p) {
+    switch (p) {
+        case Place::top_left: return PL_POSITION_TOP | PL_POSITION_LEFT | PL_POSITION_INSIDE;
+        case Place::bottom_right: return PL_POSITION_BOTTOM | PL_POSITION_RIGHT | PL_POSITION_INSIDE;
+        case Place::bottom_left: return PL_POSITION_BOTTOM | PL_POSITION_LEFT | PL_POSITION_INSIDE;
+        case Place::right: return PL_POSITION_RIGHT | PL_POSITION_INSIDE;
+        case Place::left: return PL_POSITION_LEFT | PL_POSITION_INSIDE;
         default: return PL_POSITION_TOP | PL_POSITION_RIGHT | PL_POSITION_INSIDE;
     }
 }
 
-// The corner (of the four, in this order of preference) whose box of about
-// the legend's size holds the fewest points of the series, lines sampled
-// between their points too. Coordinates are normalised to the axes.
-LegendPosition pick_corner(const Chart& chart, double xlo, double xhi, double ylo, double yhi) {
+double legend_box_height(const Chart& chart) { return 0.06 + 0.065 * static_cast<double>(chart.series.size()); }
+
+// The place (corners first, then the middle of the right and left sides)
+// whose box of about the legend's size covers the fewest points of the
+// series, lines sampled between their points too; `hits` gets that count.
+// Coordinates are normalised to the axes.
+Place pick_place(const Chart& chart, double xlo, double xhi, double ylo, double yhi, std::size_t& hits_out) {
     const double box_w = 0.36;
-    const double box_h = 0.08 + 0.06 * static_cast<double>(chart.series.size());
-    constexpr std::array<LegendPosition, 4> corners{LegendPosition::top_right, LegendPosition::top_left,
-                                                    LegendPosition::bottom_right, LegendPosition::bottom_left};
-    std::array<std::size_t, 4> hits{};
+    const double box_h = legend_box_height(chart);
+    constexpr std::array<Place, 6> places{Place::top_right,   Place::top_left, Place::bottom_right,
+                                          Place::bottom_left, Place::right,    Place::left};
+    std::array<std::size_t, 6> hits{};
     auto count = [&](double x, double y) {
         const double u = (x - xlo) / (xhi - xlo), v = (y - ylo) / (yhi - ylo);
         const bool right = u > 1 - box_w, left = u < box_w, top = v > 1 - box_h, bottom = v < box_h;
+        const bool middle = v > 0.5 - box_h / 2 && v < 0.5 + box_h / 2;
         if (top && right) ++hits[0];
         if (top && left) ++hits[1];
         if (bottom && right) ++hits[2];
         if (bottom && left) ++hits[3];
+        if (middle && right) ++hits[4];
+        if (middle && left) ++hits[5];
     };
     for (const Series& s : chart.series) {
         if (chart.kind == Kind::lines) {
             for (std::size_t k = 0; k < s.x.size(); ++k) {
                 count(tx(chart, s.x[k]), s.y[k]);
                 if (k + 1 < s.x.size())
-                    for (int j = 1; j < 8; ++j) {
-                        const double f = j / 8.0;
+                    for (int j = 1; j < 16; ++j) {
+                        const double f = j / 16.0;
                         count(tx(chart, s.x[k]) * (1 - f) + tx(chart, s.x[k + 1]) * f, s.y[k] * (1 - f) + s.y[k + 1] * f);
                     }
             }
@@ -143,7 +163,8 @@ LegendPosition pick_corner(const Chart& chart, double xlo, double xhi, double yl
     std::size_t best = 0;
     for (std::size_t i = 1; i < hits.size(); ++i)
         if (hits[i] < hits[best]) best = i;
-    return corners[best];
+    hits_out = hits[best];
+    return places[best];
 }
 
 void draw(plstream& pls, const Chart& chart) {
@@ -165,6 +186,19 @@ void draw(plstream& pls, const Chart& chart) {
     pls.adv(0);
     pls.schr(0, 1.15);
     pls.vpor(0.11, 0.97, 0.14, chart.subtitle.empty() ? 0.89 : 0.85);
+    const bool legend = chart.legend != LegendPosition::none &&
+                        std::any_of(chart.series.begin(), chart.series.end(), [](const Series& s) { return !s.label.empty(); });
+    Place where = place_of(chart.legend);
+    if (legend && chart.legend == LegendPosition::automatic) {
+        std::size_t hits = 0;
+        where = pick_place(chart, xlo, xhi, yr.lo, yr.hi, hits);
+        if (hits > 0 && !chart.y_max) {
+            // Every place covers data: make room above it instead.
+            const double h = legend_box_height(chart) + 0.03;
+            yr.hi = yr.lo + (yr.hi - yr.lo) / (1 - h);
+            where = Place::top_right;
+        }
+    }
     pls.wind(xlo, xhi, yr.lo, yr.hi);
     // Base-2 log axis: one labelled tick per power of two (every 2nd, 3rd...
     // when the range is wide), labels written by pow2_label.
@@ -235,8 +269,6 @@ void draw(plstream& pls, const Chart& chart) {
     }
     pls.width(1.0);
 
-    const bool legend = chart.legend != LegendPosition::none &&
-                        std::any_of(chart.series.begin(), chart.series.end(), [](const Series& s) { return !s.label.empty(); });
     if (legend) {
         const auto n = static_cast<PLINT>(chart.series.size());
         std::vector<PLINT> opts(chart.series.size()), text_colors(chart.series.size(), 1), colors(chart.series.size()),
@@ -249,8 +281,6 @@ void draw(plstream& pls, const Chart& chart) {
             labels[i] = chart.series[i].label.c_str();
         }
         PLFLT lw = 0, lh = 0;
-        const LegendPosition where =
-            chart.legend == LegendPosition::automatic ? pick_corner(chart, xlo, xhi, yr.lo, yr.hi) : chart.legend;
         pls.legend(&lw, &lh, PL_LEGEND_BACKGROUND | PL_LEGEND_BOUNDING_BOX, legend_position(where), 0.02, 0.03,
                    0.06, 0, 1, 1, 0, 0, n, opts.data(), 1.0, 1.0, 1.8, 0.0, text_colors.data(), labels.data(),
                    colors.data(), patterns.data(), scales.data(), widths.data(), colors.data(), styles.data(),

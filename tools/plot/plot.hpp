@@ -37,8 +37,9 @@ enum class Kind {
     bars,   ///< filled, translucent histogram bars with an outline
 };
 
-/// Where the legend goes; automatic picks the corner of the plot that covers
-/// the fewest data points.
+/// Where the legend goes. automatic picks the corner (or the middle of the
+/// right or left side) covering the fewest data points, and when every place
+/// covers some and y_max is not fixed, raises the y range to make room.
 enum class LegendPosition { automatic, top_right, top_left, bottom_right, bottom_left, none };
 
 struct Chart {
