@@ -18,4 +18,6 @@ case "$flavour" in
   *) echo "usage: scripts/build.sh [release|asan|fuzz|bench] [cmake args...]" >&2; exit 2 ;;
 esac
 cmake -S . -B "$dir" -G Ninja "${args[@]}" "$@" >/dev/null
-ninja -C "$dir" -j "$jobs"
+# CDC_TARGETS (e.g. "cdc_tool") builds only those targets.
+# shellcheck disable=SC2086
+ninja -C "$dir" -j "$jobs" ${CDC_TARGETS:-}

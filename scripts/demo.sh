@@ -5,6 +5,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
-scripts/build.sh release >/dev/null
+CDC_TARGETS=cdc_tool scripts/build.sh release >/dev/null
 [[ -f build/sample/.cdc-sample ]] || ./build/cdc sample --quiet build/sample
 ./build/cdc analyze -a all build/sample
