@@ -1,7 +1,7 @@
 // Run-time kernel selection: the one place that knows which accelerated
 // scanner exists for which family and ISA level. The scalar reference is
 // always available and is what every other kernel is tested against.
-#include "../algorithms/params.hpp"
+#include "kernels.hpp"
 
 #include <cdc/error.hpp>
 
@@ -32,12 +32,19 @@ std::string_view to_string(KernelLevel level) noexcept {
 }
 
 KernelLevel best_kernel_level() noexcept {
-#if defined(__x86_64__) && defined(__GNUC__)
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw")) return KernelLevel::avx512;
-    if (__builtin_cpu_supports("avx2")) return KernelLevel::avx2;
-#endif
+#if defined(CDC_X86_KERNELS) && defined(__GNUC__)
+    static const KernelLevel level = [] {
+        __builtin_cpu_init();
+        if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+            __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
+            return KernelLevel::avx512;
+        if (__builtin_cpu_supports("avx2")) return KernelLevel::avx2;
+        return KernelLevel::wide;
+    }();
+    return level;
+#else
     return KernelLevel::wide;
+#endif
 }
 
 KernelLevel default_kernel_level() {
@@ -60,29 +67,61 @@ static KernelLevel clamp(KernelLevel level) noexcept {
     return static_cast<int>(level) > static_cast<int>(best) ? best : level;
 }
 
-ScanFn<FastCdcParams> select_fastcdc(KernelLevel level, KernelLevel* used) noexcept {
-    (void)clamp(level);
+// One row per family: the kernel of each level (nullptr: none at that level).
+template <class Params>
+struct KernelSet {
+    ScanFn<Params> scalar, wide, avx2, avx512;
+};
+
+template <class Params>
+static ScanFn<Params> pick(const KernelSet<Params>& set, KernelLevel level, KernelLevel* used) noexcept {
+    switch (clamp(level)) {
+        case KernelLevel::avx512:
+            if (set.avx512) return *used = KernelLevel::avx512, set.avx512;
+            [[fallthrough]];
+        case KernelLevel::avx2:
+            if (set.avx2) return *used = KernelLevel::avx2, set.avx2;
+            [[fallthrough]];
+        case KernelLevel::automatic:
+        case KernelLevel::wide:
+            if (set.wide) return *used = KernelLevel::wide, set.wide;
+            [[fallthrough]];
+        case KernelLevel::scalar:
+            break;
+    }
     *used = KernelLevel::scalar;
-    return &fastcdc_scalar;
+    return set.scalar;
+}
+
+#if defined(CDC_X86_KERNELS)
+#define CDC_X86(name) &name
+#else
+#define CDC_X86(name) nullptr
+#endif
+
+ScanFn<FastCdcParams> select_fastcdc(KernelLevel level, KernelLevel* used) noexcept {
+    static constexpr KernelSet<FastCdcParams> set{&fastcdc_scalar, &fastcdc_wide, CDC_X86(fastcdc_avx2),
+                                                  CDC_X86(fastcdc_avx512)};
+    return pick(set, level, used);
 }
 
 ScanFn<JcParams> select_jc(KernelLevel level, KernelLevel* used) noexcept {
-    (void)clamp(level);
-    *used = KernelLevel::scalar;
-    return &jc_scalar;
+    static constexpr KernelSet<JcParams> set{&jc_scalar, nullptr, nullptr, CDC_X86(jc_avx512)};
+    return pick(set, level, used);
 }
 
 ScanFn<StadiaParams> select_stadia(KernelLevel level, KernelLevel* used) noexcept {
-    (void)clamp(level);
-    *used = KernelLevel::scalar;
-    return &stadia_scalar;
+    static constexpr KernelSet<StadiaParams> set{&stadia_scalar, nullptr, nullptr, CDC_X86(stadia_avx512)};
+    return pick(set, level, used);
 }
 
 ScanFn<UltraParams> select_ultra(KernelLevel level, KernelLevel* used) noexcept {
-    (void)clamp(level);
-    *used = KernelLevel::scalar;
-    return &ultra_scalar;
+    static constexpr KernelSet<UltraParams> set{&ultra_scalar, &ultra_wide, CDC_X86(ultra_avx2),
+                                                CDC_X86(ultra_avx512)};
+    return pick(set, level, used);
 }
+
+#undef CDC_X86
 
 }  // namespace detail
 }  // namespace cdc

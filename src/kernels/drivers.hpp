@@ -1,0 +1,267 @@
+// Internal, included only by the kernel translation units (wide.cpp,
+// avx2.cpp, avx512.cpp): the exact family logic, written once, around two
+// fast primitives that each ISA level supplies.
+//
+// Everything here has internal linkage (anonymous namespace) on purpose: each
+// kernel TU is compiled with different -m flags, and an inline function with
+// external linkage compiled with AVX-512 could be picked by the linker for
+// the baseline code.
+//
+// Gear primitive.  W(j) = sum_{k=0..63} G[w[j-k]] << k (mod 2^64) is the Gear
+// hash of the 64 bytes ending at j. After a hash restart at r (fp = 0, first
+// byte absorbed at r) the running fp equals W(j) at every j >= r + 63, and
+// (fp & mask) equals (W(j) & mask) already at j >= r + top_bit(mask), since
+// the bits up to the mask's top bit only depend on that many last bytes.
+//   First::run(G, w, from, to, mask): the first j in [from, to) with
+//   (W(j) & mask) == 0, or `to`. Requires from >= 64 (it reads from
+//   w[from - 64] on).
+// The family drivers do the first top_bit positions after each restart
+// sequentially and hand the rest to First, which is free to evaluate many
+// positions at once.
+//
+// UltraCDC primitive.  Filter::clean(p, m): true when none of the 8-byte
+// blocks at p, p+8, ... (Filter::kRegion bytes) equals the block before it,
+// and no position q in [p, p + kRegion) has (d(q) & m) == 0, where d(q) is the
+// sum of popcount(b ^ 0xAA) over the 8 bytes before q. Reads p[-8 ..
+// kRegion). A clean region cannot end a chunk and leaves lowCount at 0, so
+// the driver skips it; any other region is replayed with the exact logic.
+#pragma once
+
+#include "../algorithms/params.hpp"
+
+#include <bit>
+#include <cstring>
+
+namespace cdc::detail {
+namespace {
+
+using u8 = std::uint8_t;
+using u64 = std::uint64_t;
+
+inline unsigned top_bit(u64 mask) noexcept { return mask ? 63u - static_cast<unsigned>(std::countl_zero(mask)) : 0u; }
+inline std::size_t min_size(std::size_t a, std::size_t b) noexcept { return a < b ? a : b; }
+inline std::size_t max_size(std::size_t a, std::size_t b) noexcept { return a > b ? a : b; }
+
+/// W(j), for j >= 63.
+inline u64 window_hash(const u64* g, const u8* w, std::size_t j) noexcept {
+    u64 fp = 0;
+    for (std::size_t k = j - 63; k <= j; ++k) fp = (fp << 1) + g[w[k]];
+    return fp;
+}
+
+/// The plain sequential First (also the tail of every wide one).
+inline std::size_t first_scalar(const u64* g, const u8* w, std::size_t from, std::size_t to, u64 mask) noexcept {
+    if (from >= to) return to;
+    if (mask == 0) return from;
+    u64 fp = 0;
+    for (std::size_t k = from - top_bit(mask); k < from; ++k) fp = (fp << 1) + g[w[k]];
+    for (std::size_t j = from; j < to; ++j) {
+        fp = (fp << 1) + g[w[j]];
+        if ((fp & mask) == 0) return j;
+    }
+    return to;
+}
+
+/// Lane segment length for a mask: about an eighth of the expected distance
+/// between matches on random data, a multiple of 8, in [64, 1024].
+inline std::size_t segment_for(u64 mask) noexcept {
+    const int ones = std::popcount(mask);
+    if (ones >= 16) return 1024;
+    std::size_t s = (std::size_t{1} << ones) / 16;
+    if (s < 64) s = 64;
+    if (s > 1024) s = 1024;
+    return s & ~std::size_t{7};
+}
+
+// ---------------------------------------------------------------- FastCDC
+
+template <class First>
+std::size_t fastcdc_run(const FastCdcParams& p, const u8* w, std::size_t n) noexcept {
+    if (n <= p.min) return n;
+    std::size_t normal = p.normal;
+    if (n >= p.max) {
+        n = p.max;
+    } else if (n <= normal) {
+        normal = n;  // final window
+    }
+    const u64* g = p.gear;
+    u64 fp = 0;
+    u64 mask = p.mask_s;
+    std::size_t i = p.min;
+    const std::size_t seq_end = min_size(n, p.min + top_bit(p.mask_s | p.mask_l));
+    for (; i < seq_end; ++i) {
+        if (i == normal) mask = p.mask_l;
+        fp = (fp << 1) + g[w[i]];
+        if ((fp & mask) == 0) return i;
+    }
+    if (i >= n) return n;
+    if (i < normal) {
+        const std::size_t j = First::run(g, w, i, normal, p.mask_s);
+        if (j < normal) return j;
+        i = normal;
+    }
+    return First::run(g, w, i, n, p.mask_l);
+}
+
+// --------------------------------------------------------------------- JC
+
+template <class First>
+std::size_t jc_run(const JcParams& p, const u8* w, std::size_t n) noexcept {
+    if (p.final_shortcut && n <= p.normal) return n;
+    if (n >= p.max) n = p.max;
+    const u64* g = p.gear;
+    const unsigned t = top_bit(p.mask_j | p.mask_c);
+    std::size_t i = p.min;
+    while (i < n) {
+        // restart: fp = 0
+        u64 fp = 0;
+        const std::size_t seq_end = min_size(n, i + t);
+        bool jumped = false;
+        while (i < seq_end) {
+            fp = (fp << 1) + g[w[i]];
+            if ((fp & p.mask_j) == 0) {
+                if ((fp & p.mask_c) == 0) return i;
+                i += p.jump;
+                jumped = true;
+                break;
+            }
+            ++i;
+        }
+        if (jumped) continue;
+        if (i >= n) break;
+        const std::size_t j = First::run(g, w, i, n, p.mask_j);
+        if (j >= n) return n;
+        if ((window_hash(g, w, j) & p.mask_c) == 0) return j;
+        i = j + p.jump;
+    }
+    return min_size(i, n);
+}
+
+// ---------------------------------------------------------- fastcdc4stadia
+
+template <class First>
+std::size_t stadia_run(const StadiaParams& p, const u8* w, std::size_t n) noexcept {
+    if (n <= p.min) return n;
+    if (n >= p.max) n = p.max;
+    const u64* g = p.gear;
+    std::size_t reg_len = n;
+    u64 reg_mask = 0;
+    u64 h = ~u64{0};
+    std::size_t i = p.min > 64 ? p.min - 64 : 0;
+    for (; i < p.min; ++i) h = (h << 1) + g[w[i]];
+    // Sequential until the loop-top hash H(i-1) is a pure 64-byte window
+    // hash (i >= 64) and First may read w[i - 1 - 64] (i >= 65).
+    // Also while candidates are frequent (fewer than 10 bits in the
+    // regression mask, more than one candidate per ~1 KiB): a fresh First
+    // for each would cost more than it saves.
+    const std::size_t seq_end = min_size(n, max_size(p.min + 1, 65));
+    for (; i < n && (i < seq_end || std::popcount(reg_mask) < 10); ++i) {
+        if ((h & reg_mask) == 0) {
+            if (h <= p.thresh) return i;
+            reg_len = i;
+            reg_mask = ~u64{0};
+            while ((h & reg_mask) != 0) reg_mask <<= 1;
+        }
+        h = (h << 1) + g[w[i]];
+    }
+    if (i < n) {
+        // The loop top at position i tests H(i-1) = W(i-1).
+        while (i < n) {
+            const std::size_t j = First::run(g, w, i - 1, n - 1, reg_mask);
+            if (j >= n - 1) break;
+            i = j + 1;
+            h = window_hash(g, w, j);
+            if (h <= p.thresh) return i;
+            reg_len = i;
+            reg_mask = ~u64{0};
+            while ((h & reg_mask) != 0) reg_mask <<= 1;
+            ++i;  // absorb w[i]
+        }
+        i = n;
+        h = window_hash(g, w, n - 1);
+    }
+    if ((h & reg_mask) != 0) return reg_len;
+    return i;
+}
+
+// ---------------------------------------------------------------- UltraCDC
+
+constexpr u64 kUltraMaskS = 0x2F;
+constexpr u64 kUltraMaskL = 0x2C;  // also the superset of both masks
+constexpr unsigned kUltraLest = 64;
+
+struct UltraWeights {
+    u8 v[256];
+    constexpr UltraWeights() : v{} {
+        for (unsigned b = 0; b < 256; ++b) v[b] = static_cast<u8>(std::popcount(b ^ 0xAAu));
+    }
+};
+constexpr UltraWeights kUltraWeights{};
+
+inline u64 ultra_weight8(const u8* p) noexcept {
+    u64 d = 0;
+    for (int k = 0; k < 8; ++k) d += kUltraWeights.v[p[k]];
+    return d;
+}
+
+inline bool same8(const u8* a, const u8* b) noexcept {
+    u64 x, y;
+    std::memcpy(&x, a, 8);
+    std::memcpy(&y, b, 8);
+    return x == y;
+}
+
+template <class Filter>
+std::size_t ultra_run(const UltraParams& p, const u8* w, std::size_t n) noexcept {
+    if (n <= p.min) return n;
+    std::size_t normal = p.normal;
+    if (n >= p.max) {
+        n = p.max;
+    } else if (n <= normal) {
+        normal = n;  // final window
+    }
+    if (n < p.min + 8) return n;
+    u64 dist = ultra_weight8(w + p.min);
+    const u8* out = w + p.min;
+    u64 mask = kUltraMaskS;
+    unsigned low = 0;
+    bool stale = false;  // dist/out must be rebuilt from the block before i
+    std::size_t i = p.min + 8;
+    constexpr std::size_t R = Filter::kRegion;
+    while (i + 8 <= n) {
+        std::size_t end = i + 8;
+        if (i + R <= n) {
+            const u8 m = static_cast<u8>(i + R <= normal ? kUltraMaskS : kUltraMaskL);
+            if (Filter::clean(w + i, m)) {
+                i += R;
+                low = 0;
+                stale = true;
+                continue;
+            }
+            end = i + R;
+        }
+        if (stale) {
+            out = w + i - 8;
+            dist = ultra_weight8(out);
+            stale = false;
+        }
+        for (; i < end; i += 8) {
+            if (i >= normal) mask = kUltraMaskL;
+            const u8* in = w + i;
+            if (same8(in, out)) {
+                if (++low >= kUltraLest) return i + 8;
+                continue;
+            }
+            low = 0;
+            for (std::size_t j = 0; j < 8; ++j) {
+                if ((dist & mask) == 0) return p.cut_at_block_end ? i + 8 : i + j;
+                dist = dist + kUltraWeights.v[in[j]] - kUltraWeights.v[w[i + j - 8]];
+            }
+            out = in;
+        }
+    }
+    return n;
+}
+
+}  // namespace
+}  // namespace cdc::detail

@@ -1,0 +1,34 @@
+// Internal: the accelerated scanners of every family, one set per ISA level.
+// Each is compiled in its own translation unit with its own flags
+// (wide.cpp: baseline x86-64 / any CPU; avx2.cpp: -mavx2; avx512.cpp:
+// -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512bitalg) and chosen at run
+// time by dispatch.cpp. Every one of them returns exactly the cut point of the
+// scalar reference in src/algorithms/ for every input (tests/kernels_test.cpp,
+// tests/fuzz/kernel_equals_reference.cpp).
+//
+// A family has a kernel at a level only where it beats the level below on
+// this project's measurements (docs/BENCHMARKS.md): the jump-based and
+// fastcdc4stadia scanners hash few bytes between restarts, and the lane
+// kernels' warm-up after each restart eats their gain, so they have an
+// AVX-512 kernel (consecutive positions, no warm-up) and otherwise use the
+// scalar reference.
+#pragma once
+
+#include "../algorithms/params.hpp"
+
+namespace cdc::detail {
+
+std::size_t fastcdc_wide(const FastCdcParams& p, const std::uint8_t* w, std::size_t n) noexcept;
+std::size_t ultra_wide(const UltraParams& p, const std::uint8_t* w, std::size_t n) noexcept;
+
+#if defined(CDC_X86_KERNELS)
+std::size_t fastcdc_avx2(const FastCdcParams& p, const std::uint8_t* w, std::size_t n) noexcept;
+std::size_t ultra_avx2(const UltraParams& p, const std::uint8_t* w, std::size_t n) noexcept;
+
+std::size_t fastcdc_avx512(const FastCdcParams& p, const std::uint8_t* w, std::size_t n) noexcept;
+std::size_t jc_avx512(const JcParams& p, const std::uint8_t* w, std::size_t n) noexcept;
+std::size_t stadia_avx512(const StadiaParams& p, const std::uint8_t* w, std::size_t n) noexcept;
+std::size_t ultra_avx512(const UltraParams& p, const std::uint8_t* w, std::size_t n) noexcept;
+#endif
+
+}  // namespace cdc::detail
