@@ -1,0 +1,96 @@
+// Chunking throughput of every algorithm at every kernel level the CPU has,
+// on one in-memory buffer (random by default), beside a memory-read
+// baseline over the same buffer. Bytes/s are reported by Google Benchmark.
+//   build-bench/bench/cdc_bench [--benchmark_filter=REGEX]
+// Environment: CDC_BENCH_SIZE (bytes, default 256 MiB), CDC_BENCH_DATA
+// (random, text or zeros).
+#include "datagen.hpp"
+
+#include <cdc/cdc.hpp>
+
+#include <benchmark/benchmark.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+const std::vector<std::uint8_t>& buffer() {
+    static const std::vector<std::uint8_t> buf = [] {
+        std::size_t size = std::size_t{256} << 20;
+        if (const char* s = std::getenv("CDC_BENCH_SIZE")) size = std::strtoull(s, nullptr, 10);
+        const std::string kind = std::getenv("CDC_BENCH_DATA") ? std::getenv("CDC_BENCH_DATA") : "random";
+        std::vector<std::uint8_t> b(size);
+        if (kind == "random") cdc::tools::fill_splitmix64(b, 1);
+        else if (kind == "text") cdc::tools::fill_text(b, 1);
+        return b;
+    }();
+    return buf;
+}
+
+void memory_read(benchmark::State& state) {
+    const auto& buf = buffer();
+    for (auto _ : state) {
+        std::uint64_t a = 0, b = 0, c = 0, d = 0;
+        for (std::size_t i = 0; i + 32 <= buf.size(); i += 32) {
+            std::uint64_t w[4];
+            std::memcpy(w, buf.data() + i, 32);
+            a += w[0];
+            b += w[1];
+            c += w[2];
+            d += w[3];
+        }
+        benchmark::DoNotOptimize(a + b + c + d);
+    }
+    state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * buf.size()));
+}
+
+void chunking(benchmark::State& state, const std::string& name, cdc::KernelLevel level) {
+    cdc::Options o;
+    if (cdc::find_algorithm(name)->requires_key) {
+        cdc::Key k{};
+        for (std::size_t i = 0; i < k.size(); ++i) k[i] = static_cast<std::uint8_t>(i);
+        o.key = k;
+    }
+    const auto finder = cdc::make_cut_finder(name, o, level);
+    if (finder->kernel_level() != level && level != cdc::KernelLevel::scalar) {
+        state.SkipWithError("no kernel at this level for this family (it uses a lower one)");
+        return;
+    }
+    const auto& buf = buffer();
+    const std::size_t max = finder->profile().max_size;
+    std::uint64_t chunks = 0;
+    for (auto _ : state) {
+        for (std::size_t pos = 0; pos < buf.size();) {
+            const std::size_t n = std::min(max, buf.size() - pos);
+            pos += finder->find(buf.data() + pos, n);
+            ++chunks;
+        }
+    }
+    state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * buf.size()));
+    state.counters["chunks"] = benchmark::Counter(static_cast<double>(chunks) / static_cast<double>(state.iterations()));
+}
+
+int register_all() {
+    benchmark::RegisterBenchmark("memory_read", memory_read)->Unit(benchmark::kMillisecond)->UseRealTime();
+    for (const auto& a : cdc::algorithms()) {
+        if (!a.content_defined) continue;
+        for (cdc::KernelLevel level :
+             {cdc::KernelLevel::scalar, cdc::KernelLevel::wide, cdc::KernelLevel::avx2, cdc::KernelLevel::avx512}) {
+            if (static_cast<int>(level) > static_cast<int>(cdc::best_kernel_level())) continue;
+            const std::string name = std::string(a.name);
+            benchmark::RegisterBenchmark((name + "/" + std::string(cdc::to_string(level))).c_str(),
+                                         [name, level](benchmark::State& s) { chunking(s, name, level); })
+                ->Unit(benchmark::kMillisecond);
+        }
+    }
+    return 0;
+}
+
+const int registered = register_all();
+
+}  // namespace
+
+BENCHMARK_MAIN();
