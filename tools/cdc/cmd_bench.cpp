@@ -150,8 +150,18 @@ int run_bench_run(const BenchRunArgs& args) {
     if (!args.buffer.empty()) config.buffer_size = static_cast<std::size_t>(tools::parse_size(args.buffer, "--buffer"));
     config.sample_interval = std::chrono::milliseconds(args.sample_ms);
     ensure_descriptors(config.concurrency);
+    const bool progress = stderr_is_tty();
+    if (progress) {
+        const std::size_t total = config.files.size();
+        config.on_sample = [total](const tools::BenchSample& p) {
+            fmt::print(stderr, "\r{}/{} files, {:.0f} MB, {:.0f} MB/s, RSS {:.0f} MB   ", p.files, total,
+                       static_cast<double>(p.bytes) / 1e6,
+                       p.t_s > 0 ? static_cast<double>(p.bytes) / 1e6 / p.t_s : 0.0, p.rss_mb);
+        };
+    }
 
     const tools::BenchResult result = tools::run_bench(config);
+    if (progress) fmt::print(stderr, "\r\033[K");
     if (args.format == "json")
         fmt::print("{}\n", tools::to_json(result).dump(2));
     else if (args.format == "csv")

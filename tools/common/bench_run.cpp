@@ -237,6 +237,7 @@ BenchResult run_bench(const BenchConfig& config) {
         while (!sampler_cv.wait_until(lock, next, [&] { return finished; })) {
             lock.unlock();
             BenchSample p = sample();
+            if (config.on_sample) config.on_sample(p);
             lock.lock();
             result.samples.push_back(p);
             next += config.sample_interval;

@@ -24,10 +24,13 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
 namespace cdc::tools {
+
+struct BenchSample;
 
 struct BenchConfig {
     std::string algorithm = "fastcdc";
@@ -38,6 +41,8 @@ struct BenchConfig {
     bool pooled = false;
     std::size_t buffer_size = 0;                ///< pooled buffer size; 0 = default_buffer_size(max)
     std::chrono::milliseconds sample_interval{100};
+    /// Called from the sampler thread after each periodic sample (progress).
+    std::function<void(const BenchSample&)> on_sample;
 };
 
 /// Process-wide usage at one instant.
