@@ -64,6 +64,8 @@ struct First512 {
             std::size_t first_group[kLanes] = {};
             const std::size_t groups = seg / 8;
             for (std::size_t gi = 0; gi < groups; ++gi) {
+                // one lane's next cache lines per group: each lane every 64 bytes
+                __builtin_prefetch(w + pos + (gi & 7) * seg + gi * 8 + 1024);
                 __m512i q = _mm512_i64gather_epi64(offs, w, 1);
                 offs = _mm512_add_epi64(offs, eight);
                 __mmask8 acc = 0;
@@ -112,6 +114,7 @@ struct First512Seq {
         __m512i b = _mm512_set1_epi64(static_cast<long long>(fp));
         std::size_t j = from;
         for (; j + 8 <= to; j += 8) {
+            __builtin_prefetch(w + j + 2048);
             const __m512i idx = _mm512_cvtepu8_epi64(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(w + j)));
             __m512i pv = gather(idx, table);
             pv = _mm512_add_epi64(pv, _mm512_slli_epi64(_mm512_alignr_epi64(pv, zero, 7), 1));

@@ -42,6 +42,13 @@ inline unsigned top_bit(u64 mask) noexcept { return mask ? 63u - static_cast<uns
 inline std::size_t min_size(std::size_t a, std::size_t b) noexcept { return a < b ? a : b; }
 inline std::size_t max_size(std::size_t a, std::size_t b) noexcept { return a > b ? a : b; }
 
+/// Asks for the cache lines of [p, p + len) ahead of use. The kernels are
+/// fast enough to be bound by memory once a buffer is out of cache, and JC's
+/// jumps defeat the hardware prefetchers.
+inline void prefetch_range(const u8* p, std::size_t len) noexcept {
+    for (std::size_t k = 0; k < len; k += 64) __builtin_prefetch(p + k);
+}
+
 /// W(j), for j >= 63.
 inline u64 window_hash(const u64* g, const u8* w, std::size_t j) noexcept {
     u64 fp = 0;
@@ -114,6 +121,7 @@ std::size_t jc_run(const JcParams& p, const u8* w, std::size_t n) noexcept {
     std::size_t i = p.min;
     while (i < n) {
         // restart: fp = 0
+        prefetch_range(w + i, min_size(n - i, 2048));
         u64 fp = 0;
         const std::size_t seq_end = min_size(n, i + t);
         bool jumped = false;
@@ -232,6 +240,7 @@ std::size_t ultra_run(const UltraParams& p, const u8* w, std::size_t n) noexcept
         std::size_t end = i + 8;
         if (i + R <= n) {
             const u8 m = static_cast<u8>(i + R <= normal ? kUltraMaskS : kUltraMaskL);
+            __builtin_prefetch(w + i + 2048);
             if (Filter::clean(w + i, m)) {
                 i += R;
                 low = 0;
