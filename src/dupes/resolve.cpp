@@ -239,7 +239,7 @@ private:
             ok.push_back(c);
             blocks.push_back(b);
         }
-        if (ok.size() != m) tick(m - ok.size());
+        tick(m - ok.size());  // (also keeps the progress line moving on big files)
         // Split by content: a short list of representatives, else a sort.
         std::vector<std::size_t> cls(ok.size());
         std::vector<std::size_t> reps;
@@ -351,13 +351,14 @@ private:
                     good = read_range(c, hash_buf_.data(), off, n);
                     if (good) hasher.update({hash_buf_.data(), n});
                     off += n;
+                    tick(0);
                 }
             }
             const Digest d = hasher.finish();
             close_fd(c);
             if (good) keyed.emplace_back(d, c);
         }
-        if (keyed.size() != cl.size()) tick(cl.size() - keyed.size());
+        tick(cl.size() - keyed.size());
         std::stable_sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) {
             return std::lexicographical_compare(a.first.bytes.begin(), a.first.bytes.end(), b.first.bytes.begin(),
                                                 b.first.bytes.end());
