@@ -59,6 +59,10 @@
 //    Where the file system does not support it, IoError with a clear message.
 //  - remove: unlink() of the duplicate path (the kept file is verified equal
 //    first).
+// Limit: a writer that changes the duplicate in the instant between the last
+// check and rename()/unlink() writes into the replaced inode (no tool can
+// close that window without the kernel's help; FIDEDUPERANGE is atomic
+// against concurrent writers). Do not merge trees that are being written.
 // A kill -9 at any moment leaves every path with its original content (or,
 // for remove, removed while an identical kept copy exists). An interrupted
 // hardlink run may leave `.cdc-dupes-tmp.PID.N` names: extra hard links to a
