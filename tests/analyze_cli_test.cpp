@@ -9,6 +9,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <cstdio>
 #include <sys/stat.h>
 
 namespace cdc::test {
@@ -146,6 +147,30 @@ TEST(CliAnalyze, ErrorsAreReportedSkippedAndCounted) {
     EXPECT_EQ(r.exit_code, 3);
     EXPECT_EQ(r.err.find("FIFO"), std::string::npos);
     EXPECT_NE(r.err.find("dangling"), std::string::npos);
+}
+
+// Runs `cdc args...` under script(1) (util-linux, Debian's essential
+// bsdutils) so that stderr is a terminal; returns what it printed there.
+std::string run_on_terminal(const std::string& args) {
+    std::string cmd = "script -qec \"";
+    cmd.append(tool_path().string()).append(" ").append(args).append(" >/dev/null\" /dev/null 2>&1");
+    std::string out;
+    if (std::FILE* p = ::popen(cmd.c_str(), "r")) {
+        char buf[4096];
+        while (const std::size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+        ::pclose(p);
+    }
+    return out;
+}
+
+TEST(CliAnalyze, ProgressLineOnlyOnATerminal) {
+    TempDir tmp;
+    const auto big = tmp.write("big.bin", random_bytes(64 << 20, 8));
+    const auto shown = run_on_terminal("analyze -a fastcdc,jc,ultracdc --jobs 1 " + big.string());
+    EXPECT_NE(shown.find("MB/s"), std::string::npos) << shown;
+    EXPECT_NE(shown.find("ETA"), std::string::npos) << shown;
+    const auto quiet = run_on_terminal("analyze --quiet -a fastcdc,jc,ultracdc --jobs 1 " + big.string());
+    EXPECT_EQ(quiet.find("ETA"), std::string::npos) << quiet;
 }
 
 TEST(CliAnalyze, UsageErrorsFailAtOnce) {

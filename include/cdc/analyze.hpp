@@ -121,7 +121,9 @@ struct AlgorithmResult {
     std::uint64_t distinct_chunks = 0;
     std::uint64_t distinct_bytes = 0;
     SizeStats sizes;                    ///< every chunk (duplicates included)
-    double cut_seconds = 0;             ///< CPU time in the cut finder, summed over workers
+    /// CPU time (thread CPU clock, so preemption on a busy machine does not
+    /// count) in the cut finder, summed over workers.
+    double cut_seconds = 0;
     double hash_seconds = 0;            ///< CPU time fingerprinting + indexing, summed over workers
     double wall_seconds = 0;            ///< the whole run (shared by every algorithm of the run)
     std::size_t index_memory_bytes = 0; ///< DedupIndex::memory_bytes()
