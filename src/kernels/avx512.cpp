@@ -163,7 +163,7 @@ struct Ultra512 {
 }  // namespace
 
 std::size_t fastcdc_avx512(const FastCdcParams& p, const std::uint8_t* w, std::size_t n) noexcept {
-    return fastcdc_run<First512>(p, w, n);
+    return fastcdc_run<First512, First512Seq>(p, w, n);
 }
 std::size_t jc_avx512(const JcParams& p, const std::uint8_t* w, std::size_t n) noexcept {
     return jc_run<First512Seq>(p, w, n);

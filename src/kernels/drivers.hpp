@@ -82,7 +82,9 @@ inline std::size_t segment_for(u64 mask) noexcept {
 
 // ---------------------------------------------------------------- FastCDC
 
-template <class First>
+/// `First` scans the MaskS part [Min, Normal) (long, rarely matched);
+/// `FirstL` the MaskL part (matched after ~2 KiB on random data).
+template <class First, class FirstL = First>
 std::size_t fastcdc_run(const FastCdcParams& p, const u8* w, std::size_t n) noexcept {
     if (n <= p.min) return n;
     std::size_t normal = p.normal;
@@ -107,7 +109,7 @@ std::size_t fastcdc_run(const FastCdcParams& p, const u8* w, std::size_t n) noex
         if (j < normal) return j;
         i = normal;
     }
-    return First::run(g, w, i, n, p.mask_l);
+    return FirstL::run(g, w, i, n, p.mask_l);
 }
 
 // --------------------------------------------------------------------- JC
