@@ -44,6 +44,13 @@ struct First512 {
         const __m512i vmask = _mm512_set1_epi64(static_cast<long long>(mask));
         const __m512i ff = _mm512_set1_epi64(0xFF);
         const __m512i lane_ids = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0);
+        // byte b of each 64-bit lane, zero-extended, in one in-lane shuffle
+        __m512i pick[8];
+        for (int b = 0; b < 8; ++b) {
+            const auto lo = static_cast<long long>(0x8080808080808000ULL | static_cast<unsigned>(b));
+            const auto hi = static_cast<long long>(0x8080808080808000ULL | static_cast<unsigned>(8 + b));
+            pick[b] = _mm512_set_epi64(hi, lo, hi, lo, hi, lo, hi, lo);
+        }
         std::size_t pos = from;
         while (pos < to && to - pos >= kLanes * 64) {
             const std::size_t seg = min_size(seg_max, (to - pos) / kLanes) & ~std::size_t{7};
@@ -70,10 +77,9 @@ struct First512 {
                 offs = _mm512_add_epi64(offs, eight);
                 __mmask8 acc = 0;
                 for (int b = 0; b < 8; ++b) {
-                    const __m512i gv = gather(_mm512_and_si512(q, ff), table);
+                    const __m512i gv = gather(_mm512_shuffle_epi8(q, pick[b]), table);
                     fp = _mm512_add_epi64(_mm512_add_epi64(fp, fp), gv);
                     acc = static_cast<__mmask8>(acc | _mm512_testn_epi64_mask(fp, vmask));
-                    q = _mm512_srli_epi64(q, 8);
                 }
                 const unsigned fresh = static_cast<unsigned>(acc) & ~found;
                 if (fresh) [[unlikely]] {
