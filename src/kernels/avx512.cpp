@@ -106,12 +106,11 @@ struct First512 {
 /// F[e] = (W(j-1) << (e+1)) + P[e]; the carried W(j+7) = (W(j-1) << 8) + P[7]
 /// is a two-instruction dependency chain.
 struct First512Seq {
-    static std::size_t run(const u64* g, const u8* w, std::size_t from, std::size_t to, u64 mask) noexcept {
-        if (from >= to) return to;
-        if (mask == 0) return from;
-        const unsigned t = top_bit(mask);
-        u64 fp = 0;  // W(from-1), exact in the bits up to t
-        for (std::size_t k = from - 1 - t; k < from; ++k) fp = (fp << 1) + g[w[k]];
+    /// Like run(), given fp = W(from-1) exact in the bits up to top_bit(mask)
+    /// - 1 (or better); *hash receives W(result) (W(to-1) when there is no
+    /// match), exact in the bits up to top_bit(mask) (or better).
+    static std::size_t run_seeded(const u64* g, const u8* w, std::size_t from, std::size_t to, u64 mask, u64 fp,
+                                  u64* hash) noexcept {
         const auto* table = reinterpret_cast<const long long*>(g);
         const __m512i vmask = _mm512_set1_epi64(static_cast<long long>(mask));
         const __m512i zero = _mm512_setzero_si512();
@@ -128,11 +127,34 @@ struct First512Seq {
             pv = _mm512_add_epi64(pv, _mm512_slli_epi64(_mm512_alignr_epi64(pv, zero, 4), 4));
             const __m512i f = _mm512_add_epi64(_mm512_sllv_epi64(b, shifts), pv);
             const __mmask8 z = _mm512_testn_epi64_mask(f, vmask);
-            if (z) [[unlikely]]
-                return j + static_cast<unsigned>(std::countr_zero(static_cast<unsigned>(z)));
+            if (z) [[unlikely]] {
+                const unsigned e = static_cast<unsigned>(std::countr_zero(static_cast<unsigned>(z)));
+                alignas(64) u64 lanes[8];
+                _mm512_store_si512(lanes, f);
+                *hash = lanes[e];
+                return j + e;
+            }
             b = _mm512_add_epi64(_mm512_slli_epi64(b, 8), _mm512_permutexvar_epi64(last, pv));
         }
-        return first_scalar(g, w, j, to, mask);
+        fp = static_cast<u64>(_mm_cvtsi128_si64(_mm512_castsi512_si128(b)));
+        for (; j < to; ++j) {
+            fp = (fp << 1) + g[w[j]];
+            if ((fp & mask) == 0) {
+                *hash = fp;
+                return j;
+            }
+        }
+        *hash = fp;
+        return to;
+    }
+
+    static std::size_t run(const u64* g, const u8* w, std::size_t from, std::size_t to, u64 mask) noexcept {
+        if (from >= to) return to;
+        if (mask == 0) return from;
+        u64 fp = 0;  // W(from-1), exact in the bits up to top_bit(mask)
+        for (std::size_t k = from - 1 - top_bit(mask); k < from; ++k) fp = (fp << 1) + g[w[k]];
+        u64 hash = 0;
+        return run_seeded(g, w, from, to, mask, fp, &hash);
     }
 };
 

@@ -14,7 +14,9 @@
 // the bits up to the mask's top bit only depend on that many last bytes.
 //   First::run(G, w, from, to, mask): the first j in [from, to) with
 //   (W(j) & mask) == 0, or `to`. Requires from >= 64 (it reads from
-//   w[from - 64] on).
+//   w[from - 64] on). The JC and fastcdc4stadia drivers use
+//   First::run_seeded(G, w, from, to, mask, W(from-1), &hash), which
+//   continues from a known hash and also returns the hash at the result.
 // The family drivers do the first top_bit positions after each restart
 // sequentially and hand the rest to First, which is free to evaluate many
 // positions at once.
@@ -139,9 +141,12 @@ std::size_t jc_run(const JcParams& p, const u8* w, std::size_t n) noexcept {
         }
         if (jumped) continue;
         if (i >= n) break;
-        const std::size_t j = First::run(g, w, i, n, p.mask_j);
+        // fp = W(i-1) exact in the bits below t: First continues from it and
+        // returns W(j) exact up to bit t, which covers MaskC.
+        u64 h = 0;
+        const std::size_t j = First::run_seeded(g, w, i, n, p.mask_j, fp, &h);
         if (j >= n) return n;
-        if ((window_hash(g, w, j) & p.mask_c) == 0) return j;
+        if ((h & p.mask_c) == 0) return j;
         i = j + p.jump;
     }
     return min_size(i, n);
@@ -160,7 +165,7 @@ std::size_t stadia_run(const StadiaParams& p, const u8* w, std::size_t n) noexce
     std::size_t i = p.min > 64 ? p.min - 64 : 0;
     for (; i < p.min; ++i) h = (h << 1) + g[w[i]];
     // Sequential until the loop-top hash H(i-1) is a pure 64-byte window
-    // hash (i >= 64) and First may read w[i - 1 - 64] (i >= 65).
+    // hash (i >= 64; i >= 65 keeps First's from >= 64).
     // Also while candidates are frequent (fewer than 10 bits in the
     // regression mask, more than one candidate per ~1 KiB): a fresh First
     // for each would cost more than it saves.
@@ -174,21 +179,24 @@ std::size_t stadia_run(const StadiaParams& p, const u8* w, std::size_t n) noexce
         }
         h = (h << 1) + g[w[i]];
     }
-    if (i < n) {
-        // The loop top at position i tests H(i-1) = W(i-1).
-        while (i < n) {
-            const std::size_t j = First::run(g, w, i - 1, n - 1, reg_mask);
-            if (j >= n - 1) break;
-            i = j + 1;
-            h = window_hash(g, w, j);
+    // From here on the loop-top hash h = H(i-1) is the exact W(i-1).
+    while (i < n) {
+        if ((h & reg_mask) == 0) {
             if (h <= p.thresh) return i;
             reg_len = i;
             reg_mask = ~u64{0};
             while ((h & reg_mask) != 0) reg_mask <<= 1;
-            ++i;  // absorb w[i]
         }
-        i = n;
-        h = window_hash(g, w, n - 1);
+        // The next loop positions i+1 .. n-1 test W(i) .. W(n-2).
+        u64 hh = 0;
+        const std::size_t k = First::run_seeded(g, w, i, n - 1, reg_mask, h, &hh);
+        if (k >= n - 1) {  // no candidate: hh = W(n-2)
+            h = (hh << 1) + g[w[n - 1]];
+            i = n;
+            break;
+        }
+        h = hh;
+        i = k + 1;
     }
     if ((h & reg_mask) != 0) return reg_len;
     return i;
