@@ -106,7 +106,7 @@ ScanFn<FastCdcParams> select_fastcdc(KernelLevel level, KernelLevel* used) noexc
 }
 
 ScanFn<JcParams> select_jc(KernelLevel level, KernelLevel* used) noexcept {
-    static constexpr KernelSet<JcParams> set{&jc_scalar, nullptr, nullptr, CDC_X86(jc_avx512)};
+    static constexpr KernelSet<JcParams> set{&jc_scalar, &jc_wide, nullptr, CDC_X86(jc_avx512)};
     return pick(set, level, used);
 }
 

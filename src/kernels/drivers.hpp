@@ -71,6 +71,24 @@ inline std::size_t first_scalar(const u64* g, const u8* w, std::size_t from, std
     return to;
 }
 
+/// The sequential First with the run_seeded interface (see above), reading
+/// ahead of the scan: the portable JC and fastcdc4stadia kernels.
+struct FirstSeqScalar {
+    static std::size_t run_seeded(const u64* g, const u8* w, std::size_t from, std::size_t to, u64 mask, u64 fp,
+                                  u64* hash) noexcept {
+        for (std::size_t j = from; j < to; ++j) {
+            if ((j & 63) == 0) __builtin_prefetch(w + j + 2048);
+            fp = (fp << 1) + g[w[j]];
+            if ((fp & mask) == 0) {
+                *hash = fp;
+                return j;
+            }
+        }
+        *hash = fp;
+        return to;
+    }
+};
+
 /// Lane segment length for a mask: about an eighth of the expected distance
 /// between matches on random data, a multiple of 8, in [64, 1024].
 inline std::size_t segment_for(u64 mask) noexcept {

@@ -9,9 +9,10 @@
 // A family has a kernel at a level only where it beats the level below on
 // this project's measurements (docs/BENCHMARKS.md): the jump-based and
 // fastcdc4stadia scanners hash few bytes between restarts, and the lane
-// kernels' warm-up after each restart eats their gain, so they have an
-// AVX-512 kernel (consecutive positions, no warm-up) and otherwise use the
-// scalar reference.
+// kernels' warm-up after each restart eats their gain, so JC has a portable
+// kernel (the sequential scan with read-ahead, continuing across restarts)
+// and an AVX-512 one (consecutive positions, no warm-up); fastcdc4stadia
+// has only the AVX-512 one and otherwise uses the scalar reference.
 #pragma once
 
 #include "../algorithms/params.hpp"
@@ -19,6 +20,7 @@
 namespace cdc::detail {
 
 std::size_t fastcdc_wide(const FastCdcParams& p, const std::uint8_t* w, std::size_t n) noexcept;
+std::size_t jc_wide(const JcParams& p, const std::uint8_t* w, std::size_t n) noexcept;
 std::size_t ultra_wide(const UltraParams& p, const std::uint8_t* w, std::size_t n) noexcept;
 
 #if defined(CDC_X86_KERNELS)

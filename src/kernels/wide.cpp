@@ -1,6 +1,8 @@
-// Portable "wide" kernels (any CPU, baseline flags): the Gear families run
-// four independent hash lanes over four segments of the range, so that four
-// dependency chains overlap; UltraCDC uses word-wide block comparisons.
+// Portable "wide" kernels (any CPU, baseline flags): FastCDC runs four
+// independent hash lanes over four segments of the range, so that four
+// dependency chains overlap; JC scans sequentially with read-ahead and
+// carries its hash across the driver's restarts; UltraCDC uses word-wide
+// block comparisons and a byte-weight table.
 #include "drivers.hpp"
 #include "kernels.hpp"
 
@@ -64,6 +66,9 @@ struct UltraWord {
 
 std::size_t fastcdc_wide(const FastCdcParams& p, const std::uint8_t* w, std::size_t n) noexcept {
     return fastcdc_run<FirstWide>(p, w, n);
+}
+std::size_t jc_wide(const JcParams& p, const std::uint8_t* w, std::size_t n) noexcept {
+    return jc_run<FirstSeqScalar>(p, w, n);
 }
 std::size_t ultra_wide(const UltraParams& p, const std::uint8_t* w, std::size_t n) noexcept {
     return ultra_run<UltraWord>(p, w, n);
