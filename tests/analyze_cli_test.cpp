@@ -173,6 +173,19 @@ TEST(CliAnalyze, ProgressLineOnlyOnATerminal) {
     EXPECT_EQ(quiet.find("ETA"), std::string::npos) << quiet;
 }
 
+TEST(CliAnalyze, ReadErrorExitsWith3) {
+    // /proc/self/mem fails to read (EIO) even for root; the run goes on.
+    Corpus c;
+    const auto r = run_tool({"analyze", "--json", "/proc/self/mem", c.files[0].string()});
+    EXPECT_EQ(r.exit_code, 3) << r.err;
+    const auto doc = nlohmann::json::parse(r.out);
+    ASSERT_EQ(doc["errors"].size(), 1u);
+    EXPECT_EQ(doc["errors"][0]["path"], "/proc/self/mem");
+    EXPECT_EQ(doc["algorithms"][0]["files"], 1);
+    EXPECT_EQ(doc["algorithms"][0]["bytes"], fs::file_size(c.files[0]));
+    EXPECT_NE(r.err.find("/proc/self/mem"), std::string::npos);
+}
+
 TEST(CliAnalyze, UsageErrorsFailAtOnce) {
     Corpus c;
     auto r = run_tool({"analyze", (c.tmp.path() / "missing").string()});

@@ -229,6 +229,22 @@ TEST(Analyze, DanglingSymlinkIsAnErrorAndTheRunGoesOn) {
     expect_matches(r.algorithms[0], expected(c.files, "fastcdc"));
 }
 
+TEST(Analyze, ReadErrorInsideATreeIsRecordedAndSkipped) {
+    // Tests run as root, for whom chmod 000 makes nothing unreadable. A real
+    // read(2) failure that root gets too: /proc/self/mem at offset 0 (EIO).
+    Corpus c;
+    fs::create_symlink("/proc/self/mem", c.tmp.path() / "one/mem");
+    auto o = options_for({"fastcdc", "jc"}, 2);
+    o.follow_symlinks = true;
+    const auto r = analyze({c.tmp.path().string()}, o);
+    ASSERT_EQ(r.errors.size(), 1u);
+    EXPECT_EQ(r.errors[0].path, (c.tmp.path() / "one/mem").string());
+    EXPECT_NE(r.errors[0].message.find("reading"), std::string::npos) << r.errors[0].message;
+    EXPECT_EQ(r.files, c.files.size());
+    expect_matches(r.algorithms[0], expected(c.files, "fastcdc"));
+    expect_matches(r.algorithms[1], expected(c.files, "jc"));
+}
+
 TEST(Analyze, FileVanishedOrReplacedBetweenWalkAndRead) {
     Corpus c;
     const WalkResult walk = walk_inputs({c.tmp.path().string()});
