@@ -62,7 +62,7 @@ struct First256 {
                 }
             }
             if (found) {
-                const unsigned l = static_cast<unsigned>(std::countr_zero(found));
+                const unsigned l = lowest(found);
                 const std::size_t a = pos + l * seg + first_group[l] * 8;
                 return first_scalar(g, w, a, a + 8, mask);
             }

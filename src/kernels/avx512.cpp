@@ -90,7 +90,7 @@ struct First512 {
                 }
             }
             if (found) {
-                const unsigned l = static_cast<unsigned>(std::countr_zero(found));
+                const unsigned l = lowest(found);
                 const std::size_t a = pos + l * seg + first_group[l] * 8;
                 return first_scalar(g, w, a, a + 8, mask);
             }
@@ -128,7 +128,7 @@ struct First512Seq {
             const __m512i f = _mm512_add_epi64(_mm512_sllv_epi64(b, shifts), pv);
             const __mmask8 z = _mm512_testn_epi64_mask(f, vmask);
             if (z) [[unlikely]] {
-                const unsigned e = static_cast<unsigned>(std::countr_zero(static_cast<unsigned>(z)));
+                const unsigned e = lowest(static_cast<unsigned>(z));
                 alignas(64) u64 lanes[8];
                 _mm512_store_si512(lanes, f);
                 *hash = lanes[e];

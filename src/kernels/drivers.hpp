@@ -40,7 +40,12 @@ namespace {
 using u8 = std::uint8_t;
 using u64 = std::uint64_t;
 
-inline unsigned top_bit(u64 mask) noexcept { return mask ? 63u - static_cast<unsigned>(std::countl_zero(mask)) : 0u; }
+// Bit helpers as compiler builtins rather than std:: templates: those have
+// external linkage, and a copy compiled with -mavx512f could be the one the
+// linker keeps for baseline code in an unoptimised build.
+inline unsigned top_bit(u64 mask) noexcept { return mask ? 63u - static_cast<unsigned>(__builtin_clzll(mask)) : 0u; }
+inline int ones(u64 x) noexcept { return __builtin_popcountll(x); }
+inline unsigned lowest(unsigned x) noexcept { return static_cast<unsigned>(__builtin_ctz(x)); }  // x != 0
 inline std::size_t min_size(std::size_t a, std::size_t b) noexcept { return a < b ? a : b; }
 inline std::size_t max_size(std::size_t a, std::size_t b) noexcept { return a > b ? a : b; }
 
@@ -92,9 +97,9 @@ struct FirstSeqScalar {
 /// Lane segment length for a mask: about an eighth of the expected distance
 /// between matches on random data, a multiple of 8, in [64, 1024].
 inline std::size_t segment_for(u64 mask) noexcept {
-    const int ones = std::popcount(mask);
-    if (ones >= 16) return 1024;
-    std::size_t s = (std::size_t{1} << ones) / 16;
+    const int k = ones(mask);
+    if (k >= 16) return 1024;
+    std::size_t s = (std::size_t{1} << k) / 16;
     if (s < 64) s = 64;
     if (s > 1024) s = 1024;
     return s & ~std::size_t{7};
@@ -188,7 +193,7 @@ std::size_t stadia_run(const StadiaParams& p, const u8* w, std::size_t n) noexce
     // regression mask, more than one candidate per ~1 KiB): a fresh First
     // for each would cost more than it saves.
     const std::size_t seq_end = min_size(n, max_size(p.min + 1, 65));
-    for (; i < n && (i < seq_end || std::popcount(reg_mask) < 10); ++i) {
+    for (; i < n && (i < seq_end || ones(reg_mask) < 10); ++i) {
         if ((h & reg_mask) == 0) {
             if (h <= p.thresh) return i;
             reg_len = i;

@@ -48,7 +48,7 @@ struct FirstWide {
                 }
             }
             if (found) {
-                const unsigned l = static_cast<unsigned>(std::countr_zero(found));
+                const unsigned l = lowest(found);
                 return pos + l * seg + first[l];
             }
             pos += kLanes * seg;
