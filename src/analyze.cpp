@@ -499,7 +499,9 @@ AnalyzeReport analyze(const WalkResult& walk, const AnalyzeOptions& options) {
 
     unsigned jobs = options.jobs ? options.jobs : std::max(1u, std::thread::hardware_concurrency());
     Shared shared{walk, options, algos};
-    const std::size_t n_workers = std::max<std::size_t>(1, std::min<std::size_t>(jobs, walk.files.size()));
+    // Every job gets a worker even with fewer files: workers without a file
+    // fingerprint the chunks the others cut.
+    const std::size_t n_workers = walk.files.empty() ? 1 : std::max<std::size_t>(1, jobs);
     std::vector<std::unique_ptr<Worker>> workers;
     for (std::size_t i = 0; i < n_workers; ++i) workers.push_back(std::make_unique<Worker>(shared, buffer_size));
 

@@ -129,6 +129,24 @@ TEST(Analyze, IdenticalForAnyJobsAndBufferSize) {
     }
 }
 
+TEST(Analyze, OneFileIsHashedByEveryWorker) {
+    // One file, several jobs: the owner cuts, the others fingerprint its
+    // buffers; small buffers make many hand-overs.
+    test::TempDir tmp;
+    auto data = test::random_bytes(3'000'000, 21);
+    data.insert(data.end(), data.begin(), data.begin() + 1'000'000);  // a repeat
+    const auto path = tmp.write("one.bin", data);
+    for (unsigned jobs : {1u, 2u, 3u}) {
+        auto o = options_for({"fastcdc", "ultracdc"}, jobs);
+        o.read_size = 70'000;
+        const auto r = analyze({path.string()}, o);
+        EXPECT_TRUE(r.errors.empty());
+        expect_matches(r.algorithms[0], expected({path}, "fastcdc"));
+        expect_matches(r.algorithms[1], expected({path}, "ultracdc"));
+        EXPECT_LT(r.algorithms[0].dedup_ratio(), 0.8);
+    }
+}
+
 TEST(Analyze, SeveralAlgorithmsInOnePassEqualSeparateRuns) {
     Corpus c;
     AnalyzeOptions o;
