@@ -141,7 +141,7 @@ void compare_windows(const std::string& algorithm, const Options& options, const
     }
     for (std::size_t d = 1; d <= 70; d += 3) lengths.push_back(d);
     for (std::size_t f : {3u, 5u, 7u}) lengths.push_back(p.min_size + (p.max_size - p.min_size) * f / 8);
-    const std::size_t starts[] = {0, 1, 7, 13};
+    const std::size_t starts[] = {0, 7, 13};
     for (KernelLevel level : levels()) {
         const auto fast = make_cut_finder(algorithm, options, level);
         ASSERT_LE(static_cast<int>(fast->kernel_level()), static_cast<int>(level)) << algorithm;
