@@ -149,6 +149,8 @@ TEST(DupesCli, UnreadableFileIsSkippedWithExitCode3) {
     const auto d = random_bytes(9000, 5);
     for (const char* n : {"a", "b", "secret"}) write_file(tmp.path() / n, d);
     ASSERT_EQ(::chmod((tmp.path() / "secret").c_str(), 0), 0);
+    write_file(tmp.path() / "locked/c", d);  // an unreadable directory
+    ASSERT_EQ(::chmod((tmp.path() / "locked").c_str(), 0), 0);
     const bool root = ::geteuid() == 0;
     const std::string out = (tmp.path() / "out.json").string();
     const std::string tool = tool_path().string(), dir = tmp.path().string();
@@ -172,7 +174,8 @@ TEST(DupesCli, UnreadableFileIsSkippedWithExitCode3) {
     const auto doc = nlohmann::json::parse(read_text(out));
     ASSERT_EQ(doc["groups"].size(), 1u);
     EXPECT_EQ(doc["groups"][0]["files"].size(), 2u);
-    EXPECT_EQ(doc["summary"]["skipped"], 1);
+    EXPECT_EQ(doc["summary"]["skipped"], 2);
+    ::chmod((tmp.path() / "locked").c_str(), 0755);  // so that TempDir can clean up as non-root
 }
 
 // ---- kill -9 ------------------------------------------------------------------
