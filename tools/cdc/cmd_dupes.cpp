@@ -140,7 +140,8 @@ int run(const DupesArgs& args) {
                 doc["actions"].push_back(std::move(j));
             }
         }
-        fmt::format_to(o, "{}\n", doc.dump(1));
+        // (a path that is not UTF-8 is printed with U+FFFD in place of the bad bytes)
+        fmt::format_to(o, "{}\n", doc.dump(1, ' ', false, nlohmann::ordered_json::error_handler_t::replace));
     } else if (args.csv) {
         fmt::format_to(o, "kind,group,size,path\n");
         auto quote = [](const std::string& p) {
