@@ -6,7 +6,8 @@
 //   r.shared_pct;   // share of the edited bytes in chunks also in the original
 //
 // Edits are seeded and deterministic: the same (size, spec) always gives the
-// same edits and the same edited bytes, on every platform.
+// same edits and the same edited bytes (on little-endian hosts, which the
+// project targets).
 #pragma once
 
 #include <cdc/algorithms.hpp>
