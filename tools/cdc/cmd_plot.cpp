@@ -110,9 +110,9 @@ std::vector<std::uint8_t> resync_input(const WalkResult& walk, std::uint64_t lim
     return data;
 }
 
-class Writer {
+class PngWriter {
 public:
-    explicit Writer(std::filesystem::path out, bool quiet) : out_(std::move(out)), quiet_(quiet) {}
+    explicit PngWriter(std::filesystem::path out, bool quiet) : out_(std::move(out)), quiet_(quiet) {}
     void write(const plot::Chart& chart, const std::filesystem::path& relative) {
         plot::render_png(chart, out_ / relative);
         if (!quiet_) fmt::print("{}\n", (out_ / relative).string());
@@ -150,7 +150,7 @@ int run(const PlotArgs& args) {
     if (walk.total_bytes == 0) throw UsageError("no data: the inputs hold no bytes to chunk");
     const std::string corpus = fmt::format("{} file{}, {}", walk.files.size(), walk.files.size() == 1 ? "" : "s",
                                            tools::format_size(static_cast<double>(walk.total_bytes)));
-    Writer writer(args.out, args.quiet);
+    PngWriter writer(args.out, args.quiet);
 
     if (kinds.count("distribution") || kinds.count("cdf")) {
         AnalyzeOptions options;
