@@ -28,6 +28,7 @@ AnalyzeOptions corpus_options(const CorpusArgs& args) {
     if (o.digest == DigestKind::none)
         throw UsageError("--digest = 'none' is invalid here: dedup needs fingerprints (blake3, sha256, xxh3)");
     o.kernel = parse_kernel_level(args.kernel);
+    if (args.jobs > 4096) throw UsageError(fmt::format("--jobs = {} is invalid: must be at most 4096", args.jobs));
     o.jobs = args.jobs;
     o.follow_symlinks = args.follow_symlinks;
     return o;
@@ -56,7 +57,7 @@ void draw_progress(const AnalyzeProgress& p) {
     }
     const double rate = p.seconds > 0 ? static_cast<double>(p.bytes_done) / p.seconds : 0;
     std::string eta = "?";
-    if (rate > 0 && p.bytes_total >= p.bytes_done)
+    if (rate > 0 && p.bytes_total > p.bytes_done)
         eta = fmt::format("{:.0f} s", static_cast<double>(p.bytes_total - p.bytes_done) / rate);
     fmt::print(stderr, "\r\033[K{} / {}  {:.0f} MB/s  ETA {}  {}/{} files{}", mb(static_cast<double>(p.bytes_done)),
                mb(static_cast<double>(p.bytes_total)), rate / 1e6, eta, p.files_done, p.files_total,
