@@ -14,6 +14,9 @@
 #include <map>
 #include <mutex>
 #include <thread>
+#include <cstring>
+#include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -261,6 +264,56 @@ TEST(Analyze, ReadErrorInsideATreeIsRecordedAndSkipped) {
     EXPECT_EQ(r.files, c.files.size());
     expect_matches(r.algorithms[0], expected(c.files, "fastcdc"));
     expect_matches(r.algorithms[1], expected(c.files, "jc"));
+}
+
+// Removes a directory tree by file descriptors (works past PATH_MAX).
+void remove_tree_at(int parent, const char* name) {
+    const int fd = ::openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+    if (fd >= 0) {
+        if (DIR* d = ::fdopendir(fd)) {
+            std::vector<std::string> names;
+            while (const dirent* e = ::readdir(d))
+                if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) names.emplace_back(e->d_name);
+            for (const auto& n : names)
+                if (::unlinkat(::dirfd(d), n.c_str(), 0) != 0) remove_tree_at(::dirfd(d), n.c_str());
+            ::closedir(d);
+        } else {
+            ::close(fd);
+        }
+    }
+    ::unlinkat(parent, name, AT_REMOVEDIR);
+}
+
+TEST(Analyze, UnreachableDirectoryInsideATreeIsAnError) {
+    // Root reads everything, but no one can name a path longer than
+    // PATH_MAX: a tree nested deeper than that gives a real walk error
+    // (ENAMETOOLONG) that the walk records before going on.
+    Corpus c;
+    const std::string segment(200, 'd');
+    int fd = ::open(c.tmp.path().c_str(), O_RDONLY | O_DIRECTORY);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(::mkdirat(fd, "deep", 0700), 0);
+    int cur = ::openat(fd, "deep", O_RDONLY | O_DIRECTORY);
+    for (int level = 0; level < 25; ++level) {  // 25 x 201 bytes > 4096
+        ASSERT_EQ(::mkdirat(cur, segment.c_str(), 0700), 0);
+        const int next = ::openat(cur, segment.c_str(), O_RDONLY | O_DIRECTORY);
+        ::close(cur);
+        cur = next;
+        ASSERT_GE(cur, 0);
+    }
+    const int file = ::openat(cur, "lost.bin", O_WRONLY | O_CREAT, 0600);
+    ASSERT_GE(file, 0);
+    ASSERT_EQ(::write(file, "data", 4), 4);
+    ::close(file);
+    ::close(cur);
+
+    const auto r = analyze({c.tmp.path().string()}, options_for({"fastcdc"}, 2));
+    ASSERT_EQ(r.errors.size(), 1u);
+    EXPECT_NE(r.errors[0].message.find("too long"), std::string::npos) << r.errors[0].message;
+    EXPECT_EQ(r.files, c.files.size());
+    expect_matches(r.algorithms[0], expected(c.files, "fastcdc"));
+    remove_tree_at(fd, "deep");
+    ::close(fd);
 }
 
 TEST(Analyze, FileVanishedOrReplacedBetweenWalkAndRead) {
