@@ -215,7 +215,8 @@ static void add_bench_command(CLI::App& app, int& exit_code) {
     run->add_option("--root", ra->root, "directory tree (or one file) to chunk")->required();
     add_profile_options(*run, ra->profile);
     run->add_option("-c,--concurrency", ra->concurrency, "files in flight (live chunkers)")->capture_default_str();
-    run->add_option("--threads", ra->threads, "worker threads (default: min(concurrency, hardware threads))");
+    run->add_option("--threads", ra->threads, "worker threads stepping the lanes (default: min(concurrency, hardware threads); = concurrency for one "
+                   "OS thread per file in flight)");
     run->add_flag("--pooled", ra->pooled,
                   "caller-owned buffers from a per-thread pool (one per file in flight) instead of one allocation "
                   "per chunker");

@@ -7,7 +7,10 @@
 // per turn) by T worker threads (T = min(N, hardware threads) unless given),
 // so concurrency 1000 on 2 cores is 1000 live chunkers and their buffers, not
 // 1000 OS threads fighting over 2 cores. A lane that finishes a file takes the
-// next one from a shared queue.
+// next one from a shared queue. Lanes are the worst case for memory (all N
+// files always in flight); threads = N gives one OS thread per lane, where a
+// thread often finishes a small file within its time slice and fewer
+// buffers are live at once (docs/BENCHMARKS.md compares both).
 //
 // Buffer modes. Unpooled: every file gets `Chunker(finder, FileSource(path))`
 // and the chunker allocates its own buffer (default_buffer_size(max)) — one
