@@ -151,12 +151,15 @@ int run(const PlotArgs& args) {
     const std::string corpus = fmt::format("{} file{}, {}", walk.files.size(), walk.files.size() == 1 ? "" : "s",
                                            tools::format_size(static_cast<double>(walk.total_bytes)));
     PngWriter writer(args.out, args.quiet);
+    bool partial = !walk.errors.empty();
 
     if (kinds.count("distribution") || kinds.count("cdf")) {
         AnalyzeOptions options;
         options.jobs = args.jobs;
         for (const auto& r : runs) options.algorithms.push_back({r.name, r.options});
         const AnalyzeReport report = analyze(walk, options);
+        for (const auto& e : report.errors) fmt::print(stderr, "cdc plot: skipped '{}': {}\n", e.path, e.message);
+        partial = partial || !report.errors.empty();
         plot::Chart cmp_dist, cmp_cdf;
         for (const AlgorithmResult& r : report.algorithms) {
             const std::string sub = fmt::format("{}; {}; {} chunks", corpus, profile_text(r.profile), r.chunks);
@@ -284,7 +287,7 @@ int run(const PlotArgs& args) {
         if (!cmp.series.empty()) writer.write(cmp, "compare-dedup-sweep.png");
     }
     finish_stdout();
-    return walk.errors.empty() ? kExitOk : kExitPartial;
+    return partial ? kExitPartial : kExitOk;
 }
 
 }  // namespace
