@@ -256,7 +256,9 @@ void kill_test(const std::string& action, int rounds, std::uint64_t seed) {
     std::size_t total = 0;
     // At least `rounds` trees; more (up to 4x) until kills have landed in the
     // middle of the action phase a few times, however loaded the machine is.
+    int rounds_run = 0;
     for (int round = 0; round < rounds || (partial < 3 && round < 4 * rounds); ++round) {
+        ++rounds_run;
         fs::remove_all(root);
         t = make_random_tree(root, kFiles, kFiles / 4, seed + static_cast<std::uint64_t>(round) + 1, true);
         total = 0;
@@ -265,8 +267,11 @@ void kill_test(const std::string& action, int rounds, std::uint64_t seed) {
         // last one died (temporaries included).
         for (int k = 0; k < 3; ++k) {
             const pid_t pid = spawn_tool({"dupes", "--quiet", "--action", action, root.string()});
+            // The first kill anywhere in the run; the next ones in its second
+            // half, where the actions are (start-up dominates under ASan).
+            const std::int64_t from = k == 0 ? 0 : full_us / 2;
             std::this_thread::sleep_for(std::chrono::microseconds(
-                std::uniform_int_distribution<std::int64_t>(0, full_us)(rng)));
+                std::uniform_int_distribution<std::int64_t>(from, full_us)(rng)));
             ::kill(pid, SIGKILL);
             const int rc = wait_exit(pid);
             interrupted += rc == 128 + SIGKILL;
@@ -288,12 +293,12 @@ void kill_test(const std::string& action, int rounds, std::uint64_t seed) {
             EXPECT_EQ(inodes.size(), 1u) << g[0];
         }
     }
-    EXPECT_GT(interrupted, rounds) << "the kills should mostly land while the tool runs";
+    EXPECT_GE(interrupted, rounds / 2) << "the kills should often land while the tool runs";
     // Kills landed in the middle of the action phase (some duplicates done,
     // others not) — the states this test is about.
     EXPECT_GT(partial, 0);
-    std::fprintf(stderr, "%s: %d kills landed, %d mid-action states, %d with temporaries\n", action.c_str(),
-                 interrupted, partial, temporaries_seen);
+    std::fprintf(stderr, "%s: %d rounds, %d kills landed, %d mid-action states, %d with temporaries\n",
+                 action.c_str(), rounds_run, interrupted, partial, temporaries_seen);
 }
 
 TEST(DupesKill, HardlinkSurvivesSigkillAtRandomMoments) { kill_test("hardlink", 8, 1000); }
