@@ -42,8 +42,9 @@ void Chunker::reset(Source source) {
 void Chunker::fill() {
     const std::size_t max = finder_->profile().max_size;
     if (buffer_.empty()) {
-        owned_buffer_.resize(default_buffer_size(max));
-        buffer_ = owned_buffer_;
+        const std::size_t size = default_buffer_size(max);
+        owned_buffer_ = std::make_unique_for_overwrite<std::byte[]>(size);
+        buffer_ = std::span<std::byte>(owned_buffer_.get(), size);
     }
     // Keep the unconsumed tail, moved to the front when a full window would
     // not fit behind it.

@@ -45,7 +45,10 @@ class Chunker {
 public:
     /// Creates a chunker for `algorithm` (validated; throws OptionError).
     /// `buffer`, if not empty, is a caller-owned scan buffer of at least
-    /// max_size bytes that must outlive the chunker (OptionError if smaller);
+    /// max_size bytes that must outlive the chunker (OptionError if smaller).
+    /// A buffer of exactly max_size works but moves the unconsumed tail before
+    /// almost every chunk; max_size + 256 KiB (or default_buffer_size) reads
+    /// and moves far less;
     /// otherwise the chunker allocates default_buffer_size() bytes the first
     /// time it reads from a Reader. Memory sources need no buffer at all.
     Chunker(std::string_view algorithm, Source source, const Options& options = {},
@@ -127,7 +130,7 @@ private:
     std::shared_ptr<const CutFinder> finder_;
     Source source_;
     std::span<std::byte> buffer_;          // caller-owned or owned_buffer_
-    std::vector<std::byte> owned_buffer_;
+    std::unique_ptr<std::byte[]> owned_buffer_;  // uninitialised: never zero-filled
     bool caller_buffer_ = false;
     std::size_t pos_ = 0;                   // next unconsumed byte in buffer_ / memory
     std::size_t end_ = 0;                   // end of valid bytes in buffer_
