@@ -26,6 +26,17 @@ void add_profile_options(CLI::App& cmd, ProfileArgs& args, bool with_key) {
     if (with_key) cmd.add_option("--key", args.key, "32-byte key as 64 hex digits (Gear-based algorithms)");
 }
 
+std::vector<std::string> split_comma_list(std::string_view list) {
+    std::vector<std::string> out;
+    std::size_t start = 0;
+    while (start <= list.size()) {
+        const std::size_t comma = std::min(list.find(',', start), list.size());
+        out.emplace_back(list.substr(start, comma - start));
+        start = comma + 1;
+    }
+    return out;
+}
+
 std::vector<AlgorithmRun> parse_algorithm_list(std::string_view list, const cdc::Options& base, bool quiet) {
     std::vector<AlgorithmRun> out;
     if (list == "all") {
@@ -44,16 +55,12 @@ std::vector<AlgorithmRun> parse_algorithm_list(std::string_view list, const cdc:
         }
         return out;
     }
-    std::size_t start = 0;
-    while (start <= list.size()) {
-        const std::size_t comma = std::min(list.find(',', start), list.size());
-        const std::string_view name = list.substr(start, comma - start);
+    for (auto& name : split_comma_list(list)) {
         if (name.empty()) throw cdc::OptionError(fmt::format("--algorithm = '{}' is invalid: empty name", list));
         if (cdc::find_algorithm(name) == nullptr)
             throw cdc::OptionError(fmt::format("unknown algorithm '{}': known algorithms are {} (or 'all')", name,
                                                cdc::algorithm_names()));
-        out.push_back({std::string(name), base});
-        start = comma + 1;
+        out.push_back({std::move(name), base});
     }
     return out;
 }

@@ -43,6 +43,9 @@ struct ProfileArgs {
 /// Adds --min, --avg, --max (and --key when `with_key`) to `cmd`.
 void add_profile_options(CLI::App& cmd, ProfileArgs& args, bool with_key = true);
 
+/// Splits "a,b,c" at commas (empty items kept: "a,,b" gives three).
+std::vector<std::string> split_comma_list(std::string_view list);
+
 /// A list of algorithms to run and the options of each.
 struct AlgorithmRun {
     std::string name;

@@ -38,17 +38,6 @@ struct BenchPlotArgs {
     std::string out;
 };
 
-std::vector<std::string> split_list(const std::string& list) {
-    std::vector<std::string> out;
-    std::size_t start = 0;
-    while (start <= list.size()) {
-        const std::size_t comma = std::min(list.find(',', start), list.size());
-        out.push_back(list.substr(start, comma - start));
-        start = comma + 1;
-    }
-    return out;
-}
-
 // N files in flight hold N descriptors: raise the soft limit when needed.
 void ensure_descriptors(std::size_t concurrency) {
     rlimit rl{};
@@ -177,10 +166,10 @@ int run_bench_run(const BenchRunArgs& args) {
 }
 
 int run_bench_plot(const BenchPlotArgs& args) {
-    const auto inputs = split_list(args.inputs);
+    const auto inputs = split_comma_list(args.inputs);
     std::vector<std::string> labels;
     if (!args.labels.empty()) {
-        labels = split_list(args.labels);
+        labels = split_comma_list(args.labels);
         if (labels.size() != inputs.size())
             throw UsageError(fmt::format("--labels has {} names for {} --in files", labels.size(), inputs.size()));
     }

@@ -40,20 +40,9 @@ struct PlotArgs {
     bool quiet = false;
 };
 
-std::vector<std::string> split(const std::string& list) {
-    std::vector<std::string> out;
-    std::size_t start = 0;
-    while (start <= list.size()) {
-        const std::size_t comma = std::min(list.find(',', start), list.size());
-        out.push_back(list.substr(start, comma - start));
-        start = comma + 1;
-    }
-    return out;
-}
-
 std::set<std::string> parse_kinds(const std::string& text) {
     std::set<std::string> kinds;
-    for (const auto& k : split(text)) {
+    for (const auto& k : split_comma_list(text)) {
         if (k == "all") {
             kinds.insert(std::begin(kKinds), std::end(kKinds));
             continue;
@@ -67,7 +56,7 @@ std::set<std::string> parse_kinds(const std::string& text) {
 
 std::vector<double> parse_scales(const std::string& text) {
     std::vector<double> out;
-    for (const auto& s : split(text)) {
+    for (const auto& s : split_comma_list(text)) {
         try {
             std::size_t used = 0;
             const double v = std::stod(s, &used);
