@@ -345,7 +345,8 @@ TEST(SpeedCli, ChunkCountsDoNotDependOnTheKernel) {
         const auto r = run_tool({"speed", "--size", "3MiB", "--data", "text", "--json", "--kernel", k, "-a", "all"});
         ASSERT_EQ(r.exit_code, 0) << r.err;
         std::string counts;
-        for (const auto& row : nlohmann::json::parse(r.out)["results"])
+        const auto doc = nlohmann::json::parse(r.out);  // (a temporary would die before the loop)
+        for (const auto& row : doc["results"])
             counts += row["algorithm"].get<std::string>() + "=" + std::to_string(row["chunks"].get<std::uint64_t>()) + " ";
         outputs.insert(counts);
     }
