@@ -1,6 +1,8 @@
 #include <cdc/digest.hpp>
 #include <cdc/error.hpp>
 
+#include "blake3_batch.hpp"
+
 #include <blake3.h>
 #include <fmt/format.h>
 #include <openssl/evp.h>
@@ -77,6 +79,26 @@ Digest compute_digest(DigestKind kind, std::span<const std::byte> data) {
         case DigestKind::none: break;
     }
     return d;
+}
+
+void compute_digests(DigestKind kind, std::span<const std::byte> data, std::span<const std::uint32_t> lengths,
+                     std::span<Digest> out) {
+    if (out.size() != lengths.size())
+        throw OptionError(fmt::format("compute_digests: {} lengths but room for {} digests", lengths.size(), out.size()));
+    std::uint64_t total = 0;
+    for (const std::uint32_t len : lengths) total += len;
+    if (total > data.size())
+        throw OptionError(fmt::format("compute_digests: the lengths add up to {} bytes, more than the {} given", total,
+                                      data.size()));
+    if (kind == DigestKind::blake3) {
+        detail::blake3_digests(data, lengths, out);
+        return;
+    }
+    std::size_t pos = 0;
+    for (std::size_t i = 0; i < lengths.size(); ++i) {
+        out[i] = compute_digest(kind, data.subspan(pos, lengths[i]));
+        pos += lengths[i];
+    }
 }
 
 struct Hasher::State {

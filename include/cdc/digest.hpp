@@ -33,6 +33,20 @@ struct Digest {
 /// One-shot digest of `data`.
 Digest compute_digest(DigestKind kind, std::span<const std::byte> data);
 
+/// Digests of consecutive chunks: out[i] = compute_digest(kind, chunk i),
+/// where chunk 0 starts at data[0] and chunk i + 1 right after chunk i, with
+/// lengths[i] bytes. The sum of `lengths` must be <= data.size() and
+/// out.size() == lengths.size(), else OptionError (nothing is hashed).
+///
+/// For BLAKE3 this is much faster than one compute_digest per chunk when the
+/// chunks are small (a few KiB): the chunks are hashed side by side, so that
+/// the SIMD lanes (8 with AVX2, 16 with AVX-512) are full; pass tens of chunks
+/// per call (e.g. 64). The digests are the same. SHA-256 and XXH3 loop over
+/// compute_digest. Allocates nothing in steady state (BLAKE3 keeps ~60 KiB of
+/// scratch per calling thread). Thread-safe.
+void compute_digests(DigestKind kind, std::span<const std::byte> data, std::span<const std::uint32_t> lengths,
+                     std::span<Digest> out);
+
 /// Incremental digest (whole files, streamed in pieces). Thread-compatible.
 class Hasher {
 public:

@@ -1,0 +1,30 @@
+// src/blake3_batch.hpp — BLAKE3-256 of many independent messages at once
+// (private to the library; the public entry point is cdc::compute_digests).
+//
+// One message of a content-defined chunk's size (~9 KiB = 9 BLAKE3 chunks)
+// cannot fill the 8 or 16 SIMD lanes of blake3_hash_many: the official
+// hasher compresses its 9 chunks 8 + 1 wide, then 4 + 2 + 1 + 1 parents one
+// by one. Here the i-th 1 KiB chunks of all the messages of a group share the
+// chunk counter i, so one blake3_hash_many call compresses them side by side;
+// the parent nodes of all the messages are merged level by level, again
+// side by side, and the root nodes of the whole group in one last call.
+// The digests are exactly those of blake3_hasher_init/update/finalize with
+// a 32-byte output.
+#pragma once
+
+#include <cdc/digest.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+namespace cdc::detail {
+
+/// BLAKE3-256 of the consecutive messages of `data` whose lengths are
+/// `lengths` (their sum must be <= data.size(); out.size() == lengths.size();
+/// the caller checks both). Allocates nothing after its first call on a
+/// thread (one scratch area of ~60 KiB per thread).
+void blake3_digests(std::span<const std::byte> data, std::span<const std::uint32_t> lengths,
+                    std::span<Digest> out);
+
+}  // namespace cdc::detail
