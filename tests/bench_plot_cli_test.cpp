@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -153,6 +154,29 @@ TEST(CliPlot, UsageErrors) {
     TempDir empty;
     empty.write("e.bin", {});
     EXPECT_EQ(run_tool({"plot", "--out", out.path().string(), empty.path().string()}).exit_code, 2);
+}
+
+// The tool draws its PNGs through the cdc-plot helper process: a missing or
+// failing helper is a clear error naming it, with exit code 4 and no PNG.
+TEST(CliPlot, MissingOrFailingHelperIsAClearError) {
+    TempDir in, out;
+    in.write("a.bin", random_bytes(200000, 1));
+    const std::vector<std::string> args{"plot", "-q", "--kind", "cdf", "-a", "fastcdc", "--out", out.path().string(),
+                                        in.path().string()};
+    ::setenv("CDC_PLOT", "/nonexistent/cdc-plot", 1);
+    const auto missing = run_tool(args);
+    ::setenv("CDC_PLOT", "/bin/false", 1);
+    const auto failing = run_tool(args);
+    ::unsetenv("CDC_PLOT");
+    EXPECT_EQ(missing.exit_code, 4) << missing.err;
+    EXPECT_NE(missing.err.find("cdc-plot"), std::string::npos) << missing.err;
+    EXPECT_NE(missing.err.find("/nonexistent/cdc-plot"), std::string::npos) << missing.err;
+    EXPECT_EQ(failing.exit_code, 4) << failing.err;
+    EXPECT_NE(failing.err.find("/bin/false"), std::string::npos) << failing.err;
+    EXPECT_FALSE(std::filesystem::exists(out.path() / "compare-cdf.png"));
+    const auto fine = run_tool(args);  // control: the helper next to the tool works
+    EXPECT_EQ(fine.exit_code, 0) << fine.err;
+    expect_png(out.path() / "compare-cdf.png");
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // a valid PNG of the requested size; bad data is refused before PLplot.
 #include "test_support.hpp"
 
+#include "chart_json.hpp"
 #include "plot.hpp"
 
 #include <fmt/format.h>
@@ -133,6 +134,50 @@ TEST(Plot, ReadPngSizeRejectsNonPng) {
                                  0,   0,   0,   0,   0,   0,   0,   0,   0,   0};
     EXPECT_FALSE(plot::read_png_size(tmp.write("x.png", text)).has_value());
     EXPECT_FALSE(plot::read_png_size(tmp.path() / "missing.png").has_value());
+}
+
+// The chart as JSON (how the cdc tool hands charts to the cdc-plot helper)
+// comes back field for field, doubles exactly.
+TEST(Plot, ChartJsonRoundTrips) {
+    plot::Chart c = line_chart();
+    c.kind = plot::Kind::steps;
+    c.markers = true;
+    c.x_log = true;
+    c.y_from_zero = false;
+    c.x_min = 0.1;
+    c.y_max = 1.0 / 3.0;
+    c.legend = plot::LegendPosition::bottom_left;
+    c.width = 640;
+    c.height = 480;
+    const auto back = plot::chart_from_json(nlohmann::json::parse(plot::chart_to_json(c).dump()));
+    EXPECT_EQ(back.title, c.title);
+    EXPECT_EQ(back.subtitle, c.subtitle);
+    EXPECT_EQ(back.x_label, c.x_label);
+    EXPECT_EQ(back.y_label, c.y_label);
+    EXPECT_EQ(back.kind, c.kind);
+    EXPECT_EQ(back.markers, c.markers);
+    EXPECT_EQ(back.x_log, c.x_log);
+    EXPECT_EQ(back.y_from_zero, c.y_from_zero);
+    EXPECT_EQ(back.x_min, c.x_min);
+    EXPECT_FALSE(back.x_max.has_value());
+    EXPECT_FALSE(back.y_min.has_value());
+    EXPECT_EQ(back.y_max, c.y_max);
+    EXPECT_EQ(back.legend, c.legend);
+    EXPECT_EQ(back.width, 640);
+    EXPECT_EQ(back.height, 480);
+    ASSERT_EQ(back.series.size(), c.series.size());
+    for (std::size_t i = 0; i < c.series.size(); ++i) {
+        EXPECT_EQ(back.series[i].label, c.series[i].label);
+        EXPECT_EQ(back.series[i].x, c.series[i].x);  // exact doubles
+        EXPECT_EQ(back.series[i].y, c.series[i].y);
+    }
+    auto doc = plot::chart_to_json(c);
+    doc["kind"] = "pie";
+    EXPECT_THROW(plot::chart_from_json(doc), plot::PlotError);
+    doc = plot::chart_to_json(c);
+    doc["series"][0]["y"][3] = nullptr;  // how a NaN is written
+    EXPECT_THROW(plot::chart_from_json(doc), plot::PlotError);
+    EXPECT_THROW(plot::chart_from_json(nlohmann::json::object()), plot::PlotError);
 }
 
 }  // namespace

@@ -107,7 +107,7 @@ struct DupesOptions {
     bool one_file_system = false;          ///< do not descend into other file systems
     bool follow_symlinks = false;          ///< follow symlinks to files and directories (reports only)
     std::size_t max_open_files = 0;        ///< 0: half the soft RLIMIT_NOFILE, at most 512
-    std::size_t memory_budget = std::size_t{8} << 20;  ///< block buffers of one class
+    std::size_t memory_budget = std::size_t{1} << 20;  ///< block buffers of one class
     /// Called often (the caller throttles); may be empty.
     std::function<void(const DupesProgress&)> progress;
     /// Each warning (unreadable, changed, stale temporary...); may be empty.

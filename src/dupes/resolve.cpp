@@ -225,7 +225,11 @@ private:
             len = std::min({len, cap, w.middle_block});
         }
         const auto n = static_cast<std::size_t>(len);
-        if (buf_.size() < m * n) buf_.resize(m * n);
+        if (buf_.size() < m * n) {
+            // Exactly m * n: a plain resize could double the capacity, past the budget.
+            std::vector<std::byte>().swap(buf_);
+            buf_.resize(m * n);
+        }
         std::vector<Cand*> ok;
         std::vector<const std::byte*> blocks;
         ok.reserve(m);
@@ -406,6 +410,7 @@ DupesResult resolve_dupes(DupesScan scan, const DupesOptions& options) {
     });
     // Collapse paths of one inode.
     std::vector<Cand> inodes;
+    inodes.reserve(e.size());  // (no doubling: at most one Cand per path)
     for (std::size_t i = 0; i < e.size();) {
         std::size_t j = i + 1;
         while (j < e.size() && e[j].dev == e[i].dev && e[j].ino == e[i].ino) ++j;

@@ -120,28 +120,46 @@ int run(const DupesArgs& args) {
     const DupesSummary& s = res.summary;
     fmt::memory_buffer out;
     auto o = std::back_inserter(out);
+    // The output is written out in pieces of ~64 KiB: a large result never
+    // sits in memory twice (and no JSON document tree is built for it).
+    auto flush = [&out](bool force) {
+        if (!force && out.size() < (std::size_t{64} << 10)) return;
+        std::fwrite(out.data(), 1, out.size(), stdout);
+        out.clear();
+    };
     if (args.json) {
-        nlohmann::ordered_json doc;
-        doc["groups"] = nlohmann::ordered_json::array();
-        for (const auto& g : res.groups) {
+        // One group per line; a path that is not UTF-8 is printed with U+FFFD
+        // in place of the bad bytes.
+        auto dump = [](const nlohmann::ordered_json& j) {
+            return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+        };
+        auto list = [&](const char* name, const auto& items, auto&& to_json, bool last) {
+            fmt::format_to(o, " \"{}\": [", name);
+            for (std::size_t i = 0; i < items.size(); ++i) {
+                fmt::format_to(o, "{}\n  {}", i ? "," : "", dump(to_json(items[i])));
+                flush(false);
+            }
+            fmt::format_to(o, "{}]{}\n", items.empty() ? "" : "\n ", last ? "" : ",");
+        };
+        fmt::format_to(o, "{{\n");
+        list("groups", res.groups, [](const DupesGroup& g) {
             nlohmann::ordered_json files = nlohmann::ordered_json::array();
             for (const auto& f : g.files) files.push_back(f.paths.front());
-            doc["groups"].push_back({{"size", g.size}, {"files", std::move(files)}});
-        }
-        doc["linked"] = nlohmann::ordered_json::array();
-        for (const auto& l : res.linked) doc["linked"].push_back({{"size", l.size}, {"files", l.paths}});
-        doc["summary"] = summary_json(s, args.mode);
-        if (action != DupesAction::report) {
-            doc["actions"] = nlohmann::ordered_json::array();
-            for (const auto& st : steps) {
+            return nlohmann::ordered_json{{"size", g.size}, {"files", std::move(files)}};
+        }, false);
+        list("linked", res.linked, [](const DupesFile& l) {
+            return nlohmann::ordered_json{{"size", l.size}, {"files", l.paths}};
+        }, false);
+        const bool with_actions = action != DupesAction::report;
+        fmt::format_to(o, " \"summary\": {}{}\n", dump(summary_json(s, args.mode)), with_actions ? "," : "");
+        if (with_actions)
+            list("actions", steps, [](const DupesStep& st) {
                 nlohmann::ordered_json j = {{"action", to_string(st.action)}, {"path", st.path}, {"kept", st.kept},
-                                    {"status", status_name(st.status)}};
+                                            {"status", status_name(st.status)}};
                 if (!st.reason.empty()) j["reason"] = st.reason;
-                doc["actions"].push_back(std::move(j));
-            }
-        }
-        // (a path that is not UTF-8 is printed with U+FFFD in place of the bad bytes)
-        fmt::format_to(o, "{}\n", doc.dump(1, ' ', false, nlohmann::ordered_json::error_handler_t::replace));
+                return j;
+            }, true);
+        fmt::format_to(o, "}}\n");
     } else if (args.csv) {
         fmt::format_to(o, "kind,group,size,path\n");
         auto quote = [](const std::string& p) {
@@ -156,7 +174,7 @@ int run(const DupesArgs& args) {
         };
         for (std::size_t i = 0; i < res.groups.size(); ++i)
             for (const auto& f : res.groups[i].files)
-                fmt::format_to(o, "duplicate,{},{},{}\n", i + 1, res.groups[i].size, quote(f.paths.front()));
+                fmt::format_to(o, "duplicate,{},{},{}\n", i + 1, res.groups[i].size, quote(f.paths.front())), flush(false);
         for (std::size_t i = 0; i < res.linked.size(); ++i)
             for (const auto& p : res.linked[i].paths)
                 fmt::format_to(o, "linked,{},{},{}\n", i + 1, res.linked[i].size, quote(p));
@@ -165,6 +183,7 @@ int run(const DupesArgs& args) {
             fmt::format_to(o, "== {} files of {} bytes, {} bytes wasted\n", g.files.size(), g.size, g.wasted());
             for (const auto& f : g.files) fmt::format_to(o, "{}\n", f.paths.front());
             fmt::format_to(o, "\n");
+            flush(false);
         }
         if (!res.linked.empty()) {
             fmt::format_to(o, "linked (one file, several paths: no waste)\n");
@@ -193,7 +212,7 @@ int run(const DupesArgs& args) {
                        tools::format_size(static_cast<double>(s.wasted_bytes)), s.linked_paths,
                        s.skipped ? fmt::format(", {} skipped", s.skipped) : std::string());
     }
-    std::fwrite(out.data(), 1, out.size(), stdout);
+    flush(true);
     finish_stdout();
     return s.skipped > 0 || any_skipped ? kExitPartial : kExitOk;
 }
