@@ -16,7 +16,8 @@
 //    and the class is split by block content (memcmp); a file leaves as soon
 //    as it differs from all others (it is read no further). No hashing.
 //    Blocks are sized so that one block of every member fits the memory
-//    budget (block = budget / members, 4 KiB ≤ block ≤ 256 KiB). A class with
+//    budget (block = budget / members, 4 KiB ≤ block ≤ 256 KiB; hashing
+//    reuses the same buffer). A class with
 //    more members than `max_open_files` is still compared, re-opening each
 //    file for each block (open, identity check, pread at the offset, close).
 //    Fallback: a class with more members than budget / 4 KiB cannot hold one
@@ -107,7 +108,7 @@ struct DupesOptions {
     bool one_file_system = false;          ///< do not descend into other file systems
     bool follow_symlinks = false;          ///< follow symlinks to files and directories (reports only)
     std::size_t max_open_files = 0;        ///< 0: half the soft RLIMIT_NOFILE, at most 512
-    std::size_t memory_budget = std::size_t{1} << 20;  ///< block buffers of one class
+    std::size_t memory_budget = std::size_t{512} << 10;  ///< block buffers of one class (at least 512 KiB)
     /// Called often (the caller throttles); may be empty.
     std::function<void(const DupesProgress&)> progress;
     /// Each warning (unreadable, changed, stale temporary...); may be empty.

@@ -202,6 +202,7 @@ private:
         }
         DupesGroup g;
         g.size = m.front()->file.size;
+        g.files.reserve(m.size());
         for (Cand* c : m) g.files.push_back(std::move(c->file));
         std::sort(g.files.begin(), g.files.end(),
                   [](const DupesFile& a, const DupesFile& b) { return a.paths.front() < b.paths.front(); });
@@ -341,7 +342,11 @@ private:
             finish_singles(cl);
             return;
         }
-        if (hash_buf_.size() < kMaxBlock) hash_buf_.resize(kMaxBlock);
+        // Hashing reuses the comparison's block buffer (never both at once).
+        if (buf_.size() < kMaxBlock) {
+            std::vector<std::byte>().swap(buf_);
+            buf_.resize(kMaxBlock);
+        }
         Hasher hasher(opt_.hash);
         std::vector<std::pair<Digest, Cand*>> keyed;
         keyed.reserve(cl.size());
@@ -352,8 +357,8 @@ private:
             for (const Segment& r : ranges) {
                 for (std::uint64_t off = r.begin; good && off < r.end;) {
                     const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(kMaxBlock, r.end - off));
-                    good = read_range(c, hash_buf_.data(), off, n);
-                    if (good) hasher.update({hash_buf_.data(), n});
+                    good = read_range(c, buf_.data(), off, n);
+                    if (good) hasher.update({buf_.data(), n});
                     off += n;
                     tick(0);
                 }
@@ -386,7 +391,6 @@ private:
     std::size_t budget_;
     std::vector<Segment> segs_;
     std::vector<std::byte> buf_;
-    std::vector<std::byte> hash_buf_;
     std::vector<DupesGroup> groups_;
     std::uint64_t resolved_ = 0;
     std::uint64_t calls_ = 0;
