@@ -5,7 +5,14 @@
 
 #include <blake3.h>
 #include <fmt/format.h>
-#include <openssl/evp.h>
+// SHA-256 through libcrypto's SHA256_* functions, not EVP: EVP's provider
+// machinery pulls DSO loading and socket code into the static cdc binary
+// (glibc link warnings, ~1 MB of code) and fetches the algorithm on every
+// one-shot digest. Same OpenSSL code underneath (SHA-NI / AVX2 assembly).
+// These functions are marked deprecated since OpenSSL 3.0 (not removed):
+// the marking is silenced here only.
+#define OPENSSL_SUPPRESS_DEPRECATED
+#include <openssl/sha.h>
 #include <xxhash.h>
 
 #include <cstring>
@@ -70,9 +77,11 @@ Digest compute_digest(DigestKind kind, std::span<const std::byte> data) {
             break;
         }
         case DigestKind::sha256: {
-            unsigned int len = 0;
-            if (EVP_Digest(data.data(), data.size(), d.bytes.data(), &len, EVP_sha256(), nullptr) != 1)
-                throw Error("SHA-256 failed (OpenSSL EVP_Digest)");
+            // (not SHA256(): in OpenSSL 3 that one-shot goes through EVP)
+            SHA256_CTX ctx;
+            if (SHA256_Init(&ctx) != 1 || SHA256_Update(&ctx, data.data(), data.size()) != 1 ||
+                SHA256_Final(d.bytes.data(), &ctx) != 1)
+                throw Error("SHA-256 failed");
             break;
         }
         case DigestKind::xxh3: store_xxh128(d, XXH3_128bits(data.data(), data.size())); break;
@@ -103,18 +112,16 @@ void compute_digests(DigestKind kind, std::span<const std::byte> data, std::span
 
 struct Hasher::State {
     blake3_hasher blake3{};
-    EVP_MD_CTX* sha = nullptr;
+    SHA256_CTX sha{};
     XXH3_state_t* xxh = nullptr;
     ~State() {
-        if (sha) EVP_MD_CTX_free(sha);
         if (xxh) XXH3_freeState(xxh);
     }
     void begin(DigestKind kind) {
         switch (kind) {
             case DigestKind::blake3: blake3_hasher_init(&blake3); break;
             case DigestKind::sha256:
-                if (!sha) sha = EVP_MD_CTX_new();
-                if (!sha || EVP_DigestInit_ex(sha, EVP_sha256(), nullptr) != 1) throw Error("SHA-256 init failed");
+                if (SHA256_Init(&sha) != 1) throw Error("SHA-256 init failed");
                 break;
             case DigestKind::xxh3:
                 if (!xxh) xxh = XXH3_createState();
@@ -134,7 +141,7 @@ void Hasher::update(std::span<const std::byte> data) {
     switch (kind_) {
         case DigestKind::blake3: blake3_hasher_update(&state_->blake3, data.data(), data.size()); break;
         case DigestKind::sha256:
-            if (EVP_DigestUpdate(state_->sha, data.data(), data.size()) != 1) throw Error("SHA-256 update failed");
+            if (SHA256_Update(&state_->sha, data.data(), data.size()) != 1) throw Error("SHA-256 update failed");
             break;
         case DigestKind::xxh3:
             if (XXH3_128bits_update(state_->xxh, data.data(), data.size()) != XXH_OK) throw Error("XXH3 update failed");
@@ -149,8 +156,7 @@ Digest Hasher::finish() {
     switch (kind_) {
         case DigestKind::blake3: blake3_hasher_finalize(&state_->blake3, d.bytes.data(), 32); break;
         case DigestKind::sha256: {
-            unsigned int len = 0;
-            if (EVP_DigestFinal_ex(state_->sha, d.bytes.data(), &len) != 1) throw Error("SHA-256 final failed");
+            if (SHA256_Final(d.bytes.data(), &state_->sha) != 1) throw Error("SHA-256 final failed");
             break;
         }
         case DigestKind::xxh3: store_xxh128(d, XXH3_128bits_digest(state_->xxh)); break;
