@@ -153,6 +153,41 @@ TEST(DupesGroups, SymlinksSkippedUnlessFollowed) {
     EXPECT_THROW(apply_dupes_action(res, DupesAction::hardlink, KeepRule{}, false, o), OptionError);
 }
 
+// --one-file-system: a directory on another file system (here the tmpfs at
+// /dev/shm, reached through a followed symlink) is not descended into.
+TEST(DupesGroups, OneFileSystemStopsAtOtherFileSystems) {
+    TempDir tmp;
+    const auto r = tmp.path().string();
+    std::string other = "/dev/shm/cdc-dupes-test-XXXXXX";
+    ASSERT_NE(::mkdtemp(other.data()), nullptr) << "this test needs a writable /dev/shm (tmpfs)";
+    struct Cleanup {
+        std::string dir;
+        ~Cleanup() { std::error_code ec; fs::remove_all(dir, ec); }
+    } cleanup{other};
+    struct stat here {}, there {};
+    ASSERT_EQ(::stat(r.c_str(), &here), 0);
+    ASSERT_EQ(::stat(other.c_str(), &there), 0);
+    ASSERT_NE(here.st_dev, there.st_dev) << r << " and " << other << " must be on different file systems";
+    const auto d = random_bytes(5000, 11);
+    const auto e = random_bytes(7000, 12);
+    write_file(tmp.path() / "a/x", d);
+    write_file(tmp.path() / "a/y", d);
+    write_file(fs::path(other) / "sub/z", d);
+    write_file(fs::path(other) / "sub/w", e);
+    write_file(fs::path(other) / "v", e);
+    fs::create_symlink(other, tmp.path() / "a/shm");
+    DupesOptions o;
+    o.follow_symlinks = true;
+    auto res = find_dupes(std::vector<std::string>{r}, o);
+    EXPECT_EQ(groups_of(res), (Groups{{r + "/a/shm/sub/w", r + "/a/shm/v"}, {r + "/a/shm/sub/z", r + "/a/x", r + "/a/y"}}));
+    EXPECT_EQ(res.summary.files_scanned, 5u);
+    o.one_file_system = true;
+    res = find_dupes(std::vector<std::string>{r}, o);
+    EXPECT_EQ(groups_of(res), (Groups{{r + "/a/x", r + "/a/y"}}));
+    EXPECT_EQ(res.summary.files_scanned, 2u);
+    EXPECT_EQ(res.summary.skipped, 0u);
+}
+
 TEST(DupesGroups, VanishedAndChangedFilesAreLeftOut) {
     TempDir tmp;
     const auto r = tmp.path().string();
