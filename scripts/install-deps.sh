@@ -11,6 +11,7 @@ PKGS=(
   libcli11-dev nlohmann-json3-dev libfmt-dev
   librust-blake3-dev libssl-dev libxxhash-dev
   libplplot-dev plplot-driver-cairo
+  xfsprogs  # the reflink test formats a loop-mounted XFS image
 )
 # Optional groups: peers for benchmarks (bench/peers) and duplicate finders.
 if [[ "${1:-}" == "--peers" ]]; then
