@@ -42,7 +42,6 @@ struct First512 {
         const std::size_t seg_max = segment_for(mask);
         const auto* table = reinterpret_cast<const long long*>(g);
         const __m512i vmask = _mm512_set1_epi64(static_cast<long long>(mask));
-        const __m512i ff = _mm512_set1_epi64(0xFF);
         const __m512i lane_ids = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0);
         // byte b of each 64-bit lane, zero-extended, in one in-lane shuffle
         __m512i pick[8];
@@ -59,22 +58,25 @@ struct First512 {
             __m512i fp = _mm512_setzero_si512();
             const __m512i eight = _mm512_set1_epi64(8);
             for (std::size_t k = 0; k < warm; k += 8) {
-                __m512i q = _mm512_i64gather_epi64(offs, w, 1);
+                const __m512i q = _mm512_i64gather_epi64(offs, w, 1);
                 offs = _mm512_add_epi64(offs, eight);
                 for (int b = 0; b < 8; ++b) {
-                    const __m512i gv = gather(_mm512_and_si512(q, ff), table);
+                    const __m512i gv = gather(_mm512_shuffle_epi8(q, pick[b]), table);
                     fp = _mm512_add_epi64(_mm512_add_epi64(fp, fp), gv);
-                    q = _mm512_srli_epi64(q, 8);
                 }
             }
             unsigned found = 0;
             std::size_t first_group[kLanes] = {};
             const std::size_t groups = seg / 8;
+            // The input bytes of each group are gathered one group ahead, so
+            // that the table gathers of a group never wait for its own input.
+            __m512i q_next = groups ? _mm512_i64gather_epi64(offs, w, 1) : _mm512_setzero_si512();
             for (std::size_t gi = 0; gi < groups; ++gi) {
                 // one lane's next cache lines per group: each lane every 64 bytes
                 __builtin_prefetch(w + pos + (gi & 7) * seg + gi * 8 + 1024);
-                __m512i q = _mm512_i64gather_epi64(offs, w, 1);
+                const __m512i q = q_next;
                 offs = _mm512_add_epi64(offs, eight);
+                if (gi + 1 < groups) q_next = _mm512_i64gather_epi64(offs, w, 1);
                 __mmask8 acc = 0;
                 for (int b = 0; b < 8; ++b) {
                     const __m512i gv = gather(_mm512_shuffle_epi8(q, pick[b]), table);
