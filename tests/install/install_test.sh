@@ -19,3 +19,10 @@ echo "find_package: $a"
 echo "pkg-config:   $b"
 [[ "$a" == "$b" ]]
 [[ "$a" == *" 1048576 "* ]]
+# The installed tool finds its installed PNG helper (../libexec/cdc/cdc-plot).
+test -x "$tmp/prefix/libexec/cdc/cdc-plot"
+mkdir "$tmp/in"
+"$tmp/prefix/bin/cdc" gen splitmix64:1:300000 -o "$tmp/in/a.bin"
+env -u CDC_PLOT "$tmp/prefix/bin/cdc" plot -q --kind cdf -a fastcdc --out "$tmp/graphs" "$tmp/in"
+head -c 8 "$tmp/graphs/compare-cdf.png" | od -An -c | grep -q 'P   N   G'
+echo "installed cdc plot: $tmp/graphs/compare-cdf.png"
