@@ -40,8 +40,7 @@ struct First256 {
                     q = _mm256_srli_epi64(q, 8);
                 }
             }
-            unsigned found = 0;
-            std::size_t first_group[kLanes] = {};
+            LaneHits<kLanes> hits;
             const std::size_t groups = seg / 8;
             for (std::size_t gi = 0; gi < groups; ++gi) {
                 __m256i q = _mm256_i64gather_epi64(bytes, offs, 1);
@@ -53,17 +52,10 @@ struct First256 {
                     acc = _mm256_or_si256(acc, _mm256_cmpeq_epi64(_mm256_and_si256(fp, vmask), zero));
                     q = _mm256_srli_epi64(q, 8);
                 }
-                const unsigned fresh = static_cast<unsigned>(_mm256_movemask_pd(_mm256_castsi256_pd(acc))) & ~found;
-                if (fresh) [[unlikely]] {
-                    for (unsigned l = 0; l < kLanes; ++l)
-                        if (fresh & (1u << l)) first_group[l] = gi;
-                    found |= fresh;
-                    if (found & 1u) break;  // lane 0 holds the earliest match
-                }
+                if (hits.add(static_cast<unsigned>(_mm256_movemask_pd(_mm256_castsi256_pd(acc))), gi)) break;  // lane 0 holds the earliest match
             }
-            if (found) {
-                const unsigned l = lowest(found);
-                const std::size_t a = pos + l * seg + first_group[l] * 8;
+            if (hits.found) {
+                const std::size_t a = hits.first(pos, seg);
                 return first_scalar(g, w, a, a + 8, mask);
             }
             pos += kLanes * seg;

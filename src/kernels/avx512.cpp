@@ -65,8 +65,7 @@ struct First512 {
                     fp = _mm512_add_epi64(_mm512_add_epi64(fp, fp), gv);
                 }
             }
-            unsigned found = 0;
-            std::size_t first_group[kLanes] = {};
+            LaneHits<kLanes> hits;
             const std::size_t groups = seg / 8;
             // The input bytes of each group are gathered one group ahead, so
             // that the table gathers of a group never wait for its own input.
@@ -83,17 +82,10 @@ struct First512 {
                     fp = _mm512_add_epi64(_mm512_add_epi64(fp, fp), gv);
                     acc = static_cast<__mmask8>(acc | _mm512_testn_epi64_mask(fp, vmask));
                 }
-                const unsigned fresh = static_cast<unsigned>(acc) & ~found;
-                if (fresh) [[unlikely]] {
-                    for (unsigned l = 0; l < kLanes; ++l)
-                        if (fresh & (1u << l)) first_group[l] = gi;
-                    found |= fresh;
-                    if (found & 1u) break;  // lane 0 holds the earliest match
-                }
+                if (hits.add(static_cast<unsigned>(acc), gi)) break;  // lane 0 holds the earliest match
             }
-            if (found) {
-                const unsigned l = lowest(found);
-                const std::size_t a = pos + l * seg + first_group[l] * 8;
+            if (hits.found) {
+                const std::size_t a = hits.first(pos, seg);
                 return first_scalar(g, w, a, a + 8, mask);
             }
             pos += kLanes * seg;

@@ -94,6 +94,32 @@ struct FirstSeqScalar {
     }
 };
 
+/// Bookkeeping of the lane kernels (First over kLanes consecutive segments
+/// of `seg` bytes, 8 positions per lane per group): the group where each
+/// lane first matched; lane 0's first match is the earliest of all.
+template <std::size_t kLanes>
+struct LaneHits {
+    unsigned found = 0;
+    std::size_t first_group[kLanes] = {};
+
+    /// Records the lanes in `hits` (bit l = lane l matched in group gi) not
+    /// seen before. Returns true when the scan can stop (lane 0 matched).
+    bool add(unsigned hits, std::size_t gi) noexcept {
+        const unsigned fresh = hits & ~found;
+        if (fresh == 0) [[likely]]
+            return false;
+        for (unsigned l = 0; l < kLanes; ++l)
+            if (fresh & (1u << l)) first_group[l] = gi;
+        found |= fresh;
+        return (found & 1u) != 0;
+    }
+    /// The first 8-byte group holding a match, as a position (found != 0).
+    std::size_t first(std::size_t pos, std::size_t seg) const noexcept {
+        const unsigned l = lowest(found);
+        return pos + l * seg + first_group[l] * 8;
+    }
+};
+
 /// Lane segment length for a mask: about an eighth of the expected distance
 /// between matches on random data, a multiple of 8, in [64, 1024].
 inline std::size_t segment_for(u64 mask) noexcept {
