@@ -2,6 +2,7 @@
 #include <cdc/dedup_index.hpp>
 #include <cdc/error.hpp>
 #include <cdc/resync.hpp>
+#include <cdc/splitmix64.hpp>
 
 #include <fmt/format.h>
 
@@ -11,33 +12,6 @@
 namespace cdc {
 
 namespace {
-// SplitMix64 (Steele, Lea, Flood 2014): tiny, seedable, the same everywhere.
-class Rng {
-public:
-    explicit Rng(std::uint64_t seed) noexcept : state_(seed) {}
-    std::uint64_t next() noexcept {
-        std::uint64_t z = (state_ += 0x9E3779B97F4A7C15ULL);
-        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-        z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-        return z ^ (z >> 31);
-    }
-    /// Uniform in [0, n) (n > 0); the modulo bias is irrelevant here.
-    std::uint64_t below(std::uint64_t n) noexcept { return next() % n; }
-
-private:
-    std::uint64_t state_;
-};
-
-void fill_random(std::uint8_t* out, std::size_t n, Rng& rng) {
-    while (n > 0) {
-        const std::uint64_t v = rng.next();
-        const std::size_t k = std::min<std::size_t>(n, 8);
-        std::memcpy(out, &v, k);  // little-endian hosts only (x86-64, as the project)
-        out += k;
-        n -= k;
-    }
-}
-
 // The positions of chunks in `data` (the driver contract for a memory
 // source: windows of min(MaxSize, remaining) bytes).
 template <class F>
@@ -74,7 +48,7 @@ std::string_view to_string(EditKind kind) noexcept {
 }
 
 std::vector<Edit> plan_edits(std::uint64_t original_size, const EditSpec& spec) {
-    Rng rng(spec.seed);
+    SplitMix64 rng(spec.seed);
     std::vector<Edit> edits;
     edits.reserve(spec.count);
     std::uint64_t cur = original_size;
@@ -100,7 +74,7 @@ std::vector<Edit> plan_edits(std::uint64_t original_size, const EditSpec& spec) 
 
 std::vector<std::uint8_t> apply_edits(std::span<const std::uint8_t> original, std::span<const Edit> edits,
                                       std::uint64_t seed) {
-    Rng rng(seed ^ 0x5eed0f0edd17ULL);  // content stream, independent of the positions'
+    SplitMix64 rng(seed ^ 0x5eed0f0edd17ULL);  // content stream, independent of the positions'
     std::vector<std::uint8_t> data(original.begin(), original.end());
     for (const Edit& e : edits) {
         const auto size = static_cast<std::size_t>(e.size);
@@ -111,7 +85,7 @@ std::vector<std::uint8_t> apply_edits(std::span<const std::uint8_t> original, st
                     throw OptionError(fmt::format("edit: insert at {} is outside the data ({} bytes)", e.offset,
                                                   data.size()));
                 std::vector<std::uint8_t> fresh(size);
-                fill_random(fresh.data(), fresh.size(), rng);
+                rng.fill({fresh.data(), fresh.size()});
                 data.insert(data.begin() + static_cast<std::ptrdiff_t>(off), fresh.begin(), fresh.end());
                 break;
             }
@@ -124,7 +98,7 @@ std::vector<std::uint8_t> apply_edits(std::span<const std::uint8_t> original, st
                     data.erase(data.begin() + static_cast<std::ptrdiff_t>(off),
                                data.begin() + static_cast<std::ptrdiff_t>(off + size));
                 else
-                    fill_random(data.data() + off, size, rng);
+                    rng.fill({data.data() + off, size});
                 break;
             case EditKind::mixed: throw OptionError("edit: kind 'mixed' is a plan, not an edit");
         }

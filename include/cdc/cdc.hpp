@@ -13,6 +13,7 @@
 #include <cdc/options.hpp>
 #include <cdc/resync.hpp>
 #include <cdc/size_stats.hpp>
+#include <cdc/splitmix64.hpp>
 #include <cdc/source.hpp>
 #include <cdc/sweep.hpp>
 #include <cdc/version.hpp>

@@ -29,12 +29,7 @@ std::uint64_t parse_number(std::string_view text, std::string_view spec) {
 }  // namespace
 
 void fill_splitmix64(std::span<std::uint8_t> out, std::uint64_t seed) {
-    SplitMix64 rng(seed);
-    std::size_t i = 0;
-    while (i < out.size()) {
-        std::uint64_t z = rng.next();
-        for (int b = 0; b < 8 && i < out.size(); ++b, ++i) out[i] = static_cast<std::uint8_t>(z >> (8 * b));
-    }
+    SplitMix64(seed).fill(out);
 }
 
 void fill_text(std::span<std::uint8_t> out, std::uint64_t seed) {

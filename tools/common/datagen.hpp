@@ -3,6 +3,8 @@
 // text:SEED:LEN), used by tests, benchmarks, `cdc gen` and sample corpora.
 #pragma once
 
+#include <cdc/splitmix64.hpp>
+
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -11,20 +13,7 @@
 
 namespace cdc::tools {
 
-/// SplitMix64 (Steele, Lea, Flood 2014).
-class SplitMix64 {
-public:
-    explicit SplitMix64(std::uint64_t seed) noexcept : state_(seed) {}
-    std::uint64_t next() noexcept {
-        std::uint64_t z = (state_ += 0x9E3779B97F4A7C15ULL);
-        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-        z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-        return z ^ (z >> 31);
-    }
-
-private:
-    std::uint64_t state_;
-};
+using cdc::SplitMix64;  // (cdc/splitmix64.hpp)
 
 /// The SplitMix64 byte stream (8 little-endian bytes per output).
 void fill_splitmix64(std::span<std::uint8_t> out, std::uint64_t seed);
