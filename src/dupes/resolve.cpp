@@ -210,6 +210,17 @@ private:
         groups_.push_back(std::move(g));
     }
 
+    // The block buffer, at least `n` bytes. It grows to exactly `n` (a
+    // plain resize could double the capacity, past the budget) and is shared
+    // by comparison and hashing, which never run at once.
+    std::byte* block_buffer(std::size_t n) {
+        if (buf_.size() < n) {
+            std::vector<std::byte>().swap(buf_);
+            buf_.resize(n);
+        }
+        return buf_.data();
+    }
+
     // One lockstep block of every member, then split by content.
     void compare_step(Work w, std::vector<Work>& stack) {
         const Segment seg = segs_[w.seg];
@@ -226,17 +237,13 @@ private:
             len = std::min({len, cap, w.middle_block});
         }
         const auto n = static_cast<std::size_t>(len);
-        if (buf_.size() < m * n) {
-            // Exactly m * n: a plain resize could double the capacity, past the budget.
-            std::vector<std::byte>().swap(buf_);
-            buf_.resize(m * n);
-        }
+        std::byte* const base = block_buffer(m * n);
         std::vector<Cand*> ok;
         std::vector<const std::byte*> blocks;
         ok.reserve(m);
         for (std::size_t i = 0; i < m; ++i) {
             Cand* c = w.members[i];
-            std::byte* b = buf_.data() + ok.size() * n;
+            std::byte* b = base + ok.size() * n;
             if (!ensure_open(c)) continue;
             const bool good = read_range(c, b, w.pos, n);
             if (!keep_open) close_fd(c);
@@ -343,10 +350,7 @@ private:
             return;
         }
         // Hashing reuses the comparison's block buffer (never both at once).
-        if (buf_.size() < kMaxBlock) {
-            std::vector<std::byte>().swap(buf_);
-            buf_.resize(kMaxBlock);
-        }
+        std::byte* const block = block_buffer(kMaxBlock);
         Hasher hasher(opt_.hash);
         std::vector<std::pair<Digest, Cand*>> keyed;
         keyed.reserve(cl.size());
@@ -357,8 +361,8 @@ private:
             for (const Segment& r : ranges) {
                 for (std::uint64_t off = r.begin; good && off < r.end;) {
                     const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(kMaxBlock, r.end - off));
-                    good = read_range(c, buf_.data(), off, n);
-                    if (good) hasher.update({buf_.data(), n});
+                    good = read_range(c, block, off, n);
+                    if (good) hasher.update({block, n});
                     off += n;
                     tick(0);
                 }
