@@ -9,6 +9,8 @@
 #include "chart_json.hpp"
 #include "plot.hpp"
 
+#include <cdc/error.hpp>
+#include <cdc/source.hpp>
 #include <fmt/format.h>
 
 #include <cerrno>
@@ -19,6 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <span>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -125,16 +128,11 @@ public:
         const int fd = ::mkstemps(name.data(), 5);
         if (fd < 0) throw PlotError(fmt::format("cannot create a temporary file in '{}': {}", dir.string(), std::strerror(errno)));
         path_ = name;
-        std::size_t done = 0;
-        while (done < text.size()) {
-            const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-            if (n < 0 && errno == EINTR) continue;
-            if (n <= 0) {
-                const int e = errno;
-                ::close(fd);
-                throw PlotError(fmt::format("cannot write '{}': {}", path_, std::strerror(e)));
-            }
-            done += static_cast<std::size_t>(n);
+        try {
+            FdWriter(fd, path_).write(std::as_bytes(std::span(text)));
+        } catch (const IoError& e) {
+            ::close(fd);
+            throw PlotError(e.what());
         }
         if (::close(fd) != 0) throw PlotError(fmt::format("cannot write '{}': {}", path_, std::strerror(errno)));
     }
