@@ -281,12 +281,7 @@ TEST(Kernels, EveryTestVectorAtEveryLevel) {
         const std::string spec = c["input"];
         auto it = inputs.find(spec);
         if (it == inputs.end()) it = inputs.emplace(spec, tools::generate_input(spec)).first;
-        Options o;
-        o.min_size = c["min"];
-        o.normal_size = c["normal"];
-        o.max_size = c["max"];
-        const std::string key_hex = c["key_hex"];
-        if (!key_hex.empty()) o.key = parse_key_hex(key_hex);
+        const Options o = vector_case_options(c);
         const auto want = c["lengths"].get<std::vector<std::size_t>>();
         for (KernelLevel level : levels()) {
             const auto got = lengths_memory(make_cut_finder(c["algorithm"].get<std::string>(), o, level), it->second);

@@ -21,6 +21,16 @@ std::filesystem::path shared_dir() {
 
 std::filesystem::path tool_path() { return CDC_TOOL_PATH; }
 
+Options vector_case_options(const nlohmann::json& c) {
+    Options o;
+    o.min_size = c["min"];
+    o.normal_size = c["normal"];
+    o.max_size = c["max"];
+    const std::string key_hex = c["key_hex"];
+    if (!key_hex.empty()) o.key = parse_key_hex(key_hex);
+    return o;
+}
+
 std::string read_text(const std::filesystem::path& path) {
     std::ifstream in(path, std::ios::binary);
     if (!in) throw std::runtime_error("cannot open " + path.string());

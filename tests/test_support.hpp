@@ -21,6 +21,8 @@ std::filesystem::path shared_dir();
 std::filesystem::path tool_path();
 
 std::vector<nlohmann::json> read_jsonl(const std::filesystem::path& path);
+/// The Options of one test-vector case (min, normal, max, key_hex).
+Options vector_case_options(const nlohmann::json& c);
 std::string read_text(const std::filesystem::path& path);
 
 /// Chunk lengths of `data` as one memory source.

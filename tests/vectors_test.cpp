@@ -71,16 +71,11 @@ TEST_P(AlgorithmVectors, MatchGoCdcChunkers) {
     std::size_t checked = 0;
     for (const auto& c : all_cases()) {
         if (c["algorithm"] != name) continue;
-        Options o;
-        o.min_size = c["min"];
-        o.normal_size = c["normal"];
-        o.max_size = c["max"];
-        const std::string key_hex = c["key_hex"];
-        if (!key_hex.empty()) o.key = parse_key_hex(key_hex);
+        const Options o = vector_case_options(c);
         const std::string spec = c["input"];
         const auto expected = c["lengths"].get<std::vector<std::size_t>>();
         SCOPED_TRACE(fmt::format("{} {}/{}/{} key={} input={}", name, o.min_size, o.normal_size, o.max_size,
-                                 key_hex.empty() ? "no" : "yes", spec));
+                                 o.key ? "yes" : "no", spec));
         const auto finder = make_cut_finder(name, o, KernelLevel::automatic);
         const auto& data = input(spec);
         ASSERT_EQ(data.size(), c["input_len"].get<std::size_t>());
