@@ -84,7 +84,10 @@ inline TreeContents make_random_tree(const std::filesystem::path& root, int file
             b = t.blobs.back();  // a near-twin of the previous content
             b[rng.next() % b.size()] ^= 0x5a;
         }
-        if (std::find(t.blobs.begin(), t.blobs.end(), b) != t.blobs.end()) b.push_back(7);
+        // Contents are distinct: a repeat grows by a byte until it is new (one
+        // byte was not enough: 1-byte blobs repeat often, and [v] + 7 could
+        // already exist, making two "contents" of the same bytes).
+        while (std::find(t.blobs.begin(), t.blobs.end(), b) != t.blobs.end()) b.push_back(7);
         t.blobs.push_back(std::move(b));
     }
     for (int i = 0; i < files; ++i) {
