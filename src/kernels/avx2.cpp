@@ -17,7 +17,7 @@ struct First256 {
         if (mask == 0) return from < to ? from : to;
         const unsigned t = top_bit(mask);
         const std::size_t warm = (t + 7u) & ~std::size_t{7};  // <= 64 <= from
-        const std::size_t seg_max = segment_for(mask);
+        const std::size_t seg_max = segment_for(MaskZero{mask});
         const auto* table = reinterpret_cast<const long long*>(g);
         const auto* bytes = reinterpret_cast<const long long*>(w);
         const __m256i vmask = _mm256_set1_epi64x(static_cast<long long>(mask));
@@ -56,11 +56,11 @@ struct First256 {
             }
             if (hits.found) {
                 const std::size_t a = hits.first(pos, seg);
-                return first_scalar(g, w, a, a + 8, mask);
+                return first_scalar(g, w, a, a + 8, MaskZero{mask});
             }
             pos += kLanes * seg;
         }
-        return first_scalar(g, w, pos, to, mask);
+        return first_scalar(g, w, pos, to, MaskZero{mask});
     }
 };
 

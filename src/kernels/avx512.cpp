@@ -36,12 +36,21 @@ struct First512 {
     static constexpr std::size_t kLanes = 8;
 
     static std::size_t run(const u64* g, const u8* w, std::size_t from, std::size_t to, u64 mask) noexcept {
-        if (mask == 0) return from < to ? from : to;
-        const unsigned t = top_bit(mask);
+        return find(g, w, from, to, MaskZero{mask});
+    }
+
+    // The lanes where `fp` passes the test.
+    static __mmask8 passes(__m512i fp, __m512i operand, MaskZero) noexcept { return _mm512_testn_epi64_mask(fp, operand); }
+    static __mmask8 passes(__m512i fp, __m512i operand, AtMost) noexcept { return _mm512_cmple_epu64_mask(fp, operand); }
+
+    template <class Test>
+    static std::size_t find(const u64* g, const u8* w, std::size_t from, std::size_t to, Test test) noexcept {
+        if (test.always()) return from < to ? from : to;
+        const unsigned t = test.top();
         const std::size_t warm = (t + 7u) & ~std::size_t{7};  // <= 64 <= from
-        const std::size_t seg_max = segment_for(mask);
+        const std::size_t seg_max = segment_for(test);
         const auto* table = reinterpret_cast<const long long*>(g);
-        const __m512i vmask = _mm512_set1_epi64(static_cast<long long>(mask));
+        const __m512i operand = _mm512_set1_epi64(static_cast<long long>(test.operand()));
         const __m512i lane_ids = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0);
         // byte b of each 64-bit lane, zero-extended, in one in-lane shuffle
         __m512i pick[8];
@@ -80,17 +89,17 @@ struct First512 {
                 for (int b = 0; b < 8; ++b) {
                     const __m512i gv = gather(_mm512_shuffle_epi8(q, pick[b]), table);
                     fp = _mm512_add_epi64(_mm512_add_epi64(fp, fp), gv);
-                    acc = static_cast<__mmask8>(acc | _mm512_testn_epi64_mask(fp, vmask));
+                    acc = static_cast<__mmask8>(acc | passes(fp, operand, test));
                 }
                 if (hits.add(static_cast<unsigned>(acc), gi)) break;  // lane 0 holds the earliest match
             }
             if (hits.found) {
                 const std::size_t a = hits.first(pos, seg);
-                return first_scalar(g, w, a, a + 8, mask);
+                return first_scalar(g, w, a, a + 8, test);
             }
             pos += kLanes * seg;
         }
-        return first_scalar(g, w, pos, to, mask);
+        return first_scalar(g, w, pos, to, test);
     }
 };
 
@@ -191,7 +200,7 @@ std::size_t jc_avx512(const JcParams& p, const std::uint8_t* w, std::size_t n) n
     return jc_run<First512Seq>(p, w, n);
 }
 std::size_t stadia_avx512(const StadiaParams& p, const std::uint8_t* w, std::size_t n) noexcept {
-    return stadia_run<First512Seq>(p, w, n);
+    return stadia_lanes_run<First512, First512Seq>(p, w, n);
 }
 std::size_t ultra_avx512(const UltraParams& p, const std::uint8_t* w, std::size_t n) noexcept {
     return ultra_run<Ultra512>(p, w, n);

@@ -111,7 +111,7 @@ ScanFn<JcParams> select_jc(KernelLevel level, KernelLevel* used) noexcept {
 }
 
 ScanFn<StadiaParams> select_stadia(KernelLevel level, KernelLevel* used) noexcept {
-    static constexpr KernelSet<StadiaParams> set{&stadia_scalar, nullptr, nullptr, CDC_X86(stadia_avx512)};
+    static constexpr KernelSet<StadiaParams> set{&stadia_scalar, &stadia_wide, nullptr, CDC_X86(stadia_avx512)};
     return pick(set, level, used);
 }
 

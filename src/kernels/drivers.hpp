@@ -63,15 +63,37 @@ inline u64 window_hash(const u64* g, const u8* w, std::size_t j) noexcept {
     return fp;
 }
 
+/// What a lane First looks for at position j: the Gear families'
+/// (W(j) & mask) == 0, or fastcdc4stadia's W(j) <= limit. top(): the highest
+/// bit of W(j) the test reads (the bits up to it only depend on that many
+/// last bytes plus one); operand(): the mask or the limit, to broadcast.
+struct MaskZero {
+    u64 mask;
+    bool hit(u64 fp) const noexcept { return (fp & mask) == 0; }
+    bool always() const noexcept { return mask == 0; }
+    unsigned top() const noexcept { return top_bit(mask); }
+    int rarity() const noexcept { return ones(mask); }  ///< log2 of the distance between hits on random data
+    u64 operand() const noexcept { return mask; }
+};
+struct AtMost {
+    u64 limit;
+    bool hit(u64 fp) const noexcept { return fp <= limit; }
+    bool always() const noexcept { return limit == ~u64{0}; }
+    unsigned top() const noexcept { return 63; }
+    int rarity() const noexcept { return 63 - static_cast<int>(top_bit(limit)); }
+    u64 operand() const noexcept { return limit; }
+};
+
 /// The plain sequential First (also the tail of every wide one).
-inline std::size_t first_scalar(const u64* g, const u8* w, std::size_t from, std::size_t to, u64 mask) noexcept {
+template <class Test>
+std::size_t first_scalar(const u64* g, const u8* w, std::size_t from, std::size_t to, Test test) noexcept {
     if (from >= to) return to;
-    if (mask == 0) return from;
+    if (test.always()) return from;
     u64 fp = 0;
-    for (std::size_t k = from - top_bit(mask); k < from; ++k) fp = (fp << 1) + g[w[k]];
+    for (std::size_t k = from - test.top(); k < from; ++k) fp = (fp << 1) + g[w[k]];
     for (std::size_t j = from; j < to; ++j) {
         fp = (fp << 1) + g[w[j]];
-        if ((fp & mask) == 0) return j;
+        if (test.hit(fp)) return j;
     }
     return to;
 }
@@ -120,10 +142,11 @@ struct LaneHits {
     }
 };
 
-/// Lane segment length for a mask: about an eighth of the expected distance
-/// between matches on random data, a multiple of 8, in [64, 1024].
-inline std::size_t segment_for(u64 mask) noexcept {
-    const int k = ones(mask);
+/// Lane segment length for a test: about an eighth of the expected distance
+/// between hits on random data, a multiple of 8, in [64, 1024].
+template <class Test>
+std::size_t segment_for(Test test) noexcept {
+    const int k = test.rarity();
     if (k >= 16) return 1024;
     std::size_t s = (std::size_t{1} << k) / 16;
     if (s < 64) s = 64;
@@ -251,6 +274,37 @@ std::size_t stadia_run(const StadiaParams& p, const u8* w, std::size_t n) noexce
     }
     if ((h & reg_mask) != 0) return reg_len;
     return i;
+}
+
+/// fastcdc4stadia over a lane First (`Lanes::find`, any test). The cut is
+/// the first position i in [Min, n) whose loop-top hash H(i) <= thresh, when
+/// there is one: every earlier position had H > thresh, hence a bit length
+/// at least that of thresh, so the regression mask (the bit length k of the
+/// last candidate: a candidate is H < 2^k) still admits H(i) < 2^k, and i is
+/// a candidate that passes the threshold. Only a window without such a
+/// position needs the regression: stadia_run<First> replays it (rare on
+/// random data: 1 window in ~30,000 at the defaults; every window of
+/// low-entropy data, and the last one of a stream).
+template <class Lanes, class First>
+std::size_t stadia_lanes_run(const StadiaParams& p, const u8* w, std::size_t n) noexcept {
+    if (n <= p.min) return n;
+    const std::size_t end = min_size(n, p.max);
+    const u64* g = p.gear;
+    std::size_t i = p.min > 64 ? p.min - 64 : 0;
+    u64 h = ~u64{0};
+    for (; i < p.min; ++i) h = (h << 1) + g[w[i]];
+    // Sequential while the seed is still in H(i) (i < 64), and up to 65 so
+    // that the lane scan starts at j >= 64.
+    for (; i < end && i < 65; ++i) {
+        if (h <= p.thresh) return i;
+        h = (h << 1) + g[w[i]];
+    }
+    if (i < end) {
+        // From here H(k) = W(k-1): the first j in [i-1, end-1) with W(j) <= thresh.
+        const std::size_t j = Lanes::find(g, w, i - 1, end - 1, AtMost{p.thresh});
+        if (j < end - 1) return j + 1;
+    }
+    return stadia_run<First>(p, w, n);
 }
 
 // ---------------------------------------------------------------- UltraCDC

@@ -7,12 +7,14 @@
 // tests/fuzz/kernel_equals_reference.cpp).
 //
 // A family has a kernel at a level only where it beats the level below on
-// this project's measurements (docs/BENCHMARKS.md): the jump-based and
-// fastcdc4stadia scanners hash few bytes between restarts, and the lane
-// kernels' warm-up after each restart eats their gain, so JC has a portable
-// kernel (the sequential scan with read-ahead, continuing across restarts)
-// and an AVX-512 one (consecutive positions, no warm-up); fastcdc4stadia
-// has only the AVX-512 one and otherwise uses the scalar reference.
+// this project's measurements (docs/BENCHMARKS.md): the jump-based JC
+// scanner hashes few bytes between restarts, and the lane kernels' warm-up
+// after each restart eats their gain, so JC has a portable kernel (the
+// sequential scan with read-ahead, continuing across restarts) and an
+// AVX-512 one (consecutive positions, no warm-up). fastcdc4stadia needs no
+// restart (its cut is the first hash at most the threshold; see
+// stadia_lanes_run in drivers.hpp), so it uses the lane kernels, wide and
+// AVX-512 (AVX2's lanes lost to the wide ones).
 #pragma once
 
 #include "../algorithms/params.hpp"
@@ -21,6 +23,7 @@ namespace cdc::detail {
 
 std::size_t fastcdc_wide(const FastCdcParams& p, const std::uint8_t* w, std::size_t n) noexcept;
 std::size_t jc_wide(const JcParams& p, const std::uint8_t* w, std::size_t n) noexcept;
+std::size_t stadia_wide(const StadiaParams& p, const std::uint8_t* w, std::size_t n) noexcept;
 std::size_t ultra_wide(const UltraParams& p, const std::uint8_t* w, std::size_t n) noexcept;
 
 #if defined(CDC_X86_KERNELS)

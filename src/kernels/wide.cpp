@@ -13,9 +13,14 @@ struct FirstWide {
     static constexpr std::size_t kLanes = 4;
 
     static std::size_t run(const u64* g, const u8* w, std::size_t from, std::size_t to, u64 mask) noexcept {
-        if (mask == 0) return from < to ? from : to;
-        const unsigned t = top_bit(mask);
-        const std::size_t seg_max = segment_for(mask);
+        return find(g, w, from, to, MaskZero{mask});
+    }
+
+    template <class Test>
+    static std::size_t find(const u64* g, const u8* w, std::size_t from, std::size_t to, Test test) noexcept {
+        if (test.always()) return from < to ? from : to;
+        const unsigned t = test.top();
+        const std::size_t seg_max = segment_for(test);
         std::size_t pos = from;
         while (pos < to && to - pos >= kLanes * 64) {
             const std::size_t seg = min_size(seg_max, (to - pos) / kLanes);
@@ -37,9 +42,8 @@ struct FirstWide {
                 f1 = (f1 << 1) + g[p1[k]];
                 f2 = (f2 << 1) + g[p2[k]];
                 f3 = (f3 << 1) + g[p3[k]];
-                const unsigned z = static_cast<unsigned>((f0 & mask) == 0) | (static_cast<unsigned>((f1 & mask) == 0) << 1) |
-                                   (static_cast<unsigned>((f2 & mask) == 0) << 2) |
-                                   (static_cast<unsigned>((f3 & mask) == 0) << 3);
+                const unsigned z = static_cast<unsigned>(test.hit(f0)) | (static_cast<unsigned>(test.hit(f1)) << 1) |
+                                   (static_cast<unsigned>(test.hit(f2)) << 2) | (static_cast<unsigned>(test.hit(f3)) << 3);
                 if (z & ~found) [[unlikely]] {
                     if (z & 1u) return pos + (k - t);  // lane 0: nothing earlier can match
                     for (unsigned l = 1; l < kLanes; ++l)
@@ -53,7 +57,7 @@ struct FirstWide {
             }
             pos += kLanes * seg;
         }
-        return first_scalar(g, w, pos, to, mask);
+        return first_scalar(g, w, pos, to, test);
     }
 };
 
@@ -69,6 +73,9 @@ std::size_t fastcdc_wide(const FastCdcParams& p, const std::uint8_t* w, std::siz
 }
 std::size_t jc_wide(const JcParams& p, const std::uint8_t* w, std::size_t n) noexcept {
     return jc_run<FirstSeqScalar>(p, w, n);
+}
+std::size_t stadia_wide(const StadiaParams& p, const std::uint8_t* w, std::size_t n) noexcept {
+    return stadia_lanes_run<FirstWide, FirstSeqScalar>(p, w, n);
 }
 std::size_t ultra_wide(const UltraParams& p, const std::uint8_t* w, std::size_t n) noexcept {
     return ultra_run<UltraWord>(p, w, n);
