@@ -226,6 +226,13 @@ std::size_t jc_run(const JcParams& p, const u8* w, std::size_t n) noexcept {
 
 // ---------------------------------------------------------- fastcdc4stadia
 
+/// The spec's `regMask = ~0; while h & regMask != 0: regMask <<= 1` in
+/// constant time: ones above the bit length of h (none for 64 bits).
+inline u64 regression_mask(u64 h) noexcept {
+    const unsigned len = h ? 64u - static_cast<unsigned>(__builtin_clzll(h)) : 0u;
+    return len == 64 ? 0 : ~u64{0} << len;
+}
+
 template <class First>
 std::size_t stadia_run(const StadiaParams& p, const u8* w, std::size_t n) noexcept {
     if (n <= p.min) return n;
@@ -248,8 +255,7 @@ std::size_t stadia_run(const StadiaParams& p, const u8* w, std::size_t n) noexce
         if ((h & reg_mask) == 0) {
             if (h <= p.thresh) return i;
             reg_len = i;
-            reg_mask = ~u64{0};
-            while ((h & reg_mask) != 0) reg_mask <<= 1;
+            reg_mask = regression_mask(h);
         }
         h = (h << 1) + g[w[i]];
     }
@@ -258,8 +264,7 @@ std::size_t stadia_run(const StadiaParams& p, const u8* w, std::size_t n) noexce
         if ((h & reg_mask) == 0) {
             if (h <= p.thresh) return i;
             reg_len = i;
-            reg_mask = ~u64{0};
-            while ((h & reg_mask) != 0) reg_mask <<= 1;
+            reg_mask = regression_mask(h);
         }
         // The next loop positions i+1 .. n-1 test W(i) .. W(n-2).
         u64 hh = 0;
