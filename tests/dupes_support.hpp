@@ -49,12 +49,19 @@ inline std::uint64_t inode_of(const std::filesystem::path& p) {
     return static_cast<std::uint64_t>(st.st_ino);
 }
 
+/// Every path of a file, sorted.
+inline std::vector<std::string> paths_of(const DupesFile& f) {
+    std::vector<std::string> out;
+    for (const std::string_view p : f.paths()) out.emplace_back(p);
+    return out;
+}
+
 /// First path of every file of every group; groups sorted.
 inline Groups groups_of(const DupesResult& r) {
     Groups g;
-    for (const auto& grp : r.groups) {
+    for (const DupesGroup& grp : r.groups()) {
         std::vector<std::string> paths;
-        for (const auto& f : grp.files) paths.push_back(f.paths.front());
+        for (const DupesFile& f : grp.files()) paths.emplace_back(f.first_path());
         std::sort(paths.begin(), paths.end());
         g.push_back(std::move(paths));
     }

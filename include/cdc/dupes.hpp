@@ -38,7 +38,10 @@
 //    file once, sequentially, with one descriptor — there hashing reads
 //    (and opens) less.
 // Memory is bounded by the budget (plus the file list and one digest per
-// hashed file); open descriptors by `max_open_files`.
+// hashed file); open descriptors by `max_open_files`. The file list holds
+// each path once (a StringArena: its bytes and a NUL) and 40 bytes per path
+// (DupesEntry, in a deque: never copied to grow), plus 4 bytes per grouped
+// or linked file and 16 per group; every other type is a view into it.
 //
 // Consistency: a file is opened with O_NOFOLLOW and checked (device, inode,
 // size, mtime) against the walk; after resolution every grouped file is
@@ -78,7 +81,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <functional>
+#include <memory>
+#include <ranges>
 #include <span>
 #include <string>
 #include <string_view>
@@ -115,20 +121,88 @@ struct DupesOptions {
     std::function<void(const std::string&)> warning;
 };
 
-/// One file (inode) with every path that names it, sorted.
-struct DupesFile {
-    std::vector<std::string> paths;
-    std::uint64_t dev = 0;
-    std::uint64_t ino = 0;
-    std::int64_t mtime_ns = 0;
-    std::uint64_t size = 0;
+/// Strings stored once, end to end, in chunks of kChunkSize bytes that are
+/// never moved nor freed before the arena: a view returned by store() stays
+/// valid as long as the arena lives (also after the arena is moved). Each
+/// string is followed by a NUL, so its data() can be handed to system calls.
+/// A string longer than a chunk gets a block of its own.
+class StringArena {
+public:
+    static constexpr std::size_t kChunkSize = std::size_t{64} << 10;
+
+    /// Copies `s` (and a NUL) into the arena.
+    std::string_view store(std::string_view s);
+    /// Bytes allocated for the strings (chunks and own blocks).
+    std::size_t capacity() const noexcept { return capacity_; }
+
+private:
+    std::vector<std::unique_ptr<char[]>> blocks_;
+    char* next_ = nullptr;  // free space of the current chunk
+    std::size_t left_ = 0;
+    std::size_t capacity_ = 0;
 };
 
-/// Byte-identical files (distinct inodes), sorted by first path.
-struct DupesGroup {
-    std::uint64_t size = 0;
-    std::vector<DupesFile> files;
-    std::uint64_t wasted() const noexcept { return files.size() < 2 ? 0 : size * (files.size() - 1); }
+/// One walked path of a regular file, and that file's identity at the time.
+struct DupesEntry {
+    const char* path = nullptr;  ///< NUL-terminated, held by the StringArena of the scan (then of the result)
+    std::uint64_t dev = 0, ino = 0, size = 0;
+    std::int64_t mtime_ns = 0;
+};
+
+/// Walked entries: a deque, so that growing never copies them (nor holds
+/// them twice) and never leaves more than one block unused.
+using DupesEntries = std::deque<DupesEntry>;
+
+/// One file (inode) with every path that names it, sorted: a view of
+/// consecutive entries of a DupesResult, valid while the result lives.
+class DupesFile {
+public:
+    using Entries = std::ranges::subrange<DupesEntries::const_iterator>;
+    explicit DupesFile(Entries entries) noexcept : entries_(entries) {}
+
+    /// The entries of the paths (each has the path as a C string).
+    Entries entries() const noexcept { return entries_; }
+    /// Every path, sorted: a random-access range of std::string_view.
+    auto paths() const {
+        return entries_ | std::views::transform([](const DupesEntry& e) { return std::string_view(e.path); });
+    }
+    std::string_view first_path() const noexcept { return entries_.front().path; }
+    std::size_t path_count() const noexcept { return entries_.size(); }
+    /// The identity seen by the walk (of the first path).
+    std::uint64_t dev() const noexcept { return entries_.front().dev; }
+    std::uint64_t ino() const noexcept { return entries_.front().ino; }
+    std::uint64_t size() const noexcept { return entries_.front().size; }
+    std::int64_t mtime_ns() const noexcept { return entries_.front().mtime_ns; }
+
+private:
+    Entries entries_;
+};
+
+/// The file whose paths are the entries from `first` on that have its (dev,
+/// inode): entries are sorted by size, dev, inode, path.
+DupesFile inode_at(const DupesEntries& entries, std::size_t first) noexcept;
+
+/// Byte-identical files (distinct inodes), sorted by first path: a view into
+/// a DupesResult, valid while the result lives.
+class DupesGroup {
+public:
+    /// `firsts`: the index in `entries` of each file's first path.
+    DupesGroup(const DupesEntries& entries, std::uint64_t size, std::span<const std::uint32_t> firsts) noexcept
+        : entries_(&entries), size_(size), firsts_(firsts) {}
+
+    std::uint64_t size() const noexcept { return size_; }
+    /// The files: a random-access range of DupesFile.
+    auto files() const {
+        return firsts_ | std::views::transform([e = entries_](std::uint32_t i) { return inode_at(*e, i); });
+    }
+    std::size_t file_count() const noexcept { return firsts_.size(); }
+    DupesFile file(std::size_t i) const noexcept { return inode_at(*entries_, firsts_[i]); }
+    std::uint64_t wasted() const noexcept { return firsts_.size() < 2 ? 0 : size_ * (firsts_.size() - 1); }
+
+private:
+    const DupesEntries* entries_;
+    std::uint64_t size_;
+    std::span<const std::uint32_t> firsts_;
 };
 
 struct DupesSummary {
@@ -143,24 +217,55 @@ struct DupesSummary {
     std::uint64_t skipped = 0;          ///< unreadable, vanished or changed files and directories
 };
 
-/// The walk: every regular file at least min_size bytes long.
+/// The walk: every regular file at least min_size bytes long. Each path is
+/// stored once, in `paths`.
 struct DupesScan {
-    struct Entry {
-        std::string path;
-        std::uint64_t dev = 0, ino = 0, size = 0;
-        std::int64_t mtime_ns = 0;
-    };
-    std::vector<Entry> entries;
-    std::vector<std::string> stale_temporaries;  ///< .cdc-dupes-tmp.* names seen
+    StringArena paths;
+    DupesEntries entries;                               ///< sorted by path, each path once
+    std::vector<std::string_view> stale_temporaries;  ///< .cdc-dupes-tmp.* names seen (in `paths`), sorted
     std::uint64_t files_scanned = 0;
     std::uint64_t skipped = 0;
 };
 
-struct DupesResult {
-    std::vector<DupesGroup> groups;  ///< by wasted bytes (descending), then size, then first path
-    std::vector<DupesFile> linked;   ///< inodes with several paths among the candidates
-    std::vector<std::string> stale_temporaries;
+namespace dupes_detail {
+struct ResultBuilder;
+}
+
+/// The groups, the linked files and the summary of a run. It holds every
+/// path once (the scan's arena and entries, moved in); groups, files and
+/// linked files are views into it, valid while it lives (and is not moved).
+/// Memory: the paths, ~40 bytes per entry, 4 bytes per grouped or linked
+/// file and 16 per group.
+class DupesResult {
+public:
     DupesSummary summary;
+
+    /// By wasted bytes (descending), then size, then first path: a
+    /// random-access range of DupesGroup.
+    auto groups() const {
+        return std::views::transform(groups_, [this](const GroupRecord& g) {
+            return DupesGroup(entries_, g.size, std::span(files_).subspan(g.first, g.count));
+        });
+    }
+    /// Inodes with several paths among the walked files, by first path: a
+    /// random-access range of DupesFile.
+    auto linked() const {
+        return std::views::transform(linked_, [this](std::uint32_t i) { return inode_at(entries_, i); });
+    }
+    std::span<const std::string_view> stale_temporaries() const noexcept { return stale_temporaries_; }
+
+private:
+    friend struct dupes_detail::ResultBuilder;
+    struct GroupRecord {
+        std::uint64_t size = 0;
+        std::uint32_t first = 0, count = 0;  // a range of files_
+    };
+    StringArena paths_;
+    DupesEntries entries_;  // by size, dev, inode, path
+    std::vector<GroupRecord> groups_;
+    std::vector<std::uint32_t> files_;   // per grouped file, the index of its first entry
+    std::vector<std::uint32_t> linked_;  // same, per linked file
+    std::vector<std::string_view> stale_temporaries_;
 };
 
 /// Walks `roots` (files or directories; a root that is a symlink is
@@ -192,14 +297,16 @@ struct KeepRule {
 };
 KeepRule parse_keep_rule(std::string_view text);
 
-/// Index of the kept file in `group`, or group.files.size() when none fits.
+/// Index of the kept file in `group`, or group.file_count() when none fits.
 std::size_t choose_kept(const DupesGroup& group, const KeepRule& rule);
 
+/// One change (planned, done or skipped). The paths are views into the
+/// DupesResult acted on.
 struct DupesStep {
     enum class Status { planned, done, skipped };
     DupesAction action = DupesAction::report;
-    std::string path;  ///< the duplicate path acted on
-    std::string kept;  ///< the kept file's first path
+    std::string_view path;  ///< the duplicate path acted on
+    std::string_view kept;  ///< the kept file's first path
     Status status = Status::planned;
     std::string reason;  ///< why skipped
 };

@@ -55,23 +55,23 @@ KeepRule parse_keep_rule(std::string_view text) {
 }
 
 std::size_t choose_kept(const DupesGroup& group, const KeepRule& rule) {
-    const auto& f = group.files;
-    if (f.empty()) return 0;
+    const std::size_t n = group.file_count();
+    if (n == 0) return 0;
     switch (rule.kind) {
         case KeepRule::Kind::first: return 0;  // files are sorted by first path
         case KeepRule::Kind::oldest: {
             std::size_t best = 0;
-            for (std::size_t i = 1; i < f.size(); ++i)
-                if (f[i].mtime_ns < f[best].mtime_ns) best = i;
+            for (std::size_t i = 1; i < n; ++i)
+                if (group.file(i).mtime_ns() < group.file(best).mtime_ns()) best = i;
             return best;
         }
         case KeepRule::Kind::pattern:
-            for (std::size_t i = 0; i < f.size(); ++i)
-                for (const auto& p : f[i].paths)
-                    if (::fnmatch(rule.pattern.c_str(), p.c_str(), 0) == 0) return i;
-            return f.size();
+            for (std::size_t i = 0; i < n; ++i)
+                for (const DupesEntry& e : group.file(i).entries())
+                    if (::fnmatch(rule.pattern.c_str(), e.path, 0) == 0) return i;
+            return n;
     }
-    return f.size();
+    return n;
 }
 
 namespace {
@@ -87,12 +87,10 @@ struct Fd {
     Fd& operator=(const Fd&) = delete;
 };
 
-bool still_same(const struct stat& st, const DupesFile& f) {
-    return same_identity(st, f.dev, f.ino, f.size, f.mtime_ns);
-}
+bool still_same(const struct stat& st, const DupesFile& f) { return same_identity(st, f.entries().front()); }
 
 // Opens `path` (no symlink) and checks it is still `f`; "" or a reason.
-std::string open_checked(const std::string& path, const DupesFile& f, Fd& out) {
+std::string open_checked(const char* path, const DupesFile& f, Fd& out) {
     out.fd = open_read(path, false);
     if (out.fd < 0) return fmt::format("cannot open '{}': {}", path, std::strerror(errno));
     struct stat st {};
@@ -102,30 +100,30 @@ std::string open_checked(const std::string& path, const DupesFile& f, Fd& out) {
 
 // Full byte comparison of kept and dup, with identity checks before and
 // after; "" when equal and unchanged.
-std::string verify_equal(const DupesFile& kept, const DupesFile& dup, const std::string& dup_path,
+std::string verify_equal(const DupesFile& kept, const DupesFile& dup, const char* dup_path,
                          std::vector<std::byte>& a, std::vector<std::byte>& b) {
     Fd kf, df;
-    if (auto e = open_checked(kept.paths.front(), kept, kf); !e.empty()) return e;
+    if (auto e = open_checked(kept.entries().front().path, kept, kf); !e.empty()) return e;
     if (auto e = open_checked(dup_path, dup, df); !e.empty()) return e;
     constexpr std::size_t kBlock = 1 << 20;
     a.resize(kBlock);
     b.resize(kBlock);
-    for (std::uint64_t off = 0; off < kept.size;) {
-        const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(kBlock, kept.size - off));
+    for (std::uint64_t off = 0; off < kept.size();) {
+        const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(kBlock, kept.size() - off));
         if (!read_exact(kf.fd, a.data(), n, off) || !read_exact(df.fd, b.data(), n, off))
             return fmt::format("read error: {}", errno_text(errno));
         if (std::memcmp(a.data(), b.data(), n) != 0) return "contents differ now";
         off += n;
     }
     struct stat ks {}, ds {};
-    if (::fstat(kf.fd, &ks) != 0 || !still_same(ks, kept)) return fmt::format("'{}' changed", kept.paths.front());
+    if (::fstat(kf.fd, &ks) != 0 || !still_same(ks, kept)) return fmt::format("'{}' changed", kept.first_path());
     if (::fstat(df.fd, &ds) != 0 || !still_same(ds, dup)) return fmt::format("'{}' changed", dup_path);
     return {};
 }
 
-std::string dir_of(const std::string& path) {
+std::string_view dir_of(std::string_view path) {
     const auto slash = path.rfind('/');
-    if (slash == std::string::npos) return ".";
+    if (slash == std::string_view::npos) return ".";
     if (slash == 0) return "/";
     return path.substr(0, slash);
 }
@@ -133,22 +131,22 @@ std::string dir_of(const std::string& path) {
 std::atomic<std::uint64_t> g_temp_counter{0};
 
 // link(kept) to a temporary in dup's directory, re-check dup, rename over it.
-std::string replace_with_link(const DupesFile& kept, const DupesFile& dup, const std::string& dup_path) {
-    const std::string dir = dir_of(dup_path);
+std::string replace_with_link(const DupesFile& kept, const DupesFile& dup, const char* dup_path) {
+    const std::string_view dir = dir_of(dup_path);
     std::string tmp;
     for (int attempt = 0;; ++attempt) {
         tmp = fmt::format("{}/{}{}.{}", dir, kTempPrefix, ::getpid(), g_temp_counter.fetch_add(1));
-        if (::link(kept.paths.front().c_str(), tmp.c_str()) == 0) break;
+        if (::link(kept.entries().front().path, tmp.c_str()) == 0) break;
         if (errno != EEXIST || attempt > 100) return fmt::format("link failed: {}", std::strerror(errno));
     }
     struct stat ts {}, ds {};
     // The temporary must be the kept inode and the duplicate still unchanged.
-    if (::lstat(tmp.c_str(), &ts) != 0 || !still_same(ts, kept) || ::lstat(dup_path.c_str(), &ds) != 0 ||
+    if (::lstat(tmp.c_str(), &ts) != 0 || !still_same(ts, kept) || ::lstat(dup_path, &ds) != 0 ||
         !still_same(ds, dup)) {
         ::unlink(tmp.c_str());
         return "changed right before the replacement";
     }
-    if (::rename(tmp.c_str(), dup_path.c_str()) != 0) {
+    if (::rename(tmp.c_str(), dup_path) != 0) {
         const int err = errno;
         ::unlink(tmp.c_str());
         return fmt::format("rename failed: {}", std::strerror(err));
@@ -158,20 +156,19 @@ std::string replace_with_link(const DupesFile& kept, const DupesFile& dup, const
 
 // In-place extent sharing; the kernel compares the bytes itself.
 // Returns "" on success; sets `unsupported` when the file system cannot.
-std::string dedupe_range(const DupesFile& kept, const DupesFile& dup, const std::string& dup_path,
-                         bool& unsupported) {
+std::string dedupe_range(const DupesFile& kept, const DupesFile& dup, const char* dup_path, bool& unsupported) {
     Fd kf, df;
-    if (auto e = open_checked(kept.paths.front(), kept, kf); !e.empty()) return e;
+    if (auto e = open_checked(kept.entries().front().path, kept, kf); !e.empty()) return e;
     // FIDEDUPERANGE needs the destination open for writing (or owned by us).
-    df.fd = ::open(dup_path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+    df.fd = ::open(dup_path, O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
     if (df.fd < 0) df.fd = open_read(dup_path, false);
     if (df.fd < 0) return fmt::format("cannot open '{}': {}", dup_path, std::strerror(errno));
     struct stat st {};
     if (::fstat(df.fd, &st) != 0 || !still_same(st, dup)) return fmt::format("'{}' changed since the scan", dup_path);
     alignas(file_dedupe_range) unsigned char raw[sizeof(file_dedupe_range) + sizeof(file_dedupe_range_info)] = {};
     auto* arg = reinterpret_cast<file_dedupe_range*>(raw);
-    for (std::uint64_t off = 0; off < kept.size;) {
-        const std::uint64_t len = std::min<std::uint64_t>(kept.size - off, std::uint64_t{16} << 20);
+    for (std::uint64_t off = 0; off < kept.size();) {
+        const std::uint64_t len = std::min<std::uint64_t>(kept.size() - off, std::uint64_t{16} << 20);
         std::memset(raw, 0, sizeof(raw));
         arg->src_offset = off;
         arg->src_length = len;
@@ -199,14 +196,15 @@ bool process_alive(long pid) { return pid > 0 && (::kill(static_cast<pid_t>(pid)
 
 // Removes temporaries of interrupted runs: their process is gone and the
 // kept file still has another name (so nothing can be lost).
-void clean_stale(const std::vector<std::string>& temps, const DupesOptions& opt) {
-    for (const auto& t : temps) {
-        const auto name = t.substr(t.rfind('/') + 1);
-        const long pid = std::strtol(name.c_str() + kTempPrefix.size(), nullptr, 10);
+// (The names are in the result's StringArena: NUL-terminated.)
+void clean_stale(std::span<const std::string_view> temps, const DupesOptions& opt) {
+    for (const std::string_view t : temps) {
+        const std::string_view name = t.substr(t.rfind('/') + 1);
+        const long pid = std::strtol(name.data() + kTempPrefix.size(), nullptr, 10);
         struct stat st {};
-        if (::lstat(t.c_str(), &st) != 0) continue;
+        if (::lstat(t.data(), &st) != 0) continue;
         if (S_ISREG(st.st_mode) && st.st_nlink > 1 && pid != ::getpid() && !process_alive(pid)) {
-            if (::unlink(t.c_str()) == 0) continue;
+            if (::unlink(t.data()) == 0) continue;
         }
         if (opt.warning) opt.warning(fmt::format("temporary '{}' left in place (in use or the only name)", t));
     }
@@ -220,28 +218,34 @@ std::vector<DupesStep> apply_dupes_action(const DupesResult& result, DupesAction
     if (action == DupesAction::report) return steps;
     if (options.follow_symlinks)
         throw OptionError("--follow-symlinks is for reports only: actions never act through symbolic links");
-    if (!dry_run) clean_stale(result.stale_temporaries, options);
+    if (!dry_run) clean_stale(result.stale_temporaries(), options);
+    // At most one step per grouped path (reserved: no copy while growing).
+    std::size_t most = 0;
+    for (const DupesGroup& g : result.groups())
+        for (const DupesFile& f : g.files()) most += f.path_count();
+    steps.reserve(most);
     std::vector<std::byte> a, b;
     std::uint64_t done = 0;
-    for (const auto& g : result.groups) {
+    for (const DupesGroup& g : result.groups()) {
         const std::size_t k = choose_kept(g, keep);
-        for (std::size_t i = 0; i < g.files.size(); ++i) {
+        for (std::size_t i = 0; i < g.file_count(); ++i) {
             if (i == k) continue;
-            const DupesFile& dup = g.files[i];
-            for (const auto& path : dup.paths) {
+            const DupesFile dup = g.file(i);
+            for (const DupesEntry& entry : dup.entries()) {
+                const char* const path = entry.path;
                 DupesStep s;
                 s.action = action;
                 s.path = path;
-                if (k >= g.files.size()) {
+                if (k >= g.file_count()) {
                     s.status = DupesStep::Status::skipped;
                     s.reason = "no path of the group matches the --keep pattern";
                     steps.push_back(std::move(s));
                     continue;
                 }
-                const DupesFile& kept = g.files[k];
-                s.kept = kept.paths.front();
+                const DupesFile kept = g.file(k);
+                s.kept = kept.first_path();
                 if (dry_run) {
-                    if (action == DupesAction::hardlink && kept.dev != dup.dev) {
+                    if (action == DupesAction::hardlink && kept.dev() != dup.dev()) {
                         s.status = DupesStep::Status::skipped;
                         s.reason = "different file system";
                     }
@@ -249,16 +253,16 @@ std::vector<DupesStep> apply_dupes_action(const DupesResult& result, DupesAction
                     continue;
                 }
                 std::string why;
-                if (action == DupesAction::hardlink && kept.dev != dup.dev) why = "different file system";
+                if (action == DupesAction::hardlink && kept.dev() != dup.dev()) why = "different file system";
                 if (why.empty() && action != DupesAction::reflink) why = verify_equal(kept, dup, path, a, b);
                 if (why.empty()) {
                     switch (action) {
                         case DupesAction::hardlink: why = replace_with_link(kept, dup, path); break;
                         case DupesAction::remove: {
                             struct stat ds {};
-                            if (::lstat(path.c_str(), &ds) != 0 || !still_same(ds, dup))
+                            if (::lstat(path, &ds) != 0 || !still_same(ds, dup))
                                 why = "changed right before the removal";
-                            else if (::unlink(path.c_str()) != 0)
+                            else if (::unlink(path) != 0)
                                 why = fmt::format("unlink failed: {}", std::strerror(errno));
                             break;
                         }
@@ -269,7 +273,7 @@ std::vector<DupesStep> apply_dupes_action(const DupesResult& result, DupesAction
                                 throw IoError(fmt::format(
                                     "reflink is not supported here: '{}' -> '{}': {} (the file system must support "
                                     "FIDEDUPERANGE, e.g. Btrfs or XFS; use --action hardlink instead)",
-                                    path, kept.paths.front(), why));
+                                    path, kept.first_path(), why));
                             break;
                         }
                         case DupesAction::report: break;

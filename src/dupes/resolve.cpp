@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
+#include <limits>
 #include <numeric>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -40,9 +41,10 @@ constexpr std::uint64_t kMinBlock = 4096;         // smallest lockstep block
 constexpr std::uint64_t kMaxBlock = 256 << 10;    // largest lockstep block
 constexpr std::uint64_t kFirstMiddle = 64 << 10;  // first middle block; doubles
 
-// One inode among the candidates.
+// One inode among the candidates (of the size group being resolved).
 struct Cand {
-    DupesFile file;
+    const DupesEntry* file = nullptr;  // its first path, and the identity of the walk
+    std::uint32_t first = 0;           // index of that entry
     int fd = -1;
     bool bad = false;  // dropped after an error or a change
 };
@@ -77,10 +79,14 @@ std::size_t default_max_open() {
 
 class Resolver {
 public:
-    Resolver(const DupesOptions& opt, DupesSummary& summary)
+    using GroupRecord = ResultBuilder::GroupRecord;
+
+    // Groups go to `groups`, as ranges of `files` (first entry of each file).
+    Resolver(const DupesOptions& opt, DupesSummary& summary, std::vector<GroupRecord>& groups,
+             std::vector<std::uint32_t>& files)
         : opt_(opt), sum_(summary),
           max_open_(opt.max_open_files ? opt.max_open_files : default_max_open()),
-          budget_(std::max<std::size_t>(opt.memory_budget, 2 * kMaxBlock)) {}
+          budget_(std::max<std::size_t>(opt.memory_budget, 2 * kMaxBlock)), groups_(groups), files_(files) {}
 
     ~Resolver() = default;
     Resolver(const Resolver&) = delete;
@@ -88,7 +94,7 @@ public:
 
     // Resolves one size group (distinct inodes, same size).
     void resolve(std::vector<Cand*> members) {
-        segs_ = segments_of(members.front()->file.size);
+        segs_ = segments_of(members.front()->file->size);
         std::vector<Work> stack;
         stack.push_back({std::move(members), 0, segs_.empty() ? 0 : segs_[0].begin, kFirstMiddle});
         while (!stack.empty()) {
@@ -112,8 +118,6 @@ public:
                 compare_step(std::move(w), stack);
         }
     }
-
-    std::vector<DupesGroup> take_groups() { return std::move(groups_); }
 
 private:
     void warn(const std::string& msg) {
@@ -140,7 +144,7 @@ private:
     }
 
     void fail(Cand* c, const std::string& what) {
-        warn(fmt::format("'{}': {} (left out)", c->file.paths.front(), what));
+        warn(fmt::format("'{}': {} (left out)", c->file->path, what));
         ++sum_.skipped;
         c->bad = true;
         close_fd(c);
@@ -149,14 +153,13 @@ private:
     // Opens (or re-opens) a candidate and checks it is still the walked file.
     bool ensure_open(Cand* c) {
         if (c->fd >= 0) return true;
-        const int fd = open_read(c->file.paths.front(), opt_.follow_symlinks);
+        const int fd = open_read(c->file->path, opt_.follow_symlinks);
         if (fd < 0) {
             fail(c, fmt::format("cannot open: {}", std::strerror(errno)));
             return false;
         }
         struct stat st {};
-        if (::fstat(fd, &st) != 0 ||
-            !same_identity(st, c->file.dev, c->file.ino, c->file.size, c->file.mtime_ns)) {
+        if (::fstat(fd, &st) != 0 || !same_identity(st, *c->file)) {
             ::close(fd);
             fail(c, "changed during the run");
             return false;
@@ -189,9 +192,9 @@ private:
     void emit(std::vector<Cand*>& m) {
         for (Cand* c : m) {
             struct stat st {};
-            const char* path = c->file.paths.front().c_str();
+            const char* path = c->file->path;
             const int rc = c->fd >= 0 ? ::fstat(c->fd, &st) : opt_.follow_symlinks ? ::stat(path, &st) : ::lstat(path, &st);
-            if (rc != 0 || !same_identity(st, c->file.dev, c->file.ino, c->file.size, c->file.mtime_ns))
+            if (rc != 0 || !same_identity(st, *c->file))
                 fail(c, "changed during the run");
             close_fd(c);
         }
@@ -200,14 +203,12 @@ private:
             finish_singles(m);
             return;
         }
-        DupesGroup g;
-        g.size = m.front()->file.size;
-        g.files.reserve(m.size());
-        for (Cand* c : m) g.files.push_back(std::move(c->file));
-        std::sort(g.files.begin(), g.files.end(),
-                  [](const DupesFile& a, const DupesFile& b) { return a.paths.front() < b.paths.front(); });
+        std::sort(m.begin(), m.end(),
+                  [](const Cand* a, const Cand* b) { return std::strcmp(a->file->path, b->file->path) < 0; });
+        groups_.push_back({m.front()->file->size, static_cast<std::uint32_t>(files_.size()),
+                           static_cast<std::uint32_t>(m.size())});
+        for (const Cand* c : m) files_.push_back(c->first);
         tick(m.size());
-        groups_.push_back(std::move(g));
     }
 
     // The block buffer, at least `n` bytes. It grows to exactly `n` (a
@@ -310,7 +311,7 @@ private:
             if (!ensure_open(c)) return true;
             const off_t d = ::lseek(c->fd, static_cast<off_t>(w.pos), SEEK_DATA);
             if (d < 0 && errno != ENXIO) return false;  // no hole information: read
-            const std::uint64_t at = d < 0 ? c->file.size : static_cast<std::uint64_t>(d);
+            const std::uint64_t at = d < 0 ? c->file->size : static_cast<std::uint64_t>(d);
             data_at = std::min(data_at, at);
             if (data_at <= w.pos) return false;
         }
@@ -395,76 +396,95 @@ private:
     std::size_t budget_;
     std::vector<Segment> segs_;
     std::vector<std::byte> buf_;
-    std::vector<DupesGroup> groups_;
+    std::vector<GroupRecord>& groups_;
+    std::vector<std::uint32_t>& files_;
     std::uint64_t resolved_ = 0;
     std::uint64_t calls_ = 0;
 };
 
 }  // namespace
 
+DupesFile inode_at(const DupesEntries& entries, std::size_t first) noexcept {
+    const auto begin = entries.begin() + static_cast<std::ptrdiff_t>(first);
+    auto end = begin + 1;
+    while (end != entries.end() && end->dev == begin->dev && end->ino == begin->ino) ++end;
+    return DupesFile({begin, end});
+}
+
 DupesResult resolve_dupes(DupesScan scan, const DupesOptions& options) {
     DupesResult res;
+    ResultBuilder out{res};
     DupesSummary& sum = res.summary;
     sum.files_scanned = scan.files_scanned;
     sum.skipped = scan.skipped;
-    res.stale_temporaries = std::move(scan.stale_temporaries);
+    // The result holds the scan's paths; every view below points into them.
+    out.paths() = std::move(scan.paths);
+    out.stale_temporaries() = std::move(scan.stale_temporaries);
+    DupesEntries& e = out.entries() = std::move(scan.entries);
+    if (e.size() > std::numeric_limits<std::uint32_t>::max())
+        throw OptionError(fmt::format("{} files: more than cdc dupes handles in one run", e.size()));
 
-    auto& e = scan.entries;
-    std::sort(e.begin(), e.end(), [](const DupesScan::Entry& a, const DupesScan::Entry& b) {
+    std::sort(e.begin(), e.end(), [](const DupesEntry& a, const DupesEntry& b) {
         if (a.size != b.size) return a.size < b.size;
         if (a.dev != b.dev) return a.dev < b.dev;
         if (a.ino != b.ino) return a.ino < b.ino;
-        return a.path < b.path;
+        return std::strcmp(a.path, b.path) < 0;
     });
-    // Collapse paths of one inode.
-    std::vector<Cand> inodes;
-    inodes.reserve(e.size());  // (no doubling: at most one Cand per path)
+    // Files are runs of paths of one inode (inode_at); size groups are runs
+    // of files of one size. Kept: the linked files, and the entry range of
+    // every size group with two files or more.
+    struct SizeGroup {
+        std::uint32_t begin, end, files;
+    };
+    std::vector<SizeGroup> size_groups;
     for (std::size_t i = 0; i < e.size();) {
-        std::size_t j = i + 1;
-        while (j < e.size() && e[j].dev == e[i].dev && e[j].ino == e[i].ino) ++j;
-        Cand c;
-        c.file.dev = e[i].dev;
-        c.file.ino = e[i].ino;
-        c.file.size = e[i].size;
-        c.file.mtime_ns = e[i].mtime_ns;
-        for (std::size_t k = i; k < j; ++k) c.file.paths.push_back(std::move(e[k].path));
-        sum.bytes_scanned += c.file.size;
-        if (c.file.paths.size() > 1) {
-            sum.linked_paths += c.file.paths.size() - 1;
-            res.linked.push_back(c.file);
+        const std::size_t begin = i;
+        std::uint32_t files = 0;
+        do {
+            const DupesFile f = inode_at(e, i);
+            sum.bytes_scanned += f.size();
+            if (f.path_count() > 1) {
+                sum.linked_paths += f.path_count() - 1;
+                out.linked().push_back(static_cast<std::uint32_t>(i));
+            }
+            ++files;
+            i += f.path_count();
+        } while (i < e.size() && e[i].size == e[begin].size);
+        if (files >= 2) {
+            sum.candidates += files;
+            size_groups.push_back({static_cast<std::uint32_t>(begin), static_cast<std::uint32_t>(i), files});
         }
-        inodes.push_back(std::move(c));
-        i = j;
     }
-    std::vector<DupesScan::Entry>().swap(e);
-
-    // Size groups with two inodes or more.
-    std::vector<std::vector<Cand*>> size_groups;
-    for (std::size_t i = 0; i < inodes.size();) {
-        std::size_t j = i + 1;
-        while (j < inodes.size() && inodes[j].file.size == inodes[i].file.size) ++j;
-        if (j - i >= 2) {
-            std::vector<Cand*> g;
-            for (std::size_t k = i; k < j; ++k) g.push_back(&inodes[k]);
-            sum.candidates += g.size();
-            size_groups.push_back(std::move(g));
-        }
-        i = j;
-    }
-    Resolver r(options, sum);
+    // Reserved: a grouped file is a candidate, a group has two of them.
+    out.files().reserve(sum.candidates);
+    out.groups().reserve(sum.candidates / 2);
+    Resolver r(options, sum, out.groups(), out.files());
     // Large files first: they hold most of the waste and make progress honest.
-    for (auto it = size_groups.rbegin(); it != size_groups.rend(); ++it) r.resolve(std::move(*it));
-    res.groups = r.take_groups();
-    std::sort(res.groups.begin(), res.groups.end(), [](const DupesGroup& a, const DupesGroup& b) {
-        if (a.wasted() != b.wasted()) return a.wasted() > b.wasted();
+    std::vector<Cand> cands;
+    std::vector<Cand*> members;
+    for (auto it = size_groups.rbegin(); it != size_groups.rend(); ++it) {
+        cands.clear();
+        cands.reserve(it->files);
+        for (std::size_t i = it->begin; i < it->end; i += inode_at(e, i).path_count())
+            cands.push_back({&e[i], static_cast<std::uint32_t>(i)});
+        members.clear();
+        for (Cand& c : cands) members.push_back(&c);
+        r.resolve(members);
+    }
+    auto& groups = out.groups();
+    const auto& files = out.files();
+    const auto first_path = [&](std::uint32_t file) { return e[file].path; };
+    std::sort(groups.begin(), groups.end(), [&](const auto& a, const auto& b) {
+        const std::uint64_t wa = a.size * (a.count - 1), wb = b.size * (b.count - 1);
+        if (wa != wb) return wa > wb;
         if (a.size != b.size) return a.size > b.size;
-        return a.files.front().paths.front() < b.files.front().paths.front();
+        return std::strcmp(first_path(files[a.first]), first_path(files[b.first])) < 0;
     });
-    std::sort(res.linked.begin(), res.linked.end(),
-              [](const DupesFile& a, const DupesFile& b) { return a.paths.front() < b.paths.front(); });
-    for (const auto& g : res.groups) {
+    std::sort(out.linked().begin(), out.linked().end(),
+              [&](std::uint32_t a, std::uint32_t b) { return std::strcmp(first_path(a), first_path(b)) < 0; });
+    for (const DupesGroup& g : res.groups()) {
         ++sum.groups;
-        sum.duplicate_files += g.files.size() - 1;
+        sum.duplicate_files += g.file_count() - 1;
         sum.wasted_bytes += g.wasted();
     }
     return res;

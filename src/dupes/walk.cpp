@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <dirent.h>
@@ -17,12 +18,12 @@ namespace cdc {
 
 namespace dupes_detail {
 
-int open_read(const std::string& path, bool follow) noexcept {
+int open_read(const char* path, bool follow) noexcept {
     int flags = O_RDONLY | O_CLOEXEC | O_NOCTTY;
     if (!follow) flags |= O_NOFOLLOW;
     int fd;
     do {
-        fd = ::open(path.c_str(), flags);
+        fd = ::open(path, flags);
     } while (fd < 0 && errno == EINTR);
     return fd;
 }
@@ -52,6 +53,30 @@ std::string errno_text(int err) { return err == 0 ? std::string("file shrank") :
 
 using namespace dupes_detail;
 
+std::string_view StringArena::store(std::string_view s) {
+    const std::size_t need = s.size() + 1;
+    char* at;
+    if (need > kChunkSize) {
+        // A block of its own; the current chunk keeps its free space.
+        blocks_.push_back(std::make_unique_for_overwrite<char[]>(need));
+        capacity_ += need;
+        at = blocks_.back().get();
+    } else {
+        if (need > left_) {
+            blocks_.push_back(std::make_unique_for_overwrite<char[]>(kChunkSize));
+            capacity_ += kChunkSize;
+            next_ = blocks_.back().get();
+            left_ = kChunkSize;
+        }
+        at = next_;
+        next_ += need;
+        left_ -= need;
+    }
+    std::memcpy(at, s.data(), s.size());
+    at[s.size()] = '\0';
+    return {at, s.size()};
+}
+
 bool is_dupes_temporary(std::string_view name) noexcept { return name.starts_with(kTempPrefix); }
 
 namespace {
@@ -60,6 +85,7 @@ struct Walker {
     const DupesOptions& opt;
     DupesScan& scan;
     std::set<std::pair<std::uint64_t, std::uint64_t>> seen_dirs;
+    std::string path;  // the path being looked at (one buffer, reused)
 
     void warn(const std::string& msg) const {
         if (opt.warning) opt.warning(msg);
@@ -74,17 +100,17 @@ struct Walker {
         }
     }
 
-    void add_file(std::string path, const struct stat& st) {
+    void add_file(std::string_view file, const struct stat& st) {
         ++scan.files_scanned;
         progress();
         if (static_cast<std::uint64_t>(st.st_size) < opt.min_size) return;
-        DupesScan::Entry e;
-        e.path = std::move(path);
+        DupesEntry e;
+        e.path = scan.paths.store(file).data();
         e.dev = static_cast<std::uint64_t>(st.st_dev);
         e.ino = static_cast<std::uint64_t>(st.st_ino);
         e.size = static_cast<std::uint64_t>(st.st_size);
         e.mtime_ns = mtime_ns(st);
-        scan.entries.push_back(std::move(e));
+        scan.entries.push_back(e);
     }
 
     // Iterative depth-first walk below one root directory.
@@ -105,10 +131,9 @@ struct Walker {
             while (const dirent* de = ::readdir(d)) {
                 const std::string_view name(de->d_name);
                 if (name == "." || name == "..") continue;
-                std::string path = prefix;
-                path.append(name);
+                path.assign(prefix).append(name);
                 if (is_dupes_temporary(name)) {
-                    scan.stale_temporaries.push_back(std::move(path));
+                    scan.stale_temporaries.push_back(scan.paths.store(path));
                     continue;
                 }
                 struct stat st {};
@@ -120,11 +145,11 @@ struct Walker {
                     continue;
                 }
                 if (S_ISREG(st.st_mode)) {
-                    add_file(std::move(path), st);
+                    add_file(path, st);
                 } else if (S_ISDIR(st.st_mode)) {
                     if (opt.one_file_system && static_cast<std::uint64_t>(st.st_dev) != root_dev) continue;
                     if (!seen_dirs.emplace(st.st_dev, st.st_ino).second) continue;  // loop or overlap
-                    stack.push_back(std::move(path));
+                    stack.push_back(path);
                 }
                 // symlinks (when not followed), devices, fifos, sockets: not files to merge
             }
@@ -142,7 +167,7 @@ std::string trim_slashes(std::string p) {
 
 DupesScan scan_dupes(std::span<const std::string> roots, const DupesOptions& options) {
     DupesScan scan;
-    Walker w{options, scan, {}};
+    Walker w{options, scan, {}, {}};
     for (const auto& given : roots) {
         const std::string root = trim_slashes(given);
         struct stat st {};
@@ -157,11 +182,12 @@ DupesScan scan_dupes(std::span<const std::string> roots, const DupesOptions& opt
             throw OptionError(fmt::format("'{}' is neither a regular file nor a directory", given));
         }
     }
-    // The same path given twice (overlapping roots) is one path.
+    // The same path given twice (overlapping roots) is one path. (strcmp
+    // orders as std::string does: by unsigned bytes, a prefix first.)
     std::sort(scan.entries.begin(), scan.entries.end(),
-              [](const DupesScan::Entry& a, const DupesScan::Entry& b) { return a.path < b.path; });
+              [](const DupesEntry& a, const DupesEntry& b) { return std::strcmp(a.path, b.path) < 0; });
     scan.entries.erase(std::unique(scan.entries.begin(), scan.entries.end(),
-                                   [](const DupesScan::Entry& a, const DupesScan::Entry& b) { return a.path == b.path; }),
+                                   [](const DupesEntry& a, const DupesEntry& b) { return std::strcmp(a.path, b.path) == 0; }),
                        scan.entries.end());
     std::sort(scan.stale_temporaries.begin(), scan.stale_temporaries.end());
     return scan;

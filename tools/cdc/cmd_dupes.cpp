@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <memory>
+#include <ranges>
 
 namespace cdc::cli {
 
@@ -102,10 +103,10 @@ int run(const DupesArgs& args) {
 
     DupesResult res = resolve_dupes(scan_dupes(args.paths, opt), opt);
     progress.clear();
-    if (!res.stale_temporaries.empty() && (action == DupesAction::report || args.dry_run) && !args.quiet)
+    if (!res.stale_temporaries().empty() && (action == DupesAction::report || args.dry_run) && !args.quiet)
         fmt::print(stderr, "cdc dupes: note: {} temporary name(s) left by an interrupted run (.cdc-dupes-tmp.*, extra "
                            "links of kept files); the next --action run removes them\n",
-                   res.stale_temporaries.size());
+                   res.stale_temporaries().size());
     std::vector<DupesStep> steps;
     try {
         steps = apply_dupes_action(res, action, keep, args.dry_run, opt);
@@ -135,20 +136,27 @@ int run(const DupesArgs& args) {
         };
         auto list = [&](const char* name, const auto& items, auto&& to_json, bool last) {
             fmt::format_to(o, " \"{}\": [", name);
-            for (std::size_t i = 0; i < items.size(); ++i) {
-                fmt::format_to(o, "{}\n  {}", i ? "," : "", dump(to_json(items[i])));
+            bool first = true;
+            for (const auto& item : items) {
+                fmt::format_to(o, "{}\n  {}", first ? "" : ",", dump(to_json(item)));
+                first = false;
                 flush(false);
             }
-            fmt::format_to(o, "{}]{}\n", items.empty() ? "" : "\n ", last ? "" : ",");
+            fmt::format_to(o, "{}]{}\n", first ? "" : "\n ", last ? "" : ",");
         };
         fmt::format_to(o, "{{\n");
-        list("groups", res.groups, [](const DupesGroup& g) {
-            nlohmann::ordered_json files = nlohmann::ordered_json::array();
-            for (const auto& f : g.files) files.push_back(f.paths.front());
-            return nlohmann::ordered_json{{"size", g.size}, {"files", std::move(files)}};
+        auto paths_json = [](const auto& paths) {
+            nlohmann::ordered_json a = nlohmann::ordered_json::array();
+            for (const std::string_view p : paths) a.push_back(p);
+            return a;
+        };
+        list("groups", res.groups(), [&](const DupesGroup& g) {
+            return nlohmann::ordered_json{
+                {"size", g.size()},
+                {"files", paths_json(g.files() | std::views::transform(&DupesFile::first_path))}};
         }, false);
-        list("linked", res.linked, [](const DupesFile& l) {
-            return nlohmann::ordered_json{{"size", l.size}, {"files", l.paths}};
+        list("linked", res.linked(), [&](const DupesFile& l) {
+            return nlohmann::ordered_json{{"size", l.size()}, {"files", paths_json(l.paths())}};
         }, false);
         const bool with_actions = action != DupesAction::report;
         fmt::format_to(o, " \"summary\": {}{}\n", dump(summary_json(s, args.mode)), with_actions ? "," : "");
@@ -162,8 +170,8 @@ int run(const DupesArgs& args) {
         fmt::format_to(o, "}}\n");
     } else if (args.csv) {
         fmt::format_to(o, "kind,group,size,path\n");
-        auto quote = [](const std::string& p) {
-            if (p.find_first_of(",\"\n") == std::string::npos) return p;
+        auto quote = [](std::string_view p) {
+            if (p.find_first_of(",\"\n") == std::string_view::npos) return std::string(p);
             std::string q = "\"";
             for (char c : p) {
                 if (c == '"') q.push_back('"');
@@ -172,28 +180,36 @@ int run(const DupesArgs& args) {
             q.push_back('"');
             return q;
         };
-        for (std::size_t i = 0; i < res.groups.size(); ++i)
-            for (const auto& f : res.groups[i].files)
-                fmt::format_to(o, "duplicate,{},{},{}\n", i + 1, res.groups[i].size, quote(f.paths.front())), flush(false);
-        for (std::size_t i = 0; i < res.linked.size(); ++i)
-            for (const auto& p : res.linked[i].paths)
-                fmt::format_to(o, "linked,{},{},{}\n", i + 1, res.linked[i].size, quote(p));
+        std::size_t number = 0;
+        for (const DupesGroup& g : res.groups()) {
+            ++number;
+            for (const DupesFile& f : g.files())
+                fmt::format_to(o, "duplicate,{},{},{}\n", number, g.size(), quote(f.first_path())), flush(false);
+        }
+        number = 0;
+        for (const DupesFile& l : res.linked()) {
+            ++number;
+            for (const std::string_view p : l.paths())
+                fmt::format_to(o, "linked,{},{},{}\n", number, l.size(), quote(p)), flush(false);
+        }
     } else {
-        for (const auto& g : res.groups) {
-            fmt::format_to(o, "== {} files of {} bytes, {} bytes wasted\n", g.files.size(), g.size, g.wasted());
-            for (const auto& f : g.files) fmt::format_to(o, "{}\n", f.paths.front());
+        for (const DupesGroup& g : res.groups()) {
+            fmt::format_to(o, "== {} files of {} bytes, {} bytes wasted\n", g.file_count(), g.size(), g.wasted());
+            for (const DupesFile& f : g.files()) fmt::format_to(o, "{}\n", f.first_path());
             fmt::format_to(o, "\n");
             flush(false);
         }
-        if (!res.linked.empty()) {
+        if (!res.linked().empty()) {
             fmt::format_to(o, "linked (one file, several paths: no waste)\n");
-            for (const auto& l : res.linked) {
-                fmt::format_to(o, "== {} paths, {} bytes\n", l.paths.size(), l.size);
-                for (const auto& p : l.paths) fmt::format_to(o, "{}\n", p);
+            for (const DupesFile& l : res.linked()) {
+                fmt::format_to(o, "== {} paths, {} bytes\n", l.path_count(), l.size());
+                for (const std::string_view p : l.paths()) fmt::format_to(o, "{}\n", p);
+                flush(false);
             }
             fmt::format_to(o, "\n");
         }
         for (const auto& st : steps) {
+            flush(false);
             if (st.status == DupesStep::Status::planned)
                 fmt::format_to(o, "would {} '{}' (keep '{}')\n", to_string(st.action), st.path, st.kept);
             else if (st.status == DupesStep::Status::done)
