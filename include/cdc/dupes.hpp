@@ -84,10 +84,12 @@
 #include <deque>
 #include <functional>
 #include <memory>
-#include <ranges>
+#include <iterator>
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace cdc {
@@ -153,18 +155,73 @@ struct DupesEntry {
 /// them twice) and never leaves more than one block unused.
 using DupesEntries = std::deque<DupesEntry>;
 
+/// A read-only view of the `count` values f(0) .. f(count - 1), computed on
+/// access: what the accessors of a result return (range-for, size(),
+/// operator[]). Hand-written rather than std::views::transform: clang 14
+/// cannot compile libstdc++ 12's views over these iterators.
+template <class F>
+class IndexedView {
+public:
+    using value_type = std::invoke_result_t<const F&, std::size_t>;
+    class iterator {
+    public:
+        using iterator_category = std::input_iterator_tag;  // values are computed, not stored
+        using value_type = IndexedView::value_type;
+        using difference_type = std::ptrdiff_t;
+        using pointer = void;
+        using reference = value_type;
+        iterator() = default;
+        iterator(const IndexedView* view, std::size_t i) noexcept : view_(view), i_(i) {}
+        value_type operator*() const { return view_->f_(i_); }
+        iterator& operator++() noexcept {
+            ++i_;
+            return *this;
+        }
+        iterator operator++(int) noexcept {
+            iterator t = *this;
+            ++i_;
+            return t;
+        }
+        bool operator==(const iterator& o) const noexcept { return i_ == o.i_; }
+
+    private:
+        const IndexedView* view_ = nullptr;
+        std::size_t i_ = 0;
+    };
+
+    IndexedView(std::size_t count, F f) : count_(count), f_(std::move(f)) {}
+    iterator begin() const noexcept { return {this, 0}; }
+    iterator end() const noexcept { return {this, count_}; }
+    std::size_t size() const noexcept { return count_; }
+    bool empty() const noexcept { return count_ == 0; }
+    value_type operator[](std::size_t i) const { return f_(i); }
+
+private:
+    std::size_t count_;
+    F f_;
+};
+
 /// One file (inode) with every path that names it, sorted: a view of
 /// consecutive entries of a DupesResult, valid while the result lives.
 class DupesFile {
 public:
-    using Entries = std::ranges::subrange<DupesEntries::const_iterator>;
+    /// Consecutive entries of a result.
+    struct Entries {
+        DupesEntries::const_iterator first, last;
+        DupesEntries::const_iterator begin() const noexcept { return first; }
+        DupesEntries::const_iterator end() const noexcept { return last; }
+        std::size_t size() const noexcept { return static_cast<std::size_t>(last - first); }
+        const DupesEntry& front() const noexcept { return *first; }
+    };
     explicit DupesFile(Entries entries) noexcept : entries_(entries) {}
 
     /// The entries of the paths (each has the path as a C string).
     Entries entries() const noexcept { return entries_; }
-    /// Every path, sorted: a random-access range of std::string_view.
+    /// Every path, sorted: a view of std::string_view.
     auto paths() const {
-        return entries_ | std::views::transform([](const DupesEntry& e) { return std::string_view(e.path); });
+        return IndexedView(entries_.size(), [first = entries_.first](std::size_t i) {
+            return std::string_view(first[static_cast<std::ptrdiff_t>(i)].path);
+        });
     }
     std::string_view first_path() const noexcept { return entries_.front().path; }
     std::size_t path_count() const noexcept { return entries_.size(); }
@@ -191,9 +248,9 @@ public:
         : entries_(&entries), size_(size), firsts_(firsts) {}
 
     std::uint64_t size() const noexcept { return size_; }
-    /// The files: a random-access range of DupesFile.
+    /// The files: a view of DupesFile.
     auto files() const {
-        return firsts_ | std::views::transform([e = entries_](std::uint32_t i) { return inode_at(*e, i); });
+        return IndexedView(firsts_.size(), [e = entries_, f = firsts_](std::size_t i) { return inode_at(*e, f[i]); });
     }
     std::size_t file_count() const noexcept { return firsts_.size(); }
     DupesFile file(std::size_t i) const noexcept { return inode_at(*entries_, firsts_[i]); }
@@ -240,17 +297,18 @@ class DupesResult {
 public:
     DupesSummary summary;
 
-    /// By wasted bytes (descending), then size, then first path: a
-    /// random-access range of DupesGroup.
+    /// By wasted bytes (descending), then size, then first path: a view of
+    /// DupesGroup.
     auto groups() const {
-        return std::views::transform(groups_, [this](const GroupRecord& g) {
+        return IndexedView(groups_.size(), [this](std::size_t i) {
+            const GroupRecord& g = groups_[i];
             return DupesGroup(entries_, g.size, std::span(files_).subspan(g.first, g.count));
         });
     }
     /// Inodes with several paths among the walked files, by first path: a
-    /// random-access range of DupesFile.
+    /// view of DupesFile.
     auto linked() const {
-        return std::views::transform(linked_, [this](std::uint32_t i) { return inode_at(entries_, i); });
+        return IndexedView(linked_.size(), [this](std::size_t i) { return inode_at(entries_, linked_[i]); });
     }
     std::span<const std::string_view> stale_temporaries() const noexcept { return stale_temporaries_; }
 

@@ -11,7 +11,6 @@
 
 #include <chrono>
 #include <memory>
-#include <ranges>
 
 namespace cdc::cli {
 
@@ -145,18 +144,15 @@ int run(const DupesArgs& args) {
             fmt::format_to(o, "{}]{}\n", first ? "" : "\n ", last ? "" : ",");
         };
         fmt::format_to(o, "{{\n");
-        auto paths_json = [](const auto& paths) {
-            nlohmann::ordered_json a = nlohmann::ordered_json::array();
-            for (const std::string_view p : paths) a.push_back(p);
-            return a;
-        };
         list("groups", res.groups(), [&](const DupesGroup& g) {
-            return nlohmann::ordered_json{
-                {"size", g.size()},
-                {"files", paths_json(g.files() | std::views::transform(&DupesFile::first_path))}};
+            nlohmann::ordered_json files = nlohmann::ordered_json::array();
+            for (const DupesFile& f : g.files()) files.push_back(f.first_path());
+            return nlohmann::ordered_json{{"size", g.size()}, {"files", std::move(files)}};
         }, false);
         list("linked", res.linked(), [&](const DupesFile& l) {
-            return nlohmann::ordered_json{{"size", l.size()}, {"files", paths_json(l.paths())}};
+            nlohmann::ordered_json files = nlohmann::ordered_json::array();
+            for (const std::string_view p : l.paths()) files.push_back(p);
+            return nlohmann::ordered_json{{"size", l.size()}, {"files", std::move(files)}};
         }, false);
         const bool with_actions = action != DupesAction::report;
         fmt::format_to(o, " \"summary\": {}{}\n", dump(summary_json(s, args.mode)), with_actions ? "," : "");
