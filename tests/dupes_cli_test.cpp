@@ -73,6 +73,30 @@ TEST(DupesCli, UsageErrorsAndHelp) {
     EXPECT_EQ(h.exit_code, 0);
     EXPECT_NE(h.out.find("Exit codes"), std::string::npos);
     EXPECT_NE(h.out.find("--keep"), std::string::npos);
+    // The parser of the cdc-dupes helper: unknown options, missing values and
+    // paths, a bad count; options after the paths are options.
+    for (const std::vector<std::string>& bad :
+         {std::vector<std::string>{"dupes", "--bogus", tmp.path().string()}, {"dupes", "-x", tmp.path().string()},
+          {"dupes"}, {"dupes", tmp.path().string(), "--mode"}, {"dupes", "--max-open", "x", tmp.path().string()}}) {
+        const auto r = run_tool(bad);
+        EXPECT_EQ(r.exit_code, 2) << bad.back();
+        EXPECT_NE(r.err.find("--help"), std::string::npos) << r.err;
+    }
+    const auto late = run_tool({"dupes", tmp.path().string(), "--mode=hash", "--json"});
+    EXPECT_EQ(late.exit_code, 0) << late.err;
+    EXPECT_NE(late.out.find("\"mode\":\"hash\""), std::string::npos) << late.out;
+    // `cdc --help` still lists the command.
+    EXPECT_NE(run_tool({"--help"}).out.find("dupes"), std::string::npos);
+}
+
+TEST(DupesCli, MissingHelperIsAClearError) {
+    TempDir tmp;
+    ::setenv("CDC_DUPES", "/nonexistent/cdc-dupes", 1);
+    const auto missing = run_tool({"dupes", tmp.path().string()});
+    ::unsetenv("CDC_DUPES");
+    EXPECT_EQ(missing.exit_code, 4) << missing.err;
+    EXPECT_NE(missing.err.find("/nonexistent/cdc-dupes"), std::string::npos) << missing.err;
+    EXPECT_EQ(run_tool({"dupes", tmp.path().string()}).exit_code, 0);  // control: the helper next to the tool
 }
 
 TEST(DupesCli, ActionsOnACopy) {

@@ -26,3 +26,10 @@ mkdir "$tmp/in"
 env -u CDC_PLOT "$tmp/prefix/bin/cdc" plot -q --kind cdf -a fastcdc --out "$tmp/graphs" "$tmp/in"
 head -c 8 "$tmp/graphs/compare-cdf.png" | od -An -c | grep -q 'P   N   G'
 echo "installed cdc plot: $tmp/graphs/compare-cdf.png"
+# ... and its installed dupes helper (../libexec/cdc/cdc-dupes), which runs
+# `cdc dupes` in its place.
+test -x "$tmp/prefix/libexec/cdc/cdc-dupes"
+cp "$tmp/in/a.bin" "$tmp/in/b.bin"
+out=$(env -u CDC_DUPES "$tmp/prefix/bin/cdc" dupes -q --csv "$tmp/in")
+[[ "$out" == *"duplicate,1,300000,$tmp/in/a.bin"* && "$out" == *"duplicate,1,300000,$tmp/in/b.bin"* ]]
+echo "installed cdc dupes: one group of 2"

@@ -65,11 +65,4 @@ std::vector<AlgorithmRun> parse_algorithm_list(std::string_view list, const cdc:
     return out;
 }
 
-void finish_stdout() {
-    if (std::fflush(stdout) != 0 || std::ferror(stdout))
-        throw cdc::IoError(fmt::format("writing standard output: {}", std::strerror(errno)));
-}
-
-bool stderr_is_tty() { return ::isatty(STDERR_FILENO) == 1; }
-
 }  // namespace cdc::cli

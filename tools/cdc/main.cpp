@@ -1,11 +1,20 @@
 // cdc — content-defined chunking and deduplication tools.
 #include "cli_common.hpp"
 #include "commands.hpp"
+#include "helper_path.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <exception>
+#include <string_view>
+#include <unistd.h>
+
+#ifndef CDC_DUPES_HELPER_FROM_BINDIR
+#define CDC_DUPES_HELPER_FROM_BINDIR "../libexec/cdc/cdc-dupes"
+#endif
 
 namespace cdc::cli {
 std::vector<std::pair<int, AddCommand>>& command_registry() {
@@ -14,8 +23,31 @@ std::vector<std::pair<int, AddCommand>>& command_registry() {
 }
 }  // namespace cdc::cli
 
+namespace {
+
+// `cdc dupes ...` is the cdc-dupes helper's: this process becomes it
+// (execv, same pid) before touching the rest of its code.
+int exec_dupes_helper(char** argv) {
+    using namespace cdc::cli;
+    const cdc::tools::HelperPath h =
+        cdc::tools::find_helper("cdc-dupes", "CDC_DUPES", CDC_DUPES_HELPER_FROM_BINDIR);
+    if (h.path.empty()) {
+        fmt::print(stderr, "cdc: error: cannot find the cdc-dupes helper that runs `cdc dupes` (looked in: {}); "
+                           "set CDC_DUPES to its path\n",
+                   h.looked_in);
+        return kExitFailure;
+    }
+    argv[1] = const_cast<char*>(h.path.c_str());  // the helper's argv[0]; its arguments follow
+    ::execv(h.path.c_str(), argv + 1);
+    fmt::print(stderr, "cdc: error: cannot run '{}': {}\n", h.path, std::strerror(errno));
+    return kExitFailure;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
     using namespace cdc::cli;
+    if (argc > 1 && std::string_view(argv[1]) == "dupes") return exec_dupes_helper(argv);
     CLI::App app{"cdc — content-defined chunking and deduplication: chunk, analyze, compare, resync, bench, "
                  "plot, speed and find duplicate files.\n"};
     app.footer(kExitCodesHelp);

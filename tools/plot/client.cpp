@@ -7,6 +7,7 @@
 // running binary (the build tree); CDC_PLOT_HELPER_FROM_BINDIR relative to
 // the binary's directory (the installed layout, ../libexec/cdc/cdc-plot).
 #include "chart_json.hpp"
+#include "helper_path.hpp"
 #include "plot.hpp"
 
 #include <cdc/error.hpp>
@@ -35,37 +36,13 @@ extern char** environ;
 namespace cdc::plot {
 namespace {
 
-struct HelperPath {
-    std::string path;       // empty when not found
-    std::string looked_in;  // for the error message
-};
-
-const HelperPath& helper() {
-    static const HelperPath found = [] {
-        HelperPath h;
-        if (const char* env = std::getenv("CDC_PLOT"); env != nullptr && *env != '\0') {
-            h.looked_in = fmt::format("$CDC_PLOT = '{}'", env);
-            if (::access(env, X_OK) == 0) h.path = env;
-            return h;
-        }
-        std::error_code ec;
-        const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
-        if (ec) {
-            h.looked_in = "nowhere: /proc/self/exe is unreadable";
-            return h;
-        }
-        for (const auto& candidate : {self.parent_path() / "cdc-plot",
-                                      (self.parent_path() / CDC_PLOT_HELPER_FROM_BINDIR).lexically_normal()}) {
-            h.looked_in += (h.looked_in.empty() ? "" : ", ") + candidate.string();
-            if (h.path.empty() && ::access(candidate.c_str(), X_OK) == 0) h.path = candidate.string();
-        }
-        return h;
-    }();
+const tools::HelperPath& helper() {
+    static const tools::HelperPath found = tools::find_helper("cdc-plot", "CDC_PLOT", CDC_PLOT_HELPER_FROM_BINDIR);
     return found;
 }
 
 const std::string& helper_or_throw() {
-    const HelperPath& h = helper();
+    const tools::HelperPath& h = helper();
     if (h.path.empty())
         throw PlotError(fmt::format("cannot find the cdc-plot helper that draws PNG graphs (looked in: {}); "
                                     "set CDC_PLOT to its path",
@@ -148,7 +125,7 @@ private:
 }  // namespace
 
 bool png_device_available() {
-    const HelperPath& h = helper();
+    const tools::HelperPath& h = helper();
     if (h.path.empty()) return false;
     return run_helper(h.path, {"--check"}).status == 0;
 }

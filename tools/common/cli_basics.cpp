@@ -1,0 +1,21 @@
+#include "cli_basics.hpp"
+
+#include <cdc/error.hpp>
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <unistd.h>
+
+namespace cdc::cli {
+
+void finish_stdout() {
+    if (std::fflush(stdout) != 0 || std::ferror(stdout))
+        throw cdc::IoError(fmt::format("writing standard output: {}", std::strerror(errno)));
+}
+
+bool stderr_is_tty() { return ::isatty(STDERR_FILENO) == 1; }
+
+}  // namespace cdc::cli

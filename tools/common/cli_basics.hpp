@@ -1,0 +1,35 @@
+// What every cdc command line shares and that needs no argument parser:
+// exit codes, usage errors, stdout and stderr helpers (used by the cdc tool
+// and by its lean cdc-dupes helper, which links no CLI11).
+#pragma once
+
+#include <stdexcept>
+
+namespace cdc::cli {
+
+/// Exit codes of every subcommand (documented in `cdc --help`).
+enum ExitCode : int {
+    kExitOk = 0,          ///< success
+    kExitRegression = 1,  ///< compare: B is worse than A beyond the tolerance
+    kExitUsage = 2,       ///< bad option, bad algorithm, bad top-level path
+    kExitPartial = 3,     ///< finished, but some inputs were skipped after errors
+    kExitFailure = 4,     ///< an I/O error stopped the run
+};
+
+inline constexpr const char* kExitCodesHelp =
+    "Exit codes: 0 success; 1 compare found a regression; 2 usage error (bad option, algorithm or path); "
+    "3 finished but some inputs were skipped after errors; 4 an I/O error stopped the run.";
+
+/// A usage error detected by a command (exit code 2).
+class UsageError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+/// Flushes stdout and turns a write error (EPIPE, ENOSPC) into IoError.
+void finish_stdout();
+
+/// True when stderr is a terminal (progress lines are drawn only then).
+bool stderr_is_tty();
+
+}  // namespace cdc::cli

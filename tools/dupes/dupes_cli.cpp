@@ -1,0 +1,366 @@
+// cdc dupes — find duplicate files and merge them safely (hard link,
+// reflink, delete). The engine is cdc/dupes.hpp. This is the whole command
+// line of the lean `cdc-dupes` helper that `cdc dupes` runs (main.cpp of the
+// cdc tool hands it the arguments before parsing anything): it links the
+// library's dupes engine and no CLI11, so a run keeps little code resident
+// (the kernel maps a binary's cached text in large folios: resident size
+// follows program size). Options are parsed with getopt_long.
+#include "dupes_cli.hpp"
+
+#include "cli_basics.hpp"
+#include "sizes.hpp"
+
+#include <cdc/digest.hpp>
+#include <cdc/dupes.hpp>
+#include <cdc/error.hpp>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <cstdio>
+#include <exception>
+#include <getopt.h>
+#include <string>
+#include <vector>
+
+namespace cdc::cli {
+
+namespace {
+
+struct DupesArgs {
+    std::string mode = "auto";
+    std::string hash = "blake3";
+    std::string min_size = "1";
+    bool one_file_system = false;
+    bool follow_symlinks = false;
+    bool json = false;
+    bool csv = false;
+    std::string action = "report";
+    std::string keep = "oldest";
+    bool dry_run = false;
+    bool quiet = false;
+    std::size_t max_open = 0;
+    std::vector<std::string> paths;
+};
+
+// A progress line on stderr, redrawn at most ten times a second.
+class ProgressLine {
+public:
+    explicit ProgressLine(bool on) : on_(on) {}
+    void update(const DupesProgress& p) {
+        const auto now = std::chrono::steady_clock::now();
+        if (!on_ || now - last_ < std::chrono::milliseconds(100)) return;
+        last_ = now;
+        std::string line;
+        if (p.phase == "walk")
+            line = fmt::format("dupes: walking, {} files", p.files);
+        else if (p.phase == "resolve")
+            line = fmt::format("dupes: comparing, {}/{} candidates, {} read", p.resolved, p.candidates,
+                               tools::format_size(static_cast<double>(p.bytes_read)));
+        else
+            line = fmt::format("dupes: acting, {} files", p.resolved);
+        fmt::print(stderr, "\r{:<70}", line);
+        drawn_ = true;
+    }
+    void clear() {
+        if (drawn_) fmt::print(stderr, "\r{:<70}\r", "");
+        drawn_ = false;
+    }
+
+private:
+    bool on_;
+    bool drawn_ = false;
+    std::chrono::steady_clock::time_point last_{};
+};
+
+std::string_view status_name(DupesStep::Status s) {
+    switch (s) {
+        case DupesStep::Status::planned: return "planned";
+        case DupesStep::Status::done: return "done";
+        case DupesStep::Status::skipped: return "skipped";
+    }
+    return "?";
+}
+
+nlohmann::ordered_json summary_json(const DupesSummary& s, std::string_view mode) {
+    return {{"files_scanned", s.files_scanned}, {"bytes_scanned", s.bytes_scanned}, {"candidates", s.candidates},
+            {"bytes_read", s.bytes_read},       {"groups", s.groups},               {"duplicate_files", s.duplicate_files},
+            {"wasted_bytes", s.wasted_bytes},   {"linked_paths", s.linked_paths},   {"skipped", s.skipped},
+            {"mode", mode}};
+}
+
+int run(const DupesArgs& args) {
+    DupesOptions opt;
+    opt.mode = parse_dupes_mode(args.mode);
+    opt.hash = parse_digest_kind(args.hash);
+    if (opt.hash == DigestKind::none) throw UsageError("--hash = 'none' is invalid: must be blake3 or xxh3");
+    opt.min_size = tools::parse_size(args.min_size, "--min-size");
+    opt.one_file_system = args.one_file_system;
+    opt.follow_symlinks = args.follow_symlinks;
+    opt.max_open_files = args.max_open;
+    const DupesAction action = parse_dupes_action(args.action);
+    const KeepRule keep = parse_keep_rule(args.keep);
+    if (action != DupesAction::report && args.follow_symlinks)
+        throw UsageError("--follow-symlinks is for reports only: actions never act through symbolic links");
+
+    ProgressLine progress(!args.quiet && stderr_is_tty());
+    opt.progress = [&progress](const DupesProgress& p) { progress.update(p); };
+    std::uint64_t warnings = 0;
+    opt.warning = [&](const std::string& msg) {
+        progress.clear();
+        ++warnings;
+        fmt::print(stderr, "cdc dupes: warning: {}\n", msg);
+    };
+
+    DupesResult res = resolve_dupes(scan_dupes(args.paths, opt), opt);
+    progress.clear();
+    if (!res.stale_temporaries().empty() && (action == DupesAction::report || args.dry_run) && !args.quiet)
+        fmt::print(stderr, "cdc dupes: note: {} temporary name(s) left by an interrupted run (.cdc-dupes-tmp.*, extra "
+                           "links of kept files); the next --action run removes them\n",
+                   res.stale_temporaries().size());
+    std::vector<DupesStep> steps;
+    try {
+        steps = apply_dupes_action(res, action, keep, args.dry_run, opt);
+    } catch (...) {
+        progress.clear();
+        throw;
+    }
+    progress.clear();
+    const bool any_skipped = std::any_of(steps.begin(), steps.end(),
+                                         [](const DupesStep& s) { return s.status == DupesStep::Status::skipped; });
+
+    const DupesSummary& s = res.summary;
+    fmt::memory_buffer out;
+    auto o = std::back_inserter(out);
+    // The output is written out in pieces of ~64 KiB: a large result never
+    // sits in memory twice (and no JSON document tree is built for it).
+    auto flush = [&out](bool force) {
+        if (!force && out.size() < (std::size_t{64} << 10)) return;
+        std::fwrite(out.data(), 1, out.size(), stdout);
+        out.clear();
+    };
+    if (args.json) {
+        // One group per line; a path that is not UTF-8 is printed with U+FFFD
+        // in place of the bad bytes.
+        auto dump = [](const nlohmann::ordered_json& j) {
+            return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+        };
+        auto list = [&](const char* name, const auto& items, auto&& to_json, bool last) {
+            fmt::format_to(o, " \"{}\": [", name);
+            bool first = true;
+            for (const auto& item : items) {
+                fmt::format_to(o, "{}\n  {}", first ? "" : ",", dump(to_json(item)));
+                first = false;
+                flush(false);
+            }
+            fmt::format_to(o, "{}]{}\n", first ? "" : "\n ", last ? "" : ",");
+        };
+        fmt::format_to(o, "{{\n");
+        list("groups", res.groups(), [&](const DupesGroup& g) {
+            nlohmann::ordered_json files = nlohmann::ordered_json::array();
+            for (const DupesFile& f : g.files()) files.push_back(f.first_path());
+            return nlohmann::ordered_json{{"size", g.size()}, {"files", std::move(files)}};
+        }, false);
+        list("linked", res.linked(), [&](const DupesFile& l) {
+            nlohmann::ordered_json files = nlohmann::ordered_json::array();
+            for (const std::string_view p : l.paths()) files.push_back(p);
+            return nlohmann::ordered_json{{"size", l.size()}, {"files", std::move(files)}};
+        }, false);
+        const bool with_actions = action != DupesAction::report;
+        fmt::format_to(o, " \"summary\": {}{}\n", dump(summary_json(s, args.mode)), with_actions ? "," : "");
+        if (with_actions)
+            list("actions", steps, [](const DupesStep& st) {
+                nlohmann::ordered_json j = {{"action", to_string(st.action)}, {"path", st.path}, {"kept", st.kept},
+                                            {"status", status_name(st.status)}};
+                if (!st.reason.empty()) j["reason"] = st.reason;
+                return j;
+            }, true);
+        fmt::format_to(o, "}}\n");
+    } else if (args.csv) {
+        fmt::format_to(o, "kind,group,size,path\n");
+        auto quote = [](std::string_view p) {
+            if (p.find_first_of(",\"\n") == std::string_view::npos) return std::string(p);
+            std::string q = "\"";
+            for (char c : p) {
+                if (c == '"') q.push_back('"');
+                q.push_back(c);
+            }
+            q.push_back('"');
+            return q;
+        };
+        std::size_t number = 0;
+        for (const DupesGroup& g : res.groups()) {
+            ++number;
+            for (const DupesFile& f : g.files())
+                fmt::format_to(o, "duplicate,{},{},{}\n", number, g.size(), quote(f.first_path())), flush(false);
+        }
+        number = 0;
+        for (const DupesFile& l : res.linked()) {
+            ++number;
+            for (const std::string_view p : l.paths())
+                fmt::format_to(o, "linked,{},{},{}\n", number, l.size(), quote(p)), flush(false);
+        }
+    } else {
+        for (const DupesGroup& g : res.groups()) {
+            fmt::format_to(o, "== {} files of {} bytes, {} bytes wasted\n", g.file_count(), g.size(), g.wasted());
+            for (const DupesFile& f : g.files()) fmt::format_to(o, "{}\n", f.first_path());
+            fmt::format_to(o, "\n");
+            flush(false);
+        }
+        if (!res.linked().empty()) {
+            fmt::format_to(o, "linked (one file, several paths: no waste)\n");
+            for (const DupesFile& l : res.linked()) {
+                fmt::format_to(o, "== {} paths, {} bytes\n", l.path_count(), l.size());
+                for (const std::string_view p : l.paths()) fmt::format_to(o, "{}\n", p);
+                flush(false);
+            }
+            fmt::format_to(o, "\n");
+        }
+        for (const auto& st : steps) {
+            flush(false);
+            if (st.status == DupesStep::Status::planned)
+                fmt::format_to(o, "would {} '{}' (keep '{}')\n", to_string(st.action), st.path, st.kept);
+            else if (st.status == DupesStep::Status::done)
+                fmt::format_to(o, "{} '{}' (kept '{}')\n",
+                               st.action == DupesAction::remove     ? "deleted"
+                               : st.action == DupesAction::hardlink ? "hardlinked"
+                                                                    : "reflinked",
+                               st.path, st.kept);
+            else
+                fmt::format_to(o, "skipped '{}': {}\n", st.path, st.reason);
+        }
+        fmt::format_to(o,
+                       "{} files scanned, {} bytes read ({} mode), {} groups, {} duplicate files, {} bytes wasted ({}), "
+                       "{} linked paths{}\n",
+                       s.files_scanned, s.bytes_read, args.mode, s.groups, s.duplicate_files, s.wasted_bytes,
+                       tools::format_size(static_cast<double>(s.wasted_bytes)), s.linked_paths,
+                       s.skipped ? fmt::format(", {} skipped", s.skipped) : std::string());
+    }
+    flush(true);
+    finish_stdout();
+    return s.skipped > 0 || any_skipped ? kExitPartial : kExitOk;
+}
+
+constexpr const char* kUsage =
+    "find duplicate files (byte comparison or hashing) and merge them safely\n"
+    "Usage: cdc dupes [OPTIONS] PATH...\n"
+    "\n"
+    "Positionals:\n"
+    "  PATH ...                    files and directories to search (recursively); required\n"
+    "\n"
+    "Options:\n"
+    "  -h,--help                   print this help message and exit\n"
+    "  --mode TEXT=auto            compare (lockstep byte comparison, stops at the first difference), hash (partial\n"
+    "                              then full hash) or auto (compare; hash classes with more files than --max-open)\n"
+    "  --hash TEXT=blake3          digest for hashing: blake3 or xxh3\n"
+    "  --min-size SIZE=1           ignore files smaller than this (0 groups empty files)\n"
+    "  --one-file-system           do not descend into other file systems\n"
+    "  --follow-symlinks           follow symbolic links to files and directories (with --action report only)\n"
+    "  --json                      JSON: {\"groups\": [{\"size\", \"files\"}], \"linked\": [...], \"summary\": {...}}\n"
+    "  --csv                       CSV: kind,group,size,path (excludes --json)\n"
+    "  --action TEXT=report        report, hardlink (same file system), reflink (FIDEDUPERANGE) or delete; every\n"
+    "                              file is verified byte for byte right before it is changed\n"
+    "  --keep TEXT=oldest          file kept in each group: oldest (mtime), first (path order) or a glob pattern\n"
+    "                              matching its path\n"
+    "  --dry-run                   print what the action would do; change nothing\n"
+    "  -q,--quiet                  no progress line and no notes on stderr\n"
+    "  --max-open N                open-file bound while comparing (default: half the soft RLIMIT_NOFILE, at most\n"
+    "                              512)\n"
+    "\n"
+    "Groups are sorted by wasted bytes; paths of one inode are listed as linked, never as waste. A file that changes "
+    "during the run is left out with a warning. Temporaries of an interrupted hardlink run are named "
+    ".cdc-dupes-tmp.PID.N and removed by the next acting run.\n";
+
+/// A command-line error: printed with a hint to --help, exit code 2.
+class ParseError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+std::size_t parse_count(const char* text, const char* option) {
+    std::size_t v = 0;
+    const char* end = text + std::char_traits<char>::length(text);
+    const auto [p, ec] = std::from_chars(text, end, v);
+    if (ec != std::errc() || p != end || p == text)
+        throw ParseError(fmt::format("{} = '{}' is invalid: not a whole number", option, text));
+    return v;
+}
+
+enum Opt : int { kMode = 256, kHash, kMinSize, kOneFs, kFollow, kJson, kCsv, kAction, kKeep, kDryRun, kMaxOpen };
+
+/// Parses the arguments after `cdc dupes`; returns false for --help.
+bool parse(int argc, char** argv, DupesArgs& args) {
+    static const option kOptions[] = {
+        {"help", no_argument, nullptr, 'h'},          {"quiet", no_argument, nullptr, 'q'},
+        {"mode", required_argument, nullptr, kMode},  {"hash", required_argument, nullptr, kHash},
+        {"min-size", required_argument, nullptr, kMinSize},
+        {"one-file-system", no_argument, nullptr, kOneFs},
+        {"follow-symlinks", no_argument, nullptr, kFollow},
+        {"json", no_argument, nullptr, kJson},        {"csv", no_argument, nullptr, kCsv},
+        {"action", required_argument, nullptr, kAction},
+        {"keep", required_argument, nullptr, kKeep},  {"dry-run", no_argument, nullptr, kDryRun},
+        {"max-open", required_argument, nullptr, kMaxOpen},
+        {nullptr, 0, nullptr, 0},
+    };
+    opterr = 0;  // our own messages
+    optind = 1;
+    for (;;) {
+        const int before = optind;
+        const int c = ::getopt_long(argc, argv, ":hq", kOptions, nullptr);
+        if (c == -1) break;
+        switch (c) {
+            case 'h': return false;
+            case 'q': args.quiet = true; break;
+            case kMode: args.mode = optarg; break;
+            case kHash: args.hash = optarg; break;
+            case kMinSize: args.min_size = optarg; break;
+            case kOneFs: args.one_file_system = true; break;
+            case kFollow: args.follow_symlinks = true; break;
+            case kJson: args.json = true; break;
+            case kCsv: args.csv = true; break;
+            case kAction: args.action = optarg; break;
+            case kKeep: args.keep = optarg; break;
+            case kDryRun: args.dry_run = true; break;
+            case kMaxOpen: args.max_open = parse_count(optarg, "--max-open"); break;
+            case ':': throw ParseError(fmt::format("{}: a value is required", argv[optind - 1]));
+            default: {
+                const char* arg = argv[std::min(before, argc - 1)];
+                throw ParseError(fmt::format("The following argument was not expected: {}", arg));
+            }
+        }
+    }
+    for (int i = optind; i < argc; ++i) args.paths.emplace_back(argv[i]);
+    if (args.paths.empty()) throw ParseError("PATH is required");
+    if (args.json && args.csv) throw ParseError("--json excludes --csv");
+    return true;
+}
+
+}  // namespace
+
+int dupes_main(int argc, char** argv) {
+    try {
+        DupesArgs args;
+        if (!parse(argc, argv, args)) {
+            fmt::print("{}{}\n", kUsage, kExitCodesHelp);
+            return kExitOk;
+        }
+        return run(args);
+    } catch (const ParseError& e) {
+        fmt::print(stderr, "{}\nRun with --help for more information.\n", e.what());
+        return kExitUsage;
+    } catch (const cdc::OptionError& e) {
+        fmt::print(stderr, "cdc: error: {}\n", e.what());
+        return kExitUsage;
+    } catch (const UsageError& e) {
+        fmt::print(stderr, "cdc: error: {}\n", e.what());
+        return kExitUsage;
+    } catch (const std::exception& e) {
+        fmt::print(stderr, "cdc: error: {}\n", e.what());
+        return kExitFailure;
+    }
+}
+
+}  // namespace cdc::cli
