@@ -100,7 +100,7 @@ static ScanFn<Params> pick(const KernelSet<Params>& set, KernelLevel level, Kern
 #endif
 
 ScanFn<FastCdcParams> select_fastcdc(KernelLevel level, KernelLevel* used) noexcept {
-    static constexpr KernelSet<FastCdcParams> set{&fastcdc_scalar, &fastcdc_wide, CDC_X86(fastcdc_avx2),
+    static constexpr KernelSet<FastCdcParams> set{&fastcdc_scalar, &fastcdc_wide, nullptr,
                                                   CDC_X86(fastcdc_avx512)};
     return pick(set, level, used);
 }

@@ -14,7 +14,8 @@
 // AVX-512 one (consecutive positions, no warm-up). fastcdc4stadia needs no
 // restart (its cut is the first hash at most the threshold; see
 // stadia_lanes_run in drivers.hpp), so it uses the lane kernels, wide and
-// AVX-512 (AVX2's lanes lost to the wide ones).
+// AVX-512, as FastCDC does. No Gear family has an AVX2 kernel: four-lane
+// ymm gathers lost to the wide kernel's four scalar lanes.
 #pragma once
 
 #include "../algorithms/params.hpp"
@@ -27,7 +28,6 @@ std::size_t stadia_wide(const StadiaParams& p, const std::uint8_t* w, std::size_
 std::size_t ultra_wide(const UltraParams& p, const std::uint8_t* w, std::size_t n) noexcept;
 
 #if defined(CDC_X86_KERNELS)
-std::size_t fastcdc_avx2(const FastCdcParams& p, const std::uint8_t* w, std::size_t n) noexcept;
 std::size_t ultra_avx2(const UltraParams& p, const std::uint8_t* w, std::size_t n) noexcept;
 
 std::size_t fastcdc_avx512(const FastCdcParams& p, const std::uint8_t* w, std::size_t n) noexcept;
