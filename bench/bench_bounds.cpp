@@ -14,6 +14,13 @@
 #include <vector>
 
 #if defined(__x86_64__)
+// g++ 12's AVX-512 headers trip -W(maybe-)uninitialized on their own
+// _mm256_undefined_* helpers (here through _mm512_reduce_add_epi64): a known
+// false positive, as in src/kernels/avx512.cpp; nothing of ours is hidden.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
 #endif
 

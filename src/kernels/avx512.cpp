@@ -80,8 +80,11 @@ struct First512 {
             // that the table gathers of a group never wait for its own input.
             __m512i q_next = groups ? _mm512_i64gather_epi64(offs, w, 1) : _mm512_setzero_si512();
             for (std::size_t gi = 0; gi < groups; ++gi) {
-                // one lane's next cache lines per group: each lane every 64 bytes
-                __builtin_prefetch(w + pos + (gi & 7) * seg + gi * 8 + 1024);
+                // one lane's next cache lines per group: each lane every 64
+                // bytes, 4 KiB ahead (1 KiB, 2 KiB, 4 KiB and 8 KiB measured
+                // on 1 GiB: 4 KiB was 1-5% faster than 1 KiB for FastCDC and
+                // 7-10% for fastcdc4stadia, 8 KiB slower; docs/BENCHMARKS.md)
+                __builtin_prefetch(w + pos + (gi & 7) * seg + gi * 8 + 4096);
                 const __m512i q = q_next;
                 offs = _mm512_add_epi64(offs, eight);
                 if (gi + 1 < groups) q_next = _mm512_i64gather_epi64(offs, w, 1);
