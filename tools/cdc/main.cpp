@@ -66,15 +66,8 @@ int main(int argc, char** argv) {
     } catch (const CLI::ParseError& e) {
         const int rc = app.exit(e);
         return rc == 0 ? kExitOk : kExitUsage;
-    } catch (const cdc::OptionError& e) {
-        fmt::print(stderr, "cdc: error: {}\n", e.what());
-        return kExitUsage;
-    } catch (const UsageError& e) {
-        fmt::print(stderr, "cdc: error: {}\n", e.what());
-        return kExitUsage;
-    } catch (const std::exception& e) {
-        fmt::print(stderr, "cdc: error: {}\n", e.what());
-        return kExitFailure;
+    } catch (...) {
+        return report_current_exception();
     }
     return exit_code;
 }

@@ -16,6 +16,21 @@ void finish_stdout() {
         throw cdc::IoError(fmt::format("writing standard output: {}", std::strerror(errno)));
 }
 
+int report_current_exception() {
+    try {
+        throw;
+    } catch (const cdc::OptionError& e) {
+        fmt::print(stderr, "cdc: error: {}\n", e.what());
+        return kExitUsage;
+    } catch (const UsageError& e) {
+        fmt::print(stderr, "cdc: error: {}\n", e.what());
+        return kExitUsage;
+    } catch (const std::exception& e) {
+        fmt::print(stderr, "cdc: error: {}\n", e.what());
+        return kExitFailure;
+    }
+}
+
 bool stderr_is_tty() { return ::isatty(STDERR_FILENO) == 1; }
 
 }  // namespace cdc::cli

@@ -26,6 +26,11 @@ public:
     using std::runtime_error::runtime_error;
 };
 
+/// For a catch (...) block: prints the exception being handled as "cdc:
+/// error: ..." and returns its exit code (cdc::OptionError and UsageError:
+/// 2, any other std::exception: 4); anything else is rethrown.
+int report_current_exception();
+
 /// Flushes stdout and turns a write error (EPIPE, ENOSPC) into IoError.
 void finish_stdout();
 

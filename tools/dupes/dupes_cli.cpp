@@ -351,15 +351,8 @@ int dupes_main(int argc, char** argv) {
     } catch (const ParseError& e) {
         fmt::print(stderr, "{}\nRun with --help for more information.\n", e.what());
         return kExitUsage;
-    } catch (const cdc::OptionError& e) {
-        fmt::print(stderr, "cdc: error: {}\n", e.what());
-        return kExitUsage;
-    } catch (const UsageError& e) {
-        fmt::print(stderr, "cdc: error: {}\n", e.what());
-        return kExitUsage;
-    } catch (const std::exception& e) {
-        fmt::print(stderr, "cdc: error: {}\n", e.what());
-        return kExitFailure;
+    } catch (...) {
+        return report_current_exception();
     }
 }
 
