@@ -1,6 +1,6 @@
-// Portable "wide" kernels (any CPU, baseline flags): FastCDC runs four
-// independent hash lanes over four segments of the range, so that four
-// dependency chains overlap; JC scans sequentially with read-ahead and
+// Portable "wide" kernels (any CPU, baseline flags): FastCDC and
+// fastcdc4stadia run four independent hash lanes over four segments of the
+// range, so that four dependency chains overlap; JC scans sequentially with read-ahead and
 // carries its hash across the driver's restarts; UltraCDC uses word-wide
 // block comparisons and a byte-weight table.
 #include "drivers.hpp"

@@ -21,7 +21,6 @@
 #include <charconv>
 #include <chrono>
 #include <cstdio>
-#include <exception>
 #include <getopt.h>
 #include <string>
 #include <vector>
