@@ -1,7 +1,7 @@
 // Gear tables, generated once from shared/spec/gear-plakar.txt and
 // gear-stadia.txt (tests/tables_test.cpp checks them against the spec files).
 // Tables are part of the storage format: never edit them.
-#include <cdc/algorithms.hpp>
+#include "params.hpp"
 
 namespace cdc {
 
@@ -143,5 +143,19 @@ constexpr GearTable kStadiaGear = {{
 
 const GearTable& gear_table() noexcept { return kGear; }
 const GearTable& stadia_gear_table() noexcept { return kStadiaGear; }
+
+namespace detail {
+ShiftedGear shift_gear(const GearTable& g) noexcept {
+    ShiftedGear s{};
+    for (std::size_t k = 0; k < 8; ++k)
+        for (std::size_t b = 0; b < 256; ++b) s[k * 256 + b] = g[b] << k;
+    return s;
+}
+
+const ShiftedGear& shifted_gear_table() {
+    static const ShiftedGear s = shift_gear(kGear);
+    return s;
+}
+}  // namespace detail
 
 }  // namespace cdc

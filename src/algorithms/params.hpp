@@ -5,9 +5,11 @@
 
 #include <cdc/algorithms.hpp>
 
+#include <array>
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 
 namespace cdc::detail {
 
@@ -24,14 +26,32 @@ constexpr std::uint64_t spaced_mask(int k) noexcept {
 /// `bits(x)` = floor(log2(x)), for x >= 1.
 constexpr int floor_log2(std::size_t x) noexcept { return static_cast<int>(std::bit_width(x)) - 1; }
 
+/// A Gear table's copies shifted left by 0..7 bits: entry s * 256 + b is
+/// G[b] << s. The AVX-512 FastCDC and JC kernels add these pre-shifted values
+/// instead of shifting the hash at every position (src/kernels/avx512.cpp).
+using ShiftedGear = std::array<std::uint64_t, 8 * 256>;
+ShiftedGear shift_gear(const GearTable& g) noexcept;
+/// shift_gear(gear_table()), built on first use.
+const ShiftedGear& shifted_gear_table();
+
+/// A keyed table and its shifted copies, derived once per key and shared
+/// while anyone holds them (keyed_gear_table() hands out `table`).
+struct KeyedGear {
+    GearTable table;
+    ShiftedGear shifted;
+};
+std::shared_ptr<const KeyedGear> keyed_gear(const Key& key);
+
 struct FastCdcParams {
     const std::uint64_t* gear;
+    const std::uint64_t* shifted;  // shift_gear(gear)
     std::size_t min, normal, max;
     std::uint64_t mask_s, mask_l;
 };
 
 struct JcParams {
     const std::uint64_t* gear;
+    const std::uint64_t* shifted;  // shift_gear(gear)
     std::size_t min, normal, max;
     std::uint64_t mask_c, mask_j;
     std::size_t jump;

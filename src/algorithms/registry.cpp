@@ -63,7 +63,7 @@ template <class Params>
 class FamilyFinder final : public CutFinder {
 public:
     FamilyFinder(const AlgorithmInfo& info, const Profile& profile, KernelLevel used, Params params,
-                 detail::ScanFn<Params> scan, std::shared_ptr<const GearTable> keyed)
+                 detail::ScanFn<Params> scan, std::shared_ptr<const detail::KeyedGear> keyed)
         : CutFinder(info, profile, used), params_(params), scan_(scan), keyed_(std::move(keyed)) {}
 
     std::size_t find(const std::uint8_t* window, std::size_t n) const noexcept override {
@@ -73,7 +73,7 @@ public:
 private:
     Params params_;
     detail::ScanFn<Params> scan_;
-    std::shared_ptr<const GearTable> keyed_;  // keeps a keyed table alive
+    std::shared_ptr<const detail::KeyedGear> keyed_;  // keeps a keyed table alive
 };
 
 class FixedFinder final : public CutFinder {
@@ -153,12 +153,13 @@ std::shared_ptr<const CutFinder> make_cut_finder(std::string_view algorithm, con
     KernelLevel used = KernelLevel::scalar;
     const std::string_view name = info.name;
 
-    std::shared_ptr<const GearTable> keyed;
-    if (options.key) keyed = keyed_gear_table(*options.key);
-    const std::uint64_t* gear = keyed ? keyed->data() : gear_table().data();
+    std::shared_ptr<const detail::KeyedGear> keyed;
+    if (options.key) keyed = detail::keyed_gear(*options.key);
+    const std::uint64_t* gear = keyed ? keyed->table.data() : gear_table().data();
+    const std::uint64_t* shifted = keyed ? keyed->shifted.data() : detail::shifted_gear_table().data();
 
     if (name == "fastcdc" || name == "kfastcdc" || name == "fastcdc-v1.0.0") {
-        detail::FastCdcParams params{gear, p.min_size, p.normal_size, p.max_size, kFastCdcMaskS, kFastCdcMaskL};
+        detail::FastCdcParams params{gear, shifted, p.min_size, p.normal_size, p.max_size, kFastCdcMaskS, kFastCdcMaskL};
         if (name == "fastcdc-v1.0.0" && !is_default_profile(p)) {
             const int b = detail::floor_log2(p.normal_size);
             params.mask_s = detail::spaced_mask(b + 2);
@@ -172,7 +173,7 @@ std::shared_ptr<const CutFinder> make_cut_finder(std::string_view algorithm, con
         const int j_ones = c_ones - 1;
         const std::uint64_t jump =
             (std::uint64_t{1} << (c_ones + j_ones)) / ((std::uint64_t{1} << c_ones) - (std::uint64_t{1} << j_ones));
-        detail::JcParams params{gear, p.min_size, p.normal_size, p.max_size, kJcMaskC, kJcMaskJ,
+        detail::JcParams params{gear, shifted, p.min_size, p.normal_size, p.max_size, kJcMaskC, kJcMaskJ,
                                 static_cast<std::size_t>(jump), name != "jc-v1.1.0"};
         if (name == "jc-v1.0.0" && !is_default_profile(p)) {
             params.mask_c = detail::spaced_mask(c_ones);

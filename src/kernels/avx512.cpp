@@ -14,43 +14,104 @@
 #endif
 #include <immintrin.h>
 
+#include <type_traits>
+#include <utility>
+
 namespace cdc::detail {
 namespace {
 
-// A full 64-bit gather into a freshly zeroed register. Written in asm because
-// the compiler drops the zeroing, and then each gather waits for the previous
-// one (the destination of a gather is also an input).
+// A full 64-bit gather of table[idx] (+ Disp bytes) into a freshly zeroed
+// register. Written in asm because the compiler drops the zeroing, and then
+// each gather waits for the previous one (the destination of a gather is
+// also an input). No "memory" clobber: the tables are immutable while a
+// kernel runs, and a clobber makes the compiler reload every value it keeps
+// in memory (table pointers, shuffle constants) after each gather.
+template <int Disp = 0>
 inline __m512i gather(__m512i idx, const long long* table) noexcept {
     __m512i r;
     __mmask8 k;
     asm("kxnorb %[k], %[k], %[k]\n\t"
         "vpxorq %[r], %[r], %[r]\n\t"
-        "vpgatherqq (%[t],%[i],8), %[r]%{%[k]%}"
+        "vpgatherqq %c[d](%[t],%[i],8), %[r]%{%[k]%}"
         : [r] "=&v"(r), [k] "=&Yk"(k)
-        : [t] "r"(table), [i] "v"(idx)
-        : "memory");
+        : [t] "r"(table), [i] "v"(idx), [d] "i"(Disp));
     return r;
 }
+
+/// The shifted tables (shift_gear) serve a mask test exactly while the
+/// mask's top bit shifted left by 8 stays in the word (the scans below keep
+/// W << 8 between groups: W's bits up to 55).
+inline bool shifted_fits(const u64* shifted, u64 mask) noexcept { return shifted && top_bit(mask) + 8 < 64; }
+
+template <class F, int... E>
+inline void each_position(F&& f, std::integer_sequence<int, E...>) noexcept {
+    (f(std::integral_constant<int, E>{}), ...);
+}
+
+/// How the lanes carry their hashes through a group of eight positions, and
+/// which lanes have not matched yet (a masked compare on the running set).
+/// Plain: fp = W(j); fp = 2 fp + G[b] at each position; any Test.
+template <class Test>
+struct PlainLanes {
+    const long long* table;
+    __m512i operand;
+    static __m512i begin_group(__m512i fp) noexcept { return fp; }
+    template <int E>
+    __m512i absorb(__m512i fp, __m512i idx) const noexcept {
+        return _mm512_add_epi64(_mm512_add_epi64(fp, fp), gather(idx, table));
+    }
+    template <int E>
+    __mmask8 unmatched(__mmask8 acc, __m512i fp) const noexcept {
+        if constexpr (std::is_same_v<Test, AtMost>)
+            return _mm512_mask_cmpgt_epu64_mask(acc, fp, operand);
+        else
+            return _mm512_mask_test_epi64_mask(acc, fp, operand);
+    }
+};
+/// Shifted (MaskZero, shifted_fits): at the e-th position of a group u =
+/// W(j) << (7 - e), so each position is one add of shifted[7-e][b] and the
+/// test reads u & (mask << (7 - e)); u = W exactly at the group's end, and
+/// moves on with one shift by 8 per group.
+struct ShiftedLanes {
+    const long long* shifted;
+    __m512i masks[8];
+    explicit ShiftedLanes(const u64* s, u64 mask) noexcept : shifted(reinterpret_cast<const long long*>(s)) {
+        for (int e = 0; e < 8; ++e) masks[e] = _mm512_set1_epi64(static_cast<long long>(mask << (7 - e)));
+    }
+    static __m512i begin_group(__m512i u) noexcept { return _mm512_slli_epi64(u, 8); }
+    template <int E>
+    __m512i absorb(__m512i u, __m512i idx) const noexcept {
+        return _mm512_add_epi64(u, gather<(7 - E) * 256 * 8>(idx, shifted));
+    }
+    template <int E>
+    __mmask8 unmatched(__mmask8 acc, __m512i u) const noexcept {
+        return _mm512_mask_test_epi64_mask(acc, u, masks[E]);
+    }
+};
 
 struct First512 {
     static constexpr std::size_t kLanes = 8;
 
-    static std::size_t run(const u64* g, const u8* w, std::size_t from, std::size_t to, u64 mask) noexcept {
+    static std::size_t run(const u64* g, const u64* shifted, const u8* w, std::size_t from, std::size_t to,
+                           u64 mask) noexcept {
+        if (shifted_fits(shifted, mask)) return scan(g, w, from, to, MaskZero{mask}, ShiftedLanes(shifted, mask));
         return find(g, w, from, to, MaskZero{mask});
     }
 
-    // The lanes where `fp` passes the test.
-    static __mmask8 passes(__m512i fp, __m512i operand, MaskZero) noexcept { return _mm512_testn_epi64_mask(fp, operand); }
-    static __mmask8 passes(__m512i fp, __m512i operand, AtMost) noexcept { return _mm512_cmple_epu64_mask(fp, operand); }
-
     template <class Test>
     static std::size_t find(const u64* g, const u8* w, std::size_t from, std::size_t to, Test test) noexcept {
+        const PlainLanes<Test> lanes{reinterpret_cast<const long long*>(g),
+                                     _mm512_set1_epi64(static_cast<long long>(test.operand()))};
+        return scan(g, w, from, to, test, lanes);
+    }
+
+    template <class Test, class Lanes>
+    static std::size_t scan(const u64* g, const u8* w, std::size_t from, std::size_t to, Test test,
+                            const Lanes& lanes) noexcept {
         if (test.always()) return from < to ? from : to;
         const unsigned t = test.top();
         const std::size_t warm = (t + 7u) & ~std::size_t{7};  // <= 64 <= from
         const std::size_t seg_max = segment_for(test);
-        const auto* table = reinterpret_cast<const long long*>(g);
-        const __m512i operand = _mm512_set1_epi64(static_cast<long long>(test.operand()));
         const __m512i lane_ids = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0);
         // byte b of each 64-bit lane, zero-extended, in one in-lane shuffle
         __m512i pick[8];
@@ -59,6 +120,7 @@ struct First512 {
             const auto hi = static_cast<long long>(0x8080808080808000ULL | static_cast<unsigned>(8 + b));
             pick[b] = _mm512_set_epi64(hi, lo, hi, lo, hi, lo, hi, lo);
         }
+        constexpr auto group = std::make_integer_sequence<int, 8>{};
         std::size_t pos = from;
         while (pos < to && to - pos >= kLanes * 64) {
             const std::size_t seg = min_size(seg_max, (to - pos) / kLanes) & ~std::size_t{7};
@@ -69,10 +131,9 @@ struct First512 {
             for (std::size_t k = 0; k < warm; k += 8) {
                 const __m512i q = _mm512_i64gather_epi64(offs, w, 1);
                 offs = _mm512_add_epi64(offs, eight);
-                for (int b = 0; b < 8; ++b) {
-                    const __m512i gv = gather(_mm512_shuffle_epi8(q, pick[b]), table);
-                    fp = _mm512_add_epi64(_mm512_add_epi64(fp, fp), gv);
-                }
+                fp = lanes.begin_group(fp);
+                each_position(
+                    [&](auto e) { fp = lanes.template absorb<e>(fp, _mm512_shuffle_epi8(q, pick[e])); }, group);
             }
             LaneHits<kLanes> hits;
             const std::size_t groups = seg / 8;
@@ -88,13 +149,16 @@ struct First512 {
                 const __m512i q = q_next;
                 offs = _mm512_add_epi64(offs, eight);
                 if (gi + 1 < groups) q_next = _mm512_i64gather_epi64(offs, w, 1);
-                __mmask8 acc = 0;
-                for (int b = 0; b < 8; ++b) {
-                    const __m512i gv = gather(_mm512_shuffle_epi8(q, pick[b]), table);
-                    fp = _mm512_add_epi64(_mm512_add_epi64(fp, fp), gv);
-                    acc = static_cast<__mmask8>(acc | passes(fp, operand, test));
-                }
-                if (hits.add(static_cast<unsigned>(acc), gi)) break;  // lane 0 holds the earliest match
+                __mmask8 unmatched = 0xFF;
+                fp = lanes.begin_group(fp);
+                each_position(
+                    [&](auto e) {
+                        fp = lanes.template absorb<e>(fp, _mm512_shuffle_epi8(q, pick[e]));
+                        unmatched = lanes.template unmatched<e>(unmatched, fp);
+                    },
+                    group);
+                // lane 0 holds the earliest match
+                if (hits.add(static_cast<unsigned>(static_cast<__mmask8>(~unmatched)), gi)) break;
             }
             if (hits.found) {
                 const std::size_t a = hits.first(pos, seg);
@@ -107,60 +171,74 @@ struct First512 {
 };
 
 /// First over consecutive positions, eight at a time: no per-lane warm-up
-/// and no work past the match. With F = (W(j..j+7)), g = G[w[j..j+7]] and
-/// P[e] = sum_{t<=e} g[t] << (e-t) (three shift-and-add steps across lanes),
-/// F[e] = (W(j-1) << (e+1)) + P[e]; the carried W(j+7) = (W(j-1) << 8) + P[7]
-/// is a two-instruction dependency chain.
+/// and no work past the match.
+/// Plain (any mask): with F = (W(j..j+7)), g = G[w[j..j+7]] and P[e] =
+/// sum_{t<=e} g[t] << (e-t) (three shift-and-add steps across lanes), F[e] =
+/// (W(j-1) << (e+1)) + P[e]; the carried W(j+7) = (W(j-1) << 8) + P[7] is a
+/// two-instruction dependency chain.
+/// Shifted (shifted_fits): lane e gathers shifted[7-e][w[j+e]], so that with
+/// base = W(j-1) << 8 and S[e] = sum_{t<=e} of those (a plain prefix sum, no
+/// shifts), W(j+e) << (7-e) = base + S[e], tested against mask << (7-e); the
+/// next base is (base + S[7]) << 8.
 struct First512Seq {
     /// Like run(), given fp = W(from-1) exact in the bits up to top_bit(mask)
     /// - 1 (or better); *hash receives W(result) (W(to-1) when there is no
     /// match), exact in the bits up to top_bit(mask) (or better).
-    static std::size_t run_seeded(const u64* g, const u8* w, std::size_t from, std::size_t to, u64 mask, u64 fp,
-                                  u64* hash) noexcept {
-        const auto* table = reinterpret_cast<const long long*>(g);
-        const __m512i vmask = _mm512_set1_epi64(static_cast<long long>(mask));
+    static std::size_t run_seeded(const u64* g, const u64* shifted, const u8* w, std::size_t from, std::size_t to,
+                                  u64 mask, u64 fp, u64* hash) noexcept {
+        const bool shift = shifted_fits(shifted, mask);
+        const auto* table = reinterpret_cast<const long long*>(shift ? shifted : g);
+        const __m512i up = _mm512_set_epi64(0, 1, 2, 3, 4, 5, 6, 7);  // 7 - e
+        const __m512i vmask = shift ? _mm512_sllv_epi64(_mm512_set1_epi64(static_cast<long long>(mask)), up)
+                                    : _mm512_set1_epi64(static_cast<long long>(mask));
+        const __m512i rows = _mm512_slli_epi64(up, 8);  // 256 * (7 - e)
         const __m512i zero = _mm512_setzero_si512();
         const __m512i shifts = _mm512_set_epi64(8, 7, 6, 5, 4, 3, 2, 1);
         const __m512i last = _mm512_set1_epi64(7);
-        __m512i b = _mm512_set1_epi64(static_cast<long long>(fp));
+        __m512i b = _mm512_set1_epi64(static_cast<long long>(shift ? fp << 8 : fp));
         std::size_t j = from;
         for (; j + 8 <= to; j += 8) {
             __builtin_prefetch(w + j + 2048);
-            const __m512i idx = _mm512_cvtepu8_epi64(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(w + j)));
-            __m512i pv = gather(idx, table);
-            pv = _mm512_add_epi64(pv, _mm512_slli_epi64(_mm512_alignr_epi64(pv, zero, 7), 1));
-            pv = _mm512_add_epi64(pv, _mm512_slli_epi64(_mm512_alignr_epi64(pv, zero, 6), 2));
-            pv = _mm512_add_epi64(pv, _mm512_slli_epi64(_mm512_alignr_epi64(pv, zero, 4), 4));
-            const __m512i f = _mm512_add_epi64(_mm512_sllv_epi64(b, shifts), pv);
+            __m512i idx = _mm512_cvtepu8_epi64(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(w + j)));
+            __m512i f;
+            __m512i pv;
+            if (shift) {
+                pv = gather(_mm512_add_epi64(idx, rows), table);
+                pv = _mm512_add_epi64(pv, _mm512_alignr_epi64(pv, zero, 7));
+                pv = _mm512_add_epi64(pv, _mm512_alignr_epi64(pv, zero, 6));
+                pv = _mm512_add_epi64(pv, _mm512_alignr_epi64(pv, zero, 4));
+                f = _mm512_add_epi64(b, pv);
+            } else {
+                pv = gather(idx, table);
+                pv = _mm512_add_epi64(pv, _mm512_slli_epi64(_mm512_alignr_epi64(pv, zero, 7), 1));
+                pv = _mm512_add_epi64(pv, _mm512_slli_epi64(_mm512_alignr_epi64(pv, zero, 6), 2));
+                pv = _mm512_add_epi64(pv, _mm512_slli_epi64(_mm512_alignr_epi64(pv, zero, 4), 4));
+                f = _mm512_add_epi64(_mm512_sllv_epi64(b, shifts), pv);
+            }
             const __mmask8 z = _mm512_testn_epi64_mask(f, vmask);
             if (z) [[unlikely]] {
                 const unsigned e = lowest(static_cast<unsigned>(z));
                 alignas(64) u64 lanes[8];
                 _mm512_store_si512(lanes, f);
-                *hash = lanes[e];
+                *hash = shift ? lanes[e] >> (7 - e) : lanes[e];
                 return j + e;
             }
-            b = _mm512_add_epi64(_mm512_slli_epi64(b, 8), _mm512_permutexvar_epi64(last, pv));
+            const __m512i carried = _mm512_permutexvar_epi64(last, pv);
+            b = shift ? _mm512_slli_epi64(_mm512_add_epi64(b, carried), 8)
+                      : _mm512_add_epi64(_mm512_slli_epi64(b, 8), carried);
         }
-        fp = static_cast<u64>(_mm_cvtsi128_si64(_mm512_castsi512_si128(b)));
-        for (; j < to; ++j) {
-            fp = (fp << 1) + g[w[j]];
-            if ((fp & mask) == 0) {
-                *hash = fp;
-                return j;
-            }
-        }
-        *hash = fp;
-        return to;
+        const u64 b0 = static_cast<u64>(_mm_cvtsi128_si64(_mm512_castsi512_si128(b)));
+        return FirstSeqScalar::run_seeded(g, nullptr, w, j, to, mask, shift ? b0 >> 8 : b0, hash);
     }
 
-    static std::size_t run(const u64* g, const u8* w, std::size_t from, std::size_t to, u64 mask) noexcept {
+    static std::size_t run(const u64* g, const u64* shifted, const u8* w, std::size_t from, std::size_t to,
+                           u64 mask) noexcept {
         if (from >= to) return to;
         if (mask == 0) return from;
         u64 fp = 0;  // W(from-1), exact in the bits up to top_bit(mask)
         for (std::size_t k = from - 1 - top_bit(mask); k < from; ++k) fp = (fp << 1) + g[w[k]];
         u64 hash = 0;
-        return run_seeded(g, w, from, to, mask, fp, &hash);
+        return run_seeded(g, shifted, w, from, to, mask, fp, &hash);
     }
 };
 

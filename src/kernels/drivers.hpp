@@ -12,11 +12,12 @@
 // byte absorbed at r) the running fp equals W(j) at every j >= r + 63, and
 // (fp & mask) equals (W(j) & mask) already at j >= r + top_bit(mask), since
 // the bits up to the mask's top bit only depend on that many last bytes.
-//   First::run(G, w, from, to, mask): the first j in [from, to) with
+//   First::run(G, S, w, from, to, mask): the first j in [from, to) with
 //   (W(j) & mask) == 0, or `to`. Requires from >= 64 (it reads from
 //   w[from - 64] on). The JC and fastcdc4stadia drivers use
-//   First::run_seeded(G, w, from, to, mask, W(from-1), &hash), which
+//   First::run_seeded(G, S, w, from, to, mask, W(from-1), &hash), which
 //   continues from a known hash and also returns the hash at the result.
+//   S is shift_gear(G) (params.hpp) or nullptr; a First may use it or not.
 // The family drivers do the first top_bit positions after each restart
 // sequentially and hand the rest to First, which is free to evaluate many
 // positions at once.
@@ -101,8 +102,8 @@ std::size_t first_scalar(const u64* g, const u8* w, std::size_t from, std::size_
 /// The sequential First with the run_seeded interface (see above), reading
 /// ahead of the scan: the portable JC and fastcdc4stadia kernels.
 struct FirstSeqScalar {
-    static std::size_t run_seeded(const u64* g, const u8* w, std::size_t from, std::size_t to, u64 mask, u64 fp,
-                                  u64* hash) noexcept {
+    static std::size_t run_seeded(const u64* g, const u64* /*shifted*/, const u8* w, std::size_t from, std::size_t to,
+                                  u64 mask, u64 fp, u64* hash) noexcept {
         for (std::size_t j = from; j < to; ++j) {
             if ((j & 63) == 0) __builtin_prefetch(w + j + 2048);
             fp = (fp << 1) + g[w[j]];
@@ -179,11 +180,11 @@ std::size_t fastcdc_run(const FastCdcParams& p, const u8* w, std::size_t n) noex
     }
     if (i >= n) return n;
     if (i < normal) {
-        const std::size_t j = First::run(g, w, i, normal, p.mask_s);
+        const std::size_t j = First::run(g, p.shifted, w, i, normal, p.mask_s);
         if (j < normal) return j;
         i = normal;
     }
-    return FirstL::run(g, w, i, n, p.mask_l);
+    return FirstL::run(g, p.shifted, w, i, n, p.mask_l);
 }
 
 // --------------------------------------------------------------------- JC
@@ -216,7 +217,7 @@ std::size_t jc_run(const JcParams& p, const u8* w, std::size_t n) noexcept {
         // fp = W(i-1) exact in the bits below t: First continues from it and
         // returns W(j) exact up to bit t, which covers MaskC.
         u64 h = 0;
-        const std::size_t j = First::run_seeded(g, w, i, n, p.mask_j, fp, &h);
+        const std::size_t j = First::run_seeded(g, p.shifted, w, i, n, p.mask_j, fp, &h);
         if (j >= n) return n;
         if ((h & p.mask_c) == 0) return j;
         i = j + p.jump;
@@ -268,7 +269,7 @@ std::size_t stadia_run(const StadiaParams& p, const u8* w, std::size_t n) noexce
         }
         // The next loop positions i+1 .. n-1 test W(i) .. W(n-2).
         u64 hh = 0;
-        const std::size_t k = First::run_seeded(g, w, i, n - 1, reg_mask, h, &hh);
+        const std::size_t k = First::run_seeded(g, nullptr, w, i, n - 1, reg_mask, h, &hh);
         if (k >= n - 1) {  // no candidate: hh = W(n-2)
             h = (hh << 1) + g[w[n - 1]];
             i = n;

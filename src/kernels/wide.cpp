@@ -12,7 +12,8 @@ namespace {
 struct FirstWide {
     static constexpr std::size_t kLanes = 4;
 
-    static std::size_t run(const u64* g, const u8* w, std::size_t from, std::size_t to, u64 mask) noexcept {
+    static std::size_t run(const u64* g, const u64* /*shifted*/, const u8* w, std::size_t from, std::size_t to,
+                           u64 mask) noexcept {
         return find(g, w, from, to, MaskZero{mask});
     }
 
