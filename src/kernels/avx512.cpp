@@ -192,6 +192,7 @@ struct First512Seq {
         const __m512i vmask = shift ? _mm512_sllv_epi64(_mm512_set1_epi64(static_cast<long long>(mask)), up)
                                     : _mm512_set1_epi64(static_cast<long long>(mask));
         const __m512i rows = _mm512_slli_epi64(up, 8);  // 256 * (7 - e)
+        const __m512i spread = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0);
         const __m512i zero = _mm512_setzero_si512();
         const __m512i shifts = _mm512_set_epi64(8, 7, 6, 5, 4, 3, 2, 1);
         const __m512i last = _mm512_set1_epi64(7);
@@ -199,17 +200,21 @@ struct First512Seq {
         std::size_t j = from;
         for (; j + 8 <= to; j += 8) {
             __builtin_prefetch(w + j + 2048);
-            __m512i idx = _mm512_cvtepu8_epi64(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(w + j)));
             __m512i f;
             __m512i pv;
             if (shift) {
-                pv = gather(_mm512_add_epi64(idx, rows), table);
+                // byte 0 of lane e = w[j+e], byte 1 = 7 - e: one merge-masked shuffle
+                u64 bytes;
+                std::memcpy(&bytes, w + j, 8);
+                const __m512i idx = _mm512_mask_shuffle_epi8(rows, 0x0101010101010101ULL,
+                                                             _mm512_set1_epi64(static_cast<long long>(bytes)), spread);
+                pv = gather(idx, table);
                 pv = _mm512_add_epi64(pv, _mm512_alignr_epi64(pv, zero, 7));
                 pv = _mm512_add_epi64(pv, _mm512_alignr_epi64(pv, zero, 6));
                 pv = _mm512_add_epi64(pv, _mm512_alignr_epi64(pv, zero, 4));
                 f = _mm512_add_epi64(b, pv);
             } else {
-                pv = gather(idx, table);
+                pv = gather(_mm512_cvtepu8_epi64(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(w + j))), table);
                 pv = _mm512_add_epi64(pv, _mm512_slli_epi64(_mm512_alignr_epi64(pv, zero, 7), 1));
                 pv = _mm512_add_epi64(pv, _mm512_slli_epi64(_mm512_alignr_epi64(pv, zero, 6), 2));
                 pv = _mm512_add_epi64(pv, _mm512_slli_epi64(_mm512_alignr_epi64(pv, zero, 4), 4));
