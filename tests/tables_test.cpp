@@ -63,6 +63,22 @@ TEST(Tables, KeyedTableIsThreadSafe) {
     for (const auto& g : got) EXPECT_EQ(g.get(), got[0].get());
 }
 
+TEST(Tables, ShiftedCopiesOfStaticAndKeyedTables) {
+    const detail::ShiftedGear& s = detail::shifted_gear_table();
+    Key k{};
+    k[7] = 3;
+    const auto keyed = detail::keyed_gear(k);
+    for (std::size_t shift = 0; shift < 8; ++shift)
+        for (std::size_t b = 0; b < 256; ++b) {
+            ASSERT_EQ(s[shift * 256 + b], gear_table()[b] << shift) << shift << " " << b;
+            ASSERT_EQ(keyed->shifted[shift * 256 + b], keyed->table[b] << shift) << shift << " " << b;
+        }
+    // the public table is the entry's own, and keeps the whole entry alive
+    const auto table = keyed_gear_table(k);
+    EXPECT_EQ(table.get(), &keyed->table);
+    EXPECT_EQ(keyed_gear_table(k).get(), table.get());
+}
+
 TEST(Masks, SpacedFollowsTheSpec) {
     EXPECT_EQ(detail::spaced_mask(0), 0u);
     EXPECT_EQ(detail::spaced_mask(-3), 0u);
