@@ -1,7 +1,9 @@
 // AVX-512 kernels (compiled with -mavx512f -mavx512bw -mavx512vl -mavx512dq,
 // selected at run time only on CPUs that have them).
 // Gear families: eight hash lanes in one zmm register, each over its own
-// segment of the range (64-bit gathers fetch the table entries); UltraCDC:
+// segment of the range (64-bit gathers fetch the table entries; for the
+// FastCDC and JC masks, from the table's pre-shifted copies, so that each
+// position costs one gather and one add); UltraCDC:
 // 64 positions per step, byte weights by nibble lookup, 8-byte window sums
 // by in-word prefix sums, equal-block test by 64-bit compares.
 #include "drivers.hpp"
