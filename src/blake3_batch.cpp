@@ -18,10 +18,13 @@
 // 1024 bytes is one chunk compressed with ROOT on its last block.
 #include "blake3_batch.hpp"
 
+#include "blake3_lanes.hpp"
+
 // blake3_impl.h is C: include what it includes first (as C++ headers), then
 // the header itself with C linkage and without the project's C++ warnings.
 #include <blake3.h>
 
+#include <algorithm>
 #include <array>
 #include <cassert>
 #include <cstring>
@@ -56,6 +59,9 @@ constexpr std::size_t kMaxBatchedChunks = 64;
 // One group: at most this many chunks / messages hashed together.
 constexpr std::size_t kGroupChunks = 1024;
 constexpr std::size_t kGroupMessages = 256;
+// Below this many partial last chunks, they are compressed one block at a
+// time: a 16-lane step costs about three single-block compressions.
+constexpr std::size_t kMinLanes = 4;
 
 constexpr std::uint8_t flag(int f) { return static_cast<std::uint8_t>(f); }
 
@@ -79,6 +85,24 @@ struct Scratch {
     alignas(64) std::array<std::uint8_t, kGroupChunks * kCvLen> cvs;
 };
 static_assert(kGroupMessages <= kGroupChunks / 2, "a batched message has >= 2 chunks");
+
+// The length of a message's last chunk if partial (else 0), and its blocks.
+std::uint32_t last_chunk_len(const Message& msg) { return msg.len - msg.full * static_cast<std::uint32_t>(kChunkLen); }
+std::size_t last_chunk_blocks(const Message& msg) { return (last_chunk_len(msg) + kBlockLen - 1) / kBlockLen; }
+
+// Whether the CPU (and the OS, which must save the zmm registers: part of
+// __builtin_cpu_supports's test) can run the 16-lane compression.
+bool has_chunk_lanes() {
+#if defined(CDC_X86_KERNELS) && defined(__GNUC__)
+    static const bool has = [] {
+        __builtin_cpu_init();
+        return __builtin_cpu_supports("avx512f") != 0;
+    }();
+    return has;
+#else
+    return false;
+#endif
+}
 
 Scratch& scratch() {
     thread_local std::unique_ptr<Scratch> s;
@@ -121,8 +145,9 @@ void digest_one(const std::uint8_t* p, std::size_t len, Digest& d) {
 }
 
 // Hashes the `n` messages of s.msgs (each of 2..kMaxBatchedChunks chunks,
-// kGroupChunks at most in all) into out[Message::out].
-void hash_group(Scratch& s, std::size_t n, std::span<Digest> out) {
+// kGroupChunks at most in all) into out[Message::out]; `lanes`: with the
+// 16-lane compression of the partial last chunks.
+void hash_group(Scratch& s, std::size_t n, [[maybe_unused]] bool lanes, std::span<Digest> out) {
     std::uint8_t* const cvs = s.cvs.data();
     std::uint8_t* const tmp = s.outputs.data();
 
@@ -144,12 +169,35 @@ void hash_group(Scratch& s, std::size_t n, std::span<Digest> out) {
         n_active = kept;
     }
 
-    // 2. The partial last chunks, one block at a time.
-    for (std::size_t m = 0; m < n; ++m) {
-        const Message& msg = s.msgs[m];
-        const std::size_t rest = msg.len - std::size_t{msg.full} * kChunkLen;
-        if (rest > 0)
-            chunk_cv(msg.data + std::size_t{msg.full} * kChunkLen, rest, msg.full, 0, cvs + (msg.cv + msg.full) * kCvLen);
+    // 2. The partial last chunks, in the order of their number of blocks (a
+    //    counting sort), so that the chunks compressed side by side finish
+    //    together: a 16-lane compression runs for the longest of its chunks.
+    std::array<std::uint16_t, kBlocksPerChunk + 1> start{};  // start[b - 1]: first slot of the chunks of b blocks
+    for (std::size_t m = 0; m < n; ++m) ++start[last_chunk_blocks(s.msgs[m])];
+    start[0] = 0;  // messages without a partial last chunk
+    for (std::size_t b = 1; b <= kBlocksPerChunk; ++b) start[b] = static_cast<std::uint16_t>(start[b] + start[b - 1]);
+    const std::size_t n_last = start[kBlocksPerChunk];
+    for (std::size_t m = 0; m < n; ++m)
+        if (const std::size_t blocks = last_chunk_blocks(s.msgs[m]); blocks > 0)
+            s.active[start[blocks - 1]++] = static_cast<std::uint16_t>(m);
+    std::size_t done = 0;
+#if defined(CDC_X86_KERNELS)
+    while (lanes && n_last - done >= kMinLanes) {
+        const std::size_t k = std::min(kBlake3Lanes, n_last - done);
+        std::array<Blake3LaneChunk, kBlake3Lanes> chunks;
+        for (std::size_t l = 0; l < k; ++l) {
+            const Message& msg = s.msgs[s.active[done + l]];
+            chunks[l] = Blake3LaneChunk{msg.data + std::size_t{msg.full} * kChunkLen, cvs + (msg.cv + msg.full) * kCvLen,
+                                        msg.full, last_chunk_len(msg)};
+        }
+        blake3_chunk_cvs_avx512(chunks.data(), k);
+        done += k;
+    }
+#endif
+    for (; done < n_last; ++done) {
+        const Message& msg = s.msgs[s.active[done]];
+        chunk_cv(msg.data + std::size_t{msg.full} * kChunkLen, last_chunk_len(msg), msg.full, 0,
+                 cvs + (msg.cv + msg.full) * kCvLen);
     }
 
     // 3. Parent levels, all messages side by side, until each has two nodes
@@ -191,8 +239,10 @@ void hash_group(Scratch& s, std::size_t n, std::span<Digest> out) {
 
 }  // namespace
 
-void blake3_digests(std::span<const std::byte> data, std::span<const std::uint32_t> lengths, std::span<Digest> out) {
+void blake3_digests(std::span<const std::byte> data, std::span<const std::uint32_t> lengths, std::span<Digest> out,
+                    LastChunks last_chunks) {
     assert(out.size() == lengths.size());
+    const bool lanes = last_chunks == LastChunks::side_by_side && has_chunk_lanes();
     Scratch& s = scratch();
     const auto* p = reinterpret_cast<const std::uint8_t*>(data.data());
     std::size_t n = 0;       // messages in the group
@@ -204,7 +254,7 @@ void blake3_digests(std::span<const std::byte> data, std::span<const std::uint32
             digest_one(p, len, out[m]);
         } else {
             if (n == kGroupMessages || used + chunks > kGroupChunks) {
-                hash_group(s, n, out);
+                hash_group(s, n, lanes, out);
                 n = 0;
                 used = 0;
             }
@@ -214,7 +264,7 @@ void blake3_digests(std::span<const std::byte> data, std::span<const std::uint32
         }
         p += len;
     }
-    if (n > 0) hash_group(s, n, out);
+    if (n > 0) hash_group(s, n, lanes, out);
 }
 
 }  // namespace cdc::detail

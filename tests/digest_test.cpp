@@ -3,6 +3,8 @@
 
 #include "datagen.hpp"
 
+#include "../src/blake3_batch.hpp"
+
 #include <gtest/gtest.h>
 
 namespace cdc::test {
@@ -39,7 +41,9 @@ std::vector<std::uint32_t> kEdgeLengths() {
 }
 
 // Checks compute_digests(kind, lengths) == compute_digest per chunk, with the
-// chunks starting at offset 0 and at offset 1 (unaligned) of a buffer.
+// chunks starting at offset 0 and at offset 1 (unaligned) of a buffer; for
+// BLAKE3, also with the partial last chunks compressed one by one (the
+// fallback of CPUs without the 16-lane compression).
 void expect_batch_equals_one_shot(DigestKind kind, const std::vector<std::uint32_t>& lengths, std::uint64_t seed,
                                   const std::string& what) {
     std::size_t total = 0;
@@ -47,14 +51,23 @@ void expect_batch_equals_one_shot(DigestKind kind, const std::vector<std::uint32
     const auto buf = random_bytes(total + 1, seed);
     for (std::size_t offset : {std::size_t{0}, std::size_t{1}}) {
         const auto data = std::as_bytes(std::span(buf)).subspan(offset, total);
-        std::vector<Digest> got(lengths.size());
-        compute_digests(kind, data, lengths, got);
+        std::vector<Digest> want(lengths.size());
         std::size_t pos = 0;
         for (std::size_t i = 0; i < lengths.size(); ++i) {
-            ASSERT_EQ(got[i], compute_digest(kind, data.subspan(pos, lengths[i])))
-                << to_string(kind) << ", " << what << ", offset " << offset << ", chunk " << i << " of "
-                << lengths.size() << ", length " << lengths[i];
+            want[i] = compute_digest(kind, data.subspan(pos, lengths[i]));
             pos += lengths[i];
+        }
+        std::vector<Digest> got(lengths.size());
+        const auto expect_got = [&](std::string_view how) {
+            for (std::size_t i = 0; i < lengths.size(); ++i)
+                ASSERT_EQ(got[i], want[i]) << to_string(kind) << how << ", " << what << ", offset " << offset
+                                           << ", chunk " << i << " of " << lengths.size() << ", length " << lengths[i];
+        };
+        compute_digests(kind, data, lengths, got);
+        expect_got("");
+        if (kind == DigestKind::blake3) {
+            detail::blake3_digests(data, lengths, got, detail::LastChunks::one_by_one);
+            expect_got(" (last chunks one by one)");
         }
     }
 }
@@ -122,6 +135,38 @@ TEST(DigestBatch, RandomLengthsAndGroupLimits) {
     expect_batch_equals_one_shot(DigestKind::blake3, std::vector<std::uint32_t>(300, 1500), 7, "300 x 1500");
     expect_batch_equals_one_shot(DigestKind::blake3, std::vector<std::uint32_t>(40, 65536), 8, "40 x 64 KiB");
     expect_batch_equals_one_shot(DigestKind::blake3, std::vector<std::uint32_t>(40, 64511), 9, "40 x 64511");
+}
+
+// The partial last chunks of a group go 16 side by side (on CPUs with
+// AVX-512F) in the order of their number of blocks, each lane with its own
+// chunk counter, number of blocks and final block length; below 4 of them,
+// and on other CPUs, one by one.
+TEST(DigestBatch, PartialLastChunksOfEveryBlockCount) {
+    // Every block count 1..16: one byte into the last block, one byte short
+    // of its end and (1..15 blocks) exactly whole blocks.
+    std::vector<std::uint32_t> rests;
+    for (std::uint32_t blocks = 1; blocks <= 16; ++blocks) {
+        rests.push_back(64 * (blocks - 1) + 1);
+        rests.push_back(64 * blocks - 1);
+        if (blocks < 16) rests.push_back(64 * blocks);
+    }
+    // After 1..63 whole chunks (2..64 in all; more than one group), in side
+    // by side calls whose lanes finish at different blocks.
+    std::vector<std::uint32_t> lengths;
+    for (std::size_t i = 0; i < rests.size(); ++i)
+        lengths.push_back(1024 * static_cast<std::uint32_t>(1 + i * 13 % 63) + rests[i]);
+    expect_batch_equals_one_shot(DigestKind::blake3, lengths, 21, "every last chunk after 1..63 chunks");
+    // Groups of 1..40 messages with a partial last chunk (one by one below 4,
+    // else 16 per call and a remainder), between messages without one.
+    for (const std::size_t count : {1u, 2u, 3u, 4u, 5u, 15u, 16u, 17u, 20u, 31u, 32u, 33u, 40u}) {
+        lengths.clear();
+        for (std::size_t i = 0; i < count; ++i) {
+            lengths.push_back(1024 * static_cast<std::uint32_t>(2 + i % 3) + rests[i * 7 % rests.size()]);
+            if (i % 4 == 0) lengths.push_back(3072);
+        }
+        expect_batch_equals_one_shot(DigestKind::blake3, lengths, 22 + count,
+                                     std::to_string(count) + " partial last chunks in a group");
+    }
 }
 
 TEST(DigestBatch, OtherKindsLoop) {
