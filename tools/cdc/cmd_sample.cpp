@@ -23,12 +23,10 @@ int run(const SampleArgs& args) {
     } catch (const tools::SampleDirError& e) {
         throw UsageError(e.what());
     }
-    if (r.already_present)
-        fmt::print("{}: the sample is already there ({} files, {})\n", args.dir, r.files.size(),
-                   tools::format_size(static_cast<double>(r.bytes)));
-    else
-        fmt::print("{}: wrote the sample ({} files, {})\n", args.dir, r.files.size(),
-                   tools::format_size(static_cast<double>(r.bytes)));
+    // The manifest is one more file in DIR, which `cdc analyze DIR` counts.
+    fmt::print("{}: {} ({} files, {}, and the manifest .cdc-sample)\n", args.dir,
+               r.already_present ? "the sample is already there" : "wrote the sample", r.files.size(),
+               tools::format_size(static_cast<double>(r.bytes)));
     finish_stdout();
     return kExitOk;
 }
