@@ -2,22 +2,29 @@
 # The whole test suite: installs what is missing; builds with warnings as
 # errors; runs every test; runs them again under ASan + UBSan; builds the
 # libFuzzer targets with clang and runs each for a short bounded time.
-#   CDC_FUZZ_SECONDS (default 30) bounds each fuzz run.
+#   CDC_FUZZ_SECONDS (default 20) bounds each fuzz run. Each stage prints its
+# time, so that CI's budget (well under 30 minutes on 2 cores) can be watched.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+stage_start=$SECONDS
+stage_end() { echo "-- $1: $((SECONDS - stage_start)) s (total $SECONDS s)"; stage_start=$SECONDS; }
 scripts/install-deps.sh
 jobs="${CDC_JOBS:-$(nproc)}"
+stage_end "install"
 
 echo "== release build + tests"
 scripts/build.sh release
 ctest --test-dir build --output-on-failure -j "$jobs"
+stage_end "release build + tests"
 
 echo "== ASan + UBSan build + tests"
 scripts/build.sh asan
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j "$jobs"
+stage_end "ASan + UBSan build + tests"
 
-echo "== fuzz (libFuzzer, ${CDC_FUZZ_SECONDS:-30}s per target)"
+echo "== fuzz (libFuzzer, ${CDC_FUZZ_SECONDS:-20}s per target)"
 scripts/build.sh fuzz
-scripts/fuzz.sh "${CDC_FUZZ_SECONDS:-30}"
+scripts/fuzz.sh "${CDC_FUZZ_SECONDS:-20}"
+stage_end "fuzz build + runs"
 echo "== all tests passed"
