@@ -20,6 +20,8 @@
 
 #include "blake3_lanes.hpp"
 
+#include <cdc/algorithms.hpp>
+
 // blake3_impl.h is C: include what it includes first (as C++ headers), then
 // the header itself with C linkage and without the project's C++ warnings.
 #include <blake3.h>
@@ -90,18 +92,15 @@ static_assert(kGroupMessages <= kGroupChunks / 2, "a batched message has >= 2 ch
 std::uint32_t last_chunk_len(const Message& msg) { return msg.len - msg.full * static_cast<std::uint32_t>(kChunkLen); }
 std::size_t last_chunk_blocks(const Message& msg) { return (last_chunk_len(msg) + kBlockLen - 1) / kBlockLen; }
 
-// Whether the CPU (and the OS, which must save the zmm registers: part of
-// __builtin_cpu_supports's test) can run the 16-lane compression.
-bool has_chunk_lanes() {
-#if defined(CDC_X86_KERNELS) && defined(__GNUC__)
-    static const bool has = [] {
-        __builtin_cpu_init();
-        return __builtin_cpu_supports("avx512f") != 0;
-    }();
-    return has;
-#else
-    return false;
-#endif
+// Whether the CPU can run the 16-lane compression: the library's own CPU
+// check (AVX-512 F/BW/VL/DQ, as the chunking kernels; the compression needs
+// only F). The CPU's, not CDC_KERNEL's choice: that one picks cut kernels.
+bool has_chunk_lanes() { return best_kernel_level() == KernelLevel::avx512; }
+
+// A message's partial last chunk: its bytes, its CV slot and its counter.
+Blake3LaneChunk last_chunk(const Message& msg, std::uint8_t* cvs) {
+    return Blake3LaneChunk{msg.data + std::size_t{msg.full} * kChunkLen, cvs + (msg.cv + msg.full) * kCvLen, msg.full,
+                           last_chunk_len(msg)};
 }
 
 Scratch& scratch() {
@@ -185,19 +184,14 @@ void hash_group(Scratch& s, std::size_t n, [[maybe_unused]] bool lanes, std::spa
     while (lanes && n_last - done >= kMinLanes) {
         const std::size_t k = std::min(kBlake3Lanes, n_last - done);
         std::array<Blake3LaneChunk, kBlake3Lanes> chunks;
-        for (std::size_t l = 0; l < k; ++l) {
-            const Message& msg = s.msgs[s.active[done + l]];
-            chunks[l] = Blake3LaneChunk{msg.data + std::size_t{msg.full} * kChunkLen, cvs + (msg.cv + msg.full) * kCvLen,
-                                        msg.full, last_chunk_len(msg)};
-        }
+        for (std::size_t l = 0; l < k; ++l) chunks[l] = last_chunk(s.msgs[s.active[done + l]], cvs);
         blake3_chunk_cvs_avx512(chunks.data(), k);
         done += k;
     }
 #endif
     for (; done < n_last; ++done) {
-        const Message& msg = s.msgs[s.active[done]];
-        chunk_cv(msg.data + std::size_t{msg.full} * kChunkLen, last_chunk_len(msg), msg.full, 0,
-                 cvs + (msg.cv + msg.full) * kCvLen);
+        const Blake3LaneChunk c = last_chunk(s.msgs[s.active[done]], cvs);
+        chunk_cv(c.data, c.len, c.counter, 0, c.cv);
     }
 
     // 3. Parent levels, all messages side by side, until each has two nodes
