@@ -22,6 +22,10 @@ case "$flavour" in
   bench)   dir=build-bench; args=(-DCMAKE_BUILD_TYPE=Release -DCDC_BUILD_BENCH=ON -DCDC_BUILD_TESTS=OFF) ;;
   *) echo "usage: scripts/build.sh [release|asan|fuzz|bench] [cmake args...]" >&2; exit 2 ;;
 esac
+# ccache, where installed (a developer's machine; CI builds once, without it).
+if command -v ccache >/dev/null 2>&1; then
+  args+=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+fi
 cmake -S . -B "$dir" -G Ninja "${args[@]}" "$@" >/dev/null
 # CDC_TARGETS (e.g. "cdc_tool") builds only those targets.
 # shellcheck disable=SC2086
