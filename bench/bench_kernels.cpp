@@ -6,7 +6,7 @@
 //   build-bench/bench/cdc_bench [--benchmark_filter=REGEX]
 // Environment: CDC_BENCH_SIZE (bytes, default 256 MiB), CDC_BENCH_DATA
 // (random, text or zeros).
-#include "datagen.hpp"
+#include <cdc/corpus/datagen.hpp>
 
 #include <cdc/cdc.hpp>
 
@@ -25,8 +25,8 @@ const std::vector<std::uint8_t>& buffer() {
         if (const char* s = std::getenv("CDC_BENCH_SIZE")) size = std::strtoull(s, nullptr, 10);
         const std::string kind = std::getenv("CDC_BENCH_DATA") ? std::getenv("CDC_BENCH_DATA") : "random";
         std::vector<std::uint8_t> b(size);
-        if (kind == "random") cdc::tools::fill_splitmix64(b, 1);
-        else if (kind == "text") cdc::tools::fill_text(b, 1);
+        if (kind == "random") fill_splitmix64(b, 1);
+        else if (kind == "text") fill_text(b, 1);
         return b;
     }();
     return buf;

@@ -2,7 +2,8 @@
 // key, a script of read sizes and the data to chunk.
 #pragma once
 
-#include <cdc/cdc.hpp>
+#include <cdc/corpus.hpp>
+#include <cdc/dupes.hpp>
 
 #include <cstdint>
 #include <cstring>

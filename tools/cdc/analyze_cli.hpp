@@ -4,7 +4,7 @@
 
 #include "cli_common.hpp"
 
-#include <cdc/analyze.hpp>
+#include <cdc/corpus/analyze.hpp>
 
 #include <nlohmann/json.hpp>
 

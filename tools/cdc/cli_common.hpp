@@ -4,7 +4,8 @@
 
 #include "cli_basics.hpp"
 
-#include <cdc/cdc.hpp>
+#include <cdc/corpus.hpp>
+#include <cdc/dupes.hpp>
 
 #include <CLI/CLI.hpp>
 

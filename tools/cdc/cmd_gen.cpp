@@ -1,7 +1,7 @@
 // cdc gen — write deterministic test data (the test-vector input specs).
 #include "cli_common.hpp"
 #include "commands.hpp"
-#include "datagen.hpp"
+#include <cdc/corpus/datagen.hpp>
 
 #include <fmt/format.h>
 
@@ -21,7 +21,7 @@ static void add_gen_command(CLI::App& app, int& exit_code) {
     cmd->add_option("-o,--output", *output, "output file (- for stdout; an existing file is not overwritten)")
         ->capture_default_str();
     cmd->callback([spec, output, &exit_code] {
-        const auto bytes = tools::generate_input(*spec);
+        const auto bytes = generate_input(*spec);
         int fd = STDOUT_FILENO;
         if (*output != "-") {
             fd = ::open(output->c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);

@@ -1,14 +1,14 @@
 // cdc plot — PNG graphs of chunk sizes, resync quality and dedup against the
 // average size, per algorithm and overlaid. The data comes from the library
-// (analyze, SizeStats, cdc/sweep.hpp); this file only lays out the charts.
+// (analyze, SizeStats, cdc/corpus/sweep.hpp); this file only lays out the charts.
 #include "cli_common.hpp"
 #include "commands.hpp"
 #include "plot.hpp"
 #include "sizes.hpp"
 
-#include <cdc/analyze.hpp>
-#include <cdc/resync.hpp>
-#include <cdc/sweep.hpp>
+#include <cdc/corpus/analyze.hpp>
+#include <cdc/corpus/resync.hpp>
+#include <cdc/corpus/sweep.hpp>
 
 #include <fmt/format.h>
 

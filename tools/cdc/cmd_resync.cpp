@@ -4,7 +4,7 @@
 #include "commands.hpp"
 #include "sizes.hpp"
 
-#include <cdc/resync.hpp>
+#include <cdc/corpus/resync.hpp>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>

@@ -4,7 +4,7 @@
 #include "cli_common.hpp"
 #include "commands.hpp"
 
-#include "datagen.hpp"
+#include <cdc/corpus/datagen.hpp>
 #include "sizes.hpp"
 
 #include <fmt/format.h>
@@ -129,8 +129,8 @@ int run(const SpeedArgs& args) {
 
     const auto size = static_cast<std::size_t>(size64);
     std::vector<std::uint8_t> buf(size);
-    if (args.data == "random") tools::fill_splitmix64(buf, 1);
-    else if (args.data == "text") tools::fill_text(buf, 1);
+    if (args.data == "random") fill_splitmix64(buf, 1);
+    else if (args.data == "text") fill_text(buf, 1);
 
     double best_base = 1e300;
     std::uint64_t base_sum = 0;

@@ -20,7 +20,8 @@
 // allocated is the number of lanes, however many files there are.
 #pragma once
 
-#include <cdc/cdc.hpp>
+#include <cdc/corpus.hpp>
+#include <cdc/dupes.hpp>
 
 #include <nlohmann/json.hpp>
 

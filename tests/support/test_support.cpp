@@ -1,0 +1,110 @@
+#include "test_support.hpp"
+
+#include <cdc/corpus/datagen.hpp>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+namespace cdc::test {
+
+std::filesystem::path shared_dir() {
+    std::filesystem::path p = CDC_SHARED_DIR;
+    if (const char* env = std::getenv("CDC_SHARED_DIR")) p = env;
+    if (!std::filesystem::exists(p / "testvectors" / "vectors.jsonl"))
+        throw std::runtime_error("shared/ not found at " + p.string() + " (set CDC_SHARED_DIR)");
+    return p;
+}
+
+
+Options vector_case_options(const nlohmann::json& c) {
+    Options o;
+    o.min_size = c["min"];
+    o.normal_size = c["normal"];
+    o.max_size = c["max"];
+    const std::string key_hex = c["key_hex"];
+    if (!key_hex.empty()) o.key = parse_key_hex(key_hex);
+    return o;
+}
+
+std::string read_text(const std::filesystem::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw std::runtime_error("cannot open " + path.string());
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+std::vector<nlohmann::json> read_jsonl(const std::filesystem::path& path) {
+    std::ifstream in(path);
+    if (!in) throw std::runtime_error("cannot open " + path.string());
+    std::vector<nlohmann::json> out;
+    for (std::string line; std::getline(in, line);)
+        if (!line.empty()) out.push_back(nlohmann::json::parse(line));
+    return out;
+}
+
+std::vector<std::size_t> lengths_memory(const std::shared_ptr<const CutFinder>& finder,
+                                        std::span<const std::uint8_t> data) {
+    Chunker chunker(finder, MemorySource(data));
+    std::vector<std::size_t> out;
+    std::uint64_t expect_offset = 0;
+    for (const Chunk& c : chunker) {
+        EXPECT_EQ(c.offset, expect_offset);
+        expect_offset += c.size();
+        out.push_back(c.size());
+    }
+    return out;
+}
+
+ScriptedReader::ScriptedReader(std::span<const std::uint8_t> data, std::vector<std::size_t> sizes, bool end_with_data)
+    : data_(data), sizes_(std::move(sizes)), end_with_data_(end_with_data) {}
+
+ReadResult ScriptedReader::read(std::span<std::byte> buffer) {
+    const std::size_t want = sizes_[call_++ % sizes_.size()];
+    const std::size_t n = std::min({want, buffer.size(), data_.size() - pos_});
+    if (n > 0) std::memcpy(buffer.data(), data_.data() + pos_, n);
+    pos_ += n;
+    const bool end = pos_ == data_.size() && (end_with_data_ || n == 0) && want != 0;
+    return {n, end};
+}
+
+std::vector<std::size_t> lengths_stream(const std::shared_ptr<const CutFinder>& finder, Reader& reader,
+                                        std::span<std::byte> buffer) {
+    Chunker chunker(finder, ReaderSource(reader), buffer);
+    std::vector<std::size_t> out;
+    chunker.for_each([&](const Chunk& c) { out.push_back(c.size()); });
+    return out;
+}
+
+std::vector<std::uint8_t> random_bytes(std::size_t n, std::uint64_t seed) {
+    std::vector<std::uint8_t> v(n);
+    fill_splitmix64(v, seed);
+    return v;
+}
+
+
+TempDir::TempDir() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "cdc-test-XXXXXX").string();
+    if (::mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+    path_ = tmpl;
+}
+
+TempDir::~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+}
+
+std::filesystem::path TempDir::write(const std::string& name, std::span<const std::uint8_t> data) const {
+    const auto p = path_ / name;
+    std::filesystem::create_directories(p.parent_path());
+    std::ofstream out(p, std::ios::binary);
+    out.write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size()));
+    if (!out) throw std::runtime_error("cannot write " + p.string());
+    return p;
+}
+
+}  // namespace cdc::test
