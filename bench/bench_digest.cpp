@@ -27,12 +27,7 @@ const Corpus& corpus() {
         r.data.resize(std::size_t{64} << 20);
         fill_splitmix64(r.data, 7);
         const auto finder = cdc::make_cut_finder("fastcdc", cdc::Options{});
-        const std::size_t max = finder->profile().max_size;
-        for (std::size_t pos = 0; pos < r.data.size();) {
-            const std::size_t len = finder->find(r.data.data() + pos, std::min(max, r.data.size() - pos));
-            r.lengths.push_back(static_cast<std::uint32_t>(len));
-            pos += len;
-        }
+        cdc::cut_lengths(*finder, std::as_bytes(std::span(r.data)), true, r.lengths);
         return r;
     }();
     return c;

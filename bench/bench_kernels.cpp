@@ -62,14 +62,12 @@ cdc::Options options_for(const std::string& name) {
 void chunking(benchmark::State& state, const std::string& name, cdc::KernelLevel level) {
     const auto finder = cdc::make_cut_finder(name, options_for(name), level);
     const auto& buf = buffer();
-    const std::size_t max = finder->profile().max_size;
     std::uint64_t chunks = 0;
+    std::vector<std::uint32_t> lengths;
     for (auto _ : state) {
-        for (std::size_t pos = 0; pos < buf.size();) {
-            const std::size_t n = std::min(max, buf.size() - pos);
-            pos += finder->find(buf.data() + pos, n);
-            ++chunks;
-        }
+        lengths.clear();
+        cdc::cut_lengths(*finder, std::as_bytes(std::span(buf)), true, lengths);
+        chunks += lengths.size();
     }
     state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(buf.size()));
     state.counters["chunks"] = benchmark::Counter(static_cast<double>(chunks) / static_cast<double>(state.iterations()));

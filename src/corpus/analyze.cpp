@@ -1,5 +1,6 @@
 // Corpus analysis: the walk, the worker pool and the multi-algorithm driver;
-// see cdc/analyze.hpp.
+// see cdc/corpus/analyze.hpp.
+#include <cdc/chunker.hpp>
 #include <cdc/corpus/analyze.hpp>
 #include <cdc/corpus/dedup_index.hpp>
 #include <cdc/error.hpp>
@@ -181,7 +182,6 @@ double seconds_since(Clock::time_point t0) {
 
 struct Algo {
     std::shared_ptr<const CutFinder> finder;
-    std::size_t max = 0;
     std::unique_ptr<DedupIndex> index;
 };
 
@@ -439,26 +439,19 @@ private:
     void cut(Segment& seg, std::size_t k) {
         const Algo& algo = shared_.algos[k];
         const CutFinder& finder = *algo.finder;
-        const std::size_t max = algo.max;
         Tally& tally = tallies_[k];
         const std::uint8_t* data = seg.data.get();
         auto& cuts = seg.cuts[k];
         cuts.clear();
         const std::size_t start = pos_[k];
         seg.starts[k] = start;
-        std::size_t p = start;
         const std::int64_t t0 = thread_cpu_ns();
-        for (;;) {
-            const std::size_t avail = end_ - p;
-            if (avail == 0 || (avail < max && !eof_)) break;
-            const std::size_t c = finder.find(data + p, std::min(avail, max));
-            cuts.push_back(static_cast<std::uint32_t>(c));
-            p += c;
-        }
+        const std::size_t consumed =
+            cut_lengths(finder, std::as_bytes(std::span(data + start, end_ - start)), eof_, cuts);
         tally.cut_ns += thread_cpu_ns() - t0;
         tally.chunks += cuts.size();
-        tally.bytes += p - start;
-        pos_[k] = p;
+        tally.bytes += consumed;
+        pos_[k] = start + consumed;
     }
 
     Shared& shared_;
@@ -503,7 +496,6 @@ AnalyzeReport analyze(const WalkResult& walk, const AnalyzeOptions& options) {
     for (const auto& a : options.algorithms) {
         Algo algo;
         algo.finder = make_cut_finder(a.name, a.options, options.kernel);
-        algo.max = algo.finder->profile().max_size;
         algo.index = std::make_unique<DedupIndex>();
         algos.push_back(std::move(algo));
     }

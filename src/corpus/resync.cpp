@@ -1,4 +1,5 @@
-// Seeded edits and the shared-bytes measure; see cdc/resync.hpp.
+// Seeded edits and the shared-bytes measure; see cdc/corpus/resync.hpp.
+#include <cdc/chunker.hpp>
 #include <cdc/corpus/dedup_index.hpp>
 #include <cdc/error.hpp>
 #include <cdc/corpus/resync.hpp>
@@ -12,20 +13,19 @@
 namespace cdc {
 
 namespace {
-// The positions of chunks in `data` (the driver contract for a memory
-// source: windows of min(MaxSize, remaining) bytes).
-template <class F>
-std::uint64_t for_each_chunk(const CutFinder& finder, std::span<const std::uint8_t> data, F&& f) {
-    const std::size_t max = finder.profile().max_size;
-    std::size_t pos = 0;
-    std::uint64_t n = 0;
-    while (pos < data.size()) {
-        const std::size_t cut = finder.find(data.data() + pos, std::min(max, data.size() - pos));
-        f(data.subspan(pos, cut));
-        pos += cut;
-        ++n;
-    }
-    return n;
+// The fingerprint and length of every chunk of `data` (a memory source).
+struct Fingerprints {
+    std::vector<std::uint32_t> lengths;
+    std::vector<Digest> digests;
+};
+
+Fingerprints fingerprint_chunks(const CutFinder& finder, std::span<const std::uint8_t> data, DigestKind digest) {
+    Fingerprints f;
+    const auto bytes = std::as_bytes(data);
+    cut_lengths(finder, bytes, true, f.lengths);
+    f.digests.resize(f.lengths.size());
+    compute_digests(digest, bytes, f.lengths, f.digests);
+    return f;
 }
 }  // namespace
 
@@ -114,12 +114,13 @@ ResyncResult measure_resync(const CutFinder& finder, std::span<const std::uint8_
     r.bytes_orig = original.size();
     r.bytes_edited = edited.size();
     DedupIndex seen;
-    r.chunks_orig = for_each_chunk(finder, original, [&](std::span<const std::uint8_t> c) {
-        seen.insert(compute_digest(digest, std::as_bytes(c)), static_cast<std::uint32_t>(c.size()));
-    });
-    r.chunks_edited = for_each_chunk(finder, edited, [&](std::span<const std::uint8_t> c) {
-        if (seen.contains(compute_digest(digest, std::as_bytes(c)))) r.shared_bytes += c.size();
-    });
+    const Fingerprints orig = fingerprint_chunks(finder, original, digest);
+    for (std::size_t i = 0; i < orig.lengths.size(); ++i) seen.insert(orig.digests[i], orig.lengths[i]);
+    const Fingerprints edit = fingerprint_chunks(finder, edited, digest);
+    for (std::size_t i = 0; i < edit.lengths.size(); ++i)
+        if (seen.contains(edit.digests[i])) r.shared_bytes += edit.lengths[i];
+    r.chunks_orig = orig.lengths.size();
+    r.chunks_edited = edit.lengths.size();
     r.shared_pct = edited.empty() ? 100.0
                                   : 100.0 * static_cast<double>(r.shared_bytes) / static_cast<double>(edited.size());
     return r;

@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <array>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -49,6 +51,55 @@ std::vector<std::shared_ptr<const CutFinder>> finders() {
         if (a.content_defined) out.push_back(make_cut_finder(a.name, s));
     }
     return out;
+}
+
+// cut_lengths, the batch loop behind every consumer: the chunker's cuts
+// whether given everything at once, piece by piece as data arrives (the
+// uncut tail moved to the front with the next piece, as a stream driver
+// does), or with room for only a few lengths per call.
+TEST(CutLengths, WholePiecewiseAndBoundedAgreeWithTheChunker) {
+    const auto data = mixed_data();
+    const auto bytes = std::as_bytes(std::span(data));
+    for (const auto& f : finders()) {
+        SCOPED_TRACE(std::string(f->name()) + " max=" + std::to_string(f->profile().max_size));
+        const auto expected = lengths_memory(f, data);
+
+        std::vector<std::uint32_t> whole;
+        EXPECT_EQ(cut_lengths(*f, bytes, true, whole), data.size());
+        EXPECT_EQ(std::vector<std::size_t>(whole.begin(), whole.end()), expected);
+
+        // Not at the end: only chunks with a full max_size window are cut.
+        std::vector<std::uint32_t> part;
+        const std::size_t consumed = cut_lengths(*f, bytes, false, part);
+        EXPECT_LT(data.size() - consumed, f->profile().max_size);
+        EXPECT_TRUE(std::equal(part.begin(), part.end(), whole.begin()));
+
+        std::vector<std::uint32_t> pieces;
+        std::size_t cut = 0;
+        for (std::size_t end = 0; end < data.size();) {
+            end = std::min(data.size(), end + 50000 + end % 7777);
+            cut += cut_lengths(*f, bytes.subspan(cut, end - cut), end == data.size(), pieces);
+        }
+        EXPECT_EQ(cut, data.size());
+        EXPECT_EQ(pieces, whole);
+
+        std::vector<std::uint32_t> bounded;
+        std::array<std::uint32_t, 3> room{};
+        for (std::size_t pos = 0; pos < data.size();) {
+            const CutProgress p = cut_lengths(*f, bytes.subspan(pos), true, room);
+            ASSERT_GT(p.chunks, 0u);
+            ASSERT_LE(p.chunks, room.size());
+            bounded.insert(bounded.end(), room.begin(), room.begin() + static_cast<std::ptrdiff_t>(p.chunks));
+            pos += p.bytes;
+        }
+        EXPECT_EQ(bounded, whole);
+    }
+    // Nothing to cut: no length, nothing consumed, whatever the room.
+    const auto f = make_cut_finder("fastcdc");
+    std::array<std::uint32_t, 1> one{};
+    EXPECT_EQ(cut_lengths(*f, {}, true, one).chunks, 0u);
+    EXPECT_EQ(cut_lengths(*f, bytes.first(100), false, one).bytes, 0u);
+    EXPECT_EQ(cut_lengths(*f, bytes, true, std::span<std::uint32_t>()).bytes, 0u);
 }
 
 TEST(Stream, ReadSizesDoNotChangeCutPoints) {

@@ -68,36 +68,25 @@ struct Measure {
 };
 
 Measure cut_all(const CutFinder& finder, const std::uint8_t* buf, std::size_t size, DigestKind digest) {
-    const std::size_t max = finder.profile().max_size;
     std::uint64_t chunks = 0;
     std::uint8_t sink = 0;
-    // With a digest: cut up to 64 chunks, then fingerprint them in one
-    // compute_digests call (BLAKE3 hashes them side by side), as analyze does.
+    // Up to 64 chunks at a time, then (with a digest) one compute_digests
+    // call for them (BLAKE3 hashes them side by side), as analyze does.
     constexpr std::size_t kBatch = 64;
     std::array<std::uint32_t, kBatch> lengths{};
     std::array<Digest, kBatch> digests{};
-    std::size_t pending = 0;
-    std::size_t batch_start = 0;
-    auto hash_pending = [&](std::size_t end) {
-        compute_digests(digest, std::as_bytes(std::span(buf + batch_start, end - batch_start)),
-                        std::span(lengths.data(), pending), std::span(digests.data(), pending));
-        for (std::size_t i = 0; i < pending; ++i) sink ^= digests[i].bytes[0];
-        pending = 0;
-        batch_start = end;
-    };
+    const auto data = std::as_bytes(std::span(buf, size));
     const auto t0 = Clock::now();
-    std::size_t pos = 0;
-    while (pos < size) {
-        const std::size_t n = std::min(max, size - pos);
-        const std::size_t c = finder.find(buf + pos, n);
-        pos += c;
-        ++chunks;
+    for (std::size_t pos = 0; pos < size;) {
+        const CutProgress batch = cut_lengths(finder, data.subspan(pos), true, lengths);
         if (digest != DigestKind::none) {
-            lengths[pending++] = static_cast<std::uint32_t>(c);
-            if (pending == kBatch) hash_pending(pos);
+            compute_digests(digest, data.subspan(pos, batch.bytes), std::span(lengths.data(), batch.chunks),
+                            std::span(digests.data(), batch.chunks));
+            for (std::size_t i = 0; i < batch.chunks; ++i) sink ^= digests[i].bytes[0];
         }
+        pos += batch.bytes;
+        chunks += batch.chunks;
     }
-    if (pending > 0) hash_pending(pos);
     Measure m{seconds_since(t0), chunks};
     if (sink == 0x5A) m.chunks += 0;  // keep the digests alive
     return m;
