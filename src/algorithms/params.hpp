@@ -77,11 +77,20 @@ std::size_t ultra_scalar(const UltraParams& p, const std::uint8_t* w, std::size_
 template <class Params>
 using ScanFn = std::size_t (*)(const Params&, const std::uint8_t*, std::size_t) noexcept;
 
-/// The best kernel of each family at or below `level` (see src/kernels/).
+/// The kernel of each family for `level`: a forced level gives the family's
+/// best kernel at or below it; KernelLevel::automatic the fastest on this
+/// CPU, measured on `probe` (the family's default-profile parameters) on the
+/// family's first automatic use and cached (src/kernels/dispatch.cpp).
 /// `*used` receives the level actually chosen.
-ScanFn<FastCdcParams> select_fastcdc(KernelLevel level, KernelLevel* used) noexcept;
-ScanFn<JcParams> select_jc(KernelLevel level, KernelLevel* used) noexcept;
-ScanFn<StadiaParams> select_stadia(KernelLevel level, KernelLevel* used) noexcept;
-ScanFn<UltraParams> select_ultra(KernelLevel level, KernelLevel* used) noexcept;
+ScanFn<FastCdcParams> select_fastcdc(KernelLevel level, KernelLevel* used, const FastCdcParams& probe);
+ScanFn<JcParams> select_jc(KernelLevel level, KernelLevel* used, const JcParams& probe);
+ScanFn<StadiaParams> select_stadia(KernelLevel level, KernelLevel* used, const StadiaParams& probe);
+ScanFn<UltraParams> select_ultra(KernelLevel level, KernelLevel* used, const UltraParams& probe);
+
+/// The family's calibration (run now if it has not run yet).
+const KernelCalibration& calibration_fastcdc(const FastCdcParams& probe);
+const KernelCalibration& calibration_jc(const JcParams& probe);
+const KernelCalibration& calibration_stadia(const StadiaParams& probe);
+const KernelCalibration& calibration_ultra(const UltraParams& probe);
 
 }  // namespace cdc::detail

@@ -99,15 +99,137 @@ std::size_t first_scalar(const u64* g, const u8* w, std::size_t from, std::size_
     return to;
 }
 
-/// The sequential First with the run_seeded interface (see above), reading
-/// ahead of the scan: the portable JC and fastcdc4stadia kernels.
-struct FirstSeqScalar {
-    static std::size_t run_seeded(const u64* g, const u64* /*shifted*/, const u8* w, std::size_t from, std::size_t to,
+/// Hides a value from the optimiser. g++ re-associates 4 fp + (2a + b) into
+/// 2 (2 fp + a) + b, which puts every position back on the loop-carried
+/// chain that the multi-step scans below exist to shorten.
+inline u64 opaque(u64 x) noexcept {
+    asm("" : "+r"(x));
+    return x;
+}
+
+/// The shifted tables (shift_gear) serve a mask test exactly while the
+/// mask's top bit shifted left by 7 (8 between groups) stays in the word:
+/// the scans keep W << 8 between groups of eight, i.e. W's bits up to 55.
+inline bool shifted_fits(const u64* shifted, u64 mask) noexcept { return shifted && top_bit(mask) + 8 < 64; }
+
+/// The portable sequential First: consecutive positions, no lanes (so no
+/// warm-up and no work past the match), the loop-carried hash advanced
+/// several positions per dependent step. The scalar reference is bound by
+/// its chain fp -> (fp << 1) + G[b] (two dependent operations per byte);
+/// here the positions of a step are computed off that chain, so the scan is
+/// bound by the number of operations instead (loads of bytes and table
+/// entries, adds, one fused test-and-branch per position) and gains as much
+/// as the CPU has ports: no gathers, scalar loads and ALU work only, which
+/// every x86-64 (and any other 64-bit CPU) runs well.
+///  - Shifted (a mask test with shifted_fits): pairs. With u = W(j-1) << 8
+///    at the start of a group of eight and S = shift_gear(G), the e-th
+///    position is u_e = W(j+e) << (7 - e) = u_{e-1} + S[7-e][w[j+e]],
+///    tested against mask << (7 - e). Per pair the carried u takes one add
+///    of a + b (both looked up off the chain), the first position of the
+///    pair u + a off the chain.
+///  - Plain (any Test: spaced masks reaching bit 63, fastcdc4stadia's
+///    W <= limit): quads, W(j+e) = (W(j-1) << (e+1)) + P_e with P_e = 2
+///    P_{e-1} + G[w[j+e]]; the carried W(j+3) = (W(j-1) << 4) + P_3 is two
+///    dependent operations per four positions.
+/// Reads ahead (prefetch, once per 64 bytes): JC's jumps defeat the
+/// hardware prefetchers.
+struct FirstSeq {
+    /// First::run (the FastCDC driver): from > top_bit(mask).
+    static std::size_t run(const u64* g, const u64* shifted, const u8* w, std::size_t from, std::size_t to,
+                           u64 mask) noexcept {
+        if (from >= to) return to;
+        if (mask == 0) return from;
+        u64 fp = 0;  // W(from-1), exact in the bits up to top_bit(mask)
+        for (std::size_t k = from - 1 - top_bit(mask); k < from; ++k) fp = (fp << 1) + g[w[k]];
+        u64 hash = 0;
+        return run_seeded(g, shifted, w, from, to, mask, fp, &hash);
+    }
+
+    /// First::run_seeded (see the file comment): fp = W(from-1) exact in the
+    /// bits up to top_bit(mask) - 1 (or better); *hash receives W(result)
+    /// (W(to-1) when there is no match), exact in the bits up to
+    /// top_bit(mask) (or better).
+    static std::size_t run_seeded(const u64* g, const u64* shifted, const u8* w, std::size_t from, std::size_t to,
                                   u64 mask, u64 fp, u64* hash) noexcept {
+        if (shifted_fits(shifted, mask)) return pairs(g, shifted, w, from, to, mask, fp, hash);
+        return quads(g, w, from, to, MaskZero{mask}, fp, hash);
+    }
+
+    /// Lanes::find (the fastcdc4stadia driver): from >= 64.
+    template <class Test>
+    static std::size_t find(const u64* g, const u8* w, std::size_t from, std::size_t to, Test test) noexcept {
+        if (from >= to) return to;
+        if (test.always()) return from;
+        u64 hash = 0;
+        return quads(g, w, from, to, test, window_hash(g, w, from - 1), &hash);
+    }
+
+    static std::size_t pairs(const u64* g, const u64* s, const u8* w, std::size_t from, std::size_t to, u64 mask,
+                             u64 fp, u64* hash) noexcept {
+        u64 m[8];
+        for (unsigned e = 0; e < 8; ++e) m[e] = mask << (7 - e);
+        std::size_t j = from;
+        u64 u = fp;
+        for (; to - j >= 8; j += 8) {
+            if ((j & 63) < 8) __builtin_prefetch(w + j + 2048);
+            const u8* q = w + j;
+            u <<= 8;
+#pragma GCC unroll 4
+            for (unsigned e = 0; e < 8; e += 2) {
+                const u64 a = s[(7 - e) * 256 + q[e]];
+                const u64 ab = opaque(a + s[(6 - e) * 256 + q[e + 1]]);
+                const u64 first = u + a;
+                u += ab;
+                if ((first & m[e]) == 0) [[unlikely]] {
+                    *hash = first >> (7 - e);
+                    return j + e;
+                }
+                if ((u & m[e + 1]) == 0) [[unlikely]] {
+                    *hash = u >> (6 - e);
+                    return j + e + 1;
+                }
+            }
+        }
+        return tail(g, w, j, to, MaskZero{mask}, u, hash);
+    }
+
+    template <class Test>
+    static std::size_t quads(const u64* g, const u8* w, std::size_t from, std::size_t to, Test test, u64 fp,
+                             u64* hash) noexcept {
+        std::size_t j = from;
+        for (; to - j >= 4; j += 4) {
+            if ((j & 63) < 4) __builtin_prefetch(w + j + 2048);
+            const u8* q = w + j;
+            const u64 a = g[q[0]], b = g[q[1]], c = g[q[2]], d = g[q[3]];
+            const u64 p1 = 2 * a + b, p2 = 2 * p1 + c, p3 = opaque(2 * p2 + d);
+            const u64 f0 = 2 * fp + a, f1 = 4 * fp + p1, f2 = 8 * fp + p2;
+            fp = (fp << 4) + p3;
+            u64 hit;
+            std::size_t e;
+            if (test.hit(f0)) [[unlikely]] {
+                hit = f0, e = 0;
+            } else if (test.hit(f1)) [[unlikely]] {
+                hit = f1, e = 1;
+            } else if (test.hit(f2)) [[unlikely]] {
+                hit = f2, e = 2;
+            } else if (test.hit(fp)) [[unlikely]] {
+                hit = fp, e = 3;
+            } else {
+                continue;
+            }
+            *hash = hit;
+            return j + e;
+        }
+        return tail(g, w, j, to, test, fp, hash);
+    }
+
+    /// One position at a time, from fp = W(from-1).
+    template <class Test>
+    static std::size_t tail(const u64* g, const u8* w, std::size_t from, std::size_t to, Test test, u64 fp,
+                            u64* hash) noexcept {
         for (std::size_t j = from; j < to; ++j) {
-            if ((j & 63) == 0) __builtin_prefetch(w + j + 2048);
             fp = (fp << 1) + g[w[j]];
-            if ((fp & mask) == 0) {
+            if (test.hit(fp)) {
                 *hash = fp;
                 return j;
             }

@@ -31,7 +31,6 @@ std::size_t ultra_wide(const UltraParams& p, const std::uint8_t* w, std::size_t 
 std::size_t ultra_avx2(const UltraParams& p, const std::uint8_t* w, std::size_t n) noexcept;
 
 std::size_t fastcdc_avx512(const FastCdcParams& p, const std::uint8_t* w, std::size_t n) noexcept;
-std::size_t jc_avx512(const JcParams& p, const std::uint8_t* w, std::size_t n) noexcept;
 std::size_t stadia_avx512(const StadiaParams& p, const std::uint8_t* w, std::size_t n) noexcept;
 std::size_t ultra_avx512(const UltraParams& p, const std::uint8_t* w, std::size_t n) noexcept;
 #endif
