@@ -27,8 +27,9 @@ constexpr std::uint64_t spaced_mask(int k) noexcept {
 constexpr int floor_log2(std::size_t x) noexcept { return static_cast<int>(std::bit_width(x)) - 1; }
 
 /// A Gear table's copies shifted left by 0..7 bits: entry s * 256 + b is
-/// G[b] << s. The AVX-512 FastCDC and JC kernels add these pre-shifted values
-/// instead of shifting the hash at every position (src/kernels/avx512.cpp).
+/// G[b] << s. The portable sequential scan (FirstSeq, src/kernels/drivers.hpp)
+/// and the AVX-512 FastCDC lanes add these pre-shifted values instead of
+/// shifting the hash at every position.
 using ShiftedGear = std::array<std::uint64_t, 8 * 256>;
 ShiftedGear shift_gear(const GearTable& g) noexcept;
 /// shift_gear(gear_table()), built on first use.

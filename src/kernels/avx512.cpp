@@ -1,9 +1,11 @@
 // AVX-512 kernels (compiled with -mavx512f -mavx512bw -mavx512vl -mavx512dq,
 // selected at run time only on CPUs that have them).
-// Gear families: eight hash lanes in one zmm register, each over its own
-// segment of the range (64-bit gathers fetch the table entries; for the
-// FastCDC and JC masks, from the table's pre-shifted copies, so that each
-// position costs one gather and one add); UltraCDC:
+// Gear families (FastCDC's MaskS part, fastcdc4stadia): eight hash lanes in
+// one zmm register, each over its own segment of the range (64-bit gathers
+// fetch the table entries; for the FastCDC masks, from the table's
+// pre-shifted copies, so that each position costs one gather and one add);
+// the sequential parts (FastCDC's MaskL part, the fastcdc4stadia replay) run
+// the portable FirstSeq, which beat the AVX-512 sequential scan; UltraCDC:
 // 64 positions per step, byte weights by nibble lookup, 8-byte window sums
 // by in-word prefix sums, equal-block test by 64-bit compares.
 #include "drivers.hpp"
@@ -88,6 +90,7 @@ struct ShiftedLanes {
 
 struct First512 {
     static constexpr std::size_t kLanes = 8;
+    static constexpr bool kContinues = false;  // lanes need exact window hashes
 
     static std::size_t run(const u64* g, const u64* shifted, const u8* w, std::size_t from, std::size_t to,
                            u64 mask) noexcept {

@@ -27,8 +27,8 @@ struct CalibrationCandidate {
 };
 
 struct CalibrationLimits {
-    double budget_seconds = 0.002;  ///< stop starting rounds once this much clock time is spent
-    int min_rounds = 2;             ///< ... but time each candidate at least this often
+    double budget_seconds = 0.002;  ///< a round starts only if it can end within this (judged by the last one)
+    int min_rounds = 2;             ///< ... but each candidate is timed at least this often
     int max_rounds = 9;
 };
 
@@ -40,9 +40,10 @@ struct CalibrationLimits {
 KernelCalibration run_calibration(std::string_view family, std::span<const CalibrationCandidate> candidates,
                                   std::size_t bytes, CalibrationClock clock, const CalibrationLimits& limits = {});
 
-/// The pseudo-random bytes every family is calibrated on: large enough to
-/// hold several chunks of the default profiles, small enough to stay in the
-/// L2 cache (kernels are compared on compute, not on memory bandwidth).
+/// The pseudo-random bytes every family is calibrated on (a family may use a
+/// prefix): large enough to hold many chunks of the default profiles, small
+/// enough to stay in the L2 cache (kernels are compared on compute, not on
+/// memory bandwidth).
 std::span<const std::uint8_t> calibration_buffer();
 
 /// A family's calibration, computed once (the first caller runs it, the

@@ -79,6 +79,7 @@ template <class Params>
 struct Family {
     std::string_view name;
     KernelSet<Params> set;
+    std::size_t calibration_bytes;  ///< a prefix of calibration_buffer()
     CalibrationCache cache{};
 };
 
@@ -106,8 +107,9 @@ static ScanFn<Params> pick(const KernelSet<Params>& set, KernelLevel level, Kern
 // Times every distinct kernel the CPU runs, cutting the calibration buffer
 // as a stream with `probe` (the family's default profile).
 template <class Params>
-static KernelCalibration calibrate(std::string_view family, const KernelSet<Params>& set, const Params& probe) {
-    const std::span<const std::uint8_t> buf = calibration_buffer();
+static KernelCalibration calibrate(const Family<Params>& family, const Params& probe) {
+    const KernelSet<Params>& set = family.set;
+    const std::span<const std::uint8_t> buf = calibration_buffer().first(family.calibration_bytes);
     std::vector<CalibrationCandidate> candidates;
     std::vector<ScanFn<Params>> seen;
     for (KernelLevel level : {KernelLevel::scalar, KernelLevel::wide, KernelLevel::avx2, KernelLevel::avx512}) {
@@ -127,12 +129,12 @@ static KernelCalibration calibrate(std::string_view family, const KernelSet<Para
                                   asm volatile("" : : "r"(cuts));
                               }});
     }
-    return run_calibration(family, candidates, buf.size(), &thread_cpu_seconds);
+    return run_calibration(family.name, candidates, buf.size(), &thread_cpu_seconds);
 }
 
 template <class Params>
 static const KernelCalibration& calibration(Family<Params>& family, const Params& probe) {
-    return family.cache.get([&] { return calibrate(family.name, family.set, probe); });
+    return family.cache.get([&] { return calibrate(family, probe); });
 }
 
 template <class Params>
@@ -148,12 +150,17 @@ static ScanFn<Params> select(Family<Params>& family, KernelLevel level, KernelLe
 #endif
 
 // The rows. A new family adds its row and the two one-line functions below
-// (declared in params.hpp).
-static Family<FastCdcParams> fastcdc{"fastcdc", {&fastcdc_scalar, &fastcdc_wide, nullptr, CDC_X86(fastcdc_avx512)}};
-static Family<JcParams> jc{"jc", {&jc_scalar, &jc_wide, nullptr, nullptr}};
-static Family<StadiaParams> stadia{"fastcdc4stadia",
-                                   {&stadia_scalar, &stadia_wide, nullptr, CDC_X86(stadia_avx512)}};
-static Family<UltraParams> ultra{"ultracdc", {&ultra_scalar, &ultra_wide, CDC_X86(ultra_avx2), CDC_X86(ultra_avx512)}};
+// (declared in params.hpp). The Gear families calibrate on 256 KiB; UltraCDC
+// on 64 KiB: its scalar reference runs at ~1/8 of theirs (a 256 KiB pass
+// alone would take ~1 ms), and its kernels are 3x and more apart.
+constexpr std::size_t KiB = 1024;
+static Family<FastCdcParams> fastcdc{
+    "fastcdc", {&fastcdc_scalar, &fastcdc_wide, nullptr, CDC_X86(fastcdc_avx512)}, 256 * KiB};
+static Family<JcParams> jc{"jc", {&jc_scalar, &jc_wide, nullptr, nullptr}, 256 * KiB};
+static Family<StadiaParams> stadia{
+    "fastcdc4stadia", {&stadia_scalar, &stadia_wide, nullptr, CDC_X86(stadia_avx512)}, 256 * KiB};
+static Family<UltraParams> ultra{
+    "ultracdc", {&ultra_scalar, &ultra_wide, CDC_X86(ultra_avx2), CDC_X86(ultra_avx512)}, 64 * KiB};
 
 #undef CDC_X86
 

@@ -14,13 +14,15 @@
 // the bits up to the mask's top bit only depend on that many last bytes.
 //   First::run(G, S, w, from, to, mask): the first j in [from, to) with
 //   (W(j) & mask) == 0, or `to`. Requires from >= 64 (it reads from
-//   w[from - 64] on). The JC and fastcdc4stadia drivers use
-//   First::run_seeded(G, S, w, from, to, mask, W(from-1), &hash), which
-//   continues from a known hash and also returns the hash at the result.
+//   w[from - 64] on).
+//   First::run_seeded(G, S, w, from, to, mask, fp, &hash) continues from a
+//   known hash fp (at from - 1) and also returns the hash at the result.
 //   S is shift_gear(G) (params.hpp) or nullptr; a First may use it or not.
-// The family drivers do the first top_bit positions after each restart
-// sequentially and hand the rest to First, which is free to evaluate many
-// positions at once.
+// A sequential First (FirstSeq, kContinues) takes the running hash from
+// each restart as it is; for a lane First (kContinues false: its lanes
+// start in the middle of the range and need exact window hashes) the
+// drivers do the first top_bit positions after each restart sequentially
+// and hand it the rest.
 //
 // UltraCDC primitive.  Filter::clean(p, m): true when none of the 8-byte
 // blocks at p, p+8, ... (Filter::kRegion bytes) equals the block before it,
@@ -131,9 +133,14 @@ inline bool shifted_fits(const u64* shifted, u64 mask) noexcept { return shifted
 ///    W <= limit): quads, W(j+e) = (W(j-1) << (e+1)) + P_e with P_e = 2
 ///    P_{e-1} + G[w[j+e]]; the carried W(j+3) = (W(j-1) << 4) + P_3 is two
 ///    dependent operations per four positions.
-/// Reads ahead (prefetch, once per 64 bytes): JC's jumps defeat the
-/// hardware prefetchers.
+/// It continues whatever hash it is given (kContinues): the drivers hand it
+/// the running hash right from each restart, with no warm-up and no
+/// re-hashing. Reads ahead (prefetch, once per 64 bytes, 4 KiB ahead: past a
+/// chunk's MinSize skip, into the next window; 2 KiB measured 3-7% slower
+/// on 128 MiB, 8 KiB the same): JC's jumps defeat the hardware prefetchers.
 struct FirstSeq {
+    static constexpr bool kContinues = true;
+
     /// First::run (the FastCDC driver): from > top_bit(mask).
     static std::size_t run(const u64* g, const u64* shifted, const u8* w, std::size_t from, std::size_t to,
                            u64 mask) noexcept {
@@ -155,13 +162,13 @@ struct FirstSeq {
         return quads(g, w, from, to, MaskZero{mask}, fp, hash);
     }
 
-    /// Lanes::find (the fastcdc4stadia driver): from >= 64.
+    /// The first j in [from, to) whose hash, continued from fp = the hash
+    /// at from - 1, passes `test` (the fastcdc4stadia driver); `to` if none.
     template <class Test>
-    static std::size_t find(const u64* g, const u8* w, std::size_t from, std::size_t to, Test test) noexcept {
-        if (from >= to) return to;
-        if (test.always()) return from;
+    static std::size_t find_seeded(const u64* g, const u8* w, std::size_t from, std::size_t to, Test test,
+                                   u64 fp) noexcept {
         u64 hash = 0;
-        return quads(g, w, from, to, test, window_hash(g, w, from - 1), &hash);
+        return quads(g, w, from, to, test, fp, &hash);
     }
 
     static std::size_t pairs(const u64* g, const u64* s, const u8* w, std::size_t from, std::size_t to, u64 mask,
@@ -171,7 +178,7 @@ struct FirstSeq {
         std::size_t j = from;
         u64 u = fp;
         for (; to - j >= 8; j += 8) {
-            if ((j & 63) < 8) __builtin_prefetch(w + j + 2048);
+            if ((j & 63) < 8) __builtin_prefetch(w + j + 4096);
             const u8* q = w + j;
             u <<= 8;
 #pragma GCC unroll 4
@@ -198,7 +205,7 @@ struct FirstSeq {
                              u64* hash) noexcept {
         std::size_t j = from;
         for (; to - j >= 4; j += 4) {
-            if ((j & 63) < 4) __builtin_prefetch(w + j + 2048);
+            if ((j & 63) < 4) __builtin_prefetch(w + j + 4096);
             const u8* q = w + j;
             const u64 a = g[q[0]], b = g[q[1]], c = g[q[2]], d = g[q[3]];
             const u64 p1 = 2 * a + b, p2 = 2 * p1 + c, p3 = opaque(2 * p2 + d);
@@ -291,22 +298,31 @@ std::size_t fastcdc_run(const FastCdcParams& p, const u8* w, std::size_t n) noex
         normal = n;  // final window
     }
     const u64* g = p.gear;
-    u64 fp = 0;
-    u64 mask = p.mask_s;
-    std::size_t i = p.min;
-    const std::size_t seq_end = min_size(n, p.min + top_bit(p.mask_s | p.mask_l));
-    for (; i < seq_end; ++i) {
-        if (i == normal) mask = p.mask_l;
-        fp = (fp << 1) + g[w[i]];
-        if ((fp & mask) == 0) return i;
-    }
-    if (i >= n) return n;
-    if (i < normal) {
-        const std::size_t j = First::run(g, p.shifted, w, i, normal, p.mask_s);
+    if constexpr (First::kContinues && FirstL::kContinues) {
+        // The running hash from the restart at Min, carried from the MaskS
+        // part into the MaskL part (exact at the end of a part).
+        u64 fp = 0;
+        const std::size_t j = First::run_seeded(g, p.shifted, w, p.min, normal, p.mask_s, fp, &fp);
         if (j < normal) return j;
-        i = normal;
+        return FirstL::run_seeded(g, p.shifted, w, normal, n, p.mask_l, fp, &fp);
+    } else {
+        u64 fp = 0;
+        u64 mask = p.mask_s;
+        std::size_t i = p.min;
+        const std::size_t seq_end = min_size(n, p.min + top_bit(p.mask_s | p.mask_l));
+        for (; i < seq_end; ++i) {
+            if (i == normal) mask = p.mask_l;
+            fp = (fp << 1) + g[w[i]];
+            if ((fp & mask) == 0) return i;
+        }
+        if (i >= n) return n;
+        if (i < normal) {
+            const std::size_t j = First::run(g, p.shifted, w, i, normal, p.mask_s);
+            if (j < normal) return j;
+            i = normal;
+        }
+        return FirstL::run(g, p.shifted, w, i, n, p.mask_l);
     }
-    return FirstL::run(g, p.shifted, w, i, n, p.mask_l);
 }
 
 // --------------------------------------------------------------------- JC
@@ -322,22 +338,27 @@ std::size_t jc_run(const JcParams& p, const u8* w, std::size_t n) noexcept {
         // restart: fp = 0
         prefetch_range(w + i, min_size(n - i, 2048));
         u64 fp = 0;
-        const std::size_t seq_end = min_size(n, i + t);
-        bool jumped = false;
-        while (i < seq_end) {
-            fp = (fp << 1) + g[w[i]];
-            if ((fp & p.mask_j) == 0) {
-                if ((fp & p.mask_c) == 0) return i;
-                i += p.jump;
-                jumped = true;
-                break;
+        if constexpr (!First::kContinues) {
+            // A lane First needs exact window hashes: the first t positions
+            // after the restart are done here.
+            const std::size_t seq_end = min_size(n, i + t);
+            bool jumped = false;
+            while (i < seq_end) {
+                fp = (fp << 1) + g[w[i]];
+                if ((fp & p.mask_j) == 0) {
+                    if ((fp & p.mask_c) == 0) return i;
+                    i += p.jump;
+                    jumped = true;
+                    break;
+                }
+                ++i;
             }
-            ++i;
+            if (jumped) continue;
+            if (i >= n) break;
         }
-        if (jumped) continue;
-        if (i >= n) break;
-        // fp = W(i-1) exact in the bits below t: First continues from it and
-        // returns W(j) exact up to bit t, which covers MaskC.
+        // fp: the running hash before i (exact in the bits below t); First
+        // continues from it and returns the hash at the match, exact up to
+        // bit t, which covers MaskC.
         u64 h = 0;
         const std::size_t j = First::run_seeded(g, p.shifted, w, i, n, p.mask_j, fp, &h);
         if (j >= n) return n;
@@ -420,17 +441,25 @@ std::size_t stadia_lanes_run(const StadiaParams& p, const u8* w, std::size_t n) 
     const u64* g = p.gear;
     std::size_t i = p.min > 64 ? p.min - 64 : 0;
     u64 h = ~u64{0};
-    for (; i < p.min; ++i) h = (h << 1) + g[w[i]];
-    // Sequential while the seed is still in H(i) (i < 64), and up to 65 so
-    // that the lane scan starts at j >= 64.
-    for (; i < end && i < 65; ++i) {
-        if (h <= p.thresh) return i;
-        h = (h << 1) + g[w[i]];
-    }
-    if (i < end) {
-        // From here H(k) = W(k-1): the first j in [i-1, end-1) with W(j) <= thresh.
-        const std::size_t j = Lanes::find(g, w, i - 1, end - 1, AtMost{p.thresh});
+    if constexpr (Lanes::kContinues) {
+        // H(k), the hash tested at loop position k >= Min, is the hash after
+        // absorbing w[k-1]: the first j in [Min-1, end-1) whose hash passes.
+        for (; i + 1 < p.min; ++i) h = (h << 1) + g[w[i]];
+        const std::size_t j = Lanes::find_seeded(g, w, p.min - 1, end - 1, AtMost{p.thresh}, h);
         if (j < end - 1) return j + 1;
+    } else {
+        for (; i < p.min; ++i) h = (h << 1) + g[w[i]];
+        // Sequential while the seed is still in H(i) (i < 64), and up to 65 so
+        // that the lane scan starts at j >= 64.
+        for (; i < end && i < 65; ++i) {
+            if (h <= p.thresh) return i;
+            h = (h << 1) + g[w[i]];
+        }
+        if (i < end) {
+            // From here H(k) = W(k-1): the first j in [i-1, end-1) with W(j) <= thresh.
+            const std::size_t j = Lanes::find(g, w, i - 1, end - 1, AtMost{p.thresh});
+            if (j < end - 1) return j + 1;
+        }
     }
     return stadia_run<First>(p, w, n);
 }

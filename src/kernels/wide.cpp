@@ -1,8 +1,9 @@
-// Portable "wide" kernels (any CPU, baseline flags): FastCDC and
-// fastcdc4stadia run four independent hash lanes over four segments of the
-// range, so that four dependency chains overlap; JC scans sequentially with read-ahead and
-// carries its hash across the driver's restarts; UltraCDC uses word-wide
-// block comparisons and a byte-weight table.
+// Portable "wide" kernels (any CPU, baseline flags): the Gear families
+// (FastCDC names, JC names, fastcdc4stadia) run FirstSeq (drivers.hpp), a
+// sequential scan that advances its loop-carried hash two or four positions
+// per dependent step, with scalar loads only (no gathers), continuing the
+// running hash across the drivers' restarts; UltraCDC uses word-wide block
+// comparisons and a byte-weight table.
 #include "drivers.hpp"
 #include "kernels.hpp"
 
