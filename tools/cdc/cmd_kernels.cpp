@@ -5,6 +5,7 @@
 #include "commands.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include <cstdlib>
@@ -48,15 +49,6 @@ double scalar_mb_s(const KernelCalibration& c) {
     return 0;
 }
 
-std::string join(const std::vector<std::string>& items) {
-    std::string out;
-    for (const auto& s : items) {
-        if (!out.empty()) out += ", ";
-        out += s;
-    }
-    return out;
-}
-
 int run(bool json) {
     const auto rows = collect();
     const char* forced = std::getenv("CDC_KERNEL");
@@ -89,18 +81,18 @@ int run(bool json) {
             fmt::print("CDC_KERNEL={} forces the level (the measurements below are not used)\n", forced);
         else
             fmt::print("each family uses the fastest kernel measured below (CDC_KERNEL or --kernel force a level)\n");
-        if (!rows.empty())
-            fmt::print("calibration: {} KiB of pseudo-random bytes in cache, each kernel's best pass (kernels "
-                       "alternating); MB = 10^6 bytes\n",
-                       rows.front().calibration.bytes / 1024);
-        fmt::print("{:<15} {:<7} {:>8} {:>9}  {:<7} {}\n", "FAMILY", "KERNEL", "MB/S", "X SCALAR", "USED", "ALGORITHMS");
+        fmt::print("calibration: each kernel's best pass over a pseudo-random buffer in cache (KIB), kernels "
+                   "alternating; MB = 10^6 bytes\n");
+        fmt::print("{:<15} {:>4} {:<7} {:>8} {:>9}  {:<4} {}\n", "FAMILY", "KIB", "KERNEL", "MB/S", "X SCALAR", "USED",
+                   "ALGORITHMS");
         for (const auto& r : rows) {
             const double scalar = scalar_mb_s(r.calibration);
             bool first = true;
             for (const auto& m : r.calibration.candidates) {
-                std::string line = fmt::format("{:<15} {:<7} {:>8.0f} {:>8.2f}x  {:<7} {}", first ? r.calibration.family : "",
-                                               to_string(m.level), m.mb_s, scalar > 0 ? m.mb_s / scalar : 0.0,
-                                               m.level == r.used ? "<-" : "", first ? join(r.algorithms) : "");
+                std::string line = fmt::format(
+                    "{:<15} {:>4} {:<7} {:>8.0f} {:>8.2f}x  {:<4} {}", first ? r.calibration.family : "",
+                    first ? std::to_string(r.calibration.bytes / 1024) : "", to_string(m.level), m.mb_s,
+                    scalar > 0 ? m.mb_s / scalar : 0.0, m.level == r.used ? "<-" : "", first ? fmt::format("{}", fmt::join(r.algorithms, ", ")) : "");
                 line.erase(line.find_last_not_of(' ') + 1);
                 fmt::print("{}\n", line);
                 first = false;
