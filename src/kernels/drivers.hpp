@@ -59,13 +59,6 @@ inline void prefetch_range(const u8* p, std::size_t len) noexcept {
     for (std::size_t k = 0; k < len; k += 64) __builtin_prefetch(p + k);
 }
 
-/// W(j), for j >= 63.
-inline u64 window_hash(const u64* g, const u8* w, std::size_t j) noexcept {
-    u64 fp = 0;
-    for (std::size_t k = j - 63; k <= j; ++k) fp = (fp << 1) + g[w[k]];
-    return fp;
-}
-
 /// What a lane First looks for at position j: the Gear families'
 /// (W(j) & mask) == 0, or fastcdc4stadia's W(j) <= limit. top(): the highest
 /// bit of W(j) the test reads (the bits up to it only depend on that many
@@ -152,10 +145,11 @@ struct FirstSeq {
         return run_seeded(g, shifted, w, from, to, mask, fp, &hash);
     }
 
-    /// First::run_seeded (see the file comment): fp = W(from-1) exact in the
-    /// bits up to top_bit(mask) - 1 (or better); *hash receives W(result)
-    /// (W(to-1) when there is no match), exact in the bits up to
-    /// top_bit(mask) (or better).
+    /// First::run_seeded (see the file comment): fp = the hash at from - 1
+    /// (W(from-1), or the running hash since a restart), exact in the bits
+    /// up to top_bit(mask) - 1 (or better); *hash receives the hash at the
+    /// result (at to - 1 when there is no match), exact in the bits up to
+    /// top_bit(mask) (or better; as exact as fp when there is no match).
     static std::size_t run_seeded(const u64* g, const u64* shifted, const u8* w, std::size_t from, std::size_t to,
                                   u64 mask, u64 fp, u64* hash) noexcept {
         if (shifted_fits(shifted, mask)) return pairs(g, shifted, w, from, to, mask, fp, hash);
