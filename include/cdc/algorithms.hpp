@@ -13,9 +13,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace cdc {
 
@@ -41,9 +43,13 @@ const AlgorithmInfo* find_algorithm(std::string_view name) noexcept;
 /// A comma-separated list of every name (for error messages and help).
 std::string algorithm_names();
 
-/// Kernel levels for the accelerated scanners. `automatic` picks the best the
-/// CPU supports; the others force a level (falling back to the best available
-/// level not above it). `scalar` is the plain reference of the spec.
+/// Kernel levels for the accelerated scanners. An ISA level says what a CPU
+/// can run, not what runs fastest on it (gathers are cheap on one CPU and
+/// slow on the next), so `automatic` measures: on the first use of a kernel
+/// family in a process it times every exact kernel the CPU supports and
+/// keeps the fastest (see kernel_calibration). The others force a level
+/// (falling back to the best available kernel not above it). `scalar` is
+/// the plain reference of the spec; every level returns its cut points.
 enum class KernelLevel { automatic, scalar, wide, avx2, avx512 };
 inline constexpr std::array kKernelLevelNames = {
     EnumName<KernelLevel>{KernelLevel::automatic, "auto"}, EnumName<KernelLevel>{KernelLevel::scalar, "scalar"},
@@ -58,9 +64,35 @@ std::string_view to_string(KernelLevel level) noexcept;
 KernelLevel best_kernel_level() noexcept;
 
 /// The level used when a finder is created with KernelLevel::automatic:
-/// the environment variable CDC_KERNEL ("scalar", "wide", "avx2", "avx512")
-/// if set, else best_kernel_level(). Read once per process.
+/// the level forced by the environment variable CDC_KERNEL ("scalar",
+/// "wide", "avx2", "avx512"; "auto" or unset: KernelLevel::automatic, i.e.
+/// the calibrated choice). Read once per process; throws OptionError for an
+/// invalid value.
 KernelLevel default_kernel_level();
+
+/// One candidate kernel of a family, as the calibration measured it.
+struct KernelMeasurement {
+    KernelLevel level = KernelLevel::scalar;
+    double mb_s = 0;  ///< best of its passes over the in-cache calibration buffer (MB = 10^6 bytes)
+};
+
+/// How the kernel of one family (the algorithm names that share a scanner)
+/// was chosen in this process.
+struct KernelCalibration {
+    std::string_view family;                  ///< "fastcdc", "jc", "fastcdc4stadia", "ultracdc"
+    std::vector<KernelMeasurement> candidates;///< every kernel this CPU runs, scalar first
+    KernelLevel chosen = KernelLevel::scalar; ///< the fastest candidate
+    std::size_t bytes = 0;                    ///< size of the calibration buffer (pseudo-random, in cache)
+    int rounds = 0;                           ///< timed passes per candidate (candidates alternating)
+    double seconds = 0;                       ///< CPU time the calibration took
+};
+
+/// The calibration of `algorithm`'s kernel family: run on the first use of
+/// the family in this process (by this call, or by a finder created with
+/// KernelLevel::automatic), bounded to ~2 ms, then cached; thread-safe.
+/// std::nullopt for a name without kernels (fixed-v1.0.0). Throws
+/// OptionError for an unknown name.
+std::optional<KernelCalibration> kernel_calibration(std::string_view algorithm);
 
 /// Finds cut points in windows; see the file comment.
 class CutFinder {

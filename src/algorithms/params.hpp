@@ -27,8 +27,9 @@ constexpr std::uint64_t spaced_mask(int k) noexcept {
 constexpr int floor_log2(std::size_t x) noexcept { return static_cast<int>(std::bit_width(x)) - 1; }
 
 /// A Gear table's copies shifted left by 0..7 bits: entry s * 256 + b is
-/// G[b] << s. The AVX-512 FastCDC and JC kernels add these pre-shifted values
-/// instead of shifting the hash at every position (src/kernels/avx512.cpp).
+/// G[b] << s. The portable sequential scan (FirstSeq, src/kernels/drivers.hpp)
+/// and the AVX-512 FastCDC lanes add these pre-shifted values instead of
+/// shifting the hash at every position.
 using ShiftedGear = std::array<std::uint64_t, 8 * 256>;
 ShiftedGear shift_gear(const GearTable& g) noexcept;
 /// shift_gear(gear_table()), built on first use.
@@ -77,11 +78,20 @@ std::size_t ultra_scalar(const UltraParams& p, const std::uint8_t* w, std::size_
 template <class Params>
 using ScanFn = std::size_t (*)(const Params&, const std::uint8_t*, std::size_t) noexcept;
 
-/// The best kernel of each family at or below `level` (see src/kernels/).
+/// The kernel of each family for `level`: a forced level gives the family's
+/// best kernel at or below it; KernelLevel::automatic the fastest on this
+/// CPU, measured on `probe` (the family's default-profile parameters) on the
+/// family's first automatic use and cached (src/kernels/dispatch.cpp).
 /// `*used` receives the level actually chosen.
-ScanFn<FastCdcParams> select_fastcdc(KernelLevel level, KernelLevel* used) noexcept;
-ScanFn<JcParams> select_jc(KernelLevel level, KernelLevel* used) noexcept;
-ScanFn<StadiaParams> select_stadia(KernelLevel level, KernelLevel* used) noexcept;
-ScanFn<UltraParams> select_ultra(KernelLevel level, KernelLevel* used) noexcept;
+ScanFn<FastCdcParams> select_fastcdc(KernelLevel level, KernelLevel* used, const FastCdcParams& probe);
+ScanFn<JcParams> select_jc(KernelLevel level, KernelLevel* used, const JcParams& probe);
+ScanFn<StadiaParams> select_stadia(KernelLevel level, KernelLevel* used, const StadiaParams& probe);
+ScanFn<UltraParams> select_ultra(KernelLevel level, KernelLevel* used, const UltraParams& probe);
+
+/// The family's calibration (run now if it has not run yet).
+const KernelCalibration& calibration_fastcdc(const FastCdcParams& probe);
+const KernelCalibration& calibration_jc(const JcParams& probe);
+const KernelCalibration& calibration_stadia(const StadiaParams& probe);
+const KernelCalibration& calibration_ultra(const UltraParams& probe);
 
 }  // namespace cdc::detail

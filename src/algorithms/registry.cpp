@@ -147,6 +147,68 @@ Profile resolve_profile(std::string_view algorithm, const Options& o) {
     return p;
 }
 
+namespace {
+
+enum class Family { fastcdc, jc, stadia, ultra, fixed };
+
+Family family_of(std::string_view name) {
+    if (name == "fastcdc" || name == "kfastcdc" || name == "fastcdc-v1.0.0") return Family::fastcdc;
+    if (name == "jc" || name == "jc-v1.0.0" || name == "jc-v1.1.0") return Family::jc;
+    if (name == "fastcdc4stadia") return Family::stadia;
+    if (name == "ultracdc" || name == "ultracdc-v1.0.0") return Family::ultra;
+    return Family::fixed;
+}
+
+// The Gear tables a finder scans with: the static ones, or a key's.
+struct GearRefs {
+    const std::uint64_t* gear;
+    const std::uint64_t* shifted;
+};
+
+GearRefs static_gear() { return {gear_table().data(), detail::shifted_gear_table().data()}; }
+
+detail::FastCdcParams fastcdc_params(std::string_view name, const Profile& p, GearRefs t) {
+    detail::FastCdcParams params{t.gear, t.shifted, p.min_size, p.normal_size, p.max_size, kFastCdcMaskS, kFastCdcMaskL};
+    if (name == "fastcdc-v1.0.0" && !is_default_profile(p)) {
+        const int b = detail::floor_log2(p.normal_size);
+        params.mask_s = detail::spaced_mask(b + 2);
+        params.mask_l = detail::spaced_mask(b - 2);
+    }
+    return params;
+}
+
+detail::JcParams jc_params(std::string_view name, const Profile& p, GearRefs t) {
+    const int c_ones = detail::floor_log2(p.normal_size) - 1;
+    const int j_ones = c_ones - 1;
+    const std::uint64_t jump =
+        (std::uint64_t{1} << (c_ones + j_ones)) / ((std::uint64_t{1} << c_ones) - (std::uint64_t{1} << j_ones));
+    detail::JcParams params{t.gear, t.shifted, p.min_size, p.normal_size, p.max_size, kJcMaskC, kJcMaskJ,
+                            static_cast<std::size_t>(jump), name != "jc-v1.1.0"};
+    if (name == "jc-v1.0.0" && !is_default_profile(p)) {
+        params.mask_c = detail::spaced_mask(c_ones);
+        params.mask_j = params.mask_c & (params.mask_c - 1);  // lowest set bit cleared
+    }
+    return params;
+}
+
+detail::StadiaParams stadia_params(const Profile& p) {
+    return {stadia_gear_table().data(), p.min_size, p.normal_size, p.max_size,
+            ~std::uint64_t{0} / (p.normal_size - p.min_size + 1)};
+}
+
+detail::UltraParams ultra_params(std::string_view name, const Profile& p) {
+    return {p.min_size, p.normal_size, p.max_size, name == "ultracdc-v1.0.0"};
+}
+
+// Each family is calibrated with its first name at the default profile and
+// the static tables (a key changes the table's values, not the speed).
+detail::FastCdcParams fastcdc_probe() { return fastcdc_params("fastcdc", resolve_profile("fastcdc", {}), static_gear()); }
+detail::JcParams jc_probe() { return jc_params("jc", resolve_profile("jc", {}), static_gear()); }
+detail::StadiaParams stadia_probe() { return stadia_params(resolve_profile("fastcdc4stadia", {})); }
+detail::UltraParams ultra_probe() { return ultra_params("ultracdc", resolve_profile("ultracdc", {})); }
+
+}  // namespace
+
 std::shared_ptr<const CutFinder> make_cut_finder(std::string_view algorithm, const Options& options,
                                                  KernelLevel level) {
     const AlgorithmInfo& info = lookup(algorithm);
@@ -157,45 +219,43 @@ std::shared_ptr<const CutFinder> make_cut_finder(std::string_view algorithm, con
 
     std::shared_ptr<const detail::KeyedGear> keyed;
     if (options.key) keyed = detail::keyed_gear(*options.key);
-    const std::uint64_t* gear = keyed ? keyed->table.data() : gear_table().data();
-    const std::uint64_t* shifted = keyed ? keyed->shifted.data() : detail::shifted_gear_table().data();
+    const GearRefs tables = keyed ? GearRefs{keyed->table.data(), keyed->shifted.data()} : static_gear();
 
-    if (name == "fastcdc" || name == "kfastcdc" || name == "fastcdc-v1.0.0") {
-        detail::FastCdcParams params{gear, shifted, p.min_size, p.normal_size, p.max_size, kFastCdcMaskS, kFastCdcMaskL};
-        if (name == "fastcdc-v1.0.0" && !is_default_profile(p)) {
-            const int b = detail::floor_log2(p.normal_size);
-            params.mask_s = detail::spaced_mask(b + 2);
-            params.mask_l = detail::spaced_mask(b - 2);
+    switch (family_of(name)) {
+        case Family::fastcdc: {
+            auto scan = detail::select_fastcdc(level, &used, fastcdc_probe());
+            return std::make_shared<FamilyFinder<detail::FastCdcParams>>(info, p, used, fastcdc_params(name, p, tables),
+                                                                         scan, keyed);
         }
-        auto scan = detail::select_fastcdc(level, &used);
-        return std::make_shared<FamilyFinder<detail::FastCdcParams>>(info, p, used, params, scan, keyed);
-    }
-    if (name == "jc" || name == "jc-v1.0.0" || name == "jc-v1.1.0") {
-        const int c_ones = detail::floor_log2(p.normal_size) - 1;
-        const int j_ones = c_ones - 1;
-        const std::uint64_t jump =
-            (std::uint64_t{1} << (c_ones + j_ones)) / ((std::uint64_t{1} << c_ones) - (std::uint64_t{1} << j_ones));
-        detail::JcParams params{gear, shifted, p.min_size, p.normal_size, p.max_size, kJcMaskC, kJcMaskJ,
-                                static_cast<std::size_t>(jump), name != "jc-v1.1.0"};
-        if (name == "jc-v1.0.0" && !is_default_profile(p)) {
-            params.mask_c = detail::spaced_mask(c_ones);
-            params.mask_j = params.mask_c & (params.mask_c - 1);  // lowest set bit cleared
+        case Family::jc: {
+            auto scan = detail::select_jc(level, &used, jc_probe());
+            return std::make_shared<FamilyFinder<detail::JcParams>>(info, p, used, jc_params(name, p, tables), scan,
+                                                                    keyed);
         }
-        auto scan = detail::select_jc(level, &used);
-        return std::make_shared<FamilyFinder<detail::JcParams>>(info, p, used, params, scan, keyed);
-    }
-    if (name == "fastcdc4stadia") {
-        detail::StadiaParams params{stadia_gear_table().data(), p.min_size, p.normal_size, p.max_size,
-                                    ~std::uint64_t{0} / (p.normal_size - p.min_size + 1)};
-        auto scan = detail::select_stadia(level, &used);
-        return std::make_shared<FamilyFinder<detail::StadiaParams>>(info, p, used, params, scan, nullptr);
-    }
-    if (name == "ultracdc" || name == "ultracdc-v1.0.0") {
-        detail::UltraParams params{p.min_size, p.normal_size, p.max_size, name == "ultracdc-v1.0.0"};
-        auto scan = detail::select_ultra(level, &used);
-        return std::make_shared<FamilyFinder<detail::UltraParams>>(info, p, used, params, scan, nullptr);
+        case Family::stadia: {
+            auto scan = detail::select_stadia(level, &used, stadia_probe());
+            return std::make_shared<FamilyFinder<detail::StadiaParams>>(info, p, used, stadia_params(p), scan, nullptr);
+        }
+        case Family::ultra: {
+            auto scan = detail::select_ultra(level, &used, ultra_probe());
+            return std::make_shared<FamilyFinder<detail::UltraParams>>(info, p, used, ultra_params(name, p), scan,
+                                                                       nullptr);
+        }
+        case Family::fixed:
+            break;
     }
     return std::make_shared<FixedFinder>(info, p);
+}
+
+std::optional<KernelCalibration> kernel_calibration(std::string_view algorithm) {
+    switch (family_of(lookup(algorithm).name)) {
+        case Family::fastcdc: return detail::calibration_fastcdc(fastcdc_probe());
+        case Family::jc: return detail::calibration_jc(jc_probe());
+        case Family::stadia: return detail::calibration_stadia(stadia_probe());
+        case Family::ultra: return detail::calibration_ultra(ultra_probe());
+        case Family::fixed: break;
+    }
+    return std::nullopt;
 }
 
 }  // namespace cdc

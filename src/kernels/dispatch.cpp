@@ -1,6 +1,9 @@
 // Run-time kernel selection: the one place that knows which accelerated
-// scanner exists for which family and ISA level. The scalar reference is
-// always available and is what every other kernel is tested against.
+// scanner exists for which family and ISA level, and which of them runs
+// fastest on this CPU (calibrate.hpp: measured on a family's first automatic
+// use, then cached). The scalar reference is always available and is what
+// every other kernel is tested against.
+#include "calibrate.hpp"
 #include "kernels.hpp"
 
 #include <cdc/enum_names.hpp>
@@ -8,7 +11,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <vector>
 
 namespace cdc {
 
@@ -35,10 +40,8 @@ KernelLevel best_kernel_level() noexcept {
 KernelLevel default_kernel_level() {
     static const KernelLevel level = [] {
         const char* env = std::getenv("CDC_KERNEL");
-        if (env == nullptr || *env == '\0') return best_kernel_level();
-        KernelLevel forced = parse_kernel_level(env);
-        if (forced == KernelLevel::automatic) return best_kernel_level();
-        return forced;
+        if (env == nullptr || *env == '\0') return KernelLevel::automatic;
+        return parse_kernel_level(env);
     }();
     return level;
 }
@@ -48,16 +51,24 @@ namespace detail {
 // A level above what the CPU has is lowered to the best it has.
 static KernelLevel clamp(KernelLevel level) noexcept {
     const KernelLevel best = best_kernel_level();
-    if (level == KernelLevel::automatic) return best;
     return static_cast<int>(level) > static_cast<int>(best) ? best : level;
 }
 
-// One row per family: the kernel of each level (nullptr: none at that level).
+// One row per family: the kernel of each level (nullptr: none at that
+// level), and the family's calibration, run on its first automatic use.
 template <class Params>
 struct KernelSet {
     ScanFn<Params> scalar, wide, avx2, avx512;
 };
+template <class Params>
+struct Family {
+    std::string_view name;
+    KernelSet<Params> set;
+    std::size_t calibration_bytes;  ///< a prefix of calibration_buffer()
+    CalibrationCache cache{};
+};
 
+// The kernel of a forced level: the family's best at or below it.
 template <class Params>
 static ScanFn<Params> pick(const KernelSet<Params>& set, KernelLevel level, KernelLevel* used) noexcept {
     switch (clamp(level)) {
@@ -78,35 +89,83 @@ static ScanFn<Params> pick(const KernelSet<Params>& set, KernelLevel level, Kern
     return set.scalar;
 }
 
+// Times every distinct kernel the CPU runs, cutting the calibration buffer
+// as a stream with `probe` (the family's default profile).
+template <class Params>
+static KernelCalibration calibrate(const Family<Params>& family, const Params& probe) {
+    const KernelSet<Params>& set = family.set;
+    const std::span<const std::uint8_t> buf = calibration_buffer().first(family.calibration_bytes);
+    std::vector<CalibrationCandidate> candidates;
+    std::vector<ScanFn<Params>> seen;
+    for (KernelLevel level : {KernelLevel::scalar, KernelLevel::wide, KernelLevel::avx2, KernelLevel::avx512}) {
+        if (static_cast<int>(level) > static_cast<int>(best_kernel_level())) break;
+        KernelLevel used = level;
+        const ScanFn<Params> scan = pick(set, level, &used);
+        if (used != level || std::find(seen.begin(), seen.end(), scan) != seen.end()) continue;
+        seen.push_back(scan);
+        candidates.push_back({level, [scan, &probe, buf] {
+                                  std::size_t pos = 0;
+                                  std::size_t cuts = 0;
+                                  while (pos < buf.size()) {
+                                      pos += scan(probe, buf.data() + pos, std::min(probe.max, buf.size() - pos));
+                                      ++cuts;
+                                  }
+                                  // keeps the scans from being optimised away
+                                  asm volatile("" : : "r"(cuts));
+                              }});
+    }
+    return run_calibration(family.name, candidates, buf.size(), &thread_cpu_seconds);
+}
+
+template <class Params>
+static const KernelCalibration& calibration(Family<Params>& family, const Params& probe) {
+    return family.cache.get([&] { return calibrate(family, probe); });
+}
+
+template <class Params>
+static ScanFn<Params> select(Family<Params>& family, KernelLevel level, KernelLevel* used, const Params& probe) {
+    if (level == KernelLevel::automatic) level = calibration(family, probe).chosen;
+    return pick(family.set, level, used);
+}
+
 #if defined(CDC_X86_KERNELS)
 #define CDC_X86(name) &name
 #else
 #define CDC_X86(name) nullptr
 #endif
 
-ScanFn<FastCdcParams> select_fastcdc(KernelLevel level, KernelLevel* used) noexcept {
-    static constexpr KernelSet<FastCdcParams> set{&fastcdc_scalar, &fastcdc_wide, nullptr,
-                                                  CDC_X86(fastcdc_avx512)};
-    return pick(set, level, used);
-}
-
-ScanFn<JcParams> select_jc(KernelLevel level, KernelLevel* used) noexcept {
-    static constexpr KernelSet<JcParams> set{&jc_scalar, &jc_wide, nullptr, CDC_X86(jc_avx512)};
-    return pick(set, level, used);
-}
-
-ScanFn<StadiaParams> select_stadia(KernelLevel level, KernelLevel* used) noexcept {
-    static constexpr KernelSet<StadiaParams> set{&stadia_scalar, &stadia_wide, nullptr, CDC_X86(stadia_avx512)};
-    return pick(set, level, used);
-}
-
-ScanFn<UltraParams> select_ultra(KernelLevel level, KernelLevel* used) noexcept {
-    static constexpr KernelSet<UltraParams> set{&ultra_scalar, &ultra_wide, CDC_X86(ultra_avx2),
-                                                CDC_X86(ultra_avx512)};
-    return pick(set, level, used);
-}
+// The rows. A new family adds its row and the two one-line functions below
+// (declared in params.hpp). The Gear families calibrate on 256 KiB; UltraCDC
+// on 64 KiB: its scalar reference runs at ~1/8 of theirs (a 256 KiB pass
+// alone would take ~1 ms), and its kernels are 3x and more apart.
+constexpr std::size_t KiB = 1024;
+static Family<FastCdcParams> fastcdc{
+    "fastcdc", {&fastcdc_scalar, &fastcdc_wide, nullptr, CDC_X86(fastcdc_avx512)}, 256 * KiB};
+static Family<JcParams> jc{"jc", {&jc_scalar, &jc_wide, nullptr, nullptr}, 256 * KiB};
+static Family<StadiaParams> stadia{
+    "fastcdc4stadia", {&stadia_scalar, &stadia_wide, nullptr, CDC_X86(stadia_avx512)}, 256 * KiB};
+static Family<UltraParams> ultra{
+    "ultracdc", {&ultra_scalar, &ultra_wide, CDC_X86(ultra_avx2), CDC_X86(ultra_avx512)}, 64 * KiB};
 
 #undef CDC_X86
+
+ScanFn<FastCdcParams> select_fastcdc(KernelLevel level, KernelLevel* used, const FastCdcParams& probe) {
+    return select(fastcdc, level, used, probe);
+}
+ScanFn<JcParams> select_jc(KernelLevel level, KernelLevel* used, const JcParams& probe) {
+    return select(jc, level, used, probe);
+}
+ScanFn<StadiaParams> select_stadia(KernelLevel level, KernelLevel* used, const StadiaParams& probe) {
+    return select(stadia, level, used, probe);
+}
+ScanFn<UltraParams> select_ultra(KernelLevel level, KernelLevel* used, const UltraParams& probe) {
+    return select(ultra, level, used, probe);
+}
+
+const KernelCalibration& calibration_fastcdc(const FastCdcParams& probe) { return calibration(fastcdc, probe); }
+const KernelCalibration& calibration_jc(const JcParams& probe) { return calibration(jc, probe); }
+const KernelCalibration& calibration_stadia(const StadiaParams& probe) { return calibration(stadia, probe); }
+const KernelCalibration& calibration_ultra(const UltraParams& probe) { return calibration(ultra, probe); }
 
 }  // namespace detail
 }  // namespace cdc

@@ -180,14 +180,115 @@ TEST(Kernels, LevelsAreReportedAndClamped) {
         for (KernelLevel l : levels()) {
             const auto used = make_cut_finder(a.name, o, l)->kernel_level();
             EXPECT_LE(static_cast<int>(used), static_cast<int>(l)) << a.name;
-            // UltraCDC has a kernel at every level, the FastCDC names at
-            // every level but AVX2 (where the wide one serves).
+            // UltraCDC has a kernel at every level; the FastCDC names and
+            // fastcdc4stadia at every level but AVX2 (where the wide one
+            // serves); JC has its portable one only (its AVX-512 kernel lost
+            // to it, docs/BENCHMARKS.md).
             if (a.name.starts_with("ultracdc")) {
                 EXPECT_EQ(used, l) << a.name;
-            }
-            if (a.content_defined && a.normal_power_of_two) {
+            } else if (a.name.starts_with("jc")) {
+                EXPECT_EQ(used, KernelLevel::wide) << a.name;
+            } else if (a.content_defined) {
                 EXPECT_EQ(used, l == KernelLevel::avx2 ? KernelLevel::wide : l) << a.name;
             }
+        }
+    }
+}
+
+/// Windows placed so that a cut point of the data (found by the scalar
+/// reference) falls at every offset around Min, Normal and Max (and so
+/// across every lane, group and pair boundary of the kernels), for windows
+/// that end right after it, just before it, and at Max.
+void compare_cuts_placed_around_boundaries(const std::string& algorithm, const Options& options,
+                                           const std::vector<std::uint8_t>& data, const std::string& what) {
+    const auto ref = make_cut_finder(algorithm, options, KernelLevel::scalar);
+    const Profile& p = ref->profile();
+    // Cut points of the data: the scalar's cut of windows at spread starts.
+    std::vector<std::size_t> cuts;
+    for (std::size_t s = 0; s + p.max_size < data.size() && cuts.size() < 3; s += data.size() / 4) {
+        const std::size_t c = ref->find(data.data() + s, p.max_size);
+        if (c < p.max_size) cuts.push_back(s + c);
+    }
+    for (KernelLevel level : levels()) {
+        const auto fast = make_cut_finder(algorithm, options, level);
+        for (std::size_t cut : cuts) {
+            for (std::size_t boundary : {p.min_size, p.normal_size, p.max_size - 1}) {
+                // the cut at offset boundary - 72 .. boundary + 8 of the window
+                for (std::size_t d = 0; d <= 80; ++d) {
+                    const std::size_t at = boundary + d;
+                    if (at < 72 || cut < at - 72) continue;
+                    const std::size_t start = cut - (at - 72);
+                    for (std::size_t n : {at - 72 + 1, at - 72, std::size_t{p.max_size}}) {
+                        if (n == 0 || start + n > data.size()) continue;
+                        const std::size_t want = ref->find(data.data() + start, n);
+                        const std::size_t got = fast->find(data.data() + start, n);
+                        if (want != got) {
+                            ADD_FAILURE() << fmt::format("{} level {} {} start {} n {}: scalar {} kernel {}",
+                                                         algorithm, to_string(level), what, start, n, want, got);
+                            return;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+TEST(Kernels, CutsPlacedAtEveryOffsetAroundMinNormalMax) {
+    const auto random = random_bytes(600000, 17);
+    std::vector<std::uint8_t> text(600000);
+    fill_text(text, 21);
+    for (const auto& a : algorithms()) {
+        if (!a.content_defined) continue;
+        for (const auto& pr : profiles_for(a)) {
+            if (pr.max > 70000) continue;
+            const Options o = make_options(pr, a.requires_key ? std::optional<Key>(test_key(8)) : std::nullopt);
+            const std::string what = fmt::format("profile {}/{}/{}", pr.min, pr.normal, pr.max);
+            compare_cuts_placed_around_boundaries(std::string(a.name), o, random, what + " random");
+            if (pr.max <= 8192) compare_cuts_placed_around_boundaries(std::string(a.name), o, text, what + " text");
+        }
+    }
+}
+
+TEST(Kernels, EveryWindowLengthOfSmallProfiles) {
+    const auto data = random_bytes(70000, 23);
+    const std::vector<std::uint8_t> zeros(70000, 0);
+    for (const auto& a : algorithms()) {
+        if (!a.content_defined) continue;
+        for (const Profiles pr : {Profiles{64, 128, 256}, Profiles{256, 512, 4096}}) {
+            const Options o = make_options(pr, a.requires_key ? std::optional<Key>(test_key(9)) : std::nullopt);
+            const auto ref = make_cut_finder(a.name, o, KernelLevel::scalar);
+            for (KernelLevel level : levels()) {
+                const auto fast = make_cut_finder(a.name, o, level);
+                for (const auto* d : {&data, &zeros})
+                    for (std::size_t s : {0u, 4099u})
+                        for (std::size_t n = 1; n <= pr.max; n = n == 1100 && pr.max > 1200 ? pr.max - 70 : n + 1) {
+                            const std::uint8_t* w = d->data() + s;
+                            ASSERT_EQ(ref->find(w, n), fast->find(w, n))
+                                << a.name << " level " << to_string(level) << " start " << s << " n " << n;
+                        }
+            }
+        }
+    }
+}
+
+/// Calibration chooses among exact kernels only: each candidate it times,
+/// forced, cuts every dataset as the scalar reference does.
+TEST(Kernels, EveryCalibrationCandidateIsExact) {
+    const auto data = datasets(1 << 19);
+    for (const auto& a : algorithms()) {
+        const auto c = kernel_calibration(a.name);
+        if (!c) continue;
+        const Options o = make_options({0, 0, 0}, a.requires_key ? std::optional<Key>(test_key(6)) : std::nullopt);
+        for (const auto& d : data) {
+            const auto want = lengths_memory(make_cut_finder(a.name, o, KernelLevel::scalar), d.bytes);
+            for (const auto& m : c->candidates) {
+                const auto finder = make_cut_finder(a.name, o, m.level);
+                ASSERT_EQ(finder->kernel_level(), m.level) << a.name;
+                EXPECT_EQ(lengths_memory(finder, d.bytes), want)
+                    << a.name << " candidate " << to_string(m.level) << " data " << d.name;
+            }
+            EXPECT_EQ(lengths_memory(make_cut_finder(a.name, o), d.bytes), want) << a.name << " auto " << d.name;
         }
     }
 }
