@@ -26,14 +26,14 @@ Options random_options(const AlgorithmInfo& a, Rng& rng) {
         return o;
     }
     o.min_size = rng(64, 4096);
-    if (a.normal_power_of_two) {
+    if (a.normal_rule.power_of_two) {
         const auto lo = std::bit_width(o.min_size);  // smallest power of two > min
         o.normal_size = std::size_t{1} << rng(lo, 16);
     } else {
         o.normal_size = rng(o.min_size + 1, 65536);
     }
     o.max_size = rng(o.normal_size + 1, std::max<std::uint64_t>(o.normal_size * 8, o.normal_size + 1));
-    if (a.requires_key || (a.accepts_key && rng(0, 1) == 1)) {
+    if ((a.key == KeyUse::required) || ((a.key != KeyUse::none) && rng(0, 1) == 1)) {
         Key k;
         for (auto& b : k) b = static_cast<std::uint8_t>(rng(0, 255));
         o.key = k;

@@ -104,7 +104,7 @@ struct Profiles {
 std::vector<Profiles> profiles_for(const AlgorithmInfo& a) {
     std::vector<Profiles> out{{0, 0, 0}, {64, 128, 256}, {64, 256, 65536}, {1000, 2048, 3000}, {256, 512, 4096},
                               {4096, 16384, 131072}};
-    if (!a.normal_power_of_two) {
+    if (!a.normal_rule.power_of_two) {
         out.push_back({100, 777, 5000});
         out.push_back({64, 65, 66});
         out.push_back({1500, 4000, 8191});
@@ -175,7 +175,7 @@ TEST(Kernels, LevelsAreReportedAndClamped) {
     EXPECT_FALSE(levels().empty());
     for (const auto& a : algorithms()) {
         Options o;
-        if (a.requires_key) o.key = test_key(1);
+        if (a.key == KeyUse::required) o.key = test_key(1);
         EXPECT_EQ(make_cut_finder(a.name, o, KernelLevel::scalar)->kernel_level(), KernelLevel::scalar);
         for (KernelLevel l : levels()) {
             const auto used = make_cut_finder(a.name, o, l)->kernel_level();
@@ -185,7 +185,7 @@ TEST(Kernels, LevelsAreReportedAndClamped) {
             if (a.name.starts_with("ultracdc")) {
                 EXPECT_EQ(used, l) << a.name;
             }
-            if (a.content_defined && a.normal_power_of_two) {
+            if (a.content_defined && a.normal_rule.power_of_two) {
                 EXPECT_EQ(used, l == KernelLevel::avx2 ? KernelLevel::wide : l) << a.name;
             }
         }
@@ -202,8 +202,8 @@ TEST(Kernels, WindowsMatchScalarOnRandomAndAdversarialData) {
         if (!a.content_defined) continue;
         for (const auto& pr : profiles_for(a)) {
             if (pr.max > 70000) continue;
-            for (int keyed = 0; keyed <= (a.accepts_key ? 1 : 0); ++keyed) {
-                if (a.requires_key && !keyed) continue;
+            for (int keyed = 0; keyed <= ((a.key != KeyUse::none) ? 1 : 0); ++keyed) {
+                if ((a.key == KeyUse::required) && !keyed) continue;
                 const Options o = make_options(pr, keyed ? std::optional<Key>(test_key(3)) : std::nullopt);
                 const std::string what = fmt::format("profile {}/{}/{} keyed {}", pr.min, pr.normal, pr.max, keyed);
                 for (const auto& d : data) compare_windows(std::string(a.name), o, d, what);
@@ -217,8 +217,8 @@ TEST(Kernels, StreamsMatchScalarOnRandomAndAdversarialData) {
     for (const auto& a : algorithms()) {
         if (!a.content_defined) continue;
         for (const auto& pr : profiles_for(a)) {
-            for (int keyed = 0; keyed <= (a.accepts_key ? 1 : 0); ++keyed) {
-                if (a.requires_key && !keyed) continue;
+            for (int keyed = 0; keyed <= ((a.key != KeyUse::none) ? 1 : 0); ++keyed) {
+                if ((a.key == KeyUse::required) && !keyed) continue;
                 const Options o = make_options(pr, keyed ? std::optional<Key>(test_key(4)) : std::nullopt);
                 const std::string what = fmt::format("profile {}/{}/{} keyed {}", pr.min, pr.normal, pr.max, keyed);
                 for (const auto& d : data) compare_stream(std::string(a.name), o, d, what);
@@ -237,7 +237,7 @@ TEST(Kernels, HugeProfilesMatchScalar) {
     const Profiles huge{std::size_t{1} << 20, std::size_t{4} << 20, std::size_t{16} << 20};
     for (const auto& name : content_defined_names()) {
         const AlgorithmInfo& a = *find_algorithm(name);
-        const Options o = make_options(huge, a.requires_key ? std::optional<Key>(test_key(5)) : std::nullopt);
+        const Options o = make_options(huge, (a.key == KeyUse::required) ? std::optional<Key>(test_key(5)) : std::nullopt);
         compare_stream(name, o, random, "huge");
         compare_stream(name, o, text, "huge");
     }
@@ -251,7 +251,7 @@ TEST(Kernels, ManyRandomProfilesAndKeysMatchScalar) {
         const AlgorithmInfo& a = *find_algorithm(names[sm.next() % names.size()]);
         Options o;
         o.min_size = 64 + sm.next() % 3000;
-        if (a.normal_power_of_two) {
+        if (a.normal_rule.power_of_two) {
             std::size_t p = 128;
             while (p <= o.min_size) p <<= 1;
             o.normal_size = p << (sm.next() % 4);
@@ -259,7 +259,7 @@ TEST(Kernels, ManyRandomProfilesAndKeysMatchScalar) {
             o.normal_size = o.min_size + 1 + sm.next() % 9000;
         }
         o.max_size = o.normal_size + 1 + sm.next() % 40000;
-        if (a.requires_key || (a.accepts_key && (sm.next() & 1))) o.key = test_key(static_cast<std::uint8_t>(sm.next()));
+        if ((a.key == KeyUse::required) || ((a.key != KeyUse::none) && (sm.next() & 1))) o.key = test_key(static_cast<std::uint8_t>(sm.next()));
         const std::string what = fmt::format("round {} profile {}/{}/{}", round, o.min_size, o.normal_size, o.max_size);
         compare_stream(std::string(a.name), o, data, what);
         // plus a few unaligned windows

@@ -31,7 +31,7 @@ void expect_error(std::string_view algorithm, const Options& o, std::vector<std:
 TEST(Options, DefaultsAreTheAlgorithms) {
     for (const auto& a : algorithms()) {
         Options o;
-        if (a.requires_key) o.key = Key{};
+        if (a.key == KeyUse::required) o.key = Key{};
         const Profile p = resolve_profile(a.name, o);
         EXPECT_EQ(p.min_size, a.default_min) << a.name;
         EXPECT_EQ(p.normal_size, a.default_normal) << a.name;

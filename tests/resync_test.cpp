@@ -101,7 +101,7 @@ TEST(Resync, FixedCollapsesAfterAnEarlyInsertContentDefinedDoesNot) {
     const auto fixed = measure_resync(*make_cut_finder("fixed-v1.0.0"), data, edited);
     EXPECT_LT(fixed.shared_pct, 1.0);
     for (const auto& a : algorithms()) {
-        if (!a.content_defined || a.requires_key) continue;
+        if (!a.content_defined || (a.key == KeyUse::required)) continue;
         const auto r = measure_resync(*make_cut_finder(a.name), data, edited);
         // ultracdc-v1.0.0 cuts only at the end of 8-byte blocks counted from
         // the chunk start: every chunk is a multiple of 8 bytes, so a shift

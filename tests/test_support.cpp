@@ -31,6 +31,19 @@ Options vector_case_options(const nlohmann::json& c) {
     return o;
 }
 
+Options compat_case_options(const nlohmann::json& c) {
+    const auto& p = c.at("params");
+    Options o;
+    o.min_size = p.at("min");
+    o.normal_size = p.at("avg");
+    o.max_size = p.at("max");
+    if (p.contains("level")) o.normalization_level = p["level"].get<int>();
+    if (p.contains("seed")) o.seed = p["seed"].get<std::uint64_t>();
+    if (p.contains("poly")) o.polynomial = p["poly"].get<std::uint64_t>();
+    if (p.contains("window")) o.window_size = p["window"].get<std::size_t>();
+    return o;
+}
+
 std::string read_text(const std::filesystem::path& path) {
     std::ifstream in(path, std::ios::binary);
     if (!in) throw std::runtime_error("cannot open " + path.string());

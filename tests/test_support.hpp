@@ -23,6 +23,9 @@ std::filesystem::path tool_path();
 std::vector<nlohmann::json> read_jsonl(const std::filesystem::path& path);
 /// The Options of one test-vector case (min, normal, max, key_hex).
 Options vector_case_options(const nlohmann::json& c);
+/// The Options of one compat test-vector case (testvectors/compat: "params"
+/// with min, avg, max and level, seed, poly, window where the name has them).
+Options compat_case_options(const nlohmann::json& c);
 std::string read_text(const std::filesystem::path& path);
 
 /// Chunk lengths of `data` as one memory source.

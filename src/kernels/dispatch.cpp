@@ -121,6 +121,38 @@ ScanFn<UltraParams> select_ultra(KernelLevel level, KernelLevel* used) noexcept 
     return pick(set, level, used);
 }
 
+ScanFn<FastCdcRsParams> select_fastcdc_rs_v2016(KernelLevel level, KernelLevel* used) noexcept {
+    static constexpr KernelSet<FastCdcRsParams> set{&fastcdc_rs_v2016_scalar, &fastcdc_rs_v2016_wide, nullptr,
+                                                    CDC_X86(fastcdc_rs_v2016_avx512)};
+    return pick(set, level, used);
+}
+
+ScanFn<FastCdcRsParams> select_fastcdc_rs_v2020(KernelLevel level, KernelLevel* used) noexcept {
+    static constexpr KernelSet<FastCdcRsParams> set{&fastcdc_rs_v2020_scalar, &fastcdc_rs_v2020_wide, nullptr,
+                                                    CDC_X86(fastcdc_rs_v2020_avx512)};
+    return pick(set, level, used);
+}
+
+ScanFn<RonomonParams> select_ronomon(KernelLevel level, KernelLevel* used) noexcept {
+    static constexpr KernelSet<RonomonParams> set{&ronomon_scalar, nullptr, nullptr, nullptr};
+    return pick(set, level, used);
+}
+
+ScanFn<RabinParams> select_rabin(KernelLevel level, KernelLevel* used) noexcept {
+    static constexpr KernelSet<RabinParams> set{&rabin_scalar, nullptr, nullptr, nullptr};
+    return pick(set, level, used);
+}
+
+ScanFn<BorgParams> select_borg(KernelLevel level, KernelLevel* used) noexcept {
+    static constexpr KernelSet<BorgParams> set{&borg_scalar, nullptr, nullptr, nullptr};
+    return pick(set, level, used);
+}
+
+ScanFn<CasyncParams> select_casync(KernelLevel level, KernelLevel* used) noexcept {
+    static constexpr KernelSet<CasyncParams> set{&casync_scalar, nullptr, nullptr, nullptr};
+    return pick(set, level, used);
+}
+
 #undef CDC_X86
 
 }  // namespace detail

@@ -39,7 +39,7 @@ inline Case decode(const std::uint8_t* data, std::size_t size, KernelLevel level
         o.normal_size = std::size_t{64} << (in.u8() % 8);
     } else {
         o.min_size = 64 + in.u16() % 1024;
-        if (a.normal_power_of_two) {
+        if (a.normal_rule.power_of_two) {
             std::size_t p = 128;
             while (p <= o.min_size) p <<= 1;
             o.normal_size = p << (in.u8() % 4);
@@ -49,7 +49,7 @@ inline Case decode(const std::uint8_t* data, std::size_t size, KernelLevel level
         o.max_size = o.normal_size + 1 + in.u16() % 16384;
     }
     const std::uint8_t flags = in.u8();
-    if (a.requires_key || (a.accepts_key && (flags & 1))) {
+    if ((a.key == KeyUse::required) || ((a.key != KeyUse::none) && (flags & 1))) {
         Key k{};
         k[0] = in.u8();
         k[31] = in.u8();

@@ -135,7 +135,7 @@ static void add_resync_command(CLI::App& app, int& exit_code) {
                                              "the edited file is still in the original's chunks");
     cmd->add_option("-a,--algorithm", args->algorithm, "algorithm name, a comma-separated list, or all")
         ->capture_default_str();
-    add_profile_options(*cmd, args->profile);
+    add_profile_options(*cmd, args->profile, true, "--chunker-seed");
     cmd->add_option("--edits", args->edits, "number of edits")->capture_default_str();
     cmd->add_option("--edit-size", args->edit_size, "bytes per edit (suffixes: 1K, 4KiB...)")->capture_default_str();
     cmd->add_option("--kind", args->kind, "insert, delete, overwrite or mixed")->capture_default_str();
