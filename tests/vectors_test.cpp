@@ -60,8 +60,10 @@ TEST(Vectors, CoverEveryAlgorithmName) {
     std::set<std::string> names;
     for (const auto& c : all_cases()) names.insert(c["algorithm"].get<std::string>());
     EXPECT_EQ(all_cases().size(), 1222u);
-    EXPECT_EQ(names.size(), algorithms().size());
-    for (const auto& a : algorithms()) EXPECT_TRUE(names.count(std::string(a.name))) << a.name;
+    std::set<std::string> go_names;
+    for (const auto& a : algorithms())
+        if (a.origin == "go-cdc-chunkers") go_names.insert(std::string(a.name));
+    EXPECT_EQ(names, go_names);  // the other names have their own vectors (unit/compat_vectors_test.cpp)
 }
 
 class AlgorithmVectors : public ::testing::TestWithParam<std::string> {};
@@ -95,7 +97,8 @@ TEST_P(AlgorithmVectors, MatchGoCdcChunkers) {
 
 std::vector<std::string> names() {
     std::vector<std::string> out;
-    for (const auto& a : algorithms()) out.emplace_back(a.name);
+    for (const auto& a : algorithms())
+        if (a.origin == "go-cdc-chunkers") out.emplace_back(a.name);
     return out;
 }
 

@@ -4,6 +4,8 @@
 #include "compat_tables.hpp"
 #include "family.hpp"
 
+#include <algorithm>
+
 namespace cdc::detail {
 
 namespace {
@@ -18,8 +20,8 @@ std::uint32_t window_hash(const std::uint32_t* table, const std::uint8_t* w, std
 }  // namespace
 
 std::size_t borg_scalar(const BorgParams& p, const std::uint8_t* w, std::size_t n) noexcept {
-    if (n <= p.min + p.window) return n;  // too short to scan: all of it
-    const std::size_t end = n;            // E = min(R, max)
+    if (n <= p.min + p.window) return n;       // too short to scan: all of it
+    const std::size_t end = std::min(n, p.max);  // E = min(R, max)
     std::uint32_t h = window_hash(p.table, w + p.min, p.window);
     for (std::size_t c = p.min;; ++c) {
         if ((h & p.mask) == 0) return c;  // chunk = D[s .. s+c)

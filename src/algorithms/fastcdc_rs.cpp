@@ -26,8 +26,12 @@ int fastcdc_rs_bits(std::size_t avg) noexcept {
     return (floor_log2(sq) + 1) / 2;
 }
 
+// Each rule takes n = R, the bytes left, and clamps it to max itself (the
+// window a chunker passes is already min(max, R); a longer one is cut the same).
+
 std::size_t fastcdc_rs_v2016_scalar(const FastCdcRsParams& p, const std::uint8_t* w, std::size_t n) noexcept {
     if (n <= p.min) return n;                 // final chunk, no hashing
+    if (n > p.max) n = p.max;
     const std::size_t c = n < p.avg ? n : p.avg;  // a final window shorter than avg moves the centre
     std::uint64_t h = 0;
     for (std::size_t i = p.min; i < n; ++i) {
@@ -40,6 +44,7 @@ std::size_t fastcdc_rs_v2016_scalar(const FastCdcRsParams& p, const std::uint8_t
 
 std::size_t fastcdc_rs_v2020_scalar(const FastCdcRsParams& p, const std::uint8_t* w, std::size_t n) noexcept {
     if (n <= p.min) return n;
+    if (n > p.max) n = p.max;
     const std::size_t c = n < p.avg ? n : p.avg;
     // The crate hashes two bytes per step: every position is rounded down
     // to an even one, and a lone last byte is never hashed.
@@ -56,6 +61,7 @@ std::size_t fastcdc_rs_v2020_scalar(const FastCdcRsParams& p, const std::uint8_t
 
 std::size_t ronomon_scalar(const RonomonParams& p, const std::uint8_t* w, std::size_t n) noexcept {
     if (n <= p.min) return n;
+    if (n > p.max) n = p.max;
     std::uint32_t h = 0;  // (h >> 1) + T[b] < 2^32: never wraps
     for (std::size_t i = p.min; i < n; ++i) {
         h = (h >> 1) + p.table[w[i]];

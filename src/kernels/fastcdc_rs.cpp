@@ -17,6 +17,7 @@ std::size_t v2016_via(const FastCdcRsParams& p, const std::uint8_t* w, std::size
 template <ScanFn<FastCdcParams> Scan>
 std::size_t v2020_via(const FastCdcRsParams& p, const std::uint8_t* w, std::size_t n) noexcept {
     if (n <= p.min) return n;
+    if (n > p.max) n = p.max;
     const std::size_t even_n = n & ~std::size_t{1};
     const std::size_t even_c = (n < p.avg ? n : p.avg) & ~std::size_t{1};
     // max = even_n: the FastCDC driver then scans [min, even_n) with MaskS
