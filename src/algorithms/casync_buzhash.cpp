@@ -34,7 +34,7 @@ namespace {
 std::shared_ptr<const CutFinder> make(const AlgorithmInfo& info, const Profile& p, const Options&, KernelLevel level) {
     const std::uint64_t d =
         std::clamp<std::uint64_t>(casync_discriminator(p.normal_size), p.min_size, p.max_size);
-    const CasyncParams params{casync_buzhash_table().data(), p.min_size, p.max_size, d};
+    const CasyncParams params{casync_buzhash_table().data(), p.min_size, p.max_size, d, ~std::uint64_t{0} / d + 1};
     return make_family_finder(info, p, level, params, &select_casync);
 }
 

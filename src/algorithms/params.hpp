@@ -101,6 +101,7 @@ struct RonomonParams {
 struct RabinParams {
     const std::uint64_t* out;     // out[b] = b * x^504 mod P: byte b leaving the 64-byte window
     const std::uint64_t* reduce;  // reduce[t] = t * x^degree mod P: the 8 bits that rose above the degree
+    const std::uint64_t* out_x8;  // out[b] * x^8 mod P: the leaving byte's term after the shift (kernels)
     unsigned degree;
     std::size_t min, max;
     std::uint64_t mask;  // avg - 1
@@ -120,6 +121,7 @@ struct CasyncParams {
     const std::uint32_t* table;
     std::size_t min, max;
     std::uint64_t discriminator;  // d, in [min, max]
+    std::uint64_t reciprocal;     // 2^64 / d rounded up: h mod d without a division (kernels)
 };
 
 inline constexpr std::size_t kRabinWindow = 64;

@@ -78,6 +78,7 @@ namespace {
 struct RabinTables {
     std::array<std::uint64_t, 256> out;
     std::array<std::uint64_t, 256> reduce;
+    std::array<std::uint64_t, 256> out_x8;
 };
 
 std::shared_ptr<const RabinTables> rabin_tables(std::uint64_t poly) {
@@ -89,6 +90,7 @@ std::shared_ptr<const RabinTables> rabin_tables(std::uint64_t poly) {
         t->out[b] = poly_mulmod(poly_mod(b, poly), x504, poly);
         t->reduce[b] = poly_mod(b << deg, poly);
     }
+    for (std::size_t b = 0; b < 256; ++b) t->out_x8[b] = poly_mulmod(t->out[b], poly_mod(std::uint64_t{1} << 8, poly), poly);
     return t;
 }
 
@@ -106,7 +108,8 @@ void check(const AlgorithmInfo& info, const Profile& p) {
 
 std::shared_ptr<const CutFinder> make(const AlgorithmInfo& info, const Profile& p, const Options&, KernelLevel level) {
     auto tables = rabin_tables(p.polynomial);
-    const RabinParams params{tables->out.data(), tables->reduce.data(), static_cast<unsigned>(degree(p.polynomial)),
+    const RabinParams params{tables->out.data(), tables->reduce.data(), tables->out_x8.data(),
+                             static_cast<unsigned>(degree(p.polynomial)),
                              p.min_size, p.max_size, p.normal_size - 1};
     return make_family_finder(info, p, level, params, &select_rabin, tables);
 }

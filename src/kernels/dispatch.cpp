@@ -139,17 +139,17 @@ ScanFn<RonomonParams> select_ronomon(KernelLevel level, KernelLevel* used) noexc
 }
 
 ScanFn<RabinParams> select_rabin(KernelLevel level, KernelLevel* used) noexcept {
-    static constexpr KernelSet<RabinParams> set{&rabin_scalar, nullptr, nullptr, nullptr};
+    static constexpr KernelSet<RabinParams> set{&rabin_scalar, &rabin_wide, nullptr, nullptr};
     return pick(set, level, used);
 }
 
 ScanFn<BorgParams> select_borg(KernelLevel level, KernelLevel* used) noexcept {
-    static constexpr KernelSet<BorgParams> set{&borg_scalar, nullptr, nullptr, nullptr};
+    static constexpr KernelSet<BorgParams> set{&borg_scalar, nullptr, nullptr, CDC_X86(borg_avx512)};
     return pick(set, level, used);
 }
 
 ScanFn<CasyncParams> select_casync(KernelLevel level, KernelLevel* used) noexcept {
-    static constexpr KernelSet<CasyncParams> set{&casync_scalar, nullptr, nullptr, nullptr};
+    static constexpr KernelSet<CasyncParams> set{&casync_scalar, &casync_wide, nullptr, nullptr};
     return pick(set, level, used);
 }
 
