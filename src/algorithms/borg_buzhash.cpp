@@ -67,7 +67,7 @@ constexpr SizeRule kExponent{.low = 64, .high = 8 * MiB, .power_of_two = true};
 
 const std::array<AlgorithmRow, 1> kBorgRows = {{
     {.info = {.name = "borg-buzhash",
-              .summary = "BorgBackup's buzhash chunker (seed, power-of-two sizes, window 4095)",
+              .summary = "buzhash of the window after the cut; seed, window, power-of-two sizes",
               .origin = "BorgBackup 1.2.4 (borg.chunker.Chunker)",
               .default_min = 512 * KiB, .default_normal = 2 * MiB, .default_max = 8 * MiB,
               .min_rule = kExponent, .normal_rule = kExponent, .max_rule = kExponent,

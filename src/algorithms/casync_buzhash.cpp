@@ -42,7 +42,7 @@ std::shared_ptr<const CutFinder> make(const AlgorithmInfo& info, const Profile& 
 
 const std::array<AlgorithmRow, 1> kCasyncRows = {{
     {.info = {.name = "casync-buzhash",
-              .summary = "casync's buzhash chunker (window 48, discriminator from the average size)",
+              .summary = "buzhash of the last 48 bytes; cut where H mod d = d - 1, d from the average",
               .origin = "casync 2+20201210 (casync make)",
               .default_min = 16 * KiB, .default_normal = 64 * KiB, .default_max = 256 * KiB,
               // casync refuses max > 128 MiB; above avg 9324556 its discriminator divides by zero or a

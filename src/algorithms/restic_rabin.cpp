@@ -118,7 +118,7 @@ std::shared_ptr<const CutFinder> make(const AlgorithmInfo& info, const Profile& 
 
 const std::array<AlgorithmRow, 1> kResticRows = {{
     {.info = {.name = "restic-rabin",
-              .summary = "restic's Rabin fingerprint chunker (64-byte window, polynomial per repository)",
+              .summary = "Rabin fingerprint of the last 64 bytes; an irreducible polynomial per repository",
               .origin = "restic/chunker 0.4.0",
               .default_min = 512 * KiB, .default_normal = 1 * MiB, .default_max = 8 * MiB,
               .normal_rule = {.power_of_two = true},

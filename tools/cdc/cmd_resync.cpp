@@ -117,9 +117,9 @@ int run(const ResyncArgs& args) {
     } else {
         fmt::print("{} ({} bytes): {} x {} of {} bytes, seed {}, {} trial(s)\n", args.path, original.size(),
                    spec.count, to_string(spec.kind), spec.size, spec.seed, args.trials);
-        fmt::print("{:<16} {:>10} {:>10} {:>12} {:>14}\n", "ALGORITHM", "SHARED%", "MIN%", "CHUNKS", "CHUNKS EDITED");
+        fmt::print("{:<18} {:>10} {:>10} {:>12} {:>14}\n", "ALGORITHM", "SHARED%", "MIN%", "CHUNKS", "CHUNKS EDITED");
         for (const auto& s : summaries)
-            fmt::print("{:<16} {:>10.3f} {:>10.3f} {:>12} {:>14.1f}\n", s.algorithm, s.shared_pct_mean,
+            fmt::print("{:<18} {:>10.3f} {:>10.3f} {:>12} {:>14.1f}\n", s.algorithm, s.shared_pct_mean,
                        s.shared_pct_min, s.runs.front().chunks_orig, s.chunks_edited_mean);
         fmt::print("SHARED% = bytes of the edited file lying in chunks also in the original (mean over trials; "
                    "MIN% the worst trial).\n");

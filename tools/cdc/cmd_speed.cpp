@@ -174,10 +174,10 @@ int run(const SpeedArgs& args) {
     } else {
         fmt::print("{} of {} data in memory, digest {}, best of {} run(s); MB = 10^6 bytes\n",
                    tools::format_size(static_cast<double>(size)), args.data, args.digest, args.runs);
-        fmt::print("{:<16} {:<7} {:>10} {:>10} {:>9}\n", "ALGORITHM", "KERNEL", "MB/S", "CHUNKS", "BASELINE");
-        fmt::print("{:<16} {:<7} {:>10.0f} {:>10} {:>8.1f}%\n", "memory-read", "-", baseline, "-", 100.0);
+        fmt::print("{:<18} {:<7} {:>10} {:>10} {:>9}\n", "ALGORITHM", "KERNEL", "MB/S", "CHUNKS", "BASELINE");
+        fmt::print("{:<18} {:<7} {:>10.0f} {:>10} {:>8.1f}%\n", "memory-read", "-", baseline, "-", 100.0);
         for (const auto& row : rows)
-            fmt::print("{:<16} {:<7} {:>10.0f} {:>10} {:>8.1f}%\n", row.name, to_string(row.used), row.mb_s, row.chunks,
+            fmt::print("{:<18} {:<7} {:>10.0f} {:>10} {:>8.1f}%\n", row.name, to_string(row.used), row.mb_s, row.chunks,
                        100.0 * row.mb_s / baseline);
     }
     finish_stdout();
