@@ -18,13 +18,7 @@
 namespace cdc::test {
 namespace {
 
-/// Every accelerated level the CPU has (scalar is the reference).
-std::vector<KernelLevel> levels() {
-    std::vector<KernelLevel> out;
-    for (KernelLevel l : {KernelLevel::wide, KernelLevel::avx2, KernelLevel::avx512})
-        if (static_cast<int>(l) <= static_cast<int>(best_kernel_level())) out.push_back(l);
-    return out;
-}
+std::vector<KernelLevel> levels() { return accelerated_levels(); }
 
 std::vector<std::string> content_defined_names() {
     std::vector<std::string> out;
@@ -293,16 +287,14 @@ TEST(Kernels, ManyRandomProfilesAndKeysMatchScalar) {
 TEST(Kernels, EveryTestVectorAtEveryLevel) {
     const auto cases = read_jsonl(shared_dir() / "testvectors" / "vectors.jsonl");
     ASSERT_GT(cases.size(), 1000u);
-    std::map<std::string, std::vector<std::uint8_t>> inputs;
     std::size_t checked = 0;
     for (const auto& c : cases) {
         const std::string spec = c["input"];
-        auto it = inputs.find(spec);
-        if (it == inputs.end()) it = inputs.emplace(spec, tools::generate_input(spec)).first;
+        const auto& input = cached_input(spec);
         const Options o = vector_case_options(c);
         const auto want = c["lengths"].get<std::vector<std::size_t>>();
         for (KernelLevel level : levels()) {
-            const auto got = lengths_memory(make_cut_finder(c["algorithm"].get<std::string>(), o, level), it->second);
+            const auto got = lengths_memory(make_cut_finder(c["algorithm"].get<std::string>(), o, level), input);
             ASSERT_EQ(want, got) << c["algorithm"] << " " << spec << " " << o.min_size << "/" << o.normal_size << "/"
                                  << o.max_size << " level " << to_string(level);
             ++checked;

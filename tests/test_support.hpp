@@ -28,6 +28,20 @@ Options vector_case_options(const nlohmann::json& c);
 Options compat_case_options(const nlohmann::json& c);
 std::string read_text(const std::filesystem::path& path);
 
+/// The bytes of a test-vector input spec (testvectors/README.md), generated
+/// once per process and kept (thread-safe).
+const std::vector<std::uint8_t>& cached_input(const std::string& spec);
+
+/// Every accelerated kernel level this CPU has (scalar is the reference).
+std::vector<KernelLevel> accelerated_levels();
+
+/// Options with these sizes (0 = the algorithm's default) and nothing else.
+Options sized_options(std::size_t min, std::size_t normal, std::size_t max);
+
+/// Expects make_cut_finder(algorithm, o) to throw OptionError whose message
+/// contains every fragment.
+void expect_option_error(std::string_view algorithm, const Options& o, const std::vector<std::string>& fragments);
+
 /// Chunk lengths of `data` as one memory source.
 std::vector<std::size_t> lengths_memory(const std::shared_ptr<const CutFinder>& finder,
                                         std::span<const std::uint8_t> data);

@@ -15,17 +15,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 size_mib="${1:-512}"
-cdc="$(realpath "${CDC:-build/cdc}")"
-[[ -x "$cdc" ]] || { echo "compat.sh: no cdc at $cdc (scripts/build.sh release, or set CDC=...)" >&2; exit 2; }
-scripts/install-deps.sh --peers
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
+source bench/peers/common.sh
+peers_setup compat.sh
 data="$work/random.bin"
 "$cdc" gen "splitmix64:1:$((size_mib * 1048576))" -o "$data"
-mkdir -p "$work/gopath/src/resticpeer"
-cp bench/peers/restic/main.go "$work/gopath/src/resticpeer/"
-GOPATH="$work/gopath:/usr/share/gocode" GO111MODULE=off GOCACHE="$work/gocache" GOFLAGS= \
-  go build -o "$work/restic-chunker" resticpeer
+build_restic_peer
 
 speed() {  # NAME LABEL FLAGS...: one JSON line from cdc speed
   local name="$1" label="$2"

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Cross-checks our compatibility chunkers against their origins on random
 files and random valid parameters, beyond the shared vectors: restic's
-chunker (Go, built by run.sh), borg's (python3 borg.chunker) and casync's
+chunker (bench/peers/restic/main.go -lengths, built by run.sh), borg's (python3 borg.chunker) and casync's
 (`casync make`, chunk ends read from the .caibx index).
   oracle.py CDC RESTIC_LENGTHS WORKDIR ROUNDS SEED
 Prints one line per round and a summary; exit 1 on any difference."""
@@ -20,7 +20,7 @@ def ours(cdc, name, path, flags):
 
 
 def restic(tool, path, p):
-    out = subprocess.run([tool, path, format(p["poly"], "x"), str(p["min"]), str(p["max"]),
+    out = subprocess.run([tool, "-lengths", "-poly", format(p["poly"], "x"), path, str(p["min"]), str(p["max"]),
                           str(p["avg"].bit_length() - 1)], check=True, capture_output=True, text=True).stdout
     return [int(x) for x in out.split()]
 

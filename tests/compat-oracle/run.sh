@@ -8,13 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 rounds="${1:-60}"
 seed="${2:-1}"
-cdc="$(realpath "${CDC:-build/cdc}")"
-[[ -x "$cdc" ]] || { echo "run.sh: no cdc at $cdc (scripts/build.sh release, or set CDC=...)" >&2; exit 2; }
-scripts/install-deps.sh --peers
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
-mkdir -p "$work/gopath/src/resticlengths"
-cp tests/compat-oracle/restic/main.go "$work/gopath/src/resticlengths/"
-GOPATH="$work/gopath:/usr/share/gocode" GO111MODULE=off GOCACHE="$work/gocache" GOFLAGS= \
-  go build -o "$work/restic-lengths" resticlengths
-/usr/bin/python3 tests/compat-oracle/oracle.py "$cdc" "$work/restic-lengths" "$work" "$rounds" "$seed"
+source bench/peers/common.sh
+peers_setup compat-oracle/run.sh
+build_restic_peer
+/usr/bin/python3 tests/compat-oracle/oracle.py "$cdc" "$work/restic-chunker" "$work" "$rounds" "$seed"

@@ -16,12 +16,7 @@
 namespace cdc::test {
 namespace {
 
-std::vector<KernelLevel> levels() {
-    std::vector<KernelLevel> out;
-    for (KernelLevel l : {KernelLevel::wide, KernelLevel::avx2, KernelLevel::avx512})
-        if (static_cast<int>(l) <= static_cast<int>(best_kernel_level())) out.push_back(l);
-    return out;
-}
+std::vector<KernelLevel> levels() { return accelerated_levels(); }
 
 const std::vector<std::string> kCompatNames = {"fastcdc-rs-v2020", "fastcdc-rs-v2016", "fastcdc-rs-ronomon",
                                                "restic-rabin",     "borg-buzhash",     "casync-buzhash"};
@@ -29,16 +24,14 @@ const std::vector<std::string> kCompatNames = {"fastcdc-rs-v2020", "fastcdc-rs-v
 TEST(CompatKernels, EveryVectorAtEveryLevel) {
     const auto cases = read_jsonl(shared_dir() / "testvectors" / "compat" / "vectors.jsonl");
     ASSERT_EQ(cases.size(), 509u);
-    std::map<std::string, std::vector<std::uint8_t>> inputs;
     std::size_t checked = 0;
     for (const auto& c : cases) {
         const std::string spec = c["input"];
-        auto it = inputs.find(spec);
-        if (it == inputs.end()) it = inputs.emplace(spec, tools::generate_input(spec)).first;
+        const auto& input = cached_input(spec);
         const Options o = compat_case_options(c);
         const auto want = c["lengths"].get<std::vector<std::size_t>>();
         for (KernelLevel level : levels()) {
-            const auto got = lengths_memory(make_cut_finder(c["algorithm"].get<std::string>(), o, level), it->second);
+            const auto got = lengths_memory(make_cut_finder(c["algorithm"].get<std::string>(), o, level), input);
             ASSERT_EQ(want, got) << c["algorithm"] << " " << c["params"].dump() << " " << spec << " level "
                                  << to_string(level);
             ++checked;

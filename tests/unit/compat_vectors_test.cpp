@@ -10,8 +10,6 @@
 #include <gtest/gtest.h>
 
 #include <map>
-#include <mutex>
-#include <set>
 
 namespace cdc::test {
 namespace {
@@ -23,15 +21,6 @@ const std::vector<nlohmann::json>& all_cases() {
     return cases;
 }
 
-const std::vector<std::uint8_t>& input(const std::string& spec) {
-    static std::mutex mutex;
-    static std::map<std::string, std::vector<std::uint8_t>> cache;
-    std::lock_guard lock(mutex);
-    auto it = cache.find(spec);
-    if (it == cache.end()) it = cache.emplace(spec, tools::generate_input(spec)).first;
-    return it->second;
-}
-
 const std::vector<std::string> kCompatNames = {"fastcdc-rs-v2020", "fastcdc-rs-v2016", "fastcdc-rs-ronomon",
                                                "restic-rabin",     "borg-buzhash",     "casync-buzhash"};
 
@@ -40,7 +29,7 @@ TEST(CompatInputs, RegeneratedInputsMatchTheirSha256) {
     ASSERT_EQ(specs.size(), 252u);
     for (const auto& s : specs) {
         const std::string spec = s["input"];
-        const auto& bytes = input(spec);
+        const auto& bytes = cached_input(spec);
         ASSERT_EQ(bytes.size(), s["input_len"].get<std::size_t>()) << spec;
         EXPECT_EQ(compute_digest(DigestKind::sha256, std::as_bytes(std::span(bytes))).hex(),
                   s["sha256"].get<std::string>())
@@ -71,7 +60,7 @@ TEST_P(CompatVectors, MatchTheOrigin) {
         const auto expected = c["lengths"].get<std::vector<std::size_t>>();
         SCOPED_TRACE(fmt::format("{} {} input={}", name, c["params"].dump(), spec));
         const auto finder = make_cut_finder(name, o, KernelLevel::automatic);
-        const auto& data = input(spec);
+        const auto& data = cached_input(spec);
         ASSERT_EQ(data.size(), c["input_len"].get<std::size_t>());
 
         EXPECT_EQ(lengths_memory(finder, data), expected);
@@ -166,16 +155,8 @@ std::vector<std::size_t> chunk(std::string_view name, const Options& o, const st
     return lengths_memory(make_cut_finder(name, o, level), data);
 }
 
-Options sizes(std::size_t min, std::size_t avg, std::size_t max) {
-    Options o;
-    o.min_size = min;
-    o.normal_size = avg;
-    o.max_size = max;
-    return o;
-}
-
 TEST(CompatExamples, V2020OddMinWithASeedThatZeroesTheTable) {
-    Options o = sizes(65, 256, 1024);
+    Options o = sized_options(65, 256, 1024);
     o.seed = 0x3b5d3c7d207e37dcULL;  // = G[0]: every zero byte hashes to 0
     for (KernelLevel level : {KernelLevel::scalar, KernelLevel::automatic}) {
         std::vector<std::size_t> want(15, 64);
