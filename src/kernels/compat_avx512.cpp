@@ -19,6 +19,14 @@ namespace cdc::detail {
 
 namespace {
 
+// A rotate of our own, with internal linkage: an inline function with
+// external linkage compiled here with AVX-512 could be the copy the linker
+// keeps for baseline code (see drivers.hpp).
+inline std::uint32_t rol(std::uint32_t x, unsigned k) noexcept {
+    k &= 31;
+    return k == 0 ? x : (x << k) | (x >> (32 - k));
+}
+
 /// Lanes moved up by S, zeros shifted in: lane k gets v[k - S].
 template <int S>
 inline __m512i lanes_up(__m512i v) noexcept {
@@ -54,7 +62,7 @@ inline std::uint32_t window_hash(const std::uint32_t* table, const std::uint8_t*
     a4 = _mm_xor_si128(a4, _mm_shuffle_epi32(a4, 0x4E));
     a4 = _mm_xor_si128(a4, _mm_shuffle_epi32(a4, 0xB1));
     auto h = static_cast<std::uint32_t>(_mm_cvtsi128_si32(a4));
-    for (; j < window; ++j) h ^= rotl32(table[w[j]], static_cast<unsigned>((window - 1 - j) % 32));
+    for (; j < window; ++j) h ^= rol(table[w[j]], static_cast<unsigned>((window - 1 - j) % 32));
     return h;
 }
 
@@ -81,12 +89,12 @@ std::size_t borg_avx512(const BorgParams& p, const std::uint8_t* w, std::size_t 
                                             lanes_up<1>(z));
         const __mmask16 hit = _mm512_testn_epi32_mask(hv, mask);
         if (hit != 0) return c + static_cast<std::size_t>(__builtin_ctz(hit));
-        h = rotl32(h, 16) ^ static_cast<std::uint32_t>(_mm_extract_epi32(_mm512_extracti32x4_epi32(z, 3), 3));
+        h = rol(h, 16) ^ static_cast<std::uint32_t>(_mm_extract_epi32(_mm512_extracti32x4_epi32(z, 3), 3));
     }
     for (;; ++c) {
         if ((h & p.mask) == 0) return c;
         if (c + 1 > last) return end;
-        h = rotl32(h, 1) ^ p.leaving[w[c]] ^ p.table[w[c + p.window]];
+        h = rol(h, 1) ^ p.leaving[w[c]] ^ p.table[w[c + p.window]];
     }
 }
 

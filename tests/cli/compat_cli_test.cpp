@@ -127,6 +127,13 @@ TEST(CompatCli, AllAndCompareGiveEachNameOnlyWhatItTakes) {
     r = run_tool({"compare", "-a", "jc", "-b", "fastcdc", "--poly", "11b", dir});
     EXPECT_EQ(r.exit_code, 2);
     EXPECT_NE(r.err.find("neither jc nor fastcdc"), std::string::npos) << r.err;
+    // An explicit list: each name gets what it takes; none taking it is refused.
+    r = run_tool({"analyze", "--json", "-a", "restic-rabin,casync-buzhash", "--poly", "11b", "--min", "1K", "--avg",
+                  "4K", "--max", "64K", dir});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    r = run_tool({"analyze", "-a", "jc,casync-buzhash", "--window", "64", dir});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("none of jc,casync-buzhash takes one"), std::string::npos) << r.err;
     // resync keeps --seed for its edits; the chunker's is --chunker-seed.
     const auto file = (tmp.path() / "d" / "a.bin").string();
     r = run_tool({"resync", "--json", "-a", "borg-buzhash", "--chunker-seed", "5", "--min", "1K", "--avg", "4K",

@@ -126,6 +126,19 @@ std::vector<AlgorithmRun> parse_algorithm_list(std::string_view list, const cdc:
                                                cdc::algorithm_names()));
         out.push_back({std::move(name), base});
     }
+    // level, seed, polynomial, window: to the listed names that take them
+    // (refused if none does); a key stays with every name (refused where it
+    // cannot apply: no silently unkeyed chunking).
+    std::map<std::string, std::size_t> dropped_by;  // parameter -> names that do not take it
+    for (auto& run : out) {
+        std::vector<std::string> dropped;
+        run.options = parameters_for(*cdc::find_algorithm(run.name), base, &dropped);
+        run.options.key = base.key;
+        for (const auto& d : dropped) ++dropped_by[d];
+    }
+    for (const auto& [parameter, count] : dropped_by)
+        if (parameter != "key" && count == out.size())
+            throw cdc::OptionError(fmt::format("{} is invalid: none of {} takes one", parameter, list));
     return out;
 }
 

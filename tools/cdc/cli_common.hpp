@@ -56,8 +56,9 @@ struct AlgorithmRun {
 /// an unknown name) with their options. For "all": without a key kfastcdc
 /// is left out (it needs one); a key, level, seed, polynomial or window goes
 /// to the names that take it and the others run without it; a note on
-/// stderr says so. For an explicit list the options go unchanged to each
-/// name, and its validation rejects a parameter where it cannot apply.
+/// stderr says so. For an explicit list a level, seed, polynomial or window
+/// goes to the listed names that take it (OptionError if none does), and a
+/// key to every name (whose validation rejects it where it cannot apply).
 std::vector<AlgorithmRun> parse_algorithm_list(std::string_view list, const cdc::Options& base,
                                                bool quiet = false);
 
