@@ -24,13 +24,6 @@ Options random_options(const AlgorithmInfo& a, Rng& rng) {
     return random_valid_options(a, [&] { return rng.sm.next(); });
 }
 
-/// The shortest chunk but the last: min, except for fastcdc-rs-v2020, which
-/// tests positions rounded down to even numbers (COMPAT.md section 3: an odd
-/// min gives chunks of min - 1 bytes).
-std::size_t shortest_chunk(const AlgorithmInfo& a, const Profile& p) {
-    return a.name == "fastcdc-rs-v2020" ? p.min_size & ~std::size_t{1} : p.min_size;
-}
-
 std::vector<std::uint8_t> random_data(Rng& rng) {
     const std::size_t n = rng(0, 600000);
     switch (rng(0, 3)) {
