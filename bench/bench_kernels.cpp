@@ -52,7 +52,7 @@ void memory_read(benchmark::State& state) {
 
 cdc::Options options_for(const std::string& name) {
     cdc::Options o;
-    if (cdc::find_algorithm(name)->requires_key) {
+    if (cdc::find_algorithm(name)->key == cdc::KeyUse::required) {
         cdc::Key k{};
         for (std::size_t i = 0; i < k.size(); ++i) k[i] = static_cast<std::uint8_t>(i);
         o.key = k;

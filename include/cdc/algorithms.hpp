@@ -21,17 +21,45 @@
 
 namespace cdc {
 
-/// Static facts about one algorithm name.
+/// Whether a name takes a 32-byte key (Options::key).
+enum class KeyUse : std::uint8_t { none, optional, required };
+
+/// What one size option (min, normal or max) may be, in bytes.
+struct SizeRule {
+    std::size_t low = kMinChunkSizeLimit;
+    std::size_t high = kMaxChunkSizeLimit;
+    bool power_of_two = false;
+};
+
+/// One optional numeric parameter (level, seed, polynomial, window): whether
+/// the name takes it, its default and its inclusive range. A family may add
+/// rules that a range cannot say (restic-rabin's polynomial must be
+/// irreducible, borg-buzhash's window + min + 1 <= max).
+struct ParameterRule {
+    bool accepted = false;
+    std::uint64_t default_value = 0;
+    std::uint64_t low = 0;
+    std::uint64_t high = 0;
+};
+
+/// Static facts about one algorithm name: its defaults and the rules its
+/// options must follow (resolve_profile applies them).
 struct AlgorithmInfo {
     std::string_view name;
     std::string_view summary;        ///< one line
+    std::string_view origin;         ///< whose cut points it reproduces, with the version
     std::size_t default_min = 0;
     std::size_t default_normal = 0;
     std::size_t default_max = 0;
-    bool accepts_key = false;        ///< Gear-based names
-    bool requires_key = false;       ///< kfastcdc
-    bool normal_power_of_two = false;///< FastCDC names and fixed
-    bool content_defined = true;     ///< false for fixed-v1.0.0
+    SizeRule min_rule{};
+    SizeRule normal_rule{};
+    SizeRule max_rule{};
+    KeyUse key = KeyUse::none;       ///< Gear-based names of go-cdc-chunkers
+    bool content_defined = true;     ///< false for fixed-v1.0.0 (min and max forced to normal)
+    ParameterRule normalization_level{};
+    ParameterRule seed{};
+    ParameterRule polynomial{};
+    ParameterRule window_size{};
 };
 
 /// Every algorithm name, in a stable order.
@@ -111,15 +139,20 @@ public:
     std::string_view name() const noexcept { return info_->name; }
     const AlgorithmInfo& info() const noexcept { return *info_; }
     KernelLevel kernel_level() const noexcept { return level_; }
+    /// The measurement that chose this finder's kernel (created with
+    /// KernelLevel::automatic and no CDC_KERNEL), else nullptr.
+    const KernelCalibration* calibration() const noexcept { return calibration_; }
 
 protected:
-    CutFinder(const AlgorithmInfo& info, const Profile& profile, KernelLevel level)
-        : info_(&info), profile_(profile), level_(level) {}
+    CutFinder(const AlgorithmInfo& info, const Profile& profile, KernelLevel level,
+              const KernelCalibration* calibration = nullptr)
+        : info_(&info), profile_(profile), level_(level), calibration_(calibration) {}
 
 private:
     const AlgorithmInfo* info_;
     Profile profile_;
     KernelLevel level_;
+    const KernelCalibration* calibration_;  // the family's cached calibration (lives as long as the process)
 };
 
 /// An algorithm name with its options (the sizes and key a user asked for).

@@ -90,7 +90,7 @@ static ScanFn<Params> pick(const KernelSet<Params>& set, KernelLevel level, Kern
 }
 
 // Times every distinct kernel the CPU runs, cutting the calibration buffer
-// as a stream with `probe` (the family's default profile).
+// as a stream with `probe` (the family's probe profile).
 template <class Params>
 static KernelCalibration calibrate(const Family<Params>& family, const Params& probe) {
     const KernelSet<Params>& set = family.set;
@@ -117,14 +117,16 @@ static KernelCalibration calibrate(const Family<Params>& family, const Params& p
     return run_calibration(family.name, candidates, buf.size(), &thread_cpu_seconds);
 }
 
+// The kernel for `level`; automatic: the family's calibrated choice (the
+// probe is made, and the family measured, on its first automatic use only).
 template <class Params>
-static const KernelCalibration& calibration(Family<Params>& family, const Params& probe) {
-    return family.cache.get([&] { return calibrate(family, probe); });
-}
-
-template <class Params>
-static ScanFn<Params> select(Family<Params>& family, KernelLevel level, KernelLevel* used, const Params& probe) {
-    if (level == KernelLevel::automatic) level = calibration(family, probe).chosen;
+static ScanFn<Params> select(Family<Params>& family, KernelLevel level, KernelLevel* used,
+                             const ProbeFn<Params>& probe, const KernelCalibration** measured) {
+    if (level == KernelLevel::automatic) {
+        const KernelCalibration& c = family.cache.get([&] { return calibrate(family, probe()); });
+        if (measured != nullptr) *measured = &c;
+        level = c.chosen;
+    }
     return pick(family.set, level, used);
 }
 
@@ -134,10 +136,11 @@ static ScanFn<Params> select(Family<Params>& family, KernelLevel level, KernelLe
 #define CDC_X86(name) nullptr
 #endif
 
-// The rows. A new family adds its row and the two one-line functions below
-// (declared in params.hpp). The Gear families calibrate on 256 KiB; UltraCDC
-// on 64 KiB: its scalar reference runs at ~1/8 of theirs (a 256 KiB pass
-// alone would take ~1 ms), and its kernels are 3x and more apart.
+// The rows. A new family adds its row and its one-line select function
+// below (declared in params.hpp). Most families calibrate on 256 KiB;
+// UltraCDC on 64 KiB: its scalar reference runs at ~1/8 of the Gear
+// families' (a 256 KiB pass alone would take ~1 ms), and its kernels are 3x
+// and more apart.
 constexpr std::size_t KiB = 1024;
 static Family<FastCdcParams> fastcdc{
     "fastcdc", {&fastcdc_scalar, &fastcdc_wide, nullptr, CDC_X86(fastcdc_avx512)}, 256 * KiB};
@@ -146,26 +149,37 @@ static Family<StadiaParams> stadia{
     "fastcdc4stadia", {&stadia_scalar, &stadia_wide, nullptr, CDC_X86(stadia_avx512)}, 256 * KiB};
 static Family<UltraParams> ultra{
     "ultracdc", {&ultra_scalar, &ultra_wide, CDC_X86(ultra_avx2), CDC_X86(ultra_avx512)}, 64 * KiB};
+static Family<FastCdcRsParams> fastcdc_rs_v2016{
+    "fastcdc-rs-v2016",
+    {&fastcdc_rs_v2016_scalar, &fastcdc_rs_v2016_wide, nullptr, CDC_X86(fastcdc_rs_v2016_avx512)},
+    256 * KiB};
+static Family<FastCdcRsParams> fastcdc_rs_v2020{
+    "fastcdc-rs-v2020",
+    {&fastcdc_rs_v2020_scalar, &fastcdc_rs_v2020_wide, nullptr, CDC_X86(fastcdc_rs_v2020_avx512)},
+    256 * KiB};
+static Family<RonomonParams> ronomon{"fastcdc-rs-ronomon", {&ronomon_scalar, nullptr, nullptr, nullptr}, 64 * KiB};
+static Family<RabinParams> rabin{"restic-rabin", {&rabin_scalar, &rabin_wide, nullptr, nullptr}, 256 * KiB};
+static Family<BorgParams> borg{"borg-buzhash", {&borg_scalar, nullptr, nullptr, CDC_X86(borg_avx512)}, 256 * KiB};
+static Family<CasyncParams> casync{"casync-buzhash", {&casync_scalar, &casync_wide, nullptr, nullptr}, 256 * KiB};
 
 #undef CDC_X86
 
-ScanFn<FastCdcParams> select_fastcdc(KernelLevel level, KernelLevel* used, const FastCdcParams& probe) {
-    return select(fastcdc, level, used, probe);
-}
-ScanFn<JcParams> select_jc(KernelLevel level, KernelLevel* used, const JcParams& probe) {
-    return select(jc, level, used, probe);
-}
-ScanFn<StadiaParams> select_stadia(KernelLevel level, KernelLevel* used, const StadiaParams& probe) {
-    return select(stadia, level, used, probe);
-}
-ScanFn<UltraParams> select_ultra(KernelLevel level, KernelLevel* used, const UltraParams& probe) {
-    return select(ultra, level, used, probe);
-}
-
-const KernelCalibration& calibration_fastcdc(const FastCdcParams& probe) { return calibration(fastcdc, probe); }
-const KernelCalibration& calibration_jc(const JcParams& probe) { return calibration(jc, probe); }
-const KernelCalibration& calibration_stadia(const StadiaParams& probe) { return calibration(stadia, probe); }
-const KernelCalibration& calibration_ultra(const UltraParams& probe) { return calibration(ultra, probe); }
+#define CDC_SELECT(fn, Params, family)                                                                            \
+    ScanFn<Params> fn(KernelLevel level, KernelLevel* used, const ProbeFn<Params>& probe,                        \
+                      const KernelCalibration** measured) {                                                       \
+        return select(family, level, used, probe, measured);                                                      \
+    }
+CDC_SELECT(select_fastcdc, FastCdcParams, fastcdc)
+CDC_SELECT(select_jc, JcParams, jc)
+CDC_SELECT(select_stadia, StadiaParams, stadia)
+CDC_SELECT(select_ultra, UltraParams, ultra)
+CDC_SELECT(select_fastcdc_rs_v2016, FastCdcRsParams, fastcdc_rs_v2016)
+CDC_SELECT(select_fastcdc_rs_v2020, FastCdcRsParams, fastcdc_rs_v2020)
+CDC_SELECT(select_ronomon, RonomonParams, ronomon)
+CDC_SELECT(select_rabin, RabinParams, rabin)
+CDC_SELECT(select_borg, BorgParams, borg)
+CDC_SELECT(select_casync, CasyncParams, casync)
+#undef CDC_SELECT
 
 }  // namespace detail
 }  // namespace cdc

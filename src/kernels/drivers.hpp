@@ -460,10 +460,7 @@ std::size_t stadia_lanes_run(const StadiaParams& p, const u8* w, std::size_t n) 
 
 // ---------------------------------------------------------------- UltraCDC
 
-constexpr u64 kUltraMaskS = 0x2F;
-constexpr u64 kUltraMaskL = 0x2C;  // also the superset of both masks
-constexpr unsigned kUltraLest = 64;
-
+// (kUltraMaskS, kUltraMaskL, kUltraLowEntropyRun: params.hpp)
 struct UltraWeights {
     u8 v[256];
     constexpr UltraWeights() : v{} {
@@ -524,7 +521,7 @@ std::size_t ultra_run(const UltraParams& p, const u8* w, std::size_t n) noexcept
             if (i >= normal) mask = kUltraMaskL;
             const u8* in = w + i;
             if (same8(in, out)) {
-                if (++low >= kUltraLest) return i + 8;
+                if (++low >= kUltraLowEntropyRun) return i + 8;
                 continue;
             }
             low = 0;

@@ -26,6 +26,12 @@ std::size_t fastcdc_wide(const FastCdcParams& p, const std::uint8_t* w, std::siz
 std::size_t jc_wide(const JcParams& p, const std::uint8_t* w, std::size_t n) noexcept;
 std::size_t stadia_wide(const StadiaParams& p, const std::uint8_t* w, std::size_t n) noexcept;
 std::size_t ultra_wide(const UltraParams& p, const std::uint8_t* w, std::size_t n) noexcept;
+// compat_wide.cpp: restic-rabin in four lanes, casync-buzhash without division.
+std::size_t rabin_wide(const RabinParams& p, const std::uint8_t* w, std::size_t n) noexcept;
+std::size_t casync_wide(const CasyncParams& p, const std::uint8_t* w, std::size_t n) noexcept;
+// fastcdc_rs.cpp: fastcdc-rs v2016 / v2020 through the FastCDC kernels.
+std::size_t fastcdc_rs_v2016_wide(const FastCdcRsParams& p, const std::uint8_t* w, std::size_t n) noexcept;
+std::size_t fastcdc_rs_v2020_wide(const FastCdcRsParams& p, const std::uint8_t* w, std::size_t n) noexcept;
 
 #if defined(CDC_X86_KERNELS)
 std::size_t ultra_avx2(const UltraParams& p, const std::uint8_t* w, std::size_t n) noexcept;
@@ -33,6 +39,10 @@ std::size_t ultra_avx2(const UltraParams& p, const std::uint8_t* w, std::size_t 
 std::size_t fastcdc_avx512(const FastCdcParams& p, const std::uint8_t* w, std::size_t n) noexcept;
 std::size_t stadia_avx512(const StadiaParams& p, const std::uint8_t* w, std::size_t n) noexcept;
 std::size_t ultra_avx512(const UltraParams& p, const std::uint8_t* w, std::size_t n) noexcept;
+// compat_avx512.cpp
+std::size_t borg_avx512(const BorgParams& p, const std::uint8_t* w, std::size_t n) noexcept;
+std::size_t fastcdc_rs_v2016_avx512(const FastCdcRsParams& p, const std::uint8_t* w, std::size_t n) noexcept;
+std::size_t fastcdc_rs_v2020_avx512(const FastCdcRsParams& p, const std::uint8_t* w, std::size_t n) noexcept;
 #endif
 
 }  // namespace cdc::detail

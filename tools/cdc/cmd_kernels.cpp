@@ -8,8 +8,10 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace cdc::cli {
@@ -34,7 +36,7 @@ std::vector<FamilyRow> collect() {
             if (r.calibration.family == calibration->family) row = &r;
         if (row == nullptr) {
             Options o;
-            if (a.requires_key) o.key = Key{};
+            if ((a.key == KeyUse::required)) o.key = Key{};
             rows.push_back({std::move(*calibration), {}, make_cut_finder(a.name, o)->kernel_level()});
             row = &rows.back();
         }
@@ -83,14 +85,16 @@ int run(bool json) {
             fmt::print("each family uses the fastest kernel measured below (CDC_KERNEL or --kernel force a level)\n");
         fmt::print("calibration: each kernel's best pass over a pseudo-random buffer in cache (KIB), kernels "
                    "alternating; MB = 10^6 bytes\n");
-        fmt::print("{:<15} {:>4} {:<7} {:>8} {:>9}  {:<4} {}\n", "FAMILY", "KIB", "KERNEL", "MB/S", "X SCALAR", "USED",
+        std::size_t family_width = 6;
+        for (const auto& r : rows) family_width = std::max(family_width, std::string_view(r.calibration.family).size());
+        fmt::print("{:<{}} {:>4} {:<7} {:>8} {:>9}  {:<4} {}\n", "FAMILY", family_width, "KIB", "KERNEL", "MB/S", "X SCALAR", "USED",
                    "ALGORITHMS");
         for (const auto& r : rows) {
             const double scalar = scalar_mb_s(r.calibration);
             bool first = true;
             for (const auto& m : r.calibration.candidates) {
                 std::string line = fmt::format(
-                    "{:<15} {:>4} {:<7} {:>8.0f} {:>8.2f}x  {:<4} {}", first ? r.calibration.family : "",
+                    "{:<{}} {:>4} {:<7} {:>8.0f} {:>8.2f}x  {:<4} {}", first ? r.calibration.family : "", family_width,
                     first ? std::to_string(r.calibration.bytes / 1024) : "", to_string(m.level), m.mb_s,
                     scalar > 0 ? m.mb_s / scalar : 0.0, m.level == r.used ? "<-" : "", first ? fmt::format("{}", fmt::join(r.algorithms, ", ")) : "");
                 line.erase(line.find_last_not_of(' ') + 1);
