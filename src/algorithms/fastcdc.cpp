@@ -5,12 +5,9 @@ namespace cdc::detail {
 
 std::size_t fastcdc_scalar(const FastCdcParams& p, const std::uint8_t* w, std::size_t n) noexcept {
     if (n <= p.min) return n;
-    std::size_t normal = p.normal;
-    if (n >= p.max) {
-        n = p.max;
-    } else if (n <= normal) {
-        normal = n;  // final window
-    }
+    const CutWindow window = cut_window(n, p.normal, p.max);
+    n = window.n;
+    const std::size_t normal = window.normal;
     std::uint64_t fp = 0;
     std::uint64_t mask = p.mask_s;
     for (std::size_t i = p.min; i < n; ++i) {

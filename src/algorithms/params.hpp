@@ -44,6 +44,17 @@ struct KeyedGear {
 };
 std::shared_ptr<const KeyedGear> keyed_gear(const Key& key);
 
+/// The window a Min/Normal/Max rule searches: `n` bytes clamped to Max, and
+/// Normal moved to the end of a final window no longer than it (ALGORITHMS.md
+/// section 1). Callers return `n` whole first when n <= Min.
+struct CutWindow {
+    std::size_t n, normal;
+};
+constexpr CutWindow cut_window(std::size_t n, std::size_t normal, std::size_t max) noexcept {
+    if (n >= max) return {max, normal};
+    return {n, n <= normal ? n : normal};
+}
+
 struct FastCdcParams {
     const std::uint64_t* gear;
     const std::uint64_t* shifted;  // shift_gear(gear)

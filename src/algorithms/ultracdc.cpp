@@ -14,12 +14,9 @@ inline std::uint64_t weight(std::uint8_t b) noexcept {
 
 std::size_t ultra_scalar(const UltraParams& p, const std::uint8_t* w, std::size_t n) noexcept {
     if (n <= p.min) return n;
-    std::size_t normal = p.normal;
-    if (n >= p.max) {
-        n = p.max;
-    } else if (n <= normal) {
-        normal = n;  // final window
-    }
+    const CutWindow window = cut_window(n, p.normal, p.max);
+    n = window.n;
+    const std::size_t normal = window.normal;
     if (n < p.min + 8) return n;
     std::uint64_t dist = 0;
     for (std::size_t k = p.min; k < p.min + 8; ++k) dist += weight(w[k]);

@@ -285,12 +285,9 @@ std::size_t segment_for(Test test) noexcept {
 template <class First, class FirstL = First>
 std::size_t fastcdc_run(const FastCdcParams& p, const u8* w, std::size_t n) noexcept {
     if (n <= p.min) return n;
-    std::size_t normal = p.normal;
-    if (n >= p.max) {
-        n = p.max;
-    } else if (n <= normal) {
-        normal = n;  // final window
-    }
+    const CutWindow window = cut_window(n, p.normal, p.max);
+    n = window.n;
+    const std::size_t normal = window.normal;
     const u64* g = p.gear;
     if constexpr (First::kContinues && FirstL::kContinues) {
         // The running hash from the restart at Min, carried from the MaskS
@@ -485,12 +482,9 @@ inline bool same8(const u8* a, const u8* b) noexcept {
 template <class Filter>
 std::size_t ultra_run(const UltraParams& p, const u8* w, std::size_t n) noexcept {
     if (n <= p.min) return n;
-    std::size_t normal = p.normal;
-    if (n >= p.max) {
-        n = p.max;
-    } else if (n <= normal) {
-        normal = n;  // final window
-    }
+    const CutWindow window = cut_window(n, p.normal, p.max);
+    n = window.n;
+    const std::size_t normal = window.normal;
     if (n < p.min + 8) return n;
     u64 dist = ultra_weight8(w + p.min);
     const u8* out = w + p.min;
