@@ -15,5 +15,6 @@
 #include <cdc/size_stats.hpp>
 #include <cdc/splitmix64.hpp>
 #include <cdc/source.hpp>
+#include <cdc/store.hpp>
 #include <cdc/sweep.hpp>
 #include <cdc/version.hpp>

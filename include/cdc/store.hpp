@@ -217,9 +217,10 @@ struct StoreStats {
     std::uint64_t stored_bytes = 0;     ///< their records in the packs (payload + headers)
     std::uint64_t packs = 0;
     std::uint64_t pack_bytes = 0;       ///< pack files' committed lengths
-    std::uint64_t unreferenced_chunks = 0;  ///< in the index, listed by no manifest (gc reclaims)
-    std::uint64_t unreferenced_bytes = 0;   ///< their records
-    std::uint64_t garbage_bytes = 0;    ///< pack bytes no indexed chunk uses (gc reclaims)
+    /// Pack bytes no indexed chunk uses (interrupted writers, duplicates of
+    /// concurrent writers, removed chunks): gc reclaims them. Chunks that are
+    /// indexed but listed by no manifest (after rm) are counted by gc.
+    std::uint64_t garbage_bytes = 0;
     std::uint64_t index_bytes = 0;      ///< the SQLite database (+ WAL)
     std::uint64_t chunk_table_bytes = 0;///< pages of the chunk index alone (0 if unknown)
 };
@@ -250,7 +251,8 @@ struct GcOptions {
     /// A pack whose live records fill less than this fraction of it is
     /// rewritten (its live records copied into new packs, then deleted).
     double rewrite_below = 0.5;
-    ProgressFn progress;
+    /// Called once if gc has to wait for the exclusive lock (writers running).
+    std::function<void()> on_wait;
 };
 
 struct GcReport {
