@@ -101,7 +101,8 @@ Stmt& Stmt::bind(int i, std::span<const std::uint8_t> blob) {
 }
 
 Stmt& Stmt::bind(int i, std::string_view text) {
-    sqlite3_bind_text64(s_, i, text.data(), text.size(), SQLITE_STATIC, SQLITE_UTF8);
+    // A null pointer would bind NULL, not the empty string.
+    sqlite3_bind_text64(s_, i, text.data() ? text.data() : "", text.size(), SQLITE_STATIC, SQLITE_UTF8);
     return *this;
 }
 
