@@ -17,6 +17,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <mutex>
@@ -30,8 +31,9 @@ using namespace detail;
 namespace {
 
 // Flush thresholds (docs/STORE.md): new record bytes, chunk references
-// waiting in manifest segments, finished manifests.
-constexpr std::uint64_t kFlushBytes = std::uint64_t{32} << 20;
+// waiting in manifest segments, finished manifests. CDC_STORE_FLUSH_BYTES
+// overrides the first (the crash tests flush often to kill between flushes).
+constexpr std::uint64_t kDefaultFlushBytes = std::uint64_t{32} << 20;
 constexpr std::size_t kFlushRefs = 262144;
 constexpr std::size_t kFlushManifests = 4096;
 // Bytes read per segment (plus MaxSize for the carried tail), segments in flight.
@@ -42,6 +44,17 @@ constexpr std::size_t kCompressGroup = std::size_t{1} << 20;
 constexpr std::size_t kDigestBatch = 64;
 // A reader returning no data this many times in a row is stuck.
 constexpr int kMaxEmptyReads = 1000;
+
+std::uint64_t flush_bytes() {
+    static const std::uint64_t v = [] {
+        const char* e = std::getenv("CDC_STORE_FLUSH_BYTES");
+        if (e == nullptr || *e == '\0') return kDefaultFlushBytes;
+        char* end = nullptr;
+        const unsigned long long n = std::strtoull(e, &end, 10);
+        return (end && *end == '\0' && n > 0) ? static_cast<std::uint64_t>(n) : kDefaultFlushBytes;
+    }();
+    return v;
+}
 
 Compressor& thread_compressor(int level) {
     thread_local std::unique_ptr<Compressor> c;
@@ -113,6 +126,7 @@ struct Writer::Impl {
     std::deque<ManifestState> manifests;  // finished ones, then at most one open (back)
     std::vector<std::int64_t> abandoned;  // pending manifest rows to delete at the next flush
     std::size_t pending_refs = 0;
+    std::uint64_t unflushed_new = 0;  // raw bytes of new chunks queued since the last flush
     PutStats totals;
     std::atomic<std::uint64_t> stored_counter{0};  // record bytes appended by put_file's tasks
     bool started = false;
@@ -228,7 +242,7 @@ struct Writer::Impl {
     }
 
     void maybe_flush() {
-        if (packs->unsynced_bytes() >= kFlushBytes || pending_refs >= kFlushRefs ||
+        if (std::max(packs->unsynced_bytes(), unflushed_new) >= flush_bytes() || pending_refs >= kFlushRefs ||
             finished_count() >= kFlushManifests)
             flush();
     }
@@ -263,6 +277,7 @@ struct Writer::Impl {
         t.commit();
         session.clear();
         pending_refs = 0;
+        unflushed_new = 0;
         while (!manifests.empty() && manifests.front().finished) manifests.pop_front();
         abandoned.clear();
     }
@@ -333,6 +348,7 @@ struct Writer::Impl {
         batch.add(id, codec, raw_size, payload);
         packs->append(batch);
         session.emplace(id, raw_size);
+        unflushed_new += raw_size;
         ++totals.new_chunks;
         totals.new_bytes += raw_size;
         totals.stored_bytes += batch.bytes.size();
@@ -577,6 +593,7 @@ PutStats Writer::Impl::put_file(const FileMeta& meta, Source source, const Progr
                         session.emplace(id, seg->lengths[i]);
                         fresh.push_back(i);
                         file.new_bytes += seg->lengths[i];
+                        unflushed_new += seg->lengths[i];
                     }
                 }
                 read.commit();
@@ -624,7 +641,7 @@ PutStats Writer::Impl::put_file(const FileMeta& meta, Source source, const Progr
                 std::lock_guard lock(qm);
                 busy.push_back(seg);
             }
-            if (packs->unsynced_bytes() >= kFlushBytes || pending_refs >= kFlushRefs) flush();
+            if (std::max(packs->unsynced_bytes(), unflushed_new) >= flush_bytes() || pending_refs >= kFlushRefs) flush();
             if (progress) {
                 const auto now = std::chrono::steady_clock::now();
                 if (now - last_progress >= std::chrono::milliseconds(200)) {
