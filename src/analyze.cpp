@@ -1,6 +1,7 @@
 // Corpus analysis: the walk, the worker pool and the multi-algorithm driver;
 // see cdc/analyze.hpp.
 #include <cdc/analyze.hpp>
+#include <cdc/chunker.hpp>
 #include <cdc/dedup_index.hpp>
 #include <cdc/error.hpp>
 
@@ -438,23 +439,15 @@ private:
     // (or the rest, at the end of input); cut_ns is the chunking speed.
     void cut(Segment& seg, std::size_t k) {
         const Algo& algo = shared_.algos[k];
-        const CutFinder& finder = *algo.finder;
-        const std::size_t max = algo.max;
         Tally& tally = tallies_[k];
-        const std::uint8_t* data = seg.data.get();
         auto& cuts = seg.cuts[k];
         cuts.clear();
         const std::size_t start = pos_[k];
         seg.starts[k] = start;
-        std::size_t p = start;
         const std::int64_t t0 = thread_cpu_ns();
-        for (;;) {
-            const std::size_t avail = end_ - p;
-            if (avail == 0 || (avail < max && !eof_)) break;
-            const std::size_t c = finder.find(data + p, std::min(avail, max));
-            cuts.push_back(static_cast<std::uint32_t>(c));
-            p += c;
-        }
+        const std::size_t p =
+            start + cut_chunks(*algo.finder,
+                               {reinterpret_cast<const std::byte*>(seg.data.get()) + start, end_ - start}, eof_, cuts);
         tally.cut_ns += thread_cpu_ns() - t0;
         tally.chunks += cuts.size();
         tally.bytes += p - start;

@@ -18,6 +18,21 @@ std::size_t default_buffer_size(std::size_t max_size) noexcept {
     return std::max<std::size_t>(2 * max_size, std::size_t{256} * 1024);
 }
 
+std::size_t cut_chunks(const CutFinder& finder, std::span<const std::byte> data, bool at_end,
+                       std::vector<std::uint32_t>& lengths) {
+    const std::size_t max = finder.profile().max_size;
+    const auto* bytes = reinterpret_cast<const std::uint8_t*>(data.data());
+    std::size_t p = 0;
+    for (;;) {
+        const std::size_t avail = data.size() - p;
+        if (avail == 0 || (avail < max && !at_end)) break;
+        const std::size_t c = finder.find(bytes + p, std::min(avail, max));
+        lengths.push_back(static_cast<std::uint32_t>(c));
+        p += c;
+    }
+    return p;
+}
+
 Chunker::Chunker(std::string_view algorithm, Source source, const Options& options, std::span<std::byte> buffer)
     : Chunker(make_cut_finder(algorithm, options), std::move(source), buffer) {}
 

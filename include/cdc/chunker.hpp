@@ -41,6 +41,16 @@ struct Chunk {
 /// 2 x max_size, at least 256 KiB (fewer, larger reads and moves).
 std::size_t default_buffer_size(std::size_t max_size) noexcept;
 
+/// The batch form of the driver contract (ALGORITHMS.md section 1), for
+/// consumers that keep a buffer of the stream themselves (cdc::analyze, the
+/// store's writer): cuts consecutive chunks from the start of `data` while a
+/// full window (max_size bytes) is available, or up to its end when
+/// `at_end`; appends their lengths to `lengths` and returns the bytes they
+/// cover. The rest (fewer than max_size bytes unless at_end) must be carried
+/// to the front of the next buffer. Boundaries are those of Chunker.
+std::size_t cut_chunks(const CutFinder& finder, std::span<const std::byte> data, bool at_end,
+                       std::vector<std::uint32_t>& lengths);
+
 class Chunker {
 public:
     /// Creates a chunker for `algorithm` (validated; throws OptionError).

@@ -32,6 +32,7 @@ constexpr std::size_t kBlockBytes = std::size_t{4} << 20;
 constexpr std::size_t kBlocksInFlight = 8;
 constexpr std::size_t kMaxOpenPacks = 512;
 
+// Output buffers are recycled (allocated once, never zero-filled).
 struct Block {
     struct Item {
         ChunkId id;
@@ -40,8 +41,17 @@ struct Block {
         std::size_t at;
     };
     std::vector<Item> items;
-    std::vector<std::byte> out;
+    std::unique_ptr<std::byte[]> data;
+    std::size_t capacity = 0;
+    std::size_t used = 0;
     std::atomic<bool> done{false};
+
+    std::span<std::byte> out() noexcept { return {data.get(), used}; }
+    void reserve(std::size_t n) {
+        if (n <= capacity) return;
+        data = std::make_unique_for_overwrite<std::byte[]>(n);
+        capacity = n;
+    }
 };
 
 void restore_to_fd(const Store::Impl& s, std::string_view name, int out_fd, const std::string& out_desc,
@@ -61,30 +71,24 @@ void restore_to_fd(const Store::Impl& s, std::string_view name, int out_fd, cons
     PackFiles files(s.dir);
     ChunkLookup lookup(db);
     std::deque<std::unique_ptr<Block>> queue;
+    std::vector<std::unique_ptr<Block>> spare;
     TaskPool pool;
     Hasher whole(DigestKind::blake3);
     std::uint64_t written = 0;
-    const auto t0 = std::chrono::steady_clock::now();
-    auto last = t0;
+    ProgressTicker ticker(options.progress);
 
     auto write_front = [&] {
         pool.wait([&] { return queue.front()->done.load(); });
         Block& b = *queue.front();
-        whole.update(b.out);
-        write_all(out_fd, b.out.data(), b.out.size(), out_desc);
-        written += b.out.size();
+        whole.update(b.out());
+        write_all(out_fd, b.data.get(), b.used, out_desc);
+        written += b.used;
+        spare.push_back(std::move(queue.front()));
         queue.pop_front();
-        if (options.progress) {
-            const auto now = std::chrono::steady_clock::now();
-            if (now - last >= std::chrono::milliseconds(200)) {
-                last = now;
-                Progress p;
-                p.bytes_done = written;
-                p.bytes_total = size;
-                p.seconds = std::chrono::duration<double>(now - t0).count();
-                options.progress(p);
-            }
-        }
+        ticker.tick([&](Progress& p) {
+            p.bytes_done = written;
+            p.bytes_total = size;
+        });
     };
     auto submit = [&](std::unique_ptr<Block> b) {
         Block* raw = b.get();
@@ -92,14 +96,26 @@ void restore_to_fd(const Store::Impl& s, std::string_view name, int out_fd, cons
         pool.submit([raw, &context] {
             thread_local std::vector<std::byte> buf;
             for (const auto& it : raw->items)
-                read_chunk_into(it.fd, it.loc, it.id, buf,
-                                std::span<std::byte>(raw->out).subspan(it.at, it.loc.raw_size), context);
+                read_chunk_into(it.fd, it.loc, it.id, buf, raw->out().subspan(it.at, it.loc.raw_size), context);
             raw->done.store(true);
         });
         while (queue.size() >= kBlocksInFlight) write_front();
     };
 
-    auto block = std::make_unique<Block>();
+    auto fresh_block = [&] {
+        std::unique_ptr<Block> b;
+        if (!spare.empty()) {
+            b = std::move(spare.back());
+            spare.pop_back();
+        } else {
+            b = std::make_unique<Block>();
+        }
+        b->items.clear();
+        b->used = 0;
+        b->done.store(false);
+        return b;
+    };
+    auto block = fresh_block();
     std::size_t block_bytes = 0;
     std::uint64_t index = 0;
     Stmt segs(db, "SELECT ids FROM manifest_chunks WHERE manifest = ?1 ORDER BY seq");
@@ -114,24 +130,25 @@ void restore_to_fd(const Store::Impl& s, std::string_view name, int out_fd, cons
                                               to_hex(id), index));
             if (files.open_count() >= kMaxOpenPacks) {
                 if (!block->items.empty()) {
-                    block->out.resize(block_bytes);
-                    submit(std::exchange(block, std::make_unique<Block>()));
+                    block->used = block_bytes;
+                    submit(std::exchange(block, fresh_block()));
                     block_bytes = 0;
                 }
                 while (!queue.empty()) write_front();
                 files.close_all();
             }
-            block->items.push_back({id, *loc, files.fd(loc->pack), block_bytes});
-            block_bytes += loc->raw_size;
-            if (block_bytes >= kBlockBytes) {
-                block->out.resize(block_bytes);
-                submit(std::exchange(block, std::make_unique<Block>()));
+            if (block_bytes + loc->raw_size > kBlockBytes && !block->items.empty()) {
+                block->used = block_bytes;
+                submit(std::exchange(block, fresh_block()));
                 block_bytes = 0;
             }
+            block->reserve(std::max(kBlockBytes, block_bytes + loc->raw_size));
+            block->items.push_back({id, *loc, files.fd(loc->pack), block_bytes});
+            block_bytes += loc->raw_size;
         }
     }
     if (!block->items.empty()) {
-        block->out.resize(block_bytes);
+        block->used = block_bytes;
         submit(std::move(block));
     }
     while (!queue.empty()) write_front();

@@ -7,6 +7,7 @@
 
 #include <cdc/store.hpp>
 
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <memory>
@@ -16,6 +17,29 @@
 #include <vector>
 
 namespace cdc::store::detail {
+
+/// Calls a ProgressFn at most every 200 ms, with the seconds since its start.
+class ProgressTicker {
+public:
+    explicit ProgressTicker(const ProgressFn& fn) : fn_(fn), t0_(Clock::now()), last_(t0_) {}
+    /// fill(Progress&) sets the figures; called only when a report is due.
+    template <class Fill>
+    void tick(Fill&& fill) {
+        if (!fn_) return;
+        const auto now = Clock::now();
+        if (now - last_ < std::chrono::milliseconds(200)) return;
+        last_ = now;
+        Progress p;
+        fill(p);
+        p.seconds = std::chrono::duration<double>(now - t0_).count();
+        fn_(p);
+    }
+
+private:
+    using Clock = std::chrono::steady_clock;
+    const ProgressFn& fn_;
+    Clock::time_point t0_, last_;
+};
 
 /// Where a chunk's record is.
 struct Location {

@@ -34,7 +34,7 @@ VerifyReport Store::verify(const VerifyOptions& options) const {
     SharedLockGuard guard(impl_->lock);
     Db& db = impl_->db;
     VerifyReport report;
-    const auto t0 = std::chrono::steady_clock::now();
+    ProgressTicker ticker(options.progress);
 
     {
         Stmt q(db, options.full ? "PRAGMA integrity_check" : "PRAGMA quick_check");
@@ -124,7 +124,6 @@ VerifyReport Store::verify(const VerifyOptions& options) const {
         auto batch = std::make_unique<std::vector<Row>>();
         std::uint64_t batch_bytes = 0;
         std::uint64_t batch_pack = 0;
-        auto last = t0;
         auto flush_batch = [&] {
             if (batch->empty()) return;
             run_batch(batch.get(), files.fd(batch_pack));
@@ -136,17 +135,10 @@ VerifyReport Store::verify(const VerifyOptions& options) const {
                 pool.drain();
                 batches.clear();
             }
-            if (options.progress) {
-                const auto now = std::chrono::steady_clock::now();
-                if (now - last >= std::chrono::milliseconds(200)) {
-                    last = now;
-                    Progress p;
-                    p.bytes_done = checked_bytes.load();
-                    p.bytes_total = total_bytes;
-                    p.seconds = std::chrono::duration<double>(now - t0).count();
-                    options.progress(p);
-                }
-            }
+            ticker.tick([&](Progress& p) {
+                p.bytes_done = checked_bytes.load();
+                p.bytes_total = total_bytes;
+            });
         };
         while (q.step()) {
             Row r{to_id(q.blob(0), impl_->db_path()),

@@ -9,6 +9,7 @@
 #include "store_impl.hpp"
 #include "task_pool.hpp"
 
+#include <cdc/chunker.hpp>
 #include <cdc/digest.hpp>
 
 #include <fmt/format.h>
@@ -129,6 +130,7 @@ struct Writer::Impl {
     std::uint64_t unflushed_new = 0;  // raw bytes of new chunks queued since the last flush
     PutStats totals;
     std::atomic<std::uint64_t> stored_counter{0};  // record bytes appended by put_file's tasks
+    std::unique_ptr<std::array<Segment, kSegments>> segments;  // put_file's buffers
     bool started = false;
 
     explicit Impl(const Store::Impl& s)
@@ -424,13 +426,16 @@ PutStats Writer::Impl::put_file(const FileMeta& meta, Source source, const Progr
     const CutFinder& cut = *finder;
     const std::size_t max = cut.profile().max_size;
     PutStats file;
-    const auto t0 = std::chrono::steady_clock::now();
-    auto last_progress = t0;
+    ProgressTicker ticker(progress);
 
-    std::array<Segment, kSegments> segments;
-    for (auto& s : segments) {
-        s.capacity = kReadSize + max;
-        s.data = std::make_unique_for_overwrite<std::byte[]>(s.capacity);
+    // The segments live as long as the writer: a tree of small files does
+    // not allocate (and fault in) 16 MiB per file.
+    if (!segments) {
+        segments = std::make_unique<std::array<Segment, kSegments>>();
+        for (auto& sg : *segments) {
+            sg.capacity = kReadSize + max;
+            sg.data = std::make_unique_for_overwrite<std::byte[]>(sg.capacity);
+        }
     }
     // Shared between this thread and the reader thread (guarded by qm).
     std::mutex qm;
@@ -440,7 +445,11 @@ PutStats Writer::Impl::put_file(const FileMeta& meta, Source source, const Progr
     bool reader_done = false;
     bool stop = false;
     std::exception_ptr read_error;
-    for (auto& s : segments) free_list.push_back(&s);
+    for (auto& sg : *segments) {
+        sg.hash_left.store(0);
+        sg.tasks_left.store(0);
+        free_list.push_back(&sg);
+    }
 
     const unsigned hash_parts = workers.threads();
     // Reader thread: read, cut, queue the hashing.
@@ -477,15 +486,7 @@ PutStats Writer::Impl::put_file(const FileMeta& meta, Source source, const Progr
                 }
                 // Cut every chunk with a full window (ALGORITHMS.md section 1).
                 seg->lengths.clear();
-                std::size_t p = 0;
-                const auto* bytes = reinterpret_cast<const std::uint8_t*>(seg->data.get());
-                for (;;) {
-                    const std::size_t avail = seg->size - p;
-                    if (avail == 0 || (avail < max && !seg->eof)) break;
-                    const std::size_t c = cut.find(bytes + p, std::min(avail, max));
-                    seg->lengths.push_back(static_cast<std::uint32_t>(c));
-                    p += c;
-                }
+                const std::size_t p = cut_chunks(cut, {seg->data.get(), seg->size}, seg->eof, seg->lengths);
                 seg->chunk_bytes = p;
                 seg->digests.resize(seg->lengths.size());
                 // Hash in `hash_parts` tasks of consecutive chunks.
@@ -642,17 +643,10 @@ PutStats Writer::Impl::put_file(const FileMeta& meta, Source source, const Progr
                 busy.push_back(seg);
             }
             if (std::max(packs->unsynced_bytes(), unflushed_new) >= flush_bytes() || pending_refs >= kFlushRefs) flush();
-            if (progress) {
-                const auto now = std::chrono::steady_clock::now();
-                if (now - last_progress >= std::chrono::milliseconds(200)) {
-                    last_progress = now;
-                    Progress pr;
-                    pr.bytes_done = file.bytes;
-                    pr.new_bytes = file.new_bytes;
-                    pr.seconds = std::chrono::duration<double>(now - t0).count();
-                    progress(pr);
-                }
-            }
+            ticker.tick([&](Progress& pr) {
+                pr.bytes_done = file.bytes;
+                pr.new_bytes = file.new_bytes;
+            });
         }
         workers.wait([&] {
             for (Segment* b : busy)
