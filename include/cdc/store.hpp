@@ -191,7 +191,8 @@ struct Progress {
 using ProgressFn = std::function<void(const Progress&)>;
 
 /// What a put added. `stored_bytes` counts the new records in the packs
-/// (compressed payload + record header).
+/// (compressed payload + record header); put_file() leaves it 0 (compression
+/// ends in the background): Writer::stats() has it after commit().
 struct PutStats {
     std::uint64_t files = 0;
     std::uint64_t bytes = 0;        ///< bytes read
@@ -332,9 +333,11 @@ public:
     // --- maintenance
     StoreStats stats() const;
     VerifyReport verify(const VerifyOptions& options = {}) const;
-    /// Takes the exclusive lock (waits for Writers to finish), drops pending
-    /// manifests of dead writers, removes unreferenced chunks, rewrites sparse
-    /// packs, deletes empty and orphan pack files. Crash-safe at any instant.
+    /// Takes the exclusive lock (waits for Writers and readers of any process
+    /// to finish: never call it while this thread or process holds a Writer),
+    /// drops pending manifests of dead writers, removes unreferenced chunks,
+    /// rewrites sparse packs, deletes empty and orphan pack files, cuts torn
+    /// tails. Crash-safe at any instant.
     GcReport gc(const GcOptions& options = {});
 
     struct Impl;
@@ -373,9 +376,10 @@ public:
     // --- single chunks (the transfer service)
     /// Stores raw bytes as one chunk (no chunking).
     ChunkPut put_chunk(std::span<const std::byte> raw);
-    /// Stores a chunk that arrives as one zstd frame: decompressed to check
-    /// that it has raw_size bytes with BLAKE3 `id` (DamageError otherwise),
-    /// then kept as is (raw if the frame is not smaller than raw_size).
+    /// Stores a chunk that arrives as one zstd frame (with its content size,
+    /// as ZSTD_compress writes it): decompressed to check that it has raw_size
+    /// bytes with BLAKE3 `id` (DamageError otherwise), then kept as is, not
+    /// compressed again (kept raw if the frame is not smaller than raw_size).
     ChunkPut put_chunk_compressed(const ChunkId& id, std::uint32_t raw_size,
                                   std::span<const std::byte> zstd_frame);
 
@@ -392,7 +396,7 @@ public:
 
     /// Makes everything put so far durable, then visible (one transaction).
     void commit();
-    /// Totals since construction.
+    /// Totals since construction (stored_bytes: up to the last flush).
     const PutStats& stats() const noexcept;
 
     struct Impl;

@@ -54,16 +54,22 @@ struct Block {
     }
 };
 
-void restore_to_fd(const Store::Impl& s, std::string_view name, int out_fd, const std::string& out_desc,
-                   const GetOptions& options) {
+struct Restored {
+    std::uint32_t mode = 0;
+    std::int64_t mtime_ns = 0;
+};
+
+Restored restore_to_fd(const Store::Impl& s, std::string_view name, int out_fd, const std::string& out_desc,
+                       const GetOptions& options) {
     Db& db = s.db;
-    Transaction read(db, false);  // one snapshot for the whole file
-    Stmt m(db, "SELECT id, size, digest FROM manifests WHERE name = ?1");
+    Transaction read(db, false);  // one snapshot for the whole file and its metadata
+    Stmt m(db, "SELECT id, size, digest, mode, mtime_ns FROM manifests WHERE name = ?1");
     m.bind(1, name);
     if (!m.step()) throw NotFoundError(fmt::format("no file named '{}' in the store '{}'", name, s.dir.string()));
     const std::int64_t manifest = m.i64(0);
     const auto size = static_cast<std::uint64_t>(m.i64(1));
     const ChunkId digest = to_id(m.blob(2), fmt::format("'{}'", name));
+    const Restored meta{static_cast<std::uint32_t>(m.i64(3)), m.i64(4)};
     const std::string context = fmt::format("'{}': ", name);
 
     // Declared before the pool: its destructor runs the queued tasks, which
@@ -159,6 +165,7 @@ void restore_to_fd(const Store::Impl& s, std::string_view name, int out_fd, cons
     if (std::memcmp(d.bytes.data(), digest.data(), digest.size()) != 0)
         throw DamageError(fmt::format("'{}': the restored bytes' BLAKE3 {} differs from the manifest's {}", name,
                                       d.hex(), to_hex(digest)));
+    return meta;
 }
 
 }  // namespace
@@ -170,8 +177,6 @@ void Store::get(std::string_view name, int fd, const GetOptions& options) const 
 
 void Store::get(std::string_view name, const std::filesystem::path& out_path, const GetOptions& options) const {
     SharedLockGuard guard(impl_->lock);
-    const auto info = find(name);
-    if (!info) throw NotFoundError(fmt::format("no file named '{}' in the store '{}'", name, impl_->dir.string()));
     std::filesystem::path out = out_path;
     std::error_code ec;
     if (std::filesystem::is_directory(out, ec)) out /= std::filesystem::path(std::string(name)).filename();
@@ -183,16 +188,16 @@ void Store::get(std::string_view name, const std::filesystem::path& out_path, co
     if (!fd) throw StoreError(fmt::format("cannot create a temporary file beside '{}': {}", out.string(),
                                           std::strerror(errno)));
     try {
-        restore_to_fd(*impl_, name, fd.get(), fmt::format("'{}'", tmpl), options);
-        const mode_t mode = options.restore_metadata ? static_cast<mode_t>(info->mode & 07777) : mode_t{0644};
+        const Restored info = restore_to_fd(*impl_, name, fd.get(), fmt::format("'{}'", tmpl), options);
+        const mode_t mode = options.restore_metadata ? static_cast<mode_t>(info.mode & 07777) : mode_t{0644};
         if (::fchmod(fd.get(), mode) != 0)
             throw StoreError(fmt::format("chmod '{}': {}", tmpl, std::strerror(errno)));
         if (options.restore_metadata) {
             timespec ts[2];
             ts[0].tv_sec = 0;
             ts[0].tv_nsec = UTIME_OMIT;
-            ts[1].tv_sec = info->mtime_ns / 1'000'000'000;
-            ts[1].tv_nsec = info->mtime_ns % 1'000'000'000;
+            ts[1].tv_sec = info.mtime_ns / 1'000'000'000;
+            ts[1].tv_nsec = info.mtime_ns % 1'000'000'000;
             if (ts[1].tv_nsec < 0) {
                 ts[1].tv_nsec += 1'000'000'000;
                 --ts[1].tv_sec;

@@ -48,7 +48,7 @@ int main(int argc, char** argv) {
     using namespace cdc::cli;
     if (argc > 1 && std::string_view(argv[1]) == "dupes") return exec_dupes_helper(argv);
     CLI::App app{"cdc — content-defined chunking and deduplication: chunk, analyze, compare, resync, bench, "
-                 "plot, speed and find duplicate files.\n"};
+                 "plot, speed, find duplicate files and keep files in a deduplicating store.\n"};
     app.footer(kExitCodesHelp);
     app.require_subcommand(1);
     app.set_version_flag("--version", std::string("cdc ") + cdc::kVersionString);
