@@ -53,7 +53,8 @@
 //   Writer::begin_manifest / add_chunks / finish_manifest, then commit()
 //                                        a manifest from its chunk list + digest
 //   Store::for_each_chunk(name, f)       a manifest's chunk list, in order
-//   Store::read_chunk(id, compressed)    a chunk as stored (zstd frame or raw)
+//   Store::for_each_stored_chunk(name, f) its chunks as stored, in order
+//   Store::read_chunk(id, compressed)    one chunk as stored (zstd frame or raw)
 #pragma once
 
 #include <cdc/algorithms.hpp>
@@ -305,6 +306,12 @@ public:
     /// (NotFoundError; DamageError if a listed chunk is not in the index).
     void for_each_chunk(std::string_view name,
                         const std::function<void(const ChunkId&, std::uint32_t raw_size)>& f) const;
+    /// Streams the chunks of `name` as stored, in file order, from one
+    /// snapshot under one lock (what a server sends): f(id, chunk) with
+    /// chunk.codec zstd (a frame) or raw. Each record is checked (header,
+    /// sizes, checksum) first: DamageError naming the file and the chunk.
+    void for_each_stored_chunk(std::string_view name,
+                               const std::function<void(const ChunkId&, const StoredChunk&)>& f) const;
     /// Removes these manifests in one transaction (their chunks stay until
     /// gc); NotFoundError naming the first unknown name, removing none.
     void remove(std::span<const std::string> names);
@@ -358,6 +365,7 @@ private:
 /// missing or wrong.
 class Writer {
 public:
+    /// `store` must outlive the writer.
     explicit Writer(const Store& store);
     Writer(Writer&&) noexcept;
     Writer& operator=(Writer&&) noexcept;

@@ -374,6 +374,37 @@ void Store::for_each_chunk(std::string_view name,
     read.commit();
 }
 
+void Store::for_each_stored_chunk(std::string_view name,
+                                  const std::function<void(const ChunkId&, const StoredChunk&)>& f) const {
+    SharedLockGuard guard(impl_->lock);
+    Db& db = impl_->db;
+    Transaction read(db, false);
+    Stmt m(db, "SELECT id FROM manifests WHERE name = ?1");
+    m.bind(1, name);
+    if (!m.step()) throw NotFoundError(fmt::format("no file named '{}' in the store '{}'", name, impl_->dir.string()));
+    const std::int64_t manifest = m.i64(0);
+    ChunkLookup lookup(db);
+    PackFiles files(impl_->dir);
+    Stmt segs(db, "SELECT ids FROM manifest_chunks WHERE manifest = ?1 ORDER BY seq");
+    segs.bind(1, manifest);
+    const std::string context = fmt::format("'{}': ", name);
+    std::vector<std::byte> buf;
+    StoredChunk chunk;
+    while (segs.step()) {
+        const auto blob = segs.blob(0);
+        for (std::size_t i = 0; i + 32 <= blob.size(); i += 32) {
+            const ChunkId id = to_id(blob.subspan(i, 32), context);
+            const auto loc = lookup.find(id);
+            if (!loc) throw DamageError(fmt::format("{}chunk {} is missing from the index", context, to_hex(id)));
+            chunk.codec = read_record(files.fd(loc->pack), *loc, id, buf, context);
+            chunk.raw_size = loc->raw_size;
+            chunk.bytes.assign(buf.begin() + static_cast<std::ptrdiff_t>(kRecordHeaderSize), buf.end());
+            f(id, chunk);
+        }
+    }
+    read.commit();
+}
+
 void Store::remove(std::span<const std::string> names) {
     SharedLockGuard guard(impl_->lock);
     Db& db = impl_->db;

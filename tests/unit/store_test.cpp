@@ -9,6 +9,7 @@
 
 #include <zstd.h>
 
+#include <cstring>
 #include <thread>
 
 namespace cdc {
@@ -159,6 +160,20 @@ TEST(Store, ManifestsFromChunkListsAndCompressedChunks) {
     EXPECT_EQ(ZSTD_decompress(back.data(), back.size(), stored.bytes.data(), stored.bytes.size()), p1.size());
     EXPECT_EQ(back, p1);
     EXPECT_EQ(s.read_chunk(id2, true).codec, store::Codec::raw);  // random: kept raw
+    // The file's chunks as stored, in order (what a server streams).
+    std::vector<store::ChunkId> streamed;
+    std::vector<std::uint8_t> rebuilt;
+    s.for_each_stored_chunk("assembled", [&](const store::ChunkId& id, const store::StoredChunk& c) {
+        streamed.push_back(id);
+        std::vector<std::uint8_t> raw_bytes(c.raw_size);
+        if (c.codec == store::Codec::zstd)
+            EXPECT_EQ(ZSTD_decompress(raw_bytes.data(), raw_bytes.size(), c.bytes.data(), c.bytes.size()), c.raw_size);
+        else
+            std::memcpy(raw_bytes.data(), c.bytes.data(), c.raw_size);
+        rebuilt.insert(rebuilt.end(), raw_bytes.begin(), raw_bytes.end());
+    });
+    EXPECT_EQ(streamed, ids);
+    EXPECT_EQ(rebuilt, whole);
     // A chunk list naming an unknown chunk is refused.
     Writer w(s);
     w.begin_manifest({"bad", 0600, 5});
@@ -212,6 +227,37 @@ TEST(Store, ReplaceRemoveAndGcReclaim) {
     const auto r2 = s.gc();
     EXPECT_EQ(r2.chunks_removed, 0u);
     EXPECT_TRUE(s.verify(test::full_check()).ok());
+}
+
+TEST(Store, GcDeletesEmptyPacksAndRewritesSparseOnes) {
+    test::TempDir tmp;
+    store::InitOptions init;
+    init.pack_size = 4 << 20;
+    Store s = Store::init(tmp.path() / "s", init);
+    // y (small) is put first: its record shares a 4 MiB pack with x's
+    // (compression groups of ~1 MiB); the rest of x and z fill another pack.
+    const auto y = tools::generate_input("text:5:100000");
+    const auto x = test::random_bytes(5'500'000, 61);
+    const auto z = test::random_bytes(500'000, 63);
+    {
+        Writer w(s);
+        test::put_bytes(w, "y", y);
+        test::put_bytes(w, "x", x);
+        test::put_bytes(w, "z", z);
+        w.commit();
+    }
+    const auto before = s.stats();
+    ASSERT_GE(before.packs, 2u);
+    s.remove(std::vector<std::string>{"x", "z"});
+    const auto r = s.gc();
+    EXPECT_GE(r.packs_deleted, 1u);    // packs of x or z alone
+    EXPECT_GE(r.packs_rewritten, 1u);  // y's pack: mostly x's or z's bytes
+    const auto after = s.stats();
+    EXPECT_EQ(after.garbage_bytes, 0u);
+    EXPECT_EQ(after.packs, 1u);
+    EXPECT_LT(after.pack_bytes, y.size());
+    EXPECT_TRUE(s.verify(test::full_check()).ok());
+    EXPECT_EQ(test::get_bytes(s, "y", tmp), y);
 }
 
 TEST(Store, KeyIsCheckedAndNeverWritten) {
