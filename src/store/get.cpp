@@ -63,19 +63,17 @@ Restored restore_to_fd(const Store::Impl& s, std::string_view name, int out_fd, 
                        const GetOptions& options) {
     Db& db = s.db;
     Transaction read(db, false);  // one snapshot for the whole file and its metadata
-    Stmt m(db, "SELECT id, size, digest, mode, mtime_ns FROM manifests WHERE name = ?1");
+    Stmt m(db, "SELECT size, digest, mode, mtime_ns FROM manifests WHERE name = ?1");
     m.bind(1, name);
     if (!m.step()) throw NotFoundError(fmt::format("no file named '{}' in the store '{}'", name, s.dir.string()));
-    const std::int64_t manifest = m.i64(0);
-    const auto size = static_cast<std::uint64_t>(m.i64(1));
-    const ChunkId digest = to_id(m.blob(2), fmt::format("'{}'", name));
-    const Restored meta{static_cast<std::uint32_t>(m.i64(3)), m.i64(4)};
+    const auto size = static_cast<std::uint64_t>(m.i64(0));
+    const ChunkId digest = to_id(m.blob(1), fmt::format("'{}'", name));
+    const Restored meta{static_cast<std::uint32_t>(m.i64(2)), m.i64(3)};
     const std::string context = fmt::format("'{}': ", name);
 
     // Declared before the pool: its destructor runs the queued tasks, which
     // use the blocks and descriptors.
     PackFiles files(s.dir);
-    ChunkLookup lookup(db);
     std::deque<std::unique_ptr<Block>> queue;
     std::vector<std::unique_ptr<Block>> spare;
     TaskPool pool;
@@ -123,36 +121,25 @@ Restored restore_to_fd(const Store::Impl& s, std::string_view name, int out_fd, 
     };
     auto block = fresh_block();
     std::size_t block_bytes = 0;
-    std::uint64_t index = 0;
-    Stmt segs(db, "SELECT ids FROM manifest_chunks WHERE manifest = ?1 ORDER BY seq");
-    segs.bind(1, manifest);
-    while (segs.step()) {
-        const auto blob = segs.blob(0);
-        for (std::size_t i = 0; i + 32 <= blob.size(); i += 32, ++index) {
-            const ChunkId id = to_id(blob.subspan(i, 32), context);
-            const auto loc = lookup.find(id);
-            if (!loc)
-                throw DamageError(fmt::format("{}chunk {} (number {} of the file) is missing from the index", context,
-                                              to_hex(id), index));
-            if (files.open_count() >= kMaxOpenPacks) {
-                if (!block->items.empty()) {
-                    block->used = block_bytes;
-                    submit(std::exchange(block, fresh_block()));
-                    block_bytes = 0;
-                }
-                while (!queue.empty()) write_front();
-                files.close_all();
-            }
-            if (block_bytes + loc->raw_size > kBlockBytes && !block->items.empty()) {
+    for_each_listed_chunk(db, s.dir, name, [&](const ChunkId& id, const Location& loc, std::uint64_t) {
+        if (files.open_count() >= kMaxOpenPacks) {
+            if (!block->items.empty()) {
                 block->used = block_bytes;
                 submit(std::exchange(block, fresh_block()));
                 block_bytes = 0;
             }
-            block->reserve(std::max(kBlockBytes, block_bytes + loc->raw_size));
-            block->items.push_back({id, *loc, files.fd(loc->pack), block_bytes});
-            block_bytes += loc->raw_size;
+            while (!queue.empty()) write_front();
+            files.close_all();
         }
-    }
+        if (block_bytes + loc.raw_size > kBlockBytes && !block->items.empty()) {
+            block->used = block_bytes;
+            submit(std::exchange(block, fresh_block()));
+            block_bytes = 0;
+        }
+        block->reserve(std::max(kBlockBytes, block_bytes + loc.raw_size));
+        block->items.push_back({id, loc, files.fd(loc.pack), block_bytes});
+        block_bytes += loc.raw_size;
+    });
     if (!block->items.empty()) {
         block->used = block_bytes;
         submit(std::move(block));

@@ -96,6 +96,29 @@ std::optional<Location> ChunkLookup::find(const ChunkId& id) {
     return r;
 }
 
+void for_each_listed_chunk(Db& db, const std::filesystem::path& dir, std::string_view name,
+                           const std::function<void(const ChunkId&, const Location&, std::uint64_t)>& f) {
+    Stmt m(db, "SELECT id FROM manifests WHERE name = ?1");
+    m.bind(1, name);
+    if (!m.step()) throw NotFoundError(fmt::format("no file named '{}' in the store '{}'", name, dir.string()));
+    ChunkLookup lookup(db);
+    Stmt segs(db, "SELECT ids FROM manifest_chunks WHERE manifest = ?1 ORDER BY seq");
+    segs.bind(1, m.i64(0));
+    const std::string context = fmt::format("'{}'", name);
+    std::uint64_t index = 0;
+    while (segs.step()) {
+        const auto blob = segs.blob(0);
+        for (std::size_t i = 0; i + 32 <= blob.size(); i += 32, ++index) {
+            const ChunkId id = to_id(blob.subspan(i, 32), context);
+            const auto loc = lookup.find(id);
+            if (!loc)
+                throw DamageError(fmt::format("'{}': chunk {} (number {} of the file) is missing from the index", name,
+                                              to_hex(id), index));
+            f(id, *loc, index);
+        }
+    }
+}
+
 int PackFiles::fd(std::uint64_t pack) {
     if (auto it = fds_.find(pack); it != fds_.end()) return it->second.get();
     const auto path = pack_path(dir_, pack);
@@ -351,57 +374,26 @@ std::optional<ManifestInfo> Store::find(std::string_view name) const {
 
 void Store::for_each_chunk(std::string_view name,
                            const std::function<void(const ChunkId&, std::uint32_t)>& f) const {
-    Db& db = impl_->db;
-    Transaction read(db, false);
-    Stmt m(db, "SELECT id FROM manifests WHERE name = ?1");
-    m.bind(1, name);
-    if (!m.step()) throw NotFoundError(fmt::format("no file named '{}' in the store '{}'", name, impl_->dir.string()));
-    const std::int64_t manifest = m.i64(0);
-    ChunkLookup lookup(db);
-    Stmt segs(db, "SELECT ids FROM manifest_chunks WHERE manifest = ?1 ORDER BY seq");
-    segs.bind(1, manifest);
-    const std::string context = fmt::format("'{}'", name);
-    while (segs.step()) {
-        const auto blob = segs.blob(0);
-        for (std::size_t i = 0; i + 32 <= blob.size(); i += 32) {
-            const ChunkId id = to_id(blob.subspan(i, 32), context);
-            const auto loc = lookup.find(id);
-            if (!loc)
-                throw DamageError(fmt::format("'{}': chunk {} is missing from the index", name, to_hex(id)));
-            f(id, loc->raw_size);
-        }
-    }
+    Transaction read(impl_->db, false);
+    for_each_listed_chunk(impl_->db, impl_->dir, name,
+                          [&](const ChunkId& id, const Location& loc, std::uint64_t) { f(id, loc.raw_size); });
     read.commit();
 }
 
 void Store::for_each_stored_chunk(std::string_view name,
                                   const std::function<void(const ChunkId&, const StoredChunk&)>& f) const {
     SharedLockGuard guard(impl_->lock);
-    Db& db = impl_->db;
-    Transaction read(db, false);
-    Stmt m(db, "SELECT id FROM manifests WHERE name = ?1");
-    m.bind(1, name);
-    if (!m.step()) throw NotFoundError(fmt::format("no file named '{}' in the store '{}'", name, impl_->dir.string()));
-    const std::int64_t manifest = m.i64(0);
-    ChunkLookup lookup(db);
+    Transaction read(impl_->db, false);
     PackFiles files(impl_->dir);
-    Stmt segs(db, "SELECT ids FROM manifest_chunks WHERE manifest = ?1 ORDER BY seq");
-    segs.bind(1, manifest);
     const std::string context = fmt::format("'{}': ", name);
     std::vector<std::byte> buf;
     StoredChunk chunk;
-    while (segs.step()) {
-        const auto blob = segs.blob(0);
-        for (std::size_t i = 0; i + 32 <= blob.size(); i += 32) {
-            const ChunkId id = to_id(blob.subspan(i, 32), context);
-            const auto loc = lookup.find(id);
-            if (!loc) throw DamageError(fmt::format("{}chunk {} is missing from the index", context, to_hex(id)));
-            chunk.codec = read_record(files.fd(loc->pack), *loc, id, buf, context);
-            chunk.raw_size = loc->raw_size;
-            chunk.bytes.assign(buf.begin() + static_cast<std::ptrdiff_t>(kRecordHeaderSize), buf.end());
-            f(id, chunk);
-        }
-    }
+    for_each_listed_chunk(impl_->db, impl_->dir, name, [&](const ChunkId& id, const Location& loc, std::uint64_t) {
+        chunk.codec = read_record(files.fd(loc.pack), loc, id, buf, context);
+        chunk.raw_size = loc.raw_size;
+        chunk.bytes.assign(buf.begin() + static_cast<std::ptrdiff_t>(kRecordHeaderSize), buf.end());
+        f(id, chunk);
+    });
     read.commit();
 }
 
