@@ -66,8 +66,15 @@ Options Store::Impl::chunking_options() const {
     o.min_size = info.profile.min_size;
     o.normal_size = info.profile.normal_size;
     o.max_size = info.profile.max_size;
+    // The parameters of the peer-compatible names, where the algorithm takes them.
+    if (const AlgorithmInfo* a = find_algorithm(info.algorithm)) {
+        if (a->normalization_level.accepted) o.normalization_level = info.profile.normalization_level;
+        if (a->seed.accepted) o.seed = info.profile.seed;
+        if (a->polynomial.accepted) o.polynomial = info.profile.polynomial;
+        if (a->window_size.accepted) o.window_size = info.profile.window_size;
+    }
     if (info.profile.keyed) {
-        if (!key) throw OptionError(fmt::format("the store '{}' is keyed: its key is needed (--key-file)", dir.string()));
+        if (!key) throw OptionError(fmt::format("the store '{}' is keyed: its key is needed", dir.string()), "key");
         o.key = key;
     }
     return o;
@@ -220,6 +227,22 @@ std::int64_t meta_int(const std::unordered_map<std::string, std::string>& meta, 
     }
 }
 
+// A setting added after format 1 was first written (the parameters of the
+// peer-compatible algorithms): `fallback` where a store predates it.
+std::uint64_t meta_u64(const std::unordered_map<std::string, std::string>& meta, const char* key,
+                       const std::string& db, std::uint64_t fallback) {
+    const auto it = meta.find(key);
+    if (it == meta.end()) return fallback;
+    try {
+        std::size_t used = 0;
+        const std::uint64_t v = std::stoull(it->second, &used);
+        if (used == it->second.size()) return v;
+    } catch (const std::exception&) {
+    }
+    throw DamageError(fmt::format("the store's database '{}': setting '{}' = '{}' is not a number", db, key,
+                                  it->second));
+}
+
 }  // namespace
 
 Store::Store(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -231,7 +254,8 @@ Store Store::init(const std::filesystem::path& dir, const InitOptions& options) 
     const Profile profile = resolve_profile(options.algorithm, options.chunking);
     check_zstd_level(options.zstd_level);
     if (options.pack_size < (std::uint64_t{1} << 20) || options.pack_size > (std::uint64_t{1} << 32))
-        throw OptionError(fmt::format("--pack-size = {} is invalid: must be between 1 MiB and 4 GiB", options.pack_size));
+        throw OptionError(fmt::format("pack size {} is invalid: must be between 1 MiB and 4 GiB", options.pack_size),
+                          "pack_size");
     std::error_code ec;
     if (std::filesystem::exists(dir, ec)) {
         if (!std::filesystem::is_directory(dir, ec))
@@ -258,6 +282,10 @@ Store Store::init(const std::filesystem::path& dir, const InitOptions& options) 
         set("normal_size", std::to_string(profile.normal_size));
         set("max_size", std::to_string(profile.max_size));
         set("keyed", profile.keyed ? "1" : "0");
+        set("normalization_level", std::to_string(profile.normalization_level));
+        set("seed", std::to_string(profile.seed));
+        set("polynomial", std::to_string(profile.polynomial));
+        set("window_size", std::to_string(profile.window_size));
         set("key_check", options.chunking.key ? key_check_value(*options.chunking.key) : std::string());
         set("zstd_level", std::to_string(options.zstd_level));
         set("pack_size", std::to_string(options.pack_size));
@@ -310,6 +338,11 @@ Store Store::open(const std::filesystem::path& dir, const OpenOptions& options) 
     info.profile.normal_size = static_cast<std::size_t>(meta_int(meta, "normal_size", db));
     info.profile.max_size = static_cast<std::size_t>(meta_int(meta, "max_size", db));
     info.profile.keyed = meta_int(meta, "keyed", db) != 0;
+    // Stores written before these settings existed used no algorithm that takes them.
+    info.profile.normalization_level = static_cast<int>(meta_u64(meta, "normalization_level", db, 0));
+    info.profile.seed = meta_u64(meta, "seed", db, 0);
+    info.profile.polynomial = meta_u64(meta, "polynomial", db, 0);
+    info.profile.window_size = static_cast<std::size_t>(meta_u64(meta, "window_size", db, 0));
     info.zstd_level = static_cast<int>(meta_int(meta, "zstd_level", db));
     info.pack_size = static_cast<std::uint64_t>(meta_int(meta, "pack_size", db));
     impl->key_check = meta["key_check"];

@@ -11,6 +11,7 @@
 
 #include <cdc/chunker.hpp>
 #include <cdc/digest.hpp>
+#include <cdc/source.hpp>
 
 #include <fmt/format.h>
 
@@ -43,8 +44,6 @@ constexpr std::size_t kSegments = 4;
 // New chunks per compression task (raw bytes).
 constexpr std::size_t kCompressGroup = std::size_t{1} << 20;
 constexpr std::size_t kDigestBatch = 64;
-// A reader returning no data this many times in a row is stuck.
-constexpr int kMaxEmptyReads = 1000;
 
 std::uint64_t flush_bytes() {
     static const std::uint64_t v = [] {
@@ -143,12 +142,13 @@ struct Writer::Impl {
         : store(s), db(s.db_path(), false), store_lock(s.dir), level(s.info.zstd_level) {
         if (s.info.profile.keyed) {
             if (!s.key)
-                throw OptionError(fmt::format("the store '{}' is keyed: give its key (--key-file) to put into it",
-                                              s.dir.string()));
+                throw OptionError(fmt::format("the store '{}' is keyed: give its key to put into it", s.dir.string()),
+                                  "key");
             if (key_check_value(*s.key) != s.key_check)
                 throw OptionError(fmt::format("wrong key for the store '{}' (its check value does not match): "
                                               "nothing was written",
-                                              s.dir.string()));
+                                              s.dir.string()),
+                                  "key");
         }
         finder = make_cut_finder(s.info.algorithm, s.chunking_options());
         store_lock.lock(false);
@@ -470,20 +470,19 @@ void Writer::Impl::fill(Segment& seg, const Segment* prev, Reader& reader, const
         if (tail) std::memcpy(seg.data.get(), prev->data.get() + prev->chunk_bytes, tail);
         seg.size = tail;
     }
-    seg.eof = false;
-    int empty_reads = 0;
-    while (seg.size < seg.capacity && !seg.eof) {
-        const ReadResult r = reader.read(std::span<std::byte>(seg.data.get() + seg.size, seg.capacity - seg.size));
-        if (r.bytes > seg.capacity - seg.size) throw IoError("reader returned more bytes than asked");
-        seg.size += r.bytes;
-        seg.eof = r.end;
-        if (r.bytes == 0 && !r.end && ++empty_reads >= kMaxEmptyReads)
-            throw IoError(fmt::format("reading '{}': no data {} times in a row", name, kMaxEmptyReads));
-        if (r.bytes) empty_reads = 0;
+    // The one read loop fills the segment (or stops at the end of input).
+    FillResult got;
+    try {
+        got = read_at_least(reader, std::span<std::byte>(seg.data.get() + seg.size, seg.capacity - seg.size),
+                            seg.capacity - seg.size);
+    } catch (const IoError& e) {
+        throw IoError(fmt::format("reading '{}': {}", name, e.what()));
     }
+    seg.size += got.bytes;
+    seg.eof = got.end;
     // Cut every chunk with a full window (ALGORITHMS.md section 1).
     seg.lengths.clear();
-    seg.chunk_bytes = cut_chunks(*finder, {seg.data.get(), seg.size}, seg.eof, seg.lengths);
+    seg.chunk_bytes = cut_lengths(*finder, {seg.data.get(), seg.size}, seg.eof, seg.lengths);
     seg.digests.resize(seg.lengths.size());
 }
 

@@ -33,7 +33,7 @@ TEST(Store, RoundTripEveryAlgorithmKeyedToo) {
     int n = 0;
     for (const auto& algo : algorithms()) {
         for (const bool keyed : {false, true}) {
-            if (keyed != algo.requires_key && !(keyed && algo.accepts_key)) continue;
+            if (keyed ? algo.key == KeyUse::none : algo.key == KeyUse::required) continue;
             SCOPED_TRACE(std::string(algo.name) + (keyed ? " keyed" : ""));
             store::InitOptions init;
             init.algorithm = std::string(algo.name);
@@ -90,6 +90,62 @@ TEST(Store, FilesFromDescriptorsAndStreams) {
     EXPECT_EQ(test::get_bytes(s, "big", tmp), big);
     EXPECT_EQ(test::get_bytes(s, "piped", tmp), big);
     EXPECT_EQ(s.find("big")->chunks, s.find("piped")->chunks);
+}
+
+// The peer-compatible names take parameters beyond the sizes (restic's
+// polynomial, borg's seed and window, fastcdc-rs's level and seed): init
+// records them, a reopened store cuts with them, not with the defaults.
+TEST(Store, RecordsPeerParameters) {
+    test::TempDir tmp;
+    const auto data = test::mixed_bytes(400'000, 11);
+    struct Case {
+        std::string algorithm;
+        Options options;
+    };
+    std::vector<Case> cases(3);
+    cases[0].algorithm = "restic-rabin";
+    cases[0].options.polynomial = 458649537773299;  // irreducible, degree 48 (compat vectors)
+    cases[1].algorithm = "borg-buzhash";
+    cases[1].options.seed = 0x12345678;
+    cases[1].options.window_size = 63;
+    cases[2].algorithm = "fastcdc-rs-v2020";
+    cases[2].options.normalization_level = 3;
+    cases[2].options.seed = 0xfedcba9876543210;
+    int n = 0;
+    for (auto& c : cases) {
+        ASSERT_NE(find_algorithm(c.algorithm), nullptr) << c.algorithm;
+        SCOPED_TRACE(c.algorithm);
+        c.options.min_size = 2048;
+        c.options.normal_size = 8192;
+        c.options.max_size = 65536;
+        const fs::path dir = tmp.path() / std::string("p").append(std::to_string(n++));
+        {
+            store::InitOptions init;
+            init.algorithm = c.algorithm;
+            init.chunking = c.options;
+            Store s = Store::init(dir, init);
+            Writer w(s);
+            test::put_bytes(w, "data", data);
+            w.commit();
+        }
+        const Store s = Store::open(dir, {});
+        const Profile want = resolve_profile(c.algorithm, c.options);
+        EXPECT_EQ(s.info().profile.normalization_level, want.normalization_level);
+        EXPECT_EQ(s.info().profile.seed, want.seed);
+        EXPECT_EQ(s.info().profile.polynomial, want.polynomial);
+        EXPECT_EQ(s.info().profile.window_size, want.window_size);
+        std::vector<std::size_t> stored;
+        s.for_each_chunk("data", [&](const store::ChunkId&, std::uint32_t size) { stored.push_back(size); });
+        EXPECT_EQ(stored, test::lengths_memory(make_cut_finder(c.algorithm, c.options), data));
+        // The control: the defaults cut elsewhere, so the parameters mattered.
+        Options defaults;
+        defaults.min_size = c.options.min_size;
+        defaults.normal_size = c.options.normal_size;
+        defaults.max_size = c.options.max_size;
+        EXPECT_NE(stored, test::lengths_memory(make_cut_finder(c.algorithm, defaults), data));
+        EXPECT_EQ(s.finder()->profile().polynomial, want.polynomial);
+        EXPECT_EQ(test::get_bytes(s, "data", tmp), data);
+    }
 }
 
 TEST(Store, DedupAcrossNamesAndVersions) {
@@ -236,7 +292,7 @@ TEST(Store, GcDeletesEmptyPacksAndRewritesSparseOnes) {
     Store s = Store::init(tmp.path() / "s", init);
     // y (small) is put first: its record shares a 4 MiB pack with x's
     // (compression groups of ~1 MiB); the rest of x and z fill another pack.
-    const auto y = tools::generate_input("text:5:100000");
+    const auto y = generate_input("text:5:100000");
     const auto x = test::random_bytes(5'500'000, 61);
     const auto z = test::random_bytes(500'000, 63);
     {

@@ -4,7 +4,8 @@
 #include "analyze_cli.hpp"
 #include "store_cli.hpp"
 
-#include <cdc/analyze.hpp>
+#include <cdc/corpus/analyze.hpp>
+#include <cdc/walk.hpp>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -45,7 +46,50 @@ struct Inputs {
     std::uint64_t bytes = 0;
 };
 
-// The one place that walks trees (walk_inputs; to become io::walk()).
+// Names the files that cdc::walk finds under one PATH: a file by the path
+// as given (or --name), a tree's files by their paths inside it (under
+// --name/ when given). Every path is stored, hard links included: each is a
+// name a user may get back.
+class PutCollector final : public WalkVisitor {
+public:
+    PutCollector(Inputs& in, std::string tree_root, std::string name) noexcept
+        : in_(in), tree_root_(std::move(tree_root)), name_(std::move(name)) {}
+
+    void file(const std::string& path, const struct stat& st) override {
+        const auto size = static_cast<std::uint64_t>(st.st_size);
+        in_.files.push_back({path, name_of(path), size});
+        in_.bytes += size;
+    }
+
+    // A FIFO or /dev/stdin named on the command line: read as a stream.
+    void stream(const std::string& path) override {
+        if (path == "-" && name_.empty()) throw UsageError("standard input (-) needs --name");
+        in_.files.push_back({path, name_of(path), 0});
+    }
+
+    void skipped(const std::string& path, WalkSkip why, std::string_view message) override {
+        switch (why) {
+            case WalkSkip::symlink:  // not followed without --follow-symlinks, as in analyze
+            case WalkSkip::overlap: break;
+            case WalkSkip::error: in_.errors.push_back({path, std::string(message)}); break;
+            case WalkSkip::special:
+            case WalkSkip::loop:
+            case WalkSkip::other_fs: in_.warnings.push_back({path, fmt::format("{} skipped", message)}); break;
+        }
+    }
+
+private:
+    std::string name_of(const std::string& path) const {
+        if (tree_root_.empty()) return name_.empty() ? path : name_;
+        std::string rel = path.substr(std::min(path.size(), tree_root_.size()));
+        return name_.empty() ? rel : std::string(name_).append("/").append(rel);
+    }
+
+    Inputs& in_;
+    std::string tree_root_;  ///< "dir/" for a tree, empty for a file or stream
+    std::string name_;
+};
+
 Inputs collect_inputs(const PutArgs& a) {
     if (!a.name.empty() && a.paths.size() > 1)
         throw UsageError("--name applies to one PATH (a file, a tree: its prefix, or -)");
@@ -54,29 +98,20 @@ Inputs collect_inputs(const PutArgs& a) {
     WalkOptions wo;
     wo.follow_symlinks = a.follow_symlinks;
     for (const auto& p : a.paths) {
-        if (p == "-") {
-            if (a.name.empty()) throw UsageError("standard input (-) needs --name");
-            in.files.push_back({"-", a.name, 0});
-            continue;
-        }
         struct stat st {};
-        if (::stat(p.c_str(), &st) != 0) throw UsageError(fmt::format("cannot read '{}': {}", p, std::strerror(errno)));
-        if (!S_ISDIR(st.st_mode)) {
-            in.files.push_back({p, a.name.empty() ? p : a.name, static_cast<std::uint64_t>(st.st_size)});
-            in.bytes += static_cast<std::uint64_t>(st.st_size);
-            continue;
+        std::string tree_root;
+        if (p != "-" && ::stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+            // cdc::walk reports a root given with trailing slashes without them.
+            tree_root = p;
+            while (tree_root.size() > 1 && tree_root.back() == '/') tree_root.pop_back();
+            if (tree_root.back() != '/') tree_root.push_back('/');
         }
-        WalkResult w = walk_inputs({p}, wo);
-        std::string root = p;
-        if (root.back() != '/') root.push_back('/');
-        for (auto& f : w.files) {
-            std::string rel = f.path.substr(std::min(f.path.size(), root.size()));
-            std::string name = a.name.empty() ? rel : std::string(a.name).append("/").append(rel);
-            in.files.push_back({std::move(f.path), std::move(name), f.size});
+        PutCollector collector(in, std::move(tree_root), a.name);
+        try {
+            walk(std::span(&p, 1), wo, collector);
+        } catch (const IoError& e) {
+            throw UsageError(e.what());
         }
-        in.bytes += w.total_bytes;
-        for (auto& e : w.errors) in.errors.push_back(std::move(e));
-        for (auto& e : w.warnings) in.warnings.push_back(std::move(e));
     }
     std::map<std::string, const std::string*> seen;
     for (const auto& f : in.files) {
