@@ -10,12 +10,13 @@ PKGS=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev nlohmann-json3-dev libfmt-dev
   librust-blake3-dev libssl-dev libxxhash-dev
+  libzstd-dev libsqlite3-dev  # cdc store: chunk compression, index and manifests
   libplplot-dev plplot-driver-cairo
   xfsprogs  # the reflink test formats a loop-mounted XFS image
 )
 # Optional groups: peers for benchmarks (bench/peers) and duplicate finders.
 if [[ "${1:-}" == "--peers" ]]; then
-  PKGS+=(golang-go golang-github-restic-chunker-dev python3 borgbackup casync b3sum xxhash fdupes jdupes rdfind rmlint hyperfine)
+  PKGS+=(golang-go golang-github-restic-chunker-dev python3 borgbackup restic casync time b3sum xxhash fdupes jdupes rdfind rmlint hyperfine)
 fi
 
 missing=()

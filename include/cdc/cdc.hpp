@@ -2,7 +2,7 @@
 // chunker (and its batch loop cut_lengths), fingerprints, errors, version.
 // Corpus analysis (analyze, dedup index, size statistics, resync, sweeps,
 // deterministic data) is <cdc/corpus.hpp>; the duplicate-file finder is
-// <cdc/dupes.hpp>.
+// <cdc/dupes.hpp>; the chunk store is <cdc/store.hpp>.
 #pragma once
 
 #include <cdc/algorithms.hpp>

@@ -171,6 +171,8 @@ constexpr FieldFlag kFieldFlags[] = {
     {"compare", "min_size", ""},  // compare names the side itself (--min, --a-min, --b-min)
     {"compare", "normal_size", ""},
     {"compare", "max_size", ""},
+    {"store init", "key", "--key-file"},
+    {"store put", "key", "--key-file"},
     {"", "min_size", "--min"},
     {"", "normal_size", "--avg"},
     {"", "max_size", "--max"},
@@ -184,6 +186,8 @@ constexpr FieldFlag kFieldFlags[] = {
     {"", "kernel", "--kernel"},
     {"", "digest", "--digest"},
     {"", "trials", "--trials"},
+    {"", "zstd_level", "--zstd-level"},
+    {"", "pack_size", "--pack-size"},
 };
 }  // namespace
 

@@ -23,6 +23,7 @@ constexpr cdc::cli::AddCommand kCommands[] = {
     cdc::cli::add_resync_command,  cdc::cli::add_dupes_command,   cdc::cli::add_bench_command,
     cdc::cli::add_plot_command,    cdc::cli::add_speed_command,   cdc::cli::add_kernels_command,
     cdc::cli::add_sample_command,  cdc::cli::add_algorithms_command, cdc::cli::add_gen_command,
+    cdc::cli::add_store_command,
 };
 
 // "resync", "bench run": the subcommand path that was parsed.
@@ -60,7 +61,7 @@ int main(int argc, char** argv) {
     using namespace cdc::cli;
     if (argc > 1 && std::string_view(argv[1]) == "dupes") return exec_dupes_helper(argv);
     CLI::App app{"cdc — content-defined chunking and deduplication: chunk, analyze, compare, resync, bench, "
-                 "plot, speed and find duplicate files.\n"};
+                 "plot, speed, find duplicate files and keep files in a deduplicating store.\n"};
     app.footer(kExitCodesHelp);
     app.require_subcommand(1);
     app.set_version_flag("--version", std::string("cdc ") + cdc::kVersionString);

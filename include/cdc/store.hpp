@@ -1,0 +1,416 @@
+// cdc/store.hpp — a deduplicating, zstd-compressed, crash-safe chunk store
+// in a directory (no server): the library behind `cdc store` and the
+// server side of the transfer service.
+//
+//   cdc::store::InitOptions init;
+//   init.algorithm = "fastcdc";                      // any name of cdc::algorithms()
+//   auto s = cdc::store::Store::init("/backups/store", init);
+//
+//   cdc::store::Writer w(s);                         // shared store lock
+//   w.put_file({"etc/hosts", 0644, mtime_ns}, cdc::FileSource("/etc/hosts"));
+//   w.commit();                                      // durable, then visible
+//
+//   s.get("etc/hosts", "/tmp/hosts");                // temp file + rename after
+//                                                    // the whole-file BLAKE3 matched
+//
+// The model
+// - A chunk id is the BLAKE3-256 of the chunk's raw bytes. Each distinct
+//   chunk is stored once, zstd-compressed (stored raw when compression does
+//   not shrink it), as one self-describing record (its id, sizes, codec and a
+//   checksum) appended to a pack file of bounded size.
+// - The index (chunk id -> pack, offset, sizes) and the manifests (name,
+//   size, mode, mtime, whole-file BLAKE3, algorithm and sizes used, ordered
+//   chunk list) are in SQLite (WAL) inside the store.
+// - The store records its chunking parameters (algorithm, sizes, whether it
+//   is keyed) and a format version. A key is never written: only a keyed
+//   BLAKE3 check value, so that a wrong key fails when a Writer starts.
+// docs/STORE.md describes the on-disk format, the fsync order and the locks.
+//
+// Guarantees
+// - A manifest becomes visible only after every chunk it lists is durable
+//   (pack fdatasync, then one SQLite commit with the chunk rows and the
+//   manifest). A crash (kill -9, power loss) at any instant leaves a store
+//   that verifies and in which every committed name restores byte for byte;
+//   an interrupted Writer leaves at most unreferenced data that gc reclaims.
+// - Any number of Writers (threads or processes) may put at once; each holds
+//   a shared lock on the store, gc holds it exclusively, so gc never removes
+//   a chunk a committed or in-flight manifest needs. Writers dedup against
+//   each other's committed batches (a chunk written by two Writers within
+//   one batch window is kept once in the index; the other copy is garbage
+//   for gc).
+// - Readers (get, read_chunk, list, verify) see committed data only.
+//
+// Threads: a Store or a Writer is used by one thread at a time (each has its
+// own SQLite connection); open one per thread. Errors: every function throws
+// StoreError (or a subclass below), cdc::OptionError for invalid options and
+// cdc::IoError for a failing input Source; messages name the store, the
+// file name and the chunk concerned.
+//
+// For the transfer service (the calls a server needs):
+//   Store::missing(ids)                  which of these chunks does the store lack
+//   Writer::put_chunk_compressed(...)    store a zstd frame as is, after checking
+//                                        its BLAKE3 once decompressed
+//   Writer::begin_manifest / add_chunks / finish_manifest, then commit()
+//                                        a manifest from its chunk list + digest
+//   Store::for_each_chunk(name, f)       a manifest's chunk list, in order
+//   Store::for_each_stored_chunk(name, f) its chunks as stored, in order
+//   Store::read_chunk(id, compressed)    one chunk as stored (zstd frame or raw)
+#pragma once
+
+#include <cdc/algorithms.hpp>
+#include <cdc/error.hpp>
+#include <cdc/options.hpp>
+#include <cdc/source.hpp>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace cdc::store {
+
+/// The on-disk format this library writes and reads. A store of a newer
+/// format is refused (VersionError), never modified.
+inline constexpr std::uint32_t kFormatVersion = 1;
+
+// ---------------------------------------------------------------- errors
+
+/// Base of the store's errors (a damaged or unusable store, a failed write).
+class StoreError : public Error {
+public:
+    using Error::Error;
+};
+
+/// Stored data is damaged or missing (a checksum or BLAKE3 mismatch, a
+/// truncated pack, a chunk listed by a manifest but absent). The message
+/// names the manifest name (when known), the chunk id and the pack.
+class DamageError : public StoreError {
+public:
+    using StoreError::StoreError;
+};
+
+/// The directory is not a store, or is one of a newer format version.
+class VersionError : public StoreError {
+public:
+    using StoreError::StoreError;
+};
+
+/// No committed manifest has that name.
+class NotFoundError : public StoreError {
+public:
+    using StoreError::StoreError;
+};
+
+// ---------------------------------------------------------------- ids
+
+/// A chunk id: BLAKE3-256 of the chunk's raw (uncompressed) bytes.
+using ChunkId = std::array<std::uint8_t, 32>;
+
+/// BLAKE3-256 of `raw`.
+ChunkId chunk_id_of(std::span<const std::byte> raw);
+/// 64 lowercase hex digits.
+std::string to_hex(const ChunkId& id);
+/// Parses 64 hex digits; throws OptionError.
+ChunkId chunk_id_from_hex(std::string_view hex);
+
+/// How a chunk's bytes are kept in a pack.
+enum class Codec : std::uint8_t { raw = 0, zstd = 1 };
+
+// ---------------------------------------------------------------- configuration
+
+struct InitOptions {
+    std::string algorithm = "fastcdc";  ///< any name of cdc::algorithms()
+    Options chunking;                   ///< sizes (0 = the algorithm's defaults) and key
+    /// zstd level, 1..19 (ZSTD_maxCLevel() at most); 0 stores every chunk raw.
+    int zstd_level = 3;
+    /// Bound of a pack file (a record larger than this gets a pack of its own).
+    std::uint64_t pack_size = std::uint64_t{64} << 20;
+};
+
+struct OpenOptions {
+    /// The key of a keyed store: needed to put (a Writer checks it against
+    /// the stored check value), not to read. Ignored for unkeyed stores.
+    std::optional<Key> key;
+};
+
+/// What a store was created with.
+struct StoreInfo {
+    std::filesystem::path path;
+    std::uint32_t format_version = 0;
+    std::string store_id;     ///< 32 hex digits, random at init
+    std::string algorithm;
+    Profile profile;          ///< resolved sizes; keyed when the store has a key
+    int zstd_level = 0;
+    std::uint64_t pack_size = 0;
+};
+
+/// File metadata kept in a manifest.
+struct FileMeta {
+    std::string name;          ///< unique in the store; a later put of the same name replaces it
+    std::uint32_t mode = 0644; ///< permission bits (st_mode & 07777)
+    std::int64_t mtime_ns = 0; ///< nanoseconds since the epoch
+};
+
+/// A committed manifest, without its chunk list (see Store::for_each_chunk).
+struct ManifestInfo {
+    std::string name;
+    std::uint64_t size = 0;
+    std::uint32_t mode = 0;
+    std::int64_t mtime_ns = 0;
+    ChunkId digest{};          ///< BLAKE3-256 of the whole file
+    std::string algorithm;     ///< chunking used for this file
+    Profile profile;
+    std::uint64_t chunks = 0;
+    std::int64_t committed_ns = 0;
+};
+
+/// One chunk as read from the store.
+struct StoredChunk {
+    Codec codec = Codec::raw;
+    std::uint32_t raw_size = 0;
+    std::vector<std::byte> bytes;  ///< a zstd frame (codec zstd) or the raw bytes
+};
+
+// ---------------------------------------------------------------- reports
+
+/// Progress of a long operation (called from the calling thread).
+struct Progress {
+    std::uint64_t bytes_done = 0;
+    std::uint64_t bytes_total = 0;  ///< 0 when unknown (stdin)
+    std::uint64_t files_done = 0;
+    std::uint64_t files_total = 0;
+    std::uint64_t new_bytes = 0;    ///< put: raw bytes of new chunks
+    double seconds = 0;
+};
+using ProgressFn = std::function<void(const Progress&)>;
+
+/// What a put added. `stored_bytes` counts the new records in the packs
+/// (compressed payload + record header); put_file() leaves it 0 (compression
+/// ends in the background): Writer::stats() has it after commit().
+struct PutStats {
+    std::uint64_t files = 0;
+    std::uint64_t bytes = 0;        ///< bytes read
+    std::uint64_t chunks = 0;
+    std::uint64_t new_chunks = 0;
+    std::uint64_t new_bytes = 0;    ///< raw bytes of the new chunks
+    std::uint64_t stored_bytes = 0;
+};
+
+/// The result of putting one chunk.
+struct ChunkPut {
+    ChunkId id{};
+    bool added = false;             ///< false: the store (or this writer) had it
+    std::uint64_t stored_bytes = 0; ///< bytes appended to a pack (0 when not added)
+};
+
+struct StoreStats {
+    std::uint64_t files = 0;            ///< committed manifests
+    std::uint64_t logical_bytes = 0;    ///< sum of their sizes
+    std::uint64_t references = 0;       ///< sum of their chunk counts
+    std::uint64_t chunks = 0;           ///< distinct chunks in the index
+    std::uint64_t chunk_bytes = 0;      ///< their raw bytes
+    std::uint64_t stored_bytes = 0;     ///< their records in the packs (payload + headers)
+    std::uint64_t packs = 0;
+    std::uint64_t pack_bytes = 0;       ///< pack files' committed lengths
+    /// Pack bytes no indexed chunk uses (interrupted writers, duplicates of
+    /// concurrent writers, removed chunks): gc reclaims them. Chunks that are
+    /// indexed but listed by no manifest (after rm) are counted by gc.
+    std::uint64_t garbage_bytes = 0;
+    std::uint64_t index_bytes = 0;      ///< the SQLite database (+ WAL)
+    std::uint64_t chunk_table_bytes = 0;///< pages of the chunk index alone (0 if unknown)
+};
+
+struct VerifyOptions {
+    /// Also decompress every chunk and check its BLAKE3 against its id (else
+    /// the record checksums, sizes and the index/manifest structure only).
+    bool full = false;
+    ProgressFn progress;
+};
+
+/// One problem found by verify.
+struct Problem {
+    std::string what;  ///< names the pack, offset, chunk id and manifest names concerned
+};
+
+struct VerifyReport {
+    std::vector<Problem> damage;     ///< data that cannot be restored as committed
+    std::vector<Problem> notes;      ///< harmless: unreferenced data, torn tails beyond the committed length
+    std::uint64_t packs = 0;
+    std::uint64_t chunks_checked = 0;
+    std::uint64_t bytes_checked = 0;
+    std::uint64_t manifests = 0;
+    bool ok() const noexcept { return damage.empty(); }
+};
+
+struct GcOptions {
+    /// A pack whose live records fill less than this fraction of it is
+    /// rewritten (its live records copied into new packs, then deleted).
+    double rewrite_below = 0.5;
+    /// Called once if gc has to wait for the exclusive lock (writers running).
+    std::function<void()> on_wait;
+};
+
+struct GcReport {
+    std::uint64_t manifests_dropped = 0;  ///< pending manifests of dead writers
+    std::uint64_t chunks_removed = 0;
+    std::uint64_t bytes_removed = 0;      ///< records of removed chunks
+    std::uint64_t packs_rewritten = 0;
+    std::uint64_t packs_deleted = 0;
+    std::uint64_t bytes_before = 0;       ///< pack bytes on disk
+    std::uint64_t bytes_after = 0;
+};
+
+/// How get writes.
+struct GetOptions {
+    /// Apply the manifest's mode and mtime to the output file (not to "-").
+    bool restore_metadata = true;
+    ProgressFn progress;
+};
+
+// ---------------------------------------------------------------- the store
+
+class Writer;
+
+class Store {
+public:
+    /// Creates a store in `dir` (created if absent; must be empty otherwise).
+    /// Validates the algorithm and sizes (OptionError). With a key, only
+    /// its keyed BLAKE3 check value is written.
+    static Store init(const std::filesystem::path& dir, const InitOptions& options);
+    /// Opens an existing store. VersionError if `dir` is not a store or has a
+    /// newer format; StoreError if the database is damaged.
+    static Store open(const std::filesystem::path& dir, const OpenOptions& options = {});
+
+    Store(Store&&) noexcept;
+    Store& operator=(Store&&) noexcept;
+    Store(const Store&) = delete;
+    Store& operator=(const Store&) = delete;
+    ~Store();
+
+    const StoreInfo& info() const noexcept;
+    /// The store's cut finder (needs the key for a keyed store: OptionError).
+    std::shared_ptr<const CutFinder> finder() const;
+
+    // --- manifests (committed only)
+    /// Manifests whose name starts with `prefix`, sorted by name.
+    std::vector<ManifestInfo> list(std::string_view prefix = {}) const;
+    std::optional<ManifestInfo> find(std::string_view name) const;
+    /// Calls f(id, raw_size) for each chunk of `name`, in file order
+    /// (NotFoundError; DamageError if a listed chunk is not in the index).
+    void for_each_chunk(std::string_view name,
+                        const std::function<void(const ChunkId&, std::uint32_t raw_size)>& f) const;
+    /// Streams the chunks of `name` as stored, in file order, from one
+    /// snapshot under one lock (what a server sends): f(id, chunk) with
+    /// chunk.codec zstd (a frame) or raw. Each record is checked (header,
+    /// sizes, checksum) first: DamageError naming the file and the chunk.
+    void for_each_stored_chunk(std::string_view name,
+                               const std::function<void(const ChunkId&, const StoredChunk&)>& f) const;
+    /// Removes these manifests in one transaction (their chunks stay until
+    /// gc); NotFoundError naming the first unknown name, removing none.
+    void remove(std::span<const std::string> names);
+
+    // --- chunks
+    bool contains(const ChunkId& id) const;
+    /// The ids of `ids` the store lacks, in their order (duplicates kept once).
+    std::vector<ChunkId> missing(std::span<const ChunkId> ids) const;
+    /// Reads one chunk. compressed = true returns it as stored (a zstd frame,
+    /// or raw bytes when it is stored raw: see StoredChunk::codec); false
+    /// returns the raw bytes, checked against the id. DamageError if the
+    /// record is damaged, NotFoundError if absent.
+    StoredChunk read_chunk(const ChunkId& id, bool compressed) const;
+
+    // --- files
+    /// Restores `name` to `out`: written to a temporary file in the same
+    /// directory and renamed over `out` only after the size and whole-file
+    /// BLAKE3 match (no wrong byte ever reaches `out`). DamageError names
+    /// the file and the chunk.
+    void get(std::string_view name, const std::filesystem::path& out, const GetOptions& options = {}) const;
+    /// Streams `name` to `fd` (e.g. stdout): every chunk is checked before
+    /// it is written, the whole-file digest at the end (then DamageError
+    /// after the bytes went out: prefer the path form).
+    void get(std::string_view name, int fd, const GetOptions& options = {}) const;
+
+    // --- maintenance
+    StoreStats stats() const;
+    VerifyReport verify(const VerifyOptions& options = {}) const;
+    /// Takes the exclusive lock (waits for Writers and readers of any process
+    /// to finish: never call it while this thread or process holds a Writer),
+    /// drops pending manifests of dead writers, removes unreferenced chunks,
+    /// rewrites sparse packs, deletes empty and orphan pack files, cuts torn
+    /// tails. Crash-safe at any instant.
+    GcReport gc(const GcOptions& options = {});
+
+    struct Impl;
+
+private:
+    friend class Writer;
+    explicit Store(std::unique_ptr<Impl> impl);
+    std::unique_ptr<Impl> impl_;
+};
+
+// ---------------------------------------------------------------- writing
+
+/// A writing session: holds a shared lock on the store (so gc waits) from
+/// construction to destruction. Chunks become durable and manifests visible
+/// at commit() (and at automatic flushes, every few tens of MiB); a Writer
+/// destroyed (or a process killed) before commit leaves unreferenced chunks
+/// only. OptionError at construction if the store is keyed and the key is
+/// missing or wrong.
+class Writer {
+public:
+    /// `store` must outlive the writer.
+    explicit Writer(const Store& store);
+    Writer(Writer&&) noexcept;
+    Writer& operator=(Writer&&) noexcept;
+    Writer(const Writer&) = delete;
+    Writer& operator=(const Writer&) = delete;
+    ~Writer();
+
+    // --- whole files
+    /// Chunks `source` with the store's algorithm, stores its new chunks and
+    /// queues its manifest (visible after the next flush or commit()). Reading
+    /// and cutting, hashing and compressing run on several threads. Throws the
+    /// source's IoError (nothing of this file is committed; the Writer stays
+    /// usable).
+    PutStats put_file(const FileMeta& meta, Source source, const ProgressFn& progress = {});
+
+    // --- single chunks (the transfer service)
+    /// Stores raw bytes as one chunk (no chunking).
+    ChunkPut put_chunk(std::span<const std::byte> raw);
+    /// Stores a chunk that arrives as one zstd frame (with its content size,
+    /// as ZSTD_compress writes it): decompressed to check that it has raw_size
+    /// bytes with BLAKE3 `id` (DamageError otherwise), then kept as is, not
+    /// compressed again (kept raw if the frame is not smaller than raw_size).
+    ChunkPut put_chunk_compressed(const ChunkId& id, std::uint32_t raw_size,
+                                  std::span<const std::byte> zstd_frame);
+
+    // --- manifests from a chunk list (the transfer service)
+    /// Starts a manifest; the chunking recorded is the store's.
+    void begin_manifest(const FileMeta& meta);
+    /// Appends chunks in file order. Each must be in the store or put by this
+    /// writer (DamageError naming the chunk otherwise); returns their raw sizes' sum.
+    std::uint64_t add_chunks(std::span<const ChunkId> ids);
+    /// Ends the manifest: its size must be the sum of its chunks' sizes
+    /// (DamageError otherwise); `digest` is the whole file's BLAKE3. Queued for
+    /// the next flush or commit().
+    void finish_manifest(const ChunkId& digest, std::uint64_t size);
+
+    /// Makes everything put so far durable, then visible (one transaction).
+    void commit();
+    /// Totals since construction (stored_bytes: up to the last flush).
+    const PutStats& stats() const noexcept;
+
+    struct Impl;
+
+private:
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace cdc::store

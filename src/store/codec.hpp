@@ -1,0 +1,51 @@
+// zstd for chunk payloads: one context per thread, reused (no allocation per
+// chunk). A chunk that zstd does not shrink is kept raw.
+#pragma once
+
+#include <cdc/store.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+struct ZSTD_CCtx_s;
+struct ZSTD_DCtx_s;
+
+namespace cdc::store::detail {
+
+class Compressor {
+public:
+    explicit Compressor(int level);
+    ~Compressor();
+    Compressor(const Compressor&) = delete;
+    Compressor& operator=(const Compressor&) = delete;
+
+    /// Compresses `raw` into out (resized); returns Codec::zstd, or Codec::raw
+    /// (out untouched) when the frame would not be smaller or level is 0.
+    Codec compress(std::span<const std::byte> raw, std::vector<std::byte>& out);
+
+private:
+    ZSTD_CCtx_s* ctx_ = nullptr;
+    int level_;
+};
+
+class Decompressor {
+public:
+    Decompressor();
+    ~Decompressor();
+    Decompressor(const Decompressor&) = delete;
+    Decompressor& operator=(const Decompressor&) = delete;
+
+    /// Decompresses one frame into exactly out.size() bytes; false if the
+    /// frame is invalid or does not decode to exactly that size.
+    bool decompress(std::span<const std::byte> frame, std::span<std::byte> out);
+
+private:
+    ZSTD_DCtx_s* ctx_ = nullptr;
+};
+
+/// Valid levels: 0 (store raw) .. ZSTD_maxCLevel(); OptionError otherwise.
+void check_zstd_level(int level);
+
+}  // namespace cdc::store::detail

@@ -1,0 +1,121 @@
+// The store's on-disk format (docs/STORE.md): directory layout, the pack and
+// record headers, the record checksum. Format version 1.
+#pragma once
+
+#include <cdc/store.hpp>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace cdc::store::detail {
+
+inline constexpr std::string_view kMarkerName = "cdc-store";
+inline constexpr std::string_view kDbName = "index.db";
+inline constexpr std::string_view kLockName = "lock";
+inline constexpr std::string_view kPacksDir = "packs";
+
+inline constexpr std::size_t kPackHeaderSize = 16;
+inline constexpr std::size_t kRecordHeaderSize = 56;
+inline constexpr std::array<std::uint8_t, 8> kPackMagic = {'C', 'D', 'C', 'P', 'A', 'C', 'K', '1'};
+inline constexpr std::array<std::uint8_t, 4> kRecordMagic = {'C', 'R', 'e', 'c'};
+/// Chunk ids per manifest_chunks row.
+inline constexpr std::size_t kIdsPerSegment = 4096;
+
+/// The text of DIR/cdc-store for a format version.
+std::string marker_text(std::uint32_t version);
+/// Reads DIR/cdc-store: VersionError if absent, unreadable or newer than
+/// kFormatVersion; returns the version.
+std::uint32_t read_marker(const std::filesystem::path& dir);
+
+std::filesystem::path pack_path(const std::filesystem::path& dir, std::uint64_t pack);
+/// The pack id of a file name "NNNNNNNN.pack", if it is one.
+std::optional<std::uint64_t> parse_pack_name(std::string_view file_name);
+
+std::array<std::uint8_t, kPackHeaderSize> pack_header(std::uint64_t pack);
+/// Empty if fine, else what is wrong with a pack's first bytes.
+std::string check_pack_header(std::span<const std::uint8_t> bytes, std::uint64_t pack);
+
+struct RecordHeader {
+    Codec codec = Codec::raw;
+    std::uint32_t raw_size = 0;
+    std::uint32_t stored_size = 0;
+    ChunkId id{};
+    std::uint64_t checksum = 0;
+};
+
+/// Writes the 56-byte header of a record with this payload (computes the checksum).
+void encode_record(const ChunkId& id, Codec codec, std::uint32_t raw_size, std::span<const std::byte> payload,
+                   std::uint8_t* out);
+/// Decodes a header (no checksum check); empty optional if the magic,
+/// codec or reserved bytes are wrong.
+std::optional<RecordHeader> decode_record(const std::uint8_t* header);
+/// True if the stored checksum matches header + payload.
+bool record_checksum_ok(const std::uint8_t* header, std::span<const std::byte> payload);
+
+// ---- small POSIX helpers (throw StoreError naming `what`)
+void write_all(int fd, const void* data, std::size_t n, const std::string& what);
+/// Reads exactly n bytes at `offset`; returns the bytes read (< n at EOF).
+std::size_t pread_full(int fd, void* data, std::size_t n, std::uint64_t offset, const std::string& what);
+void fsync_fd(int fd, const std::string& what, bool data_only);
+void fsync_dir(const std::filesystem::path& dir);
+std::uint64_t file_size_or_zero(const std::filesystem::path& p);
+
+/// An owned file descriptor.
+class Fd {
+public:
+    Fd() = default;
+    explicit Fd(int fd) noexcept : fd_(fd) {}
+    ~Fd();
+    Fd(Fd&& o) noexcept : fd_(o.release()) {}
+    Fd& operator=(Fd&& o) noexcept;
+    Fd(const Fd&) = delete;
+    Fd& operator=(const Fd&) = delete;
+    int get() const noexcept { return fd_; }
+    int release() noexcept {
+        const int f = fd_;
+        fd_ = -1;
+        return f;
+    }
+    explicit operator bool() const noexcept { return fd_ >= 0; }
+
+private:
+    int fd_ = -1;
+};
+
+/// flock(2) on DIR/lock: shared for writers and readers, exclusive for gc.
+class StoreLock {
+public:
+    StoreLock() = default;
+    /// Opens DIR/lock (not locked yet).
+    explicit StoreLock(const std::filesystem::path& dir);
+    /// Blocks until locked; `waiting` is called once if it has to wait.
+    void lock(bool exclusive, const std::function<void()>& waiting = {});
+    void unlock();
+    bool held() const noexcept { return held_; }
+
+private:
+    Fd fd_;
+    std::string path_;
+    bool held_ = false;
+};
+
+/// Holds a StoreLock shared for a scope.
+class SharedLockGuard {
+public:
+    explicit SharedLockGuard(StoreLock& l) : l_(l) { l_.lock(false); }
+    ~SharedLockGuard() { l_.unlock(); }
+    SharedLockGuard(const SharedLockGuard&) = delete;
+    SharedLockGuard& operator=(const SharedLockGuard&) = delete;
+
+private:
+    StoreLock& l_;
+};
+
+}  // namespace cdc::store::detail

@@ -1,0 +1,89 @@
+// Appending records to packs for one Writer: the current pack (reused from a
+// partly filled one when its flock can be had, else a new file), rollover at
+// the pack bound, and the sync that makes the appended bytes durable before
+// the index names them (docs/STORE.md, "Durability").
+#pragma once
+
+#include "format.hpp"
+#include "sqlite.hpp"
+
+#include <cdc/store.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <mutex>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace cdc::store::detail {
+
+/// A record appended to a pack, waiting for the next flush to be indexed.
+struct PendingRow {
+    ChunkId id{};
+    std::uint64_t pack = 0;
+    std::uint64_t offset = 0;
+    std::uint32_t raw_size = 0;
+    std::uint32_t stored_size = 0;
+};
+
+/// Records built in memory before one append: header + payload each.
+struct RecordBatch {
+    std::vector<std::uint8_t> bytes;
+    struct Entry {
+        ChunkId id;
+        std::size_t offset;  ///< in bytes
+        std::uint32_t raw_size;
+        std::uint32_t stored_size;
+    };
+    std::vector<Entry> entries;
+
+    void add(const ChunkId& id, Codec codec, std::uint32_t raw_size, std::span<const std::byte> payload);
+    void clear() {
+        bytes.clear();
+        entries.clear();
+    }
+};
+
+class PackAppender {
+public:
+    PackAppender(std::filesystem::path dir, std::uint64_t pack_limit);
+    ~PackAppender();
+    PackAppender(const PackAppender&) = delete;
+    PackAppender& operator=(const PackAppender&) = delete;
+
+    /// Picks a partly filled pack to continue, if one can be locked (call
+    /// once, from the thread that owns `db`, before appending).
+    void start(Db& db);
+    /// Appends a batch (thread-safe); its rows go to the pending list.
+    void append(const RecordBatch& batch);
+    /// Makes everything appended durable (fdatasync; the packs directory is
+    /// fsynced when a pack was created) and returns the packs' durable
+    /// lengths and the rows appended since the last sync. Retired packs
+    /// (full) are closed, which releases their locks.
+    std::pair<std::vector<std::pair<std::uint64_t, std::uint64_t>>, std::vector<PendingRow>> sync();
+    /// Bytes appended since the last sync.
+    std::uint64_t unsynced_bytes() const;
+
+private:
+    struct Open {
+        std::uint64_t id = 0;
+        Fd fd;
+        std::uint64_t size = 0;
+        bool dirty = false;
+    };
+    void roll();  // mutex held
+
+    std::filesystem::path dir_;
+    std::uint64_t limit_;
+    mutable std::mutex mutex_;
+    Open current_;
+    std::vector<Open> retired_;
+    std::uint64_t next_id_ = 1;
+    bool created_ = false;  // a pack file was created since the last sync
+    std::uint64_t unsynced_ = 0;
+    std::vector<PendingRow> rows_;
+};
+
+}  // namespace cdc::store::detail

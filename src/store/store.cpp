@@ -1,0 +1,542 @@
+// Store: init, open, manifests, chunk lookups and reads, stats; and the
+// helpers the store's parts share (store_impl.hpp).
+#include "codec.hpp"
+#include "store_impl.hpp"
+
+#include <cdc/digest.hpp>
+
+#include <blake3.h>
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <unordered_set>
+
+#include <fcntl.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+namespace cdc::store {
+
+using namespace detail;
+
+// ================================================================ ids
+
+ChunkId chunk_id_of(std::span<const std::byte> raw) {
+    const Digest d = compute_digest(DigestKind::blake3, raw);
+    ChunkId id;
+    std::memcpy(id.data(), d.bytes.data(), id.size());
+    return id;
+}
+
+std::string to_hex(const ChunkId& id) {
+    static constexpr char kHex[] = "0123456789abcdef";
+    std::string s(64, '0');
+    for (std::size_t i = 0; i < id.size(); ++i) {
+        s[2 * i] = kHex[id[i] >> 4];
+        s[2 * i + 1] = kHex[id[i] & 15];
+    }
+    return s;
+}
+
+ChunkId chunk_id_from_hex(std::string_view hex) {
+    // Same shape as a key: 64 hex digits.
+    try {
+        return parse_key_hex(hex);
+    } catch (const OptionError&) {
+        throw OptionError(fmt::format("chunk id '{}' is invalid: expected 64 hexadecimal digits", hex));
+    }
+}
+
+std::string key_check_value(const Key& key) {
+    // A keyed BLAKE3 of a fixed text: proves the key without revealing it.
+    static constexpr std::string_view kText = "cdc-store key check v1";
+    blake3_hasher h;
+    blake3_hasher_init_keyed(&h, key.data());
+    blake3_hasher_update(&h, kText.data(), kText.size());
+    ChunkId out;
+    blake3_hasher_finalize(&h, out.data(), out.size());
+    return to_hex(out);
+}
+
+Options Store::Impl::chunking_options() const {
+    Options o;
+    o.min_size = info.profile.min_size;
+    o.normal_size = info.profile.normal_size;
+    o.max_size = info.profile.max_size;
+    // The parameters of the peer-compatible names, where the algorithm takes them.
+    if (const AlgorithmInfo* a = find_algorithm(info.algorithm)) {
+        if (a->normalization_level.accepted) o.normalization_level = info.profile.normalization_level;
+        if (a->seed.accepted) o.seed = info.profile.seed;
+        if (a->polynomial.accepted) o.polynomial = info.profile.polynomial;
+        if (a->window_size.accepted) o.window_size = info.profile.window_size;
+    }
+    if (info.profile.keyed) {
+        if (!key) throw OptionError(fmt::format("the store '{}' is keyed: its key is needed", dir.string()), "key");
+        o.key = key;
+    }
+    return o;
+}
+
+// ================================================================ shared helpers
+
+namespace detail {
+
+ChunkId to_id(std::span<const std::uint8_t> blob, const std::string& context) {
+    if (blob.size() != 32) throw DamageError(fmt::format("{}: a chunk id of {} bytes in the index", context, blob.size()));
+    ChunkId id;
+    std::memcpy(id.data(), blob.data(), 32);
+    return id;
+}
+
+ChunkLookup::ChunkLookup(Db& db) : stmt_(db, "SELECT pack, offset, raw_size, stored_size FROM chunks WHERE id = ?1") {}
+
+std::optional<Location> ChunkLookup::find(const ChunkId& id) {
+    stmt_.bind(1, std::span<const std::uint8_t>(id));
+    std::optional<Location> r;
+    if (stmt_.step())
+        r = Location{static_cast<std::uint64_t>(stmt_.i64(0)), static_cast<std::uint64_t>(stmt_.i64(1)),
+                     static_cast<std::uint32_t>(stmt_.i64(2)), static_cast<std::uint32_t>(stmt_.i64(3))};
+    stmt_.reset();
+    return r;
+}
+
+void for_each_listed_chunk(Db& db, const std::filesystem::path& dir, std::string_view name,
+                           const std::function<void(const ChunkId&, const Location&, std::uint64_t)>& f) {
+    Stmt m(db, "SELECT id FROM manifests WHERE name = ?1");
+    m.bind(1, name);
+    if (!m.step()) throw NotFoundError(fmt::format("no file named '{}' in the store '{}'", name, dir.string()));
+    ChunkLookup lookup(db);
+    Stmt segs(db, "SELECT ids FROM manifest_chunks WHERE manifest = ?1 ORDER BY seq");
+    segs.bind(1, m.i64(0));
+    const std::string context = fmt::format("'{}'", name);
+    std::uint64_t index = 0;
+    while (segs.step()) {
+        const auto blob = segs.blob(0);
+        for (std::size_t i = 0; i + 32 <= blob.size(); i += 32, ++index) {
+            const ChunkId id = to_id(blob.subspan(i, 32), context);
+            const auto loc = lookup.find(id);
+            if (!loc)
+                throw DamageError(fmt::format("'{}': chunk {} (number {} of the file) is missing from the index", name,
+                                              to_hex(id), index));
+            f(id, *loc, index);
+        }
+    }
+}
+
+int PackFiles::fd(std::uint64_t pack) {
+    if (auto it = fds_.find(pack); it != fds_.end()) return it->second.get();
+    const auto path = pack_path(dir_, pack);
+    Fd f(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!f) throw DamageError(fmt::format("pack '{}' cannot be opened: {}", path.string(), std::strerror(errno)));
+    const int raw = f.get();
+    fds_.emplace(pack, std::move(f));
+    return raw;
+}
+
+std::string chunk_problem(std::string_view context, const ChunkId& id, const Location& loc, std::string_view reason) {
+    return fmt::format("{}chunk {} (pack {:08}, offset {}): {}", context, to_hex(id), loc.pack, loc.offset, reason);
+}
+
+Codec read_record(int fd, const Location& loc, const ChunkId& id, std::vector<std::byte>& buf,
+                  std::string_view context) {
+    const std::size_t n = kRecordHeaderSize + loc.stored_size;
+    buf.resize(n);
+    const std::size_t got = pread_full(fd, buf.data(), n, loc.offset, fmt::format("pack {:08}", loc.pack));
+    if (got < n)
+        throw DamageError(chunk_problem(context, id, loc,
+                                        fmt::format("the pack ends {} bytes into the {}-byte record (truncated)", got, n)));
+    const auto* h = reinterpret_cast<const std::uint8_t*>(buf.data());
+    const auto header = decode_record(h);
+    if (!header) throw DamageError(chunk_problem(context, id, loc, "no valid record header there"));
+    if (header->id != id)
+        throw DamageError(chunk_problem(context, id, loc, fmt::format("the record there is chunk {}", to_hex(header->id))));
+    if (header->raw_size != loc.raw_size || header->stored_size != loc.stored_size)
+        throw DamageError(chunk_problem(context, id, loc, "the record's sizes differ from the index"));
+    if (!record_checksum_ok(h, std::span<const std::byte>(buf).subspan(kRecordHeaderSize)))
+        throw DamageError(chunk_problem(context, id, loc, "checksum mismatch (damaged bytes)"));
+    if (header->codec == Codec::raw && header->stored_size != header->raw_size)
+        throw DamageError(chunk_problem(context, id, loc, "a raw record whose sizes differ"));
+    return header->codec;
+}
+
+void read_chunk_into(int fd, const Location& loc, const ChunkId& id, std::vector<std::byte>& buf,
+                     std::span<std::byte> out, std::string_view context) {
+    const Codec codec = read_record(fd, loc, id, buf, context);
+    const auto payload = std::span<const std::byte>(buf).subspan(kRecordHeaderSize);
+    if (codec == Codec::raw) {
+        if (!payload.empty()) std::memcpy(out.data(), payload.data(), payload.size());
+        return;
+    }
+    thread_local Decompressor d;
+    if (!d.decompress(payload, out))
+        throw DamageError(chunk_problem(context, id, loc, fmt::format("the zstd frame does not decode to {} bytes",
+                                                                      loc.raw_size)));
+}
+
+}  // namespace detail
+
+// ================================================================ init / open
+
+namespace {
+
+constexpr const char* kSchema = R"sql(
+CREATE TABLE meta(key TEXT PRIMARY KEY, value) WITHOUT ROWID;
+CREATE TABLE packs(id INTEGER PRIMARY KEY, size INTEGER NOT NULL);
+CREATE TABLE chunks(id BLOB PRIMARY KEY, pack INTEGER NOT NULL, offset INTEGER NOT NULL,
+                    raw_size INTEGER NOT NULL, stored_size INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE manifests(id INTEGER PRIMARY KEY, name TEXT UNIQUE, pending_name TEXT, size INTEGER, mode INTEGER,
+                       mtime_ns INTEGER, digest BLOB, algorithm TEXT, min_size INTEGER, normal_size INTEGER,
+                       max_size INTEGER, keyed INTEGER, chunk_count INTEGER, committed_ns INTEGER);
+CREATE TABLE manifest_chunks(manifest INTEGER NOT NULL, seq INTEGER NOT NULL, ids BLOB NOT NULL,
+                             PRIMARY KEY(manifest, seq)) WITHOUT ROWID;
+)sql";
+
+std::int64_t now_ns() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+std::string random_hex16() {
+    std::array<std::uint8_t, 16> b{};
+    std::size_t got = 0;
+    while (got < b.size()) {
+        const ssize_t n = ::getrandom(b.data() + got, b.size() - got, 0);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            throw StoreError(fmt::format("getrandom: {}", std::strerror(errno)));
+        }
+        got += static_cast<std::size_t>(n);
+    }
+    ChunkId wide{};
+    std::memcpy(wide.data(), b.data(), b.size());
+    return to_hex(wide).substr(0, 32);
+}
+
+std::int64_t meta_int(const std::unordered_map<std::string, std::string>& meta, const char* key,
+                      const std::string& db) {
+    const auto it = meta.find(key);
+    if (it == meta.end()) throw DamageError(fmt::format("the store's database '{}' has no '{}' setting", db, key));
+    try {
+        return std::stoll(it->second);
+    } catch (const std::exception&) {
+        throw DamageError(fmt::format("the store's database '{}': setting '{}' = '{}' is not a number", db, key,
+                                      it->second));
+    }
+}
+
+// A setting added after format 1 was first written (the parameters of the
+// peer-compatible algorithms): `fallback` where a store predates it.
+std::uint64_t meta_u64(const std::unordered_map<std::string, std::string>& meta, const char* key,
+                       const std::string& db, std::uint64_t fallback) {
+    const auto it = meta.find(key);
+    if (it == meta.end()) return fallback;
+    try {
+        std::size_t used = 0;
+        const std::uint64_t v = std::stoull(it->second, &used);
+        if (used == it->second.size()) return v;
+    } catch (const std::exception&) {
+    }
+    throw DamageError(fmt::format("the store's database '{}': setting '{}' = '{}' is not a number", db, key,
+                                  it->second));
+}
+
+}  // namespace
+
+Store::Store(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Store::Store(Store&&) noexcept = default;
+Store& Store::operator=(Store&&) noexcept = default;
+Store::~Store() = default;
+
+Store Store::init(const std::filesystem::path& dir, const InitOptions& options) {
+    const Profile profile = resolve_profile(options.algorithm, options.chunking);
+    check_zstd_level(options.zstd_level);
+    if (options.pack_size < (std::uint64_t{1} << 20) || options.pack_size > (std::uint64_t{1} << 32))
+        throw OptionError(fmt::format("pack size {} is invalid: must be between 1 MiB and 4 GiB", options.pack_size),
+                          "pack_size");
+    std::error_code ec;
+    if (std::filesystem::exists(dir, ec)) {
+        if (!std::filesystem::is_directory(dir, ec))
+            throw OptionError(fmt::format("cannot create a store in '{}': it exists and is not a directory", dir.string()));
+        if (!std::filesystem::is_empty(dir, ec))
+            throw OptionError(fmt::format("cannot create a store in '{}': the directory is not empty", dir.string()));
+    }
+    std::filesystem::create_directories(dir / kPacksDir, ec);
+    if (ec) throw StoreError(fmt::format("cannot create '{}': {}", (dir / kPacksDir).string(), ec.message()));
+    StoreLock lock(dir);  // creates DIR/lock
+    {
+        Db db((dir / kDbName).string(), true);
+        db.exec(kSchema);
+        Transaction t(db, true);
+        Stmt put(db, "INSERT INTO meta(key, value) VALUES(?1, ?2)");
+        auto set = [&](std::string_view k, const std::string& v) {
+            put.bind(1, k).bind(2, v);
+            put.run();
+        };
+        set("format_version", std::to_string(kFormatVersion));
+        set("store_id", random_hex16());
+        set("algorithm", options.algorithm);
+        set("min_size", std::to_string(profile.min_size));
+        set("normal_size", std::to_string(profile.normal_size));
+        set("max_size", std::to_string(profile.max_size));
+        set("keyed", profile.keyed ? "1" : "0");
+        set("normalization_level", std::to_string(profile.normalization_level));
+        set("seed", std::to_string(profile.seed));
+        set("polynomial", std::to_string(profile.polynomial));
+        set("window_size", std::to_string(profile.window_size));
+        set("key_check", options.chunking.key ? key_check_value(*options.chunking.key) : std::string());
+        set("zstd_level", std::to_string(options.zstd_level));
+        set("pack_size", std::to_string(options.pack_size));
+        set("created_ns", std::to_string(now_ns()));
+        t.commit();
+    }
+    // The marker last, atomically: a directory without it is not a store.
+    const auto tmp = dir / (std::string(kMarkerName) + ".tmp");
+    {
+        std::ofstream out(tmp, std::ios::trunc);
+        out << marker_text(kFormatVersion);
+        out.flush();
+        if (!out) throw StoreError(fmt::format("cannot write '{}'", tmp.string()));
+    }
+    {
+        Fd f(::open(tmp.c_str(), O_RDONLY | O_CLOEXEC));
+        if (f) fsync_fd(f.get(), tmp.string(), false);
+    }
+    std::filesystem::rename(tmp, dir / kMarkerName);
+    fsync_dir(dir);
+    OpenOptions o;
+    o.key = options.chunking.key;
+    return open(dir, o);
+}
+
+Store Store::open(const std::filesystem::path& dir, const OpenOptions& options) {
+    const std::uint32_t marker = read_marker(dir);
+    auto impl = std::make_unique<Impl>();
+    impl->dir = dir;
+    if (!std::filesystem::exists(dir / kDbName))
+        throw DamageError(fmt::format("the store '{}' has no database ({} is missing)", dir.string(), kDbName));
+    impl->db = Db(impl->db_path(), false);
+    std::unordered_map<std::string, std::string> meta;
+    {
+        Stmt q(impl->db, "SELECT key, value FROM meta");
+        while (q.step()) meta[q.text(0)] = q.text(1);
+    }
+    const std::string db = impl->db_path();
+    const auto version = meta_int(meta, "format_version", db);
+    if (version > kFormatVersion)
+        throw VersionError(fmt::format("the store '{}' has format version {}, newer than this cdc supports ({}): use "
+                                       "a newer cdc; the store was not modified",
+                                       dir.string(), version, kFormatVersion));
+    StoreInfo& info = impl->info;
+    info.path = dir;
+    info.format_version = static_cast<std::uint32_t>(std::max<std::int64_t>(version, marker));
+    info.store_id = meta["store_id"];
+    info.algorithm = meta["algorithm"];
+    info.profile.min_size = static_cast<std::size_t>(meta_int(meta, "min_size", db));
+    info.profile.normal_size = static_cast<std::size_t>(meta_int(meta, "normal_size", db));
+    info.profile.max_size = static_cast<std::size_t>(meta_int(meta, "max_size", db));
+    info.profile.keyed = meta_int(meta, "keyed", db) != 0;
+    // Stores written before these settings existed used no algorithm that takes them.
+    info.profile.normalization_level = static_cast<int>(meta_u64(meta, "normalization_level", db, 0));
+    info.profile.seed = meta_u64(meta, "seed", db, 0);
+    info.profile.polynomial = meta_u64(meta, "polynomial", db, 0);
+    info.profile.window_size = static_cast<std::size_t>(meta_u64(meta, "window_size", db, 0));
+    info.zstd_level = static_cast<int>(meta_int(meta, "zstd_level", db));
+    info.pack_size = static_cast<std::uint64_t>(meta_int(meta, "pack_size", db));
+    impl->key_check = meta["key_check"];
+    if (info.profile.keyed) impl->key = options.key;
+    if (find_algorithm(info.algorithm) == nullptr)
+        throw VersionError(fmt::format("the store '{}' uses the algorithm '{}', unknown to this cdc", dir.string(),
+                                       info.algorithm));
+    impl->lock = StoreLock(dir);
+    return Store(std::move(impl));
+}
+
+const StoreInfo& Store::info() const noexcept { return impl_->info; }
+
+std::shared_ptr<const CutFinder> Store::finder() const {
+    return make_cut_finder(impl_->info.algorithm, impl_->chunking_options());
+}
+
+// ================================================================ manifests
+
+namespace {
+
+ManifestInfo read_manifest_row(const Stmt& q, const std::string& context) {
+    // Columns: name, size, mode, mtime_ns, digest, algorithm, min, normal, max, keyed, chunk_count, committed_ns
+    ManifestInfo m;
+    m.name = q.text(0);
+    m.size = static_cast<std::uint64_t>(q.i64(1));
+    m.mode = static_cast<std::uint32_t>(q.i64(2));
+    m.mtime_ns = q.i64(3);
+    m.digest = to_id(q.blob(4), context);
+    m.algorithm = q.text(5);
+    m.profile.min_size = static_cast<std::size_t>(q.i64(6));
+    m.profile.normal_size = static_cast<std::size_t>(q.i64(7));
+    m.profile.max_size = static_cast<std::size_t>(q.i64(8));
+    m.profile.keyed = q.i64(9) != 0;
+    m.chunks = static_cast<std::uint64_t>(q.i64(10));
+    m.committed_ns = q.i64(11);
+    return m;
+}
+
+constexpr const char* kManifestColumns =
+    "name, size, mode, mtime_ns, digest, algorithm, min_size, normal_size, max_size, keyed, chunk_count, committed_ns";
+
+}  // namespace
+
+std::vector<ManifestInfo> Store::list(std::string_view prefix) const {
+    Stmt q(impl_->db, fmt::format("SELECT {} FROM manifests WHERE name IS NOT NULL AND substr(name, 1, length(?1)) = ?1 "
+                                  "ORDER BY name",
+                                  kManifestColumns)
+                          .c_str());
+    q.bind(1, prefix);
+    std::vector<ManifestInfo> out;
+    while (q.step()) out.push_back(read_manifest_row(q, impl_->db_path()));
+    return out;
+}
+
+std::optional<ManifestInfo> Store::find(std::string_view name) const {
+    Stmt q(impl_->db, fmt::format("SELECT {} FROM manifests WHERE name = ?1", kManifestColumns).c_str());
+    q.bind(1, name);
+    if (!q.step()) return std::nullopt;
+    return read_manifest_row(q, impl_->db_path());
+}
+
+void Store::for_each_chunk(std::string_view name,
+                           const std::function<void(const ChunkId&, std::uint32_t)>& f) const {
+    Transaction read(impl_->db, false);
+    for_each_listed_chunk(impl_->db, impl_->dir, name,
+                          [&](const ChunkId& id, const Location& loc, std::uint64_t) { f(id, loc.raw_size); });
+    read.commit();
+}
+
+void Store::for_each_stored_chunk(std::string_view name,
+                                  const std::function<void(const ChunkId&, const StoredChunk&)>& f) const {
+    SharedLockGuard guard(impl_->lock);
+    Transaction read(impl_->db, false);
+    PackFiles files(impl_->dir);
+    const std::string context = fmt::format("'{}': ", name);
+    std::vector<std::byte> buf;
+    StoredChunk chunk;
+    for_each_listed_chunk(impl_->db, impl_->dir, name, [&](const ChunkId& id, const Location& loc, std::uint64_t) {
+        chunk.codec = read_record(files.fd(loc.pack), loc, id, buf, context);
+        chunk.raw_size = loc.raw_size;
+        chunk.bytes.assign(buf.begin() + static_cast<std::ptrdiff_t>(kRecordHeaderSize), buf.end());
+        f(id, chunk);
+    });
+    read.commit();
+}
+
+void Store::remove(std::span<const std::string> names) {
+    SharedLockGuard guard(impl_->lock);
+    Db& db = impl_->db;
+    Transaction t(db, true);
+    Stmt find_id(db, "SELECT id FROM manifests WHERE name = ?1");
+    Stmt drop_chunks(db, "DELETE FROM manifest_chunks WHERE manifest = ?1");
+    Stmt drop(db, "DELETE FROM manifests WHERE id = ?1");
+    for (const auto& name : names) {
+        find_id.bind(1, name);
+        if (!find_id.step())
+            throw NotFoundError(fmt::format("no file named '{}' in the store '{}' (nothing removed)", name,
+                                            impl_->dir.string()));
+        const std::int64_t id = find_id.i64(0);
+        find_id.reset();
+        drop_chunks.bind(1, id);
+        drop_chunks.run();
+        drop.bind(1, id);
+        drop.run();
+    }
+    t.commit();
+}
+
+// ================================================================ chunks
+
+bool Store::contains(const ChunkId& id) const {
+    ChunkLookup lookup(impl_->db);
+    return lookup.find(id).has_value();
+}
+
+std::vector<ChunkId> Store::missing(std::span<const ChunkId> ids) const {
+    Transaction read(impl_->db, false);
+    ChunkLookup lookup(impl_->db);
+    std::unordered_set<ChunkId, IdHash> seen;
+    std::vector<ChunkId> out;
+    for (const ChunkId& id : ids) {
+        if (!seen.insert(id).second) continue;
+        if (!lookup.find(id)) out.push_back(id);
+    }
+    read.commit();
+    return out;
+}
+
+StoredChunk Store::read_chunk(const ChunkId& id, bool compressed) const {
+    SharedLockGuard guard(impl_->lock);
+    ChunkLookup lookup(impl_->db);
+    const auto loc = lookup.find(id);
+    if (!loc) throw NotFoundError(fmt::format("chunk {} is not in the store '{}'", to_hex(id), impl_->dir.string()));
+    PackFiles files(impl_->dir);
+    std::vector<std::byte> buf;
+    StoredChunk out;
+    out.raw_size = loc->raw_size;
+    const int fd = files.fd(loc->pack);
+    if (compressed) {
+        out.codec = read_record(fd, *loc, id, buf, "");
+        out.bytes.assign(buf.begin() + static_cast<std::ptrdiff_t>(kRecordHeaderSize), buf.end());
+        return out;
+    }
+    out.codec = Codec::raw;
+    out.bytes.resize(loc->raw_size);
+    read_chunk_into(fd, *loc, id, buf, out.bytes, "");
+    if (chunk_id_of(out.bytes) != id)
+        throw DamageError(chunk_problem("", id, *loc, "the decoded bytes have another BLAKE3"));
+    return out;
+}
+
+// ================================================================ stats
+
+StoreStats Store::stats() const {
+    Db& db = impl_->db;
+    StoreStats s;
+    Transaction read(db, false);
+    {
+        Stmt q(db, "SELECT count(*), coalesce(sum(size), 0), coalesce(sum(chunk_count), 0) FROM manifests "
+                   "WHERE name IS NOT NULL");
+        if (q.step()) {
+            s.files = static_cast<std::uint64_t>(q.i64(0));
+            s.logical_bytes = static_cast<std::uint64_t>(q.i64(1));
+            s.references = static_cast<std::uint64_t>(q.i64(2));
+        }
+    }
+    {
+        Stmt q(db, "SELECT count(*), coalesce(sum(raw_size), 0), coalesce(sum(stored_size), 0) FROM chunks");
+        if (q.step()) {
+            s.chunks = static_cast<std::uint64_t>(q.i64(0));
+            s.chunk_bytes = static_cast<std::uint64_t>(q.i64(1));
+            s.stored_bytes = static_cast<std::uint64_t>(q.i64(2)) + s.chunks * kRecordHeaderSize;
+        }
+    }
+    {
+        Stmt q(db, "SELECT count(*), coalesce(sum(size), 0) FROM packs");
+        if (q.step()) {
+            s.packs = static_cast<std::uint64_t>(q.i64(0));
+            s.pack_bytes = static_cast<std::uint64_t>(q.i64(1));
+        }
+    }
+    const std::uint64_t headers = s.packs * kPackHeaderSize;
+    s.garbage_bytes = s.pack_bytes > s.stored_bytes + headers ? s.pack_bytes - s.stored_bytes - headers : 0;
+    try {
+        Stmt q(db, "SELECT coalesce(sum(pgsize), 0) FROM dbstat WHERE name = 'chunks'");
+        if (q.step()) s.chunk_table_bytes = static_cast<std::uint64_t>(q.i64(0));
+    } catch (const StoreError&) {
+        s.chunk_table_bytes = 0;  // SQLite built without dbstat
+    }
+    read.commit();
+    const std::string path = impl_->db_path();
+    s.index_bytes = file_size_or_zero(path) + file_size_or_zero(path + "-wal");
+    return s;
+}
+
+}  // namespace cdc::store

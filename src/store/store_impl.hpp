@@ -1,0 +1,125 @@
+// Store::Impl and the helpers that the store's parts share (index lookups,
+// reading and checking records).
+#pragma once
+
+#include "format.hpp"
+#include "sqlite.hpp"
+
+#include <cdc/store.hpp>
+
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace cdc::store::detail {
+
+/// Calls a ProgressFn at most every 200 ms, with the seconds since its start.
+class ProgressTicker {
+public:
+    explicit ProgressTicker(const ProgressFn& fn) : fn_(fn), t0_(Clock::now()), last_(t0_) {}
+    /// fill(Progress&) sets the figures; called only when a report is due.
+    template <class Fill>
+    void tick(Fill&& fill) {
+        if (!fn_) return;
+        const auto now = Clock::now();
+        if (now - last_ < std::chrono::milliseconds(200)) return;
+        last_ = now;
+        Progress p;
+        fill(p);
+        p.seconds = std::chrono::duration<double>(now - t0_).count();
+        fn_(p);
+    }
+
+private:
+    using Clock = std::chrono::steady_clock;
+    const ProgressFn& fn_;
+    Clock::time_point t0_, last_;
+};
+
+/// Where a chunk's record is.
+struct Location {
+    std::uint64_t pack = 0;
+    std::uint64_t offset = 0;
+    std::uint32_t raw_size = 0;
+    std::uint32_t stored_size = 0;
+};
+
+/// Hash of a chunk id for unordered containers (ids are uniform already).
+struct IdHash {
+    std::size_t operator()(const ChunkId& id) const noexcept {
+        std::size_t h;
+        std::memcpy(&h, id.data(), sizeof h);
+        return h;
+    }
+};
+
+ChunkId to_id(std::span<const std::uint8_t> blob, const std::string& context);
+
+/// "SELECT pack, offset, raw_size, stored_size FROM chunks WHERE id = ?".
+class ChunkLookup {
+public:
+    explicit ChunkLookup(Db& db);
+    std::optional<Location> find(const ChunkId& id);
+
+private:
+    Stmt stmt_;
+};
+
+/// Calls f(id, location, index in the file) for each chunk of the committed
+/// manifest `name`, in file order, inside the caller's read transaction.
+/// NotFoundError for an unknown name; DamageError naming the file and the
+/// chunk for one missing from the index.
+void for_each_listed_chunk(Db& db, const std::filesystem::path& dir, std::string_view name,
+                           const std::function<void(const ChunkId&, const Location&, std::uint64_t)>& f);
+
+/// Read-only pack descriptors of one operation, opened on demand.
+class PackFiles {
+public:
+    explicit PackFiles(std::filesystem::path dir) : dir_(std::move(dir)) {}
+    /// DamageError if the pack file is missing.
+    int fd(std::uint64_t pack);
+    void close_all() { fds_.clear(); }
+    std::size_t open_count() const noexcept { return fds_.size(); }
+
+private:
+    std::filesystem::path dir_;
+    std::unordered_map<std::uint64_t, Fd> fds_;
+};
+
+/// Reads the record of `id` at `loc` into buf (header + payload) and checks
+/// it: header, id, sizes, checksum. Throws DamageError("<context>chunk <id>
+/// (pack P, offset O): <reason>"). Returns the codec.
+Codec read_record(int fd, const Location& loc, const ChunkId& id, std::vector<std::byte>& buf,
+                  std::string_view context);
+/// read_record, then the raw bytes into `out` (out.size() == loc.raw_size).
+void read_chunk_into(int fd, const Location& loc, const ChunkId& id, std::vector<std::byte>& buf,
+                     std::span<std::byte> out, std::string_view context);
+/// The DamageError text for a chunk.
+std::string chunk_problem(std::string_view context, const ChunkId& id, const Location& loc, std::string_view reason);
+
+}  // namespace cdc::store::detail
+
+namespace cdc::store {
+
+struct Store::Impl {
+    std::filesystem::path dir;
+    StoreInfo info;
+    std::optional<Key> key;
+    std::string key_check;  ///< hex; empty for an unkeyed store
+    mutable detail::Db db;
+    mutable detail::StoreLock lock;
+
+    Options chunking_options() const;
+    std::string db_path() const { return (dir / detail::kDbName).string(); }
+};
+
+/// Keyed BLAKE3 check value of a key (hex).
+std::string key_check_value(const Key& key);
+
+}  // namespace cdc::store

@@ -1,0 +1,227 @@
+// Store::verify: the database's own check, the packs against their committed
+// lengths, every indexed record (header, sizes, checksum; with full, the
+// decompressed bytes against the id), and every manifest against the index.
+#include "store_impl.hpp"
+#include "task_pool.hpp"
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <set>
+#include <unordered_map>
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+namespace cdc::store {
+
+using namespace detail;
+
+namespace {
+constexpr std::uint64_t kTaskBytes = std::uint64_t{8} << 20;
+
+struct Row {
+    ChunkId id;
+    Location loc;
+};
+}  // namespace
+
+VerifyReport Store::verify(const VerifyOptions& options) const {
+    SharedLockGuard guard(impl_->lock);
+    Db& db = impl_->db;
+    VerifyReport report;
+    ProgressTicker ticker(options.progress);
+
+    {
+        Stmt q(db, options.full ? "PRAGMA integrity_check" : "PRAGMA quick_check");
+        while (q.step()) {
+            const std::string line = q.text(0);
+            if (line != "ok") report.damage.push_back({fmt::format("database '{}': {}", impl_->db_path(), line)});
+        }
+    }
+    Transaction read(db, false);
+
+    // Packs: present, not shorter than committed, with a valid header.
+    std::map<std::uint64_t, std::uint64_t> packs;  // id -> committed size
+    {
+        Stmt q(db, "SELECT id, size FROM packs");
+        while (q.step()) packs.emplace(q.i64(0), q.i64(1));
+    }
+    std::set<std::uint64_t> bad_packs;
+    std::uint64_t total_bytes = 0;
+    for (const auto& [id, committed] : packs) {
+        const auto path = pack_path(impl_->dir, id);
+        Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+        if (!fd) {
+            report.damage.push_back({fmt::format("pack {:08} ('{}') is missing", id, path.string())});
+            bad_packs.insert(id);
+            continue;
+        }
+        const std::uint64_t on_disk = file_size_or_zero(path);
+        if (on_disk < committed)
+            report.damage.push_back({fmt::format("pack {:08} is truncated: {} bytes on disk, {} committed", id, on_disk,
+                                                 committed)});
+        else if (on_disk > committed)
+            report.notes.push_back({fmt::format("pack {:08}: {} bytes beyond its committed length (an interrupted "
+                                                "writer's; cut off by the next writer or gc)",
+                                                id, on_disk - committed)});
+        std::array<std::uint8_t, kPackHeaderSize> h{};
+        const std::size_t got = pread_full(fd.get(), h.data(), h.size(), 0, path.string());
+        const std::string bad = check_pack_header(std::span<const std::uint8_t>(h.data(), got), id);
+        if (!bad.empty()) report.damage.push_back({fmt::format("pack {:08}: {}", id, bad)});
+        total_bytes += committed;
+        ++report.packs;
+    }
+    if (DIR* d = ::opendir((impl_->dir / kPacksDir).c_str())) {
+        while (const dirent* e = ::readdir(d)) {
+            const auto id = parse_pack_name(e->d_name);
+            if (id && !packs.count(*id))
+                report.notes.push_back({fmt::format("pack file {} is not in the index (a running writer's, or an "
+                                                    "interrupted writer's or gc's: gc deletes it)",
+                                                    e->d_name)});
+        }
+        ::closedir(d);
+    }
+
+    // Records, in pack order, checked by the pool.
+    std::mutex mutex;
+    std::unordered_map<ChunkId, std::string, IdHash> damaged;
+    std::atomic<std::uint64_t> checked_bytes{0};
+    std::atomic<std::uint64_t> checked_chunks{0};
+    {
+        PackFiles files(impl_->dir);
+        std::vector<std::unique_ptr<std::vector<Row>>> batches;
+        TaskPool pool;
+        const bool full = options.full;
+        auto run_batch = [&](std::vector<Row>* rows, int fd) {
+            pool.submit([&, rows, fd] {
+                thread_local std::vector<std::byte> buf;
+                thread_local std::vector<std::byte> raw;
+                for (const Row& r : *rows) {
+                    try {
+                        if (full) {
+                            raw.resize(r.loc.raw_size);
+                            read_chunk_into(fd, r.loc, r.id, buf, raw, "");
+                            if (chunk_id_of(raw) != r.id)
+                                throw DamageError(chunk_problem("", r.id, r.loc, "its bytes have another BLAKE3"));
+                        } else {
+                            read_record(fd, r.loc, r.id, buf, "");
+                        }
+                    } catch (const DamageError& e) {
+                        std::lock_guard lock(mutex);
+                        damaged.emplace(r.id, e.what());
+                    }
+                    checked_bytes.fetch_add(kRecordHeaderSize + r.loc.stored_size);
+                    checked_chunks.fetch_add(1);
+                }
+            });
+        };
+        Stmt q(db, "SELECT id, pack, offset, raw_size, stored_size FROM chunks ORDER BY pack, offset");
+        auto batch = std::make_unique<std::vector<Row>>();
+        std::uint64_t batch_bytes = 0;
+        std::uint64_t batch_pack = 0;
+        auto flush_batch = [&] {
+            if (batch->empty()) return;
+            run_batch(batch.get(), files.fd(batch_pack));
+            batches.push_back(std::move(batch));
+            batch = std::make_unique<std::vector<Row>>();
+            batch_bytes = 0;
+            // Bounded memory: wait when many batches are queued.
+            if (batches.size() >= 64) {
+                pool.drain();
+                batches.clear();
+            }
+            ticker.tick([&](Progress& p) {
+                p.bytes_done = checked_bytes.load();
+                p.bytes_total = total_bytes;
+            });
+        };
+        while (q.step()) {
+            Row r{to_id(q.blob(0), impl_->db_path()),
+                  Location{static_cast<std::uint64_t>(q.i64(1)), static_cast<std::uint64_t>(q.i64(2)),
+                           static_cast<std::uint32_t>(q.i64(3)), static_cast<std::uint32_t>(q.i64(4))}};
+            if (!packs.count(r.loc.pack) || bad_packs.count(r.loc.pack)) {
+                std::lock_guard lock(mutex);
+                damaged.emplace(r.id, chunk_problem("", r.id, r.loc, packs.count(r.loc.pack) ? "its pack is missing"
+                                                                                          : "its pack is not in the index"));
+                continue;
+            }
+            if (r.loc.pack != batch_pack || batch_bytes >= kTaskBytes) {
+                flush_batch();
+                batch_pack = r.loc.pack;
+            }
+            batch_bytes += kRecordHeaderSize + r.loc.stored_size;
+            batch->push_back(r);
+        }
+        flush_batch();
+        pool.drain();
+    }
+    report.chunks_checked = checked_chunks.load();
+    report.bytes_checked = checked_bytes.load();
+
+    // Manifests: every listed chunk indexed and undamaged, sizes add up.
+    std::unordered_map<ChunkId, std::vector<std::string>, IdHash> needed_by;
+    {
+        ChunkLookup lookup(db);
+        Stmt ms(db, "SELECT id, name, size, chunk_count FROM manifests WHERE name IS NOT NULL ORDER BY name");
+        Stmt segs(db, "SELECT ids FROM manifest_chunks WHERE manifest = ?1 ORDER BY seq");
+        while (ms.step()) {
+            const std::string name = ms.text(1);
+            const auto size = static_cast<std::uint64_t>(ms.i64(2));
+            const auto count = static_cast<std::uint64_t>(ms.i64(3));
+            std::uint64_t sum = 0, n = 0;
+            segs.bind(1, ms.i64(0));
+            while (segs.step()) {
+                const auto blob = segs.blob(0);
+                if (blob.size() % 32 != 0)
+                    report.damage.push_back({fmt::format("'{}': a chunk list segment of {} bytes", name, blob.size())});
+                for (std::size_t i = 0; i + 32 <= blob.size(); i += 32, ++n) {
+                    const ChunkId id = to_id(blob.subspan(i, 32), name);
+                    const auto loc = lookup.find(id);
+                    if (!loc) {
+                        report.damage.push_back(
+                            {fmt::format("'{}': chunk {} (number {}) is missing from the index", name, to_hex(id), n)});
+                        continue;
+                    }
+                    sum += loc->raw_size;
+                    if (damaged.count(id)) {
+                        auto& v = needed_by[id];
+                        if (v.empty() || v.back() != name) v.push_back(name);
+                    }
+                }
+            }
+            segs.reset();
+            if (n != count)
+                report.damage.push_back({fmt::format("'{}': {} chunks listed, the manifest says {}", name, n, count)});
+            if (sum != size)
+                report.damage.push_back({fmt::format("'{}': its chunks hold {} bytes, the manifest says {}", name, sum,
+                                                     size)});
+            ++report.manifests;
+        }
+        Stmt pending(db, "SELECT count(*) FROM manifests WHERE name IS NULL");
+        if (pending.step() && pending.i64(0) > 0)
+            report.notes.push_back({fmt::format("{} pending manifest(s) of interrupted writers (gc drops them)",
+                                                pending.i64(0))});
+    }
+    read.commit();
+    for (const auto& [id, what] : damaged) {
+        std::string line = what;
+        if (auto it = needed_by.find(id); it != needed_by.end()) {
+            line.append("; needed by ");
+            for (std::size_t i = 0; i < it->second.size(); ++i) {
+                if (i) line.append(", ");
+                line.append("'").append(it->second[i]).append("'");
+            }
+        } else {
+            line.append("; no file needs it");
+        }
+        report.damage.push_back({std::move(line)});
+    }
+    return report;
+}
+
+}  // namespace cdc::store

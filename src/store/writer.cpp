@@ -1,0 +1,763 @@
+// Writer: a writing session (shared store lock, own connection, own packs).
+// put_file runs a pipeline: a reader thread reads and cuts segments of the
+// stream, the pool hashes their chunks (compute_digests) and compresses the
+// new ones, this thread hashes the whole file, looks chunks up in the index
+// and lists them in the manifest. Flushes follow docs/STORE.md: packs
+// fdatasync'ed, then one transaction with the chunk rows and manifests.
+#include "codec.hpp"
+#include "pack_writer.hpp"
+#include "store_impl.hpp"
+#include "task_pool.hpp"
+
+#include <cdc/chunker.hpp>
+#include <cdc/digest.hpp>
+#include <cdc/source.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
+namespace cdc::store {
+
+using namespace detail;
+
+namespace {
+
+// Flush thresholds (docs/STORE.md): new record bytes, chunk references
+// waiting in manifest segments, finished manifests. CDC_STORE_FLUSH_BYTES
+// overrides the first (the crash tests flush often to kill between flushes).
+constexpr std::uint64_t kDefaultFlushBytes = std::uint64_t{32} << 20;
+constexpr std::size_t kFlushRefs = 262144;
+constexpr std::size_t kFlushManifests = 4096;
+// Bytes read per segment (plus MaxSize for the carried tail), segments in flight.
+constexpr std::size_t kReadSize = std::size_t{4} << 20;
+constexpr std::size_t kSegments = 4;
+// New chunks per compression task (raw bytes).
+constexpr std::size_t kCompressGroup = std::size_t{1} << 20;
+constexpr std::size_t kDigestBatch = 64;
+
+std::uint64_t flush_bytes() {
+    static const std::uint64_t v = [] {
+        const char* e = std::getenv("CDC_STORE_FLUSH_BYTES");
+        if (e == nullptr || *e == '\0') return kDefaultFlushBytes;
+        char* end = nullptr;
+        const unsigned long long n = std::strtoull(e, &end, 10);
+        return (end && *end == '\0' && n > 0) ? static_cast<std::uint64_t>(n) : kDefaultFlushBytes;
+    }();
+    return v;
+}
+
+Compressor& thread_compressor(int level) {
+    thread_local std::unique_ptr<Compressor> c;
+    thread_local int c_level = -1;
+    if (!c || c_level != level) {
+        c = std::make_unique<Compressor>(level);
+        c_level = level;
+    }
+    return *c;
+}
+
+class SpanReader final : public Reader {
+public:
+    explicit SpanReader(std::span<const std::byte> data) : data_(data) {}
+    ReadResult read(std::span<std::byte> buffer) override {
+        const std::size_t n = std::min(buffer.size(), data_.size() - pos_);
+        if (n) std::memcpy(buffer.data(), data_.data() + pos_, n);
+        pos_ += n;
+        return {n, pos_ == data_.size()};
+    }
+
+private:
+    std::span<const std::byte> data_;
+    std::size_t pos_ = 0;
+};
+
+ChunkId id_of(const Digest& d) {
+    ChunkId id;
+    std::memcpy(id.data(), d.bytes.data(), id.size());
+    return id;
+}
+
+struct Segment {
+    std::unique_ptr<std::byte[]> data;
+    std::size_t capacity = 0;
+    std::size_t size = 0;         // valid bytes
+    std::size_t chunk_bytes = 0;  // bytes covered by `lengths` (from 0)
+    bool eof = false;
+    std::vector<std::uint32_t> lengths;
+    std::vector<Digest> digests;
+    std::atomic<int> hash_left{0};
+    std::atomic<int> tasks_left{0};
+};
+
+}  // namespace
+
+struct Writer::Impl {
+    struct ManifestState {
+        FileMeta meta;
+        std::int64_t db_id = 0;  // row of the pending manifest, once a segment went to the database
+        std::uint32_t next_seq = 0;
+        std::vector<std::uint8_t> current;  // ids of the segment being filled
+        std::vector<std::pair<std::uint32_t, std::vector<std::uint8_t>>> full;  // waiting for a flush
+        std::uint64_t chunks = 0;
+        std::uint64_t size = 0;
+        bool finished = false;
+        ChunkId digest{};
+    };
+
+    const Store::Impl& store;
+    Db db;
+    StoreLock store_lock;
+    std::unique_ptr<PackAppender> packs;
+    std::unique_ptr<TaskPool> pool;
+    std::shared_ptr<const CutFinder> finder;
+    int level;
+    Stmt has_chunk;
+    std::unordered_map<ChunkId, std::uint32_t, IdHash> session;  // put by this writer, not yet indexed
+    std::deque<ManifestState> manifests;  // finished ones, then at most one open (back)
+    std::vector<std::int64_t> abandoned;  // pending manifest rows to delete at the next flush
+    std::size_t pending_refs = 0;
+    std::uint64_t unflushed_new = 0;  // raw bytes of new chunks queued since the last flush
+    PutStats totals;
+    std::atomic<std::uint64_t> stored_counter{0};  // record bytes appended by put_file's tasks
+    // put_file's buffers, shared with its reader thread and compression
+    // tasks: free, or busy (stored, compression running); guarded by qm.
+    std::unique_ptr<std::array<Segment, kSegments>> segments;
+    std::mutex qm;
+    std::condition_variable free_cv;
+    std::deque<Segment*> free_list;
+    std::deque<Segment*> busy;
+    bool started = false;
+
+    explicit Impl(const Store::Impl& s)
+        : store(s), db(s.db_path(), false), store_lock(s.dir), level(s.info.zstd_level) {
+        if (s.info.profile.keyed) {
+            if (!s.key)
+                throw OptionError(fmt::format("the store '{}' is keyed: give its key to put into it", s.dir.string()),
+                                  "key");
+            if (key_check_value(*s.key) != s.key_check)
+                throw OptionError(fmt::format("wrong key for the store '{}' (its check value does not match): "
+                                              "nothing was written",
+                                              s.dir.string()),
+                                  "key");
+        }
+        finder = make_cut_finder(s.info.algorithm, s.chunking_options());
+        store_lock.lock(false);
+        has_chunk = Stmt(db, "SELECT raw_size FROM chunks WHERE id = ?1");
+        packs = std::make_unique<PackAppender>(s.dir, s.info.pack_size);
+    }
+
+    ~Impl() {
+        if (pool) {
+            try {
+                pool->drain();
+            } catch (...) {
+                // the failure was reported to the caller already
+            }
+        }
+    }
+
+    void ensure_started() {
+        if (started) return;
+        packs->start(db);
+        started = true;
+    }
+
+    TaskPool& tasks() {
+        if (!pool) pool = std::make_unique<TaskPool>();
+        return *pool;
+    }
+
+    /// Raw size of a chunk this writer put or the store has; nullopt if neither.
+    std::optional<std::uint32_t> known(const ChunkId& id) {
+        if (auto it = session.find(id); it != session.end()) return it->second;
+        has_chunk.bind(1, std::span<const std::uint8_t>(id));
+        std::optional<std::uint32_t> r;
+        if (has_chunk.step()) r = static_cast<std::uint32_t>(has_chunk.i64(0));
+        has_chunk.reset();
+        return r;
+    }
+
+    // ---------------------------------------------------------------- manifests
+
+    void begin(const FileMeta& meta) {
+        if (!manifests.empty() && !manifests.back().finished)
+            throw StoreError(fmt::format("begin_manifest('{}'): the manifest '{}' is still open", meta.name,
+                                         manifests.back().meta.name));
+        if (meta.name.empty()) throw OptionError("a manifest needs a name");
+        ManifestState m;
+        m.meta = meta;
+        m.current.reserve(kIdsPerSegment * 32);
+        manifests.push_back(std::move(m));
+    }
+
+    ManifestState& open_manifest(const char* what) {
+        if (manifests.empty() || manifests.back().finished)
+            throw StoreError(fmt::format("{}: no manifest is open (call begin_manifest first)", what));
+        return manifests.back();
+    }
+
+    void add_ref(ManifestState& m, const ChunkId& id, std::uint32_t raw_size) {
+        m.current.insert(m.current.end(), id.begin(), id.end());
+        ++m.chunks;
+        m.size += raw_size;
+        if (m.current.size() == kIdsPerSegment * 32) {
+            m.full.emplace_back(m.next_seq++, std::move(m.current));
+            m.current = {};
+            m.current.reserve(kIdsPerSegment * 32);
+            pending_refs += kIdsPerSegment;
+        }
+    }
+
+    void finish(const ChunkId& digest, std::uint64_t size) {
+        ManifestState& m = open_manifest("finish_manifest");
+        if (size != m.size)
+            throw DamageError(fmt::format("manifest '{}': size {} is not the sum of its chunks' sizes ({})",
+                                          m.meta.name, size, m.size));
+        m.digest = digest;
+        m.finished = true;
+        if (!m.current.empty()) {
+            pending_refs += m.current.size() / 32;
+            m.full.emplace_back(m.next_seq++, std::move(m.current));
+            m.current = {};
+        }
+        ++totals.files;
+        maybe_flush();
+    }
+
+    void abandon() {
+        if (manifests.empty() || manifests.back().finished) return;
+        if (manifests.back().db_id != 0) abandoned.push_back(manifests.back().db_id);
+        for (const auto& s : manifests.back().full) pending_refs -= s.second.size() / 32;
+        manifests.pop_back();
+    }
+
+    // ---------------------------------------------------------------- flush
+
+    std::size_t finished_count() const {
+        std::size_t n = 0;
+        for (const auto& m : manifests) n += m.finished ? 1 : 0;
+        return n;
+    }
+
+    void maybe_flush() {
+        if (std::max(packs->unsynced_bytes(), unflushed_new) >= flush_bytes() || pending_refs >= kFlushRefs ||
+            finished_count() >= kFlushManifests)
+            flush();
+    }
+
+    /// docs/STORE.md, "Durability": packs first, then one transaction.
+    void flush() {
+        if (pool) pool->drain();
+        totals.stored_bytes += stored_counter.exchange(0);
+        auto [sizes, rows] = packs->sync();
+        bool work = !sizes.empty() || !rows.empty() || !abandoned.empty();
+        for (const auto& m : manifests) work = work || m.finished || !m.full.empty();
+        if (!work) return;
+        Transaction t(db, true);
+        {
+            Stmt ins(db, "INSERT OR IGNORE INTO chunks(id, pack, offset, raw_size, stored_size) VALUES(?1,?2,?3,?4,?5)");
+            for (const auto& r : rows) {
+                ins.bind(1, std::span<const std::uint8_t>(r.id))
+                    .bind(2, static_cast<std::int64_t>(r.pack))
+                    .bind(3, static_cast<std::int64_t>(r.offset))
+                    .bind(4, static_cast<std::int64_t>(r.raw_size))
+                    .bind(5, static_cast<std::int64_t>(r.stored_size));
+                ins.run();
+            }
+        }
+        {
+            Stmt up(db, "INSERT INTO packs(id, size) VALUES(?1, ?2) ON CONFLICT(id) DO UPDATE SET size = excluded.size");
+            for (const auto& [id, size] : sizes) {
+                up.bind(1, static_cast<std::int64_t>(id)).bind(2, static_cast<std::int64_t>(size));
+                up.run();
+            }
+        }
+        write_manifests();
+        t.commit();
+        session.clear();
+        pending_refs = 0;
+        unflushed_new = 0;
+        while (!manifests.empty() && manifests.front().finished) manifests.pop_front();
+        abandoned.clear();
+    }
+
+    void write_manifests() {
+        Stmt pending(db, "INSERT INTO manifests(pending_name) VALUES(?1)");
+        Stmt seg(db, "INSERT INTO manifest_chunks(manifest, seq, ids) VALUES(?1, ?2, ?3)");
+        Stmt old(db, "SELECT id FROM manifests WHERE name = ?1");
+        Stmt drop_chunks(db, "DELETE FROM manifest_chunks WHERE manifest = ?1");
+        Stmt drop(db, "DELETE FROM manifests WHERE id = ?1");
+        Stmt publish(db,
+                     "UPDATE manifests SET name = ?2, pending_name = NULL, size = ?3, mode = ?4, mtime_ns = ?5, "
+                     "digest = ?6, algorithm = ?7, min_size = ?8, normal_size = ?9, max_size = ?10, keyed = ?11, "
+                     "chunk_count = ?12, committed_ns = ?13 WHERE id = ?1");
+        const auto now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
+        const Profile& p = finder->profile();
+        for (auto& m : manifests) {
+            if (m.db_id == 0 && (m.finished || !m.full.empty())) {
+                pending.bind(1, m.meta.name);
+                pending.run();
+                m.db_id = db.last_insert_rowid();
+            }
+            for (const auto& [seq, ids] : m.full) {
+                seg.bind(1, m.db_id).bind(2, std::int64_t{seq}).bind(3, std::span<const std::uint8_t>(ids));
+                seg.run();
+            }
+            m.full.clear();
+            if (!m.finished) continue;
+            old.bind(1, m.meta.name);
+            while (old.step()) {
+                const std::int64_t id = old.i64(0);
+                drop_chunks.bind(1, id);
+                drop_chunks.run();
+                drop.bind(1, id);
+                drop.run();
+            }
+            old.reset();
+            publish.bind(1, m.db_id)
+                .bind(2, m.meta.name)
+                .bind(3, static_cast<std::int64_t>(m.size))
+                .bind(4, std::int64_t{m.meta.mode})
+                .bind(5, m.meta.mtime_ns)
+                .bind(6, std::span<const std::uint8_t>(m.digest))
+                .bind(7, store.info.algorithm)
+                .bind(8, static_cast<std::int64_t>(p.min_size))
+                .bind(9, static_cast<std::int64_t>(p.normal_size))
+                .bind(10, static_cast<std::int64_t>(p.max_size))
+                .bind(11, std::int64_t{p.keyed})
+                .bind(12, static_cast<std::int64_t>(m.chunks))
+                .bind(13, now);
+            publish.run();
+        }
+        for (const std::int64_t id : abandoned) {
+            drop_chunks.bind(1, id);
+            drop_chunks.run();
+            drop.bind(1, id);
+            drop.run();
+        }
+    }
+
+    // ---------------------------------------------------------------- chunks
+
+    ChunkPut store_one(const ChunkId& id, std::uint32_t raw_size, Codec codec, std::span<const std::byte> payload) {
+        ensure_started();
+        RecordBatch batch;
+        batch.add(id, codec, raw_size, payload);
+        packs->append(batch);
+        session.emplace(id, raw_size);
+        unflushed_new += raw_size;
+        ++totals.new_chunks;
+        totals.new_bytes += raw_size;
+        totals.stored_bytes += batch.bytes.size();
+        ChunkPut r{id, true, batch.bytes.size()};
+        maybe_flush();
+        return r;
+    }
+
+    ChunkPut put_chunk(std::span<const std::byte> raw) {
+        if (raw.size() > kMaxChunkSizeLimit)
+            throw OptionError(fmt::format("a chunk of {} bytes is too large (at most {})", raw.size(),
+                                          kMaxChunkSizeLimit));
+        const ChunkId id = chunk_id_of(raw);
+        ++totals.chunks;
+        totals.bytes += raw.size();
+        if (known(id)) return {id, false, 0};
+        std::vector<std::byte> out;
+        const Codec codec = thread_compressor(level).compress(raw, out);
+        return store_one(id, static_cast<std::uint32_t>(raw.size()), codec,
+                         codec == Codec::zstd ? std::span<const std::byte>(out) : raw);
+    }
+
+    ChunkPut put_chunk_compressed(const ChunkId& id, std::uint32_t raw_size, std::span<const std::byte> frame) {
+        if (raw_size > kMaxChunkSizeLimit)
+            throw OptionError(fmt::format("chunk {}: raw size {} is too large (at most {})", to_hex(id), raw_size,
+                                          kMaxChunkSizeLimit));
+        ++totals.chunks;
+        totals.bytes += raw_size;
+        std::vector<std::byte> raw(raw_size);
+        Decompressor d;
+        if (!d.decompress(frame, raw))
+            throw DamageError(fmt::format("chunk {}: the zstd frame does not decode to {} bytes", to_hex(id),
+                                          raw_size));
+        if (chunk_id_of(raw) != id)
+            throw DamageError(fmt::format("chunk {}: the decoded bytes have another BLAKE3 (damaged in transit?)",
+                                          to_hex(id)));
+        if (known(id)) return {id, false, 0};
+        if (frame.size() < raw_size) return store_one(id, raw_size, Codec::zstd, frame);
+        return store_one(id, raw_size, Codec::raw, raw);
+    }
+
+    std::uint64_t add_chunks(std::span<const ChunkId> ids) {
+        ManifestState& m = open_manifest("add_chunks");
+        std::uint64_t sum = 0;
+        Transaction read(db, false);  // one snapshot for the lookups
+        for (const ChunkId& id : ids) {
+            const auto size = known(id);
+            if (!size)
+                throw DamageError(fmt::format("manifest '{}': chunk {} is neither in the store nor put by this writer",
+                                              m.meta.name, to_hex(id)));
+            add_ref(m, id, *size);
+            sum += *size;
+        }
+        read.commit();
+        return sum;
+    }
+
+    // ---------------------------------------------------------------- files
+
+    PutStats put_file(const FileMeta& meta, Source source, const ProgressFn& progress);
+    Segment* take_segment(TaskPool& workers);
+    void recycle_locked();
+    bool any_busy_done();
+    void fill(Segment& seg, const Segment* prev, Reader& reader, const std::string& name);
+    void submit_hashing(Segment& seg, TaskPool& workers);
+    void store_segment(Segment& seg, ManifestState& m, Hasher& whole, PutStats& file, TaskPool& workers);
+};
+
+Segment* Writer::Impl::take_segment(TaskPool& workers) {
+    for (;;) {
+        {
+            std::lock_guard lock(qm);
+            recycle_locked();
+            if (!free_list.empty()) {
+                Segment* seg = free_list.front();
+                free_list.pop_front();
+                return seg;
+            }
+        }
+        workers.wait([&] { return any_busy_done(); });
+    }
+}
+
+void Writer::Impl::recycle_locked() {
+    bool freed = false;
+    for (auto it = busy.begin(); it != busy.end();) {
+        if ((*it)->tasks_left.load() == 0) {
+            free_list.push_back(*it);
+            it = busy.erase(it);
+            freed = true;
+        } else {
+            ++it;
+        }
+    }
+    if (freed) free_cv.notify_all();
+}
+
+bool Writer::Impl::any_busy_done() {
+    std::lock_guard lock(qm);
+    for (const Segment* b : busy)
+        if (b->tasks_left.load() == 0) return true;
+    return false;
+}
+
+void Writer::Impl::fill(Segment& seg, const Segment* prev, Reader& reader, const std::string& name) {
+    // The bytes the previous segment could not cut yet come first.
+    seg.size = 0;
+    if (prev) {
+        const std::size_t tail = prev->size - prev->chunk_bytes;
+        if (tail) std::memcpy(seg.data.get(), prev->data.get() + prev->chunk_bytes, tail);
+        seg.size = tail;
+    }
+    // The one read loop fills the segment (or stops at the end of input).
+    FillResult got;
+    try {
+        got = read_at_least(reader, std::span<std::byte>(seg.data.get() + seg.size, seg.capacity - seg.size),
+                            seg.capacity - seg.size);
+    } catch (const IoError& e) {
+        throw IoError(fmt::format("reading '{}': {}", name, e.what()));
+    }
+    seg.size += got.bytes;
+    seg.eof = got.end;
+    // Cut every chunk with a full window (ALGORITHMS.md section 1).
+    seg.lengths.clear();
+    seg.chunk_bytes = cut_lengths(*finder, {seg.data.get(), seg.size}, seg.eof, seg.lengths);
+    seg.digests.resize(seg.lengths.size());
+}
+
+void hash_range(Segment& seg, std::size_t begin, std::size_t end, std::size_t offset) {
+    for (std::size_t i = begin; i < end; i += kDigestBatch) {
+        const std::size_t m = std::min(kDigestBatch, end - i);
+        std::size_t len = 0;
+        for (std::size_t j = i; j < i + m; ++j) len += seg.lengths[j];
+        compute_digests(DigestKind::blake3, {seg.data.get() + offset, len},
+                        std::span<const std::uint32_t>(seg.lengths.data() + i, m),
+                        std::span<Digest>(seg.digests.data() + i, m));
+        offset += len;
+    }
+}
+
+void Writer::Impl::submit_hashing(Segment& seg, TaskPool& workers) {
+    const std::size_t n = seg.lengths.size();
+    const unsigned parts_wanted = workers.threads();
+    const std::size_t per = std::max<std::size_t>(kDigestBatch, (n + parts_wanted - 1) / parts_wanted);
+    const int parts = static_cast<int>((n + per - 1) / per);
+    seg.hash_left.store(parts);
+    std::size_t begin = 0, offset = 0;
+    for (int k = 0; k < parts; ++k) {
+        const std::size_t end = std::min(n, begin + per);
+        std::size_t bytes_in = 0;
+        for (std::size_t i = begin; i < end; ++i) bytes_in += seg.lengths[i];
+        Segment* sp = &seg;
+        workers.submit([sp, begin, end, offset] {
+            hash_range(*sp, begin, end, offset);
+            sp->hash_left.fetch_sub(1);
+        });
+        begin = end;
+        offset += bytes_in;
+    }
+}
+
+void Writer::Impl::store_segment(Segment& seg, ManifestState& m, Hasher& whole, PutStats& file, TaskPool& workers) {
+    whole.update({seg.data.get(), seg.chunk_bytes});
+    // Look the chunks up (one read snapshot per segment) and queue the new ones.
+    std::vector<std::size_t> fresh;
+    {
+        Transaction read(db, false);
+        for (std::size_t i = 0; i < seg.lengths.size(); ++i) {
+            const ChunkId id = id_of(seg.digests[i]);
+            add_ref(m, id, seg.lengths[i]);
+            if (!known(id)) {
+                session.emplace(id, seg.lengths[i]);
+                fresh.push_back(i);
+                file.new_bytes += seg.lengths[i];
+                unflushed_new += seg.lengths[i];
+            }
+        }
+        read.commit();
+    }
+    file.bytes += seg.chunk_bytes;
+    file.chunks += seg.lengths.size();
+    file.new_chunks += fresh.size();
+    // Compression tasks of about kCompressGroup raw bytes each; the segment
+    // is recycled when they are done.
+    std::vector<std::vector<std::pair<std::size_t, std::uint32_t>>> groups;  // (offset, length)
+    std::vector<std::vector<ChunkId>> group_ids;
+    std::size_t group_bytes = kCompressGroup;
+    std::size_t next = 0, offset = 0;
+    for (std::size_t i = 0; i < seg.lengths.size(); offset += seg.lengths[i], ++i) {
+        if (next >= fresh.size() || fresh[next] != i) continue;
+        ++next;
+        if (group_bytes >= kCompressGroup) {
+            groups.emplace_back();
+            group_ids.emplace_back();
+            group_bytes = 0;
+        }
+        groups.back().emplace_back(offset, seg.lengths[i]);
+        group_ids.back().push_back(id_of(seg.digests[i]));
+        group_bytes += seg.lengths[i];
+    }
+    seg.tasks_left.store(static_cast<int>(groups.size()));
+    {
+        std::lock_guard lock(qm);
+        busy.push_back(&seg);
+    }
+    for (std::size_t g = 0; g < groups.size(); ++g) {
+        Segment* sp = &seg;
+        workers.submit([this, sp, items = std::move(groups[g]), ids = std::move(group_ids[g])] {
+            thread_local std::vector<std::byte> out;
+            thread_local RecordBatch batch;
+            batch.clear();
+            Compressor& c = thread_compressor(level);
+            for (std::size_t k = 0; k < items.size(); ++k) {
+                const std::span<const std::byte> raw(sp->data.get() + items[k].first, items[k].second);
+                const Codec codec = c.compress(raw, out);
+                batch.add(ids[k], codec, items[k].second, codec == Codec::zstd ? std::span<const std::byte>(out) : raw);
+            }
+            packs->append(batch);
+            stored_counter.fetch_add(batch.bytes.size());
+            sp->tasks_left.fetch_sub(1);
+        });
+    }
+}
+
+PutStats Writer::Impl::put_file(const FileMeta& meta, Source source, const ProgressFn& progress) {
+    ensure_started();
+    begin(meta);
+    TaskPool& workers = tasks();
+    std::unique_ptr<Reader> own_reader;
+    Reader* reader = source.reader_ptr();
+    if (source.is_memory()) {
+        own_reader = std::make_unique<SpanReader>(source.memory_bytes());
+        reader = own_reader.get();
+    }
+    PutStats file;
+    ProgressTicker ticker(progress);
+    // The segments live as long as the writer: a tree of small files does
+    // not allocate (and fault in) 16 MiB per file.
+    if (!segments) {
+        segments = std::make_unique<std::array<Segment, kSegments>>();
+        for (auto& sg : *segments) {
+            sg.capacity = kReadSize + finder->profile().max_size;
+            sg.data = std::make_unique_for_overwrite<std::byte[]>(sg.capacity);
+            free_list.push_back(&sg);
+        }
+    }
+    Hasher whole(DigestKind::blake3);
+    ManifestState& m = manifests.back();
+    auto maybe_flush_between_segments = [&] {
+        if (std::max(packs->unsynced_bytes(), unflushed_new) >= flush_bytes() || pending_refs >= kFlushRefs) flush();
+    };
+
+    // The first segment is read here: a file that fits in it (most files of
+    // a tree) is cut and hashed on this thread, with no hand-over; only its
+    // compression goes to the pool, and the next file does not wait for it.
+    std::thread reader_thread;
+    std::deque<Segment*> ready;  // cut, hashing queued (guarded by qm)
+    bool reader_done = false, stop = false;
+    std::exception_ptr read_error;
+    auto stop_reader = [&] {
+        {
+            std::lock_guard lock(qm);
+            stop = true;
+        }
+        free_cv.notify_all();
+        if (reader_thread.joinable()) reader_thread.join();
+    };
+    try {
+        Segment* first = take_segment(workers);
+        try {
+            fill(*first, nullptr, *reader, meta.name);
+        } catch (...) {
+            std::lock_guard lock(qm);
+            free_list.push_back(first);
+            throw;
+        }
+        if (first->eof && first->chunk_bytes == first->size) {
+            hash_range(*first, 0, first->lengths.size(), 0);
+            store_segment(*first, m, whole, file, workers);
+            maybe_flush_between_segments();
+        } else {
+            // A larger file: the reader thread reads and cuts the next
+            // segments while the pool hashes and this thread stores.
+            submit_hashing(*first, workers);
+            ready.push_back(first);
+            reader_thread = std::thread([&, first] {
+                const Segment* prev = first;
+                try {
+                    for (;;) {
+                        Segment* seg;
+                        {
+                            std::unique_lock lock(qm);
+                            free_cv.wait(lock, [&] { return stop || !free_list.empty(); });
+                            if (stop) break;
+                            seg = free_list.front();
+                            free_list.pop_front();
+                        }
+                        try {
+                            fill(*seg, prev, *reader, meta.name);
+                        } catch (...) {
+                            std::lock_guard lock(qm);
+                            free_list.push_back(seg);
+                            throw;
+                        }
+                        submit_hashing(*seg, workers);
+                        const bool last = seg->eof && seg->chunk_bytes == seg->size;
+                        {
+                            std::lock_guard lock(qm);
+                            ready.push_back(seg);
+                            if (last) reader_done = true;
+                        }
+                        workers.notify();
+                        prev = seg;
+                        if (last) break;
+                    }
+                } catch (...) {
+                    std::lock_guard lock(qm);
+                    read_error = std::current_exception();
+                    reader_done = true;
+                }
+                workers.notify();
+            });
+            for (;;) {
+                Segment* seg = nullptr;
+                bool done = false;
+                workers.wait([&] {
+                    std::lock_guard lock(qm);
+                    for (const Segment* b : busy)
+                        if (b->tasks_left.load() == 0) return true;  // one to recycle for the reader
+                    if (!ready.empty() && ready.front()->hash_left.load() == 0) {
+                        seg = ready.front();
+                        return true;
+                    }
+                    if (ready.empty() && reader_done) {
+                        done = true;
+                        return true;
+                    }
+                    return false;
+                });
+                {
+                    std::lock_guard lock(qm);
+                    recycle_locked();
+                    if (seg) ready.pop_front();
+                }
+                if (done) break;
+                if (!seg) continue;
+                store_segment(*seg, m, whole, file, workers);
+                maybe_flush_between_segments();
+                ticker.tick([&](Progress& pr) {
+                    pr.bytes_done = file.bytes;
+                    pr.new_bytes = file.new_bytes;
+                });
+            }
+            stop_reader();
+            if (read_error) std::rethrow_exception(read_error);
+        }
+    } catch (...) {
+        stop_reader();
+        try {
+            workers.drain();
+        } catch (...) {
+        }
+        {
+            // Segments cut but not stored go back to the free list.
+            std::lock_guard lock(qm);
+            for (Segment* r : ready) free_list.push_back(r);
+            recycle_locked();
+        }
+        abandon();
+        throw;
+    }
+    file.stored_bytes = 0;  // counted at the next flush (compression may still run)
+    file.files = 1;
+    totals.bytes += file.bytes;
+    totals.chunks += file.chunks;
+    totals.new_chunks += file.new_chunks;
+    totals.new_bytes += file.new_bytes;
+    const Digest d = whole.finish();
+    finish(id_of(d), file.bytes);
+    return file;
+}
+
+// ---------------------------------------------------------------- Writer
+
+Writer::Writer(const Store& store) : impl_(std::make_unique<Impl>(*store.impl_)) {}
+Writer::Writer(Writer&&) noexcept = default;
+Writer& Writer::operator=(Writer&&) noexcept = default;
+Writer::~Writer() = default;
+
+PutStats Writer::put_file(const FileMeta& meta, Source source, const ProgressFn& progress) {
+    return impl_->put_file(meta, std::move(source), progress);
+}
+ChunkPut Writer::put_chunk(std::span<const std::byte> raw) { return impl_->put_chunk(raw); }
+ChunkPut Writer::put_chunk_compressed(const ChunkId& id, std::uint32_t raw_size, std::span<const std::byte> frame) {
+    return impl_->put_chunk_compressed(id, raw_size, frame);
+}
+void Writer::begin_manifest(const FileMeta& meta) { impl_->begin(meta); }
+std::uint64_t Writer::add_chunks(std::span<const ChunkId> ids) { return impl_->add_chunks(ids); }
+void Writer::finish_manifest(const ChunkId& digest, std::uint64_t size) { impl_->finish(digest, size); }
+void Writer::commit() { impl_->flush(); }
+const PutStats& Writer::stats() const noexcept { return impl_->totals; }
+
+}  // namespace cdc::store

@@ -1,0 +1,413 @@
+// cdc::store: round trips for every algorithm (keyed too), dedup across names
+// and versions, the transfer-service calls, rm + gc, keys.
+#include "store_support.hpp"
+
+#include <cdc/algorithms.hpp>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <zstd.h>
+
+#include <cstring>
+#include <thread>
+
+namespace cdc {
+namespace {
+
+namespace fs = std::filesystem;
+using store::Store;
+using store::Writer;
+
+Key test_key(std::uint8_t seed) {
+    Key k;
+    for (std::size_t i = 0; i < k.size(); ++i) k[i] = static_cast<std::uint8_t>(seed * 31 + i * 7);
+    return k;
+}
+
+TEST(Store, RoundTripEveryAlgorithmKeyedToo) {
+    test::TempDir tmp;
+    const auto data = test::mixed_bytes(300'000, 5);
+    const std::vector<std::uint8_t> empty;
+    const std::vector<std::uint8_t> one{42};
+    int n = 0;
+    for (const auto& algo : algorithms()) {
+        for (const bool keyed : {false, true}) {
+            if (keyed ? algo.key == KeyUse::none : algo.key == KeyUse::required) continue;
+            SCOPED_TRACE(std::string(algo.name) + (keyed ? " keyed" : ""));
+            store::InitOptions init;
+            init.algorithm = std::string(algo.name);
+            if (keyed) init.chunking.key = test_key(3);
+            const fs::path dir = tmp.path() / std::string("s").append(std::to_string(n++));
+            Store s = Store::init(dir, init);
+            EXPECT_EQ(s.info().profile.keyed, keyed);
+            {
+                Writer w(s);
+                test::put_bytes(w, "data", data);
+                test::put_bytes(w, "empty", empty);
+                test::put_bytes(w, "one", one);
+                w.commit();
+            }
+            EXPECT_EQ(test::get_bytes(s, "data", tmp), data);
+            EXPECT_EQ(test::get_bytes(s, "empty", tmp), empty);
+            EXPECT_EQ(test::get_bytes(s, "one", tmp), one);
+            const auto m = s.find("data");
+            ASSERT_TRUE(m);
+            EXPECT_EQ(m->size, data.size());
+            EXPECT_EQ(m->algorithm, algo.name);
+            EXPECT_EQ(m->mode, 0640u);
+            EXPECT_EQ(m->mtime_ns, 1'700'000'000'123'456'789);
+            EXPECT_EQ(m->digest, store::chunk_id_of(std::as_bytes(std::span(data))));
+            // The chunk list is the library's chunking of the file.
+            std::vector<std::uint32_t> sizes;
+            s.for_each_chunk("data", [&](const store::ChunkId&, std::uint32_t size) { sizes.push_back(size); });
+            const auto expect = test::lengths_memory(s.finder(), data);
+            ASSERT_EQ(sizes.size(), expect.size());
+            for (std::size_t i = 0; i < sizes.size(); ++i) EXPECT_EQ(sizes[i], expect[i]);
+            const auto v = s.verify(test::full_check());
+            EXPECT_TRUE(v.ok()) << (v.damage.empty() ? "" : v.damage[0].what);
+        }
+    }
+    EXPECT_GE(n, static_cast<int>(algorithms().size()) + 1);
+}
+
+TEST(Store, FilesFromDescriptorsAndStreams) {
+    test::TempDir tmp;
+    Store s = Store::init(tmp.path() / "s", {});
+    const auto big = test::mixed_bytes(5'000'000, 8);  // several read segments
+    const auto path = tmp.write("big.bin", big);
+    {
+        Writer w(s);
+        store::FileMeta m;
+        m.name = "big";
+        w.put_file(m, FileSource(path));
+        // A reader that returns odd short reads, like a pipe.
+        test::ScriptedReader reader(big, {1, 4095, 70000, 0, 1 << 20}, true);
+        m.name = "piped";
+        w.put_file(m, ReaderSource(reader));
+        w.commit();
+    }
+    EXPECT_EQ(test::get_bytes(s, "big", tmp), big);
+    EXPECT_EQ(test::get_bytes(s, "piped", tmp), big);
+    EXPECT_EQ(s.find("big")->chunks, s.find("piped")->chunks);
+}
+
+// The peer-compatible names take parameters beyond the sizes (restic's
+// polynomial, borg's seed and window, fastcdc-rs's level and seed): init
+// records them, a reopened store cuts with them, not with the defaults.
+TEST(Store, RecordsPeerParameters) {
+    test::TempDir tmp;
+    const auto data = test::mixed_bytes(400'000, 11);
+    struct Case {
+        std::string algorithm;
+        Options options;
+    };
+    std::vector<Case> cases(3);
+    cases[0].algorithm = "restic-rabin";
+    cases[0].options.polynomial = 458649537773299;  // irreducible, degree 48 (compat vectors)
+    cases[1].algorithm = "borg-buzhash";
+    cases[1].options.seed = 0x12345678;
+    cases[1].options.window_size = 63;
+    cases[2].algorithm = "fastcdc-rs-v2020";
+    cases[2].options.normalization_level = 3;
+    cases[2].options.seed = 0xfedcba9876543210;
+    int n = 0;
+    for (auto& c : cases) {
+        ASSERT_NE(find_algorithm(c.algorithm), nullptr) << c.algorithm;
+        SCOPED_TRACE(c.algorithm);
+        c.options.min_size = 2048;
+        c.options.normal_size = 8192;
+        c.options.max_size = 65536;
+        const fs::path dir = tmp.path() / std::string("p").append(std::to_string(n++));
+        {
+            store::InitOptions init;
+            init.algorithm = c.algorithm;
+            init.chunking = c.options;
+            Store s = Store::init(dir, init);
+            Writer w(s);
+            test::put_bytes(w, "data", data);
+            w.commit();
+        }
+        const Store s = Store::open(dir, {});
+        const Profile want = resolve_profile(c.algorithm, c.options);
+        EXPECT_EQ(s.info().profile.normalization_level, want.normalization_level);
+        EXPECT_EQ(s.info().profile.seed, want.seed);
+        EXPECT_EQ(s.info().profile.polynomial, want.polynomial);
+        EXPECT_EQ(s.info().profile.window_size, want.window_size);
+        std::vector<std::size_t> stored;
+        s.for_each_chunk("data", [&](const store::ChunkId&, std::uint32_t size) { stored.push_back(size); });
+        EXPECT_EQ(stored, test::lengths_memory(make_cut_finder(c.algorithm, c.options), data));
+        // The control: the defaults cut elsewhere, so the parameters mattered.
+        Options defaults;
+        defaults.min_size = c.options.min_size;
+        defaults.normal_size = c.options.normal_size;
+        defaults.max_size = c.options.max_size;
+        EXPECT_NE(stored, test::lengths_memory(make_cut_finder(c.algorithm, defaults), data));
+        EXPECT_EQ(s.finder()->profile().polynomial, want.polynomial);
+        EXPECT_EQ(test::get_bytes(s, "data", tmp), data);
+    }
+}
+
+TEST(Store, DedupAcrossNamesAndVersions) {
+    test::TempDir tmp;
+    Store s = Store::init(tmp.path() / "s", {});
+    auto v1 = test::mixed_bytes(600'000, 11);
+    auto v2 = v1;
+    v2.insert(v2.begin() + 300'000, 5000, std::uint8_t{7});  // an edit in the middle
+    Writer w(s);
+    const auto a = test::put_bytes(w, "v1/file", v1);
+    const auto b = test::put_bytes(w, "copy/file", v1);
+    const auto c = test::put_bytes(w, "v2/file", v2);
+    w.commit();
+    EXPECT_EQ(a.new_bytes, v1.size());
+    EXPECT_EQ(b.new_bytes, 0u);   // same data, another name: nothing new
+    EXPECT_GT(c.new_bytes, 0u);
+    EXPECT_LT(c.new_bytes, 60'000u);  // only the chunks around the edit
+    const auto st = s.stats();
+    EXPECT_EQ(st.files, 3u);
+    EXPECT_EQ(st.logical_bytes, 2 * v1.size() + v2.size());
+    EXPECT_EQ(st.chunk_bytes, a.new_bytes + c.new_bytes);
+    EXPECT_LT(st.stored_bytes, st.chunk_bytes);  // the text half compresses
+    EXPECT_EQ(test::get_bytes(s, "v2/file", tmp), v2);
+    EXPECT_EQ(test::get_bytes(s, "copy/file", tmp), v1);
+}
+
+TEST(Store, ManifestsFromChunkListsAndCompressedChunks) {
+    test::TempDir tmp;
+    Store s = Store::init(tmp.path() / "s", {});
+    const auto p1 = test::mixed_bytes(50'000, 1);
+    const auto p2 = test::random_bytes(30'000, 2);
+    std::vector<std::uint8_t> whole(p1);
+    whole.insert(whole.end(), p2.begin(), p2.end());
+    const auto id1 = store::chunk_id_of(std::as_bytes(std::span(p1)));
+    const auto id2 = store::chunk_id_of(std::as_bytes(std::span(p2)));
+    const std::vector<store::ChunkId> ids{id1, id2};
+    EXPECT_EQ(s.missing(ids), ids);
+    {
+        Writer w(s);
+        EXPECT_TRUE(w.put_chunk(std::as_bytes(std::span(p1))).added);
+        // p2 arrives compressed (as a client would send it).
+        std::vector<std::uint8_t> frame(ZSTD_compressBound(p2.size()));
+        frame.resize(ZSTD_compress(frame.data(), frame.size(), p2.data(), p2.size(), 3));
+        const auto r = w.put_chunk_compressed(id2, static_cast<std::uint32_t>(p2.size()), std::as_bytes(std::span(frame)));
+        EXPECT_TRUE(r.added);
+        // A frame whose content is not the id: refused.
+        EXPECT_THROW(w.put_chunk_compressed(id1, static_cast<std::uint32_t>(p2.size()), std::as_bytes(std::span(frame))),
+                     store::DamageError);
+        w.begin_manifest({"assembled", 0600, 5});
+        EXPECT_EQ(w.add_chunks(ids), whole.size());
+        EXPECT_THROW(w.finish_manifest(store::chunk_id_of(std::as_bytes(std::span(whole))), whole.size() + 1),
+                     store::DamageError);
+        w.finish_manifest(store::chunk_id_of(std::as_bytes(std::span(whole))), whole.size());
+        // Not visible before commit.
+        EXPECT_FALSE(s.find("assembled"));
+        w.commit();
+    }
+    EXPECT_TRUE(s.missing(ids).empty());
+    EXPECT_EQ(test::get_bytes(s, "assembled", tmp), whole);
+    const auto raw = s.read_chunk(id1, false);
+    EXPECT_EQ(raw.codec, store::Codec::raw);
+    EXPECT_TRUE(std::equal(raw.bytes.begin(), raw.bytes.end(), reinterpret_cast<const std::byte*>(p1.data())));
+    const auto stored = s.read_chunk(id1, true);
+    EXPECT_EQ(stored.codec, store::Codec::zstd);  // half of p1 is text
+    EXPECT_LT(stored.bytes.size(), p1.size());
+    EXPECT_EQ(stored.raw_size, p1.size());
+    std::vector<std::uint8_t> back(p1.size());
+    EXPECT_EQ(ZSTD_decompress(back.data(), back.size(), stored.bytes.data(), stored.bytes.size()), p1.size());
+    EXPECT_EQ(back, p1);
+    EXPECT_EQ(s.read_chunk(id2, true).codec, store::Codec::raw);  // random: kept raw
+    // The file's chunks as stored, in order (what a server streams).
+    std::vector<store::ChunkId> streamed;
+    std::vector<std::uint8_t> rebuilt;
+    s.for_each_stored_chunk("assembled", [&](const store::ChunkId& id, const store::StoredChunk& c) {
+        streamed.push_back(id);
+        std::vector<std::uint8_t> raw_bytes(c.raw_size);
+        if (c.codec == store::Codec::zstd)
+            EXPECT_EQ(ZSTD_decompress(raw_bytes.data(), raw_bytes.size(), c.bytes.data(), c.bytes.size()), c.raw_size);
+        else
+            std::memcpy(raw_bytes.data(), c.bytes.data(), c.raw_size);
+        rebuilt.insert(rebuilt.end(), raw_bytes.begin(), raw_bytes.end());
+    });
+    EXPECT_EQ(streamed, ids);
+    EXPECT_EQ(rebuilt, whole);
+    // A chunk list naming an unknown chunk is refused.
+    Writer w(s);
+    w.begin_manifest({"bad", 0600, 5});
+    store::ChunkId unknown{};
+    unknown[0] = 1;
+    EXPECT_THROW(w.add_chunks(std::span(&unknown, 1)), store::DamageError);
+    EXPECT_THROW(s.read_chunk(unknown, false), store::NotFoundError);
+}
+
+TEST(Store, ReplaceRemoveAndGcReclaim) {
+    test::TempDir tmp;
+    store::InitOptions init;
+    init.pack_size = 1 << 20;  // several packs
+    Store s = Store::init(tmp.path() / "s", init);
+    const auto a = test::random_bytes(1'500'000, 21);
+    const auto b = test::random_bytes(1'500'000, 22);
+    const auto c = test::mixed_bytes(400'000, 23);
+    {
+        Writer w(s);
+        test::put_bytes(w, "a", a);
+        test::put_bytes(w, "b", b);
+        test::put_bytes(w, "c", c);
+        w.commit();
+    }
+    {
+        Writer w(s);
+        test::put_bytes(w, "c", a);  // replaces c's content
+        w.commit();
+    }
+    EXPECT_EQ(test::get_bytes(s, "c", tmp), a);
+    EXPECT_EQ(s.list().size(), 3u);
+    EXPECT_THROW(s.remove(std::vector<std::string>{"a", "nope"}), store::NotFoundError);
+    EXPECT_TRUE(s.find("a"));  // all or nothing
+    s.remove(std::vector<std::string>{"b"});
+    EXPECT_FALSE(s.find("b"));
+    EXPECT_EQ(s.list().size(), 2u);
+    EXPECT_THROW(s.get("b", tmp.path() / "x"), store::NotFoundError);
+    const auto before = s.stats();
+    const auto r = s.gc();
+    EXPECT_GT(r.chunks_removed, 0u);
+    EXPECT_LT(r.bytes_after, r.bytes_before);
+    const auto after = s.stats();
+    EXPECT_LT(after.pack_bytes, before.pack_bytes);
+    EXPECT_LT(after.chunks, before.chunks);
+    // b's bytes are gone: what is left is about a (c's old text compressed away).
+    EXPECT_LT(after.pack_bytes, a.size() + 200'000);
+    EXPECT_TRUE(s.verify(test::full_check()).ok());
+    EXPECT_EQ(test::get_bytes(s, "a", tmp), a);
+    EXPECT_EQ(test::get_bytes(s, "c", tmp), a);
+    // gc again: nothing to do, still fine.
+    const auto r2 = s.gc();
+    EXPECT_EQ(r2.chunks_removed, 0u);
+    EXPECT_TRUE(s.verify(test::full_check()).ok());
+}
+
+TEST(Store, GcDeletesEmptyPacksAndRewritesSparseOnes) {
+    test::TempDir tmp;
+    store::InitOptions init;
+    init.pack_size = 4 << 20;
+    Store s = Store::init(tmp.path() / "s", init);
+    // y (small) is put first: its record shares a 4 MiB pack with x's
+    // (compression groups of ~1 MiB); the rest of x and z fill another pack.
+    const auto y = generate_input("text:5:100000");
+    const auto x = test::random_bytes(5'500'000, 61);
+    const auto z = test::random_bytes(500'000, 63);
+    {
+        Writer w(s);
+        test::put_bytes(w, "y", y);
+        test::put_bytes(w, "x", x);
+        test::put_bytes(w, "z", z);
+        w.commit();
+    }
+    const auto before = s.stats();
+    ASSERT_GE(before.packs, 2u);
+    s.remove(std::vector<std::string>{"x", "z"});
+    const auto r = s.gc();
+    EXPECT_GE(r.packs_deleted, 1u);    // packs of x or z alone
+    EXPECT_GE(r.packs_rewritten, 1u);  // y's pack: mostly x's or z's bytes
+    const auto after = s.stats();
+    EXPECT_EQ(after.garbage_bytes, 0u);
+    EXPECT_EQ(after.packs, 1u);
+    EXPECT_LT(after.pack_bytes, y.size());
+    EXPECT_TRUE(s.verify(test::full_check()).ok());
+    EXPECT_EQ(test::get_bytes(s, "y", tmp), y);
+}
+
+TEST(Store, KeyIsCheckedAndNeverWritten) {
+    test::TempDir tmp;
+    store::InitOptions init;
+    init.algorithm = "kfastcdc";
+    init.chunking.key = test_key(9);
+    const fs::path dir = tmp.path() / "s";
+    const auto data = test::mixed_bytes(200'000, 4);
+    {
+        Store s = Store::init(dir, init);
+        Writer w(s);
+        test::put_bytes(w, "f", data);
+        w.commit();
+    }
+    {
+        Store s = Store::open(dir);  // reading needs no key
+        EXPECT_EQ(test::get_bytes(s, "f", tmp), data);
+        EXPECT_THROW(Writer{s}, OptionError);
+    }
+    {
+        store::OpenOptions o;
+        o.key = test_key(10);
+        Store s = Store::open(dir, o);
+        EXPECT_THROW(Writer{s}, OptionError);
+    }
+    // Neither the key's bytes nor its hex appear in any file of the store.
+    const Key k = *init.chunking.key;
+    const std::string raw(reinterpret_cast<const char*>(k.data()), k.size());
+    std::string hex;
+    for (const auto b : k) hex += fmt::format("{:02x}", b);
+    for (const auto& e : fs::recursive_directory_iterator(dir)) {
+        if (!e.is_regular_file()) continue;
+        const auto bytes = test::read_bytes(e.path());
+        const std::string text(bytes.begin(), bytes.end());
+        EXPECT_EQ(text.find(raw), std::string::npos) << e.path();
+        EXPECT_EQ(text.find(hex), std::string::npos) << e.path();
+    }
+}
+
+TEST(Store, InitRefusesBadOptionsAndNonEmptyDirs) {
+    test::TempDir tmp;
+    store::InitOptions bad;
+    bad.algorithm = "nope";
+    EXPECT_THROW(Store::init(tmp.path() / "a", bad), OptionError);
+    store::InitOptions level;
+    level.zstd_level = 99;
+    EXPECT_THROW(Store::init(tmp.path() / "b", level), OptionError);
+    store::InitOptions nokey;
+    nokey.algorithm = "kfastcdc";
+    EXPECT_THROW(Store::init(tmp.path() / "c", nokey), OptionError);
+    tmp.write("full/file", std::vector<std::uint8_t>{1});
+    EXPECT_THROW(Store::init(tmp.path() / "full", {}), OptionError);
+    EXPECT_THROW(Store::open(tmp.path() / "full"), store::VersionError);  // not a store
+    // Uncompressed stores work too.
+    store::InitOptions raw;
+    raw.zstd_level = 0;
+    Store s = Store::init(tmp.path() / "raw", raw);
+    const auto t = test::mixed_bytes(100'000, 2);
+    {
+        Writer w(s);
+        test::put_bytes(w, "t", t);
+        w.commit();
+        EXPECT_GT(w.stats().stored_bytes, t.size());  // raw + record headers
+    }
+    EXPECT_EQ(test::get_bytes(s, "t", tmp), t);
+}
+
+TEST(Store, TwoWritersAtOnceBothCommitAndShareChunks) {
+    test::TempDir tmp;
+    const fs::path dir = tmp.path() / "s";
+    Store::init(dir, {});
+    const auto data = test::mixed_bytes(3'000'000, 31);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 2; ++t)
+        threads.emplace_back([&, t] {
+            Store s = Store::open(dir);
+            Writer w(s);
+            test::put_bytes(w, std::string("w").append(std::to_string(t)), data);
+            w.commit();
+        });
+    for (auto& t : threads) t.join();
+    Store s = Store::open(dir);
+    EXPECT_EQ(test::get_bytes(s, "w0", tmp), data);
+    EXPECT_EQ(test::get_bytes(s, "w1", tmp), data);
+    // The index holds each chunk once, whichever writer stored it.
+    EXPECT_EQ(s.stats().chunks, s.find("w0")->chunks);
+    s.gc();
+    EXPECT_LE(s.stats().pack_bytes, s.stats().stored_bytes + 2 * 16);
+    EXPECT_TRUE(s.verify(test::full_check()).ok());
+    // A third put finds everything.
+    Writer w(s);
+    EXPECT_EQ(test::put_bytes(w, "w2", data).new_bytes, 0u);
+}
+
+}  // namespace
+}  // namespace cdc

@@ -1,0 +1,393 @@
+// cdc store — a deduplicating, compressed, crash-safe chunk store in a
+// directory: init, put, get, ls, rm, gc, verify, stats (docs/STORE.md).
+#include "commands.hpp"
+#include "sizes.hpp"
+#include "store_cli.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+namespace cdc::cli {
+
+using store::Store;
+
+Key read_key_file(const std::string& path) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) throw UsageError(fmt::format("cannot read the key file '{}': {}", path, std::strerror(errno)));
+    std::string text(4096, '\0');  // a key file is tiny: more is not a key file
+    std::size_t got = 0;
+    for (;;) {
+        const ssize_t n = ::read(fd, text.data() + got, text.size() - got);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        got += static_cast<std::size_t>(n);
+        if (got == text.size()) break;
+    }
+    ::close(fd);
+    text.resize(got);
+    std::string trimmed = text;
+    while (!trimmed.empty() && std::isspace(static_cast<unsigned char>(trimmed.back()))) trimmed.pop_back();
+    std::size_t start = 0;
+    while (start < trimmed.size() && std::isspace(static_cast<unsigned char>(trimmed[start]))) ++start;
+    trimmed = trimmed.substr(start);
+    if (trimmed.size() == 64) {
+        try {
+            return parse_key_hex(trimmed);
+        } catch (const OptionError&) {
+        }
+    }
+    if (text.size() == 32) {
+        Key k;
+        std::memcpy(k.data(), text.data(), 32);
+        return k;
+    }
+    throw UsageError(fmt::format("the key file '{}' must hold 64 hex digits or 32 raw bytes ({} bytes found)", path,
+                                 text.size()));
+}
+
+Store open_store(const std::string& dir, const std::string& key_file) {
+    store::OpenOptions o;
+    if (!key_file.empty()) o.key = read_key_file(key_file);
+    try {
+        return Store::open(dir, o);
+    } catch (const store::VersionError& e) {
+        throw UsageError(e.what());
+    }
+}
+
+void ProgressLine::draw(const std::string& text) {
+    if (!enabled_) return;
+    fmt::print(stderr, "\r\033[K{}", text);
+    std::fflush(stderr);
+    drawn_ = true;
+}
+
+void ProgressLine::clear() {
+    if (!drawn_) return;
+    std::fputs("\r\033[K", stderr);
+    std::fflush(stderr);
+    drawn_ = false;
+}
+
+std::string mb(std::uint64_t bytes) { return fmt::format("{:.1f} MB", static_cast<double>(bytes) / 1e6); }
+
+namespace {
+
+std::string short_size(std::size_t n) {
+    if (n % (1024 * 1024) == 0) return fmt::format("{}M", n / (1024 * 1024));
+    if (n % 1024 == 0) return fmt::format("{}K", n / 1024);
+    return fmt::format("{}", n);
+}
+
+std::string profile_text(const std::string& algorithm, const Profile& p) {
+    return fmt::format("{} {}/{}/{}{}", algorithm, short_size(p.min_size), short_size(p.normal_size),
+                       short_size(p.max_size), p.keyed ? " keyed" : "");
+}
+
+std::string time_text(std::int64_t ns) {
+    const std::time_t t = static_cast<std::time_t>(ns / 1'000'000'000);
+    std::tm tm{};
+    ::localtime_r(&t, &tm);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", &tm);
+    return buf;
+}
+
+double ratio(std::uint64_t a, std::uint64_t b) { return b == 0 ? 0.0 : static_cast<double>(a) / static_cast<double>(b); }
+
+// ---------------------------------------------------------------- init
+
+struct InitArgs {
+    std::string dir;
+    std::string algorithm = "fastcdc";
+    ProfileArgs profile;
+    std::string key_file;
+    int zstd_level = 3;
+    std::string pack_size = "64M";
+};
+
+int run_init(const InitArgs& a) {
+    store::InitOptions o;
+    o.algorithm = a.algorithm;
+    o.chunking = a.profile.options();
+    if (!a.key_file.empty()) o.chunking.key = read_key_file(a.key_file);
+    o.zstd_level = a.zstd_level;
+    o.pack_size = tools::parse_size(a.pack_size, "--pack-size");
+    const Store s = Store::init(a.dir, o);
+    const auto& i = s.info();
+    fmt::print("initialised store '{}': {}, zstd level {}, packs of {}, format {}\n", a.dir,
+               profile_text(i.algorithm, i.profile), i.zstd_level, tools::format_size(static_cast<double>(i.pack_size)),
+               i.format_version);
+    finish_stdout();
+    return kExitOk;
+}
+
+// ---------------------------------------------------------------- ls
+
+nlohmann::json manifest_json(const store::ManifestInfo& m) {
+    return {{"name", m.name},
+            {"size", m.size},
+            {"mode", m.mode},
+            {"mtime_ns", m.mtime_ns},
+            {"digest", store::to_hex(m.digest)},
+            {"algorithm", m.algorithm},
+            {"min_size", m.profile.min_size},
+            {"avg_size", m.profile.normal_size},
+            {"max_size", m.profile.max_size},
+            {"keyed", m.profile.keyed},
+            {"chunks", m.chunks},
+            {"committed_ns", m.committed_ns}};
+}
+
+struct LsArgs {
+    std::string dir;
+    std::string prefix;
+    bool json = false;
+};
+
+int run_ls(const LsArgs& a) {
+    const Store s = open_store(a.dir);
+    const auto list = s.list(a.prefix);
+    if (a.json) {
+        nlohmann::json arr = nlohmann::json::array();
+        for (const auto& m : list) arr.push_back(manifest_json(m));
+        fmt::print("{}\n", arr.dump());
+    } else {
+        for (const auto& m : list)
+            fmt::print("{:>14} {:>8} {} {:04o} {}\n", m.size, m.chunks, time_text(m.mtime_ns), m.mode, m.name);
+    }
+    finish_stdout();
+    return kExitOk;
+}
+
+// ---------------------------------------------------------------- rm
+
+struct RmArgs {
+    std::string dir;
+    std::vector<std::string> names;
+};
+
+int run_rm(const RmArgs& a) {
+    Store s = open_store(a.dir);
+    s.remove(a.names);
+    fmt::print("removed {} file(s); cdc store gc reclaims their space\n", a.names.size());
+    finish_stdout();
+    return kExitOk;
+}
+
+// ---------------------------------------------------------------- stats
+
+struct StatsArgs {
+    std::string dir;
+    bool json = false;
+};
+
+int run_stats(const StatsArgs& a) {
+    const Store s = open_store(a.dir);
+    const auto st = s.stats();
+    const auto& i = s.info();
+    const double per_chunk = st.chunks ? static_cast<double>(st.index_bytes) / static_cast<double>(st.chunks) : 0.0;
+    const double table_per_chunk =
+        st.chunks ? static_cast<double>(st.chunk_table_bytes) / static_cast<double>(st.chunks) : 0.0;
+    if (a.json) {
+        nlohmann::json j = {{"store_id", i.store_id},
+                            {"format_version", i.format_version},
+                            {"algorithm", i.algorithm},
+                            {"min_size", i.profile.min_size},
+                            {"avg_size", i.profile.normal_size},
+                            {"max_size", i.profile.max_size},
+                            {"keyed", i.profile.keyed},
+                            {"zstd_level", i.zstd_level},
+                            {"pack_size", i.pack_size},
+                            {"files", st.files},
+                            {"logical_bytes", st.logical_bytes},
+                            {"references", st.references},
+                            {"chunks", st.chunks},
+                            {"chunk_bytes", st.chunk_bytes},
+                            {"stored_bytes", st.stored_bytes},
+                            {"packs", st.packs},
+                            {"pack_bytes", st.pack_bytes},
+                            {"garbage_bytes", st.garbage_bytes},
+                            {"index_bytes", st.index_bytes},
+                            {"chunk_table_bytes", st.chunk_table_bytes},
+                            {"index_bytes_per_chunk", per_chunk},
+                            {"chunk_table_bytes_per_chunk", table_per_chunk},
+                            {"dedup_ratio", ratio(st.chunk_bytes, st.logical_bytes)},
+                            {"compression_ratio", ratio(st.stored_bytes, st.chunk_bytes)},
+                            {"store_ratio", ratio(st.pack_bytes + st.index_bytes, st.logical_bytes)}};
+        fmt::print("{}\n", j.dump());
+    } else {
+        fmt::print("store      {} (format {}, id {})\n", a.dir, i.format_version, i.store_id);
+        fmt::print("chunking   {}, zstd level {}\n", profile_text(i.algorithm, i.profile), i.zstd_level);
+        fmt::print("files      {} ({} in {} chunk references)\n", st.files, mb(st.logical_bytes), st.references);
+        fmt::print("chunks     {} distinct, {} raw (dedup {:.2f}%)\n", st.chunks, mb(st.chunk_bytes),
+                   100.0 * ratio(st.chunk_bytes, st.logical_bytes));
+        fmt::print("stored     {} in {} pack(s) of {} (compression {:.2f}%, garbage {})\n", mb(st.stored_bytes),
+                   st.packs, mb(st.pack_bytes), 100.0 * ratio(st.stored_bytes, st.chunk_bytes), mb(st.garbage_bytes));
+        fmt::print("index      {} ({:.1f} bytes per distinct chunk; chunk table {:.1f})\n", mb(st.index_bytes),
+                   per_chunk, table_per_chunk);
+        fmt::print("total      {} on disk for {} of files ({:.2f}%)\n", mb(st.pack_bytes + st.index_bytes),
+                   mb(st.logical_bytes), 100.0 * ratio(st.pack_bytes + st.index_bytes, st.logical_bytes));
+    }
+    finish_stdout();
+    return kExitOk;
+}
+
+// ---------------------------------------------------------------- verify
+
+struct VerifyArgs {
+    std::string dir;
+    bool full = false;
+    bool json = false;
+    bool quiet = false;
+};
+
+int run_verify(const VerifyArgs& a) {
+    const Store s = open_store(a.dir);
+    ProgressLine line(!a.quiet && !a.json && stderr_is_tty());
+    store::VerifyOptions o;
+    o.full = a.full;
+    if (line.enabled())
+        o.progress = [&](const store::Progress& p) {
+            line.draw(fmt::format("verify: {} / {}  {:.0f} MB/s", mb(p.bytes_done), mb(p.bytes_total),
+                                  p.seconds > 0 ? static_cast<double>(p.bytes_done) / p.seconds / 1e6 : 0.0));
+        };
+    const auto r = s.verify(o);
+    line.clear();
+    if (a.json) {
+        nlohmann::json j = {{"ok", r.ok()},
+                            {"full", a.full},
+                            {"packs", r.packs},
+                            {"chunks_checked", r.chunks_checked},
+                            {"bytes_checked", r.bytes_checked},
+                            {"manifests", r.manifests},
+                            {"damage", nlohmann::json::array()},
+                            {"notes", nlohmann::json::array()}};
+        for (const auto& p : r.damage) j["damage"].push_back(p.what);
+        for (const auto& p : r.notes) j["notes"].push_back(p.what);
+        fmt::print("{}\n", j.dump());
+    } else {
+        constexpr std::size_t kShown = 50;
+        for (std::size_t k = 0; k < r.damage.size() && k < kShown; ++k)
+            fmt::print(stderr, "cdc: damage: {}\n", r.damage[k].what);
+        if (r.damage.size() > kShown) fmt::print(stderr, "cdc: ... and {} more\n", r.damage.size() - kShown);
+        if (!a.quiet)
+            for (const auto& n : r.notes) fmt::print(stderr, "cdc: note: {}\n", n.what);
+        fmt::print("{}: {} pack(s), {} chunk(s) ({}) {}, {} file(s): {}\n", a.dir, r.packs, r.chunks_checked,
+                   mb(r.bytes_checked), a.full ? "decompressed and hashed" : "checksummed", r.manifests,
+                   r.ok() ? "ok" : fmt::format("{} problem(s)", r.damage.size()));
+    }
+    finish_stdout();
+    return r.ok() ? kExitOk : kExitFailure;
+}
+
+// ---------------------------------------------------------------- gc
+
+struct GcArgs {
+    std::string dir;
+    bool json = false;
+    bool quiet = false;
+};
+
+int run_gc(const GcArgs& a) {
+    Store s = open_store(a.dir);
+    store::GcOptions o;
+    if (!a.quiet && !a.json)
+        o.on_wait = [] { fmt::print(stderr, "cdc: waiting for the writers of the store to finish...\n"); };
+    const auto r = s.gc(o);
+    if (a.json) {
+        nlohmann::json j = {{"manifests_dropped", r.manifests_dropped}, {"chunks_removed", r.chunks_removed},
+                            {"bytes_removed", r.bytes_removed},         {"packs_rewritten", r.packs_rewritten},
+                            {"packs_deleted", r.packs_deleted},         {"bytes_before", r.bytes_before},
+                            {"bytes_after", r.bytes_after}};
+        fmt::print("{}\n", j.dump());
+    } else {
+        fmt::print("gc: {} chunk(s) removed ({}), {} pack(s) rewritten, {} deleted, {} pending manifest(s) dropped; "
+                   "packs {} -> {}\n",
+                   r.chunks_removed, mb(r.bytes_removed), r.packs_rewritten, r.packs_deleted, r.manifests_dropped,
+                   mb(r.bytes_before), mb(r.bytes_after));
+    }
+    finish_stdout();
+    return kExitOk;
+}
+
+}  // namespace
+
+void add_store_subcommands(CLI::App& st, int& exit_code) {
+    {
+        auto a = std::make_shared<InitArgs>();
+        auto* c = st.add_subcommand("init", "create a store in DIR (absent or empty) with its chunking parameters");
+        c->add_option("DIR", a->dir, "the store's directory")->required();
+        c->add_option("-a,--algorithm", a->algorithm, "algorithm name (see cdc algorithms)")->capture_default_str();
+        add_profile_options(*c, a->profile, false);
+        c->add_option("--key-file", a->key_file,
+                      "key for a keyed algorithm: 64 hex digits or 32 bytes (never written into the store, only a "
+                      "check value)");
+        c->add_option("--zstd-level", a->zstd_level, "zstd level, 1..19; 0 stores chunks uncompressed")
+            ->capture_default_str();
+        c->add_option("--pack-size", a->pack_size, "bound of a pack file (1M .. 4G)")->capture_default_str();
+        c->callback([a, &exit_code] { exit_code = with_store_errors([&] { return run_init(*a); }); });
+    }
+    add_store_put(st, exit_code);
+    add_store_get(st, exit_code);
+    {
+        auto a = std::make_shared<LsArgs>();
+        auto* c = st.add_subcommand("ls", "list the files of the store (name, size, chunks, mtime, mode)");
+        c->add_option("DIR", a->dir, "the store's directory")->required();
+        c->add_option("PREFIX", a->prefix, "only names that start with PREFIX");
+        c->add_flag("--json", a->json, "a JSON array of {name, size, mode, mtime_ns, digest, algorithm, ..., chunks}");
+        c->callback([a, &exit_code] { exit_code = with_store_errors([&] { return run_ls(*a); }); });
+    }
+    {
+        auto a = std::make_shared<RmArgs>();
+        auto* c = st.add_subcommand("rm", "remove files from the store (their space is reclaimed by gc)");
+        c->add_option("DIR", a->dir, "the store's directory")->required();
+        c->add_option("NAME", a->names, "names to remove (all or none: an unknown name removes nothing)")->required();
+        c->callback([a, &exit_code] { exit_code = with_store_errors([&] { return run_rm(*a); }); });
+    }
+    {
+        auto a = std::make_shared<GcArgs>();
+        auto* c = st.add_subcommand("gc", "reclaim unreferenced chunks, rewrite sparse packs (waits for writers)");
+        c->add_option("DIR", a->dir, "the store's directory")->required();
+        c->add_flag("--json", a->json, "one JSON object with the figures");
+        c->add_flag("-q,--quiet", a->quiet, "no waiting message");
+        c->callback([a, &exit_code] { exit_code = with_store_errors([&] { return run_gc(*a); }); });
+    }
+    {
+        auto a = std::make_shared<VerifyArgs>();
+        auto* c = st.add_subcommand("verify", "check the database, the packs, every record and every file's chunk list");
+        c->add_option("DIR", a->dir, "the store's directory")->required();
+        c->add_flag("--full", a->full, "also decompress every chunk and check its BLAKE3");
+        c->add_flag("--json", a->json, "one JSON object: {ok, damage: [...], notes: [...], ...}");
+        c->add_flag("-q,--quiet", a->quiet, "no progress, no notes");
+        c->footer("Exit code 4 when damage is found.");
+        c->callback([a, &exit_code] { exit_code = with_store_errors([&] { return run_verify(*a); }); });
+    }
+    {
+        auto a = std::make_shared<StatsArgs>();
+        auto* c = st.add_subcommand("stats", "sizes: files, distinct chunks, stored bytes, index bytes per chunk");
+        c->add_option("DIR", a->dir, "the store's directory")->required();
+        c->add_flag("--json", a->json, "one JSON object with every figure");
+        c->callback([a, &exit_code] { exit_code = with_store_errors([&] { return run_stats(*a); }); });
+    }
+}
+
+void add_store_command(CLI::App& app, int& exit_code) {
+    auto* st = app.add_subcommand("store", "a deduplicating, compressed, crash-safe chunk store in a directory: init, "
+                                           "put, get, ls, rm, gc, verify, stats");
+    st->require_subcommand(1);
+    st->footer(std::string("The store keeps each distinct chunk once (BLAKE3-256 ids), zstd-compressed, in pack "
+                           "files, with an SQLite index; see docs/STORE.md.\n")
+                   .append(kExitCodesHelp));
+    add_store_subcommands(*st, exit_code);
+}
+
+}  // namespace cdc::cli
