@@ -1,0 +1,42 @@
+"""Content-defined chunking at C++ speed: every algorithm of cdc-chunkers,
+with the boundaries of go-cdc-chunkers byte for byte, zero copies and the
+GIL released while cutting and hashing.
+
+    import cdc_chunkers as cdc
+
+    chunks = cdc.chunk(data, "fastcdc-v1.0.0", avg_size=16384, digest="blake3")
+    chunks.offsets, chunks.lengths     # numpy uint64 arrays
+    chunks.digests                     # numpy uint8 array, shape (n, 32)
+
+    for offset, view in cdc.iter_chunks("big.iso"):   # bounded memory
+        store(offset, bytes(view))
+
+    cdc.algorithms()                   # every name with its defaults
+    cdc.analyze(["/backups"], ["fastcdc", "ultracdc"])   # dedup figures
+
+Functions: chunk, iter_chunks, analyze, algorithms, generate.
+Classes: Chunker (reusable: reset onto new streams, caller buffer), Chunks.
+Errors: ValueError (invalid algorithm or option), OSError (I/O).
+"""
+
+from ._core import (
+    Chunker,
+    Chunks,
+    __version__,
+    algorithms,
+    analyze,
+    chunk,
+    generate,
+    iter_chunks,
+)
+
+__all__ = [
+    "Chunker",
+    "Chunks",
+    "__version__",
+    "algorithms",
+    "analyze",
+    "chunk",
+    "generate",
+    "iter_chunks",
+]

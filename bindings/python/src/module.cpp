@@ -1,0 +1,70 @@
+// The _core extension module of the cdc_chunkers package: errors, the
+// algorithm list, test data, and the pieces in chunk.cpp, chunker.cpp,
+// analyze.cpp and dupes.cpp.
+#include "module.hpp"
+
+#include <cdc/cdc.hpp>
+#include <cdc/corpus/datagen.hpp>
+
+#include <pybind11/stl.h>
+
+namespace py = pybind11;
+
+PYBIND11_MODULE(_core, m) {
+    m.doc() = "cdc_chunkers._core: the C++ extension behind cdc_chunkers (import cdc_chunkers instead).";
+
+    // cdc::OptionError -> ValueError, cdc::IoError -> OSError.
+    py::register_exception_translator([](std::exception_ptr p) {
+        try {
+            if (p) std::rethrow_exception(p);
+        } catch (const cdc::OptionError& e) {
+            PyErr_SetString(PyExc_ValueError, e.what());
+        } catch (const cdc::IoError& e) {
+            PyErr_SetString(PyExc_OSError, e.what());
+        }
+    });
+
+    m.attr("__version__") = cdc::kVersionString;
+
+    m.def(
+        "algorithms",
+        [] {
+            py::list out;
+            for (const auto& a : cdc::algorithms()) {
+                py::dict d;
+                d["name"] = std::string(a.name);
+                d["min"] = a.default_min;
+                d["avg"] = a.default_normal;
+                d["max"] = a.default_max;
+                d["key"] = a.requires_key ? "required" : (a.accepts_key ? "optional" : "no");
+                d["summary"] = std::string(a.summary);
+                out.append(std::move(d));
+            }
+            return out;
+        },
+        R"doc(
+Every algorithm name, in a stable order, as a list of dicts (the keys of
+`cdc algorithms --json`): name, min, avg, max (the default sizes), key
+("required", "optional" or "no") and a one-line summary.
+)doc");
+
+    m.def(
+        "generate",
+        [](const std::string& spec) {
+            std::vector<std::uint8_t> data;
+            {
+                py::gil_scoped_release nogil;
+                data = cdc::generate_input(spec);
+            }
+            return py::bytes(reinterpret_cast<const char*>(data.data()), data.size());
+        },
+        py::arg("spec"), R"doc(
+The bytes of a test-vector input spec (shared/testvectors/README.md):
+"empty", "byte42", "zeros:LEN", "repeat:WORD:LEN", "splitmix64:SEED:LEN",
+"text:SEED:LEN". Raises ValueError for a malformed spec.
+)doc");
+
+    cdc::python::add_chunk(m);
+    cdc::python::add_chunker(m);
+    cdc::python::add_analyze(m);
+}

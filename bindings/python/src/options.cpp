@@ -1,0 +1,54 @@
+#include "options.hpp"
+
+#include "pinned_buffer.hpp"
+
+#include <fmt/format.h>
+
+#include <cstring>
+
+namespace py = pybind11;
+
+namespace cdc::python {
+
+namespace {
+std::size_t size_arg(const char* name, std::int64_t value) {
+    if (value < 0) throw OptionError(fmt::format("{} = {} is invalid: must be >= 0 (0 = the default)", name, value));
+    return static_cast<std::size_t>(value);
+}
+
+std::optional<Key> parse_key(const py::object& key) {
+    if (key.is_none()) return std::nullopt;
+    if (py::isinstance<py::str>(key)) return parse_key_hex(key.cast<std::string>());
+    if (!PyObject_CheckBuffer(key.ptr()))
+        throw OptionError(fmt::format("key must be 32 bytes or 64 hex digits, not {}",
+                                      py::str(py::type::of(key).attr("__name__")).cast<std::string>()));
+    const PinnedBuffer b(key, false);
+    Key k{};
+    if (b.bytes().size() != k.size())
+        throw OptionError(fmt::format("key is {} bytes long: it must be 32 bytes (or 64 hex digits)", b.bytes().size()));
+    std::memcpy(k.data(), b.bytes().data(), k.size());
+    return k;
+}
+}  // namespace
+
+Options make_options(const ProfileArgs& args) {
+    Options o;
+    o.min_size = size_arg("min_size", args.min_size);
+    o.normal_size = size_arg("avg_size", args.avg_size);
+    o.max_size = size_arg("max_size", args.max_size);
+    o.key = parse_key(args.key);
+    return o;
+}
+
+std::shared_ptr<const CutFinder> make_finder(const std::string& algorithm, const ProfileArgs& args) {
+    return make_cut_finder(algorithm, make_options(args));
+}
+
+DigestKind parse_digest(const py::object& digest) {
+    if (digest.is_none()) return DigestKind::none;
+    if (!py::isinstance<py::str>(digest))
+        throw OptionError("digest must be None or a name: 'blake3', 'sha256' or 'xxh3'");
+    return parse_digest_kind(digest.cast<std::string>());
+}
+
+}  // namespace cdc::python
