@@ -40,3 +40,11 @@ __all__ = [
     "generate",
     "iter_chunks",
 ]
+
+# help() and repr() name the package, not its extension module.
+for _name in __all__[:]:
+    try:
+        globals()[_name].__module__ = __name__
+    except (AttributeError, TypeError):
+        pass
+del _name

@@ -127,7 +127,7 @@ len(chunks) is the number of chunks; iterating gives (offset, length) pairs.
 
     m.def(
         "chunk",
-        [](py::handle data, const std::string& algorithm, std::int64_t min_size, std::int64_t avg_size,
+        [](const py::buffer& data, const std::string& algorithm, std::int64_t min_size, std::int64_t avg_size,
            std::int64_t max_size, py::object key, py::object digest) {
             const auto finder = make_finder(algorithm, {min_size, avg_size, max_size, std::move(key)});
             return cut_buffer(*finder, data, parse_digest(digest));

@@ -7,6 +7,7 @@
 #include "module.hpp"
 #include "options.hpp"
 #include "pinned_buffer.hpp"
+#include "python_error.hpp"
 
 #include <fmt/format.h>
 
@@ -44,6 +45,15 @@ public:
 
     ReadResult read(std::span<std::byte> buffer) override {
         py::gil_scoped_acquire gil;
+        try {
+            return read_locked(buffer);
+        } catch (py::error_already_set& e) {
+            throw PythonError(e);
+        }
+    }
+
+private:
+    ReadResult read_locked(std::span<std::byte> buffer) {
         if (readinto_) {
             auto view = py::reinterpret_steal<py::object>(PyMemoryView_FromMemory(
                 reinterpret_cast<char*>(buffer.data()), static_cast<py::ssize_t>(buffer.size()), PyBUF_WRITE));
@@ -65,7 +75,6 @@ public:
         return {bytes.bytes().size(), bytes.bytes().empty()};
     }
 
-private:
     py::object file_, readinto_, read_;
 };
 
@@ -165,7 +174,7 @@ public:
         return py::make_tuple(c.offset, std::move(view));
     }
 
-    Chunks chunk(py::handle data, const py::object& digest) const {
+    Chunks chunk(const py::buffer& data, const py::object& digest) const {
         return cut_buffer(*finder_, data, parse_digest(digest));
     }
 

@@ -2,6 +2,7 @@
 // algorithm list, test data, and the pieces in chunk.cpp, chunker.cpp,
 // analyze.cpp and dupes.cpp.
 #include "module.hpp"
+#include "python_error.hpp"
 
 #include <cdc/cdc.hpp>
 #include <cdc/corpus/datagen.hpp>
@@ -13,7 +14,8 @@ namespace py = pybind11;
 PYBIND11_MODULE(_core, m) {
     m.doc() = "cdc_chunkers._core: the C++ extension behind cdc_chunkers (import cdc_chunkers instead).";
 
-    // cdc::OptionError -> ValueError, cdc::IoError -> OSError.
+    // cdc::OptionError -> ValueError, cdc::IoError -> OSError, and a reader's
+    // own exception as it was raised.
     py::register_exception_translator([](std::exception_ptr p) {
         try {
             if (p) std::rethrow_exception(p);
@@ -21,6 +23,8 @@ PYBIND11_MODULE(_core, m) {
             PyErr_SetString(PyExc_ValueError, e.what());
         } catch (const cdc::IoError& e) {
             PyErr_SetString(PyExc_OSError, e.what());
+        } catch (const cdc::python::PythonError& e) {
+            e.restore();
         }
     });
 
