@@ -13,8 +13,9 @@ GIL released while cutting and hashing.
 
     cdc.algorithms()                   # every name with its defaults
     cdc.analyze(["/backups"], ["fastcdc", "ultracdc"])   # dedup figures
+    cdc.dupes(["/photos"])             # whole-file duplicates (report)
 
-Functions: chunk, iter_chunks, analyze, algorithms, generate.
+Functions: chunk, iter_chunks, analyze, dupes, algorithms, generate.
 Classes: Chunker (reusable: reset onto new streams, caller buffer), Chunks.
 Errors: ValueError (invalid algorithm or option), OSError (I/O).
 """
@@ -26,6 +27,7 @@ from ._core import (
     algorithms,
     analyze,
     chunk,
+    dupes,
     generate,
     iter_chunks,
 )
@@ -37,6 +39,7 @@ __all__ = [
     "algorithms",
     "analyze",
     "chunk",
+    "dupes",
     "generate",
     "iter_chunks",
 ]

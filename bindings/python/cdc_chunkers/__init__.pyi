@@ -100,3 +100,13 @@ def analyze(
 ) -> dict[str, Any]: ...
 
 def generate(spec: str) -> bytes: ...
+
+def dupes(
+    paths: Union[StrPath, bytes, Iterable[Union[StrPath, bytes]]],
+    *,
+    min_size: int = 1,
+    mode: Literal["auto", "compare", "hash"] = "auto",
+    hash: Literal["blake3", "xxh3", "sha256"] = "blake3",
+    follow_symlinks: bool = False,
+    one_file_system: bool = False,
+) -> dict[str, Any]: ...

@@ -71,4 +71,5 @@ The bytes of a test-vector input spec (shared/testvectors/README.md):
     cdc::python::add_chunk(m);
     cdc::python::add_chunker(m);
     cdc::python::add_analyze(m);
+    cdc::python::add_dupes(m);
 }

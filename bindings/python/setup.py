@@ -1,0 +1,73 @@
+"""pip install for cdc_chunkers: the extension is built by the project's
+CMake (the whole source tree two levels up), as scripts/build.sh does, but
+with only the targets the package needs.
+
+    python3 -m venv --system-site-packages .venv    # Debian's numpy
+    .venv/bin/pip install --no-build-isolation ./bindings/python
+
+--no-build-isolation lets pip use the setuptools, wheel and pybind11 already
+installed (Debian: python3-setuptools python3-wheel python3-pybind11), so
+nothing is downloaded. CDC_CMAKE_ARGS adds CMake arguments.
+"""
+import os
+import pathlib
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+
+from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+
+HERE = pathlib.Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+
+
+def project_version():
+    text = (ROOT / "CMakeLists.txt").read_text()
+    return re.search(r"project\(cdc VERSION ([0-9.]+)", text).group(1)
+
+
+class CMakeBuild(build_ext):
+    def build_extension(self, ext):
+        build = pathlib.Path(self.build_temp).resolve() / "cmake"
+        args = [
+            "-DCMAKE_BUILD_TYPE=Release",
+            "-DCDC_BUILD_PYTHON=ON",
+            "-DCDC_BUILD_TOOLS=OFF",
+            "-DCDC_BUILD_TESTS=OFF",
+            "-DCDC_BUILD_SHARED=OFF",
+            f"-DPython_EXECUTABLE={sys.executable}",
+        ]
+        if shutil.which("ninja"):
+            args.append("-GNinja")
+        if shutil.which("ccache"):
+            args += ["-DCMAKE_C_COMPILER_LAUNCHER=ccache", "-DCMAKE_CXX_COMPILER_LAUNCHER=ccache"]
+        args += shlex.split(os.environ.get("CDC_CMAKE_ARGS", ""))
+        subprocess.run(["cmake", "-S", str(ROOT), "-B", str(build), *args], check=True)
+        jobs = os.environ.get("CDC_JOBS", str(os.cpu_count() or 1))
+        subprocess.run(["cmake", "--build", str(build), "--target", "cdc_python", "-j", jobs], check=True)
+        built = list((build / "python" / "cdc_chunkers").glob("_core*.so"))
+        if len(built) != 1:
+            raise RuntimeError(f"expected one _core module in {build}/python/cdc_chunkers, found {built}")
+        target = pathlib.Path(self.get_ext_fullpath(ext.name))
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(built[0], target)
+
+
+setup(
+    name="cdc_chunkers",
+    version=project_version(),
+    description="Content-defined chunking (FastCDC, keyed FastCDC, JC, UltraCDC, ...) at C++ speed",
+    long_description=(HERE / "README.md").read_text(),
+    long_description_content_type="text/markdown",
+    license="see the project's repository",
+    python_requires=">=3.8",
+    install_requires=["numpy"],
+    packages=["cdc_chunkers"],
+    package_data={"cdc_chunkers": ["__init__.pyi", "py.typed"]},
+    ext_modules=[Extension("cdc_chunkers._core", sources=[])],
+    cmdclass={"build_ext": CMakeBuild},
+    zip_safe=False,
+)
