@@ -22,8 +22,8 @@ struct cdc_chunker {
 
 namespace {
 
-// The options as the first published cdc.h declared them: a caller compiled
-// against it passes struct_size == this; a newer library reads no further.
+// The options as the first published cdc.h declares them. A library that
+// adds fields reads them only when the caller's struct_size covers them.
 constexpr std::size_t kOptionsV1Size = sizeof(cdc_options);
 
 // Calls f() and maps what it throws to a status; the message goes to
@@ -42,7 +42,7 @@ int guarded(std::string* error, F&& f) noexcept {
     };
     try {
         const int status = f();
-        if (error && status == CDC_OK) error->clear();
+        if (error && status >= 0) error->clear();
         return status;
     } catch (const cdc::OptionError& e) {
         return fail(CDC_E_OPTION, e.what());
@@ -80,7 +80,7 @@ private:
 };
 
 cdc::Options read_options(const cdc_options& in) {
-    if (in.struct_size < offsetof(cdc_options, key) + sizeof(in.key))
+    if (in.struct_size < kOptionsV1Size)
         throw cdc::OptionError(fmt::format("options.struct_size = {} is invalid: initialise the options with "
                                            "CDC_OPTIONS_INIT (sizeof(cdc_options) = {})",
                                            in.struct_size, sizeof(cdc_options)));
@@ -103,15 +103,9 @@ cdc::Options read_options(const cdc_options& in) {
     return o;
 }
 
-// Fields past the caller's struct_size keep their defaults.
-template <class T>
-T field(const cdc_options& in, T cdc_options::*member, std::size_t offset, T fallback) {
-    return in.struct_size >= offset + sizeof(T) ? in.*member : fallback;
-}
-
 std::span<std::byte> read_buffer(const cdc_options& in) {
-    void* data = field(in, &cdc_options::buffer, offsetof(cdc_options, buffer), static_cast<void*>(nullptr));
-    const std::size_t size = field(in, &cdc_options::buffer_size, offsetof(cdc_options, buffer_size), std::size_t{0});
+    void* data = in.buffer;
+    const std::size_t size = in.buffer_size;
     if ((data == nullptr) != (size == 0))
         throw cdc::OptionError(fmt::format("options.buffer and options.buffer_size ({}) must be given together",
                                            size));

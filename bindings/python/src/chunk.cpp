@@ -61,7 +61,7 @@ py::array_t<T> adopt(std::vector<T>&& v, std::vector<py::ssize_t> shape) {
 }  // namespace
 
 Chunks cut_buffer(const CutFinder& finder, py::handle data, DigestKind kind) {
-    const PinnedBuffer buffer(data, false);
+    const PinnedBuffer buffer(data);
     const auto bytes = buffer.bytes();
     std::vector<std::uint32_t> lengths;
     std::vector<std::uint8_t> digests;

@@ -68,7 +68,7 @@ private:
         }
         const py::object data = read_(buffer.size());
         if (data.is_none()) return {0, false};
-        const PinnedBuffer bytes(data, false);
+        const PinnedBuffer bytes(data);
         if (bytes.bytes().size() > buffer.size())
             throw IoError(fmt::format("read({}) returned {} bytes", buffer.size(), bytes.bytes().size()));
         std::memcpy(buffer.data(), bytes.bytes().data(), bytes.bytes().size());

@@ -22,7 +22,7 @@ std::optional<Key> parse_key(const py::object& key) {
     if (!PyObject_CheckBuffer(key.ptr()))
         throw OptionError(fmt::format("key must be 32 bytes or 64 hex digits, not {}",
                                       py::str(py::type::of(key).attr("__name__")).cast<std::string>()));
-    const PinnedBuffer b(key, false);
+    const PinnedBuffer b(key);
     Key k{};
     if (b.bytes().size() != k.size())
         throw OptionError(fmt::format("key is {} bytes long: it must be 32 bytes (or 64 hex digits)", b.bytes().size()));
