@@ -9,11 +9,6 @@
 
 namespace cdc {
 
-namespace {
-// A reader returning this many empty reads in a row is stuck, not slow.
-constexpr int kMaxEmptyReads = 1000;
-}  // namespace
-
 CutProgress cut_lengths(const CutFinder& finder, std::span<const std::byte> bytes, bool at_end,
                         std::span<std::uint32_t> out) noexcept {
     const std::size_t max = finder.profile().max_size;
@@ -79,18 +74,9 @@ void Chunker::fill() {
         pos_ = 0;
         end_ = live;
     }
-    Reader& reader = *source_.reader_ptr();
-    int empty_reads = 0;
-    while (!eof_ && end_ - pos_ < max) {
-        const ReadResult r = reader.read(buffer_.subspan(end_));
-        if (r.bytes > buffer_.size() - end_)
-            throw IoError(fmt::format("reader returned {} bytes for a {}-byte buffer", r.bytes, buffer_.size() - end_));
-        end_ += r.bytes;
-        eof_ = r.end;
-        if (r.bytes == 0 && !r.end && ++empty_reads >= kMaxEmptyReads)
-            throw IoError(fmt::format("reader returned no data {} times in a row", kMaxEmptyReads));
-        if (r.bytes != 0) empty_reads = 0;
-    }
+    const FillResult r = read_at_least(*source_.reader_ptr(), buffer_.subspan(end_), max - (end_ - pos_));
+    end_ += r.bytes;
+    eof_ = r.end;
 }
 
 bool Chunker::next(Chunk& out) {

@@ -6,8 +6,10 @@
 // and safe to share between threads.
 #pragma once
 
+#include <cdc/enum_names.hpp>
 #include <cdc/options.hpp>
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -43,6 +45,10 @@ std::string algorithm_names();
 /// CPU supports; the others force a level (falling back to the best available
 /// level not above it). `scalar` is the plain reference of the spec.
 enum class KernelLevel { automatic, scalar, wide, avx2, avx512 };
+inline constexpr std::array kKernelLevelNames = {
+    EnumName<KernelLevel>{KernelLevel::automatic, "auto"}, EnumName<KernelLevel>{KernelLevel::scalar, "scalar"},
+    EnumName<KernelLevel>{KernelLevel::wide, "wide"}, EnumName<KernelLevel>{KernelLevel::avx2, "avx2"},
+    EnumName<KernelLevel>{KernelLevel::avx512, "avx512"}};
 
 /// Parses "auto", "scalar", "wide", "avx2", "avx512"; throws OptionError.
 KernelLevel parse_kernel_level(std::string_view text);
@@ -84,10 +90,20 @@ private:
     KernelLevel level_;
 };
 
+/// An algorithm name with its options (the sizes and key a user asked for).
+struct AlgorithmSpec {
+    std::string name;
+    Options options;
+};
+
 /// Creates the cut finder for `algorithm` with validated `options`.
 /// Throws OptionError. Keyed tables are derived once per key and shared.
 std::shared_ptr<const CutFinder> make_cut_finder(std::string_view algorithm, const Options& options = {},
                                                  KernelLevel level = KernelLevel::automatic);
+inline std::shared_ptr<const CutFinder> make_cut_finder(const AlgorithmSpec& spec,
+                                                        KernelLevel level = KernelLevel::automatic) {
+    return make_cut_finder(spec.name, spec.options, level);
+}
 
 /// A 256-entry Gear table.
 using GearTable = std::array<std::uint64_t, 256>;

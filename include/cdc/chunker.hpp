@@ -140,7 +140,6 @@ public:
     std::default_sentinel_t end() const noexcept { return {}; }
 
     const CutFinder& finder() const noexcept { return *finder_; }
-    const std::shared_ptr<const CutFinder>& shared_finder() const noexcept { return finder_; }
     /// Bytes of the stream consumed so far (the offset of the next chunk).
     std::uint64_t offset() const noexcept { return offset_; }
     /// Size of the scan buffer (0 until one is needed, for internal buffers).

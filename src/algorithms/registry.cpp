@@ -49,7 +49,7 @@ bool is_default_profile(const Profile& p) {
 }
 
 [[noreturn]] void fail(std::string_view algorithm, std::string_view option, std::size_t value, std::string_view rule) {
-    throw OptionError(fmt::format("{}: {} = {} is invalid: {}", algorithm, option, value, rule));
+    throw OptionError(fmt::format("{}: {} = {} is invalid: {}", algorithm, option, value, rule), std::string(option));
 }
 
 void check_range(std::string_view algorithm, std::string_view option, std::size_t value) {
@@ -106,7 +106,8 @@ std::string algorithm_names() {
 static const AlgorithmInfo& lookup(std::string_view algorithm) {
     const AlgorithmInfo* info = find_algorithm(algorithm);
     if (info == nullptr)
-        throw OptionError(fmt::format("unknown algorithm '{}': known algorithms are {}", algorithm, algorithm_names()));
+        throw OptionError(fmt::format("unknown algorithm '{}': known algorithms are {}", algorithm, algorithm_names()),
+                          "algorithm");
     return *info;
 }
 
@@ -137,10 +138,11 @@ Profile resolve_profile(std::string_view algorithm, const Options& o) {
             throw OptionError(fmt::format(
                 "{}: key is invalid: this algorithm cannot use a key (a key applies to the Gear-based names "
                 "fastcdc, kfastcdc, fastcdc-v1.0.0, jc, jc-v1.0.0, jc-v1.1.0); refusing to chunk unkeyed",
-                info.name));
+                info.name),
+                "key");
         p.keyed = true;
     } else if (info.requires_key) {
-        throw OptionError(fmt::format("{}: key is missing: this algorithm requires a 32-byte key", info.name));
+        throw OptionError(fmt::format("{}: key is missing: this algorithm requires a 32-byte key", info.name), "key");
     }
     return p;
 }

@@ -4,6 +4,7 @@
 #include <cdc/corpus/analyze.hpp>
 #include <cdc/corpus/dedup_index.hpp>
 #include <cdc/error.hpp>
+#include <cdc/walk.hpp>
 
 #include <fmt/format.h>
 
@@ -18,15 +19,14 @@
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <span>
 #include <thread>
 #include <utility>
 
 #include <ctime>
 
-#include <dirent.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -36,113 +36,53 @@ namespace cdc {
 
 namespace {
 
-std::string join_path(const std::string& dir, const char* name) {
-    std::string p = dir;
-    if (p.empty() || p.back() != '/') p.push_back('/');
-    p.append(name);
-    return p;
-}
-
-std::string_view file_type_name(mode_t mode) {
-    if (S_ISFIFO(mode)) return "FIFO";
-    if (S_ISSOCK(mode)) return "socket";
-    if (S_ISCHR(mode)) return "character device";
-    if (S_ISBLK(mode)) return "block device";
-    return "special file";
-}
-
-class Walker {
+// walk_inputs' side of the one walker (cdc/walk.hpp): files and stdin in
+// walk order, each file once (by device and inode: overlapping inputs and
+// hard links are counted once), problems as errors and warnings.
+class InputCollector final : public WalkVisitor {
 public:
-    Walker(WalkResult& out, const WalkOptions& options) : out_(out), options_(options) {}
+    explicit InputCollector(WalkResult& out) : out_(out) {}
 
-    void top(const std::string& path) {
-        if (path == "-") {
-            out_.files.push_back({"-", 0});
+    void file(const std::string& path, const struct stat& st) override {
+        if (!seen_.emplace(st.st_dev, st.st_ino).second) {
+            ++out_.duplicates_skipped;
             return;
         }
-        struct stat st {};
-        if (::stat(path.c_str(), &st) != 0)
-            throw IoError(fmt::format("cannot read '{}': {}", path, std::strerror(errno)));
-        if (S_ISDIR(st.st_mode)) {
-            directory(path, st);
-        } else if (S_ISREG(st.st_mode)) {
-            add_file(path, st);
-        } else {
-            // Named on the command line: read as a stream (a FIFO, /dev/stdin,
-            // a shell's <(...)), size unknown.
-            out_.files.push_back({path, 0});
-        }
-    }
-
-private:
-    void add_file(const std::string& path, const struct stat& st) {
         const auto size = static_cast<std::uint64_t>(st.st_size);
         out_.files.push_back({path, size});
         out_.total_bytes += size;
     }
 
-    void entry(const std::string& path) {
-        struct stat st {};
-        if (::lstat(path.c_str(), &st) != 0) {
-            out_.errors.push_back({path, std::strerror(errno)});  // vanished since readdir, ...
-            return;
+    // Named on the command line: read as a stream (stdin, a FIFO,
+    // /dev/stdin, a shell's <(...)), size unknown.
+    void stream(const std::string& path) override { out_.files.push_back({path, 0}); }
+
+    void skipped(const std::string& path, WalkSkip why, std::string_view message) override {
+        switch (why) {
+            case WalkSkip::symlink: ++out_.symlinks_skipped; break;
+            case WalkSkip::overlap: break;  // walked once already: nothing is lost
+            case WalkSkip::error: out_.errors.push_back({path, std::string(message)}); break;
+            case WalkSkip::special:
+                out_.warnings.push_back({path, fmt::format("{} skipped", message)});
+                break;
+            case WalkSkip::loop:
+            case WalkSkip::other_fs:
+                out_.warnings.push_back({path, fmt::format("{} skipped", message)});
+                break;
         }
-        if (S_ISLNK(st.st_mode)) {
-            if (!options_.follow_symlinks) {
-                ++out_.symlinks_skipped;
-                return;
-            }
-            if (::stat(path.c_str(), &st) != 0) {
-                out_.errors.push_back({path, fmt::format("symbolic link: {}", std::strerror(errno))});
-                return;
-            }
-        }
-        if (S_ISREG(st.st_mode))
-            add_file(path, st);
-        else if (S_ISDIR(st.st_mode))
-            directory(path, st);
-        else
-            out_.warnings.push_back({path, fmt::format("{} skipped", file_type_name(st.st_mode))});
     }
 
-    void directory(const std::string& path, const struct stat& st) {
-        const std::pair<dev_t, ino_t> id{st.st_dev, st.st_ino};
-        if (std::find(stack_.begin(), stack_.end(), id) != stack_.end()) {
-            out_.warnings.push_back({path, "directory loop (symbolic link to an ancestor) skipped"});
-            return;
-        }
-        DIR* dir = ::opendir(path.c_str());
-        if (dir == nullptr) {
-            out_.errors.push_back({path, fmt::format("cannot open directory: {}", std::strerror(errno))});
-            return;
-        }
-        std::vector<std::string> names;
-        errno = 0;
-        while (const dirent* e = ::readdir(dir)) {
-            if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) names.emplace_back(e->d_name);
-            errno = 0;
-        }
-        const int read_errno = errno;
-        ::closedir(dir);
-        if (read_errno != 0)
-            out_.errors.push_back({path, fmt::format("reading directory: {}", std::strerror(read_errno))});
-        std::sort(names.begin(), names.end());
-        stack_.push_back(id);
-        for (const auto& name : names) entry(join_path(path, name.c_str()));
-        stack_.pop_back();
-    }
-
+private:
     WalkResult& out_;
-    const WalkOptions& options_;
-    std::vector<std::pair<dev_t, ino_t>> stack_;  // directories being walked (loop detection)
+    std::set<std::pair<dev_t, ino_t>> seen_;
 };
 
 }  // namespace
 
 WalkResult walk_inputs(const std::vector<std::string>& paths, const WalkOptions& options) {
     WalkResult out;
-    Walker walker(out, options);
-    for (const auto& p : paths) walker.top(p);
+    InputCollector collector(out);
+    walk(paths, options, collector);
     return out;
 }
 
@@ -360,25 +300,13 @@ private:
     }
 
     // Fills `seg` behind end_ until it is full or the input ends.
-    void fill(Segment& seg, int fd, const std::string& name, bool stream) {
-        while (end_ < seg.capacity && !eof_) {
-            const ssize_t n = ::read(fd, seg.data.get() + end_, seg.capacity - end_);
-            if (n > 0) {
-                const auto got = static_cast<std::size_t>(n);
-                end_ += got;
-                shared_.bytes_done.fetch_add(got, std::memory_order_relaxed);
-                if (stream) shared_.stream_bytes.fetch_add(got, std::memory_order_relaxed);
-            } else if (n == 0) {
-                eof_ = true;
-            } else if (errno == EINTR) {
-                continue;
-            } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
-                pollfd p{fd, POLLIN, 0};
-                ::poll(&p, 1, -1);
-            } else {
-                throw IoError(fmt::format("reading '{}': {}", name, std::strerror(errno)));
-            }
-        }
+    void fill(Segment& seg, Reader& reader, bool stream) {
+        const auto room = std::as_writable_bytes(std::span(seg.data.get() + end_, seg.capacity - end_));
+        const FillResult r = read_at_least(reader, room, room.size());
+        end_ += r.bytes;
+        eof_ = r.end;
+        shared_.bytes_done.fetch_add(r.bytes, std::memory_order_relaxed);
+        if (stream) shared_.stream_bytes.fetch_add(r.bytes, std::memory_order_relaxed);
     }
 
     void process(const FileEntry& f) {
@@ -395,6 +323,7 @@ private:
         if (S_ISDIR(st.st_mode)) throw IoError(fmt::format("'{}' became a directory during the run", name));
         const bool stream = !S_ISREG(st.st_mode) || f.size == 0;
         if (S_ISREG(st.st_mode)) ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+        FdReader reader(fd, fmt::format("'{}'", name));
 
         const std::size_t n_algos = shared_.algos.size();
         Segment* cur = &segments_[0];
@@ -407,7 +336,7 @@ private:
         eof_ = false;
         std::fill(pos_.begin(), pos_.end(), std::size_t{0});
         for (;;) {
-            fill(*cur, fd, name, stream);
+            fill(*cur, reader, stream);
             bool all_done = true;
             for (std::size_t k = 0; k < n_algos; ++k) {
                 cut(*cur, k);
@@ -465,6 +394,16 @@ private:
     std::array<Digest, kDigestBatch> digests_{};  // hash_segment's batch
 };
 
+// Bad options fail before anything is walked or read.
+void check_options(const AnalyzeOptions& options) {
+    if (options.algorithms.empty()) throw OptionError("algorithms is empty: no algorithm given", "algorithms");
+    for (const auto& a : options.algorithms)
+        if (!a) throw OptionError("algorithms holds a null finder", "algorithms");
+    if (options.digest == DigestKind::none)
+        throw OptionError("digest = 'none' is invalid here: dedup needs fingerprints (blake3, sha256, xxh3)",
+                          "digest");
+}
+
 bool by_path(const InputIssue& a, const InputIssue& b) {
     return a.path != b.path ? a.path < b.path : a.message < b.message;
 }
@@ -473,14 +412,13 @@ bool by_path(const InputIssue& a, const InputIssue& b) {
 
 std::size_t analyze_buffer_size(const AnalyzeOptions& options) {
     std::size_t max = 0;
-    for (const auto& a : options.algorithms) max = std::max(max, resolve_profile(a.name, a.options).max_size);
+    for (const auto& a : options.algorithms) max = std::max(max, a->profile().max_size);
     return (options.read_size ? options.read_size : kDefaultReadSize) + max;
 }
 
 AnalyzeReport analyze(const std::vector<std::string>& paths, const AnalyzeOptions& options) {
     // Validate the options before walking (a bad option must fail at once).
-    if (options.algorithms.empty()) throw OptionError("--algorithm: no algorithm given");
-    for (const auto& a : options.algorithms) (void)resolve_profile(a.name, a.options);
+    check_options(options);
     WalkOptions w;
     w.follow_symlinks = options.follow_symlinks;
     return analyze(walk_inputs(paths, w), options);
@@ -488,14 +426,12 @@ AnalyzeReport analyze(const std::vector<std::string>& paths, const AnalyzeOption
 
 AnalyzeReport analyze(const WalkResult& walk, const AnalyzeOptions& options) {
     const auto t0 = Clock::now();
-    if (options.algorithms.empty()) throw OptionError("--algorithm: no algorithm given");
-    if (options.digest == DigestKind::none)
-        throw OptionError("--digest = 'none' is invalid here: dedup needs fingerprints (blake3, sha256, xxh3)");
+    check_options(options);
 
     std::vector<Algo> algos;
     for (const auto& a : options.algorithms) {
         Algo algo;
-        algo.finder = make_cut_finder(a.name, a.options, options.kernel);
+        algo.finder = a;
         algo.index = std::make_unique<DedupIndex>();
         algos.push_back(std::move(algo));
     }
@@ -560,6 +496,7 @@ AnalyzeReport analyze(const WalkResult& walk, const AnalyzeOptions& options) {
     report.buffer_bytes = 2 * buffer_size;
     report.wall_seconds = wall;
     report.symlinks_skipped = walk.symlinks_skipped;
+    report.duplicates_skipped = walk.duplicates_skipped;
     report.errors = walk.errors;
     report.warnings = walk.warnings;
     for (auto& w : workers) report.errors.insert(report.errors.end(), w->errors().begin(), w->errors().end());
@@ -568,7 +505,7 @@ AnalyzeReport analyze(const WalkResult& walk, const AnalyzeOptions& options) {
 
     for (std::size_t k = 0; k < algos.size(); ++k) {
         AlgorithmResult r;
-        r.algorithm = options.algorithms[k].name;
+        r.algorithm = std::string(algos[k].finder->name());
         r.profile = algos[k].finder->profile();
         std::int64_t cut_ns = 0, hash_ns = 0;
         for (auto& w : workers) {

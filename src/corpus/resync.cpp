@@ -29,23 +29,9 @@ Fingerprints fingerprint_chunks(const CutFinder& finder, std::span<const std::ui
 }
 }  // namespace
 
-EditKind parse_edit_kind(std::string_view name) {
-    if (name == "insert") return EditKind::insert;
-    if (name == "delete") return EditKind::remove;
-    if (name == "overwrite") return EditKind::overwrite;
-    if (name == "mixed") return EditKind::mixed;
-    throw OptionError(fmt::format("--kind = '{}' is invalid: must be insert, delete, overwrite or mixed", name));
-}
+EditKind parse_edit_kind(std::string_view name) { return parse_name(kEditKindNames, name, "edit_kind"); }
 
-std::string_view to_string(EditKind kind) noexcept {
-    switch (kind) {
-        case EditKind::insert: return "insert";
-        case EditKind::remove: return "delete";
-        case EditKind::overwrite: return "overwrite";
-        case EditKind::mixed: return "mixed";
-    }
-    return "?";
-}
+std::string_view to_string(EditKind kind) noexcept { return name_of(kEditKindNames, kind); }
 
 std::vector<Edit> plan_edits(std::uint64_t original_size, const EditSpec& spec) {
     SplitMix64 rng(spec.seed);
@@ -108,7 +94,7 @@ std::vector<std::uint8_t> apply_edits(std::span<const std::uint8_t> original, st
 
 ResyncResult measure_resync(const CutFinder& finder, std::span<const std::uint8_t> original,
                             std::span<const std::uint8_t> edited, DigestKind digest) {
-    if (digest == DigestKind::none) throw OptionError("resync: digest = 'none' is invalid: chunks must be fingerprinted");
+    if (digest == DigestKind::none) throw OptionError("resync: digest = 'none' is invalid: chunks must be fingerprinted", "digest");
     ResyncResult r;
     r.algorithm = std::string(finder.name());
     r.bytes_orig = original.size();
@@ -129,7 +115,7 @@ ResyncResult measure_resync(const CutFinder& finder, std::span<const std::uint8_
 std::vector<ResyncSummary> run_resync(std::span<const std::shared_ptr<const CutFinder>> finders,
                                       std::span<const std::uint8_t> original, const EditSpec& spec,
                                       std::size_t trials, DigestKind digest) {
-    if (trials == 0) throw OptionError("--trials = 0 is invalid: must be at least 1");
+    if (trials == 0) throw OptionError("trials = 0 is invalid: must be at least 1", "trials");
     std::vector<ResyncSummary> out(finders.size());
     for (std::size_t f = 0; f < finders.size(); ++f) {
         out[f].algorithm = std::string(finders[f]->name());

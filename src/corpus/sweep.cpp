@@ -8,7 +8,7 @@
 namespace cdc {
 
 SizeHistogram size_histogram(const SizeStats& stats, std::uint64_t upper, std::size_t bins) {
-    if (bins == 0) throw OptionError("bins = 0 is invalid: a histogram needs at least one bin");
+    if (bins == 0) throw OptionError("bins = 0 is invalid: a histogram needs at least one bin", "bins");
     SizeHistogram h;
     const std::uint64_t width = (upper + 1 + bins - 1) / bins;  // ceil((upper + 1) / bins)
     h.edges.resize(bins + 1);
@@ -26,7 +26,7 @@ SizeHistogram size_histogram(const SizeStats& stats, std::uint64_t upper, std::s
 
 Options scaled_options(std::string_view algorithm, const Options& base, double factor) {
     if (!(factor > 0) || !std::isfinite(factor))
-        throw OptionError(fmt::format("scale factor = {} is invalid: must be > 0", factor));
+        throw OptionError(fmt::format("scale factor = {} is invalid: must be > 0", factor), "scale_factors");
     const Profile p = resolve_profile(algorithm, base);
     auto scale = [&](std::size_t v) { return static_cast<std::size_t>(std::llround(static_cast<double>(v) * factor)); };
     Options o = base;
@@ -44,7 +44,7 @@ std::vector<SweepPoint> dedup_sweep(const WalkResult& walk, std::string_view alg
     std::vector<double> used;
     for (double f : factors) {
         try {
-            options.algorithms.push_back({std::string(algorithm), scaled_options(algorithm, base, f)});
+            options.algorithms.push_back(make_cut_finder(algorithm, scaled_options(algorithm, base, f)));
             used.push_back(f);
         } catch (const OptionError&) {
             if (skipped != nullptr) skipped->push_back(f);
@@ -70,7 +70,7 @@ std::vector<SweepPoint> dedup_sweep(const WalkResult& walk, std::string_view alg
 }
 
 std::vector<std::size_t> doubling_counts(std::size_t max) {
-    if (max == 0) throw OptionError("edit count = 0 is invalid: at least one edit");
+    if (max == 0) throw OptionError("edit count = 0 is invalid: at least one edit", "edits");
     std::vector<std::size_t> out;
     for (std::size_t n = 1; n <= max; n *= 2) {
         out.push_back(n);

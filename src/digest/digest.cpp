@@ -19,23 +19,9 @@
 
 namespace cdc {
 
-DigestKind parse_digest_kind(std::string_view name) {
-    if (name == "blake3") return DigestKind::blake3;
-    if (name == "sha256") return DigestKind::sha256;
-    if (name == "xxh3") return DigestKind::xxh3;
-    if (name == "none") return DigestKind::none;
-    throw OptionError(fmt::format("digest = '{}' is invalid: must be one of blake3, sha256, xxh3, none", name));
-}
+DigestKind parse_digest_kind(std::string_view name) { return parse_name(kDigestKindNames, name, "digest"); }
 
-std::string_view to_string(DigestKind kind) noexcept {
-    switch (kind) {
-        case DigestKind::blake3: return "blake3";
-        case DigestKind::sha256: return "sha256";
-        case DigestKind::xxh3: return "xxh3";
-        case DigestKind::none: return "none";
-    }
-    return "?";
-}
+std::string_view to_string(DigestKind kind) noexcept { return name_of(kDigestKindNames, kind); }
 
 std::size_t digest_size(DigestKind kind) noexcept {
     switch (kind) {

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
@@ -38,6 +39,25 @@ private:
     FdReader inner_;
 };
 }  // namespace
+
+FillResult read_at_least(Reader& reader, std::span<std::byte> buffer, std::size_t at_least) {
+    constexpr int kMaxEmptyReads = 1000;
+    at_least = std::min(at_least, buffer.size());
+    FillResult got;
+    int empty_reads = 0;
+    while (!got.end && got.bytes < at_least) {
+        const std::size_t room = buffer.size() - got.bytes;
+        const ReadResult r = reader.read(buffer.subspan(got.bytes));
+        if (r.bytes > room) throw IoError(fmt::format("reader returned {} bytes for a {}-byte buffer", r.bytes, room));
+        got.bytes += r.bytes;
+        got.end = r.end;
+        if (r.bytes != 0)
+            empty_reads = 0;
+        else if (!r.end && ++empty_reads >= kMaxEmptyReads)
+            throw IoError(fmt::format("reader returned no data {} times in a row", kMaxEmptyReads));
+    }
+    return got;
+}
 
 FdReader::FdReader(int fd, std::string name) : fd_(fd), name_(std::move(name)) {}
 

@@ -3,6 +3,7 @@
 // always available and is what every other kernel is tested against.
 #include "kernels.hpp"
 
+#include <cdc/enum_names.hpp>
 #include <cdc/error.hpp>
 
 #include <fmt/format.h>
@@ -11,25 +12,9 @@
 
 namespace cdc {
 
-KernelLevel parse_kernel_level(std::string_view text) {
-    if (text == "auto") return KernelLevel::automatic;
-    if (text == "scalar") return KernelLevel::scalar;
-    if (text == "wide") return KernelLevel::wide;
-    if (text == "avx2") return KernelLevel::avx2;
-    if (text == "avx512") return KernelLevel::avx512;
-    throw OptionError(fmt::format("kernel = '{}' is invalid: must be one of auto, scalar, wide, avx2, avx512", text));
-}
+KernelLevel parse_kernel_level(std::string_view text) { return parse_name(kKernelLevelNames, text, "kernel"); }
 
-std::string_view to_string(KernelLevel level) noexcept {
-    switch (level) {
-        case KernelLevel::automatic: return "auto";
-        case KernelLevel::scalar: return "scalar";
-        case KernelLevel::wide: return "wide";
-        case KernelLevel::avx2: return "avx2";
-        case KernelLevel::avx512: return "avx512";
-    }
-    return "?";
-}
+std::string_view to_string(KernelLevel level) noexcept { return name_of(kKernelLevelNames, level); }
 
 KernelLevel best_kernel_level() noexcept {
 #if defined(CDC_X86_KERNELS) && defined(__GNUC__)

@@ -117,7 +117,7 @@ TEST(DedupSweep, MatchesAnalyzeWithTheScaledOptions) {
     for (std::size_t i = 0; i < 2; ++i) {
         AnalyzeOptions o;
         o.jobs = 1;
-        o.algorithms = {{"jc-v1.1.0", scaled_options("jc-v1.1.0", {}, factors[i])}};
+        o.algorithms = {make_cut_finder("jc-v1.1.0", scaled_options("jc-v1.1.0", {}, factors[i]))};
         const auto r = analyze(walk, o).algorithms.at(0);
         EXPECT_EQ(points[i].chunks, r.chunks);
         EXPECT_EQ(points[i].distinct_bytes, r.distinct_bytes);

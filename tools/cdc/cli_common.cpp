@@ -1,4 +1,5 @@
 #include "cli_common.hpp"
+#include "commands.hpp"
 
 #include "sizes.hpp"
 
@@ -37,8 +38,8 @@ std::vector<std::string> split_comma_list(std::string_view list) {
     return out;
 }
 
-std::vector<AlgorithmRun> parse_algorithm_list(std::string_view list, const cdc::Options& base, bool quiet) {
-    std::vector<AlgorithmRun> out;
+std::vector<AlgorithmSpec> parse_algorithm_list(std::string_view list, const cdc::Options& base, bool quiet) {
+    std::vector<AlgorithmSpec> out;
     if (list == "all") {
         for (const auto& a : cdc::algorithms()) {
             cdc::Options o = base;
@@ -63,6 +64,50 @@ std::vector<AlgorithmRun> parse_algorithm_list(std::string_view list, const cdc:
         out.push_back({std::move(name), base});
     }
     return out;
+}
+
+std::vector<std::shared_ptr<const CutFinder>> resolve_algorithm_list(std::string_view list, const cdc::Options& base,
+                                                                     bool quiet, KernelLevel kernel) {
+    std::vector<std::shared_ptr<const CutFinder>> out;
+    for (const auto& spec : parse_algorithm_list(list, base, quiet)) out.push_back(make_cut_finder(spec, kernel));
+    return out;
+}
+
+namespace {
+struct FieldFlag {
+    std::string_view command;  // empty: every command that has the field
+    std::string_view field;
+    std::string_view flag;
+};
+
+// Library fields (OptionError::field()) and the flags that set them.
+// Command-specific rows come before the general ones.
+constexpr FieldFlag kFieldFlags[] = {
+    {"resync", "edit_kind", "--kind"},
+    {"plot", "edit_kind", "--edit-kind"},
+    {"plot", "scale_factors", "--scales"},
+    {"plot", "edits", "--edits"},
+    {"plot", "bins", "--bins"},
+    {"compare", "algorithm", "-a / -b"},
+    {"compare", "min_size", ""},  // compare names the side itself (--min, --a-min, --b-min)
+    {"compare", "normal_size", ""},
+    {"compare", "max_size", ""},
+    {"", "min_size", "--min"},
+    {"", "normal_size", "--avg"},
+    {"", "max_size", "--max"},
+    {"", "key", "--key"},
+    {"", "algorithm", "--algorithm"},
+    {"", "algorithms", "--algorithm"},
+    {"", "kernel", "--kernel"},
+    {"", "digest", "--digest"},
+    {"", "trials", "--trials"},
+};
+}  // namespace
+
+std::string_view flag_of(std::string_view command, std::string_view field) noexcept {
+    for (const auto& f : kFieldFlags)
+        if (f.field == field && (f.command.empty() || f.command == command)) return f.flag;
+    return {};
 }
 
 }  // namespace cdc::cli

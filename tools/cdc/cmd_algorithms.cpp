@@ -14,7 +14,7 @@ std::string_view key_rule(const AlgorithmInfo& a) {
 }
 }  // namespace
 
-static void add_algorithms_command(CLI::App& app, int& exit_code) {
+void add_algorithms_command(CLI::App& app, int& exit_code) {
     auto* cmd = app.add_subcommand("algorithms", "list every algorithm name with its defaults");
     auto json = std::make_shared<bool>(false);
     cmd->add_flag("--json", *json, "print JSON");
@@ -39,7 +39,5 @@ static void add_algorithms_command(CLI::App& app, int& exit_code) {
         exit_code = kExitOk;
     });
 }
-
-static const CommandRegistration registration{80, &add_algorithms_command};
 
 }  // namespace cdc::cli

@@ -48,9 +48,8 @@ void print_table(const AnalyzeReport& report, DigestKind digest) {
 int run(const AnalyzeArgs& args) {
     const Options base = args.corpus.profile.options();
     AnalyzeOptions options = corpus_options(args.corpus);
-    for (auto& a : parse_algorithm_list(args.algorithm, base, args.corpus.quiet || args.json || args.csv))
-        options.algorithms.push_back({a.name, a.options});
-    for (const auto& a : options.algorithms) (void)resolve_profile(a.name, a.options);
+    options.algorithms = resolve_algorithm_list(args.algorithm, base, args.corpus.quiet || args.json || args.csv,
+                                                corpus_kernel(args.corpus));
 
     const AnalyzeReport report = run_analysis(args.corpus, options);
     report_issues(report, args.corpus.quiet);
@@ -70,7 +69,7 @@ int run(const AnalyzeArgs& args) {
 }
 }  // namespace
 
-static void add_analyze_command(CLI::App& app, int& exit_code) {
+void add_analyze_command(CLI::App& app, int& exit_code) {
     auto args = std::make_shared<AnalyzeArgs>();
     auto* cmd = app.add_subcommand(
         "analyze", "dedup figures of files, directory trees or - (stdin) for one or more algorithms");
@@ -93,7 +92,5 @@ static void add_analyze_command(CLI::App& app, int& exit_code) {
                     .append(kExitCodesHelp));
     cmd->callback([args, &exit_code] { exit_code = run(*args); });
 }
-
-static const CommandRegistration registration{20, &add_analyze_command};
 
 }  // namespace cdc::cli

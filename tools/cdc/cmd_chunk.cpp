@@ -85,7 +85,7 @@ int run(const ChunkArgs& args) {
 }
 }  // namespace
 
-static void add_chunk_command(CLI::App& app, int& exit_code) {
+void add_chunk_command(CLI::App& app, int& exit_code) {
     auto args = std::make_shared<ChunkArgs>();
     auto* cmd = app.add_subcommand("chunk", "print the chunks of one file (or - for stdin): offset, length, digest");
     cmd->add_option("-a,--algorithm", args->algorithm, "algorithm name (see cdc algorithms)")->capture_default_str();
@@ -101,7 +101,5 @@ static void add_chunk_command(CLI::App& app, int& exit_code) {
     cmd->footer(kExitCodesHelp);
     cmd->callback([args, &exit_code] { exit_code = run(*args); });
 }
-
-static const CommandRegistration registration{10, &add_chunk_command};
 
 }  // namespace cdc::cli

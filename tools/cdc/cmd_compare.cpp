@@ -68,9 +68,8 @@ int run(const CompareArgs& args) {
     for (const auto* name : {&args.a, &args.b})
         if (find_algorithm(*name) == nullptr)
             throw OptionError(fmt::format("unknown algorithm '{}': known algorithms are {}", *name, algorithm_names()));
-    options.algorithms.push_back({args.a, merged(base, args.a_profile)});
-    options.algorithms.push_back({args.b, merged(base, args.b_profile)});
-    for (const auto& a : options.algorithms) (void)resolve_profile(a.name, a.options);
+    options.algorithms.push_back(make_cut_finder(args.a, merged(base, args.a_profile), corpus_kernel(args.corpus)));
+    options.algorithms.push_back(make_cut_finder(args.b, merged(base, args.b_profile), corpus_kernel(args.corpus)));
 
     const AnalyzeReport report = run_analysis(args.corpus, options);
     report_issues(report, args.corpus.quiet);
@@ -103,7 +102,7 @@ int run(const CompareArgs& args) {
 }
 }  // namespace
 
-static void add_compare_command(CLI::App& app, int& exit_code) {
+void add_compare_command(CLI::App& app, int& exit_code) {
     auto args = std::make_shared<CompareArgs>();
     auto* cmd = app.add_subcommand("compare", "two algorithms or profiles side by side on a corpus; exit 1 when B "
                                               "deduplicates worse than A");
@@ -132,7 +131,5 @@ static void add_compare_command(CLI::App& app, int& exit_code) {
                             "4 an I/O error stopped the run."));
     cmd->callback([args, &exit_code] { exit_code = run(*args); });
 }
-
-static const CommandRegistration registration{30, &add_compare_command};
 
 }  // namespace cdc::cli

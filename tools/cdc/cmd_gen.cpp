@@ -12,7 +12,7 @@
 
 namespace cdc::cli {
 
-static void add_gen_command(CLI::App& app, int& exit_code) {
+void add_gen_command(CLI::App& app, int& exit_code) {
     auto spec = std::make_shared<std::string>();
     auto output = std::make_shared<std::string>("-");
     auto* cmd = app.add_subcommand(
@@ -34,7 +34,5 @@ static void add_gen_command(CLI::App& app, int& exit_code) {
         exit_code = kExitOk;
     });
 }
-
-static const CommandRegistration registration{90, &add_gen_command};
 
 }  // namespace cdc::cli

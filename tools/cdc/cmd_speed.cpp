@@ -104,7 +104,7 @@ int run(const SpeedArgs& args) {
     auto runs = parse_algorithm_list(args.algorithms, base, true);
     if (args.algorithms == "all") {
         // fixed-v1.0.0 does no content-defined work: nothing to measure.
-        std::erase_if(runs, [](const AlgorithmRun& r) { return r.name == "fixed-v1.0.0"; });
+        std::erase_if(runs, [](const AlgorithmSpec& r) { return r.name == "fixed-v1.0.0"; });
     }
     if (args.algorithms == "all" && !base.key) {
         // kfastcdc needs a key: measure it with a fixed one.
@@ -112,8 +112,8 @@ int run(const SpeedArgs& args) {
         Key k{};
         for (std::size_t i = 0; i < k.size(); ++i) k[i] = static_cast<std::uint8_t>(i);
         keyed.key = k;
-        auto it = std::find_if(runs.begin(), runs.end(), [](const AlgorithmRun& r) { return r.name == "fastcdc-v1.0.0"; });
-        runs.insert(it == runs.end() ? runs.end() : it, AlgorithmRun{"kfastcdc", keyed});
+        auto it = std::find_if(runs.begin(), runs.end(), [](const AlgorithmSpec& r) { return r.name == "fastcdc-v1.0.0"; });
+        runs.insert(it == runs.end() ? runs.end() : it, AlgorithmSpec{"kfastcdc", keyed});
     }
 
     const auto size = static_cast<std::size_t>(size64);
@@ -174,7 +174,7 @@ int run(const SpeedArgs& args) {
 }
 }  // namespace
 
-static void add_speed_command(CLI::App& app, int& exit_code) {
+void add_speed_command(CLI::App& app, int& exit_code) {
     auto args = std::make_shared<SpeedArgs>();
     auto* cmd = app.add_subcommand(
         "speed", "in-memory chunking throughput of each algorithm beside a memory-read baseline (same buffer, same run)");
@@ -195,7 +195,5 @@ static void add_speed_command(CLI::App& app, int& exit_code) {
     cmd->footer(kExitCodesHelp);
     cmd->callback([args, &exit_code] { exit_code = run(*args); });
 }
-
-static const CommandRegistration registration{60, &add_speed_command};
 
 }  // namespace cdc::cli

@@ -16,7 +16,7 @@ nlohmann::json result_json(const AlgorithmResult& r);
 /// [{"path", "error"}, ...]
 nlohmann::json issues_json(const std::vector<InputIssue>& issues);
 /// The whole document: {"algorithms": [...], "errors", "warnings",
-/// "symlinks_skipped", "files", "bytes", "jobs", "digest", "buffer_bytes",
+/// "symlinks_skipped", "duplicates_skipped", "files", "bytes", "jobs", "digest", "buffer_bytes",
 /// "wall_seconds"}.
 nlohmann::json analyze_report_json(const AnalyzeReport& report, std::string_view digest);
 

@@ -18,14 +18,13 @@ namespace cdc::python {
 
 namespace {
 
-// The algorithms of a run, each name with the shared options.
-std::vector<AlgorithmSpec> run_algorithms(const std::vector<std::string>& names, const Options& options) {
-    std::vector<AlgorithmSpec> specs;
-    for (const auto& name : names) {
-        (void)resolve_profile(name, options);  // OptionError before any file is read
-        specs.push_back({name, options});
-    }
-    return specs;
+// The algorithms of a run, each name with the shared options, resolved
+// before any file is read (OptionError).
+std::vector<std::shared_ptr<const CutFinder>> run_algorithms(const std::vector<std::string>& names,
+                                                             const Options& options) {
+    std::vector<std::shared_ptr<const CutFinder>> finders;
+    for (const auto& name : names) finders.push_back(make_cut_finder(name, options));
+    return finders;
 }
 
 // A str, or an iterable of them (paths: str or os.PathLike).

@@ -3,7 +3,7 @@
 // several algorithms in one pass over the data.
 //
 //   cdc::AnalyzeOptions opt;
-//   opt.algorithms = {{"fastcdc", {}}, {"ultracdc", {}}};
+//   opt.algorithms = {cdc::make_cut_finder("fastcdc"), cdc::make_cut_finder("ultracdc")};
 //   opt.jobs = 4;
 //   cdc::AnalyzeReport r = cdc::analyze({"/backups", "-"}, opt);
 //   r.algorithms[0].dedup_ratio();   // distinct bytes / total bytes
@@ -32,11 +32,13 @@
 #include <cdc/error.hpp>
 #include <cdc/options.hpp>
 #include <cdc/corpus/size_stats.hpp>
+#include <cdc/walk.hpp>
 
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -57,33 +59,24 @@ struct InputIssue {
     std::string message;
 };
 
-struct WalkOptions {
-    /// Follow symbolic links inside trees (loops are detected and skipped).
-    /// Symlinks named on the command line are always followed.
-    bool follow_symlinks = false;
-};
-
 struct WalkResult {
     std::vector<FileEntry> files;       ///< in walk order (directories sorted by name)
     std::vector<InputIssue> errors;     ///< unreadable directories, dangling links, stat failures
     std::vector<InputIssue> warnings;   ///< special files (FIFO, socket, device) skipped
     std::uint64_t symlinks_skipped = 0; ///< links not followed
+    std::uint64_t duplicates_skipped = 0; ///< paths to a file already listed (same device and inode)
     std::uint64_t total_bytes = 0;      ///< sum of the files' sizes at walk time
 };
 
-/// Walks `paths`: a regular file is taken as is, a directory recursively, "-"
-/// is stdin. Throws IoError naming the path if a top-level path does not
+/// Walks `paths` with cdc::walk: a regular file is taken as is, a directory
+/// recursively, "-" (or another non-regular path given by the caller) is a
+/// stream. Each file is listed once (by device and inode), whatever the
+/// number of paths to it. Throws IoError naming the path if a top-level path does not
 /// exist or cannot be examined (a usage error for a tool); problems inside
 /// trees are recorded and the walk goes on.
 WalkResult walk_inputs(const std::vector<std::string>& paths, const WalkOptions& options = {});
 
 // ---------------------------------------------------------------- analysis
-
-/// One algorithm of a run with its options.
-struct AlgorithmSpec {
-    std::string name;
-    Options options;
-};
 
 /// Progress of a run, reported from a monitor thread.
 struct AnalyzeProgress {
@@ -97,10 +90,11 @@ struct AnalyzeProgress {
 };
 
 struct AnalyzeOptions {
-    std::vector<AlgorithmSpec> algorithms;  ///< at least one
+    /// The algorithms of the run, resolved once (make_cut_finder: options
+    /// validated, kernel chosen); at least one.
+    std::vector<std::shared_ptr<const CutFinder>> algorithms;
     DigestKind digest = DigestKind::blake3; ///< not none
     unsigned jobs = 0;                      ///< workers; 0 = every core
-    KernelLevel kernel = KernelLevel::automatic;
     bool follow_symlinks = false;
     /// Bytes read per buffer fill; each of a worker's two buffers is this
     /// plus the largest MaxSize of the algorithms. 0 = 2 MiB.
@@ -143,6 +137,7 @@ struct AnalyzeReport {
     std::vector<InputIssue> errors;           ///< sorted by path: files skipped after errors
     std::vector<InputIssue> warnings;         ///< sorted by path: special files skipped
     std::uint64_t symlinks_skipped = 0;
+    std::uint64_t duplicates_skipped = 0;     ///< paths to files already counted (WalkResult)
     std::uint64_t files = 0;                  ///< files chunked to their end
     std::uint64_t bytes = 0;                  ///< bytes chunked (errored files included up to the error)
     unsigned jobs = 0;
@@ -155,7 +150,7 @@ struct AnalyzeReport {
 std::size_t analyze_buffer_size(const AnalyzeOptions& options);
 
 /// Walks `paths` (walk_inputs) and analyzes every file. Throws OptionError
-/// for bad options (unknown algorithm, digest none, no algorithm) and
+/// for bad options (digest none, no algorithm) and
 /// IoError for a bad top-level path, before reading anything. A file that
 /// vanishes or fails to read is recorded in `errors` and skipped (its chunks
 /// up to the failure stay counted in the indexes and byte totals).

@@ -12,8 +12,10 @@
 
 #include <cdc/algorithms.hpp>
 #include <cdc/digest.hpp>
+#include <cdc/enum_names.hpp>
 #include <cdc/error.hpp>
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -28,6 +30,9 @@ namespace cdc {
 /// out; overwrite: bytes replaced in place by random bytes; mixed: each edit
 /// is one of the three, chosen at random.
 enum class EditKind { insert, remove, overwrite, mixed };
+inline constexpr std::array kEditKindNames = {
+    EnumName<EditKind>{EditKind::insert, "insert"}, EnumName<EditKind>{EditKind::remove, "delete"},
+    EnumName<EditKind>{EditKind::overwrite, "overwrite"}, EnumName<EditKind>{EditKind::mixed, "mixed"}};
 
 /// Parses "insert", "delete", "overwrite" or "mixed"; throws OptionError.
 EditKind parse_edit_kind(std::string_view name);
