@@ -1,4 +1,5 @@
-// Chunking throughput of every algorithm at every kernel level the CPU has,
+// Chunking throughput of every algorithm at every kernel level the CPU has
+// and with the kernel the calibration chooses (NAME/auto),
 // on one in-memory buffer (random by default), beside a memory-read
 // baseline over the same buffer. Bytes/s are reported by Google Benchmark
 // from CPU time (as cdc speed), so that other load on a shared machine does
@@ -51,7 +52,7 @@ void memory_read(benchmark::State& state) {
 
 cdc::Options options_for(const std::string& name) {
     cdc::Options o;
-    if (cdc::find_algorithm(name)->requires_key) {
+    if (cdc::find_algorithm(name)->key == cdc::KeyUse::required) {
         cdc::Key k{};
         for (std::size_t i = 0; i < k.size(); ++i) k[i] = static_cast<std::uint8_t>(i);
         o.key = k;
@@ -86,6 +87,11 @@ int register_all() {
                                          [name, level](benchmark::State& s) { chunking(s, name, level); })
                 ->Unit(benchmark::kMillisecond);
         }
+        // The kernel the calibration chooses (measured on first use).
+        const std::string name = std::string(a.name);
+        benchmark::RegisterBenchmark((name + "/auto").c_str(), [name](benchmark::State& s) {
+            chunking(s, name, cdc::KernelLevel::automatic);
+        })->Unit(benchmark::kMillisecond);
     }
     return 0;
 }

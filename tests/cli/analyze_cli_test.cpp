@@ -300,7 +300,7 @@ TEST(CliSample, DeterministicIdempotentAndDedups) {
 
     // Every algorithm finds duplicates in it.
     const auto doc = run_json({"analyze", "--json", "-a", "all", "--quiet", dir});
-    EXPECT_EQ(doc["algorithms"].size(), 9u);
+    EXPECT_EQ(doc["algorithms"].size(), algorithms().size() - 1);  // all but kfastcdc (it needs a key)
     for (const auto& a : doc["algorithms"]) {
         EXPECT_LT(a["dedup_ratio"].get<double>(), 0.8) << a["algorithm"];
         EXPECT_GT(a["dedup_ratio"].get<double>(), 0.1) << a["algorithm"];

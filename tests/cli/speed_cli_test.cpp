@@ -24,7 +24,16 @@ TEST(SpeedCli, JsonHasBaselineAndOneResultPerAlgorithm) {
         EXPECT_GT(row["chunks"].get<std::uint64_t>(), 0u);
         EXPECT_NEAR(row["fraction_of_baseline"].get<double>(),
                     row["mb_s"].get<double>() / j["baseline_mb_s"].get<double>(), 1e-9);
+        EXPECT_GT(row["scalar_mb_s"].get<double>(), 0.0);
+        EXPECT_NEAR(row["relative_to_scalar"].get<double>(),
+                    row["mb_s"].get<double>() / row["scalar_mb_s"].get<double>(), 1e-9);
     }
+    // The scalar reference itself: measured once, relative 1.
+    const auto s = nlohmann::json::parse(
+        run_tool({"speed", "--size", "1MiB", "--json", "--kernel", "scalar", "-a", "jc"}).out)["results"][0];
+    EXPECT_EQ(s["kernel"], "scalar");
+    EXPECT_EQ(s["mb_s"].get<double>(), s["scalar_mb_s"].get<double>());
+    EXPECT_EQ(s["relative_to_scalar"].get<double>(), 1.0);
 }
 
 TEST(SpeedCli, ChunkCountsDoNotDependOnTheKernel) {
@@ -46,6 +55,7 @@ TEST(SpeedCli, TextOutputDigestAndUsageErrors) {
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_NE(r.out.find("memory-read"), std::string::npos);
     EXPECT_NE(r.out.find("fastcdc"), std::string::npos);
+    EXPECT_NE(r.out.find("X SCALAR"), std::string::npos);
     EXPECT_EQ(run_tool({"speed", "--data", "noise"}).exit_code, 2);
     EXPECT_EQ(run_tool({"speed", "--kernel", "sse9"}).exit_code, 2);
     EXPECT_EQ(run_tool({"speed", "-a", "nosuch"}).exit_code, 2);

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cstring>
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <sstream>
 
 namespace cdc::test {
@@ -28,6 +30,53 @@ Options vector_case_options(const nlohmann::json& c) {
     const std::string key_hex = c["key_hex"];
     if (!key_hex.empty()) o.key = parse_key_hex(key_hex);
     return o;
+}
+
+Options compat_case_options(const nlohmann::json& c) {
+    const auto& p = c.at("params");
+    Options o;
+    o.min_size = p.at("min");
+    o.normal_size = p.at("avg");
+    o.max_size = p.at("max");
+    if (p.contains("level")) o.normalization_level = p["level"].get<int>();
+    if (p.contains("seed")) o.seed = p["seed"].get<std::uint64_t>();
+    if (p.contains("poly")) o.polynomial = p["poly"].get<std::uint64_t>();
+    if (p.contains("window")) o.window_size = p["window"].get<std::size_t>();
+    return o;
+}
+
+const std::vector<std::uint8_t>& cached_input(const std::string& spec) {
+    static std::mutex mutex;
+    static std::map<std::string, std::vector<std::uint8_t>> cache;
+    std::lock_guard lock(mutex);
+    auto it = cache.find(spec);
+    if (it == cache.end()) it = cache.emplace(spec, generate_input(spec)).first;
+    return it->second;
+}
+
+std::vector<KernelLevel> accelerated_levels() {
+    std::vector<KernelLevel> out;
+    for (KernelLevel l : {KernelLevel::wide, KernelLevel::avx2, KernelLevel::avx512})
+        if (static_cast<int>(l) <= static_cast<int>(best_kernel_level())) out.push_back(l);
+    return out;
+}
+
+Options sized_options(std::size_t min, std::size_t normal, std::size_t max) {
+    Options o;
+    o.min_size = min;
+    o.normal_size = normal;
+    o.max_size = max;
+    return o;
+}
+
+void expect_option_error(std::string_view algorithm, const Options& o, const std::vector<std::string>& fragments) {
+    try {
+        (void)make_cut_finder(algorithm, o);
+        ADD_FAILURE() << "no error for " << algorithm;
+    } catch (const OptionError& e) {
+        const std::string msg = e.what();
+        for (const auto& f : fragments) EXPECT_NE(msg.find(f), std::string::npos) << "'" << f << "' not in: " << msg;
+    }
 }
 
 std::string read_text(const std::filesystem::path& path) {

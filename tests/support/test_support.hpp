@@ -22,7 +22,24 @@ std::filesystem::path shared_dir();
 std::vector<nlohmann::json> read_jsonl(const std::filesystem::path& path);
 /// The Options of one test-vector case (min, normal, max, key_hex).
 Options vector_case_options(const nlohmann::json& c);
+/// The Options of one compat test-vector case (testvectors/compat: "params"
+/// with min, avg, max and level, seed, poly, window where the name has them).
+Options compat_case_options(const nlohmann::json& c);
 std::string read_text(const std::filesystem::path& path);
+
+/// The bytes of a test-vector input spec (testvectors/README.md), generated
+/// once per process and kept (thread-safe).
+const std::vector<std::uint8_t>& cached_input(const std::string& spec);
+
+/// Every accelerated kernel level this CPU has (scalar is the reference).
+std::vector<KernelLevel> accelerated_levels();
+
+/// Options with these sizes (0 = the algorithm's default) and nothing else.
+Options sized_options(std::size_t min, std::size_t normal, std::size_t max);
+
+/// Expects make_cut_finder(algorithm, o) to throw OptionError whose message
+/// contains every fragment.
+void expect_option_error(std::string_view algorithm, const Options& o, const std::vector<std::string>& fragments);
 
 /// Chunk lengths of `data` as one memory source.
 std::vector<std::size_t> lengths_memory(const std::shared_ptr<const CutFinder>& finder,

@@ -4,6 +4,7 @@
 #include "test_support.hpp"
 
 #include <cdc/corpus/datagen.hpp>
+#include "random_options.hpp"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -20,25 +21,7 @@ struct Rng {
 };
 
 Options random_options(const AlgorithmInfo& a, Rng& rng) {
-    Options o;
-    if (!a.content_defined) {
-        o.normal_size = std::size_t{1} << rng(6, 16);
-        return o;
-    }
-    o.min_size = rng(64, 4096);
-    if (a.normal_power_of_two) {
-        const auto lo = std::bit_width(o.min_size);  // smallest power of two > min
-        o.normal_size = std::size_t{1} << rng(lo, 16);
-    } else {
-        o.normal_size = rng(o.min_size + 1, 65536);
-    }
-    o.max_size = rng(o.normal_size + 1, std::max<std::uint64_t>(o.normal_size * 8, o.normal_size + 1));
-    if (a.requires_key || (a.accepts_key && rng(0, 1) == 1)) {
-        Key k;
-        for (auto& b : k) b = static_cast<std::uint8_t>(rng(0, 255));
-        o.key = k;
-    }
-    return o;
+    return random_valid_options(a, [&] { return rng.sm.next(); });
 }
 
 std::vector<std::uint8_t> random_data(Rng& rng) {
@@ -81,7 +64,7 @@ TEST(Invariants, RandomProfilesAndData) {
                 ASSERT_GE(sizes[i], 1u);
                 ASSERT_LE(sizes[i], p.max_size);
                 if (i + 1 < sizes.size()) {
-                    ASSERT_GE(sizes[i], p.min_size) << "chunk " << i;
+                    ASSERT_GE(sizes[i], shortest_chunk(a, p)) << "chunk " << i;
                 }
             }
             ScriptedReader r(data, {rng(1, 100), 0, rng(1, 100000), rng(1, 3000)}, rng(0, 1) == 1);

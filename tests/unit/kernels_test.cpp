@@ -6,6 +6,7 @@
 #include "test_support.hpp"
 
 #include <cdc/corpus/datagen.hpp>
+#include "random_options.hpp"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -17,13 +18,7 @@
 namespace cdc::test {
 namespace {
 
-/// Every accelerated level the CPU has (scalar is the reference).
-std::vector<KernelLevel> levels() {
-    std::vector<KernelLevel> out;
-    for (KernelLevel l : {KernelLevel::wide, KernelLevel::avx2, KernelLevel::avx512})
-        if (static_cast<int>(l) <= static_cast<int>(best_kernel_level())) out.push_back(l);
-    return out;
-}
+std::vector<KernelLevel> levels() { return accelerated_levels(); }
 
 std::vector<std::string> content_defined_names() {
     std::vector<std::string> out;
@@ -99,19 +94,6 @@ struct Profiles {
     std::size_t min, normal, max;
 };
 
-/// Valid profiles for `name`: defaults, tiny, odd, the boundaries of the
-/// rules, and a large one.
-std::vector<Profiles> profiles_for(const AlgorithmInfo& a) {
-    std::vector<Profiles> out{{0, 0, 0}, {64, 128, 256}, {64, 256, 65536}, {1000, 2048, 3000}, {256, 512, 4096},
-                              {4096, 16384, 131072}};
-    if (!a.normal_power_of_two) {
-        out.push_back({100, 777, 5000});
-        out.push_back({64, 65, 66});
-        out.push_back({1500, 4000, 8191});
-    }
-    return out;
-}
-
 Options make_options(const Profiles& p, std::optional<Key> key) {
     Options o;
     o.min_size = p.min;
@@ -119,6 +101,34 @@ Options make_options(const Profiles& p, std::optional<Key> key) {
     o.max_size = p.max;
     o.key = key;
     return o;
+}
+
+/// Valid options for `a` (no key): defaults, tiny, odd, the boundaries of
+/// the rules and a large one, each where the name's rules allow it.
+std::vector<Options> profiles_for(const AlgorithmInfo& a) {
+    std::vector<Profiles> sizes{{0, 0, 0}, {64, 128, 256}, {64, 256, 65536}, {1000, 2048, 3000}, {256, 512, 4096},
+                                {4096, 16384, 131072}, {100, 777, 5000}, {64, 65, 66}, {1500, 4000, 8191}};
+    std::vector<Options> out;
+    for (const auto& s : sizes) {
+        const Options o = make_options(s, std::nullopt);
+        try {
+            (void)resolve_profile(a.name, o);
+            out.push_back(o);
+        } catch (const OptionError&) {
+        }
+    }
+    return out;
+}
+
+/// The go-cdc-chunkers names: the window and stream tests below run them on
+/// every profile and dataset; the compatibility names have their own
+/// (unit/compat_kernels_test.cpp), and every name is in the random-profile test.
+bool from_go(const AlgorithmInfo& a) { return a.origin == "go-cdc-chunkers"; }
+
+std::string describe(const Options& o) {
+    return fmt::format("profile {}/{}/{} level {} seed {} poly {} window {}", o.min_size, o.normal_size, o.max_size,
+                       o.normalization_level.value_or(-1), o.seed.value_or(0), o.polynomial.value_or(0),
+                       o.window_size.value_or(0));
 }
 
 /// Compares find() of every level to scalar for windows of many lengths and
@@ -175,19 +185,121 @@ TEST(Kernels, LevelsAreReportedAndClamped) {
     EXPECT_FALSE(levels().empty());
     for (const auto& a : algorithms()) {
         Options o;
-        if (a.requires_key) o.key = test_key(1);
+        if (a.key == KeyUse::required) o.key = test_key(1);
         EXPECT_EQ(make_cut_finder(a.name, o, KernelLevel::scalar)->kernel_level(), KernelLevel::scalar);
         for (KernelLevel l : levels()) {
             const auto used = make_cut_finder(a.name, o, l)->kernel_level();
             EXPECT_LE(static_cast<int>(used), static_cast<int>(l)) << a.name;
-            // UltraCDC has a kernel at every level, the FastCDC names at
-            // every level but AVX2 (where the wide one serves).
+            // UltraCDC has a kernel at every level; the FastCDC names and
+            // fastcdc4stadia at every level but AVX2 (where the wide one
+            // serves); JC has its portable one only (its AVX-512 kernel lost
+            // to it, docs/BENCHMARKS.md).
             if (a.name.starts_with("ultracdc")) {
                 EXPECT_EQ(used, l) << a.name;
-            }
-            if (a.content_defined && a.normal_power_of_two) {
+            } else if (a.name.starts_with("jc")) {
+                EXPECT_EQ(used, KernelLevel::wide) << a.name;
+            } else if (a.origin == "go-cdc-chunkers" && a.content_defined) {
                 EXPECT_EQ(used, l == KernelLevel::avx2 ? KernelLevel::wide : l) << a.name;
             }
+        }
+    }
+}
+
+/// Windows placed so that a cut point of the data (found by the scalar
+/// reference) falls at every offset around Min, Normal and Max (and so
+/// across every lane, group and pair boundary of the kernels), for windows
+/// that end right after it, just before it, and at Max.
+void compare_cuts_placed_around_boundaries(const std::string& algorithm, const Options& options,
+                                           const std::vector<std::uint8_t>& data, const std::string& what) {
+    const auto ref = make_cut_finder(algorithm, options, KernelLevel::scalar);
+    const Profile& p = ref->profile();
+    // Cut points of the data: the scalar's cut of windows at spread starts.
+    std::vector<std::size_t> cuts;
+    for (std::size_t s = 0; s + p.max_size < data.size() && cuts.size() < 3; s += data.size() / 4) {
+        const std::size_t c = ref->find(data.data() + s, p.max_size);
+        if (c < p.max_size) cuts.push_back(s + c);
+    }
+    for (KernelLevel level : levels()) {
+        const auto fast = make_cut_finder(algorithm, options, level);
+        for (std::size_t cut : cuts) {
+            for (std::size_t boundary : {p.min_size, p.normal_size, p.max_size - 1}) {
+                // the cut at offset boundary - 72 .. boundary + 8 of the window
+                for (std::size_t d = 0; d <= 80; ++d) {
+                    const std::size_t at = boundary + d;
+                    if (at < 72 || cut < at - 72) continue;
+                    const std::size_t start = cut - (at - 72);
+                    for (std::size_t n : {at - 72 + 1, at - 72, std::size_t{p.max_size}}) {
+                        if (n == 0 || start + n > data.size()) continue;
+                        const std::size_t want = ref->find(data.data() + start, n);
+                        const std::size_t got = fast->find(data.data() + start, n);
+                        if (want != got) {
+                            ADD_FAILURE() << fmt::format("{} level {} {} start {} n {}: scalar {} kernel {}",
+                                                         algorithm, to_string(level), what, start, n, want, got);
+                            return;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+TEST(Kernels, CutsPlacedAtEveryOffsetAroundMinNormalMax) {
+    const auto random = random_bytes(600000, 17);
+    std::vector<std::uint8_t> text(600000);
+    fill_text(text, 21);
+    for (const auto& a : algorithms()) {
+        if (!a.content_defined || !from_go(a)) continue;
+        for (Options o : profiles_for(a)) {
+            const Profile p = resolve_profile(a.name, o);
+            if (p.max_size > 70000) continue;
+            if (a.key == KeyUse::required) o.key = test_key(8);
+            const std::string what = describe(o);
+            compare_cuts_placed_around_boundaries(std::string(a.name), o, random, what + " random");
+            if (p.max_size <= 8192) compare_cuts_placed_around_boundaries(std::string(a.name), o, text, what + " text");
+        }
+    }
+}
+
+TEST(Kernels, EveryWindowLengthOfSmallProfiles) {
+    const auto data = random_bytes(70000, 23);
+    const std::vector<std::uint8_t> zeros(70000, 0);
+    for (const auto& a : algorithms()) {
+        if (!a.content_defined || !from_go(a)) continue;
+        for (const Profiles pr : {Profiles{64, 128, 256}, Profiles{256, 512, 4096}}) {
+            const Options o = make_options(pr, (a.key == KeyUse::required) ? std::optional<Key>(test_key(9)) : std::nullopt);
+            const auto ref = make_cut_finder(a.name, o, KernelLevel::scalar);
+            for (KernelLevel level : levels()) {
+                const auto fast = make_cut_finder(a.name, o, level);
+                for (const auto* d : {&data, &zeros})
+                    for (std::size_t s : {0u, 4099u})
+                        for (std::size_t n = 1; n <= pr.max; n = n == 1100 && pr.max > 1200 ? pr.max - 70 : n + 1) {
+                            const std::uint8_t* w = d->data() + s;
+                            ASSERT_EQ(ref->find(w, n), fast->find(w, n))
+                                << a.name << " level " << to_string(level) << " start " << s << " n " << n;
+                        }
+            }
+        }
+    }
+}
+
+/// Calibration chooses among exact kernels only: each candidate it times,
+/// forced, cuts every dataset as the scalar reference does.
+TEST(Kernels, EveryCalibrationCandidateIsExact) {
+    const auto data = datasets(1 << 19);
+    for (const auto& a : algorithms()) {
+        const auto c = kernel_calibration(a.name);
+        if (!c) continue;
+        const Options o = make_options({0, 0, 0}, (a.key == KeyUse::required) ? std::optional<Key>(test_key(6)) : std::nullopt);
+        for (const auto& d : data) {
+            const auto want = lengths_memory(make_cut_finder(a.name, o, KernelLevel::scalar), d.bytes);
+            for (const auto& m : c->candidates) {
+                const auto finder = make_cut_finder(a.name, o, m.level);
+                ASSERT_EQ(finder->kernel_level(), m.level) << a.name;
+                EXPECT_EQ(lengths_memory(finder, d.bytes), want)
+                    << a.name << " candidate " << to_string(m.level) << " data " << d.name;
+            }
+            EXPECT_EQ(lengths_memory(make_cut_finder(a.name, o), d.bytes), want) << a.name << " auto " << d.name;
         }
     }
 }
@@ -199,13 +311,14 @@ TEST(Kernels, WindowsMatchScalarOnRandomAndAdversarialData) {
             d.name == "low-distance" || d.name == "text" || d.name == "repeat-64")
             data.push_back(std::move(d));
     for (const auto& a : algorithms()) {
-        if (!a.content_defined) continue;
+        if (!a.content_defined || !from_go(a)) continue;
         for (const auto& pr : profiles_for(a)) {
-            if (pr.max > 70000) continue;
-            for (int keyed = 0; keyed <= (a.accepts_key ? 1 : 0); ++keyed) {
-                if (a.requires_key && !keyed) continue;
-                const Options o = make_options(pr, keyed ? std::optional<Key>(test_key(3)) : std::nullopt);
-                const std::string what = fmt::format("profile {}/{}/{} keyed {}", pr.min, pr.normal, pr.max, keyed);
+            if (pr.max_size > 70000) continue;
+            for (int keyed = 0; keyed <= ((a.key != KeyUse::none) ? 1 : 0); ++keyed) {
+                if ((a.key == KeyUse::required) && !keyed) continue;
+                Options o = pr;
+                if (keyed) o.key = test_key(3);
+                const std::string what = fmt::format("{} keyed {}", describe(o), keyed);
                 for (const auto& d : data) compare_windows(std::string(a.name), o, d, what);
             }
         }
@@ -215,12 +328,13 @@ TEST(Kernels, WindowsMatchScalarOnRandomAndAdversarialData) {
 TEST(Kernels, StreamsMatchScalarOnRandomAndAdversarialData) {
     const auto data = datasets(1 << 20);
     for (const auto& a : algorithms()) {
-        if (!a.content_defined) continue;
+        if (!a.content_defined || !from_go(a)) continue;
         for (const auto& pr : profiles_for(a)) {
-            for (int keyed = 0; keyed <= (a.accepts_key ? 1 : 0); ++keyed) {
-                if (a.requires_key && !keyed) continue;
-                const Options o = make_options(pr, keyed ? std::optional<Key>(test_key(4)) : std::nullopt);
-                const std::string what = fmt::format("profile {}/{}/{} keyed {}", pr.min, pr.normal, pr.max, keyed);
+            for (int keyed = 0; keyed <= ((a.key != KeyUse::none) ? 1 : 0); ++keyed) {
+                if ((a.key == KeyUse::required) && !keyed) continue;
+                Options o = pr;
+                if (keyed) o.key = test_key(4);
+                const std::string what = fmt::format("{} keyed {}", describe(o), keyed);
                 for (const auto& d : data) compare_stream(std::string(a.name), o, d, what);
             }
         }
@@ -235,12 +349,16 @@ TEST(Kernels, HugeProfilesMatchScalar) {
         return Dataset{"text", std::move(v)};
     }();
     const Profiles huge{std::size_t{1} << 20, std::size_t{4} << 20, std::size_t{16} << 20};
+    std::size_t compared = 0;
     for (const auto& name : content_defined_names()) {
         const AlgorithmInfo& a = *find_algorithm(name);
-        const Options o = make_options(huge, a.requires_key ? std::optional<Key>(test_key(5)) : std::nullopt);
+        Options o = make_options(huge, (a.key == KeyUse::required) ? std::optional<Key>(test_key(5)) : std::nullopt);
+        if (a.max_rule.high < huge.max) o = make_options({huge.min / 2, huge.normal / 2, huge.max / 2}, o.key);  // borg-buzhash: max <= 8 MiB
+        ++compared;
         compare_stream(name, o, random, "huge");
         compare_stream(name, o, text, "huge");
     }
+    EXPECT_EQ(compared, content_defined_names().size());
 }
 
 TEST(Kernels, ManyRandomProfilesAndKeysMatchScalar) {
@@ -249,18 +367,8 @@ TEST(Kernels, ManyRandomProfilesAndKeysMatchScalar) {
     const auto names = content_defined_names();
     for (int round = 0; round < 400; ++round) {
         const AlgorithmInfo& a = *find_algorithm(names[sm.next() % names.size()]);
-        Options o;
-        o.min_size = 64 + sm.next() % 3000;
-        if (a.normal_power_of_two) {
-            std::size_t p = 128;
-            while (p <= o.min_size) p <<= 1;
-            o.normal_size = p << (sm.next() % 4);
-        } else {
-            o.normal_size = o.min_size + 1 + sm.next() % 9000;
-        }
-        o.max_size = o.normal_size + 1 + sm.next() % 40000;
-        if (a.requires_key || (a.accepts_key && (sm.next() & 1))) o.key = test_key(static_cast<std::uint8_t>(sm.next()));
-        const std::string what = fmt::format("round {} profile {}/{}/{}", round, o.min_size, o.normal_size, o.max_size);
+        const Options o = random_valid_options(a, [&] { return sm.next(); }, 9000);
+        const std::string what = fmt::format("round {} {}", round, describe(o));
         compare_stream(std::string(a.name), o, data, what);
         // plus a few unaligned windows
         const auto ref = make_cut_finder(a.name, o, KernelLevel::scalar);
@@ -279,16 +387,14 @@ TEST(Kernels, ManyRandomProfilesAndKeysMatchScalar) {
 TEST(Kernels, EveryTestVectorAtEveryLevel) {
     const auto cases = read_jsonl(shared_dir() / "testvectors" / "vectors.jsonl");
     ASSERT_GT(cases.size(), 1000u);
-    std::map<std::string, std::vector<std::uint8_t>> inputs;
     std::size_t checked = 0;
     for (const auto& c : cases) {
         const std::string spec = c["input"];
-        auto it = inputs.find(spec);
-        if (it == inputs.end()) it = inputs.emplace(spec, generate_input(spec)).first;
+        const auto& input = cached_input(spec);
         const Options o = vector_case_options(c);
         const auto want = c["lengths"].get<std::vector<std::size_t>>();
         for (KernelLevel level : levels()) {
-            const auto got = lengths_memory(make_cut_finder(c["algorithm"].get<std::string>(), o, level), it->second);
+            const auto got = lengths_memory(make_cut_finder(c["algorithm"].get<std::string>(), o, level), input);
             ASSERT_EQ(want, got) << c["algorithm"] << " " << spec << " " << o.min_size << "/" << o.normal_size << "/"
                                  << o.max_size << " level " << to_string(level);
             ++checked;

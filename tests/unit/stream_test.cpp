@@ -44,7 +44,7 @@ std::vector<std::shared_ptr<const CutFinder>> finders() {
     small.max_size = 8192;
     for (const auto& a : algorithms()) {
         Options o;
-        if (a.requires_key) o.key = Key{1, 2, 3};
+        if (a.key == KeyUse::required) o.key = Key{1, 2, 3};
         out.push_back(make_cut_finder(a.name, o));
         Options s = small;
         s.key = o.key;

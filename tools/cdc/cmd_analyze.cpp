@@ -27,12 +27,12 @@ void print_table(const AnalyzeReport& report, DigestKind digest) {
     fmt::print("{} files, {} ({} bytes) in {:.2f} s; {} jobs, digest {}\n", report.files,
                tools::format_size(static_cast<double>(report.bytes)), report.bytes, report.wall_seconds, report.jobs,
                to_string(digest));
-    fmt::print("{:<16} {:>14} {:>10} {:>10} {:>7} {:>10} {:>6} {:>6} {:>7} {:>6} {:>7} {:>7} {:>9} {:>9}\n",
+    fmt::print("{:<18} {:>14} {:>10} {:>10} {:>7} {:>10} {:>6} {:>6} {:>7} {:>6} {:>7} {:>7} {:>9} {:>9}\n",
                "ALGORITHM", "MIN/AVG/MAX", "CHUNKS", "DISTINCT", "DEDUP%", "SAVED", "MIN", "P50", "MEAN", "P95",
                "MAX", "STDDEV", "CUT MB/s", "WALL MB/s");
     for (const auto& r : report.algorithms) {
         const auto& s = r.sizes;
-        fmt::print("{:<16} {:>14} {:>10} {:>10} {:>7.2f} {:>10} {:>6} {:>6} {:>7.0f} {:>6} {:>7} {:>7.0f} {:>9.0f} "
+        fmt::print("{:<18} {:>14} {:>10} {:>10} {:>7.2f} {:>10} {:>6} {:>6} {:>7.0f} {:>6} {:>7} {:>7.0f} {:>9.0f} "
                    "{:>9.0f}\n",
                    r.algorithm,
                    fmt::format("{}/{}/{}", short_size(r.profile.min_size), short_size(r.profile.normal_size),

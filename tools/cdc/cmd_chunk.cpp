@@ -52,6 +52,7 @@ int run(const ChunkArgs& args) {
         nlohmann::json head = {{"algorithm", args.algorithm}, {"min", p.min_size},  {"avg", p.normal_size},
                                {"max", p.max_size},           {"keyed", p.keyed},   {"digest", args.digest},
                                {"path", args.path}};
+        head.update(parameters_json(finder->info(), p));
         std::string h = head.dump();
         h.pop_back();  // reopen the object to stream the chunk array
         fmt::format_to(std::back_inserter(out), "{},\"chunks\":[", h);

@@ -290,7 +290,7 @@ void add_plot_command(CLI::App& app, int& exit_code) {
     cmd->add_option("-a,--algorithm", args->algorithms, "comma-separated algorithm names, or all")->capture_default_str();
     cmd->add_option("--kind", args->kinds, "distribution, cdf, resync, dedup-sweep or all (comma-separated)")
         ->capture_default_str();
-    add_profile_options(*cmd, args->profile);
+    add_profile_options(*cmd, args->profile, true, "--chunker-seed");
     cmd->add_option("--out", args->out, "output directory")->required();
     cmd->add_option("--bins", args->bins, "histogram bins over [0, max]")->capture_default_str();
     cmd->add_option("--edits", args->max_edits, "resync: up to this many edits (1, 2, 4, ... n)")->capture_default_str();

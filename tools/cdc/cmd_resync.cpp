@@ -114,9 +114,9 @@ int run(const ResyncArgs& args) {
     } else {
         fmt::print("{} ({} bytes): {} x {} of {} bytes, seed {}, {} trial(s)\n", args.path, original.size(),
                    spec.count, to_string(spec.kind), spec.size, spec.seed, args.trials);
-        fmt::print("{:<16} {:>10} {:>10} {:>12} {:>14}\n", "ALGORITHM", "SHARED%", "MIN%", "CHUNKS", "CHUNKS EDITED");
+        fmt::print("{:<18} {:>10} {:>10} {:>12} {:>14}\n", "ALGORITHM", "SHARED%", "MIN%", "CHUNKS", "CHUNKS EDITED");
         for (const auto& s : summaries)
-            fmt::print("{:<16} {:>10.3f} {:>10.3f} {:>12} {:>14.1f}\n", s.algorithm, s.shared_pct_mean,
+            fmt::print("{:<18} {:>10.3f} {:>10.3f} {:>12} {:>14.1f}\n", s.algorithm, s.shared_pct_mean,
                        s.shared_pct_min, s.runs.front().chunks_orig, s.chunks_edited_mean);
         fmt::print("SHARED% = bytes of the edited file lying in chunks also in the original (mean over trials; "
                    "MIN% the worst trial).\n");
@@ -132,7 +132,7 @@ void add_resync_command(CLI::App& app, int& exit_code) {
                                              "the edited file is still in the original's chunks");
     cmd->add_option("-a,--algorithm", args->algorithm, "algorithm name, a comma-separated list, or all")
         ->capture_default_str();
-    add_profile_options(*cmd, args->profile);
+    add_profile_options(*cmd, args->profile, true, "--chunker-seed");
     cmd->add_option("--edits", args->edits, "number of edits")->capture_default_str();
     cmd->add_option("--edit-size", args->edit_size, "bytes per edit (suffixes: 1K, 4KiB...)")->capture_default_str();
     cmd->add_option("--kind", args->kind, "insert, delete, overwrite or mixed")->capture_default_str();

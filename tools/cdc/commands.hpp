@@ -19,6 +19,7 @@ void add_dupes_command(CLI::App& app, int& exit_code);
 void add_bench_command(CLI::App& app, int& exit_code);
 void add_plot_command(CLI::App& app, int& exit_code);
 void add_speed_command(CLI::App& app, int& exit_code);
+void add_kernels_command(CLI::App& app, int& exit_code);
 void add_sample_command(CLI::App& app, int& exit_code);
 void add_algorithms_command(CLI::App& app, int& exit_code);
 void add_gen_command(CLI::App& app, int& exit_code);

@@ -19,10 +19,10 @@ namespace {
 
 // Every subcommand, in `cdc --help` order.
 constexpr cdc::cli::AddCommand kCommands[] = {
-    cdc::cli::add_chunk_command,  cdc::cli::add_analyze_command, cdc::cli::add_compare_command,
-    cdc::cli::add_resync_command, cdc::cli::add_dupes_command,   cdc::cli::add_bench_command,
-    cdc::cli::add_plot_command,   cdc::cli::add_speed_command,   cdc::cli::add_sample_command,
-    cdc::cli::add_algorithms_command, cdc::cli::add_gen_command,
+    cdc::cli::add_chunk_command,   cdc::cli::add_analyze_command, cdc::cli::add_compare_command,
+    cdc::cli::add_resync_command,  cdc::cli::add_dupes_command,   cdc::cli::add_bench_command,
+    cdc::cli::add_plot_command,    cdc::cli::add_speed_command,   cdc::cli::add_kernels_command,
+    cdc::cli::add_sample_command,  cdc::cli::add_algorithms_command, cdc::cli::add_gen_command,
 };
 
 // "resync", "bench run": the subcommand path that was parsed.
