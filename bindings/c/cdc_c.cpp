@@ -100,6 +100,16 @@ cdc::Options read_options(const cdc_options& in) {
         std::memcpy(k.data(), in.key, k.size());
         o.key = k;
     }
+    constexpr unsigned kKnown = CDC_PARAM_LEVEL | CDC_PARAM_SEED | CDC_PARAM_POLYNOMIAL | CDC_PARAM_WINDOW;
+    if ((in.params & ~kKnown) != 0)
+        throw cdc::OptionError(fmt::format("options.params = {:#x} is invalid: only CDC_PARAM_LEVEL, "
+                                           "CDC_PARAM_SEED, CDC_PARAM_POLYNOMIAL and CDC_PARAM_WINDOW ({:#x})",
+                                           in.params, kKnown),
+                               "params");
+    if (in.params & CDC_PARAM_LEVEL) o.normalization_level = in.level;
+    if (in.params & CDC_PARAM_SEED) o.seed = in.seed;
+    if (in.params & CDC_PARAM_POLYNOMIAL) o.polynomial = in.polynomial;
+    if (in.params & CDC_PARAM_WINDOW) o.window_size = in.window;
     return o;
 }
 
@@ -147,6 +157,19 @@ const char* cdc_algorithm_name(size_t index) {
     return index < all.size() ? all[index].name.data() : nullptr;
 }
 
+unsigned int cdc_algorithm_params(const char* name) {
+    const cdc::AlgorithmInfo* a = name ? cdc::find_algorithm(name) : nullptr;
+    if (a == nullptr) return 0;
+    unsigned bits = 0;
+    if (a->key != cdc::KeyUse::none) bits |= CDC_PARAM_KEY;
+    if (a->key == cdc::KeyUse::required) bits |= CDC_PARAM_KEY_REQUIRED;
+    if (a->normalization_level.accepted) bits |= CDC_PARAM_LEVEL;
+    if (a->seed.accepted) bits |= CDC_PARAM_SEED;
+    if (a->polynomial.accepted) bits |= CDC_PARAM_POLYNOMIAL;
+    if (a->window_size.accepted) bits |= CDC_PARAM_WINDOW;
+    return bits;
+}
+
 void cdc_options_init(cdc_options* options) {
     if (options) *options = cdc_options CDC_OPTIONS_INIT;
 }
@@ -179,7 +202,8 @@ const char* cdc_chunker_algorithm(const cdc_chunker* chunker) {
 int cdc_chunker_profile(const cdc_chunker* chunker, cdc_profile* out) {
     if (chunker == nullptr || out == nullptr || !chunker->finder) return CDC_E_OPTION;
     const cdc::Profile& p = chunker->finder->profile();
-    *out = cdc_profile{p.min_size, p.normal_size, p.max_size, p.keyed ? 1 : 0};
+    *out = cdc_profile{p.min_size,           p.normal_size, p.max_size,   p.keyed ? 1 : 0,
+                       p.normalization_level, p.seed,        p.polynomial, p.window_size};
     return CDC_OK;
 }
 

@@ -67,6 +67,17 @@ const char *cdc_version(void);
 size_t cdc_algorithm_count(void);
 const char *cdc_algorithm_name(size_t index);
 
+/* The options a name takes beyond the sizes, as CDC_PARAM_* bits (0 for an
+ * unknown name): CDC_PARAM_KEY if it takes a key (CDC_PARAM_KEY_REQUIRED
+ * too if it needs one), and each of the cdc_options parameters it takes. */
+#define CDC_PARAM_LEVEL 0x1u
+#define CDC_PARAM_SEED 0x2u
+#define CDC_PARAM_POLYNOMIAL 0x4u
+#define CDC_PARAM_WINDOW 0x8u
+#define CDC_PARAM_KEY 0x100u
+#define CDC_PARAM_KEY_REQUIRED 0x200u
+unsigned int cdc_algorithm_params(const char *name);
+
 /* ----------------------------------------------------------------- options */
 
 /* Chunking options. Initialise with CDC_OPTIONS_INIT (or cdc_options_init):
@@ -85,9 +96,18 @@ typedef struct cdc_options {
      * allocates max(2 x max_size, 256 KiB) bytes the first time it reads. */
     void *buffer;
     size_t buffer_size;
+    /* The parameters some names take beyond the sizes (cdc_algorithm_params
+     * says which): each is used only when its CDC_PARAM_* bit is set in
+     * `params`; a parameter given to a name that does not take it is an
+     * error (never ignored). Unset, a name uses its default. */
+    unsigned int params;       /* CDC_PARAM_LEVEL | CDC_PARAM_SEED | ... */
+    int level;                 /* fastcdc-rs-v2016/v2020: normalization level 0..3 */
+    uint64_t seed;             /* fastcdc-rs-v2020 (64 bits), borg-buzhash (32 bits) */
+    uint64_t polynomial;       /* restic-rabin: irreducible, degree 8..53 */
+    size_t window;             /* borg-buzhash: rolling hash window in bytes */
 } cdc_options;
 
-#define CDC_OPTIONS_INIT {sizeof(cdc_options), 0, 0, 0, NULL, NULL, 0}
+#define CDC_OPTIONS_INIT {sizeof(cdc_options), 0, 0, 0, NULL, NULL, 0, 0u, 0, 0, 0, 0}
 
 /* Sets every field to CDC_OPTIONS_INIT. */
 void cdc_options_init(cdc_options *options);
@@ -105,12 +125,18 @@ typedef struct cdc_chunk {
     const uint8_t *data;
 } cdc_chunk;
 
-/* The sizes a chunker uses once defaults are applied. */
+/* The sizes and parameters a chunker uses once defaults are applied. */
 typedef struct cdc_profile {
     size_t min_size;
     size_t avg_size;
     size_t max_size;
     int keyed;
+    /* The parameters in use (defaults applied); 0 for those the name does
+     * not take (cdc_algorithm_params). */
+    int level;
+    uint64_t seed;
+    uint64_t polynomial;
+    size_t window;
 } cdc_profile;
 
 /* A read callback: writes up to `capacity` bytes to `buffer` and returns
@@ -132,7 +158,7 @@ void cdc_chunker_free(cdc_chunker *chunker);
  * the next call on the chunker. */
 const char *cdc_chunker_error(const cdc_chunker *chunker);
 
-/* The algorithm name and the resolved sizes. */
+/* The algorithm name and the resolved profile. */
 const char *cdc_chunker_algorithm(const cdc_chunker *chunker);
 int cdc_chunker_profile(const cdc_chunker *chunker, cdc_profile *out);
 

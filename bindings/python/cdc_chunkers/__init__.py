@@ -1,5 +1,6 @@
 """Content-defined chunking at C++ speed: every algorithm of cdc-chunkers,
-with the boundaries of go-cdc-chunkers byte for byte, zero copies and the
+with the boundaries of the projects they reproduce byte for byte
+(go-cdc-chunkers, fastcdc-rs, restic, borg, casync), zero copies and the
 GIL released while cutting and hashing.
 
     import cdc_chunkers as cdc
@@ -11,7 +12,8 @@ GIL released while cutting and hashing.
     for offset, view in cdc.iter_chunks("big.iso"):   # bounded memory
         store(offset, bytes(view))
 
-    cdc.algorithms()                   # every name with its defaults
+    cdc.chunk(data, "restic-rabin", polynomial=0x3DA3358B4DC173)
+    cdc.algorithms()                   # every name, its defaults and parameters
     cdc.analyze(["/backups"], ["fastcdc", "ultracdc"])   # dedup figures
     cdc.dupes(["/photos"])             # whole-file duplicates (report)
 

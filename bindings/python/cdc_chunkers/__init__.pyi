@@ -37,6 +37,10 @@ def chunk(
     avg_size: int = 0,
     max_size: int = 0,
     key: Optional[Key] = None,
+    level: Optional[int] = None,
+    seed: Optional[int] = None,
+    polynomial: Optional[int] = None,
+    window: Optional[int] = None,
     digest: Optional[DigestName] = None,
 ) -> Chunks: ...
 
@@ -49,6 +53,10 @@ class Chunker(Iterator[Tuple[int, memoryview]]):
         avg_size: int = 0,
         max_size: int = 0,
         key: Optional[Key] = None,
+    level: Optional[int] = None,
+    seed: Optional[int] = None,
+    polynomial: Optional[int] = None,
+    window: Optional[int] = None,
         buffer: Optional[Buffer] = None,
     ) -> None: ...
     def reset(self, source: Union[StrPath, BinaryIO, Buffer, None]) -> "Chunker": ...
@@ -69,6 +77,8 @@ class Chunker(Iterator[Tuple[int, memoryview]]):
     @property
     def keyed(self) -> bool: ...
     @property
+    def parameters(self) -> dict[str, int]: ...
+    @property
     def offset(self) -> int: ...
     @property
     def buffer_size(self) -> int: ...
@@ -81,6 +91,10 @@ def iter_chunks(
     avg_size: int = 0,
     max_size: int = 0,
     key: Optional[Key] = None,
+    level: Optional[int] = None,
+    seed: Optional[int] = None,
+    polynomial: Optional[int] = None,
+    window: Optional[int] = None,
     buffer: Optional[Buffer] = None,
 ) -> Chunker: ...
 
@@ -94,6 +108,10 @@ def analyze(
     avg_size: int = 0,
     max_size: int = 0,
     key: Optional[Key] = None,
+    level: Optional[int] = None,
+    seed: Optional[int] = None,
+    polynomial: Optional[int] = None,
+    window: Optional[int] = None,
     digest: DigestName = "blake3",
     jobs: int = 0,
     follow_symlinks: bool = False,

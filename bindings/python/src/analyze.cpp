@@ -3,11 +3,13 @@
 #include "module.hpp"
 #include "options.hpp"
 
+#include "algorithm_list.hpp"
 #include "analyze_json.hpp"
 
 #include <cdc/corpus/analyze.hpp>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <string>
 #include <vector>
@@ -17,15 +19,6 @@ namespace py = pybind11;
 namespace cdc::python {
 
 namespace {
-
-// The algorithms of a run, each name with the shared options, resolved
-// before any file is read (OptionError).
-std::vector<std::shared_ptr<const CutFinder>> run_algorithms(const std::vector<std::string>& names,
-                                                             const Options& options) {
-    std::vector<std::shared_ptr<const CutFinder>> finders;
-    for (const auto& name : names) finders.push_back(make_cut_finder(name, options));
-    return finders;
-}
 
 // A str, or an iterable of them (paths: str or os.PathLike).
 std::vector<std::string> string_list(const py::object& value, const char* what, bool paths) {
@@ -52,11 +45,17 @@ void add_analyze(py::module_& m) {
     m.def(
         "analyze",
         [](const py::object& paths, const py::object& algorithms, std::int64_t min_size, std::int64_t avg_size,
-           std::int64_t max_size, py::object key, const std::string& digest, std::int64_t jobs,
-           bool follow_symlinks) {
+           std::int64_t max_size, py::object key, py::object level, py::object seed, py::object polynomial,
+           py::object window, const std::string& digest, std::int64_t jobs, bool follow_symlinks) {
             AnalyzeOptions options;
-            options.algorithms = run_algorithms(string_list(algorithms, "algorithms", false),
-                                                make_options({min_size, avg_size, max_size, std::move(key)}));
+            // The names resolved as `cdc analyze -a` resolves them ("all", and
+            // each parameter to the names that take it), before any file is read.
+            const std::vector<std::string> names = string_list(algorithms, "algorithms", false);
+            options.algorithms = tools::resolve_algorithm_list(
+                fmt::format("{}", fmt::join(names, ",")),
+                make_options({min_size, avg_size, max_size, std::move(key), std::move(level), std::move(seed),
+                              std::move(polynomial), std::move(window)}),
+                /*quiet=*/true);
             options.digest = parse_digest_kind(digest);
             if (jobs < 0 || jobs > 4096)
                 throw OptionError(fmt::format("jobs = {} is invalid: must be 0 (every core) .. 4096", jobs));
@@ -72,14 +71,17 @@ void add_analyze(py::module_& m) {
         },
         py::arg("paths"), py::arg("algorithms") = "fastcdc", py::kw_only(),
         py::arg("min_size") = 0, py::arg("avg_size") = 0, py::arg("max_size") = 0, py::arg("key") = py::none(),
-        py::arg("digest") = "blake3", py::arg("jobs") = 0, py::arg("follow_symlinks") = false, R"doc(
+        py::arg("level") = py::none(), py::arg("seed") = py::none(), py::arg("polynomial") = py::none(),
+        py::arg("window") = py::none(), py::arg("digest") = "blake3", py::arg("jobs") = 0, py::arg("follow_symlinks") = false, R"doc(
 Dedup figures of files and directory trees, for one or more algorithms in
 one pass: the document `cdc analyze --json` prints, as a dict.
 
 paths       a path or a list of paths: files, directories (walked
             recursively) or "-" (standard input).
-algorithms  an algorithm name or a list of names (each with the same
-            min_size, avg_size, max_size and key).
+algorithms  an algorithm name, a list of names, or "all" (each with the
+            same min_size, avg_size, max_size and key; level, seed,
+            polynomial and window go to the names that take them, as with
+            `cdc analyze -a`).
 digest      "blake3", "sha256" or "xxh3" (dedup needs fingerprints).
 jobs        worker threads; 0 = every core.
 follow_symlinks  follow symbolic links inside directories.

@@ -128,12 +128,16 @@ len(chunks) is the number of chunks; iterating gives (offset, length) pairs.
     m.def(
         "chunk",
         [](const py::buffer& data, const std::string& algorithm, std::int64_t min_size, std::int64_t avg_size,
-           std::int64_t max_size, py::object key, py::object digest) {
-            const auto finder = make_finder(algorithm, {min_size, avg_size, max_size, std::move(key)});
+           std::int64_t max_size, py::object key, py::object level, py::object seed, py::object polynomial,
+           py::object window, py::object digest) {
+            const auto finder = make_finder(algorithm, {min_size, avg_size, max_size, std::move(key), std::move(level),
+                                                        std::move(seed), std::move(polynomial), std::move(window)});
             return cut_buffer(*finder, data, parse_digest(digest));
         },
         py::arg("data"), py::arg("algorithm") = "fastcdc-v1.0.0", py::kw_only(), py::arg("min_size") = 0,
-        py::arg("avg_size") = 0, py::arg("max_size") = 0, py::arg("key") = py::none(), py::arg("digest") = py::none(),
+        py::arg("avg_size") = 0, py::arg("max_size") = 0, py::arg("key") = py::none(), py::arg("level") = py::none(),
+        py::arg("seed") = py::none(), py::arg("polynomial") = py::none(), py::arg("window") = py::none(),
+        py::arg("digest") = py::none(),
         R"doc(
 Cuts a whole buffer into content-defined chunks.
 
@@ -141,16 +145,25 @@ data       any object with the buffer protocol (bytes, bytearray, memoryview,
            mmap, numpy array, ...), C-contiguous; it is read in place, never
            copied, and held (a bytearray cannot be resized) during the call.
 algorithm  an algorithm name (see algorithms()), e.g. "fastcdc-v1.0.0",
-           "fastcdc", "kfastcdc", "jc-v1.1.0", "ultracdc", "fixed-v1.0.0".
+           "fastcdc", "kfastcdc", "jc-v1.1.0", "ultracdc", "fixed-v1.0.0",
+           "fastcdc-rs-v2020", "restic-rabin", "borg-buzhash".
 min_size, avg_size, max_size
            chunk sizes in bytes; 0 = the algorithm's default.
 key        a 32-byte key (bytes-like, or 64 hex digits) for the keyed Gear
            table of the Gear-based names (required by kfastcdc).
+level, seed, polynomial, window
+           the parameters of the names that reproduce other projects'
+           chunkers (None = the name's default; algorithms() lists who takes
+           what): level 0..3 (fastcdc-rs-v2016/v2020), seed (fastcdc-rs-v2020,
+           borg-buzhash), polynomial (restic-rabin: irreducible, degree
+           8..53), window in bytes (borg-buzhash). A name refuses a parameter
+           it does not take (ValueError).
 digest     None, "blake3", "sha256" or "xxh3": a digest of every chunk.
 
 Returns a Chunks object: .offsets and .lengths (numpy uint64 arrays) and
 .digests (numpy uint8 array of shape (n, 32), or (n, 16) for xxh3).
-The boundaries are those of go-cdc-chunkers, byte for byte. The GIL is
+The boundaries are those of the project each name reproduces (go-cdc-chunkers,
+fastcdc-rs, restic, borg, casync), byte for byte. The GIL is
 released while cutting and hashing: threads chunk in parallel.
 Raises ValueError for an invalid algorithm or option, BufferError for a
 non-contiguous buffer.

@@ -261,13 +261,18 @@ first stream. The memoryviews handed out are read-only views of that buffer
 a stream releases the GIL.
 )doc")
         .def(py::init([](const std::string& algorithm, std::int64_t min_size, std::int64_t avg_size,
-                         std::int64_t max_size, py::object key, const py::object& buffer) {
-                 return std::make_unique<PyChunker>(algorithm, ProfileArgs{min_size, avg_size, max_size, std::move(key)},
-                                                    buffer);
+                         std::int64_t max_size, py::object key, py::object level, py::object seed,
+                         py::object polynomial, py::object window, const py::object& buffer) {
+                 return std::make_unique<PyChunker>(
+                     algorithm,
+                     ProfileArgs{min_size, avg_size, max_size, std::move(key), std::move(level), std::move(seed),
+                                 std::move(polynomial), std::move(window)},
+                     buffer);
              }),
              py::arg("algorithm") = "fastcdc-v1.0.0", py::kw_only(), py::arg("min_size") = 0,
              py::arg("avg_size") = 0, py::arg("max_size") = 0, py::arg("key") = py::none(),
-             py::arg("buffer") = py::none(),
+             py::arg("level") = py::none(), py::arg("seed") = py::none(), py::arg("polynomial") = py::none(),
+             py::arg("window") = py::none(), py::arg("buffer") = py::none(),
              "Creates a chunker (ValueError for an invalid algorithm, option or buffer); see the class help.")
         .def(
             "reset",
@@ -293,6 +298,10 @@ a bytes-like object (chunked in place), or None (an empty stream).
         .def_property_readonly("avg_size", [](const PyChunker& c) { return c.finder().profile().normal_size; })
         .def_property_readonly("max_size", [](const PyChunker& c) { return c.finder().profile().max_size; })
         .def_property_readonly("keyed", [](const PyChunker& c) { return c.finder().profile().keyed; })
+        .def_property_readonly(
+            "parameters", [](const PyChunker& c) { return parameters_in_use(c.finder()); },
+            "The parameters the name takes, with their values in use: {'level': 1, 'seed': 0} for "
+            "fastcdc-rs-v2020, {} for fastcdc-v1.0.0 (keys: level, seed, polynomial, window).")
         .def_property_readonly("offset", &PyChunker::offset,
                                "Bytes of the current stream consumed so far (the next chunk's offset).")
         .def_property_readonly("buffer_size", &PyChunker::buffer_size,
@@ -306,20 +315,26 @@ a bytes-like object (chunked in place), or None (an empty stream).
     m.def(
         "iter_chunks",
         [](const py::object& source, const std::string& algorithm, std::int64_t min_size, std::int64_t avg_size,
-           std::int64_t max_size, py::object key, const py::object& buffer) {
+           std::int64_t max_size, py::object key, py::object level, py::object seed, py::object polynomial,
+           py::object window, const py::object& buffer) {
             py::object chunker = py::cast(std::make_unique<PyChunker>(
-                algorithm, ProfileArgs{min_size, avg_size, max_size, std::move(key)}, buffer));
+                algorithm,
+                ProfileArgs{min_size, avg_size, max_size, std::move(key), std::move(level), std::move(seed),
+                            std::move(polynomial), std::move(window)},
+                buffer));
             chunker.cast<PyChunker&>().reset(source);
             return chunker;
         },
         py::arg("source"), py::arg("algorithm") = "fastcdc-v1.0.0", py::kw_only(), py::arg("min_size") = 0,
-        py::arg("avg_size") = 0, py::arg("max_size") = 0, py::arg("key") = py::none(), py::arg("buffer") = py::none(),
-        R"doc(
+        py::arg("avg_size") = 0, py::arg("max_size") = 0, py::arg("key") = py::none(), py::arg("level") = py::none(),
+        py::arg("seed") = py::none(), py::arg("polynomial") = py::none(), py::arg("window") = py::none(),
+        py::arg("buffer") = py::none(), R"doc(
 Yields (offset, memoryview) for every chunk of a stream of any size.
 
 source     a path (str or os.PathLike), a binary file object (read with
            readinto into one bounded buffer) or a bytes-like object.
-algorithm, min_size, avg_size, max_size, key   as for chunk().
+algorithm, min_size, avg_size, max_size, key, level, seed, polynomial, window
+           as for chunk().
 buffer     optional writable bytes-like scan buffer (>= max_size bytes).
 
 Each memoryview is read-only and valid until the next step (copy it with

@@ -4,6 +4,8 @@
 #include "module.hpp"
 #include "python_error.hpp"
 
+#include "algorithms_json.hpp"
+
 #include <cdc/cdc.hpp>
 #include <cdc/corpus/datagen.hpp>
 
@@ -31,25 +33,15 @@ PYBIND11_MODULE(_core, m) {
     m.attr("__version__") = cdc::kVersionString;
 
     m.def(
-        "algorithms",
-        [] {
-            py::list out;
-            for (const auto& a : cdc::algorithms()) {
-                py::dict d;
-                d["name"] = std::string(a.name);
-                d["min"] = a.default_min;
-                d["avg"] = a.default_normal;
-                d["max"] = a.default_max;
-                d["key"] = a.requires_key ? "required" : (a.accepts_key ? "optional" : "no");
-                d["summary"] = std::string(a.summary);
-                out.append(std::move(d));
-            }
-            return out;
-        },
+        "algorithms", [] { return py::module_::import("json").attr("loads")(cdc::tools::algorithms_json().dump()); },
         R"doc(
-Every algorithm name, in a stable order, as a list of dicts (the keys of
-`cdc algorithms --json`): name, min, avg, max (the default sizes), key
-("required", "optional" or "no") and a one-line summary.
+Every algorithm name, in a stable order, as a list of dicts: the document
+`cdc algorithms --json` prints. Each has name, min, avg, max (the default
+sizes), key ("required", "optional" or "no"), parameters (the parameters it
+takes beyond the sizes, each {"default", "low", "high"}, keyed by the cdc
+tool's flag: "level", "seed", "poly" (the polynomial= keyword), "window"),
+sizes (each size's default and range), content_defined, origin (whose cut
+points it reproduces) and a one-line summary.
 )doc");
 
     m.def(

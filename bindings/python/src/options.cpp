@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <cstring>
+#include <limits>
 
 namespace py = pybind11;
 
@@ -29,6 +30,20 @@ std::optional<Key> parse_key(const py::object& key) {
     std::memcpy(k.data(), b.bytes().data(), k.size());
     return k;
 }
+// None, or an int in 0 .. high (ranges per name are the library's).
+std::optional<std::uint64_t> parameter_arg(const char* name, const py::object& value, std::uint64_t high) {
+    if (value.is_none()) return std::nullopt;
+    if (!py::isinstance<py::int_>(value) || py::isinstance<py::bool_>(value))
+        throw OptionError(fmt::format("{} must be an int or None, not {}", name,
+                                      py::str(py::type::of(value).attr("__name__")).cast<std::string>()),
+                          name);
+    const auto v = value.cast<py::int_>();
+    if (v < py::int_(0) || v > py::int_(high))
+        throw OptionError(fmt::format("{} = {} is invalid: must be 0..{} (None = the default)", name,
+                                      py::str(value).cast<std::string>(), high),
+                          name);
+    return v.cast<std::uint64_t>();
+}
 }  // namespace
 
 Options make_options(const ProfileArgs& args) {
@@ -37,7 +52,24 @@ Options make_options(const ProfileArgs& args) {
     o.normal_size = size_arg("avg_size", args.avg_size);
     o.max_size = size_arg("max_size", args.max_size);
     o.key = parse_key(args.key);
+    if (const auto level = parameter_arg("level", args.level, std::numeric_limits<int>::max()))
+        o.normalization_level = static_cast<int>(*level);
+    o.seed = parameter_arg("seed", args.seed, std::numeric_limits<std::uint64_t>::max());
+    o.polynomial = parameter_arg("polynomial", args.polynomial, std::numeric_limits<std::uint64_t>::max());
+    if (const auto window = parameter_arg("window", args.window, std::numeric_limits<std::size_t>::max()))
+        o.window_size = static_cast<std::size_t>(*window);
     return o;
+}
+
+py::dict parameters_in_use(const CutFinder& finder) {
+    py::dict out;
+    const AlgorithmInfo* a = &finder.info();
+    const Profile& p = finder.profile();
+    if (a->normalization_level.accepted) out["level"] = p.normalization_level;
+    if (a->seed.accepted) out["seed"] = p.seed;
+    if (a->polynomial.accepted) out["polynomial"] = p.polynomial;
+    if (a->window_size.accepted) out["window"] = p.window_size;
+    return out;
 }
 
 std::shared_ptr<const CutFinder> make_finder(const std::string& algorithm, const ProfileArgs& args) {

@@ -29,7 +29,24 @@ def vector_cases():
     return sorted(cases, key=lambda c: (c["input"], c["algorithm"], c["min"], c["normal"], c["max"], c["key_hex"]))
 
 
-_INPUT_SHA256 = {e["input"]: e["sha256"] for e in load_jsonl(VECTORS / "inputs.jsonl")}
+def compat_cases():
+    """Every case of compat/vectors.jsonl (other projects' chunkers, made by
+    the projects themselves), grouped by input."""
+    cases = load_jsonl(VECTORS / "compat" / "vectors.jsonl")
+    return sorted(cases, key=lambda c: (c["input"], c["algorithm"], json.dumps(c["params"], sort_keys=True)))
+
+
+# The vectors' parameter names (the cdc tool's flags) -> the keywords.
+COMPAT_KEYWORDS = {"min": "min_size", "avg": "avg_size", "max": "max_size", "level": "level", "seed": "seed",
+                   "poly": "polynomial", "window": "window"}
+
+
+def compat_kwargs(case):
+    return {COMPAT_KEYWORDS[k]: v for k, v in case["params"].items()}
+
+
+_INPUT_SHA256 = {e["input"]: e["sha256"] for f in (VECTORS / "inputs.jsonl", VECTORS / "compat" / "inputs.jsonl")
+                 for e in load_jsonl(f)}
 _last_input = {}
 
 

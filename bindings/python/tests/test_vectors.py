@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import cdc_chunkers
-from conftest import case_kwargs, input_bytes, vector_cases
+from conftest import case_kwargs, compat_cases, input_bytes, vector_cases
 
 CASES = vector_cases()
 
@@ -64,4 +64,4 @@ def test_iter_chunks_matches_vector(case):
 
 def test_every_algorithm_name_is_covered():
     names = {a["name"] for a in cdc_chunkers.algorithms()}
-    assert names == {c["algorithm"] for c in CASES}
+    assert names == {c["algorithm"] for c in CASES} | {c["algorithm"] for c in compat_cases()}

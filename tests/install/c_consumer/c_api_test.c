@@ -1,5 +1,5 @@
 /* The C API from a C11 program (gcc -std=c11 -Wall -Wextra -Werror):
- *   c_api_test FILE ALGORITHM MIN AVG MAX [KEY_HEX]
+ *   c_api_test FILE ALGORITHM MIN AVG MAX [KEY_HEX|-] [level=N seed=N poly=HEX window=N ...]
  * chunks FILE through every feeding path of cdc.h (memory, fd, read callback
  * with short reads, caller buffer, cut_lengths whole and piecewise) and
  * checks that they agree, that the digests of cdc_digests equal cdc_digest's,
@@ -123,6 +123,29 @@ static void check_errors(void) {
     CHECK(strstr(cdc_chunker_error(c), "min") != NULL);
     cdc_chunker_free(c);
 
+    /* a parameter the name does not take is an error, never ignored */
+    cdc_options_init(&opt);
+    opt.params = CDC_PARAM_POLYNOMIAL;
+    opt.polynomial = 0x3DA3358B4DC173u;
+    CHECK(cdc_chunker_new("fastcdc-v1.0.0", &opt, &c) == CDC_E_OPTION);
+    CHECK(strstr(cdc_chunker_error(c), "polynomial") != NULL);
+    cdc_chunker_free(c);
+    CHECK(cdc_chunker_new("restic-rabin", &opt, &c) == CDC_OK); /* restic's own default polynomial */
+    cdc_chunker_free(c);
+    opt.polynomial = 0x3DA3358B4DC172u; /* divisible by x: reducible */
+    CHECK(cdc_chunker_new("restic-rabin", &opt, &c) == CDC_E_OPTION);
+    CHECK(strstr(cdc_chunker_error(c), "polynomial") != NULL);
+    cdc_chunker_free(c);
+    cdc_options_init(&opt);
+    opt.params = 0x80u; /* no such parameter */
+    CHECK(cdc_chunker_new("borg-buzhash", &opt, &c) == CDC_E_OPTION);
+    CHECK(strstr(cdc_chunker_error(c), "params") != NULL);
+    cdc_chunker_free(c);
+    CHECK(cdc_algorithm_params("no-such-algorithm") == 0);
+    CHECK(cdc_algorithm_params("kfastcdc") == (CDC_PARAM_KEY | CDC_PARAM_KEY_REQUIRED));
+    CHECK(cdc_algorithm_params("borg-buzhash") == (CDC_PARAM_SEED | CDC_PARAM_WINDOW));
+    CHECK(cdc_algorithm_params("fastcdc-rs-v2020") == (CDC_PARAM_LEVEL | CDC_PARAM_SEED));
+
     cdc_options zero;
     memset(&zero, 0, sizeof zero);
     CHECK(cdc_chunker_new("fastcdc", &zero, &c) == CDC_E_OPTION); /* struct_size missing */
@@ -213,9 +236,34 @@ static void check_digests(const uint8_t *data, const chunk_list *l) {
     }
 }
 
+/* "level=N", "seed=N", "poly=HEX" or "window=N" into the options; 0 if
+ * the argument is none of them. */
+static int parse_param(const char *arg, cdc_options *opt) {
+    const char *eq = strchr(arg, '=');
+    if (eq == NULL) return 0;
+    const size_t n = (size_t)(eq - arg);
+    const char *value = eq + 1;
+    if (n == 5 && strncmp(arg, "level", n) == 0) {
+        opt->params |= CDC_PARAM_LEVEL;
+        opt->level = atoi(value);
+    } else if (n == 4 && strncmp(arg, "seed", n) == 0) {
+        opt->params |= CDC_PARAM_SEED;
+        opt->seed = strtoull(value, NULL, 10);
+    } else if (n == 4 && strncmp(arg, "poly", n) == 0) {
+        opt->params |= CDC_PARAM_POLYNOMIAL;
+        opt->polynomial = strtoull(value, NULL, 16);
+    } else if (n == 6 && strncmp(arg, "window", n) == 0) {
+        opt->params |= CDC_PARAM_WINDOW;
+        opt->window = (size_t)strtoull(value, NULL, 10);
+    } else {
+        return 0;
+    }
+    return 1;
+}
+
 int main(int argc, char **argv) {
-    if (argc < 6 || argc > 7) {
-        fprintf(stderr, "usage: c_api_test FILE ALGORITHM MIN AVG MAX [KEY_HEX]\n");
+    if (argc < 6) {
+        fprintf(stderr, "usage: c_api_test FILE ALGORITHM MIN AVG MAX [KEY_HEX|-] [level=N seed=N poly=HEX window=N]\n");
         return 2;
     }
     const char *path = argv[1];
@@ -245,13 +293,21 @@ int main(int argc, char **argv) {
     opt.avg_size = strtoull(argv[4], NULL, 10);
     opt.max_size = strtoull(argv[5], NULL, 10);
     uint8_t key[32];
-    if (argc == 7) {
+    if (argc >= 7 && strcmp(argv[6], "-") != 0) {
         if (!parse_hex_key(argv[6], key)) {
             fprintf(stderr, "bad key\n");
             return 2;
         }
         opt.key = key;
     }
+    for (int i = 7; i < argc; ++i) {
+        if (!parse_param(argv[i], &opt)) {
+            fprintf(stderr, "bad parameter %s\n", argv[i]);
+            return 2;
+        }
+    }
+    /* every parameter given is one the name takes (else new fails below) */
+    CHECK((opt.params & ~cdc_algorithm_params(argv[2])) == 0);
     cdc_chunker *c = NULL;
     if (cdc_chunker_new(argv[2], &opt, &c) != CDC_OK) {
         fprintf(stderr, "c_api_test: %s\n", c ? cdc_chunker_error(c) : "out of memory");
@@ -261,7 +317,13 @@ int main(int argc, char **argv) {
     CHECK(strcmp(cdc_chunker_algorithm(c), argv[2]) == 0);
     cdc_profile p;
     CHECK(cdc_chunker_profile(c, &p) == CDC_OK && p.min_size > 0 && p.min_size <= p.max_size);
-    CHECK(p.keyed == (argc == 7));
+    /* the profile reports the parameters given */
+    if (opt.params & CDC_PARAM_LEVEL) CHECK(p.level == opt.level);
+    if (opt.params & CDC_PARAM_SEED) CHECK(p.seed == opt.seed);
+    if (opt.params & CDC_PARAM_POLYNOMIAL) CHECK(p.polynomial == opt.polynomial);
+    if (opt.params & CDC_PARAM_WINDOW) CHECK(p.window == opt.window);
+    if (cdc_algorithm_params(argv[2]) & CDC_PARAM_POLYNOMIAL) CHECK(p.polynomial != 0); /* its default */
+    CHECK(p.keyed == (opt.key != NULL));
 
     /* memory: chunks point into the caller's bytes (no copy) */
     chunk_list mem;
