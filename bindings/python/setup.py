@@ -8,6 +8,9 @@ with only the targets the package needs.
 --no-build-isolation lets pip use the setuptools, wheel and pybind11 already
 installed (Debian: python3-setuptools python3-wheel python3-pybind11), so
 nothing is downloaded. CDC_CMAKE_ARGS adds CMake arguments.
+CDC_PYTHON_BUILD_DIR names a build folder of the project already configured
+(scripts/build.sh release: build/): the module is built there (nothing to do
+if it is up to date) instead of configuring a new one.
 """
 import os
 import pathlib
@@ -16,6 +19,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import sysconfig
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
@@ -31,7 +35,28 @@ def project_version():
 
 class CMakeBuild(build_ext):
     def build_extension(self, ext):
-        build = pathlib.Path(self.build_temp).resolve() / "cmake"
+        prebuilt = os.environ.get("CDC_PYTHON_BUILD_DIR")
+        build = pathlib.Path(prebuilt).resolve() if prebuilt else pathlib.Path(self.build_temp).resolve() / "cmake"
+        if prebuilt:
+            if not (build / "CMakeCache.txt").is_file():
+                raise RuntimeError(f"CDC_PYTHON_BUILD_DIR={prebuilt} is not a configured build folder")
+        else:
+            self.configure(build)
+        jobs = os.environ.get("CDC_JOBS", str(os.cpu_count() or 1))
+        subprocess.run(["cmake", "--build", str(build), "--target", "cdc_python", "-j", jobs], check=True)
+        # The module of this interpreter's ABI (a build folder made for another
+        # Python has another suffix: refused rather than installed broken).
+        suffix = sysconfig.get_config_var("EXT_SUFFIX")
+        built = build / "python" / "cdc_chunkers" / f"_core{suffix}"
+        if not built.is_file():
+            found = [p.name for p in (build / "python" / "cdc_chunkers").glob("_core*")]
+            raise RuntimeError(f"no {built.name} in {built.parent} (found {found}): the build is for another Python "
+                               f"than {sys.executable}")
+        target = pathlib.Path(self.get_ext_fullpath(ext.name))
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(built, target)
+
+    def configure(self, build):
         args = [
             "-DCMAKE_BUILD_TYPE=Release",
             "-DCDC_BUILD_PYTHON=ON",
@@ -46,14 +71,6 @@ class CMakeBuild(build_ext):
             args += ["-DCMAKE_C_COMPILER_LAUNCHER=ccache", "-DCMAKE_CXX_COMPILER_LAUNCHER=ccache"]
         args += shlex.split(os.environ.get("CDC_CMAKE_ARGS", ""))
         subprocess.run(["cmake", "-S", str(ROOT), "-B", str(build), *args], check=True)
-        jobs = os.environ.get("CDC_JOBS", str(os.cpu_count() or 1))
-        subprocess.run(["cmake", "--build", str(build), "--target", "cdc_python", "-j", jobs], check=True)
-        built = list((build / "python" / "cdc_chunkers").glob("_core*.so"))
-        if len(built) != 1:
-            raise RuntimeError(f"expected one _core module in {build}/python/cdc_chunkers, found {built}")
-        target = pathlib.Path(self.get_ext_fullpath(ext.name))
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(built[0], target)
 
 
 setup(
