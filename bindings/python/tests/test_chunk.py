@@ -1,6 +1,7 @@
 """chunk(): inputs of every buffer kind, read in place; digests; results."""
 import hashlib
 import mmap
+import os
 import subprocess
 import sys
 
@@ -101,4 +102,7 @@ print(len(c), (after - before) // 1024)
     out = subprocess.run([sys.executable, "-c", script], check=True, capture_output=True, text=True).stdout.split()
     chunks, grown_mib = int(out[0]), int(out[1])
     assert chunks > 1000
-    assert grown_mib < 32, f"peak RSS grew by {grown_mib} MiB while chunking 256 MiB"
+    # Under AddressSanitizer (build-asan preloads it) reading the input maps
+    # its shadow too, 1/8 of it: 32 MiB more, still far from a copy (256).
+    limit = 32 + (32 if "libasan" in os.environ.get("LD_PRELOAD", "") else 0)
+    assert grown_mib < limit, f"peak RSS grew by {grown_mib} MiB while chunking 256 MiB (limit {limit})"
