@@ -12,7 +12,7 @@ case "$flavour" in
   # -O1 -g1 (line tables: ASan's reports keep file:line) compiles the
   # template-heavy tools and tests about twice as fast as -O2 -g under the
   # sanitizers (82 -> 39 s for cmd_analyze.cpp): CI's ASan stage took 20 min.
-  asan)    dir=build-asan; args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DCDC_SANITIZE=ON -DCDC_WERROR=ON
+  asan)    dir=build-asan; args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DCDC_SANITIZE=ON -DCDC_WERROR=ON -DCDC_BUILD_PYTHON=ON
                                  "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG"
                                  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG") ;;
   fuzz)    dir=build-fuzz; args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the build into a temporary prefix, then builds a consumer with
-# find_package(cdc) and another with pkg-config, and runs both.
+# find_package(cdc) and another with pkg-config, and runs both; the same for
+# the C API (a C11 program, gcc -std=c11 -Wall -Wextra -Werror).
 #   install_test.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
 build="$1"; src="$2"
@@ -12,13 +13,33 @@ cmake -S "$src/tests/install/consumer" -B "$tmp/cmake" -G Ninja -DCMAKE_PREFIX_P
 cmake --build "$tmp/cmake" >/dev/null
 a=$("$tmp/cmake/consumer")
 export PKG_CONFIG_PATH="$tmp/prefix/lib/pkgconfig:$tmp/prefix/lib/x86_64-linux-gnu/pkgconfig"
+# (-lcdc finds libcdc.so before libcdc.a, as for any library installed both
+# ways: the program needs the library's directory at run time)
 # shellcheck disable=SC2046
-c++ -o "$tmp/pc_consumer" "$src/tests/install/consumer/main.cpp" $(pkg-config --cflags --libs --static cdc)
+c++ -o "$tmp/pc_consumer" "$src/tests/install/consumer/main.cpp" $(pkg-config --cflags --libs --static cdc) \
+    -Wl,-rpath,"$(pkg-config --variable=libdir cdc)"
 b=$("$tmp/pc_consumer")
 echo "find_package: $a"
 echo "pkg-config:   $b"
 [[ "$a" == "$b" ]]
 [[ "$a" == *" 1048576 "* ]]
+# The C API from a C11 program built against the installed package, with
+# pkg-config (cdc-c) and with find_package(cdc) (cdc::cdc_shared): both link
+# the shared library, whose SONAME the program records.
+libdir=$(pkg-config --variable=libdir cdc-c)
+test -f "$libdir/libcdc.a"
+test -L "$libdir/libcdc.so.0"
+# shellcheck disable=SC2046
+gcc -std=c11 -Wall -Wextra -Werror -o "$tmp/c_pc" "$src/tests/install/c_consumer/c_api_test.c" \
+    $(pkg-config --cflags --libs cdc-c) -Wl,-rpath,"$libdir"
+readelf -d "$tmp/c_pc" | grep -q 'NEEDED.*\[libcdc\.so\.0\]'
+cmake -S "$src/tests/install/c_consumer" -B "$tmp/cmake_c" -G Ninja -DCMAKE_PREFIX_PATH="$tmp/prefix" \
+      -DCMAKE_C_COMPILER=gcc >/dev/null
+cmake --build "$tmp/cmake_c" >/dev/null
+readelf -d "$tmp/cmake_c/c_api_test" | grep -q 'NEEDED.*\[libcdc\.so\.0\]'
+bash "$src/tests/install/c_api_check.sh" "$tmp/c_pc" "$tmp/prefix/bin/cdc"
+bash "$src/tests/install/c_api_check.sh" "$tmp/cmake_c/c_api_test" "$tmp/prefix/bin/cdc"
+echo "C API: pkg-config and find_package programs agree with the installed cdc"
 # The installed tool finds its installed PNG helper (../libexec/cdc/cdc-plot).
 test -x "$tmp/prefix/libexec/cdc/cdc-plot"
 mkdir "$tmp/in"

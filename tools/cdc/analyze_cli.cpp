@@ -94,43 +94,6 @@ void report_issues(const AnalyzeReport& report, bool quiet) {
         fmt::print(stderr, "cdc: {} input(s) skipped after errors\n", report.errors.size());
 }
 
-nlohmann::json result_json(const AlgorithmResult& r) {
-    const SizeStats& s = r.sizes;
-    return nlohmann::json{
-        {"algorithm", r.algorithm},
-        {"min_size", r.profile.min_size},
-        {"avg_size", r.profile.normal_size},
-        {"max_size", r.profile.max_size},
-        {"keyed", r.profile.keyed},
-        {"files", r.files},
-        {"bytes", r.bytes},
-        {"chunks", r.chunks},
-        {"distinct_chunks", r.distinct_chunks},
-        {"distinct_bytes", r.distinct_bytes},
-        {"dedup_ratio", r.dedup_ratio()},
-        {"saved_bytes", r.saved_bytes()},
-        {"saved_pct", 100.0 * (1.0 - r.dedup_ratio())},
-        {"size",
-         {{"min", s.min()}, {"p50", s.p50()}, {"mean", s.mean()}, {"p95", s.p95()}, {"max", s.max()},
-          {"stddev", s.stddev()}}},
-        {"chunk_mb_s", r.chunk_mb_s()},
-        {"wall_mb_s", r.wall_mb_s()},
-        {"cut_seconds", r.cut_seconds},
-        {"hash_seconds", r.hash_seconds},
-        {"wall_seconds", r.wall_seconds},
-        {"index_bytes", r.index_memory_bytes},
-        {"index_bytes_per_distinct_chunk",
-         r.distinct_chunks ? static_cast<double>(r.index_memory_bytes) / static_cast<double>(r.distinct_chunks)
-                           : 0.0},
-    };
-}
-
-nlohmann::json issues_json(const std::vector<InputIssue>& issues) {
-    nlohmann::json a = nlohmann::json::array();
-    for (const auto& i : issues) a.push_back({{"path", i.path}, {"error", i.message}});
-    return a;
-}
-
 std::string csv_header() {
     return "algorithm,min_size,avg_size,max_size,files,bytes,chunks,distinct_chunks,distinct_bytes,dedup_ratio,"
            "saved_bytes,size_min,size_p50,size_mean,size_p95,size_max,size_stddev,chunk_mb_s,wall_mb_s\n";

@@ -2,6 +2,7 @@
 // progress line, JSON/CSV/table output of AlgorithmResult.
 #pragma once
 
+#include "analyze_json.hpp"
 #include "cli_common.hpp"
 
 #include <cdc/corpus/analyze.hpp>
@@ -43,10 +44,9 @@ AnalyzeReport run_analysis(const CorpusArgs& args, AnalyzeOptions options);
 /// Prints the errors (always) and warnings (unless quiet) to stderr.
 void report_issues(const AnalyzeReport& report, bool quiet);
 
-/// The analyze fields of one algorithm (the keys of `cdc analyze --json`).
-nlohmann::json result_json(const AlgorithmResult& r);
-/// [{"path", "error"}, ...]
-nlohmann::json issues_json(const std::vector<InputIssue>& issues);
+// The JSON of analyze and compare (tools/common/analyze_json.hpp).
+using tools::issues_json;
+using tools::result_json;
 
 /// CSV header and one row per algorithm (the JSON keys, size.* flattened).
 std::string csv_header();

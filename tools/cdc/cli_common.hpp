@@ -2,6 +2,7 @@
 // algorithm lists, output helpers.
 #pragma once
 
+#include "algorithm_list.hpp"
 #include "cli_basics.hpp"
 
 #include <cdc/corpus.hpp>
@@ -32,34 +33,16 @@ struct ProfileArgs {
 void add_profile_options(CLI::App& cmd, ProfileArgs& args, bool with_key = true,
                          std::string_view seed_flag = "--seed");
 
-/// `base` without the parameters `a` does not take (key, level, seed,
-/// polynomial, window): for "all" and for options shared by several names.
-/// `dropped`, if given, receives the names of those left out ("key",
-/// "level", "seed", "polynomial", "window").
-cdc::Options parameters_for(const cdc::AlgorithmInfo& a, cdc::Options base,
-                            std::vector<std::string>* dropped = nullptr);
-
 /// The parameters beyond the sizes that `a` takes, with their values in
 /// `p`, as JSON fields ("level", "seed", "polynomial", "window"); nothing
 /// for a name that takes none.
 nlohmann::json parameters_json(const cdc::AlgorithmInfo& a, const cdc::Profile& p);
 
-/// Splits "a,b,c" at commas (empty items kept: "a,,b" gives three).
-std::vector<std::string> split_comma_list(std::string_view list);
-
-/// Splits "a,b,c" or "all" into validated algorithm names (OptionError for
-/// an unknown name) with their options. For "all": without a key kfastcdc
-/// is left out (it needs one); a key, level, seed, polynomial or window goes
-/// to the names that take it and the others run without it; a note on
-/// stderr says so. For an explicit list a level, seed, polynomial or window
-/// goes to the listed names that take it (OptionError if none does), and a
-/// key to every name (whose validation rejects it where it cannot apply).
-std::vector<AlgorithmSpec> parse_algorithm_list(std::string_view list, const cdc::Options& base,
-                                                bool quiet = false);
-
-/// parse_algorithm_list, each resolved once into its finder at `kernel`.
-std::vector<std::shared_ptr<const CutFinder>> resolve_algorithm_list(std::string_view list, const cdc::Options& base,
-                                                                     bool quiet = false,
-                                                                     KernelLevel kernel = KernelLevel::automatic);
+// parameters_for, split_comma_list, parse_algorithm_list and
+// resolve_algorithm_list live in tools/common (the Python binding uses them).
+using tools::parameters_for;
+using tools::parse_algorithm_list;
+using tools::resolve_algorithm_list;
+using tools::split_comma_list;
 
 }  // namespace cdc::cli

@@ -55,19 +55,7 @@ int run(const AnalyzeArgs& args) {
     report_issues(report, args.corpus.quiet);
 
     if (args.json) {
-        nlohmann::json doc;
-        doc["algorithms"] = nlohmann::json::array();
-        for (const auto& r : report.algorithms) doc["algorithms"].push_back(result_json(r));
-        doc["errors"] = issues_json(report.errors);
-        doc["warnings"] = issues_json(report.warnings);
-        doc["symlinks_skipped"] = report.symlinks_skipped;
-        doc["duplicates_skipped"] = report.duplicates_skipped;
-        doc["files"] = report.files;
-        doc["bytes"] = report.bytes;
-        doc["jobs"] = report.jobs;
-        doc["digest"] = args.corpus.digest;
-        doc["buffer_bytes"] = report.buffer_bytes;
-        doc["wall_seconds"] = report.wall_seconds;
+        const nlohmann::json doc = tools::analyze_report_json(report, args.corpus.digest);
         fmt::print("{}\n", doc.dump());
     } else if (args.csv) {
         std::string out = csv_header();

@@ -1,0 +1,62 @@
+"""dupes() reports what `cdc dupes --json` prints for the same tree."""
+import json
+import os
+import subprocess
+
+import pytest
+
+import cdc_chunkers
+
+
+@pytest.fixture
+def tree(tmp_path):
+    a = cdc_chunkers.generate("splitmix64:31:100000")
+    b = cdc_chunkers.generate("splitmix64:32:50000")
+    (tmp_path / "d").mkdir()
+    (tmp_path / "a1").write_bytes(a)
+    (tmp_path / "d" / "a2").write_bytes(a)
+    (tmp_path / "d" / "a3").write_bytes(a)
+    (tmp_path / "b1").write_bytes(b)
+    (tmp_path / "d" / "b2").write_bytes(b)
+    (tmp_path / "d" / "b-other").write_bytes(b[:-1] + b"!")  # same size, other bytes
+    os.link(tmp_path / "a1", tmp_path / "d" / "a1-link")
+    (tmp_path / "e1").write_bytes(b"")
+    (tmp_path / "e2").write_bytes(b"")
+    return tmp_path
+
+
+@pytest.mark.parametrize("mode, extra", [("auto", []), ("hash", ["--hash", "xxh3"]), ("compare", ["--min-size", "0"])])
+def test_dupes_equals_cdc_dupes_json(tree, cdc_tool, mode, extra):
+    cli = json.loads(subprocess.run([cdc_tool, "dupes", "--json", "-q", "--mode", mode, *extra, str(tree)],
+                                    check=True, capture_output=True, text=True).stdout)
+    kwargs = {"mode": mode}
+    if "--hash" in extra:
+        kwargs["hash"] = "xxh3"
+    if "--min-size" in extra:
+        kwargs["min_size"] = 0
+    py = cdc_chunkers.dupes(tree, **kwargs)
+    assert py.pop("warnings") == []
+    assert py == cli
+    sizes = sorted(g["size"] for g in py["groups"])
+    assert sizes == ([0, 50000, 100000] if mode == "compare" else [50000, 100000])
+    assert py["linked"][0]["files"] == [str(tree / "a1"), str(tree / "d" / "a1-link")]
+
+
+def test_dupes_keeps_paths_that_are_not_utf8(tmp_path):
+    name = os.fsdecode(b"caf\xe9")  # latin-1 bytes: not UTF-8
+    (tmp_path / name).write_bytes(b"same")
+    (tmp_path / "other").write_bytes(b"same")
+    files = cdc_chunkers.dupes([str(tmp_path)])["groups"][0]["files"]
+    assert str(tmp_path / name) in files
+    assert os.path.exists(os.fsencode(str(tmp_path / name)))
+
+
+def test_dupes_errors(tmp_path):
+    with pytest.raises(ValueError, match="missing"):
+        cdc_chunkers.dupes(tmp_path / "missing")
+    with pytest.raises(ValueError, match="mode"):
+        cdc_chunkers.dupes(tmp_path, mode="fast")
+    with pytest.raises(ValueError, match="none"):
+        cdc_chunkers.dupes(tmp_path, hash="none")
+    with pytest.raises(ValueError, match="min_size"):
+        cdc_chunkers.dupes(tmp_path, min_size=-1)
