@@ -86,6 +86,7 @@ def main():
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--runs", type=int, default=3, help="best of this many per measure")
     p.add_argument("--threads-only", action="store_true", help="measure 2 (threads) only")
+    p.add_argument("--no-threads", action="store_true", help="measure 1 (chunk() vs cdc speed) only")
     p.add_argument("--autogroup-nice", type=int, help="set this process's autogroup nice (see above; root)")
     args = p.parse_args()
     if args.autogroup_nice is not None:
@@ -106,7 +107,7 @@ def main():
                 print(f"round {r + 1}: {key}: python {py:.0f} MB/s, C++ {cpp:.0f} MB/s, ratio {py / cpp:.3f}",
                       flush=True)
         small = 1 << 20
-        for label, a, b, repeat in ((args.size, data, other, 1),
+        for label, a, b, repeat in [] if args.no_threads else ((args.size, data, other, 1),
                                     ("1MiB", data[:small], other[:small], max(1, size // small))):
             s, cores = threads_speedup(a, b, names[0], args.runs, repeat)
             key = f"2 threads / 1 thread, {names[0]}, {label} buffers"
