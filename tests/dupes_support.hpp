@@ -52,16 +52,30 @@ inline std::uint64_t inode_of(const std::filesystem::path& p) {
 /// Every path of a file, sorted.
 inline std::vector<std::string> paths_of(const DupesFile& f) {
     std::vector<std::string> out;
-    for (const std::string_view p : f.paths()) out.emplace_back(p);
+    for (const std::string_view p : f.paths) out.emplace_back(p);
+    return out;
+}
+
+/// Every group of a result, in its order.
+inline std::vector<DupesGroup> all_groups(const DupesResult& r) {
+    std::vector<DupesGroup> out;
+    for (std::size_t i = 0; i < r.group_count(); ++i) out.push_back(r.group(i));
+    return out;
+}
+
+/// Every linked file of a result, in its order.
+inline std::vector<DupesFile> all_linked(const DupesResult& r) {
+    std::vector<DupesFile> out;
+    for (std::size_t i = 0; i < r.linked_count(); ++i) out.push_back(r.linked(i));
     return out;
 }
 
 /// First path of every file of every group; groups sorted.
 inline Groups groups_of(const DupesResult& r) {
     Groups g;
-    for (const DupesGroup& grp : r.groups()) {
+    for (const DupesGroup& grp : all_groups(r)) {
         std::vector<std::string> paths;
-        for (const DupesFile& f : grp.files()) paths.emplace_back(f.first_path());
+        for (const DupesFile& f : grp.files) paths.emplace_back(f.first_path());
         std::sort(paths.begin(), paths.end());
         g.push_back(std::move(paths));
     }

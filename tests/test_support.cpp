@@ -19,7 +19,12 @@ std::filesystem::path shared_dir() {
     return p;
 }
 
-std::filesystem::path tool_path() { return CDC_TOOL_PATH; }
+std::filesystem::path tool_path() {
+    // CDC_TEST_TOOL runs the CLI tests against another build of cdc (e.g. the
+    // binary of an older commit, to show that a new test fails there).
+    if (const char* env = std::getenv("CDC_TEST_TOOL"); env != nullptr && *env != '\0') return env;
+    return CDC_TOOL_PATH;
+}
 
 Options vector_case_options(const nlohmann::json& c) {
     Options o;

@@ -17,7 +17,9 @@ namespace cdc::test {
 
 /// shared/ (spec and test vectors); the tests fail if it is missing.
 std::filesystem::path shared_dir();
-/// The built cdc tool.
+/// The built cdc tool ($CDC_TEST_TOOL overrides it: to run the CLI tests
+/// against another build, e.g. an older commit's, with CDC_DUPES and
+/// CDC_PLOT pointing at that build's helpers).
 std::filesystem::path tool_path();
 
 std::vector<nlohmann::json> read_jsonl(const std::filesystem::path& path);

@@ -1,6 +1,7 @@
-// cdc/cdc.hpp — everything: algorithms, options, sources, the chunker,
-// fingerprints, the dedup index and statistics, corpus analysis, resync,
-// sweeps and the duplicate-file finder.
+// cdc/cdc.hpp — the chunking library: algorithms, options, sources, the
+// chunker, fingerprints, the dedup index and statistics, corpus analysis,
+// resync and sweeps. (The duplicate-file finder is a library of its own:
+// cdc/dupes.hpp, target cdc::dupes.)
 #pragma once
 
 #include <cdc/algorithms.hpp>
@@ -8,7 +9,6 @@
 #include <cdc/chunker.hpp>
 #include <cdc/dedup_index.hpp>
 #include <cdc/digest.hpp>
-#include <cdc/dupes.hpp>
 #include <cdc/error.hpp>
 #include <cdc/options.hpp>
 #include <cdc/resync.hpp>

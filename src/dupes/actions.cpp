@@ -54,21 +54,21 @@ KeepRule parse_keep_rule(std::string_view text) {
     return r;
 }
 
-std::size_t choose_kept(const DupesGroup& group, const KeepRule& rule) {
-    const std::size_t n = group.file_count();
+std::size_t choose_kept(std::span<const DupesFile> files, const KeepRule& rule) {
+    const std::size_t n = files.size();
     if (n == 0) return 0;
     switch (rule.kind) {
         case KeepRule::Kind::first: return 0;  // files are sorted by first path
         case KeepRule::Kind::oldest: {
             std::size_t best = 0;
             for (std::size_t i = 1; i < n; ++i)
-                if (group.file(i).mtime_ns() < group.file(best).mtime_ns()) best = i;
+                if (files[i].mtime_ns < files[best].mtime_ns) best = i;
             return best;
         }
         case KeepRule::Kind::pattern:
             for (std::size_t i = 0; i < n; ++i)
-                for (const DupesEntry& e : group.file(i).entries())
-                    if (::fnmatch(rule.pattern.c_str(), e.path, 0) == 0) return i;
+                for (const std::string_view p : files[i].paths)
+                    if (::fnmatch(rule.pattern.c_str(), p.data(), 0) == 0) return i;
             return n;
     }
     return n;
@@ -87,7 +87,7 @@ struct Fd {
     Fd& operator=(const Fd&) = delete;
 };
 
-bool still_same(const struct stat& st, const DupesFile& f) { return same_identity(st, f.entries().front()); }
+bool still_same(const struct stat& st, const DupesFile& f) { return same_identity(st, f); }
 
 // Opens `path` (no symlink) and checks it is still `f`; "" or a reason.
 std::string open_checked(const char* path, const DupesFile& f, Fd& out) {
@@ -103,13 +103,13 @@ std::string open_checked(const char* path, const DupesFile& f, Fd& out) {
 std::string verify_equal(const DupesFile& kept, const DupesFile& dup, const char* dup_path,
                          std::vector<std::byte>& a, std::vector<std::byte>& b) {
     Fd kf, df;
-    if (auto e = open_checked(kept.entries().front().path, kept, kf); !e.empty()) return e;
+    if (auto e = open_checked(kept.first_path().data(), kept, kf); !e.empty()) return e;
     if (auto e = open_checked(dup_path, dup, df); !e.empty()) return e;
     constexpr std::size_t kBlock = 1 << 20;
     a.resize(kBlock);
     b.resize(kBlock);
-    for (std::uint64_t off = 0; off < kept.size();) {
-        const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(kBlock, kept.size() - off));
+    for (std::uint64_t off = 0; off < kept.size;) {
+        const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(kBlock, kept.size - off));
         if (!read_exact(kf.fd, a.data(), n, off) || !read_exact(df.fd, b.data(), n, off))
             return fmt::format("read error: {}", errno_text(errno));
         if (std::memcmp(a.data(), b.data(), n) != 0) return "contents differ now";
@@ -136,7 +136,7 @@ std::string replace_with_link(const DupesFile& kept, const DupesFile& dup, const
     std::string tmp;
     for (int attempt = 0;; ++attempt) {
         tmp = fmt::format("{}/{}{}.{}", dir, kTempPrefix, ::getpid(), g_temp_counter.fetch_add(1));
-        if (::link(kept.entries().front().path, tmp.c_str()) == 0) break;
+        if (::link(kept.first_path().data(), tmp.c_str()) == 0) break;
         if (errno != EEXIST || attempt > 100) return fmt::format("link failed: {}", std::strerror(errno));
     }
     struct stat ts {}, ds {};
@@ -158,7 +158,7 @@ std::string replace_with_link(const DupesFile& kept, const DupesFile& dup, const
 // Returns "" on success; sets `unsupported` when the file system cannot.
 std::string dedupe_range(const DupesFile& kept, const DupesFile& dup, const char* dup_path, bool& unsupported) {
     Fd kf, df;
-    if (auto e = open_checked(kept.entries().front().path, kept, kf); !e.empty()) return e;
+    if (auto e = open_checked(kept.first_path().data(), kept, kf); !e.empty()) return e;
     // FIDEDUPERANGE needs the destination open for writing (or owned by us).
     df.fd = ::open(dup_path, O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
     if (df.fd < 0) df.fd = open_read(dup_path, false);
@@ -167,8 +167,8 @@ std::string dedupe_range(const DupesFile& kept, const DupesFile& dup, const char
     if (::fstat(df.fd, &st) != 0 || !still_same(st, dup)) return fmt::format("'{}' changed since the scan", dup_path);
     alignas(file_dedupe_range) unsigned char raw[sizeof(file_dedupe_range) + sizeof(file_dedupe_range_info)] = {};
     auto* arg = reinterpret_cast<file_dedupe_range*>(raw);
-    for (std::uint64_t off = 0; off < kept.size();) {
-        const std::uint64_t len = std::min<std::uint64_t>(kept.size() - off, std::uint64_t{16} << 20);
+    for (std::uint64_t off = 0; off < kept.size;) {
+        const std::uint64_t len = std::min<std::uint64_t>(kept.size - off, std::uint64_t{16} << 20);
         std::memset(raw, 0, sizeof(raw));
         arg->src_offset = off;
         arg->src_length = len;
@@ -212,90 +212,110 @@ void clean_stale(std::span<const std::string_view> temps, const DupesOptions& op
 
 }  // namespace
 
-std::vector<DupesStep> apply_dupes_action(const DupesResult& result, DupesAction action, const KeepRule& keep,
-                                          bool dry_run, const DupesOptions& options) {
+std::vector<DupesStep> plan_dupes_action(const DupesResult& result, DupesAction action, const KeepRule& keep,
+                                         const DupesOptions& options) {
     std::vector<DupesStep> steps;
     if (action == DupesAction::report) return steps;
     if (options.follow_symlinks)
         throw OptionError("--follow-symlinks is for reports only: actions never act through symbolic links");
-    if (!dry_run) clean_stale(result.stale_temporaries(), options);
     // At most one step per grouped path (reserved: no copy while growing).
     std::size_t most = 0;
-    for (const DupesGroup& g : result.groups())
-        for (const DupesFile& f : g.files()) most += f.path_count();
+    for (std::size_t gi = 0; gi < result.group_count(); ++gi)
+        for (const DupesFile& f : result.group(gi).files) most += f.paths.size();
     steps.reserve(most);
-    std::vector<std::byte> a, b;
-    std::uint64_t done = 0;
-    for (const DupesGroup& g : result.groups()) {
-        const std::size_t k = choose_kept(g, keep);
-        for (std::size_t i = 0; i < g.file_count(); ++i) {
+    for (std::size_t gi = 0; gi < result.group_count(); ++gi) {
+        const DupesGroup g = result.group(gi);
+        const std::size_t k = choose_kept(g.files, keep);
+        for (std::size_t i = 0; i < g.files.size(); ++i) {
             if (i == k) continue;
-            const DupesFile dup = g.file(i);
-            for (const DupesEntry& entry : dup.entries()) {
-                const char* const path = entry.path;
+            const DupesFile& dup = g.files[i];
+            for (const std::string_view path : dup.paths) {
                 DupesStep s;
                 s.action = action;
                 s.path = path;
-                if (k >= g.file_count()) {
+                s.group = gi;
+                s.kept_file = k;
+                s.file = i;
+                if (k >= g.files.size()) {
                     s.status = DupesStep::Status::skipped;
                     s.reason = "no path of the group matches the --keep pattern";
-                    steps.push_back(std::move(s));
-                    continue;
-                }
-                const DupesFile kept = g.file(k);
-                s.kept = kept.first_path();
-                if (dry_run) {
-                    if (action == DupesAction::hardlink && kept.dev() != dup.dev()) {
+                } else {
+                    s.kept = g.files[k].first_path();
+                    if (action == DupesAction::hardlink && g.files[k].dev != dup.dev) {
                         s.status = DupesStep::Status::skipped;
                         s.reason = "different file system";
                     }
-                    steps.push_back(std::move(s));
-                    continue;
-                }
-                std::string why;
-                if (action == DupesAction::hardlink && kept.dev() != dup.dev()) why = "different file system";
-                if (why.empty() && action != DupesAction::reflink) why = verify_equal(kept, dup, path, a, b);
-                if (why.empty()) {
-                    switch (action) {
-                        case DupesAction::hardlink: why = replace_with_link(kept, dup, path); break;
-                        case DupesAction::remove: {
-                            struct stat ds {};
-                            if (::lstat(path, &ds) != 0 || !still_same(ds, dup))
-                                why = "changed right before the removal";
-                            else if (::unlink(path) != 0)
-                                why = fmt::format("unlink failed: {}", std::strerror(errno));
-                            break;
-                        }
-                        case DupesAction::reflink: {
-                            bool unsupported = false;
-                            why = dedupe_range(kept, dup, path, unsupported);
-                            if (unsupported)
-                                throw IoError(fmt::format(
-                                    "reflink is not supported here: '{}' -> '{}': {} (the file system must support "
-                                    "FIDEDUPERANGE, e.g. Btrfs or XFS; use --action hardlink instead)",
-                                    path, kept.first_path(), why));
-                            break;
-                        }
-                        case DupesAction::report: break;
-                    }
-                }
-                if (why.empty()) {
-                    s.status = DupesStep::Status::done;
-                } else {
-                    s.status = DupesStep::Status::skipped;
-                    s.reason = why;
-                    if (options.warning) options.warning(fmt::format("'{}' not changed: {}", path, why));
                 }
                 steps.push_back(std::move(s));
-                if (options.progress && (++done & 63) == 0) {
-                    DupesProgress p;
-                    p.phase = "act";
-                    p.resolved = done;
-                    options.progress(p);
-                }
             }
         }
     }
+    return steps;
+}
+
+void apply_dupes_plan(const DupesResult& result, std::span<DupesStep> steps, const DupesOptions& options) {
+    if (options.follow_symlinks)
+        throw OptionError("--follow-symlinks is for reports only: actions never act through symbolic links");
+    clean_stale(result.stale_temporaries(), options);
+    std::vector<std::byte> a, b;
+    std::uint64_t done = 0;
+    DupesGroup g;
+    std::size_t loaded = SIZE_MAX;  // the group in `g`
+    for (DupesStep& s : steps) {
+        if (s.status != DupesStep::Status::planned) continue;
+        if (s.group != loaded) {
+            g = result.group(s.group);
+            loaded = s.group;
+        }
+        const DupesFile& kept = g.files.at(s.kept_file);
+        const DupesFile& dup = g.files.at(s.file);
+        const char* const path = s.path.data();
+        std::string why;
+        if (s.action != DupesAction::reflink) why = verify_equal(kept, dup, path, a, b);
+        if (why.empty()) {
+            switch (s.action) {
+                case DupesAction::hardlink: why = replace_with_link(kept, dup, path); break;
+                case DupesAction::remove: {
+                    struct stat ds {};
+                    if (::lstat(path, &ds) != 0 || !still_same(ds, dup))
+                        why = "changed right before the removal";
+                    else if (::unlink(path) != 0)
+                        why = fmt::format("unlink failed: {}", std::strerror(errno));
+                    break;
+                }
+                case DupesAction::reflink: {
+                    bool unsupported = false;
+                    why = dedupe_range(kept, dup, path, unsupported);
+                    if (unsupported)
+                        throw IoError(fmt::format(
+                            "reflink is not supported here: '{}' -> '{}': {} (the file system must support "
+                            "FIDEDUPERANGE, e.g. Btrfs or XFS; use --action hardlink instead)",
+                            path, kept.first_path(), why));
+                    break;
+                }
+                case DupesAction::report: break;
+            }
+        }
+        if (why.empty()) {
+            s.status = DupesStep::Status::done;
+        } else {
+            s.status = DupesStep::Status::skipped;
+            s.reason = why;
+            if (options.warning) options.warning(fmt::format("'{}' not changed: {}", path, why));
+        }
+        if (options.progress && (++done & 63) == 0) {
+            DupesProgress p;
+            p.phase = "act";
+            p.resolved = done;
+            options.progress(p);
+        }
+    }
+}
+
+std::vector<DupesStep> apply_dupes_action(const DupesResult& result, DupesAction action, const KeepRule& keep,
+                                          bool dry_run, const DupesOptions& options) {
+    std::vector<DupesStep> steps = plan_dupes_action(result, action, keep, options);
+    if (!dry_run && action != DupesAction::report) apply_dupes_plan(result, steps, options);
     return steps;
 }
 

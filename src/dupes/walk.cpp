@@ -10,6 +10,7 @@
 #include <cstring>
 #include <dirent.h>
 #include <fcntl.h>
+#include <memory>
 #include <set>
 #include <unistd.h>
 #include <utility>
@@ -83,7 +84,7 @@ namespace {
 
 struct Walker {
     const DupesOptions& opt;
-    DupesScan& scan;
+    DupesScan::Data& scan;
     std::set<std::pair<std::uint64_t, std::uint64_t>> seen_dirs;
     std::string path;  // the path being looked at (one buffer, reused)
 
@@ -104,7 +105,7 @@ struct Walker {
         ++scan.files_scanned;
         progress();
         if (static_cast<std::uint64_t>(st.st_size) < opt.min_size) return;
-        DupesEntry e;
+        Entry e;
         e.path = scan.paths.store(file).data();
         e.dev = static_cast<std::uint64_t>(st.st_dev);
         e.ino = static_cast<std::uint64_t>(st.st_ino);
@@ -165,8 +166,15 @@ std::string trim_slashes(std::string p) {
 
 }  // namespace
 
+DupesScan::DupesScan(std::unique_ptr<Data> data) noexcept : data_(std::move(data)) {}
+DupesScan::DupesScan(DupesScan&&) noexcept = default;
+DupesScan& DupesScan::operator=(DupesScan&&) noexcept = default;
+DupesScan::~DupesScan() = default;
+std::size_t DupesScan::file_count() const noexcept { return data_ ? data_->entries.size() : 0; }
+
 DupesScan scan_dupes(std::span<const std::string> roots, const DupesOptions& options) {
-    DupesScan scan;
+    auto data = std::make_unique<DupesScan::Data>();
+    DupesScan::Data& scan = *data;
     Walker w{options, scan, {}, {}};
     for (const auto& given : roots) {
         const std::string root = trim_slashes(given);
@@ -185,12 +193,12 @@ DupesScan scan_dupes(std::span<const std::string> roots, const DupesOptions& opt
     // The same path given twice (overlapping roots) is one path. (strcmp
     // orders as std::string does: by unsigned bytes, a prefix first.)
     std::sort(scan.entries.begin(), scan.entries.end(),
-              [](const DupesEntry& a, const DupesEntry& b) { return std::strcmp(a.path, b.path) < 0; });
+              [](const Entry& a, const Entry& b) { return std::strcmp(a.path, b.path) < 0; });
     scan.entries.erase(std::unique(scan.entries.begin(), scan.entries.end(),
-                                   [](const DupesEntry& a, const DupesEntry& b) { return std::strcmp(a.path, b.path) == 0; }),
+                                   [](const Entry& a, const Entry& b) { return std::strcmp(a.path, b.path) == 0; }),
                        scan.entries.end());
     std::sort(scan.stale_temporaries.begin(), scan.stale_temporaries.end());
-    return scan;
+    return DupesScan(std::move(data));
 }
 
 }  // namespace cdc

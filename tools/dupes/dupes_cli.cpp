@@ -22,6 +22,7 @@
 #include <chrono>
 #include <cstdio>
 #include <getopt.h>
+#include <ranges>
 #include <string>
 #include <vector>
 
@@ -158,15 +159,17 @@ int run(const DupesArgs& args) {
             fmt::format_to(o, "{}]{}\n", first ? "" : "\n ", last ? "" : ",");
         };
         fmt::format_to(o, "{{\n");
-        list("groups", res.groups(), [&](const DupesGroup& g) {
+        list("groups", std::views::iota(std::size_t{0}, res.group_count()), [&](std::size_t i) {
+            const DupesGroup g = res.group(i);
             nlohmann::ordered_json files = nlohmann::ordered_json::array();
-            for (const DupesFile& f : g.files()) files.push_back(f.first_path());
-            return nlohmann::ordered_json{{"size", g.size()}, {"files", std::move(files)}};
+            for (const DupesFile& f : g.files) files.push_back(f.first_path());
+            return nlohmann::ordered_json{{"size", g.size}, {"files", std::move(files)}};
         }, false);
-        list("linked", res.linked(), [&](const DupesFile& l) {
+        list("linked", std::views::iota(std::size_t{0}, res.linked_count()), [&](std::size_t i) {
+            const DupesFile l = res.linked(i);
             nlohmann::ordered_json files = nlohmann::ordered_json::array();
-            for (const std::string_view p : l.paths()) files.push_back(p);
-            return nlohmann::ordered_json{{"size", l.size()}, {"files", std::move(files)}};
+            for (const std::string_view p : l.paths) files.push_back(p);
+            return nlohmann::ordered_json{{"size", l.size}, {"files", std::move(files)}};
         }, false);
         const bool with_actions = action != DupesAction::report;
         fmt::format_to(o, " \"summary\": {}{}\n", dump(summary_json(s, args.mode)), with_actions ? "," : "");
@@ -190,30 +193,30 @@ int run(const DupesArgs& args) {
             q.push_back('"');
             return q;
         };
-        std::size_t number = 0;
-        for (const DupesGroup& g : res.groups()) {
-            ++number;
-            for (const DupesFile& f : g.files())
-                fmt::format_to(o, "duplicate,{},{},{}\n", number, g.size(), quote(f.first_path())), flush(false);
+        for (std::size_t i = 0; i < res.group_count(); ++i) {
+            const DupesGroup g = res.group(i);
+            for (const DupesFile& f : g.files)
+                fmt::format_to(o, "duplicate,{},{},{}\n", i + 1, g.size, quote(f.first_path())), flush(false);
         }
-        number = 0;
-        for (const DupesFile& l : res.linked()) {
-            ++number;
-            for (const std::string_view p : l.paths())
-                fmt::format_to(o, "linked,{},{},{}\n", number, l.size(), quote(p)), flush(false);
+        for (std::size_t i = 0; i < res.linked_count(); ++i) {
+            const DupesFile l = res.linked(i);
+            for (const std::string_view p : l.paths)
+                fmt::format_to(o, "linked,{},{},{}\n", i + 1, l.size, quote(p)), flush(false);
         }
     } else {
-        for (const DupesGroup& g : res.groups()) {
-            fmt::format_to(o, "== {} files of {} bytes, {} bytes wasted\n", g.file_count(), g.size(), g.wasted());
-            for (const DupesFile& f : g.files()) fmt::format_to(o, "{}\n", f.first_path());
+        for (std::size_t i = 0; i < res.group_count(); ++i) {
+            const DupesGroup g = res.group(i);
+            fmt::format_to(o, "== {} files of {} bytes, {} bytes wasted\n", g.files.size(), g.size, g.wasted());
+            for (const DupesFile& f : g.files) fmt::format_to(o, "{}\n", f.first_path());
             fmt::format_to(o, "\n");
             flush(false);
         }
-        if (!res.linked().empty()) {
+        if (res.linked_count() > 0) {
             fmt::format_to(o, "linked (one file, several paths: no waste)\n");
-            for (const DupesFile& l : res.linked()) {
-                fmt::format_to(o, "== {} paths, {} bytes\n", l.path_count(), l.size());
-                for (const std::string_view p : l.paths()) fmt::format_to(o, "{}\n", p);
+            for (std::size_t i = 0; i < res.linked_count(); ++i) {
+                const DupesFile l = res.linked(i);
+                fmt::format_to(o, "== {} paths, {} bytes\n", l.paths.size(), l.size);
+                for (const std::string_view p : l.paths) fmt::format_to(o, "{}\n", p);
                 flush(false);
             }
             fmt::format_to(o, "\n");
