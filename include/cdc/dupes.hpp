@@ -46,29 +46,72 @@
 // file and 16 per group; the DupesGroup and DupesFile values handed out are
 // built on request (their paths are views into the result).
 //
-// Consistency: a file is opened with O_NOFOLLOW and checked (device, inode,
-// size, mtime) against the walk; after resolution
+// Consistency: a file is opened with O_NOFOLLOW | O_NONBLOCK (a FIFO or a
+// device put in a file's place never blocks the run) and checked (regular
+// file, device, inode, size, mtime) against the walk; after resolution
 // every grouped file is checked again. A file that changed, vanished or
 // could not be read is left out with a warning (DupesSummary::skipped).
 //
-// Actions (plan_dupes_action, apply_dupes_plan)
-// ----------------------------------------------
-// For each group one file is kept (KeepRule); for every other file of the
-// group, right before acting: both files are re-opened, their identity
-// (device, inode, size, mtime) checked against the scan, all bytes compared,
-// identity checked again; then
-//  - hardlink: link(kept, DIR/.cdc-dupes-tmp.PID.N) in the duplicate's
-//    directory, re-check the duplicate's path, rename() the temporary over it
-//    (atomic: at every instant the path names either the old or the new
-//    inode, both holding the same bytes). Same file system only.
-//  - reflink: ioctl FIDEDUPERANGE, in place: the kernel compares the bytes
-//    itself and shares the extents atomically (no temporary, no rename).
-//    Where the file system does not support it, IoError with a clear message.
-//  - remove: unlink() of the duplicate path (the kept file is verified equal
-//    first).
+// Actions: who may be merged with whom
+// ------------------------------------
+// A hard link makes two paths one inode: after it, both paths have the kept
+// file's owner, group, mode, extended attributes (ACLs, capabilities, SELinux
+// labels...) and timestamps, and a write through either path changes both.
+// So `hardlink` and `reflink` merge only files that are on the same file
+// system AND have the same owner (uid), group (gid), mode (permission bits
+// and setuid / setgid / sticky) and the same extended attributes (every
+// name and value; POSIX ACLs are the system.posix_acl_access attribute).
+// Each group of byte-identical files is split into merge sets by these
+// keys; in each set one file is kept (KeepRule: the group's kept file in its
+// own set, the rule applied within the set in the others) and the others are
+// merged into it. The kept file of every other set (and a file alone in its
+// set) is left as it is: its step has Status::kept and a reason naming the
+// keys that differ from the group's kept file, e.g. "not merged: different
+// owner (uid 4242, kept file 0)". The keys are read when planning, and again
+// when acting from the open descriptors of both files (fstat, flistxattr +
+// fgetxattr), last right before the rename: a chmod, chown or setfattr
+// between the scan and the change cannot slip through. `ignore_metadata`
+// (CLI: --ignore-metadata, dangerous) splits by file system only: a path
+// merged by a hard link then takes the kept file's owner, mode and
+// attributes.
+// What a surviving path keeps:
+//  - hardlink: the duplicate path names the kept inode: the kept file's
+//    owner, group, mode, attributes, mtime and atime (with --keep oldest, the
+//    oldest mtime of its set); only its directory entry is new.
+//  - reflink: every path keeps its own inode and all its metadata (mtime
+//    included); only the data extents are shared.
+//  - delete: the kept path keeps everything; duplicate paths are removed.
+//    `delete` keeps one file per group whatever its owner (metadata do not
+//    split its groups: the kept file may belong to another user; choose it
+//    with --keep PATTERN where that matters), but never deletes a file that
+//    the kept one is not byte-identical to at that moment.
+//
+// Actions: how each change is made
+// --------------------------------
+// Right before each change: the kept file is opened (no final symlink,
+// O_NONBLOCK) and its identity (regular file, device, inode, size, mtime)
+// checked against the scan; the duplicate's directory is opened (ParentDir:
+// the root as given, then each directory below it with O_NOFOLLOW) and the
+// duplicate opened relative to it (openat, O_NOFOLLOW) and checked; the
+// merge keys compared on the two descriptors; every byte compared; neither
+// file changed meanwhile (size, ctime). Then, always relative to that
+// directory descriptor (a directory renamed or replaced by a symlink in the
+// meantime cannot redirect the change out of the tree):
+//  - hardlink: linkat() of the kept file's *descriptor* (the verified inode,
+//    whatever its path names now) to .cdc-dupes-tmp.PID.N, the temporary and
+//    the duplicate re-checked (fstatat), the keys compared once more, then
+//    renameat() of the temporary over the duplicate (atomic: at every
+//    instant the path names either the old or the new inode, both holding
+//    the same bytes).
+//  - reflink: ioctl FIDEDUPERANGE between the two descriptors, in place: the
+//    kernel compares the bytes itself and shares the extents atomically.
+//    Where the file system does not support it, IoError with a clear
+//    message (planning probes each pair with a zero-length request, so a dry
+//    run fails the same way and a run fails before any change).
+//  - remove: unlinkat() of the duplicate.
 // Limit: a writer that changes the duplicate in the instant between the last
-// check and rename()/unlink() writes into the replaced inode (no tool can
-// close that window without the kernel's help; FIDEDUPERANGE is atomic
+// check and renameat()/unlinkat() writes into the replaced inode (no tool
+// can close that window without the kernel's help; FIDEDUPERANGE is atomic
 // against concurrent writers). Do not merge trees that are being written.
 // A kill -9 at any moment leaves every path with its original content (or,
 // for remove, removed while an identical kept copy exists). An interrupted
@@ -114,6 +157,9 @@ struct DupesOptions {
     std::uint64_t min_size = 1;            ///< smaller files are ignored (0 groups empty files)
     bool one_file_system = false;          ///< do not descend into other file systems
     bool follow_symlinks = false;          ///< follow symlinks to files and directories (reports only)
+    /// Merge (hardlink, reflink) files whatever their owner, group, mode and
+    /// extended attributes ("who may be merged" above): dangerous.
+    bool ignore_metadata = false;
     std::size_t max_open_files = 0;        ///< 0: half the soft RLIMIT_NOFILE, at most 512
     std::size_t memory_budget = std::size_t{512} << 10;  ///< block buffers of one class (at least 512 KiB)
     /// Called often (the caller throttles); may be empty.
@@ -217,10 +263,11 @@ enum class DupesAction { report, hardlink, reflink, remove };
 DupesAction parse_dupes_action(std::string_view name);
 std::string_view to_string(DupesAction action) noexcept;
 
-/// Which file of a group is kept:
-/// "oldest" (smallest mtime, then first path), "first" (first path in sort
-/// order) or, anything else, a glob pattern (fnmatch, `*` also matches `/`):
-/// the first path that matches; a group where no path matches is left alone.
+/// Which file of a group (of a merge set, for hardlink and reflink) is
+/// kept: "oldest" (smallest mtime, then first path), "first" (first path in
+/// sort order) or, anything else, a glob pattern (fnmatch, `*` also matches
+/// `/`): the first path that matches; a group where no path matches is left
+/// alone.
 struct KeepRule {
     enum class Kind { oldest, first, pattern } kind = Kind::oldest;
     std::string pattern;
@@ -230,25 +277,29 @@ KeepRule parse_keep_rule(std::string_view text);
 /// Index of the kept file among `files`, or files.size() when none fits.
 std::size_t choose_kept(std::span<const DupesFile> files, const KeepRule& rule);
 
-/// One change (planned, done, or skipped after a problem), for one
-/// duplicate path.
+/// One change (planned, done, not made on purpose, or skipped after a
+/// problem), for one duplicate path.
 struct DupesStep {
     enum class Status {
         planned,  ///< a dry run's plan
         done,
+        kept,     ///< left as it is on purpose: its metadata differ (reason says which); not an error
         skipped,  ///< not done after a problem (changed, unreadable, no --keep match...)
     };
     DupesAction action = DupesAction::report;
-    std::string_view path;  ///< the duplicate path acted on (a view into the DupesResult)
-    std::string_view kept;  ///< the kept file's first path (merged into, or compared with)
+    std::string path;       ///< the duplicate path acted on
+    std::string kept;       ///< the kept file's first path (merged into, or compared with)
     Status status = Status::planned;
     std::string reason;     ///< why kept or skipped
     /// Where in the result: the group, the kept file and this path's file.
     std::size_t group = 0, kept_file = 0, file = 0;
 };
 
-/// The steps `action` would take on every duplicate path of every group
-/// (Status::planned, or skipped with the reason); changes nothing.
+/// The steps `action` would take on every path of every group but the
+/// kept file's (Status::planned, or kept / skipped with the reason). Reads
+/// the files' metadata (hardlink, reflink); changes nothing. reflink: probes
+/// each planned pair with a zero-length FIDEDUPERANGE and throws IoError
+/// where the file system cannot reflink.
 std::vector<DupesStep> plan_dupes_action(const DupesResult& result, DupesAction action, const KeepRule& keep,
                                          const DupesOptions& options);
 

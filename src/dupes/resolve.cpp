@@ -459,6 +459,7 @@ DupesResult resolve_dupes(DupesScan scan_handle, const DupesOptions& options) {
     sum.files_scanned = scan.files_scanned;
     sum.skipped = scan.skipped;
     // The result holds the scan's paths; every view below points into them.
+    out.roots = std::move(scan.roots);
     out.paths = std::move(scan.paths);
     out.stale_temporaries = std::move(scan.stale_temporaries);
     Entries& e = out.entries = std::move(scan.entries);

@@ -17,41 +17,6 @@
 
 namespace cdc {
 
-namespace dupes_detail {
-
-int open_read(const char* path, bool follow) noexcept {
-    int flags = O_RDONLY | O_CLOEXEC | O_NOCTTY;
-    if (!follow) flags |= O_NOFOLLOW;
-    int fd;
-    do {
-        fd = ::open(path, flags);
-    } while (fd < 0 && errno == EINTR);
-    return fd;
-}
-
-bool read_exact(int fd, void* buf, std::size_t len, std::uint64_t offset) noexcept {
-    auto* p = static_cast<char*>(buf);
-    while (len > 0) {
-        const ssize_t n = ::pread(fd, p, len, static_cast<off_t>(offset));
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            return false;
-        }
-        if (n == 0) {
-            errno = 0;
-            return false;
-        }
-        p += n;
-        len -= static_cast<std::size_t>(n);
-        offset += static_cast<std::uint64_t>(n);
-    }
-    return true;
-}
-
-std::string errno_text(int err) { return err == 0 ? std::string("file shrank") : std::string(std::strerror(err)); }
-
-}  // namespace dupes_detail
-
 using namespace dupes_detail;
 
 std::string_view StringArena::store(std::string_view s) {
@@ -178,6 +143,7 @@ DupesScan scan_dupes(std::span<const std::string> roots, const DupesOptions& opt
     Walker w{options, scan, {}, {}};
     for (const auto& given : roots) {
         const std::string root = trim_slashes(given);
+        scan.roots.push_back(root);
         struct stat st {};
         if (::stat(root.c_str(), &st) != 0)
             throw OptionError(fmt::format("cannot read '{}': {}", given, std::strerror(errno)));

@@ -36,6 +36,7 @@ struct DupesArgs {
     std::string min_size = "1";
     bool one_file_system = false;
     bool follow_symlinks = false;
+    bool ignore_metadata = false;
     bool json = false;
     bool csv = false;
     std::string action = "report";
@@ -80,6 +81,7 @@ std::string_view status_name(DupesStep::Status s) {
     switch (s) {
         case DupesStep::Status::planned: return "planned";
         case DupesStep::Status::done: return "done";
+        case DupesStep::Status::kept: return "kept";
         case DupesStep::Status::skipped: return "skipped";
     }
     return "?";
@@ -100,11 +102,14 @@ int run(const DupesArgs& args) {
     opt.min_size = tools::parse_size(args.min_size, "--min-size");
     opt.one_file_system = args.one_file_system;
     opt.follow_symlinks = args.follow_symlinks;
+    opt.ignore_metadata = args.ignore_metadata;
     opt.max_open_files = args.max_open;
     const DupesAction action = parse_dupes_action(args.action);
     const KeepRule keep = parse_keep_rule(args.keep);
     if (action != DupesAction::report && args.follow_symlinks)
         throw UsageError("--follow-symlinks is for reports only: actions never act through symbolic links");
+    if (args.ignore_metadata && action != DupesAction::hardlink && action != DupesAction::reflink)
+        throw UsageError("--ignore-metadata applies to --action hardlink or reflink only");
 
     ProgressLine progress(!args.quiet && stderr_is_tty());
     opt.progress = [&progress](const DupesProgress& p) { progress.update(p); };
@@ -225,6 +230,8 @@ int run(const DupesArgs& args) {
             flush(false);
             if (st.status == DupesStep::Status::planned)
                 fmt::format_to(o, "would {} '{}' (keep '{}')\n", to_string(st.action), st.path, st.kept);
+            else if (st.status == DupesStep::Status::kept)
+                fmt::format_to(o, "kept '{}': {} (kept file '{}')\n", st.path, st.reason, st.kept);
             else if (st.status == DupesStep::Status::done)
                 fmt::format_to(o, "{} '{}' (kept '{}')\n",
                                st.action == DupesAction::remove     ? "deleted"
@@ -267,6 +274,8 @@ constexpr const char* kUsage =
     "                              file is verified byte for byte right before it is changed\n"
     "  --keep TEXT=oldest          file kept in each group: oldest (mtime), first (path order) or a glob pattern\n"
     "                              matching its path\n"
+    "  --ignore-metadata           DANGEROUS: hardlink/reflink files whatever their owner, group, mode and extended\n"
+    "                              attributes (a duplicate path then takes the kept file's owner, mode and ACLs)\n"
     "  --dry-run                   print what the action would do; change nothing\n"
     "  -q,--quiet                  no progress line and no notes on stderr\n"
     "  --max-open N                open-file bound while comparing (default: half the soft RLIMIT_NOFILE, at most\n"
@@ -274,7 +283,15 @@ constexpr const char* kUsage =
     "\n"
     "Groups are sorted by wasted bytes; paths of one inode are listed as linked, never as waste. A file that changes "
     "during the run is left out with a warning. Temporaries of an interrupted hardlink run are named "
-    ".cdc-dupes-tmp.PID.N and removed by the next acting run.\n";
+    ".cdc-dupes-tmp.PID.N and removed by the next acting run.\n"
+    "\n"
+    "Who is merged: hardlink and reflink merge only files on the same file system with the same owner, group, mode "
+    "(permission, setuid, setgid and sticky bits) and extended attributes (names and values, ACLs included), checked "
+    "on the open files right before each change; each group is split into sets by these keys and one file is kept "
+    "per set. A file left apart is reported as 'kept' with the keys that differ. What a path keeps: after hardlink, "
+    "the kept file's inode with all its metadata (owner, mode, attributes, mtime: the oldest with --keep oldest); "
+    "after reflink, its own inode and metadata (mtime included), sharing the data extents; delete keeps the chosen "
+    "file whatever its owner (choose it with --keep PATTERN) and removes only byte-identical copies.\n";
 
 /// A command-line error: printed with a hint to --help, exit code 2.
 class ParseError : public std::runtime_error {
@@ -291,7 +308,7 @@ std::size_t parse_count(const char* text, const char* option) {
     return v;
 }
 
-enum Opt : int { kMode = 256, kHash, kMinSize, kOneFs, kFollow, kJson, kCsv, kAction, kKeep, kDryRun, kMaxOpen };
+enum Opt : int { kMode = 256, kHash, kMinSize, kOneFs, kFollow, kIgnoreMeta, kJson, kCsv, kAction, kKeep, kDryRun, kMaxOpen };
 
 /// Parses the arguments after `cdc dupes`; returns false for --help.
 bool parse(int argc, char** argv, DupesArgs& args) {
@@ -301,6 +318,7 @@ bool parse(int argc, char** argv, DupesArgs& args) {
         {"min-size", required_argument, nullptr, kMinSize},
         {"one-file-system", no_argument, nullptr, kOneFs},
         {"follow-symlinks", no_argument, nullptr, kFollow},
+        {"ignore-metadata", no_argument, nullptr, kIgnoreMeta},
         {"json", no_argument, nullptr, kJson},        {"csv", no_argument, nullptr, kCsv},
         {"action", required_argument, nullptr, kAction},
         {"keep", required_argument, nullptr, kKeep},  {"dry-run", no_argument, nullptr, kDryRun},
@@ -321,6 +339,7 @@ bool parse(int argc, char** argv, DupesArgs& args) {
             case kMinSize: args.min_size = optarg; break;
             case kOneFs: args.one_file_system = true; break;
             case kFollow: args.follow_symlinks = true; break;
+            case kIgnoreMeta: args.ignore_metadata = true; break;
             case kJson: args.json = true; break;
             case kCsv: args.csv = true; break;
             case kAction: args.action = optarg; break;
