@@ -129,6 +129,55 @@ RunResult run_tool(const std::vector<std::string>& args, const std::string& stdi
     return r;
 }
 
+std::vector<std::vector<std::string>> parse_csv(std::string_view text) {
+    std::vector<std::vector<std::string>> records;
+    std::vector<std::string> record;
+    std::string field;
+    std::size_t i = 0;
+    const auto fail = [&](const char* why) {
+        throw std::runtime_error(std::string("CSV: ").append(why).append(" at byte ").append(std::to_string(i)));
+    };
+    while (i < text.size()) {
+        field.clear();
+        if (text[i] == '"') {
+            for (++i;; ++i) {
+                if (i >= text.size()) fail("unterminated quoted field");
+                if (text[i] == '"') {
+                    if (i + 1 < text.size() && text[i + 1] == '"') {
+                        field.push_back('"');
+                        ++i;
+                    } else {
+                        ++i;
+                        break;
+                    }
+                } else {
+                    field.push_back(text[i]);
+                }
+            }
+        } else {
+            while (i < text.size() && text[i] != ',' && text[i] != '\n' && text[i] != '\r') {
+                if (text[i] == '"') fail("quote inside an unquoted field");
+                field.push_back(text[i++]);
+            }
+        }
+        record.push_back(field);
+        if (i == text.size()) fail("record without a final newline");
+        if (text[i] == ',') {
+            ++i;
+            continue;
+        }
+        if (text[i] == '\r') {
+            if (i + 1 >= text.size() || text[i + 1] != '\n') fail("bare carriage return");
+            ++i;
+        }
+        if (text[i] != '\n') fail("text after a closing quote");
+        ++i;
+        records.push_back(std::move(record));
+        record.clear();
+    }
+    return records;
+}
+
 TempDir::TempDir() {
     std::string tmpl = (std::filesystem::temp_directory_path() / "cdc-test-XXXXXX").string();
     if (::mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed");

@@ -68,6 +68,12 @@ struct RunResult {
 /// Runs the cdc tool with `args` (shell-quoted here), optional stdin file.
 RunResult run_tool(const std::vector<std::string>& args, const std::string& stdin_path = "");
 
+/// The records of a CSV text, parsed strictly (RFC 4180: fields separated by
+/// ',', records by "\n" or "\r\n"; a quoted field may hold ',', '"' as
+/// "", '\n' and '\r'; a '"' inside an unquoted field, or text after a
+/// closing quote, is an error). Throws std::runtime_error.
+std::vector<std::vector<std::string>> parse_csv(std::string_view text);
+
 /// A fresh temporary directory, removed when the object dies.
 class TempDir {
 public:

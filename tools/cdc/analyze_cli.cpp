@@ -1,5 +1,6 @@
 #include "analyze_cli.hpp"
 
+#include "escape.hpp"
 #include "sizes.hpp"
 
 #include <fmt/format.h>
@@ -79,9 +80,9 @@ AnalyzeReport run_analysis(const CorpusArgs& args, AnalyzeOptions options) {
 }
 
 void report_issues(const AnalyzeReport& report, bool quiet) {
-    for (const auto& e : report.errors) fmt::print(stderr, "cdc: error: {}: {} (skipped)\n", e.path, e.message);
+    for (const auto& e : report.errors) print_error(fmt::format("{}: {} (skipped)", e.path, e.message));
     if (!quiet)
-        for (const auto& w : report.warnings) fmt::print(stderr, "cdc: warning: {}: {}\n", w.path, w.message);
+        for (const auto& w : report.warnings) print_warning(fmt::format("{}: {}", w.path, w.message));
     if (!report.errors.empty())
         fmt::print(stderr, "cdc: {} input(s) skipped after errors\n", report.errors.size());
 }
@@ -119,7 +120,12 @@ nlohmann::json result_json(const AlgorithmResult& r) {
 
 nlohmann::json issues_json(const std::vector<InputIssue>& issues) {
     nlohmann::json a = nlohmann::json::array();
-    for (const auto& i : issues) a.push_back({{"path", i.path}, {"error", i.message}});
+    for (const auto& i : issues) {
+        nlohmann::json j;
+        tools::put_name(j, "path", i.path);
+        j["error"] = tools::escape_text(i.message);
+        a.push_back(std::move(j));
+    }
     return a;
 }
 

@@ -43,7 +43,8 @@ void report_issues(const AnalyzeReport& report, bool quiet);
 
 /// The analyze fields of one algorithm (the keys of `cdc analyze --json`).
 nlohmann::json result_json(const AlgorithmResult& r);
-/// [{"path", "error"}, ...]
+/// [{"path", "error"}, ...] (names as escape.hpp says: "path_bytes" too when
+/// a path is not UTF-8; the message escaped)
 nlohmann::json issues_json(const std::vector<InputIssue>& issues);
 
 /// CSV header and one row per algorithm (the JSON keys, size.* flattened).

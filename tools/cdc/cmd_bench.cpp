@@ -3,6 +3,7 @@
 #include "bench_run.hpp"
 #include "cli_common.hpp"
 #include "commands.hpp"
+#include "escape.hpp"
 #include "plot.hpp"
 #include "sizes.hpp"
 
@@ -116,7 +117,7 @@ void print_text(const tools::BenchResult& r) {
     fmt::print("allocations  {} buffers, {:.1f} MB\n", s.buffer_allocations,
                static_cast<double>(s.buffer_allocated_bytes) / 1e6);
     fmt::print("samples      {} every {} ms\n", r.samples.size(), s.sample_ms);
-    if (!s.first_error.empty()) fmt::print(stderr, "cdc bench: first error: {}\n", s.first_error);
+    if (!s.first_error.empty()) print_message("cdc bench: first error: ", s.first_error);
 }
 
 int run_bench_run(const BenchRunArgs& args) {

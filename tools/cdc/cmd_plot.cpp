@@ -3,6 +3,7 @@
 // (analyze, SizeStats, cdc/sweep.hpp); this file only lays out the charts.
 #include "cli_common.hpp"
 #include "commands.hpp"
+#include "escape.hpp"
 #include "plot.hpp"
 #include "sizes.hpp"
 
@@ -104,7 +105,7 @@ public:
     explicit PngWriter(std::filesystem::path out, bool quiet) : out_(std::move(out)), quiet_(quiet) {}
     void write(const plot::Chart& chart, const std::filesystem::path& relative) {
         plot::render_png(chart, out_ / relative);
-        if (!quiet_) fmt::print("{}\n", (out_ / relative).string());
+        if (!quiet_) fmt::print("{}\n", tools::escape_text((out_ / relative).string()));
     }
 
 private:
@@ -135,7 +136,7 @@ int run(const PlotArgs& args) {
     } catch (const IoError& e) {
         throw UsageError(e.what());
     }
-    for (const auto& e : walk.errors) fmt::print(stderr, "cdc plot: skipped '{}': {}\n", e.path, e.message);
+    for (const auto& e : walk.errors) print_message("cdc plot: ", fmt::format("skipped '{}': {}", e.path, e.message));
     if (walk.total_bytes == 0) throw UsageError("no data: the inputs hold no bytes to chunk");
     const std::string corpus = fmt::format("{} file{}, {}", walk.files.size(), walk.files.size() == 1 ? "" : "s",
                                            tools::format_size(static_cast<double>(walk.total_bytes)));
@@ -147,7 +148,8 @@ int run(const PlotArgs& args) {
         options.jobs = args.jobs;
         for (const auto& r : runs) options.algorithms.push_back({r.name, r.options});
         const AnalyzeReport report = analyze(walk, options);
-        for (const auto& e : report.errors) fmt::print(stderr, "cdc plot: skipped '{}': {}\n", e.path, e.message);
+        for (const auto& e : report.errors)
+            print_message("cdc plot: ", fmt::format("skipped '{}': {}", e.path, e.message));
         partial = partial || !report.errors.empty();
         plot::Chart cmp_dist, cmp_cdf;
         for (const AlgorithmResult& r : report.algorithms) {

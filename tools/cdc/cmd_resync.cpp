@@ -2,6 +2,7 @@
 // algorithm: insertions, deletions, overwrites or a mix, seeded.
 #include "cli_common.hpp"
 #include "commands.hpp"
+#include "escape.hpp"
 #include "sizes.hpp"
 
 #include <cdc/resync.hpp>
@@ -115,7 +116,8 @@ int run(const ResyncArgs& args) {
                                    s.shared_pct_min, s.runs.front().chunks_orig, s.chunks_edited_mean, s.trials));
         fmt::print("{}", out);
     } else {
-        fmt::print("{} ({} bytes): {} x {} of {} bytes, seed {}, {} trial(s)\n", args.path, original.size(),
+        fmt::print("{} ({} bytes): {} x {} of {} bytes, seed {}, {} trial(s)\n", tools::escape_text(args.path),
+                   original.size(),
                    spec.count, to_string(spec.kind), spec.size, spec.seed, args.trials);
         fmt::print("{:<16} {:>10} {:>10} {:>12} {:>14}\n", "ALGORITHM", "SHARED%", "MIN%", "CHUNKS", "CHUNKS EDITED");
         for (const auto& s : summaries)

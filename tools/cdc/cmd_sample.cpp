@@ -1,6 +1,7 @@
 // cdc sample — write the built-in sample corpus (deterministic, ~150 MB).
 #include "cli_common.hpp"
 #include "commands.hpp"
+#include "escape.hpp"
 #include "sample_corpus.hpp"
 #include "sizes.hpp"
 
@@ -24,7 +25,7 @@ int run(const SampleArgs& args) {
         throw UsageError(e.what());
     }
     // The manifest is one more file in DIR, which `cdc analyze DIR` counts.
-    fmt::print("{}: {} ({} files, {}, and the manifest .cdc-sample)\n", args.dir,
+    fmt::print("{}: {} ({} files, {}, and the manifest .cdc-sample)\n", tools::escape_text(args.dir),
                r.already_present ? "the sample is already there" : "wrote the sample", r.files.size(),
                tools::format_size(static_cast<double>(r.bytes)));
     finish_stdout();

@@ -31,14 +31,14 @@ int exec_dupes_helper(char** argv) {
     const cdc::tools::HelperPath h =
         cdc::tools::find_helper("cdc-dupes", "CDC_DUPES", CDC_DUPES_HELPER_FROM_BINDIR);
     if (h.path.empty()) {
-        fmt::print(stderr, "cdc: error: cannot find the cdc-dupes helper that runs `cdc dupes` (looked in: {}); "
-                           "set CDC_DUPES to its path\n",
-                   h.looked_in);
+        print_error(fmt::format("cannot find the cdc-dupes helper that runs `cdc dupes` (looked in: {}); "
+                                "set CDC_DUPES to its path",
+                                h.looked_in));
         return kExitFailure;
     }
     argv[1] = const_cast<char*>(h.path.c_str());  // the helper's argv[0]; its arguments follow
     ::execv(h.path.c_str(), argv + 1);
-    fmt::print(stderr, "cdc: error: cannot run '{}': {}\n", h.path, std::strerror(errno));
+    print_error(fmt::format("cannot run '{}': {}", h.path, std::strerror(errno)));
     return kExitFailure;
 }
 
@@ -49,7 +49,7 @@ int main(int argc, char** argv) {
     if (argc > 1 && std::string_view(argv[1]) == "dupes") return exec_dupes_helper(argv);
     CLI::App app{"cdc — content-defined chunking and deduplication: chunk, analyze, compare, resync, bench, "
                  "plot, speed and find duplicate files.\n"};
-    app.footer(kExitCodesHelp);
+    app.footer(std::string(kExitCodesHelp).append("\n").append(kNamesHelp));
     app.require_subcommand(1);
     app.set_version_flag("--version", std::string("cdc ") + cdc::kVersionString);
     app.set_help_all_flag("--help-all", "print help for every subcommand");
@@ -62,9 +62,17 @@ int main(int argc, char** argv) {
 
     try {
         app.parse(argc, argv);
+    } catch (const CLI::CallForHelp& e) {
+        return app.exit(e);
+    } catch (const CLI::CallForAllHelp& e) {
+        return app.exit(e);
+    } catch (const CLI::CallForVersion& e) {
+        return app.exit(e);
     } catch (const CLI::ParseError& e) {
-        const int rc = app.exit(e);
-        return rc == 0 ? kExitOk : kExitUsage;
+        // CLI11's own message quotes the arguments: escaped like any message.
+        print_message("", e.what());
+        fmt::print(stderr, "Run with --help for more information.\n");
+        return kExitUsage;
     } catch (...) {
         return report_current_exception();
     }

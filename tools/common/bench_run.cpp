@@ -1,5 +1,7 @@
 #include "bench_run.hpp"
 
+#include "escape.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -333,7 +335,7 @@ nlohmann::ordered_json to_json(const BenchResult& r) {
         {"buffer_allocated_mb", static_cast<double>(s.buffer_allocated_bytes) / 1e6},
         {"sample_ms", s.sample_ms},
     };
-    if (!s.first_error.empty()) summary["first_error"] = s.first_error;
+    if (!s.first_error.empty()) summary["first_error"] = escape_text(s.first_error);
     nlohmann::ordered_json samples = nlohmann::ordered_json::array();
     for (const BenchSample& p : r.samples)
         samples.push_back({{"t_s", p.t_s},

@@ -1,5 +1,7 @@
 #include "cli_basics.hpp"
 
+#include "escape.hpp"
+
 #include <cdc/error.hpp>
 
 #include <fmt/format.h>
@@ -20,17 +22,25 @@ int report_current_exception() {
     try {
         throw;
     } catch (const cdc::OptionError& e) {
-        fmt::print(stderr, "cdc: error: {}\n", e.what());
+        print_error(e.what());
         return kExitUsage;
     } catch (const UsageError& e) {
-        fmt::print(stderr, "cdc: error: {}\n", e.what());
+        print_error(e.what());
         return kExitUsage;
     } catch (const std::exception& e) {
-        fmt::print(stderr, "cdc: error: {}\n", e.what());
+        print_error(e.what());
         return kExitFailure;
     }
 }
 
 bool stderr_is_tty() { return ::isatty(STDERR_FILENO) == 1; }
+
+void print_message(std::string_view prefix, std::string_view message) {
+    fmt::print(stderr, "{}{}\n", prefix, tools::escape_text(message));
+}
+
+void print_error(std::string_view message) { print_message("cdc: error: ", message); }
+
+void print_warning(std::string_view message) { print_message("cdc: warning: ", message); }
 
 }  // namespace cdc::cli

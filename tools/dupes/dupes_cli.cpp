@@ -8,6 +8,7 @@
 #include "dupes_cli.hpp"
 
 #include "cli_basics.hpp"
+#include "escape.hpp"
 #include "sizes.hpp"
 
 #include <cdc/digest.hpp>
@@ -94,6 +95,122 @@ nlohmann::ordered_json summary_json(const DupesSummary& s, std::string_view mode
             {"mode", mode}};
 }
 
+// stdout, written out in pieces of ~64 KiB: a large result never sits in
+// memory twice (and no JSON document tree is built for it).
+struct Output {
+    fmt::memory_buffer buf;
+    std::back_insert_iterator<fmt::memory_buffer> o = std::back_inserter(buf);
+    void flush(bool force = false) {
+        if (!force && buf.size() < (std::size_t{64} << 10)) return;
+        std::fwrite(buf.data(), 1, buf.size(), stdout);
+        buf.clear();
+    }
+};
+
+// Names as escape.hpp says: JSON "files" (+ "files_bytes"), text escaped.
+void write_json(Output& out, const DupesResult& res, const std::vector<DupesStep>& steps, DupesAction action,
+                std::string_view mode) {
+    auto& o = out.o;
+    // One group per line.
+    auto list = [&](const char* name, const auto& items, auto&& to_json, bool last) {
+        fmt::format_to(o, " \"{}\": [", name);
+        bool first = true;
+        for (const auto& item : items) {
+            fmt::format_to(o, "{}\n  {}", first ? "" : ",", to_json(item).dump());
+            first = false;
+            out.flush();
+        }
+        fmt::format_to(o, "{}]{}\n", first ? "" : "\n ", last ? "" : ",");
+    };
+    fmt::format_to(o, "{{\n");
+    list("groups", std::views::iota(std::size_t{0}, res.group_count()), [&](std::size_t i) {
+        const DupesGroup g = res.group(i);
+        std::vector<std::string_view> firsts;
+        for (const DupesFile& f : g.files) firsts.push_back(f.first_path());
+        nlohmann::ordered_json j{{"size", g.size}};
+        tools::put_names(j, "files", firsts);
+        return j;
+    }, false);
+    list("linked", std::views::iota(std::size_t{0}, res.linked_count()), [&](std::size_t i) {
+        const DupesFile l = res.linked(i);
+        nlohmann::ordered_json j{{"size", l.size}};
+        tools::put_names(j, "files", l.paths);
+        return j;
+    }, false);
+    const bool with_actions = action != DupesAction::report;
+    fmt::format_to(o, " \"summary\": {}{}\n", summary_json(res.summary, mode).dump(), with_actions ? "," : "");
+    if (with_actions)
+        list("actions", steps, [](const DupesStep& st) {
+            nlohmann::ordered_json j{{"action", to_string(st.action)}};
+            tools::put_name(j, "path", st.path);
+            tools::put_name(j, "kept", st.kept);
+            j["status"] = status_name(st.status);
+            if (!st.reason.empty()) j["reason"] = tools::escape_text(st.reason);
+            return j;
+        }, true);
+    fmt::format_to(o, "}}\n");
+}
+
+void write_csv(Output& out, const DupesResult& res) {
+    auto& o = out.o;
+    fmt::format_to(o, "kind,group,size,path\n");
+    for (std::size_t i = 0; i < res.group_count(); ++i) {
+        const DupesGroup g = res.group(i);
+        for (const DupesFile& f : g.files)
+            fmt::format_to(o, "duplicate,{},{},{}\n", i + 1, g.size, tools::csv_field(f.first_path())), out.flush();
+    }
+    for (std::size_t i = 0; i < res.linked_count(); ++i) {
+        const DupesFile l = res.linked(i);
+        for (const std::string_view p : l.paths)
+            fmt::format_to(o, "linked,{},{},{}\n", i + 1, l.size, tools::csv_field(p)), out.flush();
+    }
+}
+
+void write_text(Output& out, const DupesResult& res, const std::vector<DupesStep>& steps, std::string_view mode) {
+    auto& o = out.o;
+    using tools::escape_text;
+    for (std::size_t i = 0; i < res.group_count(); ++i) {
+        const DupesGroup g = res.group(i);
+        fmt::format_to(o, "== {} files of {} bytes, {} bytes wasted\n", g.files.size(), g.size, g.wasted());
+        for (const DupesFile& f : g.files) fmt::format_to(o, "{}\n", escape_text(f.first_path()));
+        fmt::format_to(o, "\n");
+        out.flush();
+    }
+    if (res.linked_count() > 0) {
+        fmt::format_to(o, "linked (one file, several paths: no waste)\n");
+        for (std::size_t i = 0; i < res.linked_count(); ++i) {
+            const DupesFile l = res.linked(i);
+            fmt::format_to(o, "== {} paths, {} bytes\n", l.paths.size(), l.size);
+            for (const std::string_view p : l.paths) fmt::format_to(o, "{}\n", escape_text(p));
+            out.flush();
+        }
+        fmt::format_to(o, "\n");
+    }
+    for (const auto& st : steps) {
+        out.flush();
+        const std::string path = escape_text(st.path), kept = escape_text(st.kept);
+        if (st.status == DupesStep::Status::planned)
+            fmt::format_to(o, "would {} '{}' (keep '{}')\n", to_string(st.action), path, kept);
+        else if (st.status == DupesStep::Status::kept)
+            fmt::format_to(o, "kept '{}': {} (kept file '{}')\n", path, escape_text(st.reason), kept);
+        else if (st.status == DupesStep::Status::done)
+            fmt::format_to(o, "{} '{}' (kept '{}')\n",
+                           st.action == DupesAction::remove     ? "deleted"
+                           : st.action == DupesAction::hardlink ? "hardlinked"
+                                                                : "reflinked",
+                           path, kept);
+        else
+            fmt::format_to(o, "skipped '{}': {}\n", path, escape_text(st.reason));
+    }
+    const DupesSummary& s = res.summary;
+    fmt::format_to(o,
+                   "{} files scanned, {} bytes read ({} mode), {} groups, {} duplicate files, {} bytes wasted ({}), "
+                   "{} linked paths{}\n",
+                   s.files_scanned, s.bytes_read, mode, s.groups, s.duplicate_files, s.wasted_bytes,
+                   tools::format_size(static_cast<double>(s.wasted_bytes)), s.linked_paths,
+                   s.skipped ? fmt::format(", {} skipped", s.skipped) : std::string());
+}
+
 int run(const DupesArgs& args) {
     DupesOptions opt;
     opt.mode = parse_dupes_mode(args.mode);
@@ -117,7 +234,7 @@ int run(const DupesArgs& args) {
     opt.warning = [&](const std::string& msg) {
         progress.clear();
         ++warnings;
-        fmt::print(stderr, "cdc dupes: warning: {}\n", msg);
+        print_message("cdc dupes: warning: ", msg);
     };
 
     DupesResult res = resolve_dupes(scan_dupes(args.paths, opt), opt);
@@ -137,120 +254,16 @@ int run(const DupesArgs& args) {
     const bool any_skipped = std::any_of(steps.begin(), steps.end(),
                                          [](const DupesStep& s) { return s.status == DupesStep::Status::skipped; });
 
-    const DupesSummary& s = res.summary;
-    fmt::memory_buffer out;
-    auto o = std::back_inserter(out);
-    // The output is written out in pieces of ~64 KiB: a large result never
-    // sits in memory twice (and no JSON document tree is built for it).
-    auto flush = [&out](bool force) {
-        if (!force && out.size() < (std::size_t{64} << 10)) return;
-        std::fwrite(out.data(), 1, out.size(), stdout);
-        out.clear();
-    };
-    if (args.json) {
-        // One group per line; a path that is not UTF-8 is printed with U+FFFD
-        // in place of the bad bytes.
-        auto dump = [](const nlohmann::ordered_json& j) {
-            return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
-        };
-        auto list = [&](const char* name, const auto& items, auto&& to_json, bool last) {
-            fmt::format_to(o, " \"{}\": [", name);
-            bool first = true;
-            for (const auto& item : items) {
-                fmt::format_to(o, "{}\n  {}", first ? "" : ",", dump(to_json(item)));
-                first = false;
-                flush(false);
-            }
-            fmt::format_to(o, "{}]{}\n", first ? "" : "\n ", last ? "" : ",");
-        };
-        fmt::format_to(o, "{{\n");
-        list("groups", std::views::iota(std::size_t{0}, res.group_count()), [&](std::size_t i) {
-            const DupesGroup g = res.group(i);
-            nlohmann::ordered_json files = nlohmann::ordered_json::array();
-            for (const DupesFile& f : g.files) files.push_back(f.first_path());
-            return nlohmann::ordered_json{{"size", g.size}, {"files", std::move(files)}};
-        }, false);
-        list("linked", std::views::iota(std::size_t{0}, res.linked_count()), [&](std::size_t i) {
-            const DupesFile l = res.linked(i);
-            nlohmann::ordered_json files = nlohmann::ordered_json::array();
-            for (const std::string_view p : l.paths) files.push_back(p);
-            return nlohmann::ordered_json{{"size", l.size}, {"files", std::move(files)}};
-        }, false);
-        const bool with_actions = action != DupesAction::report;
-        fmt::format_to(o, " \"summary\": {}{}\n", dump(summary_json(s, args.mode)), with_actions ? "," : "");
-        if (with_actions)
-            list("actions", steps, [](const DupesStep& st) {
-                nlohmann::ordered_json j = {{"action", to_string(st.action)}, {"path", st.path}, {"kept", st.kept},
-                                            {"status", status_name(st.status)}};
-                if (!st.reason.empty()) j["reason"] = st.reason;
-                return j;
-            }, true);
-        fmt::format_to(o, "}}\n");
-    } else if (args.csv) {
-        fmt::format_to(o, "kind,group,size,path\n");
-        auto quote = [](std::string_view p) {
-            if (p.find_first_of(",\"\n") == std::string_view::npos) return std::string(p);
-            std::string q = "\"";
-            for (char c : p) {
-                if (c == '"') q.push_back('"');
-                q.push_back(c);
-            }
-            q.push_back('"');
-            return q;
-        };
-        for (std::size_t i = 0; i < res.group_count(); ++i) {
-            const DupesGroup g = res.group(i);
-            for (const DupesFile& f : g.files)
-                fmt::format_to(o, "duplicate,{},{},{}\n", i + 1, g.size, quote(f.first_path())), flush(false);
-        }
-        for (std::size_t i = 0; i < res.linked_count(); ++i) {
-            const DupesFile l = res.linked(i);
-            for (const std::string_view p : l.paths)
-                fmt::format_to(o, "linked,{},{},{}\n", i + 1, l.size, quote(p)), flush(false);
-        }
-    } else {
-        for (std::size_t i = 0; i < res.group_count(); ++i) {
-            const DupesGroup g = res.group(i);
-            fmt::format_to(o, "== {} files of {} bytes, {} bytes wasted\n", g.files.size(), g.size, g.wasted());
-            for (const DupesFile& f : g.files) fmt::format_to(o, "{}\n", f.first_path());
-            fmt::format_to(o, "\n");
-            flush(false);
-        }
-        if (res.linked_count() > 0) {
-            fmt::format_to(o, "linked (one file, several paths: no waste)\n");
-            for (std::size_t i = 0; i < res.linked_count(); ++i) {
-                const DupesFile l = res.linked(i);
-                fmt::format_to(o, "== {} paths, {} bytes\n", l.paths.size(), l.size);
-                for (const std::string_view p : l.paths) fmt::format_to(o, "{}\n", p);
-                flush(false);
-            }
-            fmt::format_to(o, "\n");
-        }
-        for (const auto& st : steps) {
-            flush(false);
-            if (st.status == DupesStep::Status::planned)
-                fmt::format_to(o, "would {} '{}' (keep '{}')\n", to_string(st.action), st.path, st.kept);
-            else if (st.status == DupesStep::Status::kept)
-                fmt::format_to(o, "kept '{}': {} (kept file '{}')\n", st.path, st.reason, st.kept);
-            else if (st.status == DupesStep::Status::done)
-                fmt::format_to(o, "{} '{}' (kept '{}')\n",
-                               st.action == DupesAction::remove     ? "deleted"
-                               : st.action == DupesAction::hardlink ? "hardlinked"
-                                                                    : "reflinked",
-                               st.path, st.kept);
-            else
-                fmt::format_to(o, "skipped '{}': {}\n", st.path, st.reason);
-        }
-        fmt::format_to(o,
-                       "{} files scanned, {} bytes read ({} mode), {} groups, {} duplicate files, {} bytes wasted ({}), "
-                       "{} linked paths{}\n",
-                       s.files_scanned, s.bytes_read, args.mode, s.groups, s.duplicate_files, s.wasted_bytes,
-                       tools::format_size(static_cast<double>(s.wasted_bytes)), s.linked_paths,
-                       s.skipped ? fmt::format(", {} skipped", s.skipped) : std::string());
-    }
-    flush(true);
+    Output out;
+    if (args.json)
+        write_json(out, res, steps, action, args.mode);
+    else if (args.csv)
+        write_csv(out, res);
+    else
+        write_text(out, res, steps, args.mode);
+    out.flush(true);
     finish_stdout();
-    return s.skipped > 0 || any_skipped ? kExitPartial : kExitOk;
+    return res.summary.skipped > 0 || any_skipped ? kExitPartial : kExitOk;
 }
 
 constexpr const char* kUsage =
@@ -365,12 +378,13 @@ int dupes_main(int argc, char** argv) {
     try {
         DupesArgs args;
         if (!parse(argc, argv, args)) {
-            fmt::print("{}{}\n", kUsage, kExitCodesHelp);
+            fmt::print("{}\n{}\n{}\n", kUsage, kNamesHelp, kExitCodesHelp);
             return kExitOk;
         }
         return run(args);
     } catch (const ParseError& e) {
-        fmt::print(stderr, "{}\nRun with --help for more information.\n", e.what());
+        print_message("", e.what());
+        fmt::print(stderr, "Run with --help for more information.\n");
         return kExitUsage;
     } catch (...) {
         return report_current_exception();
