@@ -17,6 +17,7 @@
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <span>
 #include <thread>
 #include <utility>
@@ -59,6 +60,17 @@ public:
             out_.files.push_back({"-", 0});
             return;
         }
+        repeated_ = 0;
+        walk_top(path);
+        if (repeated_ > 0)
+            out_.warnings.push_back(
+                {path, fmt::format("{} file{} already counted through another path (overlapping inputs or hard links): "
+                                   "counted once",
+                                   repeated_, repeated_ == 1 ? "" : "s")});
+    }
+
+private:
+    void walk_top(const std::string& path) {
         struct stat st {};
         if (::stat(path.c_str(), &st) != 0)
             throw IoError(fmt::format("cannot read '{}': {}", path, std::strerror(errno)));
@@ -73,8 +85,12 @@ public:
         }
     }
 
-private:
+    // Each file (device, inode) once, under the first path that reaches it.
     void add_file(const std::string& path, const struct stat& st) {
+        if (!files_seen_.emplace(st.st_dev, st.st_ino).second) {
+            ++repeated_;
+            return;
+        }
         const auto size = static_cast<std::uint64_t>(st.st_size);
         out_.files.push_back({path, size});
         out_.total_bytes += size;
@@ -134,6 +150,8 @@ private:
     WalkResult& out_;
     const WalkOptions& options_;
     std::vector<std::pair<dev_t, ino_t>> stack_;  // directories being walked (loop detection)
+    std::set<std::pair<dev_t, ino_t>> files_seen_;
+    std::uint64_t repeated_ = 0;                  // files of the current top-level path seen before
 };
 
 }  // namespace

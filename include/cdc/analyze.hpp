@@ -66,15 +66,18 @@ struct WalkOptions {
 struct WalkResult {
     std::vector<FileEntry> files;       ///< in walk order (directories sorted by name)
     std::vector<InputIssue> errors;     ///< unreadable directories, dangling links, stat failures
-    std::vector<InputIssue> warnings;   ///< special files (FIFO, socket, device) skipped
+    std::vector<InputIssue> warnings;   ///< special files (FIFO, socket, device) skipped; files reached twice
     std::uint64_t symlinks_skipped = 0; ///< links not followed
     std::uint64_t total_bytes = 0;      ///< sum of the files' sizes at walk time
 };
 
 /// Walks `paths`: a regular file is taken as is, a directory recursively, "-"
-/// is stdin. Throws IoError naming the path if a top-level path does not
-/// exist or cannot be examined (a usage error for a tool); problems inside
-/// trees are recorded and the walk goes on.
+/// is stdin. Each file (device, inode) is listed once, under the first path
+/// that reaches it: inputs that overlap (`a a`, `a a/sub`) or hard links are
+/// counted once, with one warning per top-level path that repeated files.
+/// Throws IoError naming the path if a top-level path does not exist or
+/// cannot be examined (a usage error for a tool); problems inside trees are
+/// recorded and the walk goes on.
 WalkResult walk_inputs(const std::vector<std::string>& paths, const WalkOptions& options = {});
 
 // ---------------------------------------------------------------- analysis
@@ -141,7 +144,7 @@ struct AlgorithmResult {
 struct AnalyzeReport {
     std::vector<AlgorithmResult> algorithms;  ///< in the order requested
     std::vector<InputIssue> errors;           ///< sorted by path: files skipped after errors
-    std::vector<InputIssue> warnings;         ///< sorted by path: special files skipped
+    std::vector<InputIssue> warnings;         ///< sorted by path: special files skipped, files reached twice
     std::uint64_t symlinks_skipped = 0;
     std::uint64_t files = 0;                  ///< files chunked to their end
     std::uint64_t bytes = 0;                  ///< bytes chunked (errored files included up to the error)
