@@ -70,7 +70,7 @@ std::vector<SweepPoint> dedup_sweep(const WalkResult& walk, std::string_view alg
 }
 
 std::vector<std::size_t> doubling_counts(std::size_t max) {
-    if (max == 0) throw OptionError("edit count = 0 is invalid: at least one edit");
+    if (max == 0) return {0};  // no edits: the control point (everything shared)
     std::vector<std::size_t> out;
     for (std::size_t n = 1; n <= max; n *= 2) {
         out.push_back(n);

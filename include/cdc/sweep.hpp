@@ -65,7 +65,8 @@ std::vector<SweepPoint> dedup_sweep(const WalkResult& walk, std::string_view alg
                                     std::span<const double> factors, unsigned jobs = 0,
                                     std::vector<double>* skipped = nullptr);
 
-/// 1, 2, 4, ... up to and including the largest power of two <= max (max >= 1).
+/// 1, 2, 4, ... up to and including the largest power of two <= max; for
+/// max = 0, the single count 0 (no edits, as `cdc resync --edits 0`).
 std::vector<std::size_t> doubling_counts(std::size_t max);
 
 /// Resync quality of one algorithm against the number of edits.

@@ -13,7 +13,7 @@ namespace cdc::cli {
 
 void add_corpus_options(CLI::App& cmd, CorpusArgs& args) {
     cmd.add_option("--digest", args.digest, "chunk fingerprint: blake3, sha256 or xxh3")->capture_default_str();
-    cmd.add_option("-j,--jobs", args.jobs, "worker threads (0 = every core)")->capture_default_str();
+    add_count_option(cmd, "-j,--jobs", args.jobs, 0, limits::kJobs, "worker threads (0 = every core)");
     cmd.add_flag("--follow-symlinks", args.follow_symlinks,
                  "follow symbolic links inside directories (links named on the command line are always followed)");
     cmd.add_flag("-q,--quiet", args.quiet, "no progress line, no warnings (errors are still printed)");
@@ -29,7 +29,6 @@ AnalyzeOptions corpus_options(const CorpusArgs& args) {
     if (o.digest == DigestKind::none)
         throw UsageError("--digest = 'none' is invalid here: dedup needs fingerprints (blake3, sha256, xxh3)");
     o.kernel = parse_kernel_level(args.kernel);
-    if (args.jobs > 4096) throw UsageError(fmt::format("--jobs = {} is invalid: must be at most 4096", args.jobs));
     o.jobs = args.jobs;
     o.follow_symlinks = args.follow_symlinks;
     return o;

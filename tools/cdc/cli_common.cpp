@@ -26,6 +26,13 @@ void add_profile_options(CLI::App& cmd, ProfileArgs& args, bool with_key) {
     if (with_key) cmd.add_option("--key", args.key, "32-byte key as 64 hex digits (Gear-based algorithms)");
 }
 
+void check_edits_fit(const EditSpec& spec, std::string_view option, std::uint64_t data_size, std::string_view what) {
+    if (spec.count > 0 && (spec.size > data_size || spec.count > data_size / spec.size))
+        throw UsageError(fmt::format("{} = '{}' is invalid: {} edits of {} bytes are more than {} allows ({} bytes; edits x "
+                                     "--edit-size must be at most its size)",
+                                     option, spec.count, spec.count, spec.size, what, data_size));
+}
+
 std::vector<std::string> split_comma_list(std::string_view list) {
     std::vector<std::string> out;
     std::size_t start = 0;

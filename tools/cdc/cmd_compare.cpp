@@ -14,7 +14,7 @@ struct CompareArgs {
     std::string a, b;
     ProfileArgs a_profile, b_profile;  // overrides of the common profile
     CorpusArgs corpus;
-    double tolerance = 0.1;
+    std::string tolerance = "0.1";
     bool json = false;
     bool csv = false;
 };
@@ -62,7 +62,7 @@ void print_side_by_side(const AlgorithmResult& a, const AlgorithmResult& b, doub
 }
 
 int run(const CompareArgs& args) {
-    if (!(args.tolerance >= 0)) throw UsageError(fmt::format("--tolerance = {} is invalid: must be >= 0", args.tolerance));
+    const double tolerance = tools::parse_real(args.tolerance, "--tolerance", 0, 100);
     const Options base = args.corpus.profile.options();
     AnalyzeOptions options = corpus_options(args.corpus);
     for (const auto* name : {&args.a, &args.b})
@@ -77,14 +77,14 @@ int run(const CompareArgs& args) {
     const AlgorithmResult& a = report.algorithms.at(0);
     const AlgorithmResult& b = report.algorithms.at(1);
     const double delta_pp = 100.0 * (b.dedup_ratio() - a.dedup_ratio());
-    const bool regression = delta_pp > args.tolerance;
+    const bool regression = delta_pp > tolerance;
 
     if (args.json) {
         nlohmann::json doc{{"a", result_json(a)},
                            {"b", result_json(b)},
                            {"regression", regression},
                            {"dedup_ratio_delta_pp", delta_pp},
-                           {"tolerance_pp", args.tolerance},
+                           {"tolerance_pp", tolerance},
                            {"errors", issues_json(report.errors)},
                            {"warnings", issues_json(report.warnings)}};
         fmt::print("{}\n", doc.dump());
@@ -95,7 +95,7 @@ int run(const CompareArgs& args) {
         out.append("b,").append(csv_row(b));
         fmt::print("{}", out);
     } else {
-        print_side_by_side(a, b, delta_pp, regression, args.tolerance);
+        print_side_by_side(a, b, delta_pp, regression, tolerance);
     }
     finish_stdout();
     if (regression) return kExitRegression;
@@ -117,7 +117,7 @@ static void add_compare_command(CLI::App& app, int& exit_code) {
     cmd->add_option("--b-avg", args->b_profile.avg, "average size for B only");
     cmd->add_option("--b-max", args->b_profile.max, "maximum size for B only");
     cmd->add_option("--tolerance", args->tolerance,
-                    "allowed worsening of B's dedup ratio, in percentage points")
+                    "allowed worsening of B's dedup ratio, in percentage points (0..100)")
         ->capture_default_str();
     add_corpus_options(*cmd, args->corpus);
     auto* csv = cmd->add_flag("--csv", args->csv, "CSV: a header then rows a and b");

@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <limits>
 #include <set>
 
 namespace cdc::cli {
@@ -55,17 +56,20 @@ std::set<std::string> parse_kinds(const std::string& text) {
     return kinds;
 }
 
-std::vector<double> parse_scales(const std::string& text) {
+// Factors in [1/1024, 1024] that give every algorithm a valid profile.
+std::vector<double> parse_scales(const std::string& text, const std::vector<AlgorithmRun>& runs) {
     std::vector<double> out;
     for (const auto& s : split_comma_list(text)) {
-        try {
-            std::size_t used = 0;
-            const double v = std::stod(s, &used);
-            if (used != s.size() || !(v > 0)) throw std::invalid_argument(s);
-            out.push_back(v);
-        } catch (const std::exception&) {
-            throw UsageError(fmt::format("--scales = '{}' is invalid: comma-separated factors > 0", text));
+        const double f = tools::parse_real(s, "--scales", limits::kMinScale, limits::kMaxScale);
+        for (const auto& r : runs) {
+            try {
+                (void)resolve_profile(r.name, scaled_options(r.name, r.options, f));
+            } catch (const OptionError& e) {
+                throw UsageError(fmt::format("--scales = '{}' is invalid: x{} gives {} an invalid profile ({})", text,
+                                             s, r.name, e.what()));
+            }
         }
+        out.push_back(f);
     }
     return out;
 }
@@ -117,15 +121,16 @@ int run(const PlotArgs& args) {
     const auto kinds = parse_kinds(args.kinds);
     const Options base = args.profile.options();
     const auto runs = parse_algorithm_list(args.algorithms, base, args.quiet);
-    if (args.bins == 0 || args.bins > 10000) throw UsageError(fmt::format("--bins = {} is invalid: 1..10000", args.bins));
-    if (args.trials == 0) throw UsageError("--trials = 0 is invalid: at least 1");
-    const auto scales = parse_scales(args.scales);
+    const auto scales = parse_scales(args.scales, runs);
     EditSpec edit_spec;
     edit_spec.kind = parse_edit_kind(args.edit_kind);
-    edit_spec.size = static_cast<std::size_t>(tools::parse_size(args.edit_size, "--edit-size"));
+    edit_spec.size = static_cast<std::size_t>(tools::parse_size(args.edit_size, "--edit-size", 1, limits::kEditSize));
     edit_spec.seed = args.seed;
+    edit_spec.count = args.max_edits;
     const auto edit_counts = doubling_counts(args.max_edits);
-    const std::uint64_t resync_limit = tools::parse_size(args.resync_bytes, "--resync-bytes");
+    const std::uint64_t resync_limit = tools::parse_size(args.resync_bytes, "--resync-bytes", 1,
+                                                         std::numeric_limits<std::uint64_t>::max());
+    if (kinds.count("resync")) tools::check_fits_in_memory(2 * resync_limit, "--resync-bytes", args.resync_bytes);
     for (const auto& r : runs) (void)resolve_profile(r.name, r.options);
     for (const auto& p : args.paths)
         if (p == "-") throw UsageError("cdc plot reads files and directories, not standard input");
@@ -211,6 +216,7 @@ int run(const PlotArgs& args) {
 
     if (kinds.count("resync")) {
         const auto data = resync_input(walk, resync_limit);
+        check_edits_fit(edit_spec, "--edits", data.size(), "the resync input (--resync-bytes of the files)");
         std::vector<std::shared_ptr<const CutFinder>> finders;
         for (const auto& r : runs) finders.push_back(make_cut_finder(r.name, r.options));
         const auto curves = resync_curves(finders, data, edit_counts, edit_spec, args.trials);
@@ -218,6 +224,7 @@ int run(const PlotArgs& args) {
             "{} of input; n random {}-byte {}s; mean of {} trial{}",
             tools::format_size(static_cast<double>(data.size())), edit_spec.size, to_string(edit_spec.kind),
             args.trials, args.trials == 1 ? "" : "s");
+        const bool log_edits = edit_counts.front() > 0;  // (--edits 0: the one point n = 0)
         plot::Chart cmp;
         for (std::size_t i = 0; i < curves.size(); ++i) {
             plot::Series s{curves[i].algorithm, {}, {}};
@@ -227,7 +234,7 @@ int run(const PlotArgs& args) {
             c.subtitle = fmt::format("{}; {}", sub, profile_text(finders[i]->profile()));
             c.x_label = "number of edits (n)";
             c.y_label = "bytes still shared after the edits (%)";
-            c.x_log = true;
+            c.x_log = log_edits;
             c.markers = true;
             c.y_min = 0;
             c.series = {s};
@@ -238,7 +245,7 @@ int run(const PlotArgs& args) {
         cmp.subtitle = sub;
         cmp.x_label = "number of edits (n)";
         cmp.y_label = "bytes still shared after the edits (%)";
-        cmp.x_log = true;
+        cmp.x_log = log_edits;
         cmp.markers = true;
         cmp.y_min = 0;
         if (!cmp.series.empty()) writer.write(cmp, "compare-resync.png");
@@ -294,18 +301,20 @@ static void add_plot_command(CLI::App& app, int& exit_code) {
         ->capture_default_str();
     add_profile_options(*cmd, args->profile);
     cmd->add_option("--out", args->out, "output directory")->required();
-    cmd->add_option("--bins", args->bins, "histogram bins over [0, max]")->capture_default_str();
-    cmd->add_option("--edits", args->max_edits, "resync: up to this many edits (1, 2, 4, ... n)")->capture_default_str();
+    add_count_option(*cmd, "--bins", args->bins, 1, limits::kBins, "histogram bins over [0, max]");
+    add_count_option(*cmd, "--edits", args->max_edits, 0, limits::kEdits,
+                     "resync: up to this many edits (1, 2, 4, ... n; 0: the point n = 0 only, no edits)");
     cmd->add_option("--edit-kind", args->edit_kind, "resync: insert, delete, overwrite or mixed")->capture_default_str();
     cmd->add_option("--edit-size", args->edit_size, "resync: bytes per edit")->capture_default_str();
-    cmd->add_option("--trials", args->trials, "resync: trials (seeds) averaged per point")->capture_default_str();
-    cmd->add_option("--seed", args->seed, "resync: first seed")->capture_default_str();
+    add_count_option(*cmd, "--trials", args->trials, 1, limits::kTrials, "resync: trials (seeds) averaged per point");
+    add_count_option(*cmd, "--seed", args->seed, 0, std::numeric_limits<std::uint64_t>::max(), "resync: first seed");
     cmd->add_option("--resync-bytes", args->resync_bytes,
                     "resync: edit the first this-many bytes of the inputs, concatenated")
         ->capture_default_str();
-    cmd->add_option("--scales", args->scales, "dedup-sweep: factors applied to min, avg and max together")
+    cmd->add_option("--scales", args->scales,
+                    "dedup-sweep: factors (1/1024..1024) applied to min, avg and max together")
         ->capture_default_str();
-    cmd->add_option("-j,--jobs", args->jobs, "analysis workers (default: every core)");
+    add_count_option(*cmd, "-j,--jobs", args->jobs, 0, limits::kJobs, "analysis workers (0: every core)");
     cmd->add_flag("-q,--quiet", args->quiet, "do not list the files written");
     cmd->add_option("PATH", args->paths, "files or directories (recursive)")->required();
     cmd->footer(kExitCodesHelp);

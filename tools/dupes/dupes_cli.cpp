@@ -23,6 +23,7 @@
 #include <chrono>
 #include <cstdio>
 #include <getopt.h>
+#include <sys/resource.h>
 #include <ranges>
 #include <string>
 #include <vector>
@@ -312,13 +313,17 @@ public:
     using std::runtime_error::runtime_error;
 };
 
-std::size_t parse_count(const char* text, const char* option) {
-    std::size_t v = 0;
-    const char* end = text + std::char_traits<char>::length(text);
-    const auto [p, ec] = std::from_chars(text, end, v);
-    if (ec != std::errc() || p != end || p == text)
-        throw ParseError(fmt::format("{} = '{}' is invalid: not a whole number", option, text));
-    return v;
+// At most the soft limit of open files (a larger bound would only turn into
+// "too many open files" errors on the way).
+std::size_t parse_max_open(const char* text) {
+    rlimit rl{};
+    std::uint64_t most = 1 << 20;
+    if (::getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) most = rl.rlim_cur;
+    try {
+        return static_cast<std::size_t>(tools::parse_count(text, "--max-open", 1, most));
+    } catch (const OptionError& e) {
+        throw ParseError(e.what());
+    }
 }
 
 enum Opt : int { kMode = 256, kHash, kMinSize, kOneFs, kFollow, kIgnoreMeta, kJson, kCsv, kAction, kKeep, kDryRun, kMaxOpen };
@@ -358,7 +363,7 @@ bool parse(int argc, char** argv, DupesArgs& args) {
             case kAction: args.action = optarg; break;
             case kKeep: args.keep = optarg; break;
             case kDryRun: args.dry_run = true; break;
-            case kMaxOpen: args.max_open = parse_count(optarg, "--max-open"); break;
+            case kMaxOpen: args.max_open = parse_max_open(optarg); break;
             case ':': throw ParseError(fmt::format("{}: a value is required", argv[optind - 1]));
             default: {
                 const char* arg = argv[std::min(before, argc - 1)];
