@@ -94,7 +94,10 @@ std::vector<std::uint8_t> random_bytes(std::size_t n, std::uint64_t seed) {
 
 }  // namespace cdc::test
 
+#include <fcntl.h>
+#include <grp.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 namespace cdc::test {
 
@@ -176,6 +179,34 @@ std::vector<std::vector<std::string>> parse_csv(std::string_view text) {
         record.clear();
     }
     return records;
+}
+
+RunResult run_tool_as(unsigned uid, unsigned gid, const std::vector<std::string>& args) {
+    TempDir tmp;
+    const std::string out = (tmp.path() / "out").string(), err = (tmp.path() / "err").string();
+    std::vector<std::string> all{tool_path().string()};
+    all.insert(all.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& a : all) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    const pid_t pid = ::fork();
+    if (pid < 0) throw std::runtime_error("fork failed");
+    if (pid == 0) {
+        const int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        const int e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        const int in = ::open("/dev/null", O_RDONLY);
+        if (o < 0 || e < 0 || in < 0 || ::dup2(o, 1) < 0 || ::dup2(e, 2) < 0 || ::dup2(in, 0) < 0) ::_exit(101);
+        if (::setgroups(0, nullptr) != 0 || ::setgid(gid) != 0 || ::setuid(uid) != 0) ::_exit(100);
+        ::execv(argv[0], argv.data());
+        ::_exit(102);
+    }
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    RunResult r;
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    r.out = read_text(out);
+    r.err = read_text(err);
+    return r;
 }
 
 TempDir::TempDir() {

@@ -68,6 +68,11 @@ struct RunResult {
 /// Runs the cdc tool with `args` (shell-quoted here), optional stdin file.
 RunResult run_tool(const std::vector<std::string>& args, const std::string& stdin_path = "");
 
+/// Runs the cdc tool as another user (root only: the child drops to
+/// uid/gid with setgroups/setgid/setuid before exec), so that permissions
+/// bite: chmod 000 does not stop root. Exit code 100 if the drop failed.
+RunResult run_tool_as(unsigned uid, unsigned gid, const std::vector<std::string>& args);
+
 /// The records of a CSV text, parsed strictly (RFC 4180: fields separated by
 /// ',', records by "\n" or "\r\n"; a quoted field may hold ',', '"' as
 /// "", '\n' and '\r'; a '"' inside an unquoted field, or text after a

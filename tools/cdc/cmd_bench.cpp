@@ -117,7 +117,6 @@ void print_text(const tools::BenchResult& r) {
     fmt::print("allocations  {} buffers, {:.1f} MB\n", s.buffer_allocations,
                static_cast<double>(s.buffer_allocated_bytes) / 1e6);
     fmt::print("samples      {} every {} ms\n", r.samples.size(), s.sample_ms);
-    if (!s.first_error.empty()) print_message("cdc bench: first error: ", s.first_error);
 }
 
 int run_bench_run(const BenchRunArgs& args) {
@@ -143,11 +142,17 @@ int run_bench_run(const BenchRunArgs& args) {
                                      args.concurrency, args.concurrency, args.concurrency,
                                      tools::format_size(static_cast<double>(per_file)),
                                      tools::format_size(static_cast<double>(tools::physical_memory()))));
+    tools::FileList list;
     try {
-        config.files = tools::list_files(args.root);
+        list = tools::list_files(args.root);
     } catch (const IoError& e) {
         throw UsageError(e.what());
     }
+    // What the walk could not read is reported and counted (exit 3), as by
+    // cdc analyze: never skipped in silence.
+    for (const auto& e : list.errors) print_error(fmt::format("{}: {} (skipped)", e.path, e.message));
+    for (const auto& w : list.warnings) print_warning(fmt::format("{}: {}", w.path, w.message));
+    config.files = std::move(list.files);
     config.concurrency = args.concurrency;
     config.threads = args.threads;
     config.pooled = args.pooled;
@@ -163,8 +168,14 @@ int run_bench_run(const BenchRunArgs& args) {
         };
     }
 
-    const tools::BenchResult result = tools::run_bench(config);
+    tools::BenchResult result = tools::run_bench(config);
     if (progress) fmt::print(stderr, "\r\033[K");
+    // Every file skipped while chunking, named on stderr (the walk's were above).
+    for (const auto& e : result.errors) print_error(fmt::format("{} (skipped)", e));
+    result.summary.errors += list.errors.size();
+    if (!list.errors.empty())
+        result.summary.first_error = fmt::format("{}: {}", list.errors.front().path, list.errors.front().message);
+    if (result.summary.errors > 0) fmt::print(stderr, "cdc: {} input(s) skipped after errors\n", result.summary.errors);
     if (args.format == "json")
         fmt::print("{}\n", tools::to_json(result).dump(2));
     else if (args.format == "csv")

@@ -14,9 +14,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <fstream>
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <functional>
 #include <limits>
 #include <set>
+#include <unistd.h>
 
 namespace cdc::cli {
 
@@ -88,18 +92,34 @@ std::string profile_text(const Profile& p) {
 }
 
 // The bytes resync edits: the corpus files concatenated in walk order, up to
-// `limit` bytes (a tar-like stream).
-std::vector<std::uint8_t> resync_input(const WalkResult& walk, std::uint64_t limit) {
+// `limit` bytes (a tar-like stream). A file that cannot be read is reported
+// through `skip` and left out.
+std::vector<std::uint8_t> resync_input(const WalkResult& walk, std::uint64_t limit,
+                                       const std::function<void(const std::string&, const std::string&)>& skip) {
     std::vector<std::uint8_t> data;
     for (const FileEntry& f : walk.files) {
         if (data.size() >= limit) break;
-        std::ifstream in(f.path, std::ios::binary);
-        if (!in) continue;
-        const std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(f.size, limit - data.size()));
+        const int fd = ::open(f.path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        if (fd < 0) {
+            skip(f.path, fmt::format("cannot open: {}", std::strerror(errno)));
+            continue;
+        }
         const std::size_t at = data.size();
-        data.resize(at + want);
-        in.read(reinterpret_cast<char*>(data.data() + at), static_cast<std::streamsize>(want));
-        data.resize(at + static_cast<std::size_t>(in.gcount()));
+        data.resize(at + static_cast<std::size_t>(std::min<std::uint64_t>(f.size, limit - at)));
+        std::size_t got = at;
+        while (got < data.size()) {
+            const ssize_t n = ::read(fd, data.data() + got, data.size() - got);
+            if (n < 0 && errno == EINTR) continue;
+            if (n < 0) {
+                skip(f.path, fmt::format("read error: {}", std::strerror(errno)));
+                got = at;
+                break;
+            }
+            if (n == 0) break;  // shorter than at the walk
+            got += static_cast<std::size_t>(n);
+        }
+        ::close(fd);
+        data.resize(got);
     }
     return data;
 }
@@ -109,12 +129,15 @@ public:
     explicit PngWriter(std::filesystem::path out, bool quiet) : out_(std::move(out)), quiet_(quiet) {}
     void write(const plot::Chart& chart, const std::filesystem::path& relative) {
         plot::render_png(chart, out_ / relative);
+        ++written_;
         if (!quiet_) fmt::print("{}\n", tools::escape_text((out_ / relative).string()));
     }
+    std::size_t written() const noexcept { return written_; }
 
 private:
     std::filesystem::path out_;
     bool quiet_;
+    std::size_t written_ = 0;
 };
 
 int run(const PlotArgs& args) {
@@ -141,21 +164,26 @@ int run(const PlotArgs& args) {
     } catch (const IoError& e) {
         throw UsageError(e.what());
     }
-    for (const auto& e : walk.errors) print_message("cdc plot: ", fmt::format("skipped '{}': {}", e.path, e.message));
+    // Every input left out (unreadable, vanished, a name too long...) is
+    // reported once, whichever step found it, and makes the exit code 3.
+    std::set<std::string> skipped;
+    const auto skip = [&skipped](const std::string& path, const std::string& why) {
+        if (skipped.insert(path).second) print_error(fmt::format("{}: {} (skipped)", path, why));
+    };
+    for (const auto& e : walk.errors) skip(e.path, e.message);
+    if (!args.quiet)
+        for (const auto& w : walk.warnings) print_warning(fmt::format("{}: {}", w.path, w.message));
     if (walk.total_bytes == 0) throw UsageError("no data: the inputs hold no bytes to chunk");
     const std::string corpus = fmt::format("{} file{}, {}", walk.files.size(), walk.files.size() == 1 ? "" : "s",
                                            tools::format_size(static_cast<double>(walk.total_bytes)));
     PngWriter writer(args.out, args.quiet);
-    bool partial = !walk.errors.empty();
 
     if (kinds.count("distribution") || kinds.count("cdf")) {
         AnalyzeOptions options;
         options.jobs = args.jobs;
         for (const auto& r : runs) options.algorithms.push_back({r.name, r.options});
         const AnalyzeReport report = analyze(walk, options);
-        for (const auto& e : report.errors)
-            print_message("cdc plot: ", fmt::format("skipped '{}': {}", e.path, e.message));
-        partial = partial || !report.errors.empty();
+        for (const auto& e : report.errors) skip(e.path, e.message);
         plot::Chart cmp_dist, cmp_cdf;
         for (const AlgorithmResult& r : report.algorithms) {
             const std::string sub = fmt::format("{}; {}; {} chunks", corpus, profile_text(r.profile), r.chunks);
@@ -214,8 +242,9 @@ int run(const PlotArgs& args) {
         }
     }
 
-    if (kinds.count("resync")) {
-        const auto data = resync_input(walk, resync_limit);
+    std::vector<std::uint8_t> data;
+    if (kinds.count("resync")) data = resync_input(walk, resync_limit, skip);
+    if (kinds.count("resync") && !data.empty()) {  // (no data: no resync graph, see the end)
         check_edits_fit(edit_spec, "--edits", data.size(), "the resync input (--resync-bytes of the files)");
         std::vector<std::shared_ptr<const CutFinder>> finders;
         for (const auto& r : runs) finders.push_back(make_cut_finder(r.name, r.options));
@@ -254,10 +283,9 @@ int run(const PlotArgs& args) {
     if (kinds.count("dedup-sweep")) {
         plot::Chart cmp;
         for (const auto& r : runs) {
-            std::vector<double> skipped;
-            const auto points = dedup_sweep(walk, r.name, r.options, scales, args.jobs, &skipped);
-            for (double f : skipped)
-                fmt::print(stderr, "cdc plot: {}: scale x{} left out (the scaled profile is invalid)\n", r.name, f);
+            std::vector<InputIssue> errors;
+            const auto points = dedup_sweep(walk, r.name, r.options, scales, args.jobs, nullptr, &errors);
+            for (const auto& e : errors) skip(e.path, e.message);
             plot::Series s{r.name, {}, {}};
             for (const auto& p : points)
                 if (p.chunks > 0) s.x.push_back(kib(p.mean_chunk_size)), s.y.push_back(p.dedup_ratio);
@@ -285,7 +313,10 @@ int run(const PlotArgs& args) {
         if (!cmp.series.empty()) writer.write(cmp, "compare-dedup-sweep.png");
     }
     finish_stdout();
-    return partial ? kExitPartial : kExitOk;
+    if (writer.written() == 0)
+        throw IoError(fmt::format("no graph written: no data could be read ({} input(s) skipped)", skipped.size()));
+    if (!skipped.empty()) fmt::print(stderr, "cdc: {} input(s) skipped after errors\n", skipped.size());
+    return skipped.empty() ? kExitOk : kExitPartial;
 }
 
 }  // namespace

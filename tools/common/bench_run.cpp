@@ -47,7 +47,7 @@ struct Shared {
     std::size_t buffer_size;
     std::atomic<std::size_t> next_file{0};
     std::mutex error_mutex;
-    std::string first_error;
+    std::vector<std::string> errors;  // every skipped file's message, in order
     std::exception_ptr fatal;
     std::atomic<bool> stop{false};
 };
@@ -55,7 +55,7 @@ struct Shared {
 void note_error(Shared& shared, Counters& counters, const std::string& message) {
     counters.errors.fetch_add(1, std::memory_order_relaxed);
     std::lock_guard lock(shared.error_mutex);
-    if (shared.first_error.empty()) shared.first_error = message;
+    shared.errors.push_back(message);
 }
 
 // Lanes first_lane .. first_lane + lane_count - 1 of the run; lane g starts
@@ -160,26 +160,15 @@ ProcessUsage read_process_usage() {
     return u;
 }
 
-std::vector<std::filesystem::path> list_files(const std::filesystem::path& root) {
-    namespace fs = std::filesystem;
-    std::error_code ec;
-    const auto st = fs::status(root, ec);
-    if (ec) throw IoError(fmt::format("cannot read '{}': {}", root.string(), ec.message()));
-    std::vector<fs::path> files;
-    if (!fs::is_directory(st)) {
-        files.push_back(root);
-        return files;
-    }
-    fs::recursive_directory_iterator it(root, fs::directory_options::skip_permission_denied, ec);
-    if (ec) throw IoError(fmt::format("cannot read '{}': {}", root.string(), ec.message()));
-    for (; it != fs::recursive_directory_iterator(); it.increment(ec)) {
-        if (ec) break;
-        std::error_code e2;
-        if (it->symlink_status(e2).type() == fs::file_type::regular) files.push_back(it->path());
-    }
-    if (ec) throw IoError(fmt::format("walking '{}': {}", root.string(), ec.message()));
-    std::sort(files.begin(), files.end());
-    return files;
+FileList list_files(const std::filesystem::path& root) {
+    if (root == "-") throw IoError("'-' (standard input) is not a tree to chunk");
+    WalkResult walk = walk_inputs({root.string()});
+    FileList out;
+    out.files.reserve(walk.files.size());
+    for (const FileEntry& f : walk.files) out.files.emplace_back(f.path);
+    out.errors = std::move(walk.errors);
+    out.warnings = std::move(walk.warnings);
+    return out;
 }
 
 BenchResult run_bench(const BenchConfig& config) {
@@ -292,7 +281,8 @@ BenchResult run_bench(const BenchConfig& config) {
     for (const BenchSample& p : result.samples) s.max_sampled_rss_mb = std::max(s.max_sampled_rss_mb, p.rss_mb);
     s.cpu_user_s = last.cpu_user_s;
     s.cpu_sys_s = last.cpu_sys_s;
-    s.first_error = shared.first_error;
+    if (!shared.errors.empty()) s.first_error = shared.errors.front();
+    result.errors = std::move(shared.errors);
     return result;
 }
 
