@@ -15,15 +15,16 @@ int hex_value(char c) noexcept {
 }  // namespace
 
 Key parse_key_hex(std::string_view hex) {
+    // The key itself is never put in a message (it is a secret).
     if (hex.size() != 64)
-        throw OptionError(fmt::format("key = '{}' is invalid: must be exactly 32 bytes (64 hex digits), got {} digits",
-                                      hex, hex.size()));
+        throw OptionError(fmt::format("key is invalid: must be exactly 32 bytes (64 hex digits), got {} characters",
+                                      hex.size()));
     Key key{};
     for (std::size_t i = 0; i < 32; ++i) {
         const int hi = hex_value(hex[2 * i]);
         const int lo = hex_value(hex[2 * i + 1]);
         if (hi < 0 || lo < 0)
-            throw OptionError(fmt::format("key = '{}' is invalid: not a hexadecimal digit at position {}", hex,
+            throw OptionError(fmt::format("key is invalid: not a hexadecimal digit at position {}",
                                           hi < 0 ? 2 * i : 2 * i + 1));
         key[i] = static_cast<std::uint8_t>(hi * 16 + lo);
     }

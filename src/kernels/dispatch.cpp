@@ -51,7 +51,14 @@ KernelLevel default_kernel_level() {
     static const KernelLevel level = [] {
         const char* env = std::getenv("CDC_KERNEL");
         if (env == nullptr || *env == '\0') return best_kernel_level();
-        KernelLevel forced = parse_kernel_level(env);
+        KernelLevel forced = KernelLevel::automatic;
+        try {
+            forced = parse_kernel_level(env);
+        } catch (const OptionError&) {
+            throw OptionError(fmt::format("environment variable CDC_KERNEL = '{}' is invalid: must be one of auto, "
+                                          "scalar, wide, avx2, avx512 (or unset)",
+                                          env));
+        }
         if (forced == KernelLevel::automatic) return best_kernel_level();
         return forced;
     }();

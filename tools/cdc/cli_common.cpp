@@ -12,10 +12,17 @@ namespace cdc::cli {
 
 cdc::Options ProfileArgs::options() const {
     cdc::Options o;
-    if (!min.empty()) o.min_size = static_cast<std::size_t>(tools::parse_size(min, "--min"));
-    if (!avg.empty()) o.normal_size = static_cast<std::size_t>(tools::parse_size(avg, "--avg"));
-    if (!max.empty()) o.max_size = static_cast<std::size_t>(tools::parse_size(max, "--max"));
-    if (!key.empty()) o.key = cdc::parse_key_hex(key);
+    if (!min.empty()) o.min_size = static_cast<std::size_t>(tools::parse_size(min, prefix + "min"));
+    if (!avg.empty()) o.normal_size = static_cast<std::size_t>(tools::parse_size(avg, prefix + "avg"));
+    if (!max.empty()) o.max_size = static_cast<std::size_t>(tools::parse_size(max, prefix + "max"));
+    if (key_given) {
+        try {
+            o.key = cdc::parse_key_hex(key);  // "" too: an empty --key is an error, not "no key"
+        } catch (const cdc::OptionError& e) {
+            const std::string_view why = e.what();  // "key is invalid: ..." (without the key)
+            throw cdc::OptionError(fmt::format("{}{}{}", prefix, why.starts_with("key ") ? "" : "key: ", why));
+        }
+    }
     return o;
 }
 
@@ -23,7 +30,14 @@ void add_profile_options(CLI::App& cmd, ProfileArgs& args, bool with_key) {
     cmd.add_option("--min", args.min, "minimum chunk size (4096, 8K, 8KiB, 1M...; default: the algorithm's)");
     cmd.add_option("--avg,--normal", args.avg, "average (normal) chunk size (default: the algorithm's)");
     cmd.add_option("--max", args.max, "maximum chunk size (default: the algorithm's)");
-    if (with_key) cmd.add_option("--key", args.key, "32-byte key as 64 hex digits (Gear-based algorithms)");
+    if (with_key)
+        cmd.add_option_function<std::string>(
+            "--key",
+            [&args](const std::string& v) {
+                args.key = v;
+                args.key_given = true;
+            },
+            "32-byte key as 64 hex digits (Gear-based algorithms)");
 }
 
 void check_edits_fit(const EditSpec& spec, std::string_view option, std::uint64_t data_size, std::string_view what) {

@@ -20,7 +20,10 @@ namespace cdc::cli {
 /// --min/--avg/--max/--key as strings, parsed on use.
 struct ProfileArgs {
     std::string min, avg, max, key;
-    /// Parsed options (sizes with suffixes, the hex key); throws OptionError.
+    bool key_given = false;        ///< --key was on the command line (even as "")
+    std::string prefix = "--";     ///< of the flag names in messages ("--b-" for compare's --b-min...)
+    /// Parsed options (sizes with suffixes, the hex key); throws OptionError
+    /// naming the flag (never the key's value).
     cdc::Options options() const;
 };
 

@@ -7,6 +7,9 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
+#include <tuple>
+
 namespace cdc::cli {
 
 namespace {
@@ -65,12 +68,18 @@ int run(const CompareArgs& args) {
     const double tolerance = tools::parse_real(args.tolerance, "--tolerance", 0, 100);
     const Options base = args.corpus.profile.options();
     AnalyzeOptions options = corpus_options(args.corpus);
-    for (const auto* name : {&args.a, &args.b})
-        if (find_algorithm(*name) == nullptr)
-            throw OptionError(fmt::format("unknown algorithm '{}': known algorithms are {}", *name, algorithm_names()));
-    options.algorithms.push_back({args.a, merged(base, args.a_profile)});
-    options.algorithms.push_back({args.b, merged(base, args.b_profile)});
-    for (const auto& a : options.algorithms) (void)resolve_profile(a.name, a.options);
+    // An error in one side's algorithm or profile says which side it is.
+    for (const auto& [side, name, profile] : {std::tuple{'a', &args.a, &args.a_profile}, {'b', &args.b, &args.b_profile}}) {
+        try {
+            if (find_algorithm(*name) == nullptr)
+                throw OptionError(fmt::format("unknown algorithm '{}': known algorithms are {}", *name, algorithm_names()));
+            options.algorithms.push_back({*name, merged(base, *profile)});
+            (void)resolve_profile(*name, options.algorithms.back().options);
+        } catch (const OptionError& e) {
+            throw OptionError(fmt::format("side {} (-{} {}): {}", static_cast<char>(std::toupper(side)), side, *name,
+                                          e.what()));
+        }
+    }
 
     const AnalyzeReport report = run_analysis(args.corpus, options);
     report_issues(report, args.corpus.quiet);
@@ -110,6 +119,8 @@ static void add_compare_command(CLI::App& app, int& exit_code) {
     cmd->add_option("-a", args->a, "algorithm A (the reference)")->required();
     cmd->add_option("-b", args->b, "algorithm B (the candidate)")->required();
     add_profile_options(*cmd, args->corpus.profile);
+    args->a_profile.prefix = "--a-";
+    args->b_profile.prefix = "--b-";
     cmd->add_option("--a-min", args->a_profile.min, "minimum size for A only");
     cmd->add_option("--a-avg", args->a_profile.avg, "average size for A only");
     cmd->add_option("--a-max", args->a_profile.max, "maximum size for A only");

@@ -42,6 +42,27 @@ int exec_dupes_helper(char** argv) {
     return kExitFailure;
 }
 
+// "unknown command 'chunkk' (commands: ...)" for a word where a command is
+// expected, or "": CLI11 would only say "A subcommand is required".
+std::string unknown_command(CLI::App& app, int argc, char** argv) {
+    CLI::App* level = &app;
+    std::string path;
+    for (int i = 1; i < argc && argv[i][0] != '-'; ++i) {
+        const auto subs = level->get_subcommands([](CLI::App*) { return true; });
+        if (subs.empty()) break;
+        const std::string word = argv[i];
+        const auto it = std::find_if(subs.begin(), subs.end(), [&](CLI::App* s) { return s->get_name() == word; });
+        path += (path.empty() ? "" : " ") + word;
+        if (it == subs.end()) {
+            std::vector<std::string> names;
+            for (const CLI::App* s : subs) names.push_back(s->get_name());
+            return fmt::format("unknown command '{}' (commands: {})", path, fmt::join(names, ", "));
+        }
+        level = *it;
+    }
+    return {};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -59,6 +80,11 @@ int main(int argc, char** argv) {
     std::stable_sort(commands.begin(), commands.end(),
                      [](const auto& a, const auto& b) { return a.first < b.first; });
     for (const auto& [order, add] : commands) add(app, exit_code);
+    if (const std::string unknown = unknown_command(app, argc, argv); !unknown.empty()) {
+        print_error(unknown);
+        fmt::print(stderr, "Run with --help for more information.\n");
+        return kExitUsage;
+    }
 
     try {
         app.parse(argc, argv);

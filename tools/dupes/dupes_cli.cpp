@@ -23,6 +23,7 @@
 #include <chrono>
 #include <cstdio>
 #include <getopt.h>
+#include <set>
 #include <sys/resource.h>
 #include <ranges>
 #include <string>
@@ -152,18 +153,31 @@ void write_json(Output& out, const DupesResult& res, const std::vector<DupesStep
     fmt::format_to(o, "}}\n");
 }
 
-void write_csv(Output& out, const DupesResult& res) {
+// With an action, four more columns (empty on the duplicate and linked
+// rows) and one "action" row per step, as the "actions" of --json.
+void write_csv(Output& out, const DupesResult& res, const std::vector<DupesStep>& steps, DupesAction action) {
     auto& o = out.o;
-    fmt::format_to(o, "kind,group,size,path\n");
+    const bool with_actions = action != DupesAction::report;
+    const char* const tail = with_actions ? ",,,," : "";
+    fmt::format_to(o, "kind,group,size,path{}\n", with_actions ? ",action,kept,status,reason" : "");
     for (std::size_t i = 0; i < res.group_count(); ++i) {
         const DupesGroup g = res.group(i);
         for (const DupesFile& f : g.files)
-            fmt::format_to(o, "duplicate,{},{},{}\n", i + 1, g.size, tools::csv_field(f.first_path())), out.flush();
+            fmt::format_to(o, "duplicate,{},{},{}{}\n", i + 1, g.size, tools::csv_field(f.first_path()), tail), out.flush();
     }
     for (std::size_t i = 0; i < res.linked_count(); ++i) {
         const DupesFile l = res.linked(i);
         for (const std::string_view p : l.paths)
-            fmt::format_to(o, "linked,{},{},{}\n", i + 1, l.size, tools::csv_field(p)), out.flush();
+            fmt::format_to(o, "linked,{},{},{}{}\n", i + 1, l.size, tools::csv_field(p), tail), out.flush();
+    }
+    std::size_t group = SIZE_MAX;
+    std::uint64_t size = 0;
+    for (const DupesStep& st : steps) {
+        if (st.group != group) size = res.group(group = st.group).size;
+        fmt::format_to(o, "action,{},{},{},{},{},{},{}\n", st.group + 1, size, tools::csv_field(st.path),
+                       to_string(st.action), tools::csv_field(st.kept), status_name(st.status),
+                       tools::csv_field(tools::escape_text(st.reason)));
+        out.flush();
     }
 }
 
@@ -259,7 +273,7 @@ int run(const DupesArgs& args) {
     if (args.json)
         write_json(out, res, steps, action, args.mode);
     else if (args.csv)
-        write_csv(out, res);
+        write_csv(out, res, steps, action);
     else
         write_text(out, res, steps, args.mode);
     out.flush(true);
@@ -283,7 +297,8 @@ constexpr const char* kUsage =
     "  --one-file-system           do not descend into other file systems\n"
     "  --follow-symlinks           follow symbolic links to files and directories (with --action report only)\n"
     "  --json                      JSON: {\"groups\": [{\"size\", \"files\"}], \"linked\": [...], \"summary\": {...}}\n"
-    "  --csv                       CSV: kind,group,size,path (excludes --json)\n"
+    "  --csv                       CSV: kind,group,size,path (with --action: and action,kept,status,reason, one\n"
+    "                              'action' row per step); excludes --json\n"
     "  --action TEXT=report        report, hardlink (same file system), reflink (FIDEDUPERANGE) or delete; every\n"
     "                              file is verified byte for byte right before it is changed\n"
     "  --keep TEXT=oldest          file kept in each group: oldest (mtime), first (path order) or a glob pattern\n"
@@ -328,6 +343,26 @@ std::size_t parse_max_open(const char* text) {
 
 enum Opt : int { kMode = 256, kHash, kMinSize, kOneFs, kFollow, kIgnoreMeta, kJson, kCsv, kAction, kKeep, kDryRun, kMaxOpen };
 
+// getopt_long takes any unambiguous prefix of a long option (--act for
+// --action) and lets an option with a value repeat (the last one wins); the
+// other cdc commands (CLI11) refuse both, and so does this one.
+void check_long_options(int argc, char** argv, const option* options) {
+    std::set<std::string_view> seen;
+    for (int i = 1; i < argc; ++i) {
+        const std::string_view a = argv[i];
+        if (a == "--") break;
+        if (!a.starts_with("--")) continue;  // a short option, a path
+        const auto eq = a.find('=');
+        const std::string_view name = a.substr(2, eq == std::string_view::npos ? std::string_view::npos : eq - 2);
+        const option* o = options;
+        while (o->name != nullptr && name != o->name) ++o;
+        if (o->name == nullptr) throw ParseError(fmt::format("The following argument was not expected: {}", a));
+        if (o->has_arg != required_argument) continue;
+        if (!seen.insert(name).second) throw ParseError(fmt::format("--{}: given more than once", name));
+        if (eq == std::string_view::npos) ++i;  // its value, whatever it looks like
+    }
+}
+
 /// Parses the arguments after `cdc dupes`; returns false for --help.
 bool parse(int argc, char** argv, DupesArgs& args) {
     static const option kOptions[] = {
@@ -343,6 +378,7 @@ bool parse(int argc, char** argv, DupesArgs& args) {
         {"max-open", required_argument, nullptr, kMaxOpen},
         {nullptr, 0, nullptr, 0},
     };
+    check_long_options(argc, argv, kOptions);
     opterr = 0;  // our own messages
     optind = 1;
     for (;;) {
