@@ -96,8 +96,11 @@ std::vector<std::uint8_t> random_bytes(std::size_t n, std::uint64_t seed) {
 
 #include <fcntl.h>
 #include <grp.h>
+#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+extern char** environ;
 
 namespace cdc::test {
 
@@ -181,14 +184,45 @@ std::vector<std::vector<std::string>> parse_csv(std::string_view text) {
     return records;
 }
 
-RunResult run_tool_as(unsigned uid, unsigned gid, const std::vector<std::string>& args) {
-    TempDir tmp;
-    const std::string out = (tmp.path() / "out").string(), err = (tmp.path() / "err").string();
-    std::vector<std::string> all{tool_path().string()};
+namespace {
+// argv of the tool with `args`: `all` holds the strings.
+std::vector<char*> tool_argv(const std::vector<std::string>& args, std::vector<std::string>& all) {
+    all = {tool_path().string()};
     all.insert(all.end(), args.begin(), args.end());
     std::vector<char*> argv;
     for (auto& a : all) argv.push_back(a.data());
     argv.push_back(nullptr);
+    return argv;
+}
+}  // namespace
+
+pid_t spawn_tool(const std::vector<std::string>& args) {
+    std::vector<std::string> all;
+    std::vector<char*> argv = tool_argv(args, all);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+    pid_t pid = -1;
+    const int rc = posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc != 0) throw std::runtime_error("posix_spawn failed");
+    return pid;
+}
+
+int wait_exit(pid_t pid, struct rusage* usage) {
+    int status = 0;
+    struct rusage ru {};
+    ::wait4(pid, &status, 0, &ru);
+    if (usage != nullptr) *usage = ru;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+RunResult run_tool_as(unsigned uid, unsigned gid, const std::vector<std::string>& args) {
+    TempDir tmp;
+    const std::string out = (tmp.path() / "out").string(), err = (tmp.path() / "err").string();
+    std::vector<std::string> all;
+    std::vector<char*> argv = tool_argv(args, all);
     const pid_t pid = ::fork();
     if (pid < 0) throw std::runtime_error("fork failed");
     if (pid == 0) {
@@ -200,10 +234,8 @@ RunResult run_tool_as(unsigned uid, unsigned gid, const std::vector<std::string>
         ::execv(argv[0], argv.data());
         ::_exit(102);
     }
-    int status = 0;
-    ::waitpid(pid, &status, 0);
     RunResult r;
-    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    r.exit_code = wait_exit(pid);
     r.out = read_text(out);
     r.err = read_text(err);
     return r;

@@ -6,6 +6,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <sys/resource.h>
+#include <sys/types.h>
+
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -67,6 +70,13 @@ struct RunResult {
 
 /// Runs the cdc tool with `args` (shell-quoted here), optional stdin file.
 RunResult run_tool(const std::vector<std::string>& args, const std::string& stdin_path = "");
+
+/// Starts the cdc tool with `args`, stdout and stderr to /dev/null (to be
+/// killed or waited for); throws if it cannot start.
+pid_t spawn_tool(const std::vector<std::string>& args);
+/// Waits for `pid`: its exit code, or 128 + signal; `usage` (if given)
+/// receives its resource usage (peak RSS: ru_maxrss, KiB).
+int wait_exit(pid_t pid, struct rusage* usage = nullptr);
 
 /// Runs the cdc tool as another user (root only: the child drops to
 /// uid/gid with setgroups/setgid/setuid before exec), so that permissions

@@ -79,33 +79,12 @@ TEST(CliNumbers, BadValuesAreUsageErrorsNamingOptionAndValue) {
     }
 }
 
-// Peak resident memory of `cdc args` with stdout to /dev/null.
-long peak_rss_kib(const std::vector<std::string>& args, int& exit_code) {
-    std::vector<std::string> all{tool_path().string()};
-    all.insert(all.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (auto& a : all) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    const pid_t pid = ::fork();
-    if (pid == 0) {
-        const int null = ::open("/dev/null", O_WRONLY);
-        ::dup2(null, 1);
-        ::execv(argv[0], argv.data());
-        ::_exit(127);
-    }
-    int status = 0;
-    rusage ru{};
-    ::wait4(pid, &status, 0, &ru);
-    exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    return ru.ru_maxrss;
-}
-
 TEST(CliNumbers, GenStreamsInConstantMemory) {
     // 160 MiB of each kind: the whole output was one vector before.
     for (const char* spec : {"zeros:167772160", "splitmix64:7:167772160", "text:3:167772160"}) {
-        int rc = -1;
-        const long kib = peak_rss_kib({"gen", spec}, rc);
-        EXPECT_EQ(rc, 0) << spec;
+        struct rusage ru {};
+        EXPECT_EQ(wait_exit(spawn_tool({"gen", spec}), &ru), 0) << spec;
+        const long kib = ru.ru_maxrss;
         EXPECT_LT(kib, 64 * 1024) << spec << ": " << kib << " KiB resident";
     }
     // Streamed in blocks, the bytes are those of the whole-vector generator.

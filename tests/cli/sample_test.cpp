@@ -12,11 +12,7 @@
 #include <fstream>
 #include <map>
 #include <random>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <thread>
-
-extern char** environ;
 
 namespace cdc::test {
 namespace {
@@ -44,21 +40,10 @@ std::map<std::string, fs::file_time_type> mtimes(const fs::path& dir) {
 }
 
 int run_killed_after(const fs::path& dir, std::chrono::microseconds delay) {
-    std::string tool = tool_path().string(), cmd = "sample", quiet = "-q", d = dir.string();
-    char* argv[] = {tool.data(), cmd.data(), quiet.data(), d.data(), nullptr};
-    pid_t pid = -1;
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-    const int rc = posix_spawn(&pid, argv[0], &fa, nullptr, argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    if (rc != 0) throw std::runtime_error("posix_spawn");
+    const pid_t pid = spawn_tool({"sample", "-q", dir.string()});
     std::this_thread::sleep_for(delay);
     ::kill(pid, SIGKILL);
-    int status = 0;
-    ::waitpid(pid, &status, 0);
-    return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
+    return wait_exit(pid);
 }
 
 TEST(CliSampleSafety, KilledRunsAreCompletedByteForByte) {
