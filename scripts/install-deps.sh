@@ -15,7 +15,7 @@ PKGS=(
 )
 # Optional groups: peers for benchmarks (bench/peers) and duplicate finders.
 if [[ "${1:-}" == "--peers" ]]; then
-  PKGS+=(golang-go golang-github-restic-chunker-dev python3 borgbackup b3sum xxhash fdupes jdupes rdfind rmlint hyperfine)
+  PKGS+=(golang-go golang-github-restic-chunker-dev python3 borgbackup casync b3sum xxhash fdupes jdupes rdfind rmlint hyperfine)
 fi
 
 missing=()

@@ -3,6 +3,7 @@
 // the merge tests of issue 12, item 1, run through the real tool on crafted
 // trees (two owners, setuid, xattrs, an ACL, a tmpfs beside the disk). No
 // path's owner, mode or attributes may change unless --ignore-metadata.
+#include "cli_support.hpp"
 #include "dupes_support.hpp"
 
 #include <gtest/gtest.h>

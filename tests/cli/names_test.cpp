@@ -3,6 +3,7 @@
 // ("K" + "K_bytes" base64), CSV reads back with a strict parser, and no text
 // on stdout or stderr carries a raw control byte (no terminal escape
 // injection, no broken lines).
+#include "cli_support.hpp"
 #include "dupes_support.hpp"
 #include "escape.hpp"
 

@@ -2,9 +2,9 @@
 // value is a usage error (exit 2) naming the option and the value — never
 // std::bad_alloc, a library's raw text or a wrapped integer — and `cdc gen`
 // streams its output in constant memory.
-#include "test_support.hpp"
+#include "cli_support.hpp"
 
-#include "datagen.hpp"
+#include <cdc/corpus/datagen.hpp>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -93,7 +93,7 @@ TEST(CliNumbers, GenStreamsInConstantMemory) {
         const fs::path f = tmp.path() / "out";
         fs::remove(f);
         ASSERT_EQ(run_tool({"gen", spec, "-o", f.string()}).exit_code, 0) << spec;
-        const auto want = tools::generate_input(spec);
+        const auto want = generate_input(spec);
         EXPECT_EQ(read_text(f), std::string(want.begin(), want.end())) << spec;
     }
 }

@@ -2,7 +2,7 @@
 // manifest holds a BLAKE3 digest per file; a run killed at random instants
 // is completed by the next one, byte for byte; damaged files are rewritten;
 // a verified sample is left untouched; only a foreign directory is refused.
-#include "test_support.hpp"
+#include "cli_support.hpp"
 
 #include <gtest/gtest.h>
 

@@ -3,6 +3,7 @@
 // too long for the kernel — and exit 3 like `cdc analyze`; a plot without
 // any data writes nothing and fails. The tool runs as nobody (root ignores
 // chmod 000), so these tests need root.
+#include "cli_support.hpp"
 #include "dupes_support.hpp"
 
 #include <gtest/gtest.h>
@@ -34,23 +35,7 @@ struct Tree {
         set_mode(root / "secret", 0);
         write_file(root / "locked/inside", random_bytes(100'000, 4));
         set_mode(root / "locked", 0);
-        // mkdirat/openat one level at a time: the full path cannot be used.
-        int fd = ::open(root.c_str(), O_DIRECTORY | O_RDONLY);
-        std::string path = root.string();
-        const std::string name(250, 'd');
-        while (path.size() <= PATH_MAX) {
-            if (::mkdirat(fd, name.c_str(), 0755) != 0) throw std::runtime_error("mkdirat");
-            const int sub = ::openat(fd, name.c_str(), O_DIRECTORY | O_RDONLY);
-            ::close(fd);
-            fd = sub;
-            path += "/" + name;
-        }
-        const int f = ::openat(fd, "deep", O_WRONLY | O_CREAT, 0644);
-        const auto data = random_bytes(50'000, 5);
-        if (f < 0 || ::write(f, data.data(), data.size()) != static_cast<ssize_t>(data.size())) throw std::runtime_error("deep");
-        ::close(f);
-        ::close(fd);
-        deep_file = path + "/deep";
+        deep_file = write_beyond_path_max(root, "deep", random_bytes(50'000, 5)).string();
     }
     ~Tree() { set_mode(root / "locked", 0755); }
 };

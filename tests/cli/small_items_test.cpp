@@ -4,6 +4,7 @@
 // refuses abbreviated and repeated options like the other commands; a
 // reflink dry run checks the file system; --buffer needs --pooled; resync
 // and plot agree on --edits 0; dupes --csv lists the actions as --json does.
+#include "cli_support.hpp"
 #include "dupes_support.hpp"
 
 #include <gtest/gtest.h>

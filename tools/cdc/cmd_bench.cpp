@@ -215,7 +215,7 @@ int run_bench_plot(const BenchPlotArgs& args) {
 
 }  // namespace
 
-static void add_bench_command(CLI::App& app, int& exit_code) {
+void add_bench_command(CLI::App& app, int& exit_code) {
     auto* bench = app.add_subcommand("bench", "time, CPU and memory of chunking a tree with many chunkers in flight");
     bench->require_subcommand(1);
     bench->footer(kExitCodesHelp);
@@ -251,7 +251,5 @@ static void add_bench_command(CLI::App& app, int& exit_code) {
     plot->footer(kExitCodesHelp);
     plot->callback([pa, &exit_code] { exit_code = run_bench_plot(*pa); });
 }
-
-static const CommandRegistration registration{55, &add_bench_command};
 
 }  // namespace cdc::cli

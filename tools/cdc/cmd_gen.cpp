@@ -1,7 +1,7 @@
 // cdc gen — write deterministic test data (the test-vector input specs).
 #include "cli_common.hpp"
 #include "commands.hpp"
-#include "datagen.hpp"
+#include <cdc/corpus/datagen.hpp>
 
 #include <fmt/format.h>
 
@@ -17,7 +17,7 @@ namespace cdc::cli {
 namespace {
 
 // Streamed in blocks: constant memory for any length.
-int write_stream(tools::InputGenerator& gen, int fd, const std::string& name) {
+int write_stream(InputGenerator& gen, int fd, const std::string& name) {
     FdWriter writer(fd, name);
     std::vector<std::uint8_t> block(std::size_t{1} << 20);
     while (const std::size_t n = gen.read(block)) writer.write(std::as_bytes(std::span(block).first(n)));
@@ -27,7 +27,7 @@ int write_stream(tools::InputGenerator& gen, int fd, const std::string& name) {
 // FILE appears whole or not at all: written into an unnamed file of its
 // directory (O_TMPFILE), then given its name (linkat: an existing FILE is
 // never overwritten, even one created meanwhile). A kill leaves nothing.
-int write_file(tools::InputGenerator& gen, const std::string& path) {
+int write_file(InputGenerator& gen, const std::string& path) {
     struct stat st {};
     if (::lstat(path.c_str(), &st) == 0) throw UsageError(fmt::format("cannot create '{}': it exists", path));
     const auto slash = path.rfind('/');
@@ -52,7 +52,7 @@ int write_file(tools::InputGenerator& gen, const std::string& path) {
 
 }  // namespace
 
-static void add_gen_command(CLI::App& app, int& exit_code) {
+void add_gen_command(CLI::App& app, int& exit_code) {
     auto spec = std::make_shared<std::string>();
     auto output = std::make_shared<std::string>("-");
     auto* cmd = app.add_subcommand(
@@ -61,11 +61,9 @@ static void add_gen_command(CLI::App& app, int& exit_code) {
     cmd->add_option("-o,--output", *output, "output file (- for stdout; an existing file is not overwritten)")
         ->capture_default_str();
     cmd->callback([spec, output, &exit_code] {
-        tools::InputGenerator gen(*spec);  // validates the spec before creating anything
+        InputGenerator gen(*spec);  // validates the spec before creating anything
         exit_code = *output == "-" ? write_stream(gen, STDOUT_FILENO, "stdout") : write_file(gen, *output);
     });
 }
-
-static const CommandRegistration registration{90, &add_gen_command};
 
 }  // namespace cdc::cli

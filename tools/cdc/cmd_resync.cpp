@@ -5,7 +5,7 @@
 #include "escape.hpp"
 #include "sizes.hpp"
 
-#include <cdc/resync.hpp>
+#include <cdc/corpus/resync.hpp>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -48,22 +48,21 @@ std::vector<std::uint8_t> read_all(const std::string& path) {
         fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
         if (fd < 0) throw UsageError(fmt::format("cannot open '{}': {}", path, std::strerror(errno)));
     }
+    struct Closer {
+        int fd;
+        ~Closer() {
+            if (fd != 0) ::close(fd);
+        }
+    } closer{fd};
+    FdReader reader(fd, path == "-" ? std::string("stdin") : fmt::format("'{}'", path));
     std::vector<std::uint8_t> data;
     std::size_t end = 0;
-    for (;;) {
+    for (bool eof = false; !eof;) {
         if (data.size() - end < (1u << 20)) data.resize(std::max<std::size_t>(data.size() * 2, end + (4u << 20)));
-        const ssize_t n = ::read(fd, data.data() + end, data.size() - end);
-        if (n > 0) {
-            end += static_cast<std::size_t>(n);
-        } else if (n == 0) {
-            break;
-        } else if (errno != EINTR) {
-            const int err = errno;
-            if (fd != 0) ::close(fd);
-            throw IoError(fmt::format("reading '{}': {}", path == "-" ? "stdin" : path, std::strerror(err)));
-        }
+        const FillResult r = read_at_least(reader, std::as_writable_bytes(std::span(data)).subspan(end), 1);
+        end += r.bytes;
+        eof = r.end;
     }
-    if (fd != 0) ::close(fd);
     data.resize(end);
     return data;
 }
@@ -77,9 +76,7 @@ int run(const ResyncArgs& args) {
     spec.count = args.edits;
     spec.size = static_cast<std::size_t>(tools::parse_size(args.edit_size, "--edit-size", 1, limits::kEditSize));
     spec.seed = args.seed;
-    std::vector<std::shared_ptr<const CutFinder>> finders;
-    for (const auto& a : parse_algorithm_list(args.algorithm, base, args.quiet || args.json || args.csv))
-        finders.push_back(make_cut_finder(a.name, a.options));
+    const auto finders = resolve_algorithm_list(args.algorithm, base, args.quiet || args.json || args.csv);
 
     const auto original = read_all(args.path);
     check_edits_fit(spec, "--edits", original.size(), "the file");
@@ -121,9 +118,9 @@ int run(const ResyncArgs& args) {
         fmt::print("{} ({} bytes): {} x {} of {} bytes, seed {}, {} trial(s)\n", tools::escape_text(args.path),
                    original.size(),
                    spec.count, to_string(spec.kind), spec.size, spec.seed, args.trials);
-        fmt::print("{:<16} {:>10} {:>10} {:>12} {:>14}\n", "ALGORITHM", "SHARED%", "MIN%", "CHUNKS", "CHUNKS EDITED");
+        fmt::print("{:<18} {:>10} {:>10} {:>12} {:>14}\n", "ALGORITHM", "SHARED%", "MIN%", "CHUNKS", "CHUNKS EDITED");
         for (const auto& s : summaries)
-            fmt::print("{:<16} {:>10.3f} {:>10.3f} {:>12} {:>14.1f}\n", s.algorithm, s.shared_pct_mean,
+            fmt::print("{:<18} {:>10.3f} {:>10.3f} {:>12} {:>14.1f}\n", s.algorithm, s.shared_pct_mean,
                        s.shared_pct_min, s.runs.front().chunks_orig, s.chunks_edited_mean);
         fmt::print("SHARED% = bytes of the edited file lying in chunks also in the original (mean over trials; "
                    "MIN% the worst trial).\n");
@@ -133,13 +130,13 @@ int run(const ResyncArgs& args) {
 }
 }  // namespace
 
-static void add_resync_command(CLI::App& app, int& exit_code) {
+void add_resync_command(CLI::App& app, int& exit_code) {
     auto args = std::make_shared<ResyncArgs>();
     auto* cmd = app.add_subcommand("resync", "apply random edits to a file and measure, per algorithm, how much of "
                                              "the edited file is still in the original's chunks");
     cmd->add_option("-a,--algorithm", args->algorithm, "algorithm name, a comma-separated list, or all")
         ->capture_default_str();
-    add_profile_options(*cmd, args->profile);
+    add_profile_options(*cmd, args->profile, true, "--chunker-seed");
     add_count_option(*cmd, "--edits", args->edits, 0, limits::kEdits,
                      "number of edits (0: none; edits x edit size at most the file's size)");
     cmd->add_option("--edit-size", args->edit_size, "bytes per edit (suffixes: 1K, 4KiB...)")->capture_default_str();
@@ -161,7 +158,5 @@ static void add_resync_command(CLI::App& app, int& exit_code) {
                     .append(kExitCodesHelp));
     cmd->callback([args, &exit_code] { exit_code = run(*args); });
 }
-
-static const CommandRegistration registration{40, &add_resync_command};
 
 }  // namespace cdc::cli

@@ -4,25 +4,40 @@
 #include "helper_path.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <string>
 #include <string_view>
+#include <vector>
 #include <unistd.h>
 
 #ifndef CDC_DUPES_HELPER_FROM_BINDIR
 #define CDC_DUPES_HELPER_FROM_BINDIR "../libexec/cdc/cdc-dupes"
 #endif
 
-namespace cdc::cli {
-std::vector<std::pair<int, AddCommand>>& command_registry() {
-    static std::vector<std::pair<int, AddCommand>> registry;
-    return registry;
-}
-}  // namespace cdc::cli
-
 namespace {
+
+// Every subcommand, in `cdc --help` order.
+constexpr cdc::cli::AddCommand kCommands[] = {
+    cdc::cli::add_chunk_command,   cdc::cli::add_analyze_command, cdc::cli::add_compare_command,
+    cdc::cli::add_resync_command,  cdc::cli::add_dupes_command,   cdc::cli::add_bench_command,
+    cdc::cli::add_plot_command,    cdc::cli::add_speed_command,   cdc::cli::add_kernels_command,
+    cdc::cli::add_sample_command,  cdc::cli::add_algorithms_command, cdc::cli::add_gen_command,
+};
+
+// "resync", "bench run": the subcommand path that was parsed.
+std::string command_path(const CLI::App& app) {
+    std::string path;
+    for (const CLI::App* cmd = &app; !cmd->get_subcommands().empty();) {
+        cmd = cmd->get_subcommands().front();
+        if (!path.empty()) path.push_back(' ');
+        path.append(cmd->get_name());
+    }
+    return path;
+}
 
 // `cdc dupes ...` is the cdc-dupes helper's: this process becomes it
 // (execv, same pid) before touching the rest of its code.
@@ -76,10 +91,7 @@ int main(int argc, char** argv) {
     app.set_help_all_flag("--help-all", "print help for every subcommand");
 
     int exit_code = kExitOk;
-    auto commands = command_registry();
-    std::stable_sort(commands.begin(), commands.end(),
-                     [](const auto& a, const auto& b) { return a.first < b.first; });
-    for (const auto& [order, add] : commands) add(app, exit_code);
+    for (const AddCommand add : kCommands) add(app, exit_code);
     if (const std::string unknown = unknown_command(app, argc, argv); !unknown.empty()) {
         print_error(unknown);
         fmt::print(stderr, "Run with --help for more information.\n");
@@ -100,7 +112,8 @@ int main(int argc, char** argv) {
         fmt::print(stderr, "Run with --help for more information.\n");
         return kExitUsage;
     } catch (...) {
-        return report_current_exception();
+        const std::string command = command_path(app);
+        return report_current_exception([&](std::string_view field) { return flag_of(command, field); });
     }
     return exit_code;
 }

@@ -166,6 +166,7 @@ FileList list_files(const std::filesystem::path& root) {
     FileList out;
     out.files.reserve(walk.files.size());
     for (const FileEntry& f : walk.files) out.files.emplace_back(f.path);
+    std::sort(out.files.begin(), out.files.end());
     out.errors = std::move(walk.errors);
     out.warnings = std::move(walk.warnings);
     return out;

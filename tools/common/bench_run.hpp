@@ -20,7 +20,7 @@
 // allocated is the number of lanes, however many files there are.
 #pragma once
 
-#include <cdc/cdc.hpp>
+#include <cdc/corpus.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -94,7 +94,7 @@ struct BenchResult {
 BenchResult run_bench(const BenchConfig& config);
 
 /// The regular files under `root` (recursively: cdc::walk_inputs, the walk
-/// of cdc analyze; symlinks not followed, each file once), or `root` itself
+/// of cdc analyze; symlinks not followed, each file once), sorted, or `root` itself
 /// if it is a file, with what the walk could not read (errors: unreadable
 /// directories, names too long...) and skipped on purpose (warnings: special
 /// files). Throws IoError if `root` cannot be read.

@@ -18,11 +18,15 @@ void finish_stdout() {
         throw cdc::IoError(fmt::format("writing standard output: {}", std::strerror(errno)));
 }
 
-int report_current_exception() {
+int report_current_exception(const std::function<std::string_view(std::string_view field)>& flag_of) {
     try {
         throw;
     } catch (const cdc::OptionError& e) {
-        print_error(e.what());
+        const std::string_view flag = flag_of && !e.field().empty() ? flag_of(e.field()) : "";
+        if (flag.empty())
+            print_error(e.what());
+        else
+            print_error(fmt::format("{} (option {})", e.what(), flag));
         return kExitUsage;
     } catch (const UsageError& e) {
         print_error(e.what());

@@ -1,9 +1,8 @@
 #include "sample_corpus.hpp"
 
-#include "datagen.hpp"
-
+#include <cdc/corpus/datagen.hpp>
+#include <cdc/corpus/resync.hpp>
 #include <cdc/digest.hpp>
-#include <cdc/resync.hpp>
 
 #include <fmt/format.h>
 
