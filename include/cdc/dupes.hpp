@@ -124,7 +124,9 @@
 #pragma once
 
 #include <cdc/digest.hpp>
+#include <cdc/enum_names.hpp>
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -138,7 +140,11 @@ namespace cdc {
 
 enum class DupesMode { compare, hash, automatic };
 
-/// Parses "compare", "hash" or "auto"; throws OptionError.
+inline constexpr std::array kDupesModeNames = {EnumName<DupesMode>{DupesMode::compare, "compare"},
+                                               EnumName<DupesMode>{DupesMode::hash, "hash"},
+                                               EnumName<DupesMode>{DupesMode::automatic, "auto"}};
+
+/// Parses "compare", "hash" or "auto"; throws OptionError (field "mode").
 DupesMode parse_dupes_mode(std::string_view name);
 std::string_view to_string(DupesMode mode) noexcept;
 
@@ -259,7 +265,12 @@ DupesResult find_dupes(std::span<const std::string> roots, const DupesOptions& o
 
 enum class DupesAction { report, hardlink, reflink, remove };
 
-/// Parses "report", "hardlink", "reflink" or "delete"; throws OptionError.
+inline constexpr std::array kDupesActionNames = {
+    EnumName<DupesAction>{DupesAction::report, "report"}, EnumName<DupesAction>{DupesAction::hardlink, "hardlink"},
+    EnumName<DupesAction>{DupesAction::reflink, "reflink"}, EnumName<DupesAction>{DupesAction::remove, "delete"}};
+
+/// Parses "report", "hardlink", "reflink" or "delete"; throws OptionError
+/// (field "action").
 DupesAction parse_dupes_action(std::string_view name);
 std::string_view to_string(DupesAction action) noexcept;
 

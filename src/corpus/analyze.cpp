@@ -64,7 +64,10 @@ public:
                 out_.warnings.push_back(
                     {path, "already walked through another path (overlapping inputs): its files are counted once"});
                 break;
-            case WalkSkip::error: out_.errors.push_back({path, std::string(message)}); break;
+            case WalkSkip::error:
+            case WalkSkip::dangling:  // named by the user's tree, unreadable: an error
+                out_.errors.push_back({path, std::string(message)});
+                break;
             case WalkSkip::special:
                 out_.warnings.push_back({path, fmt::format("{} skipped", message)});
                 break;

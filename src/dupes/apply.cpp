@@ -215,8 +215,7 @@ std::string act(const DupesResult& result, const DupesStep& s, const DupesFile& 
 }  // namespace
 
 void apply_dupes_plan(const DupesResult& result, std::span<DupesStep> steps, const DupesOptions& options) {
-    if (options.follow_symlinks)
-        throw OptionError("--follow-symlinks is for reports only: actions never act through symbolic links");
+    refuse_followed_links(options);
     clean_stale(result, options);
     std::vector<std::byte> a, b;
     std::uint64_t done = 0;

@@ -2,6 +2,8 @@
 // following symbolic links, reading, and the metadata a merge must preserve.
 #include "internal.hpp"
 
+#include <cdc/error.hpp>
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -84,6 +86,12 @@ bool read_exact(int fd, void* buf, std::size_t len, std::uint64_t offset) noexce
 }
 
 std::string errno_text(int err) { return err == 0 ? std::string("file shrank") : std::string(std::strerror(err)); }
+
+void refuse_followed_links(const DupesOptions& options) {
+    if (options.follow_symlinks)
+        throw OptionError("follow_symlinks is for reports only: actions never act through symbolic links",
+                          "follow_symlinks");
+}
 
 std::string_view root_of(std::span<const std::string> roots, std::string_view path) noexcept {
     std::string_view best;

@@ -105,6 +105,10 @@ bool read_exact(int fd, void* buf, std::size_t len, std::uint64_t offset) noexce
 
 std::string errno_text(int err);
 
+/// Throws OptionError (field "follow_symlinks") if `options` follow links:
+/// actions never act through symbolic links (plan and apply both check).
+void refuse_followed_links(const DupesOptions& options);
+
 /// The longest of `roots` that `path` is (or is below); "" if none.
 std::string_view root_of(std::span<const std::string> roots, std::string_view path) noexcept;
 

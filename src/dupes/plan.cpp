@@ -18,23 +18,9 @@ namespace cdc {
 
 using namespace dupes_detail;
 
-DupesAction parse_dupes_action(std::string_view name) {
-    if (name == "report") return DupesAction::report;
-    if (name == "hardlink") return DupesAction::hardlink;
-    if (name == "reflink") return DupesAction::reflink;
-    if (name == "delete") return DupesAction::remove;
-    throw OptionError(fmt::format("--action = '{}' is invalid: must be report, hardlink, reflink or delete", name));
-}
+DupesAction parse_dupes_action(std::string_view name) { return parse_name(kDupesActionNames, name, "action"); }
 
-std::string_view to_string(DupesAction action) noexcept {
-    switch (action) {
-        case DupesAction::report: return "report";
-        case DupesAction::hardlink: return "hardlink";
-        case DupesAction::reflink: return "reflink";
-        case DupesAction::remove: return "delete";
-    }
-    return "?";
-}
+std::string_view to_string(DupesAction action) noexcept { return name_of(kDupesActionNames, action); }
 
 KeepRule parse_keep_rule(std::string_view text) {
     KeepRule r;
@@ -43,7 +29,7 @@ KeepRule parse_keep_rule(std::string_view text) {
     } else if (text == "first") {
         r.kind = KeepRule::Kind::first;
     } else if (text.empty()) {
-        throw OptionError("--keep = '' is invalid: must be oldest, first or a path pattern");
+        throw OptionError("keep = '' is invalid: must be oldest, first or a path pattern", "keep");
     } else {
         r.kind = KeepRule::Kind::pattern;
         r.pattern = std::string(text);
@@ -212,8 +198,7 @@ std::vector<DupesStep> plan_dupes_action(const DupesResult& result, DupesAction 
                                          const DupesOptions& options) {
     std::vector<DupesStep> steps;
     if (action == DupesAction::report) return steps;
-    if (options.follow_symlinks)
-        throw OptionError("--follow-symlinks is for reports only: actions never act through symbolic links");
+    refuse_followed_links(options);
     // One step per grouped path but the kept ones (reserved: no copy while growing).
     std::size_t most = 0;
     for (std::size_t gi = 0; gi < result.group_count(); ++gi)

@@ -19,21 +19,9 @@ namespace cdc {
 
 using namespace dupes_detail;
 
-DupesMode parse_dupes_mode(std::string_view name) {
-    if (name == "compare") return DupesMode::compare;
-    if (name == "hash") return DupesMode::hash;
-    if (name == "auto") return DupesMode::automatic;
-    throw OptionError(fmt::format("--mode = '{}' is invalid: must be compare, hash or auto", name));
-}
+DupesMode parse_dupes_mode(std::string_view name) { return parse_name(kDupesModeNames, name, "mode"); }
 
-std::string_view to_string(DupesMode mode) noexcept {
-    switch (mode) {
-        case DupesMode::compare: return "compare";
-        case DupesMode::hash: return "hash";
-        case DupesMode::automatic: return "auto";
-    }
-    return "?";
-}
+std::string_view to_string(DupesMode mode) noexcept { return name_of(kDupesModeNames, mode); }
 
 namespace {
 

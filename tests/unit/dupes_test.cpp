@@ -211,6 +211,42 @@ TEST(DupesGroups, SymlinksSkippedUnlessFollowed) {
     EXPECT_THROW(apply_dupes_action(res, DupesAction::hardlink, KeepRule{}, false, o), OptionError);
 }
 
+// The finder walks with cdc::walk and adds its own rules: small files and its
+// own temporaries are not candidates, what cannot be read is a warning and
+// counted as skipped, special files and dangling links (when following) are
+// silently not files; a root it cannot use is a usage error.
+TEST(DupesWalk, TheFindersRulesOnTopOfTheWalker) {
+    TempDir tmp;
+    const fs::path root = tmp.path() / "t";
+    const auto d = random_bytes(3000, 11);
+    write_file(root / "a", d);
+    write_file(root / "sub/b", d);
+    write_file(root / "tiny", std::vector<std::uint8_t>(d.begin(), d.begin() + 10));
+    write_file(root / "sub/.cdc-dupes-tmp.1.0", d);
+    ASSERT_EQ(::mkfifo((root / "fifo").c_str(), 0600), 0);
+    fs::create_symlink(root / "nowhere", root / "dangling");
+    write_beyond_path_max(root, "deep", d);
+    for (const bool follow : {false, true}) {
+        DupesOptions o;
+        o.min_size = 100;
+        o.follow_symlinks = follow;
+        std::vector<std::string> warnings;
+        o.warning = [&](const std::string& w) { warnings.push_back(w); };
+        const auto res = find_dupes(std::vector<std::string>{root.string() + "/"}, o);
+        EXPECT_EQ(groups_of(res), (Groups{{(root / "a").string(), (root / "sub/b").string()}})) << follow;
+        EXPECT_EQ(res.summary.files_scanned, 3u) << "a, sub/b, tiny (not the temporary)";
+        EXPECT_EQ(res.summary.skipped, 1u) << "the directory too deep to open";
+        ASSERT_EQ(warnings.size(), 1u) << follow;
+        EXPECT_NE(warnings[0].find("File name too long"), std::string::npos) << warnings[0];
+        ASSERT_EQ(res.stale_temporaries().size(), 1u);
+        EXPECT_EQ(res.stale_temporaries()[0], (root / "sub/.cdc-dupes-tmp.1.0").string());
+    }
+    DupesOptions o;
+    EXPECT_THROW(find_dupes(std::vector<std::string>{(root / "missing").string()}, o), OptionError);
+    EXPECT_THROW(find_dupes(std::vector<std::string>{(root / "fifo").string()}, o), OptionError);
+    EXPECT_THROW(find_dupes(std::vector<std::string>{"-"}, o), OptionError);
+}
+
 // --one-file-system: a directory on another file system (here the tmpfs at
 // /dev/shm, reached through a followed symlink) is not descended into.
 TEST(DupesGroups, OneFileSystemStopsAtOtherFileSystems) {

@@ -73,7 +73,7 @@ TEST(Walk, FollowingLinksFindsLoopsAndDanglingLinks) {
     EXPECT_EQ(r.files, (std::vector<std::string>{d + "/a.txt", d + "/link-to-file", d + "/z.txt", d + "/b/c.txt",
                                                  d + "/b/hard-a.txt", d + "/b/d/e.txt"}));
     EXPECT_EQ(r.skips.at(d + "/b/link-to-root"), WalkSkip::loop);
-    EXPECT_EQ(r.skips.at(d + "/dangling"), WalkSkip::error);
+    EXPECT_EQ(r.skips.at(d + "/dangling"), WalkSkip::dangling);
     EXPECT_EQ(r.skips.at(d + "/fifo"), WalkSkip::special);
 }
 

@@ -15,6 +15,8 @@
 #include <cdc/dupes.hpp>
 #include <cdc/error.hpp>
 
+#include <utility>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -226,8 +228,16 @@ void write_text(Output& out, const DupesResult& res, const std::vector<DupesStep
                    s.skipped ? fmt::format(", {} skipped", s.skipped) : std::string());
 }
 
-int run(const DupesArgs& args) {
-    DupesOptions opt;
+// What to do, validated before any file is read.
+struct DupesRequest {
+    DupesOptions options;
+    DupesAction action = DupesAction::report;
+    KeepRule keep;
+};
+
+DupesRequest request_of(const DupesArgs& args) {
+    DupesRequest r;
+    DupesOptions& opt = r.options;
     opt.mode = parse_dupes_mode(args.mode);
     opt.hash = parse_digest_kind(args.hash);
     if (opt.hash == DigestKind::none) throw UsageError("--hash = 'none' is invalid: must be blake3 or xxh3");
@@ -236,39 +246,26 @@ int run(const DupesArgs& args) {
     opt.follow_symlinks = args.follow_symlinks;
     opt.ignore_metadata = args.ignore_metadata;
     opt.max_open_files = args.max_open;
-    const DupesAction action = parse_dupes_action(args.action);
-    const KeepRule keep = parse_keep_rule(args.keep);
-    if (action != DupesAction::report && args.follow_symlinks)
+    r.action = parse_dupes_action(args.action);
+    r.keep = parse_keep_rule(args.keep);
+    if (r.action != DupesAction::report && args.follow_symlinks)
         throw UsageError("--follow-symlinks is for reports only: actions never act through symbolic links");
-    if (args.ignore_metadata && action != DupesAction::hardlink && action != DupesAction::reflink)
+    if (args.ignore_metadata && r.action != DupesAction::hardlink && r.action != DupesAction::reflink)
         throw UsageError("--ignore-metadata applies to --action hardlink or reflink only");
+    return r;
+}
 
-    ProgressLine progress(!args.quiet && stderr_is_tty());
-    opt.progress = [&progress](const DupesProgress& p) { progress.update(p); };
-    std::uint64_t warnings = 0;
-    opt.warning = [&](const std::string& msg) {
-        progress.clear();
-        ++warnings;
-        print_message("cdc dupes: warning: ", msg);
-    };
+// Temporaries of an interrupted run are removed by the next action run; a
+// report (or dry run) says they are there.
+void note_stale_temporaries(const DupesResult& res, const DupesArgs& args, DupesAction action) {
+    if (res.stale_temporaries().empty() || (action != DupesAction::report && !args.dry_run) || args.quiet) return;
+    fmt::print(stderr, "cdc dupes: note: {} temporary name(s) left by an interrupted run (.cdc-dupes-tmp.*, extra "
+                       "links of kept files); the next --action run removes them\n",
+               res.stale_temporaries().size());
+}
 
-    DupesResult res = resolve_dupes(scan_dupes(args.paths, opt), opt);
-    progress.clear();
-    if (!res.stale_temporaries().empty() && (action == DupesAction::report || args.dry_run) && !args.quiet)
-        fmt::print(stderr, "cdc dupes: note: {} temporary name(s) left by an interrupted run (.cdc-dupes-tmp.*, extra "
-                           "links of kept files); the next --action run removes them\n",
-                   res.stale_temporaries().size());
-    std::vector<DupesStep> steps;
-    try {
-        steps = apply_dupes_action(res, action, keep, args.dry_run, opt);
-    } catch (...) {
-        progress.clear();
-        throw;
-    }
-    progress.clear();
-    const bool any_skipped = std::any_of(steps.begin(), steps.end(),
-                                         [](const DupesStep& s) { return s.status == DupesStep::Status::skipped; });
-
+void write_result(const DupesArgs& args, const DupesResult& res, const std::vector<DupesStep>& steps,
+                  DupesAction action) {
     Output out;
     if (args.json)
         write_json(out, res, steps, action, args.mode);
@@ -278,6 +275,32 @@ int run(const DupesArgs& args) {
         write_text(out, res, steps, args.mode);
     out.flush(true);
     finish_stdout();
+}
+
+int run(const DupesArgs& args) {
+    DupesRequest request = request_of(args);
+    DupesOptions& opt = request.options;
+    ProgressLine progress(!args.quiet && stderr_is_tty());
+    opt.progress = [&progress](const DupesProgress& p) { progress.update(p); };
+    opt.warning = [&progress](const std::string& msg) {
+        progress.clear();
+        print_message("cdc dupes: warning: ", msg);
+    };
+
+    DupesResult res = resolve_dupes(scan_dupes(args.paths, opt), opt);
+    progress.clear();
+    note_stale_temporaries(res, args, request.action);
+    std::vector<DupesStep> steps;
+    try {
+        steps = apply_dupes_action(res, request.action, request.keep, args.dry_run, opt);
+    } catch (...) {
+        progress.clear();
+        throw;
+    }
+    progress.clear();
+    write_result(args, res, steps, request.action);
+    const bool any_skipped = std::any_of(steps.begin(), steps.end(),
+                                         [](const DupesStep& s) { return s.status == DupesStep::Status::skipped; });
     return res.summary.skipped > 0 || any_skipped ? kExitPartial : kExitOk;
 }
 
@@ -339,6 +362,15 @@ std::size_t parse_max_open(const char* text) {
     } catch (const OptionError& e) {
         throw ParseError(e.what());
     }
+}
+
+// The flags that set the library's fields named by an OptionError.
+std::string_view flag_of(std::string_view field) noexcept {
+    static constexpr std::pair<std::string_view, std::string_view> kFlags[] = {
+        {"mode", "--mode"}, {"action", "--action"}, {"keep", "--keep"}, {"follow_symlinks", "--follow-symlinks"}};
+    for (const auto& [f, flag] : kFlags)
+        if (f == field) return flag;
+    return {};
 }
 
 enum Opt : int { kMode = 256, kHash, kMinSize, kOneFs, kFollow, kIgnoreMeta, kJson, kCsv, kAction, kKeep, kDryRun, kMaxOpen };
@@ -428,7 +460,7 @@ int dupes_main(int argc, char** argv) {
         fmt::print(stderr, "Run with --help for more information.\n");
         return kExitUsage;
     } catch (...) {
-        return report_current_exception();
+        return report_current_exception(flag_of);
     }
 }
 
