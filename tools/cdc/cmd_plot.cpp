@@ -226,22 +226,26 @@ plot::Series cdf_series(const AlgorithmResult& r) {
     return s;
 }
 
-plot::Chart distribution_chart(std::string title, std::string subtitle, plot::Kind kind) {
+// The charts of one kind share their axes: one factory per kind, the same
+// for the per-algorithm chart and the one overlaying them.
+plot::Chart chart(std::string title, std::string subtitle, std::string x_label, std::string y_label) {
     plot::Chart c;
     c.title = std::move(title);
     c.subtitle = std::move(subtitle);
-    c.x_label = "chunk size (KiB)";
-    c.y_label = "share of chunks (%)";
+    c.x_label = std::move(x_label);
+    c.y_label = std::move(y_label);
+    return c;
+}
+
+plot::Chart distribution_chart(std::string title, std::string subtitle, plot::Kind kind) {
+    plot::Chart c = chart(std::move(title), std::move(subtitle), "chunk size (KiB)", "share of chunks (%)");
     c.kind = kind;
     return c;
 }
 
 plot::Chart cdf_chart(std::string title, std::string subtitle) {
-    plot::Chart c;
-    c.title = std::move(title);
-    c.subtitle = std::move(subtitle);
-    c.x_label = "chunk size (KiB)";
-    c.y_label = "chunks of this size or smaller (%)";
+    plot::Chart c =
+        chart(std::move(title), std::move(subtitle), "chunk size (KiB)", "chunks of this size or smaller (%)");
     c.y_max = 102;
     return c;
 }
@@ -279,11 +283,8 @@ void plot_sizes(const PlotRun& run) {
 }
 
 plot::Chart resync_chart(std::string title, std::string subtitle, bool log_edits) {
-    plot::Chart c;
-    c.title = std::move(title);
-    c.subtitle = std::move(subtitle);
-    c.x_label = "number of edits (n)";
-    c.y_label = "bytes still shared after the edits (%)";
+    plot::Chart c = chart(std::move(title), std::move(subtitle), "number of edits (n)",
+                          "bytes still shared after the edits (%)");
     c.x_log = log_edits;
     c.markers = true;
     c.y_min = 0;
@@ -320,11 +321,8 @@ void plot_resync(const PlotRun& run) {
 }
 
 plot::Chart sweep_chart(std::string title, std::string subtitle) {
-    plot::Chart c;
-    c.title = std::move(title);
-    c.subtitle = std::move(subtitle);
-    c.x_label = "measured mean chunk size (KiB, log scale)";
-    c.y_label = "dedup ratio: distinct / total bytes";
+    plot::Chart c = chart(std::move(title), std::move(subtitle), "measured mean chunk size (KiB, log scale)",
+                          "dedup ratio: distinct / total bytes");
     c.x_log = true;
     c.markers = true;
     c.y_from_zero = false;
