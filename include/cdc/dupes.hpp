@@ -306,6 +306,16 @@ struct DupesStep {
     std::size_t group = 0, kept_file = 0, file = 0;
 };
 
+inline constexpr std::array kDupesStepStatusNames = {
+    EnumName<DupesStep::Status>{DupesStep::Status::planned, "planned"},
+    EnumName<DupesStep::Status>{DupesStep::Status::done, "done"},
+    EnumName<DupesStep::Status>{DupesStep::Status::kept, "kept"},
+    EnumName<DupesStep::Status>{DupesStep::Status::skipped, "skipped"}};
+/// "planned", "done", "kept", "skipped" (the status field of the reports).
+constexpr std::string_view to_string(DupesStep::Status status) noexcept {
+    return name_of(kDupesStepStatusNames, status);
+}
+
 /// The steps `action` would take on every path of every group but the
 /// kept file's (Status::planned, or kept / skipped with the reason). Reads
 /// the files' metadata (hardlink, reflink); changes nothing. reflink: probes

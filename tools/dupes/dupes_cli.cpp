@@ -82,16 +82,6 @@ private:
     std::chrono::steady_clock::time_point last_{};
 };
 
-std::string_view status_name(DupesStep::Status s) {
-    switch (s) {
-        case DupesStep::Status::planned: return "planned";
-        case DupesStep::Status::done: return "done";
-        case DupesStep::Status::kept: return "kept";
-        case DupesStep::Status::skipped: return "skipped";
-    }
-    return "?";
-}
-
 nlohmann::ordered_json summary_json(const DupesSummary& s, std::string_view mode) {
     return {{"files_scanned", s.files_scanned}, {"bytes_scanned", s.bytes_scanned}, {"candidates", s.candidates},
             {"bytes_read", s.bytes_read},       {"groups", s.groups},               {"duplicate_files", s.duplicate_files},
@@ -148,7 +138,7 @@ void write_json(Output& out, const DupesResult& res, const std::vector<DupesStep
             nlohmann::ordered_json j{{"action", to_string(st.action)}};
             tools::put_name(j, "path", st.path);
             tools::put_name(j, "kept", st.kept);
-            j["status"] = status_name(st.status);
+            j["status"] = to_string(st.status);
             if (!st.reason.empty()) j["reason"] = tools::escape_text(st.reason);
             return j;
         }, true);
@@ -177,7 +167,7 @@ void write_csv(Output& out, const DupesResult& res, const std::vector<DupesStep>
     for (const DupesStep& st : steps) {
         if (st.group != group) size = res.group(group = st.group).size;
         fmt::format_to(o, "action,{},{},{},{},{},{},{}\n", st.group + 1, size, tools::csv_field(st.path),
-                       to_string(st.action), tools::csv_field(st.kept), status_name(st.status),
+                       to_string(st.action), tools::csv_field(st.kept), to_string(st.status),
                        tools::csv_field(tools::escape_text(st.reason)));
         out.flush();
     }
