@@ -1,4 +1,10 @@
-// cdc/dupes.hpp — find whole-file duplicates and merge them safely.
+// cdc/dupes.hpp — find whole-file duplicates and merge them safely (the
+// cdc_dupes library, target cdc::dupes; not part of cdc/cdc.hpp).
+//
+//   cdc::DupesOptions opt;
+//   const cdc::DupesResult r = cdc::find_dupes(std::vector<std::string>{"/data"}, opt);
+//   for (std::size_t i = 0; i < r.group_count(); ++i)
+//       for (const cdc::DupesFile& f : r.group(i).files) use(f.first_path(), f.paths);
 //
 // Pipeline: walk the trees → group regular files by size → collapse paths
 // that share a (device, inode) (they already share storage: reported as
@@ -17,55 +23,95 @@
 //    as it differs from all others (it is read no further). No hashing.
 //    Blocks are sized so that one block of every member fits the memory
 //    budget (block = budget / members, 4 KiB ≤ block ≤ 256 KiB; hashing
-//    reuses the same buffer). A class with
-//    more members than `max_open_files` is still compared, re-opening each
-//    file for each block (open, identity check, pread at the offset, close).
-//    Fallback: a class with more members than budget / 4 KiB cannot hold one
-//    block each and is hashed from its current offset (the current block is
-//    read again).
+//    reuses the same buffer). A class with more members than
+//    `max_open_files` is still compared, re-opening each file for each block
+//    (open, identity check, pread at the offset, close). Fallback: a class
+//    with more members than budget / 4 KiB cannot hold one block each and is
+//    hashed from its current offset (the current block is read again).
 //  - hash: a partial hash over the head and tail blocks splits each size
 //    group; then each remaining class is split by a hash of the rest of the
 //    file (each file read once, sequentially, one open file at a time).
 //    Equality is decided by the digest (BLAKE3-256 by default, XXH3-128 on
 //    request).
 //  - automatic (default): compare, except that a class with more members
-//    than `max_open_files` is hashed from its current offset on. The rule:
-//    comparison never reads more bytes than hashing (it stops at the first
-//    difference and reads nothing twice), so it is used wherever all members
-//    can stay open at once; past the open-file bound, lockstep comparison
-//    would cost an open, an identity check and a seek per file per block
-//    (or batches that re-read representatives), while hashing reads each
-//    file once, sequentially, with one descriptor — there hashing reads
-//    (and opens) less.
+//    than `max_open_files` is hashed from its current offset on. Comparison
+//    never reads more bytes than hashing (it stops at the first difference
+//    and reads nothing twice), so it is used wherever all members can stay
+//    open at once; past the open-file bound, lockstep comparison would cost
+//    an open, an identity check and a seek per file per block, while hashing
+//    reads each file once, sequentially, with one descriptor.
 // Memory is bounded by the budget (plus the file list and one digest per
 // hashed file); open descriptors by `max_open_files`. The file list holds
-// each path once (a StringArena: its bytes and a NUL) and 40 bytes per path
-// (DupesEntry, in a deque: never copied to grow), plus 4 bytes per grouped
-// or linked file and 16 per group; every other type is a view into it.
+// each path once and ~40 bytes per path, plus 4 bytes per grouped or linked
+// file and 16 per group; the DupesGroup and DupesFile values handed out are
+// built on request (their paths are views into the result).
 //
-// Consistency: a file is opened with O_NOFOLLOW and checked (device, inode,
-// size, mtime) against the walk; after resolution every grouped file is
-// checked again. A file that changed, vanished or could not be read is left
-// out with a warning (DupesSummary::skipped).
+// Consistency: a file is opened with O_NOFOLLOW | O_NONBLOCK (a FIFO or a
+// device put in a file's place never blocks the run) and checked (regular
+// file, device, inode, size, mtime) against the walk; after resolution
+// every grouped file is checked again. A file that changed, vanished or
+// could not be read is left out with a warning (DupesSummary::skipped).
 //
-// Actions (apply_dupes_action)
-// ----------------------------
-// For each group one file is kept (KeepRule); for every other file of the
-// group, right before acting: both files are re-opened, their identity
-// (device, inode, size, mtime) checked against the scan, all bytes compared,
-// identity checked again; then
-//  - hardlink: link(kept, DIR/.cdc-dupes-tmp.PID.N) in the duplicate's
-//    directory, re-check the duplicate's path, rename() the temporary over it
-//    (atomic: at every instant the path names either the old or the new
-//    inode, both holding the same bytes). Same file system only.
-//  - reflink: ioctl FIDEDUPERANGE, in place: the kernel compares the bytes
-//    itself and shares the extents atomically (no temporary, no rename).
-//    Where the file system does not support it, IoError with a clear message.
-//  - remove: unlink() of the duplicate path (the kept file is verified equal
-//    first).
+// Actions: who may be merged with whom
+// ------------------------------------
+// A hard link makes two paths one inode: after it, both paths have the kept
+// file's owner, group, mode, extended attributes (ACLs, capabilities, SELinux
+// labels...) and timestamps, and a write through either path changes both.
+// So `hardlink` and `reflink` merge only files that are on the same file
+// system AND have the same owner (uid), group (gid), mode (permission bits
+// and setuid / setgid / sticky) and the same extended attributes (every
+// name and value; POSIX ACLs are the system.posix_acl_access attribute).
+// Each group of byte-identical files is split into merge sets by these
+// keys; in each set one file is kept (KeepRule: the group's kept file in its
+// own set, the rule applied within the set in the others) and the others are
+// merged into it. The kept file of every other set (and a file alone in its
+// set) is left as it is: its step has Status::kept and a reason naming the
+// keys that differ from the group's kept file, e.g. "not merged: different
+// owner (uid 4242, kept file 0)". The keys are read when planning, and again
+// when acting from the open descriptors of both files (fstat, flistxattr +
+// fgetxattr), last right before the rename: a chmod, chown or setfattr
+// between the scan and the change cannot slip through. `ignore_metadata`
+// (CLI: --ignore-metadata, dangerous) splits by file system only: a path
+// merged by a hard link then takes the kept file's owner, mode and
+// attributes.
+// What a surviving path keeps:
+//  - hardlink: the duplicate path names the kept inode: the kept file's
+//    owner, group, mode, attributes, mtime and atime (with --keep oldest, the
+//    oldest mtime of its set); only its directory entry is new.
+//  - reflink: every path keeps its own inode and all its metadata (mtime
+//    included); only the data extents are shared.
+//  - delete: the kept path keeps everything; duplicate paths are removed.
+//    `delete` keeps one file per group whatever its owner (metadata do not
+//    split its groups: the kept file may belong to another user; choose it
+//    with --keep PATTERN where that matters), but never deletes a file that
+//    the kept one is not byte-identical to at that moment.
+//
+// Actions: how each change is made
+// --------------------------------
+// Right before each change: the kept file is opened (no final symlink,
+// O_NONBLOCK) and its identity (regular file, device, inode, size, mtime)
+// checked against the scan; the duplicate's directory is opened (ParentDir:
+// the root as given, then each directory below it with O_NOFOLLOW) and the
+// duplicate opened relative to it (openat, O_NOFOLLOW) and checked; the
+// merge keys compared on the two descriptors; every byte compared; neither
+// file changed meanwhile (size, ctime). Then, always relative to that
+// directory descriptor (a directory renamed or replaced by a symlink in the
+// meantime cannot redirect the change out of the tree):
+//  - hardlink: linkat() of the kept file's *descriptor* (the verified inode,
+//    whatever its path names now) to .cdc-dupes-tmp.PID.N, the temporary and
+//    the duplicate re-checked (fstatat), the keys compared once more, then
+//    renameat() of the temporary over the duplicate (atomic: at every
+//    instant the path names either the old or the new inode, both holding
+//    the same bytes).
+//  - reflink: ioctl FIDEDUPERANGE between the two descriptors, in place: the
+//    kernel compares the bytes itself and shares the extents atomically.
+//    Where the file system does not support it, IoError with a clear
+//    message (planning probes each pair with a zero-length request, so a dry
+//    run fails the same way and a run fails before any change).
+//  - remove: unlinkat() of the duplicate.
 // Limit: a writer that changes the duplicate in the instant between the last
-// check and rename()/unlink() writes into the replaced inode (no tool can
-// close that window without the kernel's help; FIDEDUPERANGE is atomic
+// check and renameat()/unlinkat() writes into the replaced inode (no tool
+// can close that window without the kernel's help; FIDEDUPERANGE is atomic
 // against concurrent writers). Do not merge trees that are being written.
 // A kill -9 at any moment leaves every path with its original content (or,
 // for remove, removed while an identical kept copy exists). An interrupted
@@ -78,25 +124,27 @@
 #pragma once
 
 #include <cdc/digest.hpp>
+#include <cdc/enum_names.hpp>
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <memory>
-#include <iterator>
 #include <span>
 #include <string>
 #include <string_view>
-#include <type_traits>
-#include <utility>
 #include <vector>
 
 namespace cdc {
 
 enum class DupesMode { compare, hash, automatic };
 
-/// Parses "compare", "hash" or "auto"; throws OptionError.
+inline constexpr std::array kDupesModeNames = {EnumName<DupesMode>{DupesMode::compare, "compare"},
+                                               EnumName<DupesMode>{DupesMode::hash, "hash"},
+                                               EnumName<DupesMode>{DupesMode::automatic, "auto"}};
+
+/// Parses "compare", "hash" or "auto"; throws OptionError (field "mode").
 DupesMode parse_dupes_mode(std::string_view name);
 std::string_view to_string(DupesMode mode) noexcept;
 
@@ -105,7 +153,7 @@ struct DupesProgress {
     std::string_view phase;          ///< "walk", "resolve" or "act"
     std::uint64_t files = 0;         ///< files walked
     std::uint64_t candidates = 0;    ///< files in size groups (resolve)
-    std::uint64_t resolved = 0;      ///< candidates decided so far
+    std::uint64_t resolved = 0;      ///< candidates decided so far (resolve), steps done (act)
     std::uint64_t bytes_read = 0;
 };
 
@@ -115,6 +163,9 @@ struct DupesOptions {
     std::uint64_t min_size = 1;            ///< smaller files are ignored (0 groups empty files)
     bool one_file_system = false;          ///< do not descend into other file systems
     bool follow_symlinks = false;          ///< follow symlinks to files and directories (reports only)
+    /// Merge (hardlink, reflink) files whatever their owner, group, mode and
+    /// extended attributes ("who may be merged" above): dangerous.
+    bool ignore_metadata = false;
     std::size_t max_open_files = 0;        ///< 0: half the soft RLIMIT_NOFILE, at most 512
     std::size_t memory_budget = std::size_t{512} << 10;  ///< block buffers of one class (at least 512 KiB)
     /// Called often (the caller throttles); may be empty.
@@ -123,143 +174,22 @@ struct DupesOptions {
     std::function<void(const std::string&)> warning;
 };
 
-/// Strings stored once, end to end, in chunks of kChunkSize bytes that are
-/// never moved nor freed before the arena: a view returned by store() stays
-/// valid as long as the arena lives (also after the arena is moved). Each
-/// string is followed by a NUL, so its data() can be handed to system calls.
-/// A string longer than a chunk gets a block of its own.
-class StringArena {
-public:
-    static constexpr std::size_t kChunkSize = std::size_t{64} << 10;
-
-    /// Copies `s` (and a NUL) into the arena.
-    std::string_view store(std::string_view s);
-    /// Bytes allocated for the strings (chunks and own blocks).
-    std::size_t capacity() const noexcept { return capacity_; }
-
-private:
-    std::vector<std::unique_ptr<char[]>> blocks_;
-    char* next_ = nullptr;  // free space of the current chunk
-    std::size_t left_ = 0;
-    std::size_t capacity_ = 0;
-};
-
-/// One walked path of a regular file, and that file's identity at the time.
-struct DupesEntry {
-    const char* path = nullptr;  ///< NUL-terminated, held by the StringArena of the scan (then of the result)
+/// One file (inode) with every walked path that names it.
+struct DupesFile {
+    std::vector<std::string_view> paths;  ///< sorted; views into the DupesResult (NUL-terminated)
+    /// The identity seen by the walk.
     std::uint64_t dev = 0, ino = 0, size = 0;
     std::int64_t mtime_ns = 0;
+
+    std::string_view first_path() const noexcept { return paths.front(); }
 };
 
-/// Walked entries: a deque, so that growing never copies them (nor holds
-/// them twice) and never leaves more than one block unused.
-using DupesEntries = std::deque<DupesEntry>;
+/// Byte-identical files (distinct inodes), sorted by first path.
+struct DupesGroup {
+    std::uint64_t size = 0;
+    std::vector<DupesFile> files;
 
-/// A read-only view of the `count` values f(0) .. f(count - 1), computed on
-/// access: what the accessors of a result return (range-for, size(),
-/// operator[]). Hand-written rather than std::views::transform: clang 14
-/// cannot compile libstdc++ 12's views over these iterators.
-template <class F>
-class IndexedView {
-public:
-    using value_type = std::invoke_result_t<const F&, std::size_t>;
-    class iterator {
-    public:
-        using iterator_category = std::input_iterator_tag;  // values are computed, not stored
-        using value_type = IndexedView::value_type;
-        using difference_type = std::ptrdiff_t;
-        using pointer = void;
-        using reference = value_type;
-        iterator() = default;
-        iterator(const IndexedView* view, std::size_t i) noexcept : view_(view), i_(i) {}
-        value_type operator*() const { return view_->f_(i_); }
-        iterator& operator++() noexcept {
-            ++i_;
-            return *this;
-        }
-        iterator operator++(int) noexcept {
-            iterator t = *this;
-            ++i_;
-            return t;
-        }
-        bool operator==(const iterator& o) const noexcept { return i_ == o.i_; }
-
-    private:
-        const IndexedView* view_ = nullptr;
-        std::size_t i_ = 0;
-    };
-
-    IndexedView(std::size_t count, F f) : count_(count), f_(std::move(f)) {}
-    iterator begin() const noexcept { return {this, 0}; }
-    iterator end() const noexcept { return {this, count_}; }
-    std::size_t size() const noexcept { return count_; }
-    bool empty() const noexcept { return count_ == 0; }
-    value_type operator[](std::size_t i) const { return f_(i); }
-
-private:
-    std::size_t count_;
-    F f_;
-};
-
-/// One file (inode) with every path that names it, sorted: a view of
-/// consecutive entries of a DupesResult, valid while the result lives.
-class DupesFile {
-public:
-    /// Consecutive entries of a result.
-    struct Entries {
-        DupesEntries::const_iterator first, last;
-        DupesEntries::const_iterator begin() const noexcept { return first; }
-        DupesEntries::const_iterator end() const noexcept { return last; }
-        std::size_t size() const noexcept { return static_cast<std::size_t>(last - first); }
-        const DupesEntry& front() const noexcept { return *first; }
-    };
-    explicit DupesFile(Entries entries) noexcept : entries_(entries) {}
-
-    /// The entries of the paths (each has the path as a C string).
-    Entries entries() const noexcept { return entries_; }
-    /// Every path, sorted: a view of std::string_view.
-    auto paths() const {
-        return IndexedView(entries_.size(), [first = entries_.first](std::size_t i) {
-            return std::string_view(first[static_cast<std::ptrdiff_t>(i)].path);
-        });
-    }
-    std::string_view first_path() const noexcept { return entries_.front().path; }
-    std::size_t path_count() const noexcept { return entries_.size(); }
-    /// The identity seen by the walk (of the first path).
-    std::uint64_t dev() const noexcept { return entries_.front().dev; }
-    std::uint64_t ino() const noexcept { return entries_.front().ino; }
-    std::uint64_t size() const noexcept { return entries_.front().size; }
-    std::int64_t mtime_ns() const noexcept { return entries_.front().mtime_ns; }
-
-private:
-    Entries entries_;
-};
-
-/// The file whose paths are the entries from `first` on that have its (dev,
-/// inode): entries are sorted by size, dev, inode, path.
-DupesFile inode_at(const DupesEntries& entries, std::size_t first) noexcept;
-
-/// Byte-identical files (distinct inodes), sorted by first path: a view into
-/// a DupesResult, valid while the result lives.
-class DupesGroup {
-public:
-    /// `firsts`: the index in `entries` of each file's first path.
-    DupesGroup(const DupesEntries& entries, std::uint64_t size, std::span<const std::uint32_t> firsts) noexcept
-        : entries_(&entries), size_(size), firsts_(firsts) {}
-
-    std::uint64_t size() const noexcept { return size_; }
-    /// The files: a view of DupesFile.
-    auto files() const {
-        return IndexedView(firsts_.size(), [e = entries_, f = firsts_](std::size_t i) { return inode_at(*e, f[i]); });
-    }
-    std::size_t file_count() const noexcept { return firsts_.size(); }
-    DupesFile file(std::size_t i) const noexcept { return inode_at(*entries_, firsts_[i]); }
-    std::uint64_t wasted() const noexcept { return firsts_.size() < 2 ? 0 : size_ * (firsts_.size() - 1); }
-
-private:
-    const DupesEntries* entries_;
-    std::uint64_t size_;
-    std::span<const std::uint32_t> firsts_;
+    std::uint64_t wasted() const noexcept { return files.size() < 2 ? 0 : size * (files.size() - 1); }
 };
 
 struct DupesSummary {
@@ -274,56 +204,50 @@ struct DupesSummary {
     std::uint64_t skipped = 0;          ///< unreadable, vanished or changed files and directories
 };
 
-/// The walk: every regular file at least min_size bytes long. Each path is
-/// stored once, in `paths`.
-struct DupesScan {
-    StringArena paths;
-    DupesEntries entries;                               ///< sorted by path, each path once
-    std::vector<std::string_view> stale_temporaries;  ///< .cdc-dupes-tmp.* names seen (in `paths`), sorted
-    std::uint64_t files_scanned = 0;
-    std::uint64_t skipped = 0;
-};
-
-namespace dupes_detail {
-struct ResultBuilder;
-}
-
-/// The groups, the linked files and the summary of a run. It holds every
-/// path once (the scan's arena and entries, moved in); groups, files and
-/// linked files are views into it, valid while it lives (and is not moved).
-/// Memory: the paths, ~40 bytes per entry, 4 bytes per grouped or linked
-/// file and 16 per group.
-class DupesResult {
+/// The walk: every regular file at least min_size bytes long, each path
+/// stored once. Opaque: hand it to resolve_dupes.
+class DupesScan {
 public:
-    DupesSummary summary;
+    struct Data;  ///< the library's (src/dupes/internal.hpp)
+    explicit DupesScan(std::unique_ptr<Data> data) noexcept;
+    DupesScan(DupesScan&&) noexcept;
+    DupesScan& operator=(DupesScan&&) noexcept;
+    ~DupesScan();
 
-    /// By wasted bytes (descending), then size, then first path: a view of
-    /// DupesGroup.
-    auto groups() const {
-        return IndexedView(groups_.size(), [this](std::size_t i) {
-            const GroupRecord& g = groups_[i];
-            return DupesGroup(entries_, g.size, std::span(files_).subspan(g.first, g.count));
-        });
-    }
-    /// Inodes with several paths among the walked files, by first path: a
-    /// view of DupesFile.
-    auto linked() const {
-        return IndexedView(linked_.size(), [this](std::size_t i) { return inode_at(entries_, linked_[i]); });
-    }
-    std::span<const std::string_view> stale_temporaries() const noexcept { return stale_temporaries_; }
+    /// Regular files kept by the walk (min_size or more), one per path.
+    std::size_t file_count() const noexcept;
+    Data& data() noexcept { return *data_; }
 
 private:
-    friend struct dupes_detail::ResultBuilder;
-    struct GroupRecord {
-        std::uint64_t size = 0;
-        std::uint32_t first = 0, count = 0;  // a range of files_
-    };
-    StringArena paths_;
-    DupesEntries entries_;  // by size, dev, inode, path
-    std::vector<GroupRecord> groups_;
-    std::vector<std::uint32_t> files_;   // per grouped file, the index of its first entry
-    std::vector<std::uint32_t> linked_;  // same, per linked file
-    std::vector<std::string_view> stale_temporaries_;
+    std::unique_ptr<Data> data_;
+};
+
+/// The groups, the linked files and the summary of a run. It holds every
+/// path once; the values it hands out (DupesGroup, DupesFile) are built on
+/// request and their paths are views into it, valid while it lives.
+class DupesResult {
+public:
+    struct Data;  ///< the library's (src/dupes/internal.hpp)
+    explicit DupesResult(std::unique_ptr<Data> data) noexcept;
+    DupesResult(DupesResult&&) noexcept;
+    DupesResult& operator=(DupesResult&&) noexcept;
+    ~DupesResult();
+
+    DupesSummary summary;
+
+    /// Groups by wasted bytes (descending), then size, then first path.
+    std::size_t group_count() const noexcept;
+    DupesGroup group(std::size_t i) const;
+    /// Inodes with several paths among the walked files, by first path.
+    std::size_t linked_count() const noexcept;
+    DupesFile linked(std::size_t i) const;
+    /// `.cdc-dupes-tmp.*` names seen by the walk (left by an interrupted
+    /// run), sorted; NUL-terminated views into the result.
+    std::span<const std::string_view> stale_temporaries() const noexcept;
+    const Data& data() const noexcept { return *data_; }
+
+private:
+    std::unique_ptr<Data> data_;
 };
 
 /// Walks `roots` (files or directories; a root that is a symlink is
@@ -341,37 +265,72 @@ DupesResult find_dupes(std::span<const std::string> roots, const DupesOptions& o
 
 enum class DupesAction { report, hardlink, reflink, remove };
 
-/// Parses "report", "hardlink", "reflink" or "delete"; throws OptionError.
+inline constexpr std::array kDupesActionNames = {
+    EnumName<DupesAction>{DupesAction::report, "report"}, EnumName<DupesAction>{DupesAction::hardlink, "hardlink"},
+    EnumName<DupesAction>{DupesAction::reflink, "reflink"}, EnumName<DupesAction>{DupesAction::remove, "delete"}};
+
+/// Parses "report", "hardlink", "reflink" or "delete"; throws OptionError
+/// (field "action").
 DupesAction parse_dupes_action(std::string_view name);
 std::string_view to_string(DupesAction action) noexcept;
 
-/// Which file of a group is kept: "oldest" (smallest mtime, then first path),
-/// "first" (first path in sort order) or, anything else, a glob pattern
-/// (fnmatch, `*` also matches `/`): the first path that matches; a group
-/// where no path matches is left alone.
+/// Which file of a group (of a merge set, for hardlink and reflink) is
+/// kept: "oldest" (smallest mtime, then first path), "first" (first path in
+/// sort order) or, anything else, a glob pattern (fnmatch, `*` also matches
+/// `/`): the first path that matches; a group where no path matches is left
+/// alone.
 struct KeepRule {
     enum class Kind { oldest, first, pattern } kind = Kind::oldest;
     std::string pattern;
 };
 KeepRule parse_keep_rule(std::string_view text);
 
-/// Index of the kept file in `group`, or group.file_count() when none fits.
-std::size_t choose_kept(const DupesGroup& group, const KeepRule& rule);
+/// Index of the kept file among `files`, or files.size() when none fits.
+std::size_t choose_kept(std::span<const DupesFile> files, const KeepRule& rule);
 
-/// One change (planned, done or skipped). The paths are views into the
-/// DupesResult acted on.
+/// One change (planned, done, not made on purpose, or skipped after a
+/// problem), for one duplicate path.
 struct DupesStep {
-    enum class Status { planned, done, skipped };
+    enum class Status {
+        planned,  ///< a dry run's plan
+        done,
+        kept,     ///< left as it is on purpose: its metadata differ (reason says which); not an error
+        skipped,  ///< not done after a problem (changed, unreadable, no --keep match...)
+    };
     DupesAction action = DupesAction::report;
-    std::string_view path;  ///< the duplicate path acted on
-    std::string_view kept;  ///< the kept file's first path
+    std::string path;       ///< the duplicate path acted on
+    std::string kept;       ///< the kept file's first path (merged into, or compared with)
     Status status = Status::planned;
-    std::string reason;  ///< why skipped
+    std::string reason;     ///< why kept or skipped
+    /// Where in the result: the group, the kept file and this path's file.
+    std::size_t group = 0, kept_file = 0, file = 0;
 };
 
-/// Acts on every duplicate of every group (dry_run: plans only). Also
-/// removes stale temporaries of interrupted runs (not in a dry run). Throws
-/// IoError when reflinks are not supported where asked.
+inline constexpr std::array kDupesStepStatusNames = {
+    EnumName<DupesStep::Status>{DupesStep::Status::planned, "planned"},
+    EnumName<DupesStep::Status>{DupesStep::Status::done, "done"},
+    EnumName<DupesStep::Status>{DupesStep::Status::kept, "kept"},
+    EnumName<DupesStep::Status>{DupesStep::Status::skipped, "skipped"}};
+/// "planned", "done", "kept", "skipped" (the status field of the reports).
+constexpr std::string_view to_string(DupesStep::Status status) noexcept {
+    return name_of(kDupesStepStatusNames, status);
+}
+
+/// The steps `action` would take on every path of every group but the
+/// kept file's (Status::planned, or kept / skipped with the reason). Reads
+/// the files' metadata (hardlink, reflink); changes nothing. reflink: probes
+/// each planned pair with a zero-length FIDEDUPERANGE and throws IoError
+/// where the file system cannot reflink.
+std::vector<DupesStep> plan_dupes_action(const DupesResult& result, DupesAction action, const KeepRule& keep,
+                                         const DupesOptions& options);
+
+/// Carries out the planned steps of a plan of `result` (each becomes done or
+/// skipped, every check made again on the open files), after removing stale
+/// temporaries of interrupted runs. Throws IoError when reflinks are not
+/// supported.
+void apply_dupes_plan(const DupesResult& result, std::span<DupesStep> steps, const DupesOptions& options);
+
+/// plan_dupes_action, then (unless dry_run) apply_dupes_plan.
 std::vector<DupesStep> apply_dupes_action(const DupesResult& result, DupesAction action, const KeepRule& keep,
                                           bool dry_run, const DupesOptions& options);
 

@@ -36,7 +36,8 @@ struct WalkOptions {
 
 /// Why an entry was not reported as a file.
 enum class WalkSkip {
-    error,          ///< could not be examined or read (vanished, EACCES, dangling link, ...): message says
+    error,          ///< could not be examined or read (vanished, EACCES, ...): message says
+    dangling,       ///< a symbolic link to nothing (follow_symlinks): an error for a caller that reads it
     symlink,        ///< a symbolic link, not followed
     special,        ///< FIFO, socket or device inside a tree (message: which)
     loop,           ///< a directory that is its own ancestor (through a link)

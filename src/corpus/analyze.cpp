@@ -60,8 +60,14 @@ public:
     void skipped(const std::string& path, WalkSkip why, std::string_view message) override {
         switch (why) {
             case WalkSkip::symlink: ++out_.symlinks_skipped; break;
-            case WalkSkip::overlap: break;  // walked once already: nothing is lost
-            case WalkSkip::error: out_.errors.push_back({path, std::string(message)}); break;
+            case WalkSkip::overlap:  // walked once already: nothing is lost, but the user named it twice
+                out_.warnings.push_back(
+                    {path, "already walked through another path (overlapping inputs): its files are counted once"});
+                break;
+            case WalkSkip::error:
+            case WalkSkip::dangling:  // named by the user's tree, unreadable: an error
+                out_.errors.push_back({path, std::string(message)});
+                break;
             case WalkSkip::special:
                 out_.warnings.push_back({path, fmt::format("{} skipped", message)});
                 break;

@@ -38,7 +38,8 @@ Options scaled_options(std::string_view algorithm, const Options& base, double f
 }
 
 std::vector<SweepPoint> dedup_sweep(const WalkResult& walk, std::string_view algorithm, const Options& base,
-                                    std::span<const double> factors, unsigned jobs, std::vector<double>* skipped) {
+                                    std::span<const double> factors, unsigned jobs, std::vector<double>* skipped,
+                                    std::vector<InputIssue>* errors) {
     AnalyzeOptions options;
     options.jobs = jobs;
     std::vector<double> used;
@@ -53,6 +54,7 @@ std::vector<SweepPoint> dedup_sweep(const WalkResult& walk, std::string_view alg
     std::vector<SweepPoint> points;
     if (options.algorithms.empty()) return points;
     const AnalyzeReport report = analyze(walk, options);
+    if (errors != nullptr) errors->insert(errors->end(), report.errors.begin(), report.errors.end());
     for (std::size_t i = 0; i < report.algorithms.size(); ++i) {
         const AlgorithmResult& r = report.algorithms[i];
         SweepPoint p;
@@ -70,7 +72,7 @@ std::vector<SweepPoint> dedup_sweep(const WalkResult& walk, std::string_view alg
 }
 
 std::vector<std::size_t> doubling_counts(std::size_t max) {
-    if (max == 0) throw OptionError("edit count = 0 is invalid: at least one edit", "edits");
+    if (max == 0) return {0};  // no edits: the control point (everything shared)
     std::vector<std::size_t> out;
     for (std::size_t n = 1; n <= max; n *= 2) {
         out.push_back(n);

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <limits>
+#include <memory>
 #include <numeric>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -18,21 +19,9 @@ namespace cdc {
 
 using namespace dupes_detail;
 
-DupesMode parse_dupes_mode(std::string_view name) {
-    if (name == "compare") return DupesMode::compare;
-    if (name == "hash") return DupesMode::hash;
-    if (name == "auto") return DupesMode::automatic;
-    throw OptionError(fmt::format("--mode = '{}' is invalid: must be compare, hash or auto", name));
-}
+DupesMode parse_dupes_mode(std::string_view name) { return parse_name(kDupesModeNames, name, "mode"); }
 
-std::string_view to_string(DupesMode mode) noexcept {
-    switch (mode) {
-        case DupesMode::compare: return "compare";
-        case DupesMode::hash: return "hash";
-        case DupesMode::automatic: return "auto";
-    }
-    return "?";
-}
+std::string_view to_string(DupesMode mode) noexcept { return name_of(kDupesModeNames, mode); }
 
 namespace {
 
@@ -43,7 +32,7 @@ constexpr std::uint64_t kFirstMiddle = 64 << 10;  // first middle block; doubles
 
 // One inode among the candidates (of the size group being resolved).
 struct Cand {
-    const DupesEntry* file = nullptr;  // its first path, and the identity of the walk
+    const Entry* file = nullptr;  // its first path, and the identity of the walk
     std::uint32_t first = 0;           // index of that entry
     int fd = -1;
     bool bad = false;  // dropped after an error or a change
@@ -79,7 +68,7 @@ std::size_t default_max_open() {
 
 class Resolver {
 public:
-    using GroupRecord = ResultBuilder::GroupRecord;
+    using GroupRecord = DupesResult::Data::GroupRecord;
 
     // Groups go to `groups`, as ranges of `files` (first entry of each file).
     Resolver(const DupesOptions& opt, DupesSummary& summary, std::vector<GroupRecord>& groups,
@@ -404,27 +393,68 @@ private:
 
 }  // namespace
 
-DupesFile inode_at(const DupesEntries& entries, std::size_t first) noexcept {
-    const auto begin = entries.begin() + static_cast<std::ptrdiff_t>(first);
-    auto end = begin + 1;
-    while (end != entries.end() && end->dev == begin->dev && end->ino == begin->ino) ++end;
-    return DupesFile({begin, end});
+namespace dupes_detail {
+
+std::size_t paths_of_inode(const Entries& entries, std::size_t first) noexcept {
+    std::size_t end = first + 1;
+    while (end < entries.size() && entries[end].dev == entries[first].dev && entries[end].ino == entries[first].ino)
+        ++end;
+    return end - first;
 }
 
-DupesResult resolve_dupes(DupesScan scan, const DupesOptions& options) {
-    DupesResult res;
-    ResultBuilder out{res};
-    DupesSummary& sum = res.summary;
+DupesFile file_at(const Entries& entries, std::size_t first) {
+    const Entry& e = entries[first];
+    DupesFile f;
+    f.dev = e.dev;
+    f.ino = e.ino;
+    f.size = e.size;
+    f.mtime_ns = e.mtime_ns;
+    const std::size_t n = paths_of_inode(entries, first);
+    f.paths.reserve(n);
+    for (std::size_t i = first; i < first + n; ++i) f.paths.emplace_back(entries[i].path);
+    return f;
+}
+
+}  // namespace dupes_detail
+
+DupesResult::DupesResult(std::unique_ptr<Data> data) noexcept : data_(std::move(data)) {}
+DupesResult::DupesResult(DupesResult&&) noexcept = default;
+DupesResult& DupesResult::operator=(DupesResult&&) noexcept = default;
+DupesResult::~DupesResult() = default;
+
+std::size_t DupesResult::group_count() const noexcept { return data_->groups.size(); }
+
+DupesGroup DupesResult::group(std::size_t i) const {
+    const Data::GroupRecord& g = data_->groups.at(i);
+    DupesGroup out;
+    out.size = g.size;
+    out.files.reserve(g.count);
+    for (std::uint32_t k = g.first; k < g.first + g.count; ++k) out.files.push_back(file_at(data_->entries, data_->files[k]));
+    return out;
+}
+
+std::size_t DupesResult::linked_count() const noexcept { return data_->linked.size(); }
+
+DupesFile DupesResult::linked(std::size_t i) const { return file_at(data_->entries, data_->linked.at(i)); }
+
+std::span<const std::string_view> DupesResult::stale_temporaries() const noexcept { return data_->stale_temporaries; }
+
+DupesResult resolve_dupes(DupesScan scan_handle, const DupesOptions& options) {
+    DupesScan::Data& scan = scan_handle.data();
+    auto data = std::make_unique<DupesResult::Data>();
+    DupesResult::Data& out = *data;
+    DupesSummary sum;
     sum.files_scanned = scan.files_scanned;
     sum.skipped = scan.skipped;
     // The result holds the scan's paths; every view below points into them.
-    out.paths() = std::move(scan.paths);
-    out.stale_temporaries() = std::move(scan.stale_temporaries);
-    DupesEntries& e = out.entries() = std::move(scan.entries);
+    out.roots = std::move(scan.roots);
+    out.paths = std::move(scan.paths);
+    out.stale_temporaries = std::move(scan.stale_temporaries);
+    Entries& e = out.entries = std::move(scan.entries);
     if (e.size() > std::numeric_limits<std::uint32_t>::max())
         throw OptionError(fmt::format("{} files: more than cdc dupes handles in one run", e.size()));
 
-    std::sort(e.begin(), e.end(), [](const DupesEntry& a, const DupesEntry& b) {
+    std::sort(e.begin(), e.end(), [](const Entry& a, const Entry& b) {
         if (a.size != b.size) return a.size < b.size;
         if (a.dev != b.dev) return a.dev < b.dev;
         if (a.ino != b.ino) return a.ino < b.ino;
@@ -441,14 +471,14 @@ DupesResult resolve_dupes(DupesScan scan, const DupesOptions& options) {
         const std::size_t begin = i;
         std::uint32_t files = 0;
         do {
-            const DupesFile f = inode_at(e, i);
-            sum.bytes_scanned += f.size();
-            if (f.path_count() > 1) {
-                sum.linked_paths += f.path_count() - 1;
-                out.linked().push_back(static_cast<std::uint32_t>(i));
+            const std::size_t paths = paths_of_inode(e, i);
+            sum.bytes_scanned += e[i].size;
+            if (paths > 1) {
+                sum.linked_paths += paths - 1;
+                out.linked.push_back(static_cast<std::uint32_t>(i));
             }
             ++files;
-            i += f.path_count();
+            i += paths;
         } while (i < e.size() && e[i].size == e[begin].size);
         if (files >= 2) {
             sum.candidates += files;
@@ -456,23 +486,23 @@ DupesResult resolve_dupes(DupesScan scan, const DupesOptions& options) {
         }
     }
     // Reserved: a grouped file is a candidate, a group has two of them.
-    out.files().reserve(sum.candidates);
-    out.groups().reserve(sum.candidates / 2);
-    Resolver r(options, sum, out.groups(), out.files());
+    out.files.reserve(sum.candidates);
+    out.groups.reserve(sum.candidates / 2);
+    Resolver r(options, sum, out.groups, out.files);
     // Large files first: they hold most of the waste and make progress honest.
     std::vector<Cand> cands;
     std::vector<Cand*> members;
     for (auto it = size_groups.rbegin(); it != size_groups.rend(); ++it) {
         cands.clear();
         cands.reserve(it->files);
-        for (std::size_t i = it->begin; i < it->end; i += inode_at(e, i).path_count())
+        for (std::size_t i = it->begin; i < it->end; i += paths_of_inode(e, i))
             cands.push_back({&e[i], static_cast<std::uint32_t>(i)});
         members.clear();
         for (Cand& c : cands) members.push_back(&c);
         r.resolve(members);
     }
-    auto& groups = out.groups();
-    const auto& files = out.files();
+    auto& groups = out.groups;
+    const auto& files = out.files;
     const auto first_path = [&](std::uint32_t file) { return e[file].path; };
     std::sort(groups.begin(), groups.end(), [&](const auto& a, const auto& b) {
         const std::uint64_t wa = a.size * (a.count - 1), wb = b.size * (b.count - 1);
@@ -480,13 +510,15 @@ DupesResult resolve_dupes(DupesScan scan, const DupesOptions& options) {
         if (a.size != b.size) return a.size > b.size;
         return std::strcmp(first_path(files[a.first]), first_path(files[b.first])) < 0;
     });
-    std::sort(out.linked().begin(), out.linked().end(),
+    std::sort(out.linked.begin(), out.linked.end(),
               [&](std::uint32_t a, std::uint32_t b) { return std::strcmp(first_path(a), first_path(b)) < 0; });
-    for (const DupesGroup& g : res.groups()) {
+    for (const auto& g : groups) {
         ++sum.groups;
-        sum.duplicate_files += g.file_count() - 1;
-        sum.wasted_bytes += g.wasted();
+        sum.duplicate_files += g.count - 1;
+        sum.wasted_bytes += g.size * (g.count - 1);
     }
+    DupesResult res(std::move(data));
+    res.summary = sum;
     return res;
 }
 

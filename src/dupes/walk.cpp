@@ -1,55 +1,18 @@
-// cdc dupes: the tree walk (regular files, symlink and file-system rules).
+// cdc dupes: the tree walk (cdc::walk, with the finder's rules: min_size,
+// its own temporaries, warnings for what cannot be read).
 #include "internal.hpp"
 
 #include <cdc/error.hpp>
+#include <cdc/walk.hpp>
 
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
-#include <dirent.h>
-#include <fcntl.h>
-#include <set>
-#include <unistd.h>
+#include <memory>
 #include <utility>
 
 namespace cdc {
-
-namespace dupes_detail {
-
-int open_read(const char* path, bool follow) noexcept {
-    int flags = O_RDONLY | O_CLOEXEC | O_NOCTTY;
-    if (!follow) flags |= O_NOFOLLOW;
-    int fd;
-    do {
-        fd = ::open(path, flags);
-    } while (fd < 0 && errno == EINTR);
-    return fd;
-}
-
-bool read_exact(int fd, void* buf, std::size_t len, std::uint64_t offset) noexcept {
-    auto* p = static_cast<char*>(buf);
-    while (len > 0) {
-        const ssize_t n = ::pread(fd, p, len, static_cast<off_t>(offset));
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            return false;
-        }
-        if (n == 0) {
-            errno = 0;
-            return false;
-        }
-        p += n;
-        len -= static_cast<std::size_t>(n);
-        offset += static_cast<std::uint64_t>(n);
-    }
-    return true;
-}
-
-std::string errno_text(int err) { return err == 0 ? std::string("file shrank") : std::string(std::strerror(err)); }
-
-}  // namespace dupes_detail
 
 using namespace dupes_detail;
 
@@ -81,81 +44,60 @@ bool is_dupes_temporary(std::string_view name) noexcept { return name.starts_wit
 
 namespace {
 
-struct Walker {
-    const DupesOptions& opt;
-    DupesScan& scan;
-    std::set<std::pair<std::uint64_t, std::uint64_t>> seen_dirs;
-    std::string path;  // the path being looked at (one buffer, reused)
+// The duplicate finder's side of the one walker (cdc/walk.hpp). Its rules on
+// top of walk's: files below min_size are left out; the finder's own
+// temporaries (.cdc-dupes-tmp.*) are listed apart, never merged; what cannot
+// be read is a warning and counts as skipped; dangling links (when
+// following), loops, overlaps, other file systems, special files and links
+// not followed are silently not files to merge.
+class DupesCollector final : public WalkVisitor {
+public:
+    DupesCollector(const DupesOptions& opt, DupesScan::Data& scan) : opt_(opt), scan_(scan) {}
 
-    void warn(const std::string& msg) const {
-        if (opt.warning) opt.warning(msg);
-    }
-
-    void progress() const {
-        if (opt.progress && (scan.files_scanned & 1023) == 0) {
+    void file(const std::string& path, const struct stat& st) override {
+        if (temporary(path)) return;
+        ++scan_.files_scanned;
+        if (opt_.progress && (scan_.files_scanned & 1023) == 0) {
             DupesProgress p;
             p.phase = "walk";
-            p.files = scan.files_scanned;
-            opt.progress(p);
+            p.files = scan_.files_scanned;
+            opt_.progress(p);
         }
-    }
-
-    void add_file(std::string_view file, const struct stat& st) {
-        ++scan.files_scanned;
-        progress();
-        if (static_cast<std::uint64_t>(st.st_size) < opt.min_size) return;
-        DupesEntry e;
-        e.path = scan.paths.store(file).data();
+        if (static_cast<std::uint64_t>(st.st_size) < opt_.min_size) return;
+        Entry e;
+        e.path = scan_.paths.store(path).data();
         e.dev = static_cast<std::uint64_t>(st.st_dev);
         e.ino = static_cast<std::uint64_t>(st.st_ino);
         e.size = static_cast<std::uint64_t>(st.st_size);
         e.mtime_ns = mtime_ns(st);
-        scan.entries.push_back(e);
+        scan_.entries.push_back(e);
     }
 
-    // Iterative depth-first walk below one root directory.
-    void walk_dir(const std::string& root, std::uint64_t root_dev) {
-        std::vector<std::string> stack{root};
-        while (!stack.empty()) {
-            const std::string dir = std::move(stack.back());
-            stack.pop_back();
-            DIR* d = ::opendir(dir.c_str());
-            if (d == nullptr) {
-                warn(fmt::format("cannot read directory '{}': {} (skipped)", dir, std::strerror(errno)));
-                ++scan.skipped;
-                continue;
-            }
-            const int dfd = ::dirfd(d);
-            const std::string prefix = dir.ends_with('/') ? dir : std::string(dir).append("/");
-            errno = 0;
-            while (const dirent* de = ::readdir(d)) {
-                const std::string_view name(de->d_name);
-                if (name == "." || name == "..") continue;
-                path.assign(prefix).append(name);
-                if (is_dupes_temporary(name)) {
-                    scan.stale_temporaries.push_back(scan.paths.store(path));
-                    continue;
-                }
-                struct stat st {};
-                if (::fstatat(dfd, de->d_name, &st, opt.follow_symlinks ? 0 : AT_SYMLINK_NOFOLLOW) != 0) {
-                    // A dangling symlink when following is not an error worth a warning.
-                    if (!(opt.follow_symlinks && errno == ENOENT))
-                        warn(fmt::format("cannot stat '{}': {} (skipped)", path, std::strerror(errno)));
-                    if (!(opt.follow_symlinks && errno == ENOENT)) ++scan.skipped;
-                    continue;
-                }
-                if (S_ISREG(st.st_mode)) {
-                    add_file(path, st);
-                } else if (S_ISDIR(st.st_mode)) {
-                    if (opt.one_file_system && static_cast<std::uint64_t>(st.st_dev) != root_dev) continue;
-                    if (!seen_dirs.emplace(st.st_dev, st.st_ino).second) continue;  // loop or overlap
-                    stack.push_back(path);
-                }
-                // symlinks (when not followed), devices, fifos, sockets: not files to merge
-            }
-            ::closedir(d);
-        }
+    // A root that is neither a file nor a directory ("-", a FIFO): nothing
+    // to merge; a usage error.
+    void stream(const std::string& path) override {
+        throw OptionError(fmt::format("'{}' is neither a regular file nor a directory", path));
     }
+
+    void skipped(const std::string& path, WalkSkip why, std::string_view message) override {
+        if (temporary(path) || why != WalkSkip::error) return;
+        ++scan_.skipped;
+        if (opt_.warning) opt_.warning(fmt::format("'{}': {} (skipped)", path, message));
+    }
+
+private:
+    // A temporary of an interrupted run (whatever its type): listed, not walked.
+    bool temporary(const std::string& path) {
+        const auto slash = path.rfind('/');
+        const std::string_view name =
+            slash == std::string::npos ? std::string_view(path) : std::string_view(path).substr(slash + 1);
+        if (!is_dupes_temporary(name)) return false;
+        scan_.stale_temporaries.push_back(scan_.paths.store(path));
+        return true;
+    }
+
+    const DupesOptions& opt_;
+    DupesScan::Data& scan_;
 };
 
 std::string trim_slashes(std::string p) {
@@ -165,32 +107,34 @@ std::string trim_slashes(std::string p) {
 
 }  // namespace
 
+DupesScan::DupesScan(std::unique_ptr<Data> data) noexcept : data_(std::move(data)) {}
+DupesScan::DupesScan(DupesScan&&) noexcept = default;
+DupesScan& DupesScan::operator=(DupesScan&&) noexcept = default;
+DupesScan::~DupesScan() = default;
+std::size_t DupesScan::file_count() const noexcept { return data_ ? data_->entries.size() : 0; }
+
 DupesScan scan_dupes(std::span<const std::string> roots, const DupesOptions& options) {
-    DupesScan scan;
-    Walker w{options, scan, {}, {}};
-    for (const auto& given : roots) {
-        const std::string root = trim_slashes(given);
-        struct stat st {};
-        if (::stat(root.c_str(), &st) != 0)
-            throw OptionError(fmt::format("cannot read '{}': {}", given, std::strerror(errno)));
-        if (S_ISREG(st.st_mode)) {
-            w.add_file(root, st);
-        } else if (S_ISDIR(st.st_mode)) {
-            if (w.seen_dirs.emplace(st.st_dev, st.st_ino).second)
-                w.walk_dir(root, static_cast<std::uint64_t>(st.st_dev));
-        } else {
-            throw OptionError(fmt::format("'{}' is neither a regular file nor a directory", given));
-        }
+    auto data = std::make_unique<DupesScan::Data>();
+    DupesScan::Data& scan = *data;
+    for (const auto& given : roots) scan.roots.push_back(trim_slashes(given));
+    WalkOptions walk_options;
+    walk_options.follow_symlinks = options.follow_symlinks;
+    walk_options.one_file_system = options.one_file_system;
+    DupesCollector collector(options, scan);
+    try {
+        walk(roots, walk_options, collector);
+    } catch (const IoError& e) {
+        throw OptionError(e.what());  // a root that cannot be read: a usage error
     }
     // The same path given twice (overlapping roots) is one path. (strcmp
     // orders as std::string does: by unsigned bytes, a prefix first.)
     std::sort(scan.entries.begin(), scan.entries.end(),
-              [](const DupesEntry& a, const DupesEntry& b) { return std::strcmp(a.path, b.path) < 0; });
+              [](const Entry& a, const Entry& b) { return std::strcmp(a.path, b.path) < 0; });
     scan.entries.erase(std::unique(scan.entries.begin(), scan.entries.end(),
-                                   [](const DupesEntry& a, const DupesEntry& b) { return std::strcmp(a.path, b.path) == 0; }),
+                                   [](const Entry& a, const Entry& b) { return std::strcmp(a.path, b.path) == 0; }),
                        scan.entries.end());
     std::sort(scan.stale_temporaries.begin(), scan.stale_temporaries.end());
-    return scan;
+    return DupesScan(std::move(data));
 }
 
 }  // namespace cdc

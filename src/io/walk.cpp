@@ -111,9 +111,10 @@ private:
                 const bool dangling = options_.follow_symlinks && err == ENOENT &&
                                       ::fstatat(dfd, name.c_str(), &link, AT_SYMLINK_NOFOLLOW) == 0 &&
                                       S_ISLNK(link.st_mode);
-                visitor_.skipped(path, WalkSkip::error,
-                                 dangling ? std::string("dangling symbolic link")
-                                          : fmt::format("cannot examine: {}", std::strerror(err)));
+                if (dangling)
+                    visitor_.skipped(path, WalkSkip::dangling, "dangling symbolic link");
+                else
+                    visitor_.skipped(path, WalkSkip::error, fmt::format("cannot examine: {}", std::strerror(err)));
                 continue;
             }
             if (S_ISREG(st.st_mode))

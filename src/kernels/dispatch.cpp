@@ -41,7 +41,8 @@ KernelLevel default_kernel_level() {
     static const KernelLevel level = [] {
         const char* env = std::getenv("CDC_KERNEL");
         if (env == nullptr || *env == '\0') return KernelLevel::automatic;
-        return parse_kernel_level(env);
+        // The user set a variable, not an option: the message names it.
+        return parse_name(kKernelLevelNames, env, "environment variable CDC_KERNEL");
     }();
     return level;
 }

@@ -15,8 +15,6 @@
 #include <thread>
 #include <unistd.h>
 
-extern char** environ;
-
 namespace cdc::test {
 namespace {
 
@@ -204,29 +202,6 @@ TEST(DupesCli, UnreadableFileIsSkippedWithExitCode3) {
 }
 
 // ---- kill -9 ------------------------------------------------------------------
-
-pid_t spawn_tool(const std::vector<std::string>& args) {
-    std::vector<std::string> all{tool_path().string()};
-    all.insert(all.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (auto& a : all) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-    pid_t pid = -1;
-    const int rc = posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&fa);
-    if (rc != 0) throw std::runtime_error("posix_spawn failed");
-    return pid;
-}
-
-int wait_exit(pid_t pid) {
-    int status = 0;
-    ::waitpid(pid, &status, 0);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
 
 // After a kill: every path has its original bytes (delete: or is gone while
 // its content survives elsewhere); leftover temporaries are clearly named

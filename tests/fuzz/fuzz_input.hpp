@@ -3,7 +3,6 @@
 #pragma once
 
 #include <cdc/corpus.hpp>
-#include <cdc/dupes.hpp>
 
 #include "../support/random_options.hpp"
 

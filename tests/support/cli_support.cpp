@@ -1,12 +1,24 @@
 #include "cli_support.hpp"
 
 #include <cstdlib>
+#include <stdexcept>
 
+#include <fcntl.h>
+#include <grp.h>
+#include <spawn.h>
 #include <sys/wait.h>
+#include <unistd.h>
+
+extern char** environ;
 
 namespace cdc::test {
 
-std::filesystem::path tool_path() { return CDC_TOOL_PATH; }
+std::filesystem::path tool_path() {
+    // CDC_TEST_TOOL runs the CLI tests against another build of cdc (e.g. the
+    // binary of an older commit, to show that a new test fails there).
+    if (const char* env = std::getenv("CDC_TEST_TOOL"); env != nullptr && *env != '\0') return env;
+    return CDC_TOOL_PATH;
+}
 
 namespace {
 std::string shell_quote(const std::string& s) {
@@ -36,6 +48,63 @@ RunResult run_tool(const std::vector<std::string>& args, const std::string& stdi
     r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     r.out = read_text(tmp.path() / "out");
     r.err = read_text(tmp.path() / "err");
+    return r;
+}
+
+namespace {
+// argv of the tool with `args`: `all` holds the strings.
+std::vector<char*> tool_argv(const std::vector<std::string>& args, std::vector<std::string>& all) {
+    all = {tool_path().string()};
+    all.insert(all.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& a : all) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    return argv;
+}
+}  // namespace
+
+pid_t spawn_tool(const std::vector<std::string>& args) {
+    std::vector<std::string> all;
+    std::vector<char*> argv = tool_argv(args, all);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+    pid_t pid = -1;
+    const int rc = posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc != 0) throw std::runtime_error("posix_spawn failed");
+    return pid;
+}
+
+int wait_exit(pid_t pid, struct rusage* usage) {
+    int status = 0;
+    struct rusage ru {};
+    ::wait4(pid, &status, 0, &ru);
+    if (usage != nullptr) *usage = ru;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+RunResult run_tool_as(unsigned uid, unsigned gid, const std::vector<std::string>& args) {
+    TempDir tmp;
+    const std::string out = (tmp.path() / "out").string(), err = (tmp.path() / "err").string();
+    std::vector<std::string> all;
+    std::vector<char*> argv = tool_argv(args, all);
+    const pid_t pid = ::fork();
+    if (pid < 0) throw std::runtime_error("fork failed");
+    if (pid == 0) {
+        const int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        const int e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        const int in = ::open("/dev/null", O_RDONLY);
+        if (o < 0 || e < 0 || in < 0 || ::dup2(o, 1) < 0 || ::dup2(e, 2) < 0 || ::dup2(in, 0) < 0) ::_exit(101);
+        if (::setgroups(0, nullptr) != 0 || ::setgid(gid) != 0 || ::setuid(uid) != 0) ::_exit(100);
+        ::execv(argv[0], argv.data());
+        ::_exit(102);
+    }
+    RunResult r;
+    r.exit_code = wait_exit(pid);
+    r.out = read_text(out);
+    r.err = read_text(err);
     return r;
 }
 

@@ -1,8 +1,11 @@
 // Helpers of the tests that run the built tools (tests/cli): everything of
-// test_support.hpp plus run_tool.
+// test_support.hpp plus running the tool (run_tool, run_tool_as, spawn_tool).
 #pragma once
 
 #include "test_support.hpp"
+
+#include <sys/resource.h>
+#include <sys/types.h>
 
 #include <filesystem>
 #include <string>
@@ -10,7 +13,9 @@
 
 namespace cdc::test {
 
-/// The built cdc tool.
+/// The built cdc tool ($CDC_TEST_TOOL overrides it: to run the CLI tests
+/// against another build, e.g. an older commit's, with CDC_DUPES and
+/// CDC_PLOT pointing at that build's helpers).
 std::filesystem::path tool_path();
 
 struct RunResult {
@@ -21,5 +26,17 @@ struct RunResult {
 
 /// Runs the cdc tool with `args` (shell-quoted here), optional stdin file.
 RunResult run_tool(const std::vector<std::string>& args, const std::string& stdin_path = "");
+
+/// Starts the cdc tool with `args`, stdout and stderr to /dev/null (to be
+/// killed or waited for); throws if it cannot start.
+pid_t spawn_tool(const std::vector<std::string>& args);
+/// Waits for `pid`: its exit code, or 128 + signal; `usage` (if given)
+/// receives its resource usage (peak RSS: ru_maxrss, KiB).
+int wait_exit(pid_t pid, struct rusage* usage = nullptr);
+
+/// Runs the cdc tool as another user (root only: the child drops to
+/// uid/gid with setgroups/setgid/setuid before exec), so that permissions
+/// bite: chmod 000 does not stop root. Exit code 100 if the drop failed.
+RunResult run_tool_as(unsigned uid, unsigned gid, const std::vector<std::string>& args);
 
 }  // namespace cdc::test

@@ -11,13 +11,18 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fcntl.h>
 #include <fstream>
 #include <map>
 #include <set>
 #include <string>
+#include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
+#include <unistd.h>
 #include <vector>
 
 namespace cdc::test {
@@ -52,16 +57,30 @@ inline std::uint64_t inode_of(const std::filesystem::path& p) {
 /// Every path of a file, sorted.
 inline std::vector<std::string> paths_of(const DupesFile& f) {
     std::vector<std::string> out;
-    for (const std::string_view p : f.paths()) out.emplace_back(p);
+    for (const std::string_view p : f.paths) out.emplace_back(p);
+    return out;
+}
+
+/// Every group of a result, in its order.
+inline std::vector<DupesGroup> all_groups(const DupesResult& r) {
+    std::vector<DupesGroup> out;
+    for (std::size_t i = 0; i < r.group_count(); ++i) out.push_back(r.group(i));
+    return out;
+}
+
+/// Every linked file of a result, in its order.
+inline std::vector<DupesFile> all_linked(const DupesResult& r) {
+    std::vector<DupesFile> out;
+    for (std::size_t i = 0; i < r.linked_count(); ++i) out.push_back(r.linked(i));
     return out;
 }
 
 /// First path of every file of every group; groups sorted.
 inline Groups groups_of(const DupesResult& r) {
     Groups g;
-    for (const DupesGroup& grp : r.groups()) {
+    for (const DupesGroup& grp : all_groups(r)) {
         std::vector<std::string> paths;
-        for (const DupesFile& f : grp.files()) paths.emplace_back(f.first_path());
+        for (const DupesFile& f : grp.files) paths.emplace_back(f.first_path());
         std::sort(paths.begin(), paths.end());
         g.push_back(std::move(paths));
     }
@@ -158,5 +177,99 @@ inline std::vector<std::string> snapshot(const std::filesystem::path& root) {
     std::sort(out.begin(), out.end());
     return out;
 }
+
+/// The tests that give files to another owner or mount a file system need
+/// root (CI runs as root): elsewhere they fail, loudly, never skip.
+#define CDC_REQUIRE_ROOT()                                                                                  \
+    ASSERT_EQ(::geteuid(), 0u) << "this test needs root (chown to another uid, xattrs in trusted.*, mounts); " \
+                                  "run the tests as root, as CI does"
+
+/// Another user: owns the "attacker's" files of the merge tests.
+inline constexpr uid_t kOtherUid = 4242;
+inline constexpr gid_t kOtherGid = 4242;
+
+inline void set_owner(const std::filesystem::path& p, uid_t uid, gid_t gid) {
+    if (::lchown(p.c_str(), uid, gid) != 0) throw std::runtime_error("lchown " + p.string());
+}
+
+inline void set_mode(const std::filesystem::path& p, mode_t mode) {
+    if (::chmod(p.c_str(), mode) != 0) throw std::runtime_error("chmod " + p.string());
+}
+
+inline void set_xattr(const std::filesystem::path& p, const std::string& name, std::string_view value) {
+    if (::lsetxattr(p.c_str(), name.c_str(), value.data(), value.size(), 0) != 0)
+        throw std::runtime_error(fmt::format("setxattr {} {}: {}", p.string(), name, std::strerror(errno)));
+}
+
+/// A POSIX ACL (system.posix_acl_access, the kernel's xattr format) that
+/// grants `uid` read, write and execute: user::rwx, user:uid:rwx, group::r-x,
+/// mask::rwx, other::r-x (the mode's group bits become the mask: 0775).
+inline void grant_acl_rwx(const std::filesystem::path& p, uid_t uid) {
+    std::string acl;
+    auto le16 = [&](unsigned v) { acl.push_back(static_cast<char>(v & 0xff)), acl.push_back(static_cast<char>(v >> 8)); };
+    auto le32 = [&](std::uint32_t v) { le16(v & 0xffff), le16(v >> 16); };
+    le32(2);  // POSIX_ACL_XATTR_VERSION
+    auto entry = [&](unsigned tag, unsigned perm, std::uint32_t id) { le16(tag), le16(perm), le32(id); };
+    constexpr std::uint32_t kUndefined = 0xffffffff;
+    entry(0x01, 7, kUndefined);  // ACL_USER_OBJ
+    entry(0x02, 7, uid);         // ACL_USER
+    entry(0x04, 5, kUndefined);  // ACL_GROUP_OBJ
+    entry(0x10, 7, kUndefined);  // ACL_MASK
+    entry(0x20, 5, kUndefined);  // ACL_OTHER
+    set_xattr(p, "system.posix_acl_access", acl);
+}
+
+/// Every extended attribute of a path (no symlink followed), sorted.
+inline std::string xattrs_of(const std::filesystem::path& p) {
+    std::string names(65536, '\0');
+    const ssize_t n = ::llistxattr(p.c_str(), names.data(), names.size());
+    if (n < 0) return errno == ENOTSUP ? "" : "?";
+    std::vector<std::string> all;
+    for (std::size_t at = 0; at < static_cast<std::size_t>(n);) {
+        const std::string name(names.c_str() + at);
+        at += name.size() + 1;
+        std::string value(65536, '\0');
+        const ssize_t v = ::lgetxattr(p.c_str(), name.c_str(), value.data(), value.size());
+        value.resize(v < 0 ? 0 : static_cast<std::size_t>(v));
+        std::string hex;
+        for (const char c : value) hex += fmt::format("{:02x}", static_cast<unsigned char>(c));
+        all.push_back(name + "=" + hex);
+    }
+    std::sort(all.begin(), all.end());
+    return fmt::format("{}", fmt::join(all, ";"));
+}
+
+/// Per path: owner, group, mode, extended attributes and bytes (not the
+/// inode: a merge may change that, never these).
+inline std::map<std::string, std::string> metadata_snapshot(const std::filesystem::path& root) {
+    std::map<std::string, std::string> out;
+    for (const auto& e : std::filesystem::recursive_directory_iterator(root)) {
+        struct stat st {};
+        ::lstat(e.path().c_str(), &st);
+        if (!S_ISREG(st.st_mode)) continue;
+        const auto b = read_file(e.path());
+        out[e.path().string()] =
+            fmt::format("uid {} gid {} mode {:o} xattrs [{}] {}", st.st_uid, st.st_gid, st.st_mode & 07777,
+                        xattrs_of(e.path()), compute_digest(DigestKind::xxh3, std::as_bytes(std::span(b))).hex());
+    }
+    return out;
+}
+
+/// A tmpfs mounted on `dir` (created) for the life of the object: a second
+/// file system inside a test tree. Needs root.
+class TmpfsMount {
+public:
+    explicit TmpfsMount(std::filesystem::path dir) : dir_(std::move(dir)) {
+        std::filesystem::create_directories(dir_);
+        if (::mount("tmpfs", dir_.c_str(), "tmpfs", 0, "size=64m,mode=0755") != 0)
+            throw std::runtime_error(fmt::format("mount tmpfs on {}: {}", dir_.string(), std::strerror(errno)));
+    }
+    ~TmpfsMount() { ::umount2(dir_.c_str(), MNT_DETACH); }
+    TmpfsMount(const TmpfsMount&) = delete;
+    TmpfsMount& operator=(const TmpfsMount&) = delete;
+
+private:
+    std::filesystem::path dir_;
+};
 
 }  // namespace cdc::test

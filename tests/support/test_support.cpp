@@ -5,11 +5,15 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <climits>
 #include <cstring>
 #include <fstream>
 #include <map>
 #include <mutex>
 #include <sstream>
+
+#include <fcntl.h>
+#include <unistd.h>
 
 namespace cdc::test {
 
@@ -135,6 +139,77 @@ std::vector<std::uint8_t> random_bytes(std::size_t n, std::uint64_t seed) {
     return v;
 }
 
+
+std::filesystem::path write_beyond_path_max(const std::filesystem::path& root, const std::string& name,
+                                            std::span<const std::uint8_t> data) {
+    // mkdirat/openat one level at a time: the full path cannot be used.
+    int fd = ::open(root.c_str(), O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+    if (fd < 0) throw std::runtime_error("cannot open " + root.string());
+    std::string path = root.string();
+    const std::string dir(250, 'd');
+    while (path.size() <= PATH_MAX) {
+        const int sub = ::mkdirat(fd, dir.c_str(), 0755) == 0 ? ::openat(fd, dir.c_str(), O_DIRECTORY | O_RDONLY) : -1;
+        ::close(fd);
+        if (sub < 0) throw std::runtime_error("mkdirat below " + root.string());
+        fd = sub;
+        path.append("/").append(dir);
+    }
+    const int f = ::openat(fd, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    const bool ok = f >= 0 && ::write(f, data.data(), data.size()) == static_cast<ssize_t>(data.size());
+    if (f >= 0) ::close(f);
+    ::close(fd);
+    if (!ok) throw std::runtime_error("cannot write " + name + " below " + root.string());
+    return path.append("/").append(name);
+}
+
+std::vector<std::vector<std::string>> parse_csv(std::string_view text) {
+    std::vector<std::vector<std::string>> records;
+    std::vector<std::string> record;
+    std::string field;
+    std::size_t i = 0;
+    const auto fail = [&](const char* why) {
+        throw std::runtime_error(std::string("CSV: ").append(why).append(" at byte ").append(std::to_string(i)));
+    };
+    while (i < text.size()) {
+        field.clear();
+        if (text[i] == '"') {
+            for (++i;; ++i) {
+                if (i >= text.size()) fail("unterminated quoted field");
+                if (text[i] == '"') {
+                    if (i + 1 < text.size() && text[i + 1] == '"') {
+                        field.push_back('"');
+                        ++i;
+                    } else {
+                        ++i;
+                        break;
+                    }
+                } else {
+                    field.push_back(text[i]);
+                }
+            }
+        } else {
+            while (i < text.size() && text[i] != ',' && text[i] != '\n' && text[i] != '\r') {
+                if (text[i] == '"') fail("quote inside an unquoted field");
+                field.push_back(text[i++]);
+            }
+        }
+        record.push_back(field);
+        if (i == text.size()) fail("record without a final newline");
+        if (text[i] == ',') {
+            ++i;
+            continue;
+        }
+        if (text[i] == '\r') {
+            if (i + 1 >= text.size() || text[i + 1] != '\n') fail("bare carriage return");
+            ++i;
+        }
+        if (text[i] != '\n') fail("text after a closing quote");
+        ++i;
+        records.push_back(std::move(record));
+        record.clear();
+    }
+    return records;
+}
 
 TempDir::TempDir() {
     std::string tmpl = (std::filesystem::temp_directory_path() / "cdc-test-XXXXXX").string();

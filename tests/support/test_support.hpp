@@ -3,7 +3,6 @@
 #pragma once
 
 #include <cdc/corpus.hpp>
-#include <cdc/dupes.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -68,6 +67,18 @@ std::vector<std::size_t> lengths_stream(const std::shared_ptr<const CutFinder>& 
 
 /// Deterministic pseudo-random bytes.
 std::vector<std::uint8_t> random_bytes(std::size_t n, std::uint64_t seed);
+
+/// Writes `data` to a file `name` at the bottom of a chain of directories
+/// below `root` (which must exist) whose full path is longer than PATH_MAX,
+/// so that no walk can open it by path (ENAMETOOLONG); returns that path.
+std::filesystem::path write_beyond_path_max(const std::filesystem::path& root, const std::string& name,
+                                            std::span<const std::uint8_t> data);
+
+/// The records of a CSV text, parsed strictly (RFC 4180: fields separated by
+/// ',', records by "\n" or "\r\n"; a quoted field may hold ',', '"' as
+/// "", '\n' and '\r'; a '"' inside an unquoted field, or text after a
+/// closing quote, is an error). Throws std::runtime_error.
+std::vector<std::vector<std::string>> parse_csv(std::string_view text);
 
 }  // namespace cdc::test
 

@@ -3,6 +3,8 @@
 // identical groups in every mode, and the actions (verified on copies).
 #include "dupes_support.hpp"
 
+#include "dupes/internal.hpp"  // the path arena (src/dupes)
+
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
@@ -29,6 +31,8 @@ DupesResult run_mode(const fs::path& root, DupesMode mode, std::size_t max_open 
 constexpr DupesMode kModes[] = {DupesMode::compare, DupesMode::hash, DupesMode::automatic};
 
 // ---- the path arena -----------------------------------------------------------
+
+using dupes_detail::StringArena;
 
 TEST(DupesArena, ViewsStayValidAcrossChunksAndMoves) {
     StringArena arena;
@@ -114,8 +118,8 @@ TEST(DupesGroups, DifferAtFirstMiddleLastByte) {
     EXPECT_LE(read_compare, 5 * n + n / 2 + (std::size_t{1} << 20) + 2 * n / 100);
     // Groups come sorted by wasted bytes.
     const auto res = run_mode(tmp.path(), DupesMode::compare);
-    EXPECT_EQ(res.groups()[0].file_count(), 3u);
-    EXPECT_EQ(res.groups()[0].size(), n);
+    EXPECT_EQ(res.group(0).files.size(), 3u);
+    EXPECT_EQ(res.group(0).size, n);
 }
 
 TEST(DupesGroups, SmallFilesAroundTheEdgeBlocks) {
@@ -151,16 +155,16 @@ TEST(DupesGroups, HardLinksAreLinkedNeverWaste) {
     for (const DupesMode m : kModes) {
         auto res = run_mode(tmp.path(), m);
         EXPECT_EQ(groups_of(res), (Groups{{r + "/x", r + "/y_copy"}})) << to_string(m);
-        ASSERT_EQ(res.linked().size(), 2u);
-        EXPECT_EQ(paths_of(res.linked()[0]), (std::vector<std::string>{r + "/solo", r + "/solo_link"}));
-        EXPECT_EQ(paths_of(res.linked()[1]), (std::vector<std::string>{r + "/x", r + "/x_link"}));
+        ASSERT_EQ(res.linked_count(), 2u);
+        EXPECT_EQ(paths_of(res.linked(0)), (std::vector<std::string>{r + "/solo", r + "/solo_link"}));
+        EXPECT_EQ(paths_of(res.linked(1)), (std::vector<std::string>{r + "/x", r + "/x_link"}));
         EXPECT_EQ(res.summary.wasted_bytes, 10000u);
         EXPECT_EQ(res.summary.linked_paths, 2u);
-        EXPECT_EQ(paths_of(res.groups()[0].file(0)), (std::vector<std::string>{r + "/x", r + "/x_link"}));
+        EXPECT_EQ(paths_of(res.group(0).files[0]), (std::vector<std::string>{r + "/x", r + "/x_link"}));
         // The result holds its paths: moved, it still shows them all.
         const DupesResult moved = std::move(res);
         EXPECT_EQ(groups_of(moved), (Groups{{r + "/x", r + "/y_copy"}}));
-        EXPECT_EQ(paths_of(moved.linked()[1]), (std::vector<std::string>{r + "/x", r + "/x_link"}));
+        EXPECT_EQ(paths_of(moved.linked(1)), (std::vector<std::string>{r + "/x", r + "/x_link"}));
     }
 }
 
@@ -179,7 +183,7 @@ TEST(DupesGroups, EmptyFilesOnlyWithMinSizeZero) {
     EXPECT_EQ(groups_of(res), (Groups{{r + "/e1", r + "/e2"}, {r + "/small1", r + "/small2"}}));
     EXPECT_EQ(res.summary.wasted_bytes, 10u);
     o.min_size = 11;
-    EXPECT_TRUE(find_dupes(roots_of(tmp.path()), o).groups().empty());
+    EXPECT_TRUE((find_dupes(roots_of(tmp.path()), o).group_count() == 0));
 }
 
 TEST(DupesGroups, SymlinksSkippedUnlessFollowed) {
@@ -194,17 +198,53 @@ TEST(DupesGroups, SymlinksSkippedUnlessFollowed) {
     fs::create_symlink(r + "/out", tmp.path() / "in/outdir");
     DupesOptions o;
     auto res = find_dupes(std::vector<std::string>{r + "/in"}, o);
-    EXPECT_TRUE(res.groups().empty());
-    EXPECT_TRUE(res.linked().empty());
+    EXPECT_TRUE((res.group_count() == 0));
+    EXPECT_TRUE((res.linked_count() == 0));
     EXPECT_EQ(res.summary.files_scanned, 1u);
     o.follow_symlinks = true;
     res = find_dupes(std::vector<std::string>{r + "/in"}, o);
     EXPECT_EQ(groups_of(res), (Groups{{r + "/in/a", r + "/in/outdir/b"}}));
-    ASSERT_EQ(res.linked().size(), 1u);  // a and the link to it: one inode
-    EXPECT_EQ(paths_of(res.linked()[0]), (std::vector<std::string>{r + "/in/a", r + "/in/link_to_a"}));
+    ASSERT_EQ(res.linked_count(), 1u);  // a and the link to it: one inode
+    EXPECT_EQ(paths_of(res.linked(0)), (std::vector<std::string>{r + "/in/a", r + "/in/link_to_a"}));
     EXPECT_EQ(res.summary.skipped, 0u);
     // Actions never act through symlinks.
     EXPECT_THROW(apply_dupes_action(res, DupesAction::hardlink, KeepRule{}, false, o), OptionError);
+}
+
+// The finder walks with cdc::walk and adds its own rules: small files and its
+// own temporaries are not candidates, what cannot be read is a warning and
+// counted as skipped, special files and dangling links (when following) are
+// silently not files; a root it cannot use is a usage error.
+TEST(DupesWalk, TheFindersRulesOnTopOfTheWalker) {
+    TempDir tmp;
+    const fs::path root = tmp.path() / "t";
+    const auto d = random_bytes(3000, 11);
+    write_file(root / "a", d);
+    write_file(root / "sub/b", d);
+    write_file(root / "tiny", std::vector<std::uint8_t>(d.begin(), d.begin() + 10));
+    write_file(root / "sub/.cdc-dupes-tmp.1.0", d);
+    ASSERT_EQ(::mkfifo((root / "fifo").c_str(), 0600), 0);
+    fs::create_symlink(root / "nowhere", root / "dangling");
+    write_beyond_path_max(root, "deep", d);
+    for (const bool follow : {false, true}) {
+        DupesOptions o;
+        o.min_size = 100;
+        o.follow_symlinks = follow;
+        std::vector<std::string> warnings;
+        o.warning = [&](const std::string& w) { warnings.push_back(w); };
+        const auto res = find_dupes(std::vector<std::string>{root.string() + "/"}, o);
+        EXPECT_EQ(groups_of(res), (Groups{{(root / "a").string(), (root / "sub/b").string()}})) << follow;
+        EXPECT_EQ(res.summary.files_scanned, 3u) << "a, sub/b, tiny (not the temporary)";
+        EXPECT_EQ(res.summary.skipped, 1u) << "the directory too deep to open";
+        ASSERT_EQ(warnings.size(), 1u) << follow;
+        EXPECT_NE(warnings[0].find("File name too long"), std::string::npos) << warnings[0];
+        ASSERT_EQ(res.stale_temporaries().size(), 1u);
+        EXPECT_EQ(res.stale_temporaries()[0], (root / "sub/.cdc-dupes-tmp.1.0").string());
+    }
+    DupesOptions o;
+    EXPECT_THROW(find_dupes(std::vector<std::string>{(root / "missing").string()}, o), OptionError);
+    EXPECT_THROW(find_dupes(std::vector<std::string>{(root / "fifo").string()}, o), OptionError);
+    EXPECT_THROW(find_dupes(std::vector<std::string>{"-"}, o), OptionError);
 }
 
 // --one-file-system: a directory on another file system (here the tmpfs at
@@ -253,7 +293,7 @@ TEST(DupesGroups, VanishedAndChangedFilesAreLeftOut) {
         std::vector<std::string> warnings;
         o.warning = [&](const std::string& w) { warnings.push_back(w); };
         DupesScan scan = scan_dupes(roots_of(tmp.path()), o);
-        ASSERT_EQ(scan.entries.size(), 5u);
+        ASSERT_EQ(scan.file_count(), 5u);
         // Between the walk and the reads: one file vanishes (an unreadable
         // file, even for root), one changes (same size, new mtime).
         fs::rename(tmp.path() / "gone", tmp.path() / "gone.away");
@@ -314,8 +354,8 @@ TEST(DupesGroups, SparseFilesLargerThan4GiB) {
     for (const DupesMode m : {DupesMode::compare, DupesMode::automatic}) {
         const auto res = run_mode(tmp.path(), m);
         EXPECT_EQ(groups_of(res), want);
-        ASSERT_EQ(res.groups().size(), 1u);
-        EXPECT_EQ(res.groups()[0].size(), n);
+        ASSERT_EQ(res.group_count(), 1u);
+        EXPECT_EQ(res.group(0).size, n);
         EXPECT_EQ(res.summary.wasted_bytes, n);
         EXPECT_LT(res.summary.bytes_read, std::uint64_t{1} << 24);
     }
@@ -324,7 +364,7 @@ TEST(DupesGroups, SparseFilesLargerThan4GiB) {
     DupesOptions o;
     o.mode = DupesMode::hash;
     const auto res = find_dupes(std::vector<std::string>{r + "/a", r + "/c", r + "/d"}, o);
-    EXPECT_TRUE(res.groups().empty());
+    EXPECT_TRUE((res.group_count() == 0));
     EXPECT_EQ(res.summary.bytes_read, 3 * 8192u);
 }
 
@@ -371,7 +411,7 @@ TEST(DupesGroups, OverlappingRootsAndFileRoots) {
     DupesOptions o;
     const auto res = find_dupes(std::vector<std::string>{r + "/a", r + "/a/b", r + "/a/b/y", r + "/a/"}, o);
     EXPECT_EQ(groups_of(res), (Groups{{r + "/a/b/y", r + "/a/x"}}));
-    EXPECT_TRUE(res.linked().empty());
+    EXPECT_TRUE((res.linked_count() == 0));
     EXPECT_THROW(find_dupes(std::vector<std::string>{r + "/missing"}, o), OptionError);
 }
 
@@ -381,22 +421,22 @@ TEST(DupesActions, HardlinkKeepsOldestAndVerifies) {
     TempDir tmp;
     const auto contents = make_random_tree(tmp.path(), 120, 30, 5);
     const auto res = run_mode(tmp.path(), DupesMode::automatic);
-    ASSERT_FALSE(res.groups().empty());
+    ASSERT_FALSE((res.group_count() == 0));
     const auto steps = apply_dupes_action(res, DupesAction::hardlink, parse_keep_rule("oldest"), false, {});
     for (const auto& s : steps) EXPECT_EQ(s.status, DupesStep::Status::done) << s.path << ": " << s.reason;
     expect_contents(contents);
-    for (const DupesGroup& g : res.groups()) {
-        const DupesFile kept = g.file(choose_kept(g, parse_keep_rule("oldest")));
-        for (const DupesFile& f : g.files())
-            for (const std::string_view p : f.paths()) EXPECT_EQ(fs::hard_link_count(p), g.file_count()) << p;
-        EXPECT_EQ(inode_of(kept.first_path()), inode_of(g.file(0).first_path()));
+    for (const DupesGroup& g : all_groups(res)) {
+        const DupesFile kept = g.files[choose_kept(g.files, parse_keep_rule("oldest"))];
+        for (const DupesFile& f : g.files)
+            for (const std::string_view p : f.paths) EXPECT_EQ(fs::hard_link_count(p), g.files.size()) << p;
+        EXPECT_EQ(inode_of(kept.first_path()), inode_of(g.files[0].first_path()));
         // The oldest file is the one kept: its mtime survives.
-        for (const DupesFile& f : g.files()) EXPECT_LE(kept.mtime_ns(), f.mtime_ns());
+        for (const DupesFile& f : g.files) EXPECT_LE(kept.mtime_ns, f.mtime_ns);
     }
     EXPECT_TRUE(temporaries_in(tmp.path()).empty());
     // A second run finds only linked paths, no waste.
     const auto again = run_mode(tmp.path(), DupesMode::automatic);
-    EXPECT_TRUE(again.groups().empty());
+    EXPECT_TRUE((again.group_count() == 0));
     EXPECT_EQ(again.summary.wasted_bytes, 0u);
 }
 
@@ -407,20 +447,20 @@ TEST(DupesActions, DeleteWithEveryKeepRule) {
         const auto res = run_mode(tmp.path(), DupesMode::compare);
         const KeepRule keep = parse_keep_rule(rule);
         const auto steps = apply_dupes_action(res, DupesAction::remove, keep, false, {});
-        for (const DupesGroup& g : res.groups()) {
-            const std::size_t k = choose_kept(g, keep);
-            for (std::size_t i = 0; i < g.file_count(); ++i)
-                for (const std::string_view p : g.file(i).paths()) {
-                    if (k == g.file_count())
+        for (const DupesGroup& g : all_groups(res)) {
+            const std::size_t k = choose_kept(g.files, keep);
+            for (std::size_t i = 0; i < g.files.size(); ++i)
+                for (const std::string_view p : g.files[i].paths) {
+                    if (k == g.files.size())
                         EXPECT_TRUE(fs::exists(p)) << rule << ": no match, nothing deleted: " << p;
                     else
                         EXPECT_EQ(fs::exists(p), i == k) << rule << " " << p;
                 }
-            if (rule == "first" && k < g.file_count()) {
+            if (rule == "first" && k < g.files.size()) {
                 EXPECT_EQ(k, 0u);
             }
-            if (rule != "oldest" && rule != "first" && k < g.file_count()) {
-                EXPECT_NE(g.file(k).first_path().find("/d1/"), std::string::npos);
+            if (rule != "oldest" && rule != "first" && k < g.files.size()) {
+                EXPECT_NE(g.files[k].first_path().find("/d1/"), std::string::npos);
             }
         }
         // Whatever is left has its original bytes, and every content survives.
@@ -434,10 +474,18 @@ TEST(DupesActions, DryRunChangesNothing) {
     const auto contents = make_random_tree(tmp.path(), 60, 15, 7);
     const auto before = snapshot(tmp.path());
     const auto res = run_mode(tmp.path(), DupesMode::automatic);
-    for (const auto a : {DupesAction::hardlink, DupesAction::remove, DupesAction::reflink}) {
+    for (const auto a : {DupesAction::hardlink, DupesAction::remove}) {
         const auto steps = apply_dupes_action(res, a, KeepRule{}, true, {});
         EXPECT_EQ(steps.size(), res.summary.duplicate_files);
         for (const auto& s : steps) EXPECT_EQ(s.status, DupesStep::Status::planned);
+    }
+    // A reflink plan probes the file system: planned where it can reflink,
+    // else the error of a real run.
+    try {
+        const auto steps = apply_dupes_action(res, DupesAction::reflink, KeepRule{}, true, {});
+        for (const auto& s : steps) EXPECT_EQ(s.status, DupesStep::Status::planned);
+    } catch (const IoError& e) {
+        EXPECT_NE(std::string(e.what()).find("reflink is not supported"), std::string::npos) << e.what();
     }
     EXPECT_EQ(snapshot(tmp.path()), before);
 }
@@ -456,7 +504,7 @@ TEST(DupesActions, ChangedBeforeActingIsNotTouched) {
     write_file(tmp.path() / "dup2", d);
     set_mtime(tmp.path() / "dup2", 2000);
     const auto res = run_mode(tmp.path(), DupesMode::compare);
-    ASSERT_EQ(res.groups().size(), 1u);
+    ASSERT_EQ(res.group_count(), 1u);
     auto other = d;
     other[40000] ^= 1;
     {
@@ -485,7 +533,7 @@ TEST(DupesActions, ReflinkWorksOrFailsClearly) {
     const auto contents = make_random_tree(tmp.path(), 40, 10, 12);
     const auto before = snapshot(tmp.path());
     const auto res = run_mode(tmp.path(), DupesMode::automatic);
-    ASSERT_FALSE(res.groups().empty());
+    ASSERT_FALSE((res.group_count() == 0));
     try {
         const auto steps = apply_dupes_action(res, DupesAction::reflink, KeepRule{}, false, {});
         // A file system with FIDEDUPERANGE (Btrfs, XFS): same names, same
@@ -510,7 +558,7 @@ TEST(DupesActions, StaleTemporariesAreIgnoredThenCleaned) {
     ASSERT_EQ(::link((r + "/a").c_str(), stale.c_str()), 0);
     const auto res = run_mode(tmp.path(), DupesMode::automatic);
     EXPECT_EQ(groups_of(res), (Groups{{r + "/a", r + "/b"}}));
-    EXPECT_TRUE(res.linked().empty());
+    EXPECT_TRUE((res.linked_count() == 0));
     ASSERT_EQ(res.stale_temporaries().size(), 1u);
     EXPECT_EQ(res.stale_temporaries()[0], stale);
     apply_dupes_action(res, DupesAction::hardlink, KeepRule{}, true, {});
@@ -536,8 +584,8 @@ TEST(DupesActions, NothingOutsideTheGivenPathsIsTouched) {
         fs::create_symlink(r + "/outside/o1", tmp.path() / "inside/link_o1");
         fs::create_symlink(r + "/outside", tmp.path() / "inside/link_outside");
         const auto res = run_mode(tmp.path() / "inside", DupesMode::automatic);
-        ASSERT_EQ(res.groups().size(), 1u);
-        EXPECT_EQ(res.groups()[0].file_count(), 3u);
+        ASSERT_EQ(res.group_count(), 1u);
+        EXPECT_EQ(res.group(0).files.size(), 3u);
         const auto steps = apply_dupes_action(res, a, KeepRule{}, false, {});
         EXPECT_EQ(steps.size(), 2u);
         EXPECT_EQ(snapshot(tmp.path() / "outside"), outside_before);

@@ -73,7 +73,7 @@ TEST(Walk, FollowingLinksFindsLoopsAndDanglingLinks) {
     EXPECT_EQ(r.files, (std::vector<std::string>{d + "/a.txt", d + "/link-to-file", d + "/z.txt", d + "/b/c.txt",
                                                  d + "/b/hard-a.txt", d + "/b/d/e.txt"}));
     EXPECT_EQ(r.skips.at(d + "/b/link-to-root"), WalkSkip::loop);
-    EXPECT_EQ(r.skips.at(d + "/dangling"), WalkSkip::error);
+    EXPECT_EQ(r.skips.at(d + "/dangling"), WalkSkip::dangling);
     EXPECT_EQ(r.skips.at(d + "/fifo"), WalkSkip::special);
 }
 
@@ -128,8 +128,10 @@ TEST(Walk, WalkInputsListsEachFileOnce) {
     EXPECT_EQ(w.duplicates_skipped, 2u);
     EXPECT_EQ(w.total_bytes, 4u);
     EXPECT_EQ(w.symlinks_skipped, 3u);
-    ASSERT_EQ(w.warnings.size(), 1u);  // the FIFO
+    ASSERT_EQ(w.warnings.size(), 2u);  // the FIFO, the second root walked already
     EXPECT_EQ(w.warnings[0].path, d + "/fifo");
+    EXPECT_EQ(w.warnings[1].path, d + "/b");
+    EXPECT_NE(w.warnings[1].message.find("counted once"), std::string::npos);
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "analyze_cli.hpp"
 
+#include "escape.hpp"
 #include "sizes.hpp"
 
 #include <fmt/format.h>
@@ -12,7 +13,7 @@ namespace cdc::cli {
 
 void add_corpus_options(CLI::App& cmd, CorpusArgs& args) {
     cmd.add_option("--digest", args.digest, "chunk fingerprint: blake3, sha256 or xxh3")->capture_default_str();
-    cmd.add_option("-j,--jobs", args.jobs, "worker threads (0 = every core)")->capture_default_str();
+    add_count_option(cmd, "-j,--jobs", args.jobs, 0, limits::kJobs, "worker threads (0 = every core)");
     cmd.add_flag("--follow-symlinks", args.follow_symlinks,
                  "follow symbolic links inside directories (links named on the command line are always followed)");
     cmd.add_flag("-q,--quiet", args.quiet, "no progress line, no warnings (errors are still printed)");
@@ -28,7 +29,6 @@ AnalyzeOptions corpus_options(const CorpusArgs& args) {
     if (o.digest == DigestKind::none)
         throw UsageError("--digest = 'none' is invalid here: dedup needs fingerprints (blake3, sha256, xxh3)");
     (void)corpus_kernel(args);  // a bad --kernel fails with the other options
-    if (args.jobs > 4096) throw UsageError(fmt::format("--jobs = {} is invalid: must be at most 4096", args.jobs));
     o.jobs = args.jobs;
     o.follow_symlinks = args.follow_symlinks;
     return o;
@@ -81,14 +81,13 @@ AnalyzeReport run_analysis(const CorpusArgs& args, AnalyzeOptions options) {
 }
 
 void report_issues(const AnalyzeReport& report, bool quiet) {
-    for (const auto& e : report.errors) fmt::print(stderr, "cdc: error: {}: {} (skipped)\n", e.path, e.message);
+    for (const auto& e : report.errors) print_error(fmt::format("{}: {} (skipped)", e.path, e.message));
     if (!quiet) {
-        for (const auto& w : report.warnings) fmt::print(stderr, "cdc: warning: {}: {}\n", w.path, w.message);
+        for (const auto& w : report.warnings) print_warning(fmt::format("{}: {}", w.path, w.message));
         if (report.duplicates_skipped > 0)
-            fmt::print(stderr,
-                       "cdc: warning: {} path(s) led to files already counted (overlapping inputs or hard links): "
-                       "each file is counted once\n",
-                       report.duplicates_skipped);
+            print_warning(fmt::format("{} path(s) led to files already counted (overlapping inputs or hard links): "
+                                      "each file is counted once",
+                                      report.duplicates_skipped));
     }
     if (!report.errors.empty())
         fmt::print(stderr, "cdc: {} input(s) skipped after errors\n", report.errors.size());

@@ -38,10 +38,17 @@ std::uint64_t parse_number(std::string_view text, std::string_view flag, int bas
 
 cdc::Options ProfileArgs::options() const {
     cdc::Options o;
-    if (!min.empty()) o.min_size = static_cast<std::size_t>(tools::parse_size(min, "--min"));
-    if (!avg.empty()) o.normal_size = static_cast<std::size_t>(tools::parse_size(avg, "--avg"));
-    if (!max.empty()) o.max_size = static_cast<std::size_t>(tools::parse_size(max, "--max"));
-    if (!key.empty()) o.key = cdc::parse_key_hex(key);
+    if (!min.empty()) o.min_size = static_cast<std::size_t>(tools::parse_size(min, prefix + "min"));
+    if (!avg.empty()) o.normal_size = static_cast<std::size_t>(tools::parse_size(avg, prefix + "avg"));
+    if (!max.empty()) o.max_size = static_cast<std::size_t>(tools::parse_size(max, prefix + "max"));
+    if (key_given) {
+        try {
+            o.key = cdc::parse_key_hex(key);  // "" too: an empty --key is an error, not "no key"
+        } catch (const cdc::OptionError& e) {
+            const std::string_view why = e.what();  // "key is invalid: ..." (without the key)
+            throw cdc::OptionError(fmt::format("{}{}{}", prefix, why.starts_with("key ") ? "" : "key: ", why));
+        }
+    }
     if (!level.empty()) {
         const std::uint64_t v = parse_number(level, "--level", 10);
         if (v > 1000) throw cdc::OptionError(fmt::format("--level = {} is invalid: levels are 0..3", v));
@@ -57,13 +64,27 @@ void add_profile_options(CLI::App& cmd, ProfileArgs& args, bool with_key, std::s
     cmd.add_option("--min", args.min, "minimum chunk size (4096, 8K, 8KiB, 1M...; default: the algorithm's)");
     cmd.add_option("--avg,--normal", args.avg, "average (normal) chunk size (default: the algorithm's)");
     cmd.add_option("--max", args.max, "maximum chunk size (default: the algorithm's)");
-    if (with_key) cmd.add_option("--key", args.key, "32-byte key as 64 hex digits (Gear-based algorithms)");
+    if (with_key)
+        cmd.add_option_function<std::string>(
+            "--key",
+            [&args](const std::string& v) {
+                args.key = v;
+                args.key_given = true;
+            },
+            "32-byte key as 64 hex digits (Gear-based algorithms)");
     cmd.add_option("--level", args.level, "normalization level 0..3 (fastcdc-rs-v2016, fastcdc-rs-v2020; default 1)");
     cmd.add_option(std::string(seed_flag), args.seed,
                    "chunker seed, decimal or 0x hex (fastcdc-rs-v2020: 64 bits, borg-buzhash: 32 bits; default 0)");
     cmd.add_option("--poly", args.poly,
                    "Rabin polynomial in hex, irreducible, degree 8..53 (restic-rabin; default 3DA3358B4DC173)");
     cmd.add_option("--window", args.window, "hash window in bytes (borg-buzhash; default 4095)");
+}
+
+void check_edits_fit(const EditSpec& spec, std::string_view option, std::uint64_t data_size, std::string_view what) {
+    if (spec.count > 0 && (spec.size > data_size || spec.count > data_size / spec.size))
+        throw UsageError(fmt::format("{} = '{}' is invalid: {} edits of {} bytes are more than {} allows ({} bytes; edits x "
+                                     "--edit-size must be at most its size)",
+                                     option, spec.count, spec.count, spec.size, what, data_size));
 }
 
 nlohmann::json parameters_json(const cdc::AlgorithmInfo& a, const cdc::Profile& p) {

@@ -3,6 +3,7 @@
 #include "bench_run.hpp"
 #include "cli_common.hpp"
 #include "commands.hpp"
+#include "escape.hpp"
 #include "plot.hpp"
 #include "sizes.hpp"
 
@@ -26,7 +27,7 @@ struct BenchRunArgs {
     std::size_t threads = 0;
     bool pooled = false;
     std::string buffer;
-    long sample_ms = 100;
+    std::uint64_t sample_ms = 100;
     std::string format = "text";
     std::string plot_dir;
     std::string label;
@@ -116,29 +117,45 @@ void print_text(const tools::BenchResult& r) {
     fmt::print("allocations  {} buffers, {:.1f} MB\n", s.buffer_allocations,
                static_cast<double>(s.buffer_allocated_bytes) / 1e6);
     fmt::print("samples      {} every {} ms\n", r.samples.size(), s.sample_ms);
-    if (!s.first_error.empty()) fmt::print(stderr, "cdc bench: first error: {}\n", s.first_error);
 }
 
 int run_bench_run(const BenchRunArgs& args) {
     if (args.format != "text" && args.format != "json" && args.format != "csv")
         throw UsageError(fmt::format("--format = '{}' is invalid: text, json or csv", args.format));
-    if (args.sample_ms <= 0) throw UsageError(fmt::format("--sample-ms = {} is invalid: must be > 0", args.sample_ms));
-    if (args.concurrency == 0) throw UsageError("--concurrency = 0 is invalid: at least 1");
     tools::BenchConfig config;
     config.algorithm = args.algorithm;
     config.options = args.profile.options();
-    make_cut_finder(config.algorithm, config.options);  // validate before walking the tree
-    std::vector<InputIssue> skipped;
+    // Validated before walking the tree; the buffers of every file in flight
+    // must fit in memory.
+    const std::size_t max_size = make_cut_finder(config.algorithm, config.options)->profile().max_size;
+    if (!args.buffer.empty() && !args.pooled)
+        throw UsageError(fmt::format("--buffer = '{}' is invalid without --pooled (an unpooled chunker allocates its "
+                                     "own buffer)",
+                                     args.buffer));
+    if (!args.buffer.empty()) {
+        config.buffer_size = static_cast<std::size_t>(tools::parse_size(args.buffer, "--buffer", max_size, limits::kBuffer));
+    }
+    const std::size_t per_file = config.buffer_size ? config.buffer_size : default_buffer_size(max_size);
+    if (args.concurrency > tools::physical_memory() / 2 / per_file)
+        throw UsageError(fmt::format("--concurrency = '{}' is invalid: {} files in flight need {} buffers of {}, more than "
+                                     "half of this machine's {}",
+                                     args.concurrency, args.concurrency, args.concurrency,
+                                     tools::format_size(static_cast<double>(per_file)),
+                                     tools::format_size(static_cast<double>(tools::physical_memory()))));
+    tools::FileList list;
     try {
-        config.files = tools::list_files(args.root, &skipped);
+        list = tools::list_files(args.root);
     } catch (const IoError& e) {
         throw UsageError(e.what());
     }
-    for (const auto& e : skipped) fmt::print(stderr, "cdc bench: skipped '{}': {}\n", e.path, e.message);
+    // What the walk could not read is reported and counted (exit 3), as by
+    // cdc analyze: never skipped in silence.
+    for (const auto& e : list.errors) print_error(fmt::format("{}: {} (skipped)", e.path, e.message));
+    for (const auto& w : list.warnings) print_warning(fmt::format("{}: {}", w.path, w.message));
+    config.files = std::move(list.files);
     config.concurrency = args.concurrency;
     config.threads = args.threads;
     config.pooled = args.pooled;
-    if (!args.buffer.empty()) config.buffer_size = static_cast<std::size_t>(tools::parse_size(args.buffer, "--buffer"));
     config.sample_interval = std::chrono::milliseconds(args.sample_ms);
     ensure_descriptors(config.concurrency);
     const bool progress = stderr_is_tty();
@@ -151,8 +168,14 @@ int run_bench_run(const BenchRunArgs& args) {
         };
     }
 
-    const tools::BenchResult result = tools::run_bench(config);
+    tools::BenchResult result = tools::run_bench(config);
     if (progress) fmt::print(stderr, "\r\033[K");
+    // Every file skipped while chunking, named on stderr (the walk's were above).
+    for (const auto& e : result.errors) print_error(fmt::format("{} (skipped)", e));
+    result.summary.errors += list.errors.size();
+    if (!list.errors.empty())
+        result.summary.first_error = fmt::format("{}: {}", list.errors.front().path, list.errors.front().message);
+    if (result.summary.errors > 0) fmt::print(stderr, "cdc: {} input(s) skipped after errors\n", result.summary.errors);
     if (args.format == "json")
         fmt::print("{}\n", tools::to_json(result).dump(2));
     else if (args.format == "csv")
@@ -164,7 +187,7 @@ int run_bench_run(const BenchRunArgs& args) {
         const std::string label = args.label.empty() ? default_label(result.summary) : args.label;
         plot_runs({result}, {label}, args.plot_dir);
     }
-    return result.summary.errors || !skipped.empty() ? kExitPartial : kExitOk;
+    return result.summary.errors ? kExitPartial : kExitOk;
 }
 
 int run_bench_plot(const BenchPlotArgs& args) {
@@ -205,14 +228,14 @@ void add_bench_command(CLI::App& app, int& exit_code) {
     run->add_option("-a,--algorithm", ra->algorithm, "algorithm name (see cdc algorithms)")->capture_default_str();
     run->add_option("--root", ra->root, "directory tree (or one file) to chunk")->required();
     add_profile_options(*run, ra->profile);
-    run->add_option("-c,--concurrency", ra->concurrency, "files in flight (live chunkers)")->capture_default_str();
-    run->add_option("--threads", ra->threads, "worker threads stepping the lanes (default: min(concurrency, hardware threads); = concurrency for one "
+    add_count_option(*run, "-c,--concurrency", ra->concurrency, 1, limits::kConcurrency, "files in flight (live chunkers)");
+    add_count_option(*run, "--threads", ra->threads, 0, limits::kJobs, "worker threads stepping the lanes (0: min(concurrency, hardware threads); = concurrency for one "
                    "OS thread per file in flight)");
     run->add_flag("--pooled", ra->pooled,
                   "caller-owned buffers from a per-thread pool (one per file in flight) instead of one allocation "
                   "per chunker");
-    run->add_option("--buffer", ra->buffer, "pooled buffer size (default: the chunker's own, 2 x max, >= 256 KiB)");
-    run->add_option("--sample-ms", ra->sample_ms, "sampling interval of the time series (ms)")->capture_default_str();
+    run->add_option("--buffer", ra->buffer, "with --pooled: the buffer size (max..1 GiB; default: the chunker's own, 2 x max, >= 256 KiB)");
+    add_count_option(*run, "--sample-ms", ra->sample_ms, 1, limits::kSampleMs, "sampling interval of the time series (ms)");
     run->add_option("--format", ra->format, "text (summary), json (summary + samples) or csv (samples)")
         ->capture_default_str();
     run->add_option("--plot", ra->plot_dir, "also draw memory-over-time.png and cpu-over-time.png into this directory");

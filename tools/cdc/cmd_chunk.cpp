@@ -1,6 +1,7 @@
 // cdc chunk — print the cut points of one file (or stdin) with fingerprints.
 #include "cli_common.hpp"
 #include "commands.hpp"
+#include "escape.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -50,8 +51,8 @@ int run(const ChunkArgs& args) {
     };
     if (args.json) {
         nlohmann::json head = {{"algorithm", args.algorithm}, {"min", p.min_size},  {"avg", p.normal_size},
-                               {"max", p.max_size},           {"keyed", p.keyed},   {"digest", args.digest},
-                               {"path", args.path}};
+                               {"max", p.max_size},           {"keyed", p.keyed},   {"digest", args.digest}};
+        tools::put_name(head, "path", args.path);
         head.update(parameters_json(finder->info(), p));
         std::string h = head.dump();
         h.pop_back();  // reopen the object to stream the chunk array

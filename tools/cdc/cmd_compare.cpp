@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 
 namespace cdc::cli {
 
@@ -16,7 +17,7 @@ struct CompareArgs {
     std::string a, b;
     ProfileArgs a_profile, b_profile;  // overrides of the common profile
     CorpusArgs corpus;
-    double tolerance = 0.1;
+    std::string tolerance = "0.1";
     bool json = false;
     bool csv = false;
 };
@@ -77,32 +78,46 @@ void print_side_by_side(const AlgorithmResult& a, const AlgorithmResult& b, doub
 }
 
 int run(const CompareArgs& args) {
-    if (!(args.tolerance >= 0)) throw UsageError(fmt::format("--tolerance = {} is invalid: must be >= 0", args.tolerance));
+    const double tolerance = tools::parse_real(args.tolerance, "--tolerance", 0, 100);
     const Options base = args.corpus.profile.options();
     AnalyzeOptions options = corpus_options(args.corpus);
-    for (const auto* name : {&args.a, &args.b})
-        if (find_algorithm(*name) == nullptr)
-            throw OptionError(fmt::format("unknown algorithm '{}': known algorithms are {}", *name, algorithm_names()));
+    // An error in one side's algorithm or profile says which side it is.
+    const auto on_side = [](char side, const std::string& name, auto&& make) {
+        try {
+            if (find_algorithm(name) == nullptr)
+                throw OptionError(fmt::format("unknown algorithm '{}': known algorithms are {}", name, algorithm_names()));
+            return make();
+        } catch (const OptionError& e) {
+            throw OptionError(
+                fmt::format("side {} (-{} {}): {}", static_cast<char>(std::toupper(side)), side, name, e.what()),
+                e.field());
+        }
+    };
+    const KernelLevel kernel = corpus_kernel(args.corpus);
+    on_side('a', args.a, [] { return 0; });  // both names known before either side is built
+    on_side('b', args.b, [] { return 0; });
     const AlgorithmInfo& info_a = *find_algorithm(args.a);
     const AlgorithmInfo& info_b = *find_algorithm(args.b);
-    options.algorithms.push_back(
-        make_cut_finder(args.a, merged(for_side(info_a, info_b, base), args.a_profile), corpus_kernel(args.corpus)));
-    options.algorithms.push_back(
-        make_cut_finder(args.b, merged(for_side(info_b, info_a, base), args.b_profile), corpus_kernel(args.corpus)));
+    options.algorithms.push_back(on_side('a', args.a, [&] {
+        return make_cut_finder(args.a, merged(for_side(info_a, info_b, base), args.a_profile), kernel);
+    }));
+    options.algorithms.push_back(on_side('b', args.b, [&] {
+        return make_cut_finder(args.b, merged(for_side(info_b, info_a, base), args.b_profile), kernel);
+    }));
 
     const AnalyzeReport report = run_analysis(args.corpus, options);
     report_issues(report, args.corpus.quiet);
     const AlgorithmResult& a = report.algorithms.at(0);
     const AlgorithmResult& b = report.algorithms.at(1);
     const double delta_pp = 100.0 * (b.dedup_ratio() - a.dedup_ratio());
-    const bool regression = delta_pp > args.tolerance;
+    const bool regression = delta_pp > tolerance;
 
     if (args.json) {
         nlohmann::json doc{{"a", result_json(a)},
                            {"b", result_json(b)},
                            {"regression", regression},
                            {"dedup_ratio_delta_pp", delta_pp},
-                           {"tolerance_pp", args.tolerance},
+                           {"tolerance_pp", tolerance},
                            {"errors", issues_json(report.errors)},
                            {"warnings", issues_json(report.warnings)}};
         fmt::print("{}\n", doc.dump());
@@ -113,7 +128,7 @@ int run(const CompareArgs& args) {
         out.append("b,").append(csv_row(b));
         fmt::print("{}", out);
     } else {
-        print_side_by_side(a, b, delta_pp, regression, args.tolerance);
+        print_side_by_side(a, b, delta_pp, regression, tolerance);
     }
     finish_stdout();
     if (regression) return kExitRegression;
@@ -128,6 +143,8 @@ void add_compare_command(CLI::App& app, int& exit_code) {
     cmd->add_option("-a", args->a, "algorithm A (the reference)")->required();
     cmd->add_option("-b", args->b, "algorithm B (the candidate)")->required();
     add_profile_options(*cmd, args->corpus.profile);
+    args->a_profile.prefix = "--a-";
+    args->b_profile.prefix = "--b-";
     cmd->add_option("--a-min", args->a_profile.min, "minimum size for A only");
     cmd->add_option("--a-avg", args->a_profile.avg, "average size for A only");
     cmd->add_option("--a-max", args->a_profile.max, "maximum size for A only");
@@ -135,7 +152,7 @@ void add_compare_command(CLI::App& app, int& exit_code) {
     cmd->add_option("--b-avg", args->b_profile.avg, "average size for B only");
     cmd->add_option("--b-max", args->b_profile.max, "maximum size for B only");
     cmd->add_option("--tolerance", args->tolerance,
-                    "allowed worsening of B's dedup ratio, in percentage points")
+                    "allowed worsening of B's dedup ratio, in percentage points (0..100)")
         ->capture_default_str();
     add_corpus_options(*cmd, args->corpus);
     auto* csv = cmd->add_flag("--csv", args->csv, "CSV: a header then rows a and b");

@@ -8,9 +8,49 @@
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
+#include <vector>
 
 namespace cdc::cli {
+
+namespace {
+
+// Streamed in blocks: constant memory for any length.
+int write_stream(InputGenerator& gen, int fd, const std::string& name) {
+    FdWriter writer(fd, name);
+    std::vector<std::uint8_t> block(std::size_t{1} << 20);
+    while (const std::size_t n = gen.read(block)) writer.write(std::as_bytes(std::span(block).first(n)));
+    return kExitOk;
+}
+
+// FILE appears whole or not at all: written into an unnamed file of its
+// directory (O_TMPFILE), then given its name (linkat: an existing FILE is
+// never overwritten, even one created meanwhile). A kill leaves nothing.
+int write_file(InputGenerator& gen, const std::string& path) {
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) == 0) throw UsageError(fmt::format("cannot create '{}': it exists", path));
+    const auto slash = path.rfind('/');
+    const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+    const int fd = ::open(dir.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
+    if (fd < 0) throw UsageError(fmt::format("cannot create '{}': {}", path, std::strerror(errno)));
+    bool open = true;
+    try {
+        write_stream(gen, fd, path);
+        if (::fsync(fd) != 0) throw IoError(fmt::format("writing '{}': {}", path, std::strerror(errno)));
+        const std::string self = fmt::format("/proc/self/fd/{}", fd);
+        if (::linkat(AT_FDCWD, self.c_str(), AT_FDCWD, path.c_str(), AT_SYMLINK_FOLLOW) != 0)
+            throw IoError(fmt::format("cannot create '{}': {}", path, std::strerror(errno)));
+        open = false;
+        if (::close(fd) != 0) throw IoError(fmt::format("close '{}': {}", path, std::strerror(errno)));
+    } catch (...) {
+        if (open) ::close(fd);
+        throw;
+    }
+    return kExitOk;
+}
+
+}  // namespace
 
 void add_gen_command(CLI::App& app, int& exit_code) {
     auto spec = std::make_shared<std::string>();
@@ -21,17 +61,8 @@ void add_gen_command(CLI::App& app, int& exit_code) {
     cmd->add_option("-o,--output", *output, "output file (- for stdout; an existing file is not overwritten)")
         ->capture_default_str();
     cmd->callback([spec, output, &exit_code] {
-        const auto bytes = generate_input(*spec);
-        int fd = STDOUT_FILENO;
-        if (*output != "-") {
-            fd = ::open(output->c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-            if (fd < 0) throw UsageError(fmt::format("cannot create '{}': {}", *output, std::strerror(errno)));
-        }
-        FdWriter writer(fd, *output == "-" ? "stdout" : *output);
-        writer.write(std::as_bytes(std::span(bytes)));
-        if (fd != STDOUT_FILENO && ::close(fd) != 0)
-            throw IoError(fmt::format("close '{}': {}", *output, std::strerror(errno)));
-        exit_code = kExitOk;
+        InputGenerator gen(*spec);  // validates the spec before creating anything
+        exit_code = *output == "-" ? write_stream(gen, STDOUT_FILENO, "stdout") : write_file(gen, *output);
     });
 }
 

@@ -3,6 +3,7 @@
 // (analyze, SizeStats, cdc/corpus/sweep.hpp); this file only lays out the charts.
 #include "cli_common.hpp"
 #include "commands.hpp"
+#include "escape.hpp"
 #include "plot.hpp"
 #include "sizes.hpp"
 
@@ -13,8 +14,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <fstream>
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <functional>
+#include <limits>
 #include <set>
+#include <unistd.h>
 
 namespace cdc::cli {
 
@@ -54,17 +60,20 @@ std::set<std::string> parse_kinds(const std::string& text) {
     return kinds;
 }
 
-std::vector<double> parse_scales(const std::string& text) {
+// Factors in [1/1024, 1024] that give every algorithm a valid profile.
+std::vector<double> parse_scales(const std::string& text, const std::vector<AlgorithmSpec>& runs) {
     std::vector<double> out;
     for (const auto& s : split_comma_list(text)) {
-        try {
-            std::size_t used = 0;
-            const double v = std::stod(s, &used);
-            if (used != s.size() || !(v > 0)) throw std::invalid_argument(s);
-            out.push_back(v);
-        } catch (const std::exception&) {
-            throw UsageError(fmt::format("--scales = '{}' is invalid: comma-separated factors > 0", text));
+        const double f = tools::parse_real(s, "--scales", limits::kMinScale, limits::kMaxScale);
+        for (const auto& r : runs) {
+            try {
+                (void)resolve_profile(r.name, scaled_options(r.name, r.options, f));
+            } catch (const OptionError& e) {
+                throw UsageError(fmt::format("--scales = '{}' is invalid: x{} gives {} an invalid profile ({})", text,
+                                             s, r.name, e.what()));
+            }
         }
+        out.push_back(f);
     }
     return out;
 }
@@ -83,18 +92,34 @@ std::string profile_text(const Profile& p) {
 }
 
 // The bytes resync edits: the corpus files concatenated in walk order, up to
-// `limit` bytes (a tar-like stream).
-std::vector<std::uint8_t> resync_input(const WalkResult& walk, std::uint64_t limit) {
+// `limit` bytes (a tar-like stream). A file that cannot be read is reported
+// through `skip` and left out.
+std::vector<std::uint8_t> resync_input(const WalkResult& walk, std::uint64_t limit,
+                                       const std::function<void(const std::string&, const std::string&)>& skip) {
     std::vector<std::uint8_t> data;
     for (const FileEntry& f : walk.files) {
         if (data.size() >= limit) break;
-        std::ifstream in(f.path, std::ios::binary);
-        if (!in) continue;
-        const std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(f.size, limit - data.size()));
+        const int fd = ::open(f.path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        if (fd < 0) {
+            skip(f.path, fmt::format("cannot open: {}", std::strerror(errno)));
+            continue;
+        }
         const std::size_t at = data.size();
-        data.resize(at + want);
-        in.read(reinterpret_cast<char*>(data.data() + at), static_cast<std::streamsize>(want));
-        data.resize(at + static_cast<std::size_t>(in.gcount()));
+        data.resize(at + static_cast<std::size_t>(std::min<std::uint64_t>(f.size, limit - at)));
+        std::size_t got = at;
+        while (got < data.size()) {
+            const ssize_t n = ::read(fd, data.data() + got, data.size() - got);
+            if (n < 0 && errno == EINTR) continue;
+            if (n < 0) {
+                skip(f.path, fmt::format("read error: {}", std::strerror(errno)));
+                got = at;
+                break;
+            }
+            if (n == 0) break;  // shorter than at the walk
+            got += static_cast<std::size_t>(n);
+        }
+        ::close(fd);
+        data.resize(got);
     }
     return data;
 }
@@ -104,179 +129,253 @@ public:
     explicit PngWriter(std::filesystem::path out, bool quiet) : out_(std::move(out)), quiet_(quiet) {}
     void write(const plot::Chart& chart, const std::filesystem::path& relative) {
         plot::render_png(chart, out_ / relative);
-        if (!quiet_) fmt::print("{}\n", (out_ / relative).string());
+        ++written_;
+        if (!quiet_) fmt::print("{}\n", tools::escape_text((out_ / relative).string()));
     }
+    std::size_t written() const noexcept { return written_; }
 
 private:
     std::filesystem::path out_;
     bool quiet_;
+    std::size_t written_ = 0;
 };
 
-int run(const PlotArgs& args) {
-    const auto kinds = parse_kinds(args.kinds);
-    const Options base = args.profile.options();
-    const auto runs = parse_algorithm_list(args.algorithms, base, args.quiet);
-    if (args.bins == 0 || args.bins > 10000) throw UsageError(fmt::format("--bins = {} is invalid: 1..10000", args.bins));
-    if (args.trials == 0) throw UsageError("--trials = 0 is invalid: at least 1");
-    const auto scales = parse_scales(args.scales);
+// The options, validated before any file is read.
+struct PlotPlan {
+    std::set<std::string> kinds;
+    std::vector<AlgorithmSpec> runs;
+    std::vector<std::shared_ptr<const CutFinder>> finders;  // each algorithm resolved once (as runs)
+    std::vector<double> scales;
     EditSpec edit_spec;
-    edit_spec.kind = parse_edit_kind(args.edit_kind);
-    edit_spec.size = static_cast<std::size_t>(tools::parse_size(args.edit_size, "--edit-size"));
-    edit_spec.seed = args.seed;
-    const auto edit_counts = doubling_counts(args.max_edits);
-    const std::uint64_t resync_limit = tools::parse_size(args.resync_bytes, "--resync-bytes");
-    std::vector<std::shared_ptr<const CutFinder>> finders;  // each algorithm resolved once
-    for (const auto& r : runs) finders.push_back(make_cut_finder(r));
-    for (const auto& p : args.paths)
-        if (p == "-") throw UsageError("cdc plot reads files and directories, not standard input");
+    std::vector<std::size_t> edit_counts;
+    std::uint64_t resync_limit = 0;
+};
 
+PlotPlan plan_of(const PlotArgs& args) {
+    PlotPlan p;
+    p.kinds = parse_kinds(args.kinds);
+    p.runs = parse_algorithm_list(args.algorithms, args.profile.options(), args.quiet);
+    p.scales = parse_scales(args.scales, p.runs);
+    p.edit_spec.kind = parse_edit_kind(args.edit_kind);
+    p.edit_spec.size = static_cast<std::size_t>(tools::parse_size(args.edit_size, "--edit-size", 1, limits::kEditSize));
+    p.edit_spec.seed = args.seed;
+    p.edit_spec.count = args.max_edits;
+    p.edit_counts = doubling_counts(args.max_edits);
+    p.resync_limit = tools::parse_size(args.resync_bytes, "--resync-bytes", 1, std::numeric_limits<std::uint64_t>::max());
+    if (p.kinds.count("resync")) tools::check_fits_in_memory(2 * p.resync_limit, "--resync-bytes", args.resync_bytes);
+    for (const auto& r : p.runs) p.finders.push_back(make_cut_finder(r));
+    for (const auto& path : args.paths)
+        if (path == "-") throw UsageError("cdc plot reads files and directories, not standard input");
+    return p;
+}
+
+// Every input left out (unreadable, vanished, a name too long...) is
+// reported once, whichever step found it, and makes the exit code 3.
+class Skips {
+public:
+    void operator()(const std::string& path, const std::string& why) {
+        if (paths_.insert(path).second) print_error(fmt::format("{}: {} (skipped)", path, why));
+    }
+    std::size_t size() const noexcept { return paths_.size(); }
+
+private:
+    std::set<std::string> paths_;
+};
+
+WalkResult walk_corpus(const PlotArgs& args, Skips& skip) {
     WalkResult walk;
     try {
         walk = walk_inputs(args.paths);
     } catch (const IoError& e) {
         throw UsageError(e.what());
     }
-    for (const auto& e : walk.errors) fmt::print(stderr, "cdc plot: skipped '{}': {}\n", e.path, e.message);
+    for (const auto& e : walk.errors) skip(e.path, e.message);
+    if (!args.quiet)
+        for (const auto& w : walk.warnings) print_warning(fmt::format("{}: {}", w.path, w.message));
     if (walk.total_bytes == 0) throw UsageError("no data: the inputs hold no bytes to chunk");
-    const std::string corpus = fmt::format("{} file{}, {}", walk.files.size(), walk.files.size() == 1 ? "" : "s",
-                                           tools::format_size(static_cast<double>(walk.total_bytes)));
+    return walk;
+}
+
+// What every graph of one run shares.
+struct PlotRun {
+    const PlotArgs& args;
+    const PlotPlan& plan;
+    const WalkResult& walk;
+    std::string corpus;  // "12 files, 3.4 MiB": the subtitles' start
+    PngWriter& writer;
+    Skips& skip;
+};
+
+plot::Series distribution_series(const AlgorithmResult& r, std::size_t bins) {
+    const SizeHistogram h = size_histogram(r.sizes, r.profile.max_size, bins);
+    plot::Series s{r.algorithm, {}, {}};
+    for (auto e : h.edges) s.x.push_back(kib(static_cast<double>(e)));
+    for (auto c : h.counts) s.y.push_back(100.0 * static_cast<double>(c) / static_cast<double>(h.total));
+    return s;
+}
+
+plot::Series cdf_series(const AlgorithmResult& r) {
+    plot::Series s{r.algorithm, {0}, {0}};
+    for (const auto& [size, frac] : r.sizes.cdf()) {
+        // a step: the fraction jumps at each size
+        s.x.push_back(kib(static_cast<double>(size)));
+        s.y.push_back(s.y.back());
+        s.x.push_back(kib(static_cast<double>(size)));
+        s.y.push_back(100.0 * frac);
+    }
+    return s;
+}
+
+// The charts of one kind share their axes: one factory per kind, the same
+// for the per-algorithm chart and the one overlaying them.
+plot::Chart chart(std::string title, std::string subtitle, std::string x_label, std::string y_label) {
+    plot::Chart c;
+    c.title = std::move(title);
+    c.subtitle = std::move(subtitle);
+    c.x_label = std::move(x_label);
+    c.y_label = std::move(y_label);
+    return c;
+}
+
+plot::Chart distribution_chart(std::string title, std::string subtitle, plot::Kind kind) {
+    plot::Chart c = chart(std::move(title), std::move(subtitle), "chunk size (KiB)", "share of chunks (%)");
+    c.kind = kind;
+    return c;
+}
+
+plot::Chart cdf_chart(std::string title, std::string subtitle) {
+    plot::Chart c =
+        chart(std::move(title), std::move(subtitle), "chunk size (KiB)", "chunks of this size or smaller (%)");
+    c.y_max = 102;
+    return c;
+}
+
+// distribution and cdf: one analysis of the corpus, a graph per algorithm
+// and one overlaying them.
+void plot_sizes(const PlotRun& run) {
+    const bool dist = run.plan.kinds.count("distribution") > 0, cdf = run.plan.kinds.count("cdf") > 0;
+    AnalyzeOptions options;
+    options.jobs = run.args.jobs;
+    options.algorithms = run.plan.finders;
+    const AnalyzeReport report = analyze(run.walk, options);
+    for (const auto& e : report.errors) run.skip(e.path, e.message);
+    plot::Chart cmp_dist = distribution_chart("Chunk-size distribution", run.corpus, plot::Kind::steps);
+    plot::Chart cmp_cdf = cdf_chart("Chunk-size CDF", run.corpus);
+    for (const AlgorithmResult& r : report.algorithms) {
+        if (r.chunks == 0) continue;
+        const std::string sub = fmt::format("{}; {}; {} chunks", run.corpus, profile_text(r.profile), r.chunks);
+        if (dist) {
+            plot::Chart c = distribution_chart(fmt::format("Chunk-size distribution: {}", r.algorithm), sub,
+                                               plot::Kind::bars);
+            c.series = {distribution_series(r, run.args.bins)};
+            run.writer.write(c, std::filesystem::path(r.algorithm) / "chunk-distribution.png");
+            cmp_dist.series.push_back(std::move(c.series.front()));
+        }
+        if (cdf) {
+            plot::Chart c = cdf_chart(fmt::format("Chunk-size CDF: {}", r.algorithm), sub);
+            c.series = {cdf_series(r)};
+            run.writer.write(c, std::filesystem::path(r.algorithm) / "chunk-size-cdf.png");
+            cmp_cdf.series.push_back(std::move(c.series.front()));
+        }
+    }
+    if (dist && !cmp_dist.series.empty()) run.writer.write(cmp_dist, "compare-distribution.png");
+    if (cdf && !cmp_cdf.series.empty()) run.writer.write(cmp_cdf, "compare-cdf.png");
+}
+
+plot::Chart resync_chart(std::string title, std::string subtitle, bool log_edits) {
+    plot::Chart c = chart(std::move(title), std::move(subtitle), "number of edits (n)",
+                          "bytes still shared after the edits (%)");
+    c.x_log = log_edits;
+    c.markers = true;
+    c.y_min = 0;
+    return c;
+}
+
+// resync: the first --resync-bytes of the corpus, edited n = 1, 2, 4...
+// times; no readable data, no graph (run() then fails).
+void plot_resync(const PlotRun& run) {
+    const PlotPlan& plan = run.plan;
+    const auto data = resync_input(run.walk, plan.resync_limit, std::ref(run.skip));
+    if (data.empty()) return;
+    check_edits_fit(plan.edit_spec, "--edits", data.size(), "the resync input (--resync-bytes of the files)");
+    const auto curves = resync_curves(plan.finders, data, plan.edit_counts, plan.edit_spec, run.args.trials);
+    const std::string sub = fmt::format("{} of input; n random {}-byte {}s; mean of {} trial{}",
+                                        tools::format_size(static_cast<double>(data.size())), plan.edit_spec.size,
+                                        to_string(plan.edit_spec.kind), run.args.trials,
+                                        run.args.trials == 1 ? "" : "s");
+    const bool log_edits = plan.edit_counts.front() > 0;  // (--edits 0: the one point n = 0)
+    plot::Chart cmp = resync_chart("Resync impact", sub, log_edits);
+    for (std::size_t i = 0; i < curves.size(); ++i) {
+        plot::Series s{curves[i].algorithm, {}, {}};
+        for (const auto& p : curves[i].points) {
+            s.x.push_back(static_cast<double>(p.edits));
+            s.y.push_back(p.shared_pct_mean);
+        }
+        plot::Chart c = resync_chart(fmt::format("Resync impact: {}", curves[i].algorithm),
+                                     fmt::format("{}; {}", sub, profile_text(plan.finders[i]->profile())), log_edits);
+        c.series = {s};
+        run.writer.write(c, std::filesystem::path(curves[i].algorithm) / "resync-impact.png");
+        cmp.series.push_back(std::move(s));
+    }
+    if (!cmp.series.empty()) run.writer.write(cmp, "compare-resync.png");
+}
+
+plot::Chart sweep_chart(std::string title, std::string subtitle) {
+    plot::Chart c = chart(std::move(title), std::move(subtitle), "measured mean chunk size (KiB, log scale)",
+                          "dedup ratio: distinct / total bytes");
+    c.x_log = true;
+    c.markers = true;
+    c.y_from_zero = false;
+    return c;
+}
+
+// dedup-sweep: each algorithm with min, avg and max scaled together.
+void plot_dedup_sweep(const PlotRun& run) {
+    const PlotPlan& plan = run.plan;
+    plot::Chart cmp = sweep_chart("Dedup ratio against average chunk size",
+                                  fmt::format("{}; min, avg, max scaled together", run.corpus));
+    for (std::size_t i = 0; i < plan.runs.size(); ++i) {
+        const AlgorithmSpec& r = plan.runs[i];
+        std::vector<double> skipped_scales;
+        std::vector<InputIssue> errors;
+        const auto points =
+            dedup_sweep(run.walk, r.name, r.options, plan.scales, run.args.jobs, &skipped_scales, &errors);
+        for (double f : skipped_scales)
+            print_warning(fmt::format("{}: scale x{} left out (the scaled profile is invalid)", r.name, f));
+        for (const auto& e : errors) run.skip(e.path, e.message);
+        plot::Series s{r.name, {}, {}};
+        for (const auto& p : points)
+            if (p.chunks > 0) s.x.push_back(kib(p.mean_chunk_size)), s.y.push_back(p.dedup_ratio);
+        if (s.x.empty()) continue;
+        plot::Chart c = sweep_chart(fmt::format("Dedup ratio against average chunk size: {}", r.name),
+                                    fmt::format("{}; min, avg, max scaled x{}..x{} from {}", run.corpus,
+                                                plan.scales.front(), plan.scales.back(),
+                                                profile_text(plan.finders[i]->profile())));
+        c.series = {s};
+        run.writer.write(c, std::filesystem::path(r.name) / "dedup-sweep.png");
+        cmp.series.push_back(std::move(s));
+    }
+    if (!cmp.series.empty()) run.writer.write(cmp, "compare-dedup-sweep.png");
+}
+
+int run(const PlotArgs& args) {
+    const PlotPlan plan = plan_of(args);
+    Skips skip;
+    const WalkResult walk = walk_corpus(args, skip);
     PngWriter writer(args.out, args.quiet);
-    bool partial = !walk.errors.empty();
-
-    if (kinds.count("distribution") || kinds.count("cdf")) {
-        AnalyzeOptions options;
-        options.jobs = args.jobs;
-        options.algorithms = finders;
-        const AnalyzeReport report = analyze(walk, options);
-        for (const auto& e : report.errors) fmt::print(stderr, "cdc plot: skipped '{}': {}\n", e.path, e.message);
-        partial = partial || !report.errors.empty();
-        plot::Chart cmp_dist, cmp_cdf;
-        for (const AlgorithmResult& r : report.algorithms) {
-            const std::string sub = fmt::format("{}; {}; {} chunks", corpus, profile_text(r.profile), r.chunks);
-            if (r.chunks == 0) continue;
-            if (kinds.count("distribution")) {
-                const SizeHistogram h = size_histogram(r.sizes, r.profile.max_size, args.bins);
-                plot::Series s{r.algorithm, {}, {}};
-                for (auto e : h.edges) s.x.push_back(kib(static_cast<double>(e)));
-                for (auto c : h.counts)
-                    s.y.push_back(100.0 * static_cast<double>(c) / static_cast<double>(h.total));
-                plot::Chart c;
-                c.title = fmt::format("Chunk-size distribution: {}", r.algorithm);
-                c.subtitle = sub;
-                c.x_label = "chunk size (KiB)";
-                c.y_label = "share of chunks (%)";
-                c.kind = plot::Kind::bars;
-                c.series = {s};
-                writer.write(c, std::filesystem::path(r.algorithm) / "chunk-distribution.png");
-                cmp_dist.series.push_back(std::move(s));
-            }
-            if (kinds.count("cdf")) {
-                plot::Series s{r.algorithm, {0}, {0}};
-                for (const auto& [size, frac] : r.sizes.cdf()) {
-                    // a step: the fraction jumps at each size
-                    s.x.push_back(kib(static_cast<double>(size)));
-                    s.y.push_back(s.y.back());
-                    s.x.push_back(kib(static_cast<double>(size)));
-                    s.y.push_back(100.0 * frac);
-                }
-                plot::Chart c;
-                c.title = fmt::format("Chunk-size CDF: {}", r.algorithm);
-                c.subtitle = sub;
-                c.x_label = "chunk size (KiB)";
-                c.y_label = "chunks of this size or smaller (%)";
-                c.y_max = 102;
-                c.series = {s};
-                writer.write(c, std::filesystem::path(r.algorithm) / "chunk-size-cdf.png");
-                cmp_cdf.series.push_back(std::move(s));
-            }
-        }
-        if (kinds.count("distribution") && !cmp_dist.series.empty()) {
-            cmp_dist.title = "Chunk-size distribution";
-            cmp_dist.subtitle = corpus;
-            cmp_dist.x_label = "chunk size (KiB)";
-            cmp_dist.y_label = "share of chunks (%)";
-            cmp_dist.kind = plot::Kind::steps;
-            writer.write(cmp_dist, "compare-distribution.png");
-        }
-        if (kinds.count("cdf") && !cmp_cdf.series.empty()) {
-            cmp_cdf.title = "Chunk-size CDF";
-            cmp_cdf.subtitle = corpus;
-            cmp_cdf.x_label = "chunk size (KiB)";
-            cmp_cdf.y_label = "chunks of this size or smaller (%)";
-            cmp_cdf.y_max = 102;
-            writer.write(cmp_cdf, "compare-cdf.png");
-        }
-    }
-
-    if (kinds.count("resync")) {
-        const auto data = resync_input(walk, resync_limit);
-        const auto curves = resync_curves(finders, data, edit_counts, edit_spec, args.trials);
-        const std::string sub = fmt::format(
-            "{} of input; n random {}-byte {}s; mean of {} trial{}",
-            tools::format_size(static_cast<double>(data.size())), edit_spec.size, to_string(edit_spec.kind),
-            args.trials, args.trials == 1 ? "" : "s");
-        plot::Chart cmp;
-        for (std::size_t i = 0; i < curves.size(); ++i) {
-            plot::Series s{curves[i].algorithm, {}, {}};
-            for (const auto& p : curves[i].points) s.x.push_back(static_cast<double>(p.edits)), s.y.push_back(p.shared_pct_mean);
-            plot::Chart c;
-            c.title = fmt::format("Resync impact: {}", curves[i].algorithm);
-            c.subtitle = fmt::format("{}; {}", sub, profile_text(finders[i]->profile()));
-            c.x_label = "number of edits (n)";
-            c.y_label = "bytes still shared after the edits (%)";
-            c.x_log = true;
-            c.markers = true;
-            c.y_min = 0;
-            c.series = {s};
-            writer.write(c, std::filesystem::path(curves[i].algorithm) / "resync-impact.png");
-            cmp.series.push_back(std::move(s));
-        }
-        cmp.title = "Resync impact";
-        cmp.subtitle = sub;
-        cmp.x_label = "number of edits (n)";
-        cmp.y_label = "bytes still shared after the edits (%)";
-        cmp.x_log = true;
-        cmp.markers = true;
-        cmp.y_min = 0;
-        if (!cmp.series.empty()) writer.write(cmp, "compare-resync.png");
-    }
-
-    if (kinds.count("dedup-sweep")) {
-        plot::Chart cmp;
-        for (std::size_t i = 0; i < runs.size(); ++i) {
-            const AlgorithmSpec& r = runs[i];
-            std::vector<double> skipped;
-            const auto points = dedup_sweep(walk, r.name, r.options, scales, args.jobs, &skipped);
-            for (double f : skipped)
-                fmt::print(stderr, "cdc plot: {}: scale x{} left out (the scaled profile is invalid)\n", r.name, f);
-            plot::Series s{r.name, {}, {}};
-            for (const auto& p : points)
-                if (p.chunks > 0) s.x.push_back(kib(p.mean_chunk_size)), s.y.push_back(p.dedup_ratio);
-            if (s.x.empty()) continue;
-            plot::Chart c;
-            c.title = fmt::format("Dedup ratio against average chunk size: {}", r.name);
-            c.subtitle = fmt::format("{}; min, avg, max scaled x{}..x{} from {}", corpus, scales.front(),
-                                     scales.back(), profile_text(finders[i]->profile()));
-            c.x_label = "measured mean chunk size (KiB, log scale)";
-            c.y_label = "dedup ratio: distinct / total bytes";
-            c.x_log = true;
-            c.markers = true;
-            c.y_from_zero = false;
-            c.series = {s};
-            writer.write(c, std::filesystem::path(r.name) / "dedup-sweep.png");
-            cmp.series.push_back(std::move(s));
-        }
-        cmp.title = "Dedup ratio against average chunk size";
-        cmp.subtitle = fmt::format("{}; min, avg, max scaled together", corpus);
-        cmp.x_label = "measured mean chunk size (KiB, log scale)";
-        cmp.y_label = "dedup ratio: distinct / total bytes";
-        cmp.x_log = true;
-        cmp.markers = true;
-        cmp.y_from_zero = false;
-        if (!cmp.series.empty()) writer.write(cmp, "compare-dedup-sweep.png");
-    }
+    const PlotRun run{args, plan, walk,
+                      fmt::format("{} file{}, {}", walk.files.size(), walk.files.size() == 1 ? "" : "s",
+                                  tools::format_size(static_cast<double>(walk.total_bytes))),
+                      writer, skip};
+    if (plan.kinds.count("distribution") || plan.kinds.count("cdf")) plot_sizes(run);
+    if (plan.kinds.count("resync")) plot_resync(run);
+    if (plan.kinds.count("dedup-sweep")) plot_dedup_sweep(run);
     finish_stdout();
-    return partial ? kExitPartial : kExitOk;
+    // No data could be read: nothing is written, and that is a failure.
+    if (writer.written() == 0)
+        throw IoError(fmt::format("no graph written: no data could be read ({} input(s) skipped)", skip.size()));
+    if (skip.size() > 0) fmt::print(stderr, "cdc: {} input(s) skipped after errors\n", skip.size());
+    return skip.size() == 0 ? kExitOk : kExitPartial;
 }
 
 }  // namespace
@@ -292,18 +391,20 @@ void add_plot_command(CLI::App& app, int& exit_code) {
         ->capture_default_str();
     add_profile_options(*cmd, args->profile, true, "--chunker-seed");
     cmd->add_option("--out", args->out, "output directory")->required();
-    cmd->add_option("--bins", args->bins, "histogram bins over [0, max]")->capture_default_str();
-    cmd->add_option("--edits", args->max_edits, "resync: up to this many edits (1, 2, 4, ... n)")->capture_default_str();
+    add_count_option(*cmd, "--bins", args->bins, 1, limits::kBins, "histogram bins over [0, max]");
+    add_count_option(*cmd, "--edits", args->max_edits, 0, limits::kEdits,
+                     "resync: up to this many edits (1, 2, 4, ... n; 0: the point n = 0 only, no edits)");
     cmd->add_option("--edit-kind", args->edit_kind, "resync: insert, delete, overwrite or mixed")->capture_default_str();
     cmd->add_option("--edit-size", args->edit_size, "resync: bytes per edit")->capture_default_str();
-    cmd->add_option("--trials", args->trials, "resync: trials (seeds) averaged per point")->capture_default_str();
-    cmd->add_option("--seed", args->seed, "resync: first seed")->capture_default_str();
+    add_count_option(*cmd, "--trials", args->trials, 1, limits::kTrials, "resync: trials (seeds) averaged per point");
+    add_count_option(*cmd, "--seed", args->seed, 0, std::numeric_limits<std::uint64_t>::max(), "resync: first seed");
     cmd->add_option("--resync-bytes", args->resync_bytes,
                     "resync: edit the first this-many bytes of the inputs, concatenated")
         ->capture_default_str();
-    cmd->add_option("--scales", args->scales, "dedup-sweep: factors applied to min, avg and max together")
+    cmd->add_option("--scales", args->scales,
+                    "dedup-sweep: factors (1/1024..1024) applied to min, avg and max together")
         ->capture_default_str();
-    cmd->add_option("-j,--jobs", args->jobs, "analysis workers (default: every core)");
+    add_count_option(*cmd, "-j,--jobs", args->jobs, 0, limits::kJobs, "analysis workers (0: every core)");
     cmd->add_flag("-q,--quiet", args->quiet, "do not list the files written");
     cmd->add_option("PATH", args->paths, "files or directories (recursive)")->required();
     cmd->footer(kExitCodesHelp);

@@ -2,6 +2,7 @@
 // algorithm: insertions, deletions, overwrites or a mix, seeded.
 #include "cli_common.hpp"
 #include "commands.hpp"
+#include "escape.hpp"
 #include "sizes.hpp"
 
 #include <cdc/corpus/resync.hpp>
@@ -12,6 +13,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
+#include <limits>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -34,7 +36,7 @@ struct ResyncArgs {
 };
 
 // resync needs the original and an edited copy in memory: the file is read
-// whole (one file, not a corpus).
+// whole (one file, not a corpus), if both fit.
 std::vector<std::uint8_t> read_all(const std::string& path) {
     int fd = 0;
     if (path != "-") {
@@ -42,6 +44,7 @@ std::vector<std::uint8_t> read_all(const std::string& path) {
         if (::stat(path.c_str(), &st) != 0)
             throw UsageError(fmt::format("cannot read '{}': {}", path, std::strerror(errno)));
         if (S_ISDIR(st.st_mode)) throw UsageError(fmt::format("'{}' is a directory: cdc resync takes one file", path));
+        tools::check_fits_in_memory(2 * static_cast<std::uint64_t>(st.st_size), "FILE", path);
         fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
         if (fd < 0) throw UsageError(fmt::format("cannot open '{}': {}", path, std::strerror(errno)));
     }
@@ -71,12 +74,12 @@ int run(const ResyncArgs& args) {
     EditSpec spec;
     spec.kind = parse_edit_kind(args.kind);
     spec.count = args.edits;
-    spec.size = static_cast<std::size_t>(tools::parse_size(args.edit_size, "--edit-size"));
+    spec.size = static_cast<std::size_t>(tools::parse_size(args.edit_size, "--edit-size", 1, limits::kEditSize));
     spec.seed = args.seed;
-    if (args.trials == 0) throw UsageError("--trials = 0 is invalid: must be at least 1");
     const auto finders = resolve_algorithm_list(args.algorithm, base, args.quiet || args.json || args.csv);
 
     const auto original = read_all(args.path);
+    check_edits_fit(spec, "--edits", original.size(), "the file");
     const auto summaries = run_resync(finders, original, spec, args.trials, digest);
 
     if (args.json) {
@@ -112,7 +115,8 @@ int run(const ResyncArgs& args) {
                                    s.shared_pct_min, s.runs.front().chunks_orig, s.chunks_edited_mean, s.trials));
         fmt::print("{}", out);
     } else {
-        fmt::print("{} ({} bytes): {} x {} of {} bytes, seed {}, {} trial(s)\n", args.path, original.size(),
+        fmt::print("{} ({} bytes): {} x {} of {} bytes, seed {}, {} trial(s)\n", tools::escape_text(args.path),
+                   original.size(),
                    spec.count, to_string(spec.kind), spec.size, spec.seed, args.trials);
         fmt::print("{:<18} {:>10} {:>10} {:>12} {:>14}\n", "ALGORITHM", "SHARED%", "MIN%", "CHUNKS", "CHUNKS EDITED");
         for (const auto& s : summaries)
@@ -133,12 +137,14 @@ void add_resync_command(CLI::App& app, int& exit_code) {
     cmd->add_option("-a,--algorithm", args->algorithm, "algorithm name, a comma-separated list, or all")
         ->capture_default_str();
     add_profile_options(*cmd, args->profile, true, "--chunker-seed");
-    cmd->add_option("--edits", args->edits, "number of edits")->capture_default_str();
+    add_count_option(*cmd, "--edits", args->edits, 0, limits::kEdits,
+                     "number of edits (0: none; edits x edit size at most the file's size)");
     cmd->add_option("--edit-size", args->edit_size, "bytes per edit (suffixes: 1K, 4KiB...)")->capture_default_str();
     cmd->add_option("--kind", args->kind, "insert, delete, overwrite or mixed")->capture_default_str();
-    cmd->add_option("--seed", args->seed, "seed of the edit positions and contents")->capture_default_str();
-    cmd->add_option("--trials", args->trials, "trials with seeds seed, seed+1, ... (reports mean and minimum)")
-        ->capture_default_str();
+    add_count_option(*cmd, "--seed", args->seed, 0, std::numeric_limits<std::uint64_t>::max(),
+                     "seed of the edit positions and contents");
+    add_count_option(*cmd, "--trials", args->trials, 1, limits::kTrials,
+                     "trials with seeds seed, seed+1, ... (reports mean and minimum)");
     cmd->add_option("--digest", args->digest, "chunk fingerprint: blake3, sha256 or xxh3")->capture_default_str();
     cmd->add_flag("-q,--quiet", args->quiet, "no notes on stderr");
     auto* csv = cmd->add_flag("--csv", args->csv, "CSV: a header then one row per algorithm");

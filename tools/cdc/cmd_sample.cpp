@@ -1,6 +1,7 @@
 // cdc sample — write the built-in sample corpus (deterministic, ~150 MB).
 #include "cli_common.hpp"
 #include "commands.hpp"
+#include "escape.hpp"
 #include "sample_corpus.hpp"
 #include "sizes.hpp"
 
@@ -23,10 +24,15 @@ int run(const SampleArgs& args) {
     } catch (const tools::SampleDirError& e) {
         throw UsageError(e.what());
     }
+    using State = tools::SampleResult::State;
+    const std::string what = r.state == State::verified    ? "the sample is already there (every file verified)"
+                             : r.state == State::written   ? "wrote the sample"
+                             : r.state == State::completed ? fmt::format("completed an interrupted sample ({} files written)", r.written)
+                             : r.written == 0 ? std::string("the sample is already there (every file verified, manifest rewritten)")
+                                                           : fmt::format("repaired the sample ({} files rewritten)", r.written);
     // The manifest is one more file in DIR, which `cdc analyze DIR` counts.
-    fmt::print("{}: {} ({} files, {}, and the manifest .cdc-sample)\n", args.dir,
-               r.already_present ? "the sample is already there" : "wrote the sample", r.files.size(),
-               tools::format_size(static_cast<double>(r.bytes)));
+    fmt::print("{}: {} ({} files, {}, and the manifest .cdc-sample)\n", tools::escape_text(args.dir), what,
+               r.files.size(), tools::format_size(static_cast<double>(r.bytes)));
     finish_stdout();
     return kExitOk;
 }
@@ -36,10 +42,12 @@ void add_sample_command(CLI::App& app, int& exit_code) {
     auto args = std::make_shared<SampleArgs>();
     auto* cmd = app.add_subcommand("sample", "write the built-in sample corpus (deterministic, ~150 MB) into DIR");
     cmd->add_flag("-q,--quiet", args->quiet, "do not list the files written");
-    cmd->add_option("DIR", args->dir, "a new or empty directory (or one that already holds the sample)")->required();
+    cmd->add_option("DIR", args->dir, "a new or empty directory (or one that holds the sample, or an interrupted one)")->required();
     cmd->footer(std::string("Versions of disk images (inserts, deletes, overwrites), text, an append-only log and a "
-                            "source tree, plus exact copies: try `cdc analyze -a all DIR`. A non-empty DIR that does "
-                            "not hold the sample is refused (exit 2); one that does is left as is.\n")
+                            "source tree, plus exact copies: try `cdc analyze -a all DIR`. A DIR that holds the sample is "
+                            "verified (every file's BLAKE3 digest, listed in DIR/.cdc-sample); an interrupted or "
+                            "damaged sample is completed or repaired (only the files that differ are rewritten, each "
+                            "whole or not at all). Any other non-empty DIR is refused (exit 2).\n")
                     .append(kExitCodesHelp));
     cmd->callback([args, &exit_code] { exit_code = run(*args); });
 }

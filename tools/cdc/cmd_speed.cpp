@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cstring>
 #include <ctime>
+#include <limits>
 #include <span>
 
 namespace cdc::cli {
@@ -29,7 +30,7 @@ struct SpeedArgs {
     std::string data = "random";
     std::string digest = "none";
     std::string kernel = "auto";
-    int runs = 1;
+    unsigned runs = 1;
     bool json = false;
 };
 
@@ -97,9 +98,8 @@ int run(const SpeedArgs& args) {
     const Options base = args.profile.options();
     const DigestKind digest = parse_digest_kind(args.digest);
     const KernelLevel level = parse_kernel_level(args.kernel);
-    const std::uint64_t size64 = tools::parse_size(args.size);
-    if (size64 == 0) throw UsageError("--size must be at least 1 byte");
-    if (args.runs < 1) throw UsageError("--runs must be at least 1");
+    const std::uint64_t size64 = tools::parse_size(args.size, "--size", 1, std::numeric_limits<std::uint64_t>::max());
+    tools::check_fits_in_memory(size64, "--size", args.size);  // the buffer is allocated whole
     if (args.data != "random" && args.data != "text" && args.data != "zeros")
         throw UsageError(fmt::format("--data = '{}' is invalid: must be random, text or zeros", args.data));
     auto runs = parse_algorithm_list(args.algorithms, base, true);
@@ -124,7 +124,7 @@ int run(const SpeedArgs& args) {
 
     double best_base = 1e300;
     std::uint64_t base_sum = 0;
-    for (int r = 0; r < args.runs + 1; ++r) {  // one warm-up pass
+    for (unsigned r = 0; r < args.runs + 1; ++r) {  // one warm-up pass
         const auto t0 = Clock::now();
         base_sum += sum_words(buf.data(), size);
         if (r > 0) best_base = std::min(best_base, seconds_since(t0));
@@ -148,7 +148,7 @@ int run(const SpeedArgs& args) {
                           : make_cut_finder(r.name, r.options, KernelLevel::scalar);
         Measure best{1e300, 0};
         Measure best_scalar{1e300, 0};
-        for (int k = 0; k < args.runs; ++k) {
+        for (unsigned k = 0; k < args.runs; ++k) {
             const Measure m = cut_all(*finder, buf.data(), size, digest);
             if (m.seconds < best.seconds) best = m;
             if (scalar == finder) continue;
@@ -204,8 +204,8 @@ void add_speed_command(CLI::App& app, int& exit_code) {
     cmd->add_option("--kernel", args->kernel,
                     "force a kernel level: auto, scalar, wide, avx2, avx512 (default: CDC_KERNEL, else the fastest measured)")
         ->capture_default_str();
-    cmd->add_option("--runs", args->runs, "measure each algorithm this many times and report the best")
-        ->capture_default_str();
+    add_count_option(*cmd, "--runs", args->runs, 1, limits::kRuns,
+                     "measure each algorithm this many times and report the best");
     cmd->add_flag("--json", args->json,
                   "JSON: {\"baseline_mb_s\", \"results\": [{\"algorithm\", \"mb_s\", \"chunks\", "
                   "\"fraction_of_baseline\", \"scalar_mb_s\", \"relative_to_scalar\", \"kernel\"}]}");

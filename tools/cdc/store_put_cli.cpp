@@ -71,7 +71,8 @@ public:
         switch (why) {
             case WalkSkip::symlink:  // not followed without --follow-symlinks, as in analyze
             case WalkSkip::overlap: break;
-            case WalkSkip::error: in_.errors.push_back({path, std::string(message)}); break;
+            case WalkSkip::error:
+            case WalkSkip::dangling: in_.errors.push_back({path, std::string(message)}); break;
             case WalkSkip::special:
             case WalkSkip::loop:
             case WalkSkip::other_fs: in_.warnings.push_back({path, fmt::format("{} skipped", message)}); break;

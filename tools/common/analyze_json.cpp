@@ -1,5 +1,7 @@
 #include "analyze_json.hpp"
 
+#include "escape.hpp"
+
 #include <string>
 
 namespace cdc::tools {
@@ -37,7 +39,12 @@ nlohmann::json result_json(const AlgorithmResult& r) {
 
 nlohmann::json issues_json(const std::vector<InputIssue>& issues) {
     nlohmann::json a = nlohmann::json::array();
-    for (const auto& i : issues) a.push_back({{"path", i.path}, {"error", i.message}});
+    for (const auto& i : issues) {
+        nlohmann::json j;
+        put_name(j, "path", i.path);  // "path_bytes" too when the name is not UTF-8 (escape.hpp)
+        j["error"] = escape_text(i.message);
+        a.push_back(std::move(j));
+    }
     return a;
 }
 

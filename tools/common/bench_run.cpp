@@ -1,5 +1,7 @@
 #include "bench_run.hpp"
 
+#include "escape.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -45,7 +47,7 @@ struct Shared {
     std::size_t buffer_size;
     std::atomic<std::size_t> next_file{0};
     std::mutex error_mutex;
-    std::string first_error;
+    std::vector<std::string> errors;  // every skipped file's message, in order
     std::exception_ptr fatal;
     std::atomic<bool> stop{false};
 };
@@ -53,7 +55,7 @@ struct Shared {
 void note_error(Shared& shared, Counters& counters, const std::string& message) {
     counters.errors.fetch_add(1, std::memory_order_relaxed);
     std::lock_guard lock(shared.error_mutex);
-    if (shared.first_error.empty()) shared.first_error = message;
+    shared.errors.push_back(message);
 }
 
 // Lanes first_lane .. first_lane + lane_count - 1 of the run; lane g starts
@@ -158,13 +160,16 @@ ProcessUsage read_process_usage() {
     return u;
 }
 
-std::vector<std::filesystem::path> list_files(const std::filesystem::path& root, std::vector<InputIssue>* errors) {
-    const WalkResult walk = walk_inputs({root.string()});
-    if (errors != nullptr) errors->insert(errors->end(), walk.errors.begin(), walk.errors.end());
-    std::vector<std::filesystem::path> files;
-    for (const auto& f : walk.files) files.emplace_back(f.path);
-    std::sort(files.begin(), files.end());
-    return files;
+FileList list_files(const std::filesystem::path& root) {
+    if (root == "-") throw IoError("'-' (standard input) is not a tree to chunk");
+    WalkResult walk = walk_inputs({root.string()});
+    FileList out;
+    out.files.reserve(walk.files.size());
+    for (const FileEntry& f : walk.files) out.files.emplace_back(f.path);
+    std::sort(out.files.begin(), out.files.end());
+    out.errors = std::move(walk.errors);
+    out.warnings = std::move(walk.warnings);
+    return out;
 }
 
 BenchResult run_bench(const BenchConfig& config) {
@@ -277,7 +282,8 @@ BenchResult run_bench(const BenchConfig& config) {
     for (const BenchSample& p : result.samples) s.max_sampled_rss_mb = std::max(s.max_sampled_rss_mb, p.rss_mb);
     s.cpu_user_s = last.cpu_user_s;
     s.cpu_sys_s = last.cpu_sys_s;
-    s.first_error = shared.first_error;
+    if (!shared.errors.empty()) s.first_error = shared.errors.front();
+    result.errors = std::move(shared.errors);
     return result;
 }
 
@@ -320,7 +326,7 @@ nlohmann::ordered_json to_json(const BenchResult& r) {
         {"buffer_allocated_mb", static_cast<double>(s.buffer_allocated_bytes) / 1e6},
         {"sample_ms", s.sample_ms},
     };
-    if (!s.first_error.empty()) summary["first_error"] = s.first_error;
+    if (!s.first_error.empty()) summary["first_error"] = escape_text(s.first_error);
     nlohmann::ordered_json samples = nlohmann::ordered_json::array();
     for (const BenchSample& p : r.samples)
         samples.push_back({{"t_s", p.t_s},

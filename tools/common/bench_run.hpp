@@ -21,7 +21,6 @@
 #pragma once
 
 #include <cdc/corpus.hpp>
-#include <cdc/dupes.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -86,6 +85,7 @@ struct BenchSummary {
 
 struct BenchResult {
     BenchSummary summary;
+    std::vector<std::string> errors;   ///< the message of every file skipped after an error (not in JSON)
     std::vector<BenchSample> samples;  ///< first at t = 0, last at the end
 };
 
@@ -93,12 +93,16 @@ struct BenchResult {
 /// skipped. Throws OptionError for bad options.
 BenchResult run_bench(const BenchConfig& config);
 
-/// Regular files under `root` (cdc::walk_inputs: recursively, symlinks not
-/// followed, each file once), sorted; `root` itself if it is a file. Throws
-/// IoError if `root` cannot be read; entries that cannot be read are
-/// appended to `errors` (when given).
-std::vector<std::filesystem::path> list_files(const std::filesystem::path& root,
-                                              std::vector<InputIssue>* errors = nullptr);
+/// The regular files under `root` (recursively: cdc::walk_inputs, the walk
+/// of cdc analyze; symlinks not followed, each file once), sorted, or `root` itself
+/// if it is a file, with what the walk could not read (errors: unreadable
+/// directories, names too long...) and skipped on purpose (warnings: special
+/// files). Throws IoError if `root` cannot be read.
+struct FileList {
+    std::vector<std::filesystem::path> files;
+    std::vector<cdc::InputIssue> errors, warnings;
+};
+FileList list_files(const std::filesystem::path& root);
 
 /// CPU utilisation between consecutive samples, in percent of one core
 /// (200 = two cores busy), placed at the end time of each interval.

@@ -1,5 +1,7 @@
 #include "cli_basics.hpp"
 
+#include "escape.hpp"
+
 #include <cdc/error.hpp>
 
 #include <fmt/format.h>
@@ -22,19 +24,27 @@ int report_current_exception(const std::function<std::string_view(std::string_vi
     } catch (const cdc::OptionError& e) {
         const std::string_view flag = flag_of && !e.field().empty() ? flag_of(e.field()) : "";
         if (flag.empty())
-            fmt::print(stderr, "cdc: error: {}\n", e.what());
+            print_error(e.what());
         else
-            fmt::print(stderr, "cdc: error: {} (option {})\n", e.what(), flag);
+            print_error(fmt::format("{} (option {})", e.what(), flag));
         return kExitUsage;
     } catch (const UsageError& e) {
-        fmt::print(stderr, "cdc: error: {}\n", e.what());
+        print_error(e.what());
         return kExitUsage;
     } catch (const std::exception& e) {
-        fmt::print(stderr, "cdc: error: {}\n", e.what());
+        print_error(e.what());
         return kExitFailure;
     }
 }
 
 bool stderr_is_tty() { return ::isatty(STDERR_FILENO) == 1; }
+
+void print_message(std::string_view prefix, std::string_view message) {
+    fmt::print(stderr, "{}{}\n", prefix, tools::escape_text(message));
+}
+
+void print_error(std::string_view message) { print_message("cdc: error: ", message); }
+
+void print_warning(std::string_view message) { print_message("cdc: warning: ", message); }
 
 }  // namespace cdc::cli

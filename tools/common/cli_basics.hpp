@@ -22,6 +22,13 @@ inline constexpr const char* kExitCodesHelp =
     "Exit codes: 0 success; 1 compare found a regression; 2 usage error (bad option, algorithm or path); "
     "3 finished but some inputs were skipped after errors; 4 an I/O error stopped the run.";
 
+/// How names (paths) appear in output (tools/common/escape.hpp).
+inline constexpr const char* kNamesHelp =
+    "Names: text output and messages show a control byte, a backslash or a byte of invalid UTF-8 in a name as "
+    "\\xHH (\\\\ for a backslash); JSON gives a name \"K\" as UTF-8 (U+FFFD for invalid bytes) and, only when the "
+    "name is not valid UTF-8, \"K_bytes\": its exact bytes in base64; CSV keeps the bytes and quotes a field "
+    "holding , \" CR or LF (RFC 4180).";
+
 /// A usage error detected by a command (exit code 2).
 class UsageError : public std::runtime_error {
 public:
@@ -40,5 +47,14 @@ void finish_stdout();
 
 /// True when stderr is a terminal (progress lines are drawn only then).
 bool stderr_is_tty();
+
+/// Prints `prefix` + `message` + newline on stderr, the message escaped
+/// (escape.hpp: control bytes and invalid UTF-8 as \xHH): names inside a
+/// message can neither break the line nor drive the terminal.
+void print_message(std::string_view prefix, std::string_view message);
+/// "cdc: error: " + message.
+void print_error(std::string_view message);
+/// "cdc: warning: " + message.
+void print_warning(std::string_view message);
 
 }  // namespace cdc::cli

@@ -1,8 +1,8 @@
 #include "sample_corpus.hpp"
 
 #include <cdc/corpus/datagen.hpp>
-
 #include <cdc/corpus/resync.hpp>
+#include <cdc/digest.hpp>
 
 #include <fmt/format.h>
 
@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <span>
 #include <sstream>
 
 namespace cdc::tools {
@@ -95,6 +96,41 @@ Bytes log_lines(std::size_t size, std::uint64_t seed, std::uint64_t first_line) 
     return out;
 }
 
+std::string digest_of(std::span<const std::uint8_t> data) {
+    return compute_digest(DigestKind::blake3, std::as_bytes(data)).hex();
+}
+
+// The BLAKE3 of a file on disk, or "" if it cannot be read or is not `size` bytes.
+std::string digest_of_file(const fs::path& path, std::uint64_t size) {
+    std::error_code ec;
+    if (!fs::is_regular_file(fs::symlink_status(path, ec)) || fs::file_size(path, ec) != size || ec) return {};
+    std::FILE* f = std::fopen(path.c_str(), "rb");
+    if (f == nullptr) return {};
+    Hasher h(DigestKind::blake3);
+    std::vector<std::uint8_t> buf(std::size_t{1} << 20);
+    std::uint64_t total = 0;
+    for (std::size_t n; (n = std::fread(buf.data(), 1, buf.size(), f)) > 0;) {
+        h.update(std::as_bytes(std::span(buf).first(n)));
+        total += n;
+    }
+    const bool ok = !std::ferror(f) && total == size;
+    std::fclose(f);
+    return ok ? h.finish().hex() : std::string();
+}
+
+// Writes `data` to `path` whole or not at all (a temporary renamed over it).
+void write_whole(const fs::path& path, std::span<const std::byte> data) {
+    const fs::path tmp = fs::path(path).concat(".cdc-sample-tmp");
+    std::FILE* f = std::fopen(tmp.c_str(), "wb");
+    if (!f) throw IoError(fmt::format("cannot write '{}': {}", tmp.string(), std::strerror(errno)));
+    const bool ok = std::fwrite(data.data(), 1, data.size(), f) == data.size();
+    const bool closed = std::fclose(f) == 0;
+    if (!ok || !closed) throw IoError(fmt::format("writing '{}' failed: {}", tmp.string(), std::strerror(errno)));
+    if (std::rename(tmp.c_str(), path.c_str()) != 0)
+        throw IoError(fmt::format("cannot rename '{}': {}", tmp.string(), std::strerror(errno)));
+}
+
+// Puts each generated file in place unless the same bytes are already there.
 struct Writer {
     fs::path dir;
     const std::function<void(const std::string&)>& log;
@@ -102,76 +138,85 @@ struct Writer {
 
     void put(const std::string& rel, const Bytes& data) {
         const fs::path path = dir / rel;
-        std::error_code ec;
-        fs::create_directories(path.parent_path(), ec);
-        if (ec) throw IoError(fmt::format("cannot create '{}': {}", path.parent_path().string(), ec.message()));
-        std::FILE* f = std::fopen(path.c_str(), "wb");
-        if (!f) throw IoError(fmt::format("cannot write '{}': {}", path.string(), std::strerror(errno)));
-        const bool ok = std::fwrite(data.data(), 1, data.size(), f) == data.size();
-        const bool closed = std::fclose(f) == 0;
-        if (!ok || !closed) throw IoError(fmt::format("writing '{}' failed: {}", path.string(), std::strerror(errno)));
-        result.files.push_back({rel, data.size()});
-        result.bytes += data.size();
-        if (log) log(fmt::format("{:>10}  {}", data.size(), rel));
+        SampleFile f{rel, data.size(), digest_of(data)};
+        if (digest_of_file(path, f.size) != f.digest) {
+            std::error_code ec;
+            fs::create_directories(path.parent_path(), ec);
+            if (ec) throw IoError(fmt::format("cannot create '{}': {}", path.parent_path().string(), ec.message()));
+            write_whole(path, std::as_bytes(std::span(data)));
+            ++result.written;
+            if (log) log(fmt::format("{:>10}  {}", data.size(), rel));
+        }
+        result.bytes += f.size;
+        result.files.push_back(std::move(f));
     }
 };
 
 std::string manifest_text(const SampleResult& r) {
     std::string s = kSampleVersion;
     s.push_back('\n');
-    for (const auto& f : r.files) s.append(fmt::format("{} {}\n", f.size, f.path));
+    for (const auto& f : r.files) s.append(fmt::format("{} {} {}\n", f.size, f.digest, f.path));
     return s;
 }
 
-// The manifest's files if `dir` holds a complete sample of this version.
-bool read_complete_sample(const fs::path& dir, SampleResult& out) {
-    std::ifstream in(dir / ".cdc-sample");
-    if (!in) return false;
+// The manifest's first line, or "" if there is none.
+std::string manifest_version(const fs::path& dir) {
+    std::ifstream in(dir / kManifest);
     std::string line;
-    if (!std::getline(in, line) || line != kSampleVersion) return false;
+    if (!in || !std::getline(in, line)) return {};
+    return line;
+}
+
+// True if `dir` holds this version's manifest and every file it lists has
+// its size and BLAKE3 digest.
+bool verified_sample(const fs::path& dir, SampleResult& out) {
+    std::ifstream in(dir / kManifest);
+    std::string line;
+    if (!in || !std::getline(in, line) || line != kSampleVersion) return false;
     SampleResult r;
     while (std::getline(in, line)) {
         std::istringstream ls(line);
         SampleFile f;
-        if (!(ls >> f.size) || !std::getline(ls >> std::ws, f.path)) return false;
-        std::error_code ec;
-        const auto size = fs::file_size(dir / f.path, ec);
-        if (ec || size != f.size) return false;
+        if (!(ls >> f.size >> f.digest) || !std::getline(ls >> std::ws, f.path)) return false;
+        if (digest_of_file(dir / f.path, f.size) != f.digest) return false;
         r.bytes += f.size;
         r.files.push_back(std::move(f));
     }
     if (r.files.empty()) return false;
     out = std::move(r);
-    out.already_present = true;
     return true;
-}
-
-bool has_manifest_version(const fs::path& dir) {
-    std::ifstream in(dir / ".cdc-sample");
-    std::string line;
-    return in && std::getline(in, line) && line == kSampleVersion;
 }
 
 }  // namespace
 
 SampleResult write_sample_corpus(const fs::path& dir, const std::function<void(const std::string&)>& log) {
     std::error_code ec;
-    if (fs::exists(dir, ec)) {
-        if (!fs::is_directory(dir, ec)) throw SampleDirError(fmt::format("'{}' exists and is not a directory", dir.string()));
-        SampleResult existing;
-        if (read_complete_sample(dir, existing)) return existing;
-        // An incomplete or damaged sample of this version is rewritten; any
-        // other non-empty directory is left alone.
-        if (!fs::is_empty(dir, ec) && !has_manifest_version(dir))
-            throw SampleDirError(fmt::format("'{}' is not empty and does not hold a cdc sample: give a new or empty "
-                                             "directory",
-                                             dir.string()));
+    const bool exists = fs::exists(dir, ec);
+    if (exists && !fs::is_directory(dir, ec))
+        throw SampleDirError(fmt::format("'{}' exists and is not a directory", dir.string()));
+    // Ours: a manifest (of any version) or the marker of a run that did not
+    // finish. Anything else that is not empty is someone else's.
+    const bool interrupted = fs::exists(dir / kMarker, ec);
+    const bool has_manifest = manifest_version(dir).starts_with("cdc-sample ");
+    const bool empty = !exists || fs::is_empty(dir, ec);
+    if (!empty && !interrupted && !has_manifest)
+        throw SampleDirError(fmt::format("'{}' is not empty and does not hold a cdc sample: give a new or empty "
+                                         "directory",
+                                         dir.string()));
+    SampleResult result;
+    if (!interrupted && verified_sample(dir, result)) {
+        result.state = SampleResult::State::verified;
+        return result;
     }
+    result.state = empty ? SampleResult::State::written
+                   : interrupted ? SampleResult::State::completed
+                                 : SampleResult::State::repaired;
+    // The marker first, the manifest last: a run killed at any instant
+    // leaves the marker, and the next run completes the sample.
     fs::create_directories(dir, ec);
     if (ec) throw IoError(fmt::format("cannot create '{}': {}", dir.string(), ec.message()));
-    fs::remove(dir / ".cdc-sample", ec);
-
-    SampleResult result;
+    write_whole(dir / kMarker, {});
+    fs::remove(dir / kManifest, ec);
     Writer w{dir, log, result};
 
     // Disk images: five successive versions with inserts, deletes, overwrites
@@ -220,9 +265,9 @@ SampleResult write_sample_corpus(const fs::path& dir, const std::function<void(c
     for (int i = 0; i < 5; ++i) w.put(fmt::format("src-v2/new{:02}.txt", i), text(between(rng, 1 * KiB, 48 * KiB), rng.next()));
 
     const std::string manifest = manifest_text(result);
-    std::FILE* f = std::fopen((dir / ".cdc-sample").c_str(), "wb");
-    if (!f || std::fwrite(manifest.data(), 1, manifest.size(), f) != manifest.size() || std::fclose(f) != 0)
-        throw IoError(fmt::format("cannot write '{}'", (dir / ".cdc-sample").string()));
+    write_whole(dir / kManifest, std::as_bytes(std::span(manifest)));
+    fs::remove(dir / kMarker, ec);
+    if (ec) throw IoError(fmt::format("cannot remove '{}': {}", (dir / kMarker).string(), ec.message()));
     return result;
 }
 

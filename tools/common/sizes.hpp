@@ -10,6 +10,24 @@ namespace cdc::tools {
 /// Parses a size; throws cdc::OptionError naming `option` on bad input.
 std::uint64_t parse_size(std::string_view text, std::string_view option = "size");
 
+/// A size in [min, max]; OptionError "--x = 'text' is invalid: ..." otherwise.
+std::uint64_t parse_size(std::string_view text, std::string_view option, std::uint64_t min, std::uint64_t max);
+
+/// A whole number (decimal digits only: no sign, no suffix) in [min, max];
+/// throws cdc::OptionError naming `option` and `text` otherwise.
+std::uint64_t parse_count(std::string_view text, std::string_view option, std::uint64_t min, std::uint64_t max);
+
+/// A finite decimal number in [min, max]; OptionError otherwise.
+double parse_real(std::string_view text, std::string_view option, double min, double max);
+
+/// Physical memory of the machine, in bytes.
+std::uint64_t physical_memory() noexcept;
+
+/// Throws OptionError if allocating `bytes` (what `option` = `text` asks
+/// for) would take more than half the physical memory: a usage error
+/// instead of std::bad_alloc or the OOM killer.
+void check_fits_in_memory(std::uint64_t bytes, std::string_view option, std::string_view text);
+
 /// "8 KiB", "1.5 MiB", "512 B".
 std::string format_size(double bytes);
 

@@ -78,19 +78,21 @@ void add_dupes(py::module_& m) {
                 result.emplace(find_dupes(roots, opt));
             }
             py::list groups, linked;
-            for (const DupesGroup& g : result->groups()) {
+            for (std::size_t i = 0; i < result->group_count(); ++i) {
+                const DupesGroup g = result->group(i);
                 py::list files;
-                for (const DupesFile& f : g.files()) files.append(path_str(f.first_path()));
+                for (const DupesFile& f : g.files) files.append(path_str(f.first_path()));
                 py::dict d;
-                d["size"] = g.size();
+                d["size"] = g.size;
                 d["files"] = std::move(files);
                 groups.append(std::move(d));
             }
-            for (const DupesFile& l : result->linked()) {
+            for (std::size_t i = 0; i < result->linked_count(); ++i) {
+                const DupesFile l = result->linked(i);
                 py::list files;
-                for (const std::string_view p : l.paths()) files.append(path_str(p));
+                for (const std::string_view p : l.paths) files.append(path_str(p));
                 py::dict d;
-                d["size"] = l.size();
+                d["size"] = l.size;
                 d["files"] = std::move(files);
                 linked.append(std::move(d));
             }

@@ -62,7 +62,7 @@ struct InputIssue {
 struct WalkResult {
     std::vector<FileEntry> files;       ///< in walk order (directories sorted by name)
     std::vector<InputIssue> errors;     ///< unreadable directories, dangling links, stat failures
-    std::vector<InputIssue> warnings;   ///< special files (FIFO, socket, device) skipped
+    std::vector<InputIssue> warnings;   ///< special files (FIFO, socket, device) skipped; files reached twice
     std::uint64_t symlinks_skipped = 0; ///< links not followed
     std::uint64_t duplicates_skipped = 0; ///< paths to a file already listed (same device and inode)
     std::uint64_t total_bytes = 0;      ///< sum of the files' sizes at walk time
@@ -135,7 +135,7 @@ struct AlgorithmResult {
 struct AnalyzeReport {
     std::vector<AlgorithmResult> algorithms;  ///< in the order requested
     std::vector<InputIssue> errors;           ///< sorted by path: files skipped after errors
-    std::vector<InputIssue> warnings;         ///< sorted by path: special files skipped
+    std::vector<InputIssue> warnings;         ///< sorted by path: special files skipped, files reached twice
     std::uint64_t symlinks_skipped = 0;
     std::uint64_t duplicates_skipped = 0;     ///< paths to files already counted (WalkResult)
     std::uint64_t files = 0;                  ///< files chunked to their end

@@ -60,12 +60,15 @@ struct SweepPoint {
 /// The dedup ratio of `algorithm` over `walk` for each factor, its min,
 /// normal and max scaled together (scaled_options), in one analyze() pass
 /// over the data. Factors whose profile is invalid are left out (listed in
-/// `skipped` when given). Points are in the order of `factors`.
+/// `skipped` when given). Points are in the order of `factors`. Files that
+/// could not be read are left out of every point and listed in `errors`
+/// when given (AnalyzeReport::errors).
 std::vector<SweepPoint> dedup_sweep(const WalkResult& walk, std::string_view algorithm, const Options& base,
                                     std::span<const double> factors, unsigned jobs = 0,
-                                    std::vector<double>* skipped = nullptr);
+                                    std::vector<double>* skipped = nullptr, std::vector<InputIssue>* errors = nullptr);
 
-/// 1, 2, 4, ... up to and including the largest power of two <= max (max >= 1).
+/// 1, 2, 4, ... up to and including the largest power of two <= max; for
+/// max = 0, the single count 0 (no edits, as `cdc resync --edits 0`).
 std::vector<std::size_t> doubling_counts(std::size_t max);
 
 /// Resync quality of one algorithm against the number of edits.
