@@ -318,6 +318,22 @@ public:
     /// record is damaged, NotFoundError if absent.
     StoredChunk read_chunk(const ChunkId& id, bool compressed) const;
 
+    // --- batched chunk reads (added for the transfer service: src/store/read_chunks.cpp)
+    /// How read_chunks hands chunks over.
+    enum class ChunkForm {
+        stored,  ///< as read_chunk(id, true): a zstd frame, or raw bytes (codec raw)
+        raw,     ///< the raw bytes; the record is checked (checksum, sizes, decoded
+                 ///< length) but the bytes are not hashed against the id: for a
+                 ///< caller that hashes them anyway (a whole-file digest)
+    };
+    /// Reads `ids` in their order from one snapshot under one lock, with one
+    /// index statement and the pack files kept open: f(i, chunk) for ids[i]
+    /// (the chunk and its buffer are reused by the next call). NotFoundError
+    /// naming the first absent id (after the chunks before it were handed
+    /// over); DamageError for a damaged record.
+    void read_chunks(std::span<const ChunkId> ids, ChunkForm form,
+                     const std::function<void(std::size_t index, const StoredChunk& chunk)>& f) const;
+
     // --- files
     /// Restores `name` to `out`: written to a temporary file in the same
     /// directory and renamed over `out` only after the size and whole-file
