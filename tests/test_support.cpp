@@ -89,7 +89,13 @@ std::vector<std::uint8_t> random_bytes(std::size_t n, std::uint64_t seed) {
 
 }  // namespace cdc::test
 
+#include <csignal>
+#include <cerrno>
+
+#include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 namespace cdc::test {
 
@@ -142,6 +148,41 @@ std::filesystem::path TempDir::write(const std::string& name, std::span<const st
     out.write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size()));
     if (!out) throw std::runtime_error("cannot write " + p.string());
     return p;
+}
+
+pid_t spawn_tool(const std::vector<std::string>& args, const std::filesystem::path& log_dir,
+                 const std::vector<std::pair<std::string, std::string>>& env, std::uint64_t fsize_limit) {
+    std::vector<std::string> argv{tool_path().string()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    std::vector<char*> cargv;
+    for (auto& a : argv) cargv.push_back(a.data());
+    cargv.push_back(nullptr);
+    const std::string out = (log_dir / "out").string(), err = (log_dir / "err").string();
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+        const int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        const int e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        const int in = ::open("/dev/null", O_RDONLY);
+        ::dup2(o, 1);
+        ::dup2(e, 2);
+        ::dup2(in, 0);
+        for (const auto& [k, v] : env) ::setenv(k.c_str(), v.c_str(), 1);
+        if (fsize_limit != 0) {
+            ::signal(SIGXFSZ, SIG_IGN);
+            rlimit r{fsize_limit, fsize_limit};
+            ::setrlimit(RLIMIT_FSIZE, &r);
+        }
+        ::execv(cargv[0], cargv.data());
+        ::_exit(127);
+    }
+    return pid;
+}
+
+int wait_exit(pid_t pid) {
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
 }  // namespace cdc::test

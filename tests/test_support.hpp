@@ -11,7 +11,10 @@
 #include <functional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include <sys/types.h>
 
 namespace cdc::test {
 
@@ -65,6 +68,16 @@ struct RunResult {
 
 /// Runs the cdc tool with `args` (shell-quoted here), optional stdin file.
 RunResult run_tool(const std::vector<std::string>& args, const std::string& stdin_path = "");
+
+/// Starts the cdc tool in the background (stdout and stderr to the files
+/// `out` and `err` in `log_dir`, stdin from /dev/null), with extra
+/// environment variables and an optional write limit (RLIMIT_FSIZE, SIGXFSZ
+/// ignored so that writes fail with EFBIG).
+pid_t spawn_tool(const std::vector<std::string>& args, const std::filesystem::path& log_dir,
+                 const std::vector<std::pair<std::string, std::string>>& env = {},
+                 std::uint64_t fsize_limit = 0);
+/// Waits for a child: its exit code, or 128 + the signal that killed it.
+int wait_exit(pid_t pid);
 
 /// A fresh temporary directory, removed when the object dies.
 class TempDir {

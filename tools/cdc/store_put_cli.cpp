@@ -2,6 +2,7 @@
 // file's path as given, a tree's files by their path inside the tree (under
 // --name/ when given).
 #include "analyze_cli.hpp"
+#include "put_inputs.hpp"
 #include "store_cli.hpp"
 
 #include <cdc/analyze.hpp>
@@ -12,7 +13,6 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
-#include <map>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -32,68 +32,12 @@ struct PutArgs {
     bool follow_symlinks = false;
 };
 
-struct Input {
-    std::string path;  ///< "-" for stdin
-    std::string name;
-    std::uint64_t size = 0;
-};
-
-struct Inputs {
-    std::vector<Input> files;
-    std::vector<InputIssue> errors;
-    std::vector<InputIssue> warnings;
-    std::uint64_t bytes = 0;
-};
-
-// The one place that walks trees (walk_inputs; to become io::walk()).
-Inputs collect_inputs(const PutArgs& a) {
-    if (!a.name.empty() && a.paths.size() > 1)
-        throw UsageError("--name applies to one PATH (a file, a tree: its prefix, or -)");
-    check_paths(a.paths);
-    Inputs in;
-    WalkOptions wo;
-    wo.follow_symlinks = a.follow_symlinks;
-    for (const auto& p : a.paths) {
-        if (p == "-") {
-            if (a.name.empty()) throw UsageError("standard input (-) needs --name");
-            in.files.push_back({"-", a.name, 0});
-            continue;
-        }
-        struct stat st {};
-        if (::stat(p.c_str(), &st) != 0) throw UsageError(fmt::format("cannot read '{}': {}", p, std::strerror(errno)));
-        if (!S_ISDIR(st.st_mode)) {
-            in.files.push_back({p, a.name.empty() ? p : a.name, static_cast<std::uint64_t>(st.st_size)});
-            in.bytes += static_cast<std::uint64_t>(st.st_size);
-            continue;
-        }
-        WalkResult w = walk_inputs({p}, wo);
-        std::string root = p;
-        if (root.back() != '/') root.push_back('/');
-        for (auto& f : w.files) {
-            std::string rel = f.path.substr(std::min(f.path.size(), root.size()));
-            std::string name = a.name.empty() ? rel : std::string(a.name).append("/").append(rel);
-            in.files.push_back({std::move(f.path), std::move(name), f.size});
-        }
-        in.bytes += w.total_bytes;
-        for (auto& e : w.errors) in.errors.push_back(std::move(e));
-        for (auto& e : w.warnings) in.warnings.push_back(std::move(e));
-    }
-    std::map<std::string, const std::string*> seen;
-    for (const auto& f : in.files) {
-        const auto [it, fresh] = seen.emplace(f.name, &f.path);
-        if (!fresh)
-            throw UsageError(fmt::format("'{}' and '{}' would both be stored as '{}' (use separate puts or --name)",
-                                         *it->second, f.path, f.name));
-    }
-    return in;
-}
-
 std::int64_t mtime_ns(const struct stat& st) {
     return std::int64_t{st.st_mtim.tv_sec} * 1'000'000'000 + st.st_mtim.tv_nsec;
 }
 
 int run_put(const PutArgs& a) {
-    Inputs in = collect_inputs(a);
+    PutInputs in = collect_put_inputs(a.paths, a.name, a.follow_symlinks);
     store::Store s = open_store(a.dir, a.key_file);
     store::Writer w(s);
     ProgressLine line(!a.quiet && !a.json && stderr_is_tty());

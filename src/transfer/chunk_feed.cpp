@@ -1,0 +1,137 @@
+#include "chunk_feed.hpp"
+
+#include <cdc/chunker.hpp>
+#include <cdc/digest.hpp>
+#include <cdc/error.hpp>
+
+#include <algorithm>
+#include <cstring>
+
+namespace cdc::transfer {
+
+namespace {
+constexpr std::size_t kSlots = 4;
+constexpr std::size_t kDigestBatch = 64;
+constexpr int kMaxEmptyReads = 1000;
+struct Stopped {};
+}  // namespace
+
+ChunkFeed::ChunkFeed(std::shared_ptr<const CutFinder> finder, Reader& reader, std::size_t read_size)
+    : finder_(std::move(finder)), read_size_(read_size), slots_(kSlots) {
+    const std::size_t capacity = read_size_ + finder_->profile().max_size;
+    for (auto& s : slots_) {
+        s.data = std::make_unique_for_overwrite<std::byte[]>(capacity);
+        free_.push_back(&s);
+    }
+    thread_ = std::thread(&ChunkFeed::run, this, std::ref(reader));
+}
+
+ChunkFeed::~ChunkFeed() {
+    {
+        std::lock_guard lock(mutex_);
+        stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+}
+
+void ChunkFeed::run(Reader& reader) {
+    const std::size_t capacity = read_size_ + finder_->profile().max_size;
+    try {
+        Slot* prev = nullptr;
+        std::size_t prev_cut = 0;
+        std::uint64_t offset = 0;
+        bool eof = false;
+        while (!eof || (prev && prev_cut < prev->size)) {
+            Slot* s;
+            {
+                std::unique_lock lock(mutex_);
+                cv_.wait(lock, [&] { return stop_ || !free_.empty(); });
+                if (stop_) throw Stopped{};
+                s = free_.front();
+                free_.pop_front();
+            }
+            // The bytes the previous segment could not cut yet come first.
+            std::size_t size = 0;
+            if (prev) {
+                const std::size_t tail = prev->size - prev_cut;
+                if (tail) std::memmove(s->data.get(), prev->data.get() + prev_cut, tail);
+                size = tail;
+            }
+            int empty_reads = 0;
+            while (!eof && size < capacity) {
+                const ReadResult r = reader.read({s->data.get() + size, capacity - size});
+                if (r.bytes > capacity - size) throw IoError("a reader returned more bytes than asked");
+                size += r.bytes;
+                eof = r.end;
+                if (r.bytes == 0 && !r.end && ++empty_reads >= kMaxEmptyReads)
+                    throw IoError("the input gave no data 1000 times in a row");
+                if (r.bytes) empty_reads = 0;
+            }
+            s->size = size;
+            Segment& g = s->segment;
+            g.lengths.clear();
+            const std::size_t cut = cut_chunks(*finder_, {s->data.get(), size}, eof, g.lengths);
+            g.offset = offset;
+            g.bytes = {s->data.get(), cut};
+            g.ids.resize(g.lengths.size());
+            g.starts.resize(g.lengths.size());
+            std::vector<Digest> digests(std::min(kDigestBatch, g.lengths.size()));
+            std::size_t at = 0;
+            for (std::size_t i = 0; i < g.lengths.size(); i += kDigestBatch) {
+                const std::size_t n = std::min(kDigestBatch, g.lengths.size() - i);
+                std::size_t len = 0;
+                for (std::size_t j = i; j < i + n; ++j) {
+                    g.starts[j] = at + len;
+                    len += g.lengths[j];
+                }
+                compute_digests(DigestKind::blake3, {s->data.get() + at, len},
+                                std::span<const std::uint32_t>(g.lengths.data() + i, n),
+                                std::span<Digest>(digests.data(), n));
+                for (std::size_t j = 0; j < n; ++j) std::memcpy(g.ids[i + j].data(), digests[j].bytes.data(), 32);
+                at += len;
+            }
+            offset += cut;
+            prev = s;
+            prev_cut = cut;
+            {
+                std::lock_guard lock(mutex_);
+                ready_.push_back(s);
+            }
+            cv_.notify_all();
+        }
+    } catch (const Stopped&) {
+    } catch (...) {
+        std::lock_guard lock(mutex_);
+        error_ = std::current_exception();
+    }
+    std::lock_guard lock(mutex_);
+    done_ = true;
+    cv_.notify_all();
+}
+
+ChunkFeed::Segment* ChunkFeed::next() {
+    std::unique_lock lock(mutex_);
+    cv_.wait(lock, [&] { return !ready_.empty() || done_; });
+    if (!ready_.empty()) {
+        Slot* s = ready_.front();
+        ready_.pop_front();
+        return &s->segment;
+    }
+    if (error_) std::rethrow_exception(error_);
+    return nullptr;
+}
+
+void ChunkFeed::release(Segment* segment) {
+    for (auto& s : slots_) {
+        if (&s.segment != segment) continue;
+        {
+            std::lock_guard lock(mutex_);
+            free_.push_back(&s);
+        }
+        cv_.notify_all();
+        return;
+    }
+}
+
+}  // namespace cdc::transfer

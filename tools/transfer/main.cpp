@@ -1,0 +1,30 @@
+// cdc-transfer: the program behind `cdc serve`, `push`, `pull`, `ls`, `hash`
+// and `cdc bench transfer` (the cdc tool runs it in its place: it links gRPC,
+// which the static cdc binary does not). Its first argument is the command.
+#include "transfer_cli.hpp"
+
+#include <cdc/version.hpp>
+
+#include <fmt/format.h>
+
+int main(int argc, char** argv) {
+    using namespace cdc::cli;
+    CLI::App app{"cdc — transfer files to and from a chunk store server over gRPC, sending only missing chunks.\n",
+                 "cdc"};
+    app.footer(kExitCodesHelp);
+    app.require_subcommand(1);
+    app.set_version_flag("--version", std::string("cdc ") + cdc::kVersionString);
+    int exit_code = kExitOk;
+    for (const AddCommand add : {&add_serve_command, &add_push_command, &add_pull_command, &add_ls_command,
+                                 &add_hash_command, &add_bench_transfer_command})
+        add(app, exit_code);
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        const int rc = app.exit(e);
+        return rc == 0 ? kExitOk : kExitUsage;
+    } catch (...) {
+        return report_current_exception();
+    }
+    return exit_code;
+}
