@@ -54,7 +54,7 @@ public:
         args.insert(args.end(), extra.begin(), extra.end());
         pid_ = test::spawn_tool(args, log_dir, env);
         for (int i = 0; i < 2000; ++i) {
-            const std::string text = test::read_text(port_file);
+            const std::string text = fs::exists(port_file) ? test::read_text(port_file) : "";
             if (!text.empty() && text.back() == '\n') {
                 port_ = text.substr(0, text.size() - 1);
                 return;
@@ -74,7 +74,7 @@ public:
 
     std::string address() const { return "127.0.0.1:" + port_; }
     std::string port() const { return port_; }
-    std::string log() const { return test::read_text(log_dir_ / "err"); }
+    std::string log() const { return fs::exists(log_dir_ / "err") ? test::read_text(log_dir_ / "err") : ""; }
     int stop(int sig) {
         if (pid_ <= 0) return -1;
         ::kill(pid_, sig);
@@ -176,6 +176,10 @@ TEST(ServeCli, RoundTripsFilesTreesEmptyFilesAndStdin) {
     EXPECT_EQ(r.exit_code, 0) << r.err;
     EXPECT_EQ(test::read_bytes(tmp.path() / "outdir/a.bin"), a);
     // an existing OUT is replaced only when named; then its chunks are reused
+    struct Cwd {
+        fs::path old = fs::current_path();
+        ~Cwd() { fs::current_path(old); }
+    } cwd;
     fs::current_path(tmp.path() / "outdir");
     r = run_tool({"pull", "--from", s.address(), "t/x/a.bin"});
     EXPECT_EQ(r.exit_code, 2);
@@ -350,7 +354,7 @@ TEST(ServeCli, BadNames) {
     const auto dir = init_store(tmp);
     const auto file = tmp.write("f", test::random_bytes(1000, 9));
     Serve s(dir, tmp.path() / "serve");
-    for (const std::string name : {"../escape", "/etc/passwd", "a//b", "tab\there"}) {
+    for (const std::string& name : std::vector<std::string>{"../escape", "/etc/passwd", "a//b", "tab\there"}) {
         const auto r = run_tool({"push", "--to", s.address(), file.string(), "--name", name});
         EXPECT_EQ(r.exit_code, 2) << name << r.err;
         EXPECT_NE(r.err.find("name refused"), std::string::npos) << r.err;

@@ -200,11 +200,11 @@ TEST(TransferLocal, PullOfAnUnknownName) {
 }
 
 TEST(TransferLocal, NamesAreChecked) {
-    for (const std::string bad : {"", "/etc/passwd", "../x", "a/../../x", "a//b", "a/./b", "a/", ".", "..",
+    for (const std::string& bad : std::vector<std::string>{"", "/etc/passwd", "../x", "a/../../x", "a//b", "a/./b", "a/", ".", "..",
                                   std::string("a\0b", 3), "a\nb", "tab\there", std::string("del\x7f"),
                                   std::string(5000, 'n')})
         EXPECT_FALSE(transfer::name_problem(bad).empty()) << bad;
-    for (const std::string good : {"a", "a/b/c.txt", "..a", "a..", ".hidden/x", "spaces are fine", "ünï"})
+    for (const std::string& good : std::vector<std::string>{"a", "a/b/c.txt", "..a", "a..", ".hidden/x", "spaces are fine", "ünï"})
         EXPECT_TRUE(transfer::name_problem(good).empty()) << good;
     test::TempDir tmp;
     const auto dir = make_store(tmp);
@@ -216,9 +216,9 @@ TEST(TransferLocal, NamesAreChecked) {
 }
 
 TEST(TransferLocal, ALoopbackAddressNeedsNoTls) {
-    for (const std::string a : {"127.0.0.1:7777", "127.1.2.3:1", "localhost:80", "[::1]:7777", "unix:/tmp/s"})
+    for (const std::string& a : std::vector<std::string>{"127.0.0.1:7777", "127.1.2.3:1", "localhost:80", "[::1]:7777", "unix:/tmp/s"})
         EXPECT_TRUE(transfer::is_loopback_address(a)) << a;
-    for (const std::string a : {"0.0.0.0:7777", "[::]:7777", "192.168.1.2:7777", "example.com:7777",
+    for (const std::string& a : std::vector<std::string>{"0.0.0.0:7777", "[::]:7777", "192.168.1.2:7777", "example.com:7777",
                                 "127.0.0.1.example.com:1", "128.0.0.1:1", "127.0.0.256:1"})
         EXPECT_FALSE(transfer::is_loopback_address(a)) << a;
     EXPECT_TRUE(transfer::listen_problem("127.0.0.1:0", false, false).empty());
