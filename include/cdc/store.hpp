@@ -394,6 +394,11 @@ public:
     /// then kept as is (raw if the frame is not smaller than raw_size).
     ChunkPut put_chunk_compressed(const ChunkId& id, std::uint32_t raw_size,
                                   std::span<const std::byte> zstd_frame);
+    /// The same, leaving the decoded bytes in `decoded` (resized to raw_size;
+    /// reuse it across calls): a caller that hashes the whole file (the
+    /// transfer server) decodes each frame once. (Added for the transfer service.)
+    ChunkPut put_chunk_compressed(const ChunkId& id, std::uint32_t raw_size, std::span<const std::byte> zstd_frame,
+                                  std::vector<std::byte>& decoded);
 
     // --- manifests from a chunk list (the transfer service)
     /// Starts a manifest; the chunking recorded is the store's.
