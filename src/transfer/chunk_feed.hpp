@@ -1,7 +1,8 @@
 // A client's chunking pipeline: a thread reads a stream into segments of a
 // few MiB, cuts them (cut_chunks: the boundaries of cdc::Chunker) and
-// computes each chunk's BLAKE3 id, while the caller consumes the segments
-// before it (lists, compression, the whole-file digest). A fixed set of
+// computes each chunk's BLAKE3 id (with one more thread: hashing is most of
+// the work), while the caller consumes the segments before it (lists,
+// compression, the whole-file digest). A fixed set of
 // segments is reused: memory is kSegments x (read size + max chunk size),
 // whatever the stream's length.
 #pragma once
@@ -9,6 +10,8 @@
 #include <cdc/algorithms.hpp>
 #include <cdc/source.hpp>
 #include <cdc/store.hpp>
+
+#include "../store/task_pool.hpp"
 
 #include <condition_variable>
 #include <cstddef>
@@ -63,6 +66,7 @@ private:
     bool done_ = false;
     bool stop_ = false;
     std::exception_ptr error_;
+    store::detail::TaskPool pool_;  // hashes beside the reading thread
     std::thread thread_;
 };
 

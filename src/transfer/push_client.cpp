@@ -7,19 +7,21 @@
 #include "client_api.hpp"
 #include "progress.hpp"
 
-#include "../store/codec.hpp"
 #include "../store/task_pool.hpp"
 
 #include <cdc/digest.hpp>
 #include <cdc/error.hpp>
 
 #include <fmt/format.h>
+#include <zstd.h>
 
 #include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <deque>
+#include <new>
+#include <stdexcept>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -34,11 +36,38 @@ constexpr std::size_t kListsInFlight = 2;
 // Raw bytes of wanted chunks per compression task.
 constexpr std::size_t kCompressGroup = std::size_t{1} << 20;
 
-store::detail::Compressor& thread_compressor(int level) {
-    thread_local std::unique_ptr<store::detail::Compressor> c;
+// zstd frames at the store's level, kept even when not smaller than the
+// raw bytes (the server then stores the chunk raw): the server stores what
+// it receives without compressing it again, which a chunk sent raw would cost
+// it. The frame declares its content size and has no checksum (the store's
+// Decompressor wants the size; the BLAKE3 id checks the bytes).
+class FrameCompressor {
+public:
+    explicit FrameCompressor(int level) : ctx_(ZSTD_createCCtx()) {
+        if (!ctx_) throw std::bad_alloc();
+        ZSTD_CCtx_setParameter(ctx_, ZSTD_c_compressionLevel, level);
+        ZSTD_CCtx_setParameter(ctx_, ZSTD_c_checksumFlag, 0);
+        ZSTD_CCtx_setParameter(ctx_, ZSTD_c_contentSizeFlag, 1);
+    }
+    ~FrameCompressor() { ZSTD_freeCCtx(ctx_); }
+    FrameCompressor(const FrameCompressor&) = delete;
+    FrameCompressor& operator=(const FrameCompressor&) = delete;
+    void compress(std::span<const std::byte> raw, std::vector<std::byte>& out) {
+        out.resize(ZSTD_compressBound(raw.size()));
+        const std::size_t n = ZSTD_compress2(ctx_, out.data(), out.size(), raw.data(), raw.size());
+        if (ZSTD_isError(n)) throw std::runtime_error(std::string("zstd: ").append(ZSTD_getErrorName(n)));
+        out.resize(n);
+    }
+
+private:
+    ZSTD_CCtx* ctx_;
+};
+
+FrameCompressor& thread_compressor(int level) {
+    thread_local std::unique_ptr<FrameCompressor> c;
     thread_local int c_level = -1;
     if (!c || c_level != level) {
-        c = std::make_unique<store::detail::Compressor>(level);
+        c = std::make_unique<FrameCompressor>(level);
         c_level = level;
     }
     return *c;
@@ -156,17 +185,16 @@ private:
         // Compress in groups of ~1 MiB on the pool, then send in order.
         struct Item {
             std::size_t index;
-            store::Codec codec = store::Codec::raw;
-            std::vector<std::byte> frame;
+            std::vector<std::byte> frame;  // empty: sent raw (a store at level 0 keeps chunks raw)
         };
         std::vector<Item> items;
         for (std::size_t k = 0; k < wanted.size(); ++k)
-            if (wanted[k]) items.push_back({first + k, store::Codec::raw, {}});
+            if (wanted[k]) items.push_back({first + k, {}});
         if (items.empty()) return;
         std::atomic<std::size_t> left{0};
         std::size_t begin = 0;
         const int level = params_.zstd_level;
-        while (begin < items.size()) {
+        while (level > 0 && begin < items.size()) {
             std::size_t end = begin, bytes = 0;
             while (end < items.size() && (end == begin || bytes < kCompressGroup)) bytes += g.lengths[items[end++].index];
             left.fetch_add(1);
@@ -174,13 +202,13 @@ private:
                 for (std::size_t k = begin; k < end; ++k) {
                     Item& it = items[k];
                     const std::span<const std::byte> raw(g.bytes.data() + g.starts[it.index], g.lengths[it.index]);
-                    it.codec = thread_compressor(level).compress(raw, it.frame);
+                    thread_compressor(level).compress(raw, it.frame);
                 }
                 left.fetch_sub(1);
             });
             begin = end;
         }
-        pool_.wait([&] { return left.load() == 0; });
+        if (level > 0) pool_.wait([&] { return left.load() == 0; });
         v1::PushRequest req;
         ChunkPacker packer([&](v1::Chunks& chunks) {
             req.mutable_data()->Swap(&chunks);
@@ -189,7 +217,7 @@ private:
         });
         for (const Item& it : items) {
             const std::span<const std::byte> raw(g.bytes.data() + g.starts[it.index], g.lengths[it.index]);
-            const bool is_raw = it.codec == store::Codec::raw;
+            const bool is_raw = it.frame.empty();
             packer.add(g.ids[it.index], g.lengths[it.index], is_raw, is_raw ? raw : std::span<const std::byte>(it.frame));
             file_.bytes_sent += g.lengths[it.index];
             ++file_.chunks_sent;

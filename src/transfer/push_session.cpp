@@ -15,6 +15,8 @@ namespace {
 // Ids remembered as stored by this stream (they are in the index after the
 // writer's next flush, every few tens of MiB: this only spares re-sends).
 constexpr std::size_t kRecentLimit = 1u << 16;
+// A file of that name with at least this many chunks is compared with.
+constexpr std::uint64_t kBaseMinChunks = 256;
 
 store::ChunkId id_of(const Digest& d) {
     store::ChunkId id;
@@ -25,7 +27,10 @@ store::ChunkId id_of(const Digest& d) {
 }  // namespace
 
 PushSession::PushSession(const std::filesystem::path& store_dir, const store::OpenOptions& options)
-    : dir_(store_dir), store_(store::Store::open(store_dir, options)), assembler_(store_.info().profile.max_size) {
+    : dir_(store_dir),
+      open_options_(options),
+      store_(store::Store::open(store_dir, options)),
+      assembler_(store_.info().profile.max_size) {
     writer_ = std::make_unique<store::Writer>(store_);
     decompressor_ = std::make_unique<store::detail::Decompressor>();
     max_chunk_ = store_.info().profile.max_size;
@@ -64,7 +69,67 @@ void PushSession::start(const v1::FileStart& m) {
     name_ = m.name();
     listed_bytes_ = listed_chunks_ = 0;
     file_new_chunks_ = file_new_bytes_ = 0;
+    file_unchanged_ = false;
     whole_ = Hasher(DigestKind::blake3);
+    base_.reset();
+    // (Small files are read back in no time: a cursor thread would cost more.)
+    if (const auto old = store_.find(name_); old && old->chunks >= kBaseMinChunks) {
+        base_ = std::make_unique<Base>();
+        base_->info = *old;
+        base_->cursor = std::make_unique<ManifestCursor>(dir_, open_options_, name_, kMaxListChunks);
+    }
+}
+
+bool PushSession::matches_base(const std::vector<store::ChunkId>& ids) {
+    for (const auto& id : ids) {
+        if (base_->pos == base_->batch.ids.size()) {
+            base_->batch = {};
+            base_->pos = 0;
+            try {
+                if (!base_->cursor->next(base_->batch)) return false;
+            } catch (const store::StoreError&) {
+                return false;  // leave_base reads it again and reports what is wrong
+            }
+        }
+        if (base_->batch.ids[base_->pos++] != id) return false;
+    }
+    return true;
+}
+
+bool PushSession::base_exhausted() {
+    if (base_->pos < base_->batch.ids.size()) return false;
+    base_->batch = {};
+    base_->pos = 0;
+    try {
+        return !base_->cursor->next(base_->batch);
+    } catch (const store::StoreError&) {
+        return false;
+    }
+}
+
+void PushSession::leave_base() {
+    const std::uint64_t matched = base_->matched;
+    const store::ManifestInfo info = base_->info;
+    base_.reset();
+    if (matched == 0) return;
+    // The chunks that matched are the first `matched` of that file, if it is
+    // still the file compared with (a concurrent push may have replaced it:
+    // then the digest check at the end fails, never a wrong commit).
+    const auto now = store_.find(name_);
+    if (!now || now->committed_ns != info.committed_ns || now->digest != info.digest)
+        throw TransferError(Code::aborted, fmt::format("'{}' was replaced by another push during this one: push again",
+                                                       name_));
+    ManifestCursor cursor(dir_, open_options_, name_, kMaxListChunks);
+    ManifestCursor::Batch b;
+    std::uint64_t left = matched;
+    while (left > 0 && cursor.next(b)) {
+        const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(left, b.ids.size()));
+        store_.read_chunks(std::span<const store::ChunkId>(b.ids).first(n), store::Store::ChunkForm::raw,
+                           [&](std::size_t, const store::StoredChunk& c) { whole_.update(c.bytes); });
+        left -= n;
+    }
+    if (left > 0)
+        throw TransferError(Code::aborted, fmt::format("'{}' changed during this push: push again", name_));
 }
 
 void PushSession::add_list(const v1::ChunkList& m, const Sink& sink) {
@@ -91,6 +156,23 @@ void PushSession::add_list(const v1::ChunkList& m, const Sink& sink) {
                             fmt::format("a chunk list covering {} bytes (at most {})", list.bytes, max_list_bytes_));
     listed_bytes_ += list.bytes;
     listed_chunks_ += count;
+
+    if (base_) {
+        if (matches_base(list.ids)) {
+            // The next chunks of the stored file: all in the store, nothing to hash.
+            base_->matched += count;
+            list.from_base = true;
+            list.wanted.assign(count, false);
+            v1::PushReply reply;
+            reply.mutable_want()->set_bitmap(make_bitmap(list.wanted));
+            reply.mutable_want()->set_count(0);
+            lists_.push_back(std::move(list));
+            sink(reply);
+            complete_lists();
+            return;
+        }
+        leave_base();
+    }
 
     // Wanted: lacking in the store, and neither wanted by an earlier list
     // of this stream (its data comes first) nor stored by this stream.
@@ -131,14 +213,25 @@ void PushSession::add_piece(const v1::ChunkData& c) {
 
 void PushSession::complete_chunk(List& list, std::size_t j) {
     const store::ChunkId& id = list.ids[j];
-    // Decoded and checked against the id before anything is stored.
+    // Decoded and checked against the id before it is stored: by the writer
+    // for a zstd frame (which hands the decoded bytes back for the whole-file
+    // hash), here for raw bytes (a store at level 0).
     have_last_ = false;
-    decode_chunk(*decompressor_, assembler_.payload(), assembler_.raw(), list.sizes[j], id, last_raw_,
-                 fmt::format("'{}' (nothing of the file is committed)", name_));
+    store::ChunkPut put;
+    if (assembler_.raw()) {
+        decode_chunk(*decompressor_, assembler_.payload(), true, list.sizes[j], id, last_raw_,
+                     fmt::format("'{}' (nothing of the file is committed)", name_));
+        put = writer_->put_chunk(last_raw_);
+    } else {
+        try {
+            put = writer_->put_chunk_compressed(id, list.sizes[j], assembler_.payload(), last_raw_);
+        } catch (const store::DamageError& e) {
+            throw TransferError(Code::data_loss, fmt::format("'{}': {} (nothing of the file is committed)", name_,
+                                                             e.what()));
+        }
+    }
     last_id_ = id;
     have_last_ = true;
-    const store::ChunkPut put = assembler_.raw() ? writer_->put_chunk(last_raw_)
-                                                 : writer_->put_chunk_compressed(id, list.sizes[j], assembler_.payload());
     if (put.added) {
         ++file_new_chunks_;
         file_new_bytes_ += list.sizes[j];
@@ -162,7 +255,7 @@ void PushSession::remember(const store::ChunkId& id) {
 void PushSession::complete_lists() {
     while (!lists_.empty() && lists_.front().remaining == 0) {
         List& list = lists_.front();
-        hash_stored(list, list.ids.size());
+        if (!list.from_base) hash_stored(list, list.ids.size());
         const std::uint64_t stored = writer_->add_chunks(list.ids);
         if (stored != list.bytes)
             throw TransferError(Code::invalid_argument,
@@ -216,7 +309,19 @@ void PushSession::end(const v1::FileEnd& m, const Sink& sink) {
         throw TransferError(Code::invalid_argument,
                             fmt::format("'{}': end says {} bytes, its chunks have {}", name_, m.size(), listed_bytes_));
     const store::ChunkId digest = id_from_bytes(m.digest(), "end");
-    const store::ChunkId computed = id_of(whole_.finish());
+    if (base_ && base_exhausted() && m.size() == base_->info.size) {
+        // The chunks of the stored file, all of them: its bytes, its digest.
+        if (digest != base_->info.digest)
+            throw TransferError(Code::data_loss,
+                                fmt::format("'{}': the chunks are those of the stored file, whose BLAKE3 is {}; the "
+                                            "client says {}: the file is not committed",
+                                            name_, store::to_hex(base_->info.digest), store::to_hex(digest)));
+        file_unchanged_ = true;
+    } else if (base_) {
+        leave_base();
+    }
+    base_.reset();
+    const store::ChunkId computed = file_unchanged_ ? digest : id_of(whole_.finish());
     if (computed != digest)
         throw TransferError(Code::data_loss,
                             fmt::format("'{}': the BLAKE3 of the bytes received is {}, the client says {}: the file "
@@ -235,6 +340,7 @@ void PushSession::end(const v1::FileEnd& m, const Sink& sink) {
     done->set_chunks(listed_chunks_);
     done->set_new_chunks(file_new_chunks_);
     done->set_new_bytes(file_new_bytes_);
+    done->set_unchanged(file_unchanged_);
     sink(reply);
 }
 

@@ -12,6 +12,13 @@
 // (the client vanished, or a request was refused) commits the chunks and
 // the files verified so far, never the open file.
 //
+// Pushing a file again under its name costs no reading back: while the
+// chunk lists equal the chunk list of the file of that name in the store
+// (read alongside by a ManifestCursor), nothing is wanted nor hashed, and the
+// digest the client sends must be that file's (same chunks, same bytes). At
+// the first difference, the chunks that matched are read back and hashed,
+// and the push goes on as for any file.
+//
 // Memory is bounded whatever the file size: a few chunk lists of ids
 // (kMaxListsAhead x kMaxListChunks), one chunk being assembled, and the
 // last decoded chunk.
@@ -19,6 +26,7 @@
 
 #include "cdc_transfer.pb.h"
 #include "chunk_messages.hpp"
+#include "manifest_cursor.hpp"
 #include "protocol.hpp"
 
 #include <cdc/digest.hpp>
@@ -75,6 +83,15 @@ private:
         std::size_t remaining = 0;    // wanted chunks not arrived yet
         std::size_t next_data = 0;    // search start for the next wanted chunk
         std::size_t next_hash = 0;    // first chunk not hashed yet
+        bool from_base = false;       // equal to the base's chunks: not hashed
+    };
+    /// The committed file of the same name, while the pushed chunks equal its chunks.
+    struct Base {
+        store::ManifestInfo info;
+        std::unique_ptr<ManifestCursor> cursor;
+        ManifestCursor::Batch batch;
+        std::size_t pos = 0;
+        std::uint64_t matched = 0;  // chunks equal to the base's, in lists before the current one
     };
 
     void start(const v1::FileStart& m);
@@ -89,8 +106,15 @@ private:
     void hash_stored(List& list, std::size_t end);
     void remember(const store::ChunkId& id);
     void require_open(const char* what) const;
+    /// True if `ids` are the base's next chunks (consumes them from its cursor).
+    bool matches_base(const std::vector<store::ChunkId>& ids);
+    /// True if the base has no chunk beyond those matched.
+    bool base_exhausted();
+    /// Stops comparing with the base: hashes the chunks that matched, read back.
+    void leave_base();
 
     std::filesystem::path dir_;
+    store::OpenOptions open_options_;
     store::Store store_;
     std::unique_ptr<store::Writer> writer_;
     std::unique_ptr<store::detail::Decompressor> decompressor_;
@@ -104,8 +128,10 @@ private:
     std::uint64_t listed_chunks_ = 0;
     std::uint64_t file_new_chunks_ = 0;
     std::uint64_t file_new_bytes_ = 0;
+    bool file_unchanged_ = false;
     Hasher whole_{DigestKind::blake3};
     std::deque<List> lists_;
+    std::unique_ptr<Base> base_;
     std::unordered_set<store::ChunkId, IdHash> pending_;  // wanted, not arrived
     std::unordered_set<store::ChunkId, IdHash> recent_;   // stored by this stream
 
