@@ -141,6 +141,7 @@ public:
                                                             "something else than done",
                                                             in.name));
         file_.new_chunks = reply.done().new_chunks();
+        file_.unchanged = reply.done().unchanged();
         sent_before_ += file_.bytes_sent;
         return file_;
     }

@@ -112,6 +112,53 @@ TEST(TransferLocal, OnlyMissingChunksTravel) {
     EXPECT_LT(again.bytes_sent, v1.size() / 20);
 }
 
+TEST(TransferLocal, PushingAgainUnderTheSameName) {
+    // While the chunks equal those of the stored file of that name, the
+    // server reads nothing back; at the first difference it hashes what
+    // matched and goes on. Every variant must restore exactly.
+    test::TempDir tmp;
+    const auto dir = make_store(tmp);
+    const auto v1 = test::mixed_bytes(3'000'000, 41);  // ~700 chunks of 4 KiB
+    const auto p1 = tmp.write("v1", v1);
+    test::local_push(dir, {{p1.string(), "f", v1.size()}});
+    // unchanged
+    auto r = test::local_push(dir, {{p1.string(), "f", v1.size()}});
+    EXPECT_EQ(r.bytes_sent, 0u);
+    EXPECT_TRUE(r.files.at(0).unchanged);
+    EXPECT_EQ(store_bytes(dir, "f", tmp), v1);
+    // under another name: the same chunks, read back and hashed
+    r = test::local_push(dir, {{p1.string(), "g", v1.size()}});
+    EXPECT_EQ(r.bytes_sent, 0u);
+    EXPECT_FALSE(r.files.at(0).unchanged);
+    // changed at the end, in the middle, at the start; a prefix; an extension
+    std::vector<std::pair<std::string, std::vector<std::uint8_t>>> variants;
+    auto end = v1;
+    end.back() ^= 1;
+    variants.emplace_back("end", end);
+    auto middle = v1;
+    middle[1'500'000] ^= 1;
+    variants.emplace_back("middle", middle);
+    auto start = v1;
+    start[10] ^= 1;
+    variants.emplace_back("start", start);
+    variants.emplace_back("prefix", std::vector<std::uint8_t>(v1.begin(), v1.begin() + 2'000'000));
+    auto longer = v1;
+    const auto extra = test::random_bytes(500'000, 42);
+    longer.insert(longer.end(), extra.begin(), extra.end());
+    variants.emplace_back("extension", longer);
+    for (const auto& [what, bytes] : variants) {
+        // each compared with v1 under the name "f"
+        test::local_push(dir, {{p1.string(), "f", v1.size()}});
+        const auto p = tmp.write("variant", bytes);
+        r = test::local_push(dir, {{p.string(), "f", bytes.size()}});
+        EXPECT_FALSE(r.files.at(0).unchanged) << what;
+        EXPECT_EQ(store_bytes(dir, "f", tmp), bytes) << what;
+        EXPECT_LT(r.bytes_sent, bytes.size() / 4) << what;
+    }
+    const store::Store s = store::Store::open(dir);
+    EXPECT_TRUE(s.verify(test::full_check()).ok());
+}
+
 TEST(TransferLocal, RepeatedChunksTravelOnce) {
     test::TempDir tmp;
     const auto dir = make_store(tmp, "fixed-v1.0.0", 4096);
@@ -385,6 +432,28 @@ TEST_F(PushChecks, ProtocolOrderAndBounds) {
     auto end = test::end_request(a_);
     end.mutable_end()->set_size(1023);
     EXPECT_EQ(refused(end), Code::invalid_argument);  // size differs from the chunks'
+}
+
+TEST(PushChecks2, TheSameChunksWithAnotherDigestAreRefused) {
+    test::TempDir tmp;
+    const auto dir = make_store(tmp, "fixed-v1.0.0", 1024);
+    const auto data = test::random_bytes(400 * 1024, 43);  // 400 chunks: compared with the stored file
+    const auto p = tmp.write("f", data);
+    test::local_push(dir, {{p.string(), "f", data.size()}});
+    transfer::PushSession session(dir, {});
+    auto sink = [](const transfer::v1::PushReply&) {};
+    session.handle(test::start_request("f"), sink);
+    std::vector<std::vector<std::uint8_t>> chunks;
+    for (std::size_t i = 0; i < data.size(); i += 1024)
+        chunks.emplace_back(data.begin() + static_cast<std::ptrdiff_t>(i), data.begin() + static_cast<std::ptrdiff_t>(i + 1024));
+    session.handle(test::list_request(chunks), sink);
+    auto other = data;
+    other[0] ^= 1;
+    auto end = test::end_request(other);
+    end.mutable_end()->set_size(data.size());
+    EXPECT_EQ(code_of([&] { session.handle(end, sink); }), Code::data_loss);
+    session.abort();
+    EXPECT_EQ(store_bytes(dir, "f", tmp), data);
 }
 
 TEST_F(PushChecks, SizesMustMatchTheStoredChunks) {

@@ -53,7 +53,8 @@ int run_push(const PushArgs& a) {
                              {"chunks_sent", f.chunks_sent},
                              {"bytes_sent", f.bytes_sent},
                              {"payload_sent", f.payload_sent},
-                             {"new_chunks", f.new_chunks}});
+                             {"new_chunks", f.new_chunks},
+                             {"unchanged", f.unchanged}});
         nlohmann::json errs = nlohmann::json::array();
         for (const auto& [path, message] : errors) errs.push_back({{"path", path}, {"error", message}});
         const nlohmann::json j = {{"files", files},
