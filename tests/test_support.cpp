@@ -150,6 +150,16 @@ std::filesystem::path TempDir::write(const std::string& name, std::span<const st
     return p;
 }
 
+nlohmann::json json_of(const RunResult& r) {
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    try {
+        return nlohmann::json::parse(r.out);
+    } catch (const std::exception&) {
+        ADD_FAILURE() << "not JSON: " << r.out << r.err;
+        return {};
+    }
+}
+
 pid_t spawn_tool(const std::vector<std::string>& args, const std::filesystem::path& log_dir,
                  const std::vector<std::pair<std::string, std::string>>& env, std::uint64_t fsize_limit) {
     std::vector<std::string> argv{tool_path().string()};

@@ -68,6 +68,9 @@ struct RunResult {
 
 /// Runs the cdc tool with `args` (shell-quoted here), optional stdin file.
 RunResult run_tool(const std::vector<std::string>& args, const std::string& stdin_path = "");
+/// The JSON a successful run printed (a test failure if it failed or printed
+/// something else; then null).
+nlohmann::json json_of(const RunResult& r);
 
 /// Starts the cdc tool in the background (stdout and stderr to the files
 /// `out` and `err` in `log_dir`, stdin from /dev/null), with extra

@@ -14,44 +14,34 @@ namespace {
 constexpr std::size_t kSlots = 4;
 constexpr std::size_t kDigestBatch = 64;
 constexpr int kMaxEmptyReads = 1000;
-struct Stopped {};
 }  // namespace
 
 ChunkFeed::ChunkFeed(std::shared_ptr<const CutFinder> finder, Reader& reader, std::size_t read_size)
-    : finder_(std::move(finder)), read_size_(read_size), slots_(kSlots), pool_(1) {
+    : finder_(std::move(finder)), read_size_(read_size), slots_(kSlots), pool_(1), ready_(kSlots) {
     const std::size_t capacity = read_size_ + finder_->profile().max_size;
     for (auto& s : slots_) {
         s.data = std::make_unique_for_overwrite<std::byte[]>(capacity);
         free_.push_back(&s);
     }
-    thread_ = std::thread(&ChunkFeed::run, this, std::ref(reader));
+    ready_.start([this, &reader] { run(reader); });
 }
 
-ChunkFeed::~ChunkFeed() {
-    {
-        std::lock_guard lock(mutex_);
-        stop_ = true;
-    }
-    cv_.notify_all();
-    thread_.join();
-}
+ChunkFeed::~ChunkFeed() = default;
 
 void ChunkFeed::run(Reader& reader) {
     const std::size_t capacity = read_size_ + finder_->profile().max_size;
-    try {
+    {
         Slot* prev = nullptr;
         std::size_t prev_cut = 0;
         std::uint64_t offset = 0;
         bool eof = false;
         while (!eof || (prev && prev_cut < prev->size)) {
-            Slot* s;
-            {
-                std::unique_lock lock(mutex_);
-                cv_.wait(lock, [&] { return stop_ || !free_.empty(); });
-                if (stop_) throw Stopped{};
+            Slot* s = nullptr;
+            ready_.wait([&] { return !free_.empty(); });
+            ready_.update([&] {
                 s = free_.front();
                 free_.pop_front();
-            }
+            });
             // The bytes the previous segment could not cut yet come first.
             std::size_t size = 0;
             if (prev) {
@@ -103,44 +93,19 @@ void ChunkFeed::run(Reader& reader) {
             offset += cut;
             prev = s;
             prev_cut = cut;
-            {
-                std::lock_guard lock(mutex_);
-                ready_.push_back(s);
-            }
-            cv_.notify_all();
+            ready_.push(s);
         }
-    } catch (const Stopped&) {
-    } catch (...) {
-        std::lock_guard lock(mutex_);
-        error_ = std::current_exception();
     }
-    std::lock_guard lock(mutex_);
-    done_ = true;
-    cv_.notify_all();
 }
 
 ChunkFeed::Segment* ChunkFeed::next() {
-    std::unique_lock lock(mutex_);
-    cv_.wait(lock, [&] { return !ready_.empty() || done_; });
-    if (!ready_.empty()) {
-        Slot* s = ready_.front();
-        ready_.pop_front();
-        return &s->segment;
-    }
-    if (error_) std::rethrow_exception(error_);
-    return nullptr;
+    Slot* s = nullptr;
+    return ready_.next(s) ? &s->segment : nullptr;
 }
 
 void ChunkFeed::release(Segment* segment) {
-    for (auto& s : slots_) {
-        if (&s.segment != segment) continue;
-        {
-            std::lock_guard lock(mutex_);
-            free_.push_back(&s);
-        }
-        cv_.notify_all();
-        return;
-    }
+    for (auto& s : slots_)
+        if (&s.segment == segment) ready_.update([&] { free_.push_back(&s); });
 }
 
 }  // namespace cdc::transfer

@@ -12,16 +12,13 @@
 #include <cdc/store.hpp>
 
 #include "../store/task_pool.hpp"
+#include "handoff.hpp"
 
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
-#include <exception>
 #include <memory>
-#include <mutex>
 #include <span>
-#include <thread>
 #include <vector>
 
 namespace cdc::transfer {
@@ -59,15 +56,9 @@ private:
     std::shared_ptr<const CutFinder> finder_;
     std::size_t read_size_;
     std::vector<Slot> slots_;
-    std::mutex mutex_;
-    std::condition_variable cv_;
-    std::deque<Slot*> free_;
-    std::deque<Slot*> ready_;
-    bool done_ = false;
-    bool stop_ = false;
-    std::exception_ptr error_;
+    std::deque<Slot*> free_;        // guarded by the handoff's lock
     store::detail::TaskPool pool_;  // hashes beside the reading thread
-    std::thread thread_;
+    Handoff<Slot*> ready_;          // last: its thread stops before the rest goes
 };
 
 }  // namespace cdc::transfer

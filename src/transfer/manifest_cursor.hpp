@@ -4,16 +4,13 @@
 // has ~500k chunks; the list is never held whole.
 #pragma once
 
+#include "handoff.hpp"
+
 #include <cdc/store.hpp>
 
-#include <condition_variable>
 #include <cstdint>
-#include <deque>
-#include <exception>
 #include <filesystem>
-#include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 namespace cdc::transfer {
@@ -29,7 +26,6 @@ public:
     /// `batch_chunks`. Errors (NotFoundError, DamageError) surface in next().
     ManifestCursor(const std::filesystem::path& store_dir, const store::OpenOptions& options, std::string name,
                    std::size_t batch_chunks);
-    ~ManifestCursor();
     ManifestCursor(const ManifestCursor&) = delete;
     ManifestCursor& operator=(const ManifestCursor&) = delete;
 
@@ -37,15 +33,7 @@ public:
     bool next(Batch& out);
 
 private:
-    void run(std::filesystem::path dir, store::OpenOptions options, std::string name, std::size_t batch_chunks);
-
-    std::mutex mutex_;
-    std::condition_variable cv_;
-    std::deque<Batch> queue_;
-    bool done_ = false;
-    bool stop_ = false;
-    std::exception_ptr error_;
-    std::thread thread_;
+    Handoff<Batch> handoff_{2};
 };
 
 }  // namespace cdc::transfer

@@ -14,8 +14,13 @@
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/resource_quota.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <set>
+#include <thread>
 
 namespace cdc::transfer {
 
@@ -47,7 +52,17 @@ store::ChunkId id_of(const Digest& d) {
 
 class Service final : public v1::Transfer::Service {
 public:
-    explicit Service(const ServerOptions& o) : o_(o), info_(store::Store::open(o.store_dir, o.open).info()) {}
+    explicit Service(const ServerOptions& o) : o_(o), info_(store::Store::open(o.store_dir, o.open).info()) {
+        if (o_.idle_timeout_seconds > 0) watchdog_ = std::thread([this] { watch(); });
+    }
+    ~Service() override {
+        {
+            std::lock_guard lock(slots_mutex_);
+            stopping_ = true;
+        }
+        watch_cv_.notify_all();
+        if (watchdog_.joinable()) watchdog_.join();
+    }
 
     grpc::Status Info(grpc::ServerContext* ctx, const v1::InfoRequest*, v1::InfoReply* r) override {
         if (auto st = authenticate(ctx); !st.ok()) return st;
@@ -66,7 +81,7 @@ public:
 
     grpc::Status Push(grpc::ServerContext* ctx,
                       grpc::ServerReaderWriter<v1::PushReply, v1::PushRequest>* stream) override {
-        Slot slot(*this);
+        Slot slot(*this, ctx);
         if (auto st = admit(ctx, slot); !st.ok()) return st;
         const auto t0 = std::chrono::steady_clock::now();
         std::unique_ptr<PushSession> session;
@@ -76,7 +91,10 @@ public:
                 if (!stream->Write(r)) throw TransferError(Code::cancelled, "the client went away");
             };
             v1::PushRequest req;
-            while (!session->finished() && stream->Read(&req)) session->handle(req, sink);
+            while (!session->finished() && stream->Read(&req)) {
+                slot.touch();
+                session->handle(req, sink);
+            }
             if (!session->finished())
                 return grpc::Status(grpc::StatusCode::CANCELLED,
                                     "the push ended before finish: the open file was not committed");
@@ -97,7 +115,7 @@ public:
 
     grpc::Status Pull(grpc::ServerContext* ctx,
                       grpc::ServerReaderWriter<v1::PullReply, v1::PullRequest>* stream) override {
-        Slot slot(*this);
+        Slot slot(*this, ctx);
         if (auto st = admit(ctx, slot); !st.ok()) return st;
         const auto t0 = std::chrono::steady_clock::now();
         std::unique_ptr<PullSession> session;
@@ -107,7 +125,10 @@ public:
                 if (!stream->Write(r)) throw TransferError(Code::cancelled, "the client went away");
             };
             v1::PullRequest req;
-            while (!session->finished() && stream->Read(&req)) session->handle(req, sink);
+            while (!session->finished() && stream->Read(&req)) {
+                slot.touch();
+                session->handle(req, sink);
+            }
             if (!session->finished())
                 return grpc::Status(grpc::StatusCode::CANCELLED, "the pull ended before the end of the file");
             return grpc::Status::OK;
@@ -118,7 +139,7 @@ public:
 
     grpc::Status List(grpc::ServerContext* ctx, const v1::ListRequest* req,
                       grpc::ServerWriter<v1::ListReply>* writer) override {
-        Slot slot(*this);
+        Slot slot(*this, ctx);
         if (auto st = admit(ctx, slot); !st.ok()) return st;
         return guarded([&] {
             const store::Store s = store::Store::open(o_.store_dir, o_.open);
@@ -145,13 +166,14 @@ public:
 
     grpc::Status Hash(grpc::ServerContext* ctx, grpc::ServerReader<v1::HashData>* reader,
                       v1::HashReply* reply) override {
-        Slot slot(*this);
+        Slot slot(*this, ctx);
         if (auto st = admit(ctx, slot); !st.ok()) return st;
         const auto t0 = std::chrono::steady_clock::now();
         Hasher h(DigestKind::blake3);
         std::uint64_t n = 0;
         v1::HashData piece;
         while (reader->Read(&piece)) {
+            slot.touch();
             h.update(std::as_bytes(std::span(piece.data().data(), piece.data().size())));
             n += piece.data().size();
         }
@@ -164,7 +186,7 @@ public:
     }
 
     grpc::Status HashUnary(grpc::ServerContext* ctx, const v1::HashData* req, v1::HashReply* reply) override {
-        Slot slot(*this);
+        Slot slot(*this, ctx);
         if (auto st = admit(ctx, slot); !st.ok()) return st;
         const store::ChunkId d =
             id_of(compute_digest(DigestKind::blake3, std::as_bytes(std::span(req->data().data(), req->data().size()))));
@@ -174,19 +196,59 @@ public:
     }
 
 private:
+    /// A stream being served: counted against max_streams, watched for idleness.
     struct Slot {
-        explicit Slot(Service& s) : s_(s), taken_(s.active_.fetch_add(1) < s.o_.max_streams) {}
-        ~Slot() { release(); }
+        Slot(Service& s, grpc::ServerContext* ctx)
+            : s_(s), ctx_(ctx), taken_(s.active_.fetch_add(1) < s.o_.max_streams) {
+            touch();
+            std::lock_guard lock(s_.slots_mutex_);
+            s_.slots_.insert(this);
+        }
+        ~Slot() {
+            {
+                std::lock_guard lock(s_.slots_mutex_);
+                s_.slots_.erase(this);
+            }
+            release();
+        }
+        Slot(const Slot&) = delete;
+        Slot& operator=(const Slot&) = delete;
         void release() {
             if (!released_) s_.active_.fetch_sub(1);
             released_ = true;
         }
-        Slot(const Slot&) = delete;
-        Slot& operator=(const Slot&) = delete;
+        void touch() { last_ns_.store(now_ns()); }
         Service& s_;
+        grpc::ServerContext* ctx_;
         bool taken_;
         bool released_ = false;
+        std::atomic<std::int64_t> last_ns_{0};
     };
+
+    static std::int64_t now_ns() {
+        return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+            .count();
+    }
+
+    /// Cancels streams that received nothing for idle_timeout_seconds: a
+    /// client that stalls must not hold the store's lock (gc waits) forever.
+    void watch() {
+        const auto idle = static_cast<std::int64_t>(o_.idle_timeout_seconds * 1e9);
+        const auto period = std::chrono::milliseconds(
+            std::clamp<std::int64_t>(static_cast<std::int64_t>(o_.idle_timeout_seconds * 250), 10, 5000));
+        std::unique_lock lock(slots_mutex_);
+        while (!watch_cv_.wait_for(lock, period, [&] { return stopping_; })) {
+            const std::int64_t now = now_ns();
+            for (Slot* slot : slots_)
+                if (now - slot->last_ns_.load() > idle) {
+                    if (o_.log)
+                        o_.log(fmt::format("{}: nothing received for {} s: stream cancelled", slot->ctx_->peer(),
+                                           o_.idle_timeout_seconds));
+                    slot->ctx_->TryCancel();
+                    slot->touch();  // once
+                }
+        }
+    }
 
     grpc::Status authenticate(grpc::ServerContext* ctx) const {
         if (o_.token.empty()) return grpc::Status::OK;
@@ -219,6 +281,11 @@ private:
     const ServerOptions& o_;
     store::StoreInfo info_;
     std::atomic<unsigned> active_{0};
+    std::mutex slots_mutex_;
+    std::condition_variable watch_cv_;
+    std::set<Slot*> slots_;
+    bool stopping_ = false;
+    std::thread watchdog_;
 };
 
 }  // namespace

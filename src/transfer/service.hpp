@@ -21,6 +21,9 @@ struct ServerOptions {
     std::string tls_key_pem;
     std::string token;                ///< required from clients when set
     unsigned max_streams = 16;        ///< concurrent push/pull/hash/ls streams; more are refused
+    /// A stream that receives nothing for this long is cancelled (a push
+    /// holds the store's shared lock: gc waits for it). 0: never.
+    double idle_timeout_seconds = 600;
     /// The largest message accepted: gRPC's 4 MiB default. Raised only by
     /// `cdc bench transfer`, to reproduce the seed's single huge message.
     std::size_t max_message_bytes = 0;

@@ -24,12 +24,9 @@ namespace cdc {
 namespace {
 
 namespace fs = std::filesystem;
+using test::json_of;
 using test::run_tool;
 
-nlohmann::json json_of(const test::RunResult& r) {
-    EXPECT_EQ(r.exit_code, 0) << r.err;
-    return nlohmann::json::parse(r.out);
-}
 
 std::map<std::string, std::uint64_t> names_in(const std::string& dir) {
     std::map<std::string, std::uint64_t> out;

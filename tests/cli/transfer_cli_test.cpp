@@ -28,6 +28,7 @@ namespace cdc {
 namespace {
 
 namespace fs = std::filesystem;
+using test::json_of;
 using test::run_tool;
 namespace v1 = transfer::v1;
 
@@ -100,16 +101,6 @@ private:
     std::string port_;
 };
 
-nlohmann::json json_ok(const test::RunResult& r) {
-    EXPECT_EQ(r.exit_code, 0) << r.err;
-    try {
-        return nlohmann::json::parse(r.out);
-    } catch (const std::exception&) {
-        ADD_FAILURE() << "not JSON: " << r.out << r.err;
-        return {};
-    }
-}
-
 fs::path init_store(const test::TempDir& tmp, const std::string& avg = "4K") {
     const auto dir = tmp.path() / "store";
     const auto r = run_tool({"store", "init", dir.string(), "--avg", avg});
@@ -131,7 +122,7 @@ TEST(ServeCli, RoundTripsFilesTreesEmptyFilesAndStdin) {
     tmp.write("tree/empty", {});
     const auto single = tmp.write("single.bin", b);
     Serve s(dir, tmp.path() / "serve");
-    auto j = json_ok(run_tool({"push", "--to", s.address(), (tmp.path() / "tree").string(), "--name", "t", "--json"}));
+    auto j = json_of(run_tool({"push", "--to", s.address(), (tmp.path() / "tree").string(), "--name", "t", "--json"}));
     EXPECT_EQ(j["file_count"], 3);
     EXPECT_EQ(j["bytes_read"], a.size() + b.size());
     EXPECT_EQ(j["bytes_sent"], a.size() + b.size());
@@ -139,17 +130,17 @@ TEST(ServeCli, RoundTripsFilesTreesEmptyFilesAndStdin) {
     for (const char* key : {"chunks", "chunks_sent", "seconds", "payload_sent", "wire_bytes_sent"})
         EXPECT_TRUE(j.contains(key)) << key;
     // The single file equals b.bin: nothing of it travels.
-    j = json_ok(run_tool({"push", "--to", s.address(), single.string(), "--name", "single", "--json"}));
+    j = json_of(run_tool({"push", "--to", s.address(), single.string(), "--name", "single", "--json"}));
     EXPECT_EQ(j["bytes_sent"], 0);
     EXPECT_EQ(j["bytes_reused"], b.size());
     // stdin
     auto r = run_tool({"push", "--to", s.address(), "-", "--name", "piped", "--json"}, (tmp.path() / "tree/x/a.bin").string());
-    EXPECT_EQ(json_ok(r)["bytes_sent"], 0);
+    EXPECT_EQ(json_of(r)["bytes_sent"], 0);
     r = run_tool({"push", "--to", s.address(), "-"});
     EXPECT_EQ(r.exit_code, 2);
     EXPECT_NE(r.err.find("--name"), std::string::npos) << r.err;
     // ls
-    const auto ls = json_ok(run_tool({"ls", "--from", s.address(), "--json"}));
+    const auto ls = json_of(run_tool({"ls", "--from", s.address(), "--json"}));
     std::map<std::string, std::uint64_t> names;
     for (const auto& f : ls) names[f["name"]] = f["size"];
     EXPECT_EQ(names, (std::map<std::string, std::uint64_t>{
@@ -163,7 +154,7 @@ TEST(ServeCli, RoundTripsFilesTreesEmptyFilesAndStdin) {
              {"t/x/a.bin", a}, {"t/b.bin", b}, {"t/empty", {}}, {"piped", a}}) {
         const auto out = tmp.path() / "got";
         fs::remove(out);
-        j = json_ok(run_tool({"pull", "--from", s.address(), name, "-o", out.string(), "--json"}));
+        j = json_of(run_tool({"pull", "--from", s.address(), name, "-o", out.string(), "--json"}));
         EXPECT_EQ(test::read_bytes(out), bytes) << name;
         EXPECT_EQ(j["bytes_read"], bytes.size());
     }
@@ -184,18 +175,18 @@ TEST(ServeCli, RoundTripsFilesTreesEmptyFilesAndStdin) {
     r = run_tool({"pull", "--from", s.address(), "t/x/a.bin"});
     EXPECT_EQ(r.exit_code, 2);
     EXPECT_NE(r.err.find("exists"), std::string::npos) << r.err;
-    j = json_ok(run_tool({"pull", "--from", s.address(), "t/x/a.bin", "-o", "a.bin", "--json"}));
+    j = json_of(run_tool({"pull", "--from", s.address(), "t/x/a.bin", "-o", "a.bin", "--json"}));
     EXPECT_EQ(j["bytes_sent"], 0);
     EXPECT_EQ(j["bytes_reused"], a.size());
     // --seed
-    j = json_ok(run_tool({"pull", "--from", s.address(), "single", "-o", "s.bin", "--seed", single.string(), "--json"}));
+    j = json_of(run_tool({"pull", "--from", s.address(), "single", "-o", "s.bin", "--seed", single.string(), "--json"}));
     EXPECT_EQ(j["bytes_sent"], 0);
     EXPECT_EQ(test::read_bytes(tmp.path() / "outdir/s.bin"), b);
     // hash: the server's BLAKE3 of the streamed bytes, stored nowhere
     r = run_tool({"hash", "--via", s.address(), single.string(), "-q"});
     EXPECT_EQ(r.exit_code, 0) << r.err;
     EXPECT_EQ(r.out, hex_blake3(b) + "  " + single.string() + "\n");
-    j = json_ok(run_tool({"hash", "--via", s.address(), "-", "--json"}, (tmp.path() / "tree/x/a.bin").string()));
+    j = json_of(run_tool({"hash", "--via", s.address(), "-", "--json"}, (tmp.path() / "tree/x/a.bin").string()));
     EXPECT_EQ(j["digest"], hex_blake3(a));
     EXPECT_EQ(j["bytes_read"], a.size());
     // unknown name
@@ -228,17 +219,17 @@ TEST(ServeCli, APushResumesAfterTheClientIsKilled) {
     ::kill(client, SIGKILL);
     EXPECT_EQ(test::wait_exit(client), 128 + SIGKILL);
     ASSERT_TRUE(s.wait_log("push")) << s.log();  // the server saw the stream end and committed the verified chunks
-    EXPECT_TRUE(json_ok(run_tool({"ls", "--from", s.address(), "--json"})).empty());  // no file
-    const auto stats = json_ok(run_tool({"store", "stats", dir.string(), "--json"}));
+    EXPECT_TRUE(json_of(run_tool({"ls", "--from", s.address(), "--json"})).empty());  // no file
+    const auto stats = json_of(run_tool({"store", "stats", dir.string(), "--json"}));
     const std::uint64_t have = stats["chunk_bytes"];
     EXPECT_GE(have, 4u << 20);
     EXPECT_LT(have, data.size());
     // Again: only what the store lacks travels.
-    const auto j = json_ok(run_tool({"push", "--to", s.address(), file.string(), "--name", "big", "--json"}));
+    const auto j = json_of(run_tool({"push", "--to", s.address(), file.string(), "--name", "big", "--json"}));
     EXPECT_EQ(j["bytes_sent"], data.size() - have);
     EXPECT_EQ(j["bytes_reused"], have);
     const auto out = tmp.path() / "back";
-    json_ok(run_tool({"pull", "--from", s.address(), "big", "-o", out.string(), "--json"}));
+    json_of(run_tool({"pull", "--from", s.address(), "big", "-o", out.string(), "--json"}));
     EXPECT_EQ(test::read_bytes(out), data);
 }
 
@@ -263,16 +254,16 @@ TEST(ServeCli, APushResumesAfterTheServerIsKilled) {
     // The store verifies, holds no file, and keeps what was committed before the kill.
     auto r = run_tool({"store", "verify", dir.string(), "--full"});
     EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
-    EXPECT_TRUE(json_ok(run_tool({"store", "ls", dir.string(), "--json"})).empty());
-    have = json_ok(run_tool({"store", "stats", dir.string(), "--json"}))["chunk_bytes"];
+    EXPECT_TRUE(json_of(run_tool({"store", "ls", dir.string(), "--json"})).empty());
+    have = json_of(run_tool({"store", "stats", dir.string(), "--json"}))["chunk_bytes"];
     EXPECT_GE(have, 1u << 20);
     Serve s(dir, tmp.path() / "serve2", {}, env);
-    const auto j = json_ok(run_tool({"push", "--to", s.address(), file.string(), "--name", "big", "--json"}));
+    const auto j = json_of(run_tool({"push", "--to", s.address(), file.string(), "--name", "big", "--json"}));
     EXPECT_EQ(j["bytes_sent"], data.size() - have);
     r = run_tool({"store", "verify", dir.string(), "--full"});
     EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
     const auto out = tmp.path() / "back";
-    json_ok(run_tool({"pull", "--from", s.address(), "big", "-o", out.string(), "--json"}));
+    json_of(run_tool({"pull", "--from", s.address(), "big", "-o", out.string(), "--json"}));
     EXPECT_EQ(test::read_bytes(out), data);
 }
 
@@ -361,7 +352,7 @@ TEST(ServeCli, BadNames) {
     }
     const auto r = run_tool({"pull", "--from", s.address(), "../../etc/passwd", "-o", (tmp.path() / "o").string()});
     EXPECT_EQ(r.exit_code, 2) << r.err;
-    EXPECT_TRUE(json_ok(run_tool({"ls", "--from", s.address(), "--json"})).empty());
+    EXPECT_TRUE(json_of(run_tool({"ls", "--from", s.address(), "--json"})).empty());
 }
 
 // ---------------------------------------------------------------- through the raw stub
@@ -411,8 +402,8 @@ TEST(ServeCli, AForgedChunkIsRefusedAndNothingIsStored) {
     const grpc::Status status = rw->Finish();
     EXPECT_EQ(status.error_code(), grpc::StatusCode::DATA_LOSS) << status.error_message();
     EXPECT_NE(status.error_message().find("another BLAKE3"), std::string::npos) << status.error_message();
-    EXPECT_TRUE(json_ok(run_tool({"ls", "--from", s.address(), "--json"})).empty());
-    const auto stats = json_ok(run_tool({"store", "stats", dir.string(), "--json"}));
+    EXPECT_TRUE(json_of(run_tool({"ls", "--from", s.address(), "--json"})).empty());
+    const auto stats = json_of(run_tool({"store", "stats", dir.string(), "--json"}));
     EXPECT_EQ(stats["chunks"], 0);
 }
 
@@ -472,6 +463,26 @@ TEST(ServeCli, StreamsBeyondTheBoundAreRefused) {
     rw->Finish();
     ASSERT_TRUE(s.wait_log("push")) << s.log();
     r = run_tool({"push", "--to", s.address(), file.string(), "--name", "f"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
+TEST(ServeCli, AnIdleStreamIsCancelled) {
+    test::TempDir tmp;
+    const auto dir = init_store(tmp);
+    Serve s(dir, tmp.path() / "serve", {"--idle-timeout", "0.3"});
+    grpc::ClientContext ctx;
+    auto st = stub(s);
+    auto rw = st->Push(&ctx);
+    v1::PushRequest start;
+    start.mutable_start()->set_name("stalled");
+    ASSERT_TRUE(rw->Write(start));
+    // Nothing more: the server cancels the stream, which releases the store (gc runs).
+    v1::PushReply reply;
+    EXPECT_FALSE(rw->Read(&reply));
+    EXPECT_EQ(rw->Finish().error_code(), grpc::StatusCode::CANCELLED);
+    EXPECT_TRUE(s.wait_log("nothing received")) << s.log();
+    ASSERT_TRUE(s.wait_log("push")) << s.log();
+    const auto r = run_tool({"store", "gc", dir.string()});
     EXPECT_EQ(r.exit_code, 0) << r.err;
 }
 

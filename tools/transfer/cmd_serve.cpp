@@ -27,6 +27,7 @@ struct ServeArgs {
     std::string token_file;
     std::string key_file;
     unsigned max_streams = 16;
+    double idle_timeout = 600;
     std::string port_file;
     std::string bench_max_message;
     bool quiet = false;
@@ -54,6 +55,8 @@ int run_serve(const ServeArgs& a) {
     }
     if (!a.token_file.empty()) o.token = read_token_file(a.token_file);
     o.max_streams = a.max_streams;
+    if (!(a.idle_timeout >= 0)) throw UsageError(fmt::format("--idle-timeout = {} is invalid: must be >= 0", a.idle_timeout));
+    o.idle_timeout_seconds = a.idle_timeout;
     if (!a.bench_max_message.empty()) o.max_message_bytes = std::stoull(a.bench_max_message);
     if (!a.quiet) o.log = [](const std::string& line) { fmt::print(stderr, "cdc serve: {}\n", line); };
 
@@ -108,6 +111,10 @@ void add_serve_command(CLI::App& app, int& exit_code) {
                   "clients must send this token (a file with one line of 16 to 4096 printable characters)");
     c->add_option("--key-file", a->key_file, "the key of a keyed store (needed to push into it)");
     c->add_option("--max-streams", a->max_streams, "streams served at once; more are refused (busy)")
+        ->capture_default_str();
+    c->add_option("--idle-timeout", a->idle_timeout,
+                  "cancel a stream that receives nothing for this many seconds (0: never); a push holds the "
+                  "store's shared lock, which gc waits for")
         ->capture_default_str();
     c->add_option("--port-file", a->port_file, "write the port listened on to this file once listening");
     c->add_option("--bench-max-message", a->bench_max_message)->group("");  // cdc bench transfer only
