@@ -6,7 +6,7 @@
 // these rates cap FastCDC/JC/fastcdc4stadia cutting speed.
 // Run: build-bench/bench/cdc_bench --benchmark_filter=bounds
 // (items_per_second = lookups per second; 1 MiB of input bytes, in cache.)
-#include "datagen.hpp"
+#include <cdc/corpus/datagen.hpp>
 
 #include <benchmark/benchmark.h>
 
@@ -36,9 +36,9 @@ const Input& input() {
     static const Input in = [] {
         Input r;
         r.bytes.resize(std::size_t{1} << 20);
-        cdc::tools::fill_splitmix64(r.bytes, 3);
+        fill_splitmix64(r.bytes, 3);
         std::vector<std::uint8_t> t(sizeof r.table);
-        cdc::tools::fill_splitmix64(t, 4);
+        fill_splitmix64(t, 4);
         for (int i = 0; i < 256; ++i) {
             std::uint64_t v = 0;
             for (int b = 0; b < 8; ++b) v |= std::uint64_t{t[static_cast<std::size_t>(i * 8 + b)]} << (8 * b);

@@ -1,7 +1,7 @@
 // Chunk fingerprints: one compute_digest per chunk vs compute_digests over
 // batches of chunks, on the fastcdc chunks (default profile, ~9 KiB) of
 // 64 MiB of SplitMix64 data. Run: build-bench/bench/cdc_bench --benchmark_filter=digest
-#include "datagen.hpp"
+#include <cdc/corpus/datagen.hpp>
 
 #include <cdc/cdc.hpp>
 
@@ -25,14 +25,9 @@ const Corpus& corpus() {
     static const Corpus c = [] {
         Corpus r;
         r.data.resize(std::size_t{64} << 20);
-        cdc::tools::fill_splitmix64(r.data, 7);
+        fill_splitmix64(r.data, 7);
         const auto finder = cdc::make_cut_finder("fastcdc", cdc::Options{});
-        const std::size_t max = finder->profile().max_size;
-        for (std::size_t pos = 0; pos < r.data.size();) {
-            const std::size_t len = finder->find(r.data.data() + pos, std::min(max, r.data.size() - pos));
-            r.lengths.push_back(static_cast<std::uint32_t>(len));
-            pos += len;
-        }
+        cdc::cut_lengths(*finder, std::as_bytes(std::span(r.data)), true, r.lengths);
         return r;
     }();
     return c;

@@ -1,4 +1,5 @@
-// Chunking throughput of every algorithm at every kernel level the CPU has,
+// Chunking throughput of every algorithm at every kernel level the CPU has
+// and with the kernel the calibration chooses (NAME/auto),
 // on one in-memory buffer (random by default), beside a memory-read
 // baseline over the same buffer. Bytes/s are reported by Google Benchmark
 // from CPU time (as cdc speed), so that other load on a shared machine does
@@ -6,7 +7,7 @@
 //   build-bench/bench/cdc_bench [--benchmark_filter=REGEX]
 // Environment: CDC_BENCH_SIZE (bytes, default 256 MiB), CDC_BENCH_DATA
 // (random, text or zeros).
-#include "datagen.hpp"
+#include <cdc/corpus/datagen.hpp>
 
 #include <cdc/cdc.hpp>
 
@@ -25,8 +26,8 @@ const std::vector<std::uint8_t>& buffer() {
         if (const char* s = std::getenv("CDC_BENCH_SIZE")) size = std::strtoull(s, nullptr, 10);
         const std::string kind = std::getenv("CDC_BENCH_DATA") ? std::getenv("CDC_BENCH_DATA") : "random";
         std::vector<std::uint8_t> b(size);
-        if (kind == "random") cdc::tools::fill_splitmix64(b, 1);
-        else if (kind == "text") cdc::tools::fill_text(b, 1);
+        if (kind == "random") fill_splitmix64(b, 1);
+        else if (kind == "text") fill_text(b, 1);
         return b;
     }();
     return buf;
@@ -51,7 +52,7 @@ void memory_read(benchmark::State& state) {
 
 cdc::Options options_for(const std::string& name) {
     cdc::Options o;
-    if (cdc::find_algorithm(name)->requires_key) {
+    if (cdc::find_algorithm(name)->key == cdc::KeyUse::required) {
         cdc::Key k{};
         for (std::size_t i = 0; i < k.size(); ++i) k[i] = static_cast<std::uint8_t>(i);
         o.key = k;
@@ -62,14 +63,12 @@ cdc::Options options_for(const std::string& name) {
 void chunking(benchmark::State& state, const std::string& name, cdc::KernelLevel level) {
     const auto finder = cdc::make_cut_finder(name, options_for(name), level);
     const auto& buf = buffer();
-    const std::size_t max = finder->profile().max_size;
     std::uint64_t chunks = 0;
+    std::vector<std::uint32_t> lengths;
     for (auto _ : state) {
-        for (std::size_t pos = 0; pos < buf.size();) {
-            const std::size_t n = std::min(max, buf.size() - pos);
-            pos += finder->find(buf.data() + pos, n);
-            ++chunks;
-        }
+        lengths.clear();
+        cdc::cut_lengths(*finder, std::as_bytes(std::span(buf)), true, lengths);
+        chunks += lengths.size();
     }
     state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(buf.size()));
     state.counters["chunks"] = benchmark::Counter(static_cast<double>(chunks) / static_cast<double>(state.iterations()));
@@ -88,6 +87,11 @@ int register_all() {
                                          [name, level](benchmark::State& s) { chunking(s, name, level); })
                 ->Unit(benchmark::kMillisecond);
         }
+        // The kernel the calibration chooses (measured on first use).
+        const std::string name = std::string(a.name);
+        benchmark::RegisterBenchmark((name + "/auto").c_str(), [name](benchmark::State& s) {
+            chunking(s, name, cdc::KernelLevel::automatic);
+        })->Unit(benchmark::kMillisecond);
     }
     return 0;
 }

@@ -9,28 +9,33 @@
 
 namespace cdc {
 
-namespace {
-// A reader returning this many empty reads in a row is stuck, not slow.
-constexpr int kMaxEmptyReads = 1000;
-}  // namespace
+CutProgress cut_lengths(const CutFinder& finder, std::span<const std::byte> bytes, bool at_end,
+                        std::span<std::uint32_t> out) noexcept {
+    const std::size_t max = finder.profile().max_size;
+    const auto* data = reinterpret_cast<const std::uint8_t*>(bytes.data());
+    CutProgress done;
+    while (done.chunks < out.size()) {
+        const std::size_t avail = bytes.size() - done.bytes;
+        if (avail == 0 || (avail < max && !at_end)) break;
+        const std::size_t cut = finder.find(data + done.bytes, std::min(avail, max));
+        out[done.chunks++] = static_cast<std::uint32_t>(cut);  // cut <= max_size <= 1 GiB
+        done.bytes += cut;
+    }
+    return done;
+}
+
+std::size_t cut_lengths(const CutFinder& finder, std::span<const std::byte> bytes, bool at_end,
+                        std::vector<std::uint32_t>& out) {
+    // Every chunk but the stream's last holds at least min_size bytes.
+    const std::size_t old = out.size();
+    out.resize(old + bytes.size() / finder.profile().min_size + 1);
+    const CutProgress done = cut_lengths(finder, bytes, at_end, std::span(out).subspan(old));
+    out.resize(old + done.chunks);
+    return done.bytes;
+}
 
 std::size_t default_buffer_size(std::size_t max_size) noexcept {
     return std::max<std::size_t>(2 * max_size, std::size_t{256} * 1024);
-}
-
-std::size_t cut_chunks(const CutFinder& finder, std::span<const std::byte> data, bool at_end,
-                       std::vector<std::uint32_t>& lengths) {
-    const std::size_t max = finder.profile().max_size;
-    const auto* bytes = reinterpret_cast<const std::uint8_t*>(data.data());
-    std::size_t p = 0;
-    for (;;) {
-        const std::size_t avail = data.size() - p;
-        if (avail == 0 || (avail < max && !at_end)) break;
-        const std::size_t c = finder.find(bytes + p, std::min(avail, max));
-        lengths.push_back(static_cast<std::uint32_t>(c));
-        p += c;
-    }
-    return p;
 }
 
 Chunker::Chunker(std::string_view algorithm, Source source, const Options& options, std::span<std::byte> buffer)
@@ -69,18 +74,9 @@ void Chunker::fill() {
         pos_ = 0;
         end_ = live;
     }
-    Reader& reader = *source_.reader_ptr();
-    int empty_reads = 0;
-    while (!eof_ && end_ - pos_ < max) {
-        const ReadResult r = reader.read(buffer_.subspan(end_));
-        if (r.bytes > buffer_.size() - end_)
-            throw IoError(fmt::format("reader returned {} bytes for a {}-byte buffer", r.bytes, buffer_.size() - end_));
-        end_ += r.bytes;
-        eof_ = r.end;
-        if (r.bytes == 0 && !r.end && ++empty_reads >= kMaxEmptyReads)
-            throw IoError(fmt::format("reader returned no data {} times in a row", kMaxEmptyReads));
-        if (r.bytes != 0) empty_reads = 0;
-    }
+    const FillResult r = read_at_least(*source_.reader_ptr(), buffer_.subspan(end_), max - (end_ - pos_));
+    end_ += r.bytes;
+    eof_ = r.end;
 }
 
 bool Chunker::next(Chunk& out) {
@@ -104,9 +100,9 @@ bool Chunker::next(Chunk& out) {
         base = buffer_.data() + pos_;
         avail = end_ - pos_;
     }
-    if (avail == 0) return false;
-    const std::size_t n = std::min(avail, max);
-    const std::size_t cut = finder_->find(reinterpret_cast<const std::uint8_t*>(base), n);
+    std::uint32_t cut = 0;
+    // (fill() stops short of a full window only at the end of the stream)
+    if (cut_lengths(*finder_, {base, avail}, true, std::span(&cut, 1)).chunks == 0) return false;
     out.offset = offset_;
     out.bytes = std::span<const std::byte>(base, cut);
     pos_ += cut;

@@ -13,22 +13,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 size_mib="${1:-1024}"
-cdc="${CDC:-build/cdc}"
-[[ -x "$cdc" ]] || { echo "run.sh: no cdc at $cdc (scripts/build.sh release, or set CDC=...)" >&2; exit 2; }
-
-scripts/install-deps.sh --peers
-
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
+source bench/peers/common.sh
+peers_setup run.sh
 data="$work/random.bin"
 # The same bytes as `cdc speed --data random` (SplitMix64, seed 1).
 "$cdc" gen "splitmix64:1:$((size_mib * 1048576))" -o "$data"
-
-# restic's chunker: a GOPATH build against the Debian source package.
-mkdir -p "$work/gopath/src/resticpeer"
-cp bench/peers/restic/main.go "$work/gopath/src/resticpeer/"
-GOPATH="$work/gopath:/usr/share/gocode" GO111MODULE=off GOCACHE="$work/gocache" GOFLAGS= \
-  go build -o "$work/restic-chunker" resticpeer
+build_restic_peer
 
 now() { date +%s.%N; }
 results="$work/results.jsonl"

@@ -5,7 +5,7 @@
 # everywhere (restic: --compression auto, its zstd default), no encryption
 # where a tool allows it (restic always encrypts).
 #
-#   bench/store/run.sh [VERSIONS_DIR] [WORK_DIR]
+#   bench/store/run.sh [VERSIONS_DIR] [WORK_DIR]     (CORPORA="versions sample" by default)
 #
 # VERSIONS_DIR: the tars of bench/store/make_versions.py (default
 # /tmp/cdc-versions, made if missing: 10 days, ~3.5 GB). WORK_DIR (default
@@ -25,7 +25,7 @@ scripts/install-deps.sh --peers
 python3 bench/store/make_versions.py "$versions" 10 300 1
 rm -rf "$work"
 mkdir -p "$work"
-"$cdc" sample -q "$work/sample"
+"$cdc" sample -q "$work/corpus-sample"
 export BORG_UNKNOWN_UNENCRYPTED_REPO_ACCESS_IS_OK=yes BORG_RELOCATED_REPO_ACCESS_IS_OK=yes
 export BORG_BASE_DIR="$work/borg-home" RESTIC_PASSWORD=bench XDG_CACHE_HOME="$work/cache"
 results="$work/results.jsonl"
@@ -49,7 +49,7 @@ record_size() {  # tool corpus bytes
 days=("$versions"/day*.tar)
 last="${days[-1]}"
 cat "${days[@]}" > /dev/null
-find "$work/sample" -type f -exec cat {} + > /dev/null
+find "$work/corpus-sample" -type f -exec cat {} + > /dev/null
 
 bench_corpus() {  # corpus-name, then the inputs: the day tars or the sample tree
   local corpus=$1
@@ -58,7 +58,7 @@ bench_corpus() {  # corpus-name, then the inputs: the day tars or the sample tre
   for f in "${inputs[@]}"; do total=$((total + $(size_of "$f"))); done
   local lastin="${inputs[-1]}" lastsize
   lastsize=$(size_of "$lastin")
-  local d="$work/$corpus"
+  local d="$work/repos/$corpus"
   mkdir -p "$d"
 
   # cdc store, the comparable sizes (fastcdc 16K/64K/256K) and its defaults (8K average).
@@ -133,6 +133,10 @@ bench_corpus() {  # corpus-name, then the inputs: the day tars or the sample tre
   echo "run.sh: $corpus done ($total bytes)" >&2
 }
 
-bench_corpus versions "${days[@]}"
-bench_corpus sample "$work/sample"
+for corpus in ${CORPORA:-versions sample}; do
+  case "$corpus" in
+    versions) bench_corpus versions "${days[@]}" ;;
+    sample) bench_corpus sample "$work/corpus-sample" ;;
+  esac
+done
 python3 bench/store/table.py "$results"

@@ -37,19 +37,33 @@ struct Chunk {
     const std::uint8_t* data() const noexcept { return reinterpret_cast<const std::uint8_t*>(bytes.data()); }
 };
 
+/// What one cut_lengths call did: bytes consumed from the front of its input
+/// and chunk lengths written.
+struct CutProgress {
+    std::size_t bytes = 0;
+    std::size_t chunks = 0;
+};
+
+/// The one batch cut loop (the driver contract of ALGORITHMS.md section 1:
+/// windows of min(max_size, remaining) bytes), shared by the chunker and by
+/// everything that cuts buffers (corpus analysis, resync, benchmarks, the
+/// bindings). Cuts chunks from the start of `bytes` and writes their lengths
+/// to `out`, until `out` is full or no further chunk can be cut: unless
+/// `at_end` (the stream ends with these bytes), a chunk is cut only where a
+/// full max_size window is present, and the rest waits for more data (call
+/// again with it in front). With `at_end`, every byte is consumed once `out`
+/// has room for (bytes.size() / min_size + 1) lengths.
+CutProgress cut_lengths(const CutFinder& finder, std::span<const std::byte> bytes, bool at_end,
+                        std::span<std::uint32_t> out) noexcept;
+
+/// The same, appending every length it can cut to `out`; returns the bytes
+/// consumed.
+std::size_t cut_lengths(const CutFinder& finder, std::span<const std::byte> bytes, bool at_end,
+                        std::vector<std::uint32_t>& out);
+
 /// The size of the buffer a chunker allocates for itself when none is given:
 /// 2 x max_size, at least 256 KiB (fewer, larger reads and moves).
 std::size_t default_buffer_size(std::size_t max_size) noexcept;
-
-/// The batch form of the driver contract (ALGORITHMS.md section 1), for
-/// consumers that keep a buffer of the stream themselves (cdc::analyze, the
-/// store's writer): cuts consecutive chunks from the start of `data` while a
-/// full window (max_size bytes) is available, or up to its end when
-/// `at_end`; appends their lengths to `lengths` and returns the bytes they
-/// cover. The rest (fewer than max_size bytes unless at_end) must be carried
-/// to the front of the next buffer. Boundaries are those of Chunker.
-std::size_t cut_chunks(const CutFinder& finder, std::span<const std::byte> data, bool at_end,
-                       std::vector<std::uint32_t>& lengths);
 
 class Chunker {
 public:
@@ -126,7 +140,6 @@ public:
     std::default_sentinel_t end() const noexcept { return {}; }
 
     const CutFinder& finder() const noexcept { return *finder_; }
-    const std::shared_ptr<const CutFinder>& shared_finder() const noexcept { return finder_; }
     /// Bytes of the stream consumed so far (the offset of the next chunk).
     std::uint64_t offset() const noexcept { return offset_; }
     /// Size of the scan buffer (0 until one is needed, for internal buffers).

@@ -2,6 +2,8 @@
 // (OpenSSL) and XXH3-128 (xxHash), behind one small interface.
 #pragma once
 
+#include <cdc/enum_names.hpp>
+
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -13,6 +15,9 @@
 namespace cdc {
 
 enum class DigestKind { blake3, sha256, xxh3, none };
+inline constexpr std::array kDigestKindNames = {
+    EnumName<DigestKind>{DigestKind::blake3, "blake3"}, EnumName<DigestKind>{DigestKind::sha256, "sha256"},
+    EnumName<DigestKind>{DigestKind::xxh3, "xxh3"}, EnumName<DigestKind>{DigestKind::none, "none"}};
 
 /// Parses "blake3", "sha256", "xxh3" or "none"; throws OptionError.
 DigestKind parse_digest_kind(std::string_view name);

@@ -3,6 +3,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace cdc {
 
@@ -13,10 +14,19 @@ public:
 };
 
 /// An invalid option or algorithm name. The message names the option, the
-/// offending value and the rule it breaks (ALGORITHMS.md section 5).
+/// offending value and the rule it breaks (ALGORITHMS.md section 5); field()
+/// is the library's name of the option ("normal_size", "edit_kind", "key"),
+/// which a command line maps to its own flag.
 class OptionError : public Error {
 public:
-    using Error::Error;
+    explicit OptionError(const std::string& message, std::string field = {})
+        : Error(message), field_(std::move(field)) {}
+
+    /// The option the error is about, empty when none in particular.
+    const std::string& field() const noexcept { return field_; }
+
+private:
+    std::string field_;
 };
 
 /// A source failed to deliver bytes (read error, reader exception, a reader

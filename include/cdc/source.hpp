@@ -27,6 +27,19 @@ public:
     virtual ReadResult read(std::span<std::byte> buffer) = 0;
 };
 
+/// What read_at_least delivered.
+struct FillResult {
+    std::size_t bytes = 0;  ///< bytes written to the front of the buffer
+    bool end = false;       ///< the reader reported the end of its data
+};
+
+/// The one read loop: reads from `reader` into `buffer` until at least
+/// min(at_least, buffer.size()) bytes have arrived or the reader reports the
+/// end. Short reads, empty reads and data-with-end are all fine; a reader
+/// that returns no data 1000 times in a row (stuck, not slow) or claims more
+/// bytes than it was given room for is an IoError.
+FillResult read_at_least(Reader& reader, std::span<std::byte> buffer, std::size_t at_least);
+
 /// Reads a file descriptor with read(2). Short reads and EINTR are handled;
 /// a non-blocking descriptor is waited for with poll(2). Does not own `fd`.
 class FdReader final : public Reader {

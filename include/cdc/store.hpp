@@ -53,7 +53,8 @@
 //   Writer::begin_manifest / add_chunks / finish_manifest, then commit()
 //                                        a manifest from its chunk list + digest
 //   Store::for_each_chunk(name, f)       a manifest's chunk list, in order
-//   Store::read_chunk(id, compressed)    a chunk as stored (zstd frame or raw)
+//   Store::read_chunks(ids, form, f)     many chunks from one snapshot (as stored or raw)
+//   Store::read_chunk(id, compressed)    one chunk as stored (zstd frame or raw)
 #pragma once
 
 #include <cdc/algorithms.hpp>
@@ -118,6 +119,12 @@ ChunkId chunk_id_of(std::span<const std::byte> raw);
 std::string to_hex(const ChunkId& id);
 /// Parses 64 hex digits; throws OptionError.
 ChunkId chunk_id_from_hex(std::string_view hex);
+
+/// The options that cut like `profile` does for `algorithm`: the sizes, the
+/// parameters the algorithm takes (level, seed, polynomial, window) and
+/// `key` when the profile is keyed (the caller checks that it has one). How
+/// a store and a client of a store's server chunk alike.
+Options chunking_options(std::string_view algorithm, const Profile& profile, const std::optional<Key>& key);
 
 /// How a chunk's bytes are kept in a pack.
 enum class Codec : std::uint8_t { raw = 0, zstd = 1 };
@@ -191,7 +198,8 @@ struct Progress {
 using ProgressFn = std::function<void(const Progress&)>;
 
 /// What a put added. `stored_bytes` counts the new records in the packs
-/// (compressed payload + record header).
+/// (compressed payload + record header); put_file() leaves it 0 (compression
+/// ends in the background): Writer::stats() has it after commit().
 struct PutStats {
     std::uint64_t files = 0;
     std::uint64_t bytes = 0;        ///< bytes read
@@ -348,9 +356,11 @@ public:
     // --- maintenance
     StoreStats stats() const;
     VerifyReport verify(const VerifyOptions& options = {}) const;
-    /// Takes the exclusive lock (waits for Writers to finish), drops pending
-    /// manifests of dead writers, removes unreferenced chunks, rewrites sparse
-    /// packs, deletes empty and orphan pack files. Crash-safe at any instant.
+    /// Takes the exclusive lock (waits for Writers and readers of any process
+    /// to finish: never call it while this thread or process holds a Writer),
+    /// drops pending manifests of dead writers, removes unreferenced chunks,
+    /// rewrites sparse packs, deletes empty and orphan pack files, cuts torn
+    /// tails. Crash-safe at any instant.
     GcReport gc(const GcOptions& options = {});
 
     struct Impl;
@@ -371,6 +381,7 @@ private:
 /// missing or wrong.
 class Writer {
 public:
+    /// `store` must outlive the writer.
     explicit Writer(const Store& store);
     Writer(Writer&&) noexcept;
     Writer& operator=(Writer&&) noexcept;
@@ -389,9 +400,10 @@ public:
     // --- single chunks (the transfer service)
     /// Stores raw bytes as one chunk (no chunking).
     ChunkPut put_chunk(std::span<const std::byte> raw);
-    /// Stores a chunk that arrives as one zstd frame: decompressed to check
-    /// that it has raw_size bytes with BLAKE3 `id` (DamageError otherwise),
-    /// then kept as is (raw if the frame is not smaller than raw_size).
+    /// Stores a chunk that arrives as one zstd frame (with its content size,
+    /// as ZSTD_compress writes it): decompressed to check that it has raw_size
+    /// bytes with BLAKE3 `id` (DamageError otherwise), then kept as is, not
+    /// compressed again (kept raw if the frame is not smaller than raw_size).
     ChunkPut put_chunk_compressed(const ChunkId& id, std::uint32_t raw_size,
                                   std::span<const std::byte> zstd_frame);
     /// The same, leaving the decoded bytes in `decoded` (resized to raw_size;
@@ -413,7 +425,7 @@ public:
 
     /// Makes everything put so far durable, then visible (one transaction).
     void commit();
-    /// Totals since construction.
+    /// Totals since construction (stored_bytes: up to the last flush).
     const PutStats& stats() const noexcept;
 
     struct Impl;

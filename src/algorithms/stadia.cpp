@@ -1,6 +1,6 @@
 // fastcdc4stadia (ALGORITHMS.md section 2): all-ones seeded hash, primed with
 // the 64 bytes before MinSize, with regression to the best earlier candidate.
-#include "params.hpp"
+#include "family.hpp"
 
 namespace cdc::detail {
 
@@ -24,5 +24,23 @@ std::size_t stadia_scalar(const StadiaParams& p, const std::uint8_t* w, std::siz
     if ((h & reg_mask) != 0) return reg_len;
     return i;
 }
+
+namespace {
+
+std::shared_ptr<const CutFinder> make(const AlgorithmInfo& info, const Profile& p, const Options&, KernelLevel level) {
+    const StadiaParams params{stadia_gear_table().data(), p.min_size, p.normal_size, p.max_size,
+                              ~std::uint64_t{0} / (p.normal_size - p.min_size + 1)};
+    return make_family_finder(info, p, level, params, &select_stadia);
+}
+
+}  // namespace
+
+const std::array<AlgorithmRow, 1> kStadiaRows = {{
+    {.info = {.name = "fastcdc4stadia",
+              .summary = "FastCDC variant with all-ones seed and regression to the best candidate",
+              .origin = kGoOrigin,
+              .default_min = kGoMin, .default_normal = kGoNormal, .default_max = kGoMax},
+     .make = &make},
+}};
 
 }  // namespace cdc::detail

@@ -1,9 +1,11 @@
 // AVX-512 kernels (compiled with -mavx512f -mavx512bw -mavx512vl -mavx512dq,
 // selected at run time only on CPUs that have them).
-// Gear families: eight hash lanes in one zmm register, each over its own
-// segment of the range (64-bit gathers fetch the table entries; for the
-// FastCDC and JC masks, from the table's pre-shifted copies, so that each
-// position costs one gather and one add); UltraCDC:
+// Gear families (FastCDC's MaskS part, fastcdc4stadia): eight hash lanes in
+// one zmm register, each over its own segment of the range (64-bit gathers
+// fetch the table entries; for the FastCDC masks, from the table's
+// pre-shifted copies, so that each position costs one gather and one add);
+// the sequential parts (FastCDC's MaskL part, the fastcdc4stadia replay) run
+// the portable FirstSeq, which beat the AVX-512 sequential scan; UltraCDC:
 // 64 positions per step, byte weights by nibble lookup, 8-byte window sums
 // by in-word prefix sums, equal-block test by 64-bit compares.
 #include "drivers.hpp"
@@ -39,11 +41,6 @@ inline __m512i gather(__m512i idx, const long long* table) noexcept {
         : [t] "r"(table), [i] "v"(idx), [d] "i"(Disp));
     return r;
 }
-
-/// The shifted tables (shift_gear) serve a mask test exactly while the
-/// mask's top bit shifted left by 8 stays in the word (the scans below keep
-/// W << 8 between groups: W's bits up to 55).
-inline bool shifted_fits(const u64* shifted, u64 mask) noexcept { return shifted && top_bit(mask) + 8 < 64; }
 
 template <class F, int... E>
 inline void each_position(F&& f, std::integer_sequence<int, E...>) noexcept {
@@ -93,6 +90,7 @@ struct ShiftedLanes {
 
 struct First512 {
     static constexpr std::size_t kLanes = 8;
+    static constexpr bool kContinues = false;  // lanes need exact window hashes
 
     static std::size_t run(const u64* g, const u64* shifted, const u8* w, std::size_t from, std::size_t to,
                            u64 mask) noexcept {
@@ -172,83 +170,6 @@ struct First512 {
     }
 };
 
-/// First over consecutive positions, eight at a time: no per-lane warm-up
-/// and no work past the match.
-/// Plain (any mask): with F = (W(j..j+7)), g = G[w[j..j+7]] and P[e] =
-/// sum_{t<=e} g[t] << (e-t) (three shift-and-add steps across lanes), F[e] =
-/// (W(j-1) << (e+1)) + P[e]; the carried W(j+7) = (W(j-1) << 8) + P[7] is a
-/// two-instruction dependency chain.
-/// Shifted (shifted_fits): lane e gathers shifted[7-e][w[j+e]], so that with
-/// base = W(j-1) << 8 and S[e] = sum_{t<=e} of those (a plain prefix sum, no
-/// shifts), W(j+e) << (7-e) = base + S[e], tested against mask << (7-e); the
-/// next base is (base + S[7]) << 8.
-struct First512Seq {
-    /// Like run(), given fp = W(from-1) exact in the bits up to top_bit(mask)
-    /// - 1 (or better); *hash receives W(result) (W(to-1) when there is no
-    /// match), exact in the bits up to top_bit(mask) (or better).
-    static std::size_t run_seeded(const u64* g, const u64* shifted, const u8* w, std::size_t from, std::size_t to,
-                                  u64 mask, u64 fp, u64* hash) noexcept {
-        const bool shift = shifted_fits(shifted, mask);
-        const auto* table = reinterpret_cast<const long long*>(shift ? shifted : g);
-        const __m512i up = _mm512_set_epi64(0, 1, 2, 3, 4, 5, 6, 7);  // 7 - e
-        const __m512i vmask = shift ? _mm512_sllv_epi64(_mm512_set1_epi64(static_cast<long long>(mask)), up)
-                                    : _mm512_set1_epi64(static_cast<long long>(mask));
-        const __m512i rows = _mm512_slli_epi64(up, 8);  // 256 * (7 - e)
-        const __m512i spread = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0);
-        const __m512i zero = _mm512_setzero_si512();
-        const __m512i shifts = _mm512_set_epi64(8, 7, 6, 5, 4, 3, 2, 1);
-        const __m512i last = _mm512_set1_epi64(7);
-        __m512i b = _mm512_set1_epi64(static_cast<long long>(shift ? fp << 8 : fp));
-        std::size_t j = from;
-        for (; j + 8 <= to; j += 8) {
-            __builtin_prefetch(w + j + 2048);
-            __m512i f;
-            __m512i pv;
-            if (shift) {
-                // byte 0 of lane e = w[j+e], byte 1 = 7 - e: one merge-masked shuffle
-                u64 bytes;
-                std::memcpy(&bytes, w + j, 8);
-                const __m512i idx = _mm512_mask_shuffle_epi8(rows, 0x0101010101010101ULL,
-                                                             _mm512_set1_epi64(static_cast<long long>(bytes)), spread);
-                pv = gather(idx, table);
-                pv = _mm512_add_epi64(pv, _mm512_alignr_epi64(pv, zero, 7));
-                pv = _mm512_add_epi64(pv, _mm512_alignr_epi64(pv, zero, 6));
-                pv = _mm512_add_epi64(pv, _mm512_alignr_epi64(pv, zero, 4));
-                f = _mm512_add_epi64(b, pv);
-            } else {
-                pv = gather(_mm512_cvtepu8_epi64(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(w + j))), table);
-                pv = _mm512_add_epi64(pv, _mm512_slli_epi64(_mm512_alignr_epi64(pv, zero, 7), 1));
-                pv = _mm512_add_epi64(pv, _mm512_slli_epi64(_mm512_alignr_epi64(pv, zero, 6), 2));
-                pv = _mm512_add_epi64(pv, _mm512_slli_epi64(_mm512_alignr_epi64(pv, zero, 4), 4));
-                f = _mm512_add_epi64(_mm512_sllv_epi64(b, shifts), pv);
-            }
-            const __mmask8 z = _mm512_testn_epi64_mask(f, vmask);
-            if (z) [[unlikely]] {
-                const unsigned e = lowest(static_cast<unsigned>(z));
-                alignas(64) u64 lanes[8];
-                _mm512_store_si512(lanes, f);
-                *hash = shift ? lanes[e] >> (7 - e) : lanes[e];
-                return j + e;
-            }
-            const __m512i carried = _mm512_permutexvar_epi64(last, pv);
-            b = shift ? _mm512_slli_epi64(_mm512_add_epi64(b, carried), 8)
-                      : _mm512_add_epi64(_mm512_slli_epi64(b, 8), carried);
-        }
-        const u64 b0 = static_cast<u64>(_mm_cvtsi128_si64(_mm512_castsi512_si128(b)));
-        return FirstSeqScalar::run_seeded(g, nullptr, w, j, to, mask, shift ? b0 >> 8 : b0, hash);
-    }
-
-    static std::size_t run(const u64* g, const u64* shifted, const u8* w, std::size_t from, std::size_t to,
-                           u64 mask) noexcept {
-        if (from >= to) return to;
-        if (mask == 0) return from;
-        u64 fp = 0;  // W(from-1), exact in the bits up to top_bit(mask)
-        for (std::size_t k = from - 1 - top_bit(mask); k < from; ++k) fp = (fp << 1) + g[w[k]];
-        u64 hash = 0;
-        return run_seeded(g, shifted, w, from, to, mask, fp, &hash);
-    }
-};
-
 struct Ultra512 {
     static constexpr std::size_t kRegion = 64;
 
@@ -282,13 +203,10 @@ struct Ultra512 {
 }  // namespace
 
 std::size_t fastcdc_avx512(const FastCdcParams& p, const std::uint8_t* w, std::size_t n) noexcept {
-    return fastcdc_run<First512, First512Seq>(p, w, n);
-}
-std::size_t jc_avx512(const JcParams& p, const std::uint8_t* w, std::size_t n) noexcept {
-    return jc_run<First512Seq>(p, w, n);
+    return fastcdc_run<First512, FirstSeq>(p, w, n);
 }
 std::size_t stadia_avx512(const StadiaParams& p, const std::uint8_t* w, std::size_t n) noexcept {
-    return stadia_lanes_run<First512, First512Seq>(p, w, n);
+    return stadia_lanes_run<First512, FirstSeq>(p, w, n);
 }
 std::size_t ultra_avx512(const UltraParams& p, const std::uint8_t* w, std::size_t n) noexcept {
     return ultra_run<Ultra512>(p, w, n);

@@ -1,35 +1,25 @@
 // Run-time kernel selection: the one place that knows which accelerated
-// scanner exists for which family and ISA level. The scalar reference is
-// always available and is what every other kernel is tested against.
+// scanner exists for which family and ISA level, and which of them runs
+// fastest on this CPU (calibrate.hpp: measured on a family's first automatic
+// use, then cached). The scalar reference is always available and is what
+// every other kernel is tested against.
+#include "calibrate.hpp"
 #include "kernels.hpp"
 
+#include <cdc/enum_names.hpp>
 #include <cdc/error.hpp>
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <vector>
 
 namespace cdc {
 
-KernelLevel parse_kernel_level(std::string_view text) {
-    if (text == "auto") return KernelLevel::automatic;
-    if (text == "scalar") return KernelLevel::scalar;
-    if (text == "wide") return KernelLevel::wide;
-    if (text == "avx2") return KernelLevel::avx2;
-    if (text == "avx512") return KernelLevel::avx512;
-    throw OptionError(fmt::format("kernel = '{}' is invalid: must be one of auto, scalar, wide, avx2, avx512", text));
-}
+KernelLevel parse_kernel_level(std::string_view text) { return parse_name(kKernelLevelNames, text, "kernel"); }
 
-std::string_view to_string(KernelLevel level) noexcept {
-    switch (level) {
-        case KernelLevel::automatic: return "auto";
-        case KernelLevel::scalar: return "scalar";
-        case KernelLevel::wide: return "wide";
-        case KernelLevel::avx2: return "avx2";
-        case KernelLevel::avx512: return "avx512";
-    }
-    return "?";
-}
+std::string_view to_string(KernelLevel level) noexcept { return name_of(kKernelLevelNames, level); }
 
 KernelLevel best_kernel_level() noexcept {
 #if defined(CDC_X86_KERNELS) && defined(__GNUC__)
@@ -50,10 +40,8 @@ KernelLevel best_kernel_level() noexcept {
 KernelLevel default_kernel_level() {
     static const KernelLevel level = [] {
         const char* env = std::getenv("CDC_KERNEL");
-        if (env == nullptr || *env == '\0') return best_kernel_level();
-        KernelLevel forced = parse_kernel_level(env);
-        if (forced == KernelLevel::automatic) return best_kernel_level();
-        return forced;
+        if (env == nullptr || *env == '\0') return KernelLevel::automatic;
+        return parse_kernel_level(env);
     }();
     return level;
 }
@@ -63,16 +51,24 @@ namespace detail {
 // A level above what the CPU has is lowered to the best it has.
 static KernelLevel clamp(KernelLevel level) noexcept {
     const KernelLevel best = best_kernel_level();
-    if (level == KernelLevel::automatic) return best;
     return static_cast<int>(level) > static_cast<int>(best) ? best : level;
 }
 
-// One row per family: the kernel of each level (nullptr: none at that level).
+// One row per family: the kernel of each level (nullptr: none at that
+// level), and the family's calibration, run on its first automatic use.
 template <class Params>
 struct KernelSet {
     ScanFn<Params> scalar, wide, avx2, avx512;
 };
+template <class Params>
+struct Family {
+    std::string_view name;
+    KernelSet<Params> set;
+    std::size_t calibration_bytes;  ///< a prefix of calibration_buffer()
+    CalibrationCache cache{};
+};
 
+// The kernel of a forced level: the family's best at or below it.
 template <class Params>
 static ScanFn<Params> pick(const KernelSet<Params>& set, KernelLevel level, KernelLevel* used) noexcept {
     switch (clamp(level)) {
@@ -93,35 +89,97 @@ static ScanFn<Params> pick(const KernelSet<Params>& set, KernelLevel level, Kern
     return set.scalar;
 }
 
+// Times every distinct kernel the CPU runs, cutting the calibration buffer
+// as a stream with `probe` (the family's probe profile).
+template <class Params>
+static KernelCalibration calibrate(const Family<Params>& family, const Params& probe) {
+    const KernelSet<Params>& set = family.set;
+    const std::span<const std::uint8_t> buf = calibration_buffer().first(family.calibration_bytes);
+    std::vector<CalibrationCandidate> candidates;
+    std::vector<ScanFn<Params>> seen;
+    for (KernelLevel level : {KernelLevel::scalar, KernelLevel::wide, KernelLevel::avx2, KernelLevel::avx512}) {
+        if (static_cast<int>(level) > static_cast<int>(best_kernel_level())) break;
+        KernelLevel used = level;
+        const ScanFn<Params> scan = pick(set, level, &used);
+        if (used != level || std::find(seen.begin(), seen.end(), scan) != seen.end()) continue;
+        seen.push_back(scan);
+        candidates.push_back({level, [scan, &probe, buf] {
+                                  std::size_t pos = 0;
+                                  std::size_t cuts = 0;
+                                  while (pos < buf.size()) {
+                                      pos += scan(probe, buf.data() + pos, std::min(probe.max, buf.size() - pos));
+                                      ++cuts;
+                                  }
+                                  // keeps the scans from being optimised away
+                                  asm volatile("" : : "r"(cuts));
+                              }});
+    }
+    return run_calibration(family.name, candidates, buf.size(), &thread_cpu_seconds);
+}
+
+// The kernel for `level`; automatic: the family's calibrated choice (the
+// probe is made, and the family measured, on its first automatic use only).
+template <class Params>
+static ScanFn<Params> select(Family<Params>& family, KernelLevel level, KernelLevel* used,
+                             const ProbeFn<Params>& probe, const KernelCalibration** measured) {
+    if (level == KernelLevel::automatic) {
+        const KernelCalibration& c = family.cache.get([&] { return calibrate(family, probe()); });
+        if (measured != nullptr) *measured = &c;
+        level = c.chosen;
+    }
+    return pick(family.set, level, used);
+}
+
 #if defined(CDC_X86_KERNELS)
 #define CDC_X86(name) &name
 #else
 #define CDC_X86(name) nullptr
 #endif
 
-ScanFn<FastCdcParams> select_fastcdc(KernelLevel level, KernelLevel* used) noexcept {
-    static constexpr KernelSet<FastCdcParams> set{&fastcdc_scalar, &fastcdc_wide, nullptr,
-                                                  CDC_X86(fastcdc_avx512)};
-    return pick(set, level, used);
-}
-
-ScanFn<JcParams> select_jc(KernelLevel level, KernelLevel* used) noexcept {
-    static constexpr KernelSet<JcParams> set{&jc_scalar, &jc_wide, nullptr, CDC_X86(jc_avx512)};
-    return pick(set, level, used);
-}
-
-ScanFn<StadiaParams> select_stadia(KernelLevel level, KernelLevel* used) noexcept {
-    static constexpr KernelSet<StadiaParams> set{&stadia_scalar, &stadia_wide, nullptr, CDC_X86(stadia_avx512)};
-    return pick(set, level, used);
-}
-
-ScanFn<UltraParams> select_ultra(KernelLevel level, KernelLevel* used) noexcept {
-    static constexpr KernelSet<UltraParams> set{&ultra_scalar, &ultra_wide, CDC_X86(ultra_avx2),
-                                                CDC_X86(ultra_avx512)};
-    return pick(set, level, used);
-}
+// The rows. A new family adds its row and its one-line select function
+// below (declared in params.hpp). Most families calibrate on 256 KiB;
+// UltraCDC on 64 KiB: its scalar reference runs at ~1/8 of the Gear
+// families' (a 256 KiB pass alone would take ~1 ms), and its kernels are 3x
+// and more apart.
+constexpr std::size_t KiB = 1024;
+static Family<FastCdcParams> fastcdc{
+    "fastcdc", {&fastcdc_scalar, &fastcdc_wide, nullptr, CDC_X86(fastcdc_avx512)}, 256 * KiB};
+static Family<JcParams> jc{"jc", {&jc_scalar, &jc_wide, nullptr, nullptr}, 256 * KiB};
+static Family<StadiaParams> stadia{
+    "fastcdc4stadia", {&stadia_scalar, &stadia_wide, nullptr, CDC_X86(stadia_avx512)}, 256 * KiB};
+static Family<UltraParams> ultra{
+    "ultracdc", {&ultra_scalar, &ultra_wide, CDC_X86(ultra_avx2), CDC_X86(ultra_avx512)}, 64 * KiB};
+static Family<FastCdcRsParams> fastcdc_rs_v2016{
+    "fastcdc-rs-v2016",
+    {&fastcdc_rs_v2016_scalar, &fastcdc_rs_v2016_wide, nullptr, CDC_X86(fastcdc_rs_v2016_avx512)},
+    256 * KiB};
+static Family<FastCdcRsParams> fastcdc_rs_v2020{
+    "fastcdc-rs-v2020",
+    {&fastcdc_rs_v2020_scalar, &fastcdc_rs_v2020_wide, nullptr, CDC_X86(fastcdc_rs_v2020_avx512)},
+    256 * KiB};
+static Family<RonomonParams> ronomon{"fastcdc-rs-ronomon", {&ronomon_scalar, nullptr, nullptr, nullptr}, 64 * KiB};
+static Family<RabinParams> rabin{"restic-rabin", {&rabin_scalar, &rabin_wide, nullptr, nullptr}, 256 * KiB};
+static Family<BorgParams> borg{"borg-buzhash", {&borg_scalar, nullptr, nullptr, CDC_X86(borg_avx512)}, 256 * KiB};
+static Family<CasyncParams> casync{"casync-buzhash", {&casync_scalar, &casync_wide, nullptr, nullptr}, 256 * KiB};
 
 #undef CDC_X86
+
+#define CDC_SELECT(fn, Params, family)                                                                            \
+    ScanFn<Params> fn(KernelLevel level, KernelLevel* used, const ProbeFn<Params>& probe,                        \
+                      const KernelCalibration** measured) {                                                       \
+        return select(family, level, used, probe, measured);                                                      \
+    }
+CDC_SELECT(select_fastcdc, FastCdcParams, fastcdc)
+CDC_SELECT(select_jc, JcParams, jc)
+CDC_SELECT(select_stadia, StadiaParams, stadia)
+CDC_SELECT(select_ultra, UltraParams, ultra)
+CDC_SELECT(select_fastcdc_rs_v2016, FastCdcRsParams, fastcdc_rs_v2016)
+CDC_SELECT(select_fastcdc_rs_v2020, FastCdcRsParams, fastcdc_rs_v2020)
+CDC_SELECT(select_ronomon, RonomonParams, ronomon)
+CDC_SELECT(select_rabin, RabinParams, rabin)
+CDC_SELECT(select_borg, BorgParams, borg)
+CDC_SELECT(select_casync, CasyncParams, casync)
+#undef CDC_SELECT
 
 }  // namespace detail
 }  // namespace cdc

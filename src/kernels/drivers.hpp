@@ -14,13 +14,15 @@
 // the bits up to the mask's top bit only depend on that many last bytes.
 //   First::run(G, S, w, from, to, mask): the first j in [from, to) with
 //   (W(j) & mask) == 0, or `to`. Requires from >= 64 (it reads from
-//   w[from - 64] on). The JC and fastcdc4stadia drivers use
-//   First::run_seeded(G, S, w, from, to, mask, W(from-1), &hash), which
-//   continues from a known hash and also returns the hash at the result.
+//   w[from - 64] on).
+//   First::run_seeded(G, S, w, from, to, mask, fp, &hash) continues from a
+//   known hash fp (at from - 1) and also returns the hash at the result.
 //   S is shift_gear(G) (params.hpp) or nullptr; a First may use it or not.
-// The family drivers do the first top_bit positions after each restart
-// sequentially and hand the rest to First, which is free to evaluate many
-// positions at once.
+// A sequential First (FirstSeq, kContinues) takes the running hash from
+// each restart as it is; for a lane First (kContinues false: its lanes
+// start in the middle of the range and need exact window hashes) the
+// drivers do the first top_bit positions after each restart sequentially
+// and hand it the rest.
 //
 // UltraCDC primitive.  Filter::clean(p, m): true when none of the 8-byte
 // blocks at p, p+8, ... (Filter::kRegion bytes) equals the block before it,
@@ -55,13 +57,6 @@ inline std::size_t max_size(std::size_t a, std::size_t b) noexcept { return a > 
 /// jumps defeat the hardware prefetchers.
 inline void prefetch_range(const u8* p, std::size_t len) noexcept {
     for (std::size_t k = 0; k < len; k += 64) __builtin_prefetch(p + k);
-}
-
-/// W(j), for j >= 63.
-inline u64 window_hash(const u64* g, const u8* w, std::size_t j) noexcept {
-    u64 fp = 0;
-    for (std::size_t k = j - 63; k <= j; ++k) fp = (fp << 1) + g[w[k]];
-    return fp;
 }
 
 /// What a lane First looks for at position j: the Gear families'
@@ -99,15 +94,143 @@ std::size_t first_scalar(const u64* g, const u8* w, std::size_t from, std::size_
     return to;
 }
 
-/// The sequential First with the run_seeded interface (see above), reading
-/// ahead of the scan: the portable JC and fastcdc4stadia kernels.
-struct FirstSeqScalar {
-    static std::size_t run_seeded(const u64* g, const u64* /*shifted*/, const u8* w, std::size_t from, std::size_t to,
+/// Hides a value from the optimiser. g++ re-associates 4 fp + (2a + b) into
+/// 2 (2 fp + a) + b, which puts every position back on the loop-carried
+/// chain that the multi-step scans below exist to shorten.
+inline u64 opaque(u64 x) noexcept {
+    asm("" : "+r"(x));
+    return x;
+}
+
+/// The shifted tables (shift_gear) serve a mask test exactly while the
+/// mask's top bit shifted left by 7 (8 between groups) stays in the word:
+/// the scans keep W << 8 between groups of eight, i.e. W's bits up to 55.
+inline bool shifted_fits(const u64* shifted, u64 mask) noexcept { return shifted && top_bit(mask) + 8 < 64; }
+
+/// The portable sequential First: consecutive positions, no lanes (so no
+/// warm-up and no work past the match), the loop-carried hash advanced
+/// several positions per dependent step. The scalar reference is bound by
+/// its chain fp -> (fp << 1) + G[b] (two dependent operations per byte);
+/// here the positions of a step are computed off that chain, so the scan is
+/// bound by the number of operations instead (loads of bytes and table
+/// entries, adds, one fused test-and-branch per position) and gains as much
+/// as the CPU has ports: no gathers, scalar loads and ALU work only, which
+/// every x86-64 (and any other 64-bit CPU) runs well.
+///  - Shifted (a mask test with shifted_fits): pairs. With u = W(j-1) << 8
+///    at the start of a group of eight and S = shift_gear(G), the e-th
+///    position is u_e = W(j+e) << (7 - e) = u_{e-1} + S[7-e][w[j+e]],
+///    tested against mask << (7 - e). Per pair the carried u takes one add
+///    of a + b (both looked up off the chain), the first position of the
+///    pair u + a off the chain.
+///  - Plain (any Test: spaced masks reaching bit 63, fastcdc4stadia's
+///    W <= limit): quads, W(j+e) = (W(j-1) << (e+1)) + P_e with P_e = 2
+///    P_{e-1} + G[w[j+e]]; the carried W(j+3) = (W(j-1) << 4) + P_3 is two
+///    dependent operations per four positions.
+/// It continues whatever hash it is given (kContinues): the drivers hand it
+/// the running hash right from each restart, with no warm-up and no
+/// re-hashing. Reads ahead (prefetch, once per 64 bytes, 4 KiB ahead: past a
+/// chunk's MinSize skip, into the next window; 2 KiB measured 3-7% slower
+/// on 128 MiB, 8 KiB the same): JC's jumps defeat the hardware prefetchers.
+struct FirstSeq {
+    static constexpr bool kContinues = true;
+
+    /// First::run (the FastCDC driver): from > top_bit(mask).
+    static std::size_t run(const u64* g, const u64* shifted, const u8* w, std::size_t from, std::size_t to,
+                           u64 mask) noexcept {
+        if (from >= to) return to;
+        if (mask == 0) return from;
+        u64 fp = 0;  // W(from-1), exact in the bits up to top_bit(mask)
+        for (std::size_t k = from - 1 - top_bit(mask); k < from; ++k) fp = (fp << 1) + g[w[k]];
+        u64 hash = 0;
+        return run_seeded(g, shifted, w, from, to, mask, fp, &hash);
+    }
+
+    /// First::run_seeded (see the file comment): fp = the hash at from - 1
+    /// (W(from-1), or the running hash since a restart), exact in the bits
+    /// up to top_bit(mask) - 1 (or better); *hash receives the hash at the
+    /// result (at to - 1 when there is no match), exact in the bits up to
+    /// top_bit(mask) (or better; as exact as fp when there is no match).
+    static std::size_t run_seeded(const u64* g, const u64* shifted, const u8* w, std::size_t from, std::size_t to,
                                   u64 mask, u64 fp, u64* hash) noexcept {
+        if (shifted_fits(shifted, mask)) return pairs(g, shifted, w, from, to, mask, fp, hash);
+        return quads(g, w, from, to, MaskZero{mask}, fp, hash);
+    }
+
+    /// The first j in [from, to) whose hash, continued from fp = the hash
+    /// at from - 1, passes `test` (the fastcdc4stadia driver); `to` if none.
+    template <class Test>
+    static std::size_t find_seeded(const u64* g, const u8* w, std::size_t from, std::size_t to, Test test,
+                                   u64 fp) noexcept {
+        u64 hash = 0;
+        return quads(g, w, from, to, test, fp, &hash);
+    }
+
+    static std::size_t pairs(const u64* g, const u64* s, const u8* w, std::size_t from, std::size_t to, u64 mask,
+                             u64 fp, u64* hash) noexcept {
+        u64 m[8];
+        for (unsigned e = 0; e < 8; ++e) m[e] = mask << (7 - e);
+        std::size_t j = from;
+        u64 u = fp;
+        for (; to - j >= 8; j += 8) {
+            if ((j & 63) < 8) __builtin_prefetch(w + j + 4096);
+            const u8* q = w + j;
+            u <<= 8;
+#pragma GCC unroll 4
+            for (unsigned e = 0; e < 8; e += 2) {
+                const u64 a = s[(7 - e) * 256 + q[e]];
+                const u64 ab = opaque(a + s[(6 - e) * 256 + q[e + 1]]);
+                const u64 first = u + a;
+                u += ab;
+                if ((first & m[e]) == 0) [[unlikely]] {
+                    *hash = first >> (7 - e);
+                    return j + e;
+                }
+                if ((u & m[e + 1]) == 0) [[unlikely]] {
+                    *hash = u >> (6 - e);
+                    return j + e + 1;
+                }
+            }
+        }
+        return tail(g, w, j, to, MaskZero{mask}, u, hash);
+    }
+
+    template <class Test>
+    static std::size_t quads(const u64* g, const u8* w, std::size_t from, std::size_t to, Test test, u64 fp,
+                             u64* hash) noexcept {
+        std::size_t j = from;
+        for (; to - j >= 4; j += 4) {
+            if ((j & 63) < 4) __builtin_prefetch(w + j + 4096);
+            const u8* q = w + j;
+            const u64 a = g[q[0]], b = g[q[1]], c = g[q[2]], d = g[q[3]];
+            const u64 p1 = 2 * a + b, p2 = 2 * p1 + c, p3 = opaque(2 * p2 + d);
+            const u64 f0 = 2 * fp + a, f1 = 4 * fp + p1, f2 = 8 * fp + p2;
+            fp = (fp << 4) + p3;
+            u64 hit;
+            std::size_t e;
+            if (test.hit(f0)) [[unlikely]] {
+                hit = f0, e = 0;
+            } else if (test.hit(f1)) [[unlikely]] {
+                hit = f1, e = 1;
+            } else if (test.hit(f2)) [[unlikely]] {
+                hit = f2, e = 2;
+            } else if (test.hit(fp)) [[unlikely]] {
+                hit = fp, e = 3;
+            } else {
+                continue;
+            }
+            *hash = hit;
+            return j + e;
+        }
+        return tail(g, w, j, to, test, fp, hash);
+    }
+
+    /// One position at a time, from fp = W(from-1).
+    template <class Test>
+    static std::size_t tail(const u64* g, const u8* w, std::size_t from, std::size_t to, Test test, u64 fp,
+                            u64* hash) noexcept {
         for (std::size_t j = from; j < to; ++j) {
-            if ((j & 63) == 0) __builtin_prefetch(w + j + 2048);
             fp = (fp << 1) + g[w[j]];
-            if ((fp & mask) == 0) {
+            if (test.hit(fp)) {
                 *hash = fp;
                 return j;
             }
@@ -169,22 +292,31 @@ std::size_t fastcdc_run(const FastCdcParams& p, const u8* w, std::size_t n) noex
         normal = n;  // final window
     }
     const u64* g = p.gear;
-    u64 fp = 0;
-    u64 mask = p.mask_s;
-    std::size_t i = p.min;
-    const std::size_t seq_end = min_size(n, p.min + top_bit(p.mask_s | p.mask_l));
-    for (; i < seq_end; ++i) {
-        if (i == normal) mask = p.mask_l;
-        fp = (fp << 1) + g[w[i]];
-        if ((fp & mask) == 0) return i;
-    }
-    if (i >= n) return n;
-    if (i < normal) {
-        const std::size_t j = First::run(g, p.shifted, w, i, normal, p.mask_s);
+    if constexpr (First::kContinues && FirstL::kContinues) {
+        // The running hash from the restart at Min, carried from the MaskS
+        // part into the MaskL part (exact at the end of a part).
+        u64 fp = 0;
+        const std::size_t j = First::run_seeded(g, p.shifted, w, p.min, normal, p.mask_s, fp, &fp);
         if (j < normal) return j;
-        i = normal;
+        return FirstL::run_seeded(g, p.shifted, w, normal, n, p.mask_l, fp, &fp);
+    } else {
+        u64 fp = 0;
+        u64 mask = p.mask_s;
+        std::size_t i = p.min;
+        const std::size_t seq_end = min_size(n, p.min + top_bit(p.mask_s | p.mask_l));
+        for (; i < seq_end; ++i) {
+            if (i == normal) mask = p.mask_l;
+            fp = (fp << 1) + g[w[i]];
+            if ((fp & mask) == 0) return i;
+        }
+        if (i >= n) return n;
+        if (i < normal) {
+            const std::size_t j = First::run(g, p.shifted, w, i, normal, p.mask_s);
+            if (j < normal) return j;
+            i = normal;
+        }
+        return FirstL::run(g, p.shifted, w, i, n, p.mask_l);
     }
-    return FirstL::run(g, p.shifted, w, i, n, p.mask_l);
 }
 
 // --------------------------------------------------------------------- JC
@@ -200,22 +332,27 @@ std::size_t jc_run(const JcParams& p, const u8* w, std::size_t n) noexcept {
         // restart: fp = 0
         prefetch_range(w + i, min_size(n - i, 2048));
         u64 fp = 0;
-        const std::size_t seq_end = min_size(n, i + t);
-        bool jumped = false;
-        while (i < seq_end) {
-            fp = (fp << 1) + g[w[i]];
-            if ((fp & p.mask_j) == 0) {
-                if ((fp & p.mask_c) == 0) return i;
-                i += p.jump;
-                jumped = true;
-                break;
+        if constexpr (!First::kContinues) {
+            // A lane First needs exact window hashes: the first t positions
+            // after the restart are done here.
+            const std::size_t seq_end = min_size(n, i + t);
+            bool jumped = false;
+            while (i < seq_end) {
+                fp = (fp << 1) + g[w[i]];
+                if ((fp & p.mask_j) == 0) {
+                    if ((fp & p.mask_c) == 0) return i;
+                    i += p.jump;
+                    jumped = true;
+                    break;
+                }
+                ++i;
             }
-            ++i;
+            if (jumped) continue;
+            if (i >= n) break;
         }
-        if (jumped) continue;
-        if (i >= n) break;
-        // fp = W(i-1) exact in the bits below t: First continues from it and
-        // returns W(j) exact up to bit t, which covers MaskC.
+        // fp: the running hash before i (exact in the bits below t); First
+        // continues from it and returns the hash at the match, exact up to
+        // bit t, which covers MaskC.
         u64 h = 0;
         const std::size_t j = First::run_seeded(g, p.shifted, w, i, n, p.mask_j, fp, &h);
         if (j >= n) return n;
@@ -298,27 +435,32 @@ std::size_t stadia_lanes_run(const StadiaParams& p, const u8* w, std::size_t n) 
     const u64* g = p.gear;
     std::size_t i = p.min > 64 ? p.min - 64 : 0;
     u64 h = ~u64{0};
-    for (; i < p.min; ++i) h = (h << 1) + g[w[i]];
-    // Sequential while the seed is still in H(i) (i < 64), and up to 65 so
-    // that the lane scan starts at j >= 64.
-    for (; i < end && i < 65; ++i) {
-        if (h <= p.thresh) return i;
-        h = (h << 1) + g[w[i]];
-    }
-    if (i < end) {
-        // From here H(k) = W(k-1): the first j in [i-1, end-1) with W(j) <= thresh.
-        const std::size_t j = Lanes::find(g, w, i - 1, end - 1, AtMost{p.thresh});
+    if constexpr (Lanes::kContinues) {
+        // H(k), the hash tested at loop position k >= Min, is the hash after
+        // absorbing w[k-1]: the first j in [Min-1, end-1) whose hash passes.
+        for (; i + 1 < p.min; ++i) h = (h << 1) + g[w[i]];
+        const std::size_t j = Lanes::find_seeded(g, w, p.min - 1, end - 1, AtMost{p.thresh}, h);
         if (j < end - 1) return j + 1;
+    } else {
+        for (; i < p.min; ++i) h = (h << 1) + g[w[i]];
+        // Sequential while the seed is still in H(i) (i < 64), and up to 65 so
+        // that the lane scan starts at j >= 64.
+        for (; i < end && i < 65; ++i) {
+            if (h <= p.thresh) return i;
+            h = (h << 1) + g[w[i]];
+        }
+        if (i < end) {
+            // From here H(k) = W(k-1): the first j in [i-1, end-1) with W(j) <= thresh.
+            const std::size_t j = Lanes::find(g, w, i - 1, end - 1, AtMost{p.thresh});
+            if (j < end - 1) return j + 1;
+        }
     }
     return stadia_run<First>(p, w, n);
 }
 
 // ---------------------------------------------------------------- UltraCDC
 
-constexpr u64 kUltraMaskS = 0x2F;
-constexpr u64 kUltraMaskL = 0x2C;  // also the superset of both masks
-constexpr unsigned kUltraLest = 64;
-
+// (kUltraMaskS, kUltraMaskL, kUltraLowEntropyRun: params.hpp)
 struct UltraWeights {
     u8 v[256];
     constexpr UltraWeights() : v{} {
@@ -379,7 +521,7 @@ std::size_t ultra_run(const UltraParams& p, const u8* w, std::size_t n) noexcept
             if (i >= normal) mask = kUltraMaskL;
             const u8* in = w + i;
             if (same8(in, out)) {
-                if (++low >= kUltraLest) return i + 8;
+                if (++low >= kUltraLowEntropyRun) return i + 8;
                 continue;
             }
             low = 0;

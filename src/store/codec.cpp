@@ -43,8 +43,8 @@ bool Decompressor::decompress(std::span<const std::byte> frame, std::span<std::b
 
 void check_zstd_level(int level) {
     if (level < 0 || level > ZSTD_maxCLevel())
-        throw OptionError(fmt::format("--zstd-level = {} is invalid: must be 0 (store raw) to {}", level,
-                                      ZSTD_maxCLevel()));
+        throw OptionError(fmt::format("zstd level {} is invalid: must be 0 (store raw) to {}", level, ZSTD_maxCLevel()),
+                          "zstd_level");
 }
 
 }  // namespace cdc::store::detail

@@ -54,22 +54,26 @@ struct Block {
     }
 };
 
-void restore_to_fd(const Store::Impl& s, std::string_view name, int out_fd, const std::string& out_desc,
-                   const GetOptions& options) {
+struct Restored {
+    std::uint32_t mode = 0;
+    std::int64_t mtime_ns = 0;
+};
+
+Restored restore_to_fd(const Store::Impl& s, std::string_view name, int out_fd, const std::string& out_desc,
+                       const GetOptions& options) {
     Db& db = s.db;
-    Transaction read(db, false);  // one snapshot for the whole file
-    Stmt m(db, "SELECT id, size, digest FROM manifests WHERE name = ?1");
+    Transaction read(db, false);  // one snapshot for the whole file and its metadata
+    Stmt m(db, "SELECT size, digest, mode, mtime_ns FROM manifests WHERE name = ?1");
     m.bind(1, name);
     if (!m.step()) throw NotFoundError(fmt::format("no file named '{}' in the store '{}'", name, s.dir.string()));
-    const std::int64_t manifest = m.i64(0);
-    const auto size = static_cast<std::uint64_t>(m.i64(1));
-    const ChunkId digest = to_id(m.blob(2), fmt::format("'{}'", name));
+    const auto size = static_cast<std::uint64_t>(m.i64(0));
+    const ChunkId digest = to_id(m.blob(1), fmt::format("'{}'", name));
+    const Restored meta{static_cast<std::uint32_t>(m.i64(2)), m.i64(3)};
     const std::string context = fmt::format("'{}': ", name);
 
     // Declared before the pool: its destructor runs the queued tasks, which
     // use the blocks and descriptors.
     PackFiles files(s.dir);
-    ChunkLookup lookup(db);
     std::deque<std::unique_ptr<Block>> queue;
     std::vector<std::unique_ptr<Block>> spare;
     TaskPool pool;
@@ -117,36 +121,25 @@ void restore_to_fd(const Store::Impl& s, std::string_view name, int out_fd, cons
     };
     auto block = fresh_block();
     std::size_t block_bytes = 0;
-    std::uint64_t index = 0;
-    Stmt segs(db, "SELECT ids FROM manifest_chunks WHERE manifest = ?1 ORDER BY seq");
-    segs.bind(1, manifest);
-    while (segs.step()) {
-        const auto blob = segs.blob(0);
-        for (std::size_t i = 0; i + 32 <= blob.size(); i += 32, ++index) {
-            const ChunkId id = to_id(blob.subspan(i, 32), context);
-            const auto loc = lookup.find(id);
-            if (!loc)
-                throw DamageError(fmt::format("{}chunk {} (number {} of the file) is missing from the index", context,
-                                              to_hex(id), index));
-            if (files.open_count() >= kMaxOpenPacks) {
-                if (!block->items.empty()) {
-                    block->used = block_bytes;
-                    submit(std::exchange(block, fresh_block()));
-                    block_bytes = 0;
-                }
-                while (!queue.empty()) write_front();
-                files.close_all();
-            }
-            if (block_bytes + loc->raw_size > kBlockBytes && !block->items.empty()) {
+    for_each_listed_chunk(db, s.dir, name, [&](const ChunkId& id, const Location& loc, std::uint64_t) {
+        if (files.open_count() >= kMaxOpenPacks) {
+            if (!block->items.empty()) {
                 block->used = block_bytes;
                 submit(std::exchange(block, fresh_block()));
                 block_bytes = 0;
             }
-            block->reserve(std::max(kBlockBytes, block_bytes + loc->raw_size));
-            block->items.push_back({id, *loc, files.fd(loc->pack), block_bytes});
-            block_bytes += loc->raw_size;
+            while (!queue.empty()) write_front();
+            files.close_all();
         }
-    }
+        if (block_bytes + loc.raw_size > kBlockBytes && !block->items.empty()) {
+            block->used = block_bytes;
+            submit(std::exchange(block, fresh_block()));
+            block_bytes = 0;
+        }
+        block->reserve(std::max(kBlockBytes, block_bytes + loc.raw_size));
+        block->items.push_back({id, loc, files.fd(loc.pack), block_bytes});
+        block_bytes += loc.raw_size;
+    });
     if (!block->items.empty()) {
         block->used = block_bytes;
         submit(std::move(block));
@@ -159,6 +152,7 @@ void restore_to_fd(const Store::Impl& s, std::string_view name, int out_fd, cons
     if (std::memcmp(d.bytes.data(), digest.data(), digest.size()) != 0)
         throw DamageError(fmt::format("'{}': the restored bytes' BLAKE3 {} differs from the manifest's {}", name,
                                       d.hex(), to_hex(digest)));
+    return meta;
 }
 
 }  // namespace
@@ -170,8 +164,6 @@ void Store::get(std::string_view name, int fd, const GetOptions& options) const 
 
 void Store::get(std::string_view name, const std::filesystem::path& out_path, const GetOptions& options) const {
     SharedLockGuard guard(impl_->lock);
-    const auto info = find(name);
-    if (!info) throw NotFoundError(fmt::format("no file named '{}' in the store '{}'", name, impl_->dir.string()));
     std::filesystem::path out = out_path;
     std::error_code ec;
     if (std::filesystem::is_directory(out, ec)) out /= std::filesystem::path(std::string(name)).filename();
@@ -183,16 +175,16 @@ void Store::get(std::string_view name, const std::filesystem::path& out_path, co
     if (!fd) throw StoreError(fmt::format("cannot create a temporary file beside '{}': {}", out.string(),
                                           std::strerror(errno)));
     try {
-        restore_to_fd(*impl_, name, fd.get(), fmt::format("'{}'", tmpl), options);
-        const mode_t mode = options.restore_metadata ? static_cast<mode_t>(info->mode & 07777) : mode_t{0644};
+        const Restored info = restore_to_fd(*impl_, name, fd.get(), fmt::format("'{}'", tmpl), options);
+        const mode_t mode = options.restore_metadata ? static_cast<mode_t>(info.mode & 07777) : mode_t{0644};
         if (::fchmod(fd.get(), mode) != 0)
             throw StoreError(fmt::format("chmod '{}': {}", tmpl, std::strerror(errno)));
         if (options.restore_metadata) {
             timespec ts[2];
             ts[0].tv_sec = 0;
             ts[0].tv_nsec = UTIME_OMIT;
-            ts[1].tv_sec = info->mtime_ns / 1'000'000'000;
-            ts[1].tv_nsec = info->mtime_ns % 1'000'000'000;
+            ts[1].tv_sec = info.mtime_ns / 1'000'000'000;
+            ts[1].tv_nsec = info.mtime_ns % 1'000'000'000;
             if (ts[1].tv_nsec < 0) {
                 ts[1].tv_nsec += 1'000'000'000;
                 --ts[1].tv_sec;

@@ -27,8 +27,15 @@ Db::Db(const std::string& path, bool create) : path_(path) {
     // WAL: readers never block the writer; FULL: a commit is durable when it
     // returns (the WAL is fsynced), the order docs/STORE.md relies on.
     // secure_delete off: freed pages need not be zeroed (Debian turns it on).
-    exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA secure_delete=OFF; "
-         "PRAGMA cache_size=-16384; PRAGMA temp_store=FILE; PRAGMA foreign_keys=OFF");
+    try {
+        exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA secure_delete=OFF; "
+             "PRAGMA cache_size=-16384; PRAGMA temp_store=FILE; PRAGMA foreign_keys=OFF",
+             "opening");
+    } catch (...) {
+        sqlite3_close_v2(db_);  // no destructor runs for a constructor that throws
+        db_ = nullptr;
+        throw;
+    }
 }
 
 Db::~Db() {
@@ -50,20 +57,20 @@ void Db::fail(int rc, std::string_view what) const {
     const std::string msg = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
     const int primary = rc & 0xff;
     if (primary == SQLITE_CORRUPT || primary == SQLITE_NOTADB)
-        throw DamageError(fmt::format("the store's database '{}' is damaged ({}: {}); the packs are intact, "
-                                      "restore the database from a copy",
+        throw DamageError(fmt::format("the store's database '{}' is damaged ({}: {}): restore it from a copy "
+                                      "(the manifests live only there)",
                                       path_, what, msg));
     if (primary == SQLITE_FULL)
         throw StoreError(fmt::format("the store's database '{}': {}: disk full ({})", path_, what, msg));
     throw StoreError(fmt::format("the store's database '{}': {}: {}", path_, what, msg));
 }
 
-void Db::exec(const char* sql) {
+void Db::exec(const char* sql, std::string_view what) {
     char* err = nullptr;
     const int rc = sqlite3_exec(db_, sql, nullptr, nullptr, &err);
     if (rc != SQLITE_OK) {
         sqlite3_free(err);
-        fail(rc, sql);
+        fail(rc, what.empty() ? std::string_view(sql) : what);
     }
 }
 

@@ -29,7 +29,8 @@ public:
 
     sqlite3* get() const noexcept { return db_; }
     const std::string& path() const noexcept { return path_; }
-    void exec(const char* sql);
+    /// Runs SQL; an error names `what` (default: the SQL itself).
+    void exec(const char* sql, std::string_view what = {});
     std::int64_t last_insert_rowid() const;
     /// Throws the error for SQLite code `rc` while doing `what`.
     [[noreturn]] void fail(int rc, std::string_view what) const;

@@ -61,16 +61,26 @@ std::string key_check_value(const Key& key) {
     return to_hex(out);
 }
 
-Options Store::Impl::chunking_options() const {
+Options chunking_options(std::string_view algorithm, const Profile& profile, const std::optional<Key>& key) {
     Options o;
-    o.min_size = info.profile.min_size;
-    o.normal_size = info.profile.normal_size;
-    o.max_size = info.profile.max_size;
-    if (info.profile.keyed) {
-        if (!key) throw OptionError(fmt::format("the store '{}' is keyed: its key is needed (--key-file)", dir.string()));
-        o.key = key;
+    o.min_size = profile.min_size;
+    o.normal_size = profile.normal_size;
+    o.max_size = profile.max_size;
+    // The parameters of the peer-compatible names, where the algorithm takes them.
+    if (const AlgorithmInfo* a = find_algorithm(algorithm)) {
+        if (a->normalization_level.accepted) o.normalization_level = profile.normalization_level;
+        if (a->seed.accepted) o.seed = profile.seed;
+        if (a->polynomial.accepted) o.polynomial = profile.polynomial;
+        if (a->window_size.accepted) o.window_size = profile.window_size;
     }
+    if (profile.keyed) o.key = key;
     return o;
+}
+
+Options Store::Impl::chunking_options() const {
+    if (info.profile.keyed && !key)
+        throw OptionError(fmt::format("the store '{}' is keyed: its key is needed", dir.string()), "key");
+    return store::chunking_options(info.algorithm, info.profile, key);
 }
 
 // ================================================================ shared helpers
@@ -94,6 +104,29 @@ std::optional<Location> ChunkLookup::find(const ChunkId& id) {
                      static_cast<std::uint32_t>(stmt_.i64(2)), static_cast<std::uint32_t>(stmt_.i64(3))};
     stmt_.reset();
     return r;
+}
+
+void for_each_listed_chunk(Db& db, const std::filesystem::path& dir, std::string_view name,
+                           const std::function<void(const ChunkId&, const Location&, std::uint64_t)>& f) {
+    Stmt m(db, "SELECT id FROM manifests WHERE name = ?1");
+    m.bind(1, name);
+    if (!m.step()) throw NotFoundError(fmt::format("no file named '{}' in the store '{}'", name, dir.string()));
+    ChunkLookup lookup(db);
+    Stmt segs(db, "SELECT ids FROM manifest_chunks WHERE manifest = ?1 ORDER BY seq");
+    segs.bind(1, m.i64(0));
+    const std::string context = fmt::format("'{}'", name);
+    std::uint64_t index = 0;
+    while (segs.step()) {
+        const auto blob = segs.blob(0);
+        for (std::size_t i = 0; i + 32 <= blob.size(); i += 32, ++index) {
+            const ChunkId id = to_id(blob.subspan(i, 32), context);
+            const auto loc = lookup.find(id);
+            if (!loc)
+                throw DamageError(fmt::format("'{}': chunk {} (number {} of the file) is missing from the index", name,
+                                              to_hex(id), index));
+            f(id, *loc, index);
+        }
+    }
 }
 
 int PackFiles::fd(std::uint64_t pack) {
@@ -197,6 +230,22 @@ std::int64_t meta_int(const std::unordered_map<std::string, std::string>& meta, 
     }
 }
 
+// A setting added after format 1 was first written (the parameters of the
+// peer-compatible algorithms): `fallback` where a store predates it.
+std::uint64_t meta_u64(const std::unordered_map<std::string, std::string>& meta, const char* key,
+                       const std::string& db, std::uint64_t fallback) {
+    const auto it = meta.find(key);
+    if (it == meta.end()) return fallback;
+    try {
+        std::size_t used = 0;
+        const std::uint64_t v = std::stoull(it->second, &used);
+        if (used == it->second.size()) return v;
+    } catch (const std::exception&) {
+    }
+    throw DamageError(fmt::format("the store's database '{}': setting '{}' = '{}' is not a number", db, key,
+                                  it->second));
+}
+
 }  // namespace
 
 Store::Store(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -208,7 +257,8 @@ Store Store::init(const std::filesystem::path& dir, const InitOptions& options) 
     const Profile profile = resolve_profile(options.algorithm, options.chunking);
     check_zstd_level(options.zstd_level);
     if (options.pack_size < (std::uint64_t{1} << 20) || options.pack_size > (std::uint64_t{1} << 32))
-        throw OptionError(fmt::format("--pack-size = {} is invalid: must be between 1 MiB and 4 GiB", options.pack_size));
+        throw OptionError(fmt::format("pack size {} is invalid: must be between 1 MiB and 4 GiB", options.pack_size),
+                          "pack_size");
     std::error_code ec;
     if (std::filesystem::exists(dir, ec)) {
         if (!std::filesystem::is_directory(dir, ec))
@@ -235,6 +285,10 @@ Store Store::init(const std::filesystem::path& dir, const InitOptions& options) 
         set("normal_size", std::to_string(profile.normal_size));
         set("max_size", std::to_string(profile.max_size));
         set("keyed", profile.keyed ? "1" : "0");
+        set("normalization_level", std::to_string(profile.normalization_level));
+        set("seed", std::to_string(profile.seed));
+        set("polynomial", std::to_string(profile.polynomial));
+        set("window_size", std::to_string(profile.window_size));
         set("key_check", options.chunking.key ? key_check_value(*options.chunking.key) : std::string());
         set("zstd_level", std::to_string(options.zstd_level));
         set("pack_size", std::to_string(options.pack_size));
@@ -287,6 +341,16 @@ Store Store::open(const std::filesystem::path& dir, const OpenOptions& options) 
     info.profile.normal_size = static_cast<std::size_t>(meta_int(meta, "normal_size", db));
     info.profile.max_size = static_cast<std::size_t>(meta_int(meta, "max_size", db));
     info.profile.keyed = meta_int(meta, "keyed", db) != 0;
+    // A store written before these settings existed used the algorithm's defaults.
+    const AlgorithmInfo* algo = find_algorithm(info.algorithm);
+    auto param = [&](const char* key, ParameterRule AlgorithmInfo::*rule) {
+        const std::uint64_t fallback = algo && (algo->*rule).accepted ? (algo->*rule).default_value : 0;
+        return meta_u64(meta, key, db, fallback);
+    };
+    info.profile.normalization_level = static_cast<int>(param("normalization_level", &AlgorithmInfo::normalization_level));
+    info.profile.seed = param("seed", &AlgorithmInfo::seed);
+    info.profile.polynomial = param("polynomial", &AlgorithmInfo::polynomial);
+    info.profile.window_size = static_cast<std::size_t>(param("window_size", &AlgorithmInfo::window_size));
     info.zstd_level = static_cast<int>(meta_int(meta, "zstd_level", db));
     info.pack_size = static_cast<std::uint64_t>(meta_int(meta, "pack_size", db));
     impl->key_check = meta["key_check"];
@@ -351,26 +415,9 @@ std::optional<ManifestInfo> Store::find(std::string_view name) const {
 
 void Store::for_each_chunk(std::string_view name,
                            const std::function<void(const ChunkId&, std::uint32_t)>& f) const {
-    Db& db = impl_->db;
-    Transaction read(db, false);
-    Stmt m(db, "SELECT id FROM manifests WHERE name = ?1");
-    m.bind(1, name);
-    if (!m.step()) throw NotFoundError(fmt::format("no file named '{}' in the store '{}'", name, impl_->dir.string()));
-    const std::int64_t manifest = m.i64(0);
-    ChunkLookup lookup(db);
-    Stmt segs(db, "SELECT ids FROM manifest_chunks WHERE manifest = ?1 ORDER BY seq");
-    segs.bind(1, manifest);
-    const std::string context = fmt::format("'{}'", name);
-    while (segs.step()) {
-        const auto blob = segs.blob(0);
-        for (std::size_t i = 0; i + 32 <= blob.size(); i += 32) {
-            const ChunkId id = to_id(blob.subspan(i, 32), context);
-            const auto loc = lookup.find(id);
-            if (!loc)
-                throw DamageError(fmt::format("'{}': chunk {} is missing from the index", name, to_hex(id)));
-            f(id, loc->raw_size);
-        }
-    }
+    Transaction read(impl_->db, false);
+    for_each_listed_chunk(impl_->db, impl_->dir, name,
+                          [&](const ChunkId& id, const Location& loc, std::uint64_t) { f(id, loc.raw_size); });
     read.commit();
 }
 
@@ -417,25 +464,13 @@ std::vector<ChunkId> Store::missing(std::span<const ChunkId> ids) const {
 }
 
 StoredChunk Store::read_chunk(const ChunkId& id, bool compressed) const {
-    SharedLockGuard guard(impl_->lock);
-    ChunkLookup lookup(impl_->db);
-    const auto loc = lookup.find(id);
-    if (!loc) throw NotFoundError(fmt::format("chunk {} is not in the store '{}'", to_hex(id), impl_->dir.string()));
-    PackFiles files(impl_->dir);
-    std::vector<std::byte> buf;
     StoredChunk out;
-    out.raw_size = loc->raw_size;
-    const int fd = files.fd(loc->pack);
-    if (compressed) {
-        out.codec = read_record(fd, *loc, id, buf, "");
-        out.bytes.assign(buf.begin() + static_cast<std::ptrdiff_t>(kRecordHeaderSize), buf.end());
-        return out;
-    }
-    out.codec = Codec::raw;
-    out.bytes.resize(loc->raw_size);
-    read_chunk_into(fd, *loc, id, buf, out.bytes, "");
-    if (chunk_id_of(out.bytes) != id)
-        throw DamageError(chunk_problem("", id, *loc, "the decoded bytes have another BLAKE3"));
+    read_chunks(std::span(&id, 1), compressed ? ChunkForm::stored : ChunkForm::raw,
+                [&](std::size_t, const StoredChunk& c) { out = c; });
+    // read_chunks leaves the hash to its caller; one chunk's caller is us.
+    if (!compressed && chunk_id_of(out.bytes) != id)
+        throw DamageError(fmt::format("chunk {} in the store '{}': the decoded bytes have another BLAKE3", to_hex(id),
+                                      impl_->dir.string()));
     return out;
 }
 

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -69,6 +70,13 @@ public:
 private:
     Stmt stmt_;
 };
+
+/// Calls f(id, location, index in the file) for each chunk of the committed
+/// manifest `name`, in file order, inside the caller's read transaction.
+/// NotFoundError for an unknown name; DamageError naming the file and the
+/// chunk for one missing from the index.
+void for_each_listed_chunk(Db& db, const std::filesystem::path& dir, std::string_view name,
+                           const std::function<void(const ChunkId&, const Location&, std::uint64_t)>& f);
 
 /// Read-only pack descriptors of one operation, opened on demand.
 class PackFiles {

@@ -80,8 +80,8 @@ VerifyReport Store::verify(const VerifyOptions& options) const {
         while (const dirent* e = ::readdir(d)) {
             const auto id = parse_pack_name(e->d_name);
             if (id && !packs.count(*id))
-                report.notes.push_back({fmt::format("pack file {} is not in the index (an interrupted writer's or "
-                                                    "gc's; gc deletes it)",
+                report.notes.push_back({fmt::format("pack file {} is not in the index (a running writer's, or an "
+                                                    "interrupted writer's or gc's: gc deletes it)",
                                                     e->d_name)});
         }
         ::closedir(d);

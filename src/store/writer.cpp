@@ -11,6 +11,7 @@
 
 #include <cdc/chunker.hpp>
 #include <cdc/digest.hpp>
+#include <cdc/source.hpp>
 
 #include <fmt/format.h>
 
@@ -43,8 +44,6 @@ constexpr std::size_t kSegments = 4;
 // New chunks per compression task (raw bytes).
 constexpr std::size_t kCompressGroup = std::size_t{1} << 20;
 constexpr std::size_t kDigestBatch = 64;
-// A reader returning no data this many times in a row is stuck.
-constexpr int kMaxEmptyReads = 1000;
 
 std::uint64_t flush_bytes() {
     static const std::uint64_t v = [] {
@@ -130,19 +129,26 @@ struct Writer::Impl {
     std::uint64_t unflushed_new = 0;  // raw bytes of new chunks queued since the last flush
     PutStats totals;
     std::atomic<std::uint64_t> stored_counter{0};  // record bytes appended by put_file's tasks
-    std::unique_ptr<std::array<Segment, kSegments>> segments;  // put_file's buffers
+    // put_file's buffers, shared with its reader thread and compression
+    // tasks: free, or busy (stored, compression running); guarded by qm.
+    std::unique_ptr<std::array<Segment, kSegments>> segments;
+    std::mutex qm;
+    std::condition_variable free_cv;
+    std::deque<Segment*> free_list;
+    std::deque<Segment*> busy;
     bool started = false;
 
     explicit Impl(const Store::Impl& s)
         : store(s), db(s.db_path(), false), store_lock(s.dir), level(s.info.zstd_level) {
         if (s.info.profile.keyed) {
             if (!s.key)
-                throw OptionError(fmt::format("the store '{}' is keyed: give its key (--key-file) to put into it",
-                                              s.dir.string()));
+                throw OptionError(fmt::format("the store '{}' is keyed: give its key to put into it", s.dir.string()),
+                                  "key");
             if (key_check_value(*s.key) != s.key_check)
                 throw OptionError(fmt::format("wrong key for the store '{}' (its check value does not match): "
                                               "nothing was written",
-                                              s.dir.string()));
+                                              s.dir.string()),
+                                  "key");
         }
         finder = make_cut_finder(s.info.algorithm, s.chunking_options());
         store_lock.lock(false);
@@ -252,6 +258,7 @@ struct Writer::Impl {
     /// docs/STORE.md, "Durability": packs first, then one transaction.
     void flush() {
         if (pool) pool->drain();
+        totals.stored_bytes += stored_counter.exchange(0);
         auto [sizes, rows] = packs->sync();
         bool work = !sizes.empty() || !rows.empty() || !abandoned.empty();
         for (const auto& m : manifests) work = work || m.finished || !m.full.empty();
@@ -412,7 +419,169 @@ struct Writer::Impl {
     // ---------------------------------------------------------------- files
 
     PutStats put_file(const FileMeta& meta, Source source, const ProgressFn& progress);
+    Segment* take_segment(TaskPool& workers);
+    void recycle_locked();
+    bool any_busy_done();
+    void fill(Segment& seg, const Segment* prev, Reader& reader, const std::string& name);
+    void submit_hashing(Segment& seg, TaskPool& workers);
+    void store_segment(Segment& seg, ManifestState& m, Hasher& whole, PutStats& file, TaskPool& workers);
 };
+
+Segment* Writer::Impl::take_segment(TaskPool& workers) {
+    for (;;) {
+        {
+            std::lock_guard lock(qm);
+            recycle_locked();
+            if (!free_list.empty()) {
+                Segment* seg = free_list.front();
+                free_list.pop_front();
+                return seg;
+            }
+        }
+        workers.wait([&] { return any_busy_done(); });
+    }
+}
+
+void Writer::Impl::recycle_locked() {
+    bool freed = false;
+    for (auto it = busy.begin(); it != busy.end();) {
+        if ((*it)->tasks_left.load() == 0) {
+            free_list.push_back(*it);
+            it = busy.erase(it);
+            freed = true;
+        } else {
+            ++it;
+        }
+    }
+    if (freed) free_cv.notify_all();
+}
+
+bool Writer::Impl::any_busy_done() {
+    std::lock_guard lock(qm);
+    for (const Segment* b : busy)
+        if (b->tasks_left.load() == 0) return true;
+    return false;
+}
+
+void Writer::Impl::fill(Segment& seg, const Segment* prev, Reader& reader, const std::string& name) {
+    // The bytes the previous segment could not cut yet come first.
+    seg.size = 0;
+    if (prev) {
+        const std::size_t tail = prev->size - prev->chunk_bytes;
+        if (tail) std::memcpy(seg.data.get(), prev->data.get() + prev->chunk_bytes, tail);
+        seg.size = tail;
+    }
+    // The one read loop fills the segment (or stops at the end of input).
+    FillResult got;
+    try {
+        got = read_at_least(reader, std::span<std::byte>(seg.data.get() + seg.size, seg.capacity - seg.size),
+                            seg.capacity - seg.size);
+    } catch (const IoError& e) {
+        throw IoError(fmt::format("reading '{}': {}", name, e.what()));
+    }
+    seg.size += got.bytes;
+    seg.eof = got.end;
+    // Cut every chunk with a full window (ALGORITHMS.md section 1).
+    seg.lengths.clear();
+    seg.chunk_bytes = cut_lengths(*finder, {seg.data.get(), seg.size}, seg.eof, seg.lengths);
+    seg.digests.resize(seg.lengths.size());
+}
+
+void hash_range(Segment& seg, std::size_t begin, std::size_t end, std::size_t offset) {
+    for (std::size_t i = begin; i < end; i += kDigestBatch) {
+        const std::size_t m = std::min(kDigestBatch, end - i);
+        std::size_t len = 0;
+        for (std::size_t j = i; j < i + m; ++j) len += seg.lengths[j];
+        compute_digests(DigestKind::blake3, {seg.data.get() + offset, len},
+                        std::span<const std::uint32_t>(seg.lengths.data() + i, m),
+                        std::span<Digest>(seg.digests.data() + i, m));
+        offset += len;
+    }
+}
+
+void Writer::Impl::submit_hashing(Segment& seg, TaskPool& workers) {
+    const std::size_t n = seg.lengths.size();
+    const unsigned parts_wanted = workers.threads();
+    const std::size_t per = std::max<std::size_t>(kDigestBatch, (n + parts_wanted - 1) / parts_wanted);
+    const int parts = static_cast<int>((n + per - 1) / per);
+    seg.hash_left.store(parts);
+    std::size_t begin = 0, offset = 0;
+    for (int k = 0; k < parts; ++k) {
+        const std::size_t end = std::min(n, begin + per);
+        std::size_t bytes_in = 0;
+        for (std::size_t i = begin; i < end; ++i) bytes_in += seg.lengths[i];
+        Segment* sp = &seg;
+        workers.submit([sp, begin, end, offset] {
+            hash_range(*sp, begin, end, offset);
+            sp->hash_left.fetch_sub(1);
+        });
+        begin = end;
+        offset += bytes_in;
+    }
+}
+
+void Writer::Impl::store_segment(Segment& seg, ManifestState& m, Hasher& whole, PutStats& file, TaskPool& workers) {
+    whole.update({seg.data.get(), seg.chunk_bytes});
+    // Look the chunks up (one read snapshot per segment) and queue the new ones.
+    std::vector<std::size_t> fresh;
+    {
+        Transaction read(db, false);
+        for (std::size_t i = 0; i < seg.lengths.size(); ++i) {
+            const ChunkId id = id_of(seg.digests[i]);
+            add_ref(m, id, seg.lengths[i]);
+            if (!known(id)) {
+                session.emplace(id, seg.lengths[i]);
+                fresh.push_back(i);
+                file.new_bytes += seg.lengths[i];
+                unflushed_new += seg.lengths[i];
+            }
+        }
+        read.commit();
+    }
+    file.bytes += seg.chunk_bytes;
+    file.chunks += seg.lengths.size();
+    file.new_chunks += fresh.size();
+    // Compression tasks of about kCompressGroup raw bytes each; the segment
+    // is recycled when they are done.
+    std::vector<std::vector<std::pair<std::size_t, std::uint32_t>>> groups;  // (offset, length)
+    std::vector<std::vector<ChunkId>> group_ids;
+    std::size_t group_bytes = kCompressGroup;
+    std::size_t next = 0, offset = 0;
+    for (std::size_t i = 0; i < seg.lengths.size(); offset += seg.lengths[i], ++i) {
+        if (next >= fresh.size() || fresh[next] != i) continue;
+        ++next;
+        if (group_bytes >= kCompressGroup) {
+            groups.emplace_back();
+            group_ids.emplace_back();
+            group_bytes = 0;
+        }
+        groups.back().emplace_back(offset, seg.lengths[i]);
+        group_ids.back().push_back(id_of(seg.digests[i]));
+        group_bytes += seg.lengths[i];
+    }
+    seg.tasks_left.store(static_cast<int>(groups.size()));
+    {
+        std::lock_guard lock(qm);
+        busy.push_back(&seg);
+    }
+    for (std::size_t g = 0; g < groups.size(); ++g) {
+        Segment* sp = &seg;
+        workers.submit([this, sp, items = std::move(groups[g]), ids = std::move(group_ids[g])] {
+            thread_local std::vector<std::byte> out;
+            thread_local RecordBatch batch;
+            batch.clear();
+            Compressor& c = thread_compressor(level);
+            for (std::size_t k = 0; k < items.size(); ++k) {
+                const std::span<const std::byte> raw(sp->data.get() + items[k].first, items[k].second);
+                const Codec codec = c.compress(raw, out);
+                batch.add(ids[k], codec, items[k].second, codec == Codec::zstd ? std::span<const std::byte>(out) : raw);
+            }
+            packs->append(batch);
+            stored_counter.fetch_add(batch.bytes.size());
+            sp->tasks_left.fetch_sub(1);
+        });
+    }
+}
 
 PutStats Writer::Impl::put_file(const FileMeta& meta, Source source, const ProgressFn& progress) {
     ensure_started();
@@ -424,255 +593,149 @@ PutStats Writer::Impl::put_file(const FileMeta& meta, Source source, const Progr
         own_reader = std::make_unique<SpanReader>(source.memory_bytes());
         reader = own_reader.get();
     }
-    const CutFinder& cut = *finder;
-    const std::size_t max = cut.profile().max_size;
     PutStats file;
     ProgressTicker ticker(progress);
-
     // The segments live as long as the writer: a tree of small files does
     // not allocate (and fault in) 16 MiB per file.
     if (!segments) {
         segments = std::make_unique<std::array<Segment, kSegments>>();
         for (auto& sg : *segments) {
-            sg.capacity = kReadSize + max;
+            sg.capacity = kReadSize + finder->profile().max_size;
             sg.data = std::make_unique_for_overwrite<std::byte[]>(sg.capacity);
+            free_list.push_back(&sg);
         }
     }
-    // Shared between this thread and the reader thread (guarded by qm).
-    std::mutex qm;
-    std::condition_variable free_cv;
-    std::deque<Segment*> free_list;
-    std::deque<Segment*> ready;
-    bool reader_done = false;
-    bool stop = false;
-    std::exception_ptr read_error;
-    for (auto& sg : *segments) {
-        sg.hash_left.store(0);
-        sg.tasks_left.store(0);
-        free_list.push_back(&sg);
-    }
-
-    const unsigned hash_parts = workers.threads();
-    // Reader thread: read, cut, queue the hashing.
-    std::thread reader_thread([&] {
-        Segment* prev = nullptr;
-        try {
-            for (;;) {
-                Segment* seg;
-                {
-                    std::unique_lock lock(qm);
-                    free_cv.wait(lock, [&] { return stop || !free_list.empty(); });
-                    if (stop) break;
-                    seg = free_list.front();
-                    free_list.pop_front();
-                }
-                // The bytes the previous segment could not cut yet.
-                seg->size = 0;
-                if (prev) {
-                    const std::size_t tail = prev->size - prev->chunk_bytes;
-                    if (tail) std::memcpy(seg->data.get(), prev->data.get() + prev->chunk_bytes, tail);
-                    seg->size = tail;
-                }
-                seg->eof = false;
-                int empty_reads = 0;
-                while (seg->size < seg->capacity && !seg->eof) {
-                    const ReadResult r = reader->read(std::span<std::byte>(seg->data.get() + seg->size,
-                                                                           seg->capacity - seg->size));
-                    if (r.bytes > seg->capacity - seg->size) throw IoError("reader returned more bytes than asked");
-                    seg->size += r.bytes;
-                    seg->eof = r.end;
-                    if (r.bytes == 0 && !r.end && ++empty_reads >= kMaxEmptyReads)
-                        throw IoError(fmt::format("reading '{}': no data {} times in a row", meta.name, kMaxEmptyReads));
-                    if (r.bytes) empty_reads = 0;
-                }
-                // Cut every chunk with a full window (ALGORITHMS.md section 1).
-                seg->lengths.clear();
-                const std::size_t p = cut_chunks(cut, {seg->data.get(), seg->size}, seg->eof, seg->lengths);
-                seg->chunk_bytes = p;
-                seg->digests.resize(seg->lengths.size());
-                // Hash in `hash_parts` tasks of consecutive chunks.
-                const std::size_t n = seg->lengths.size();
-                const std::size_t per = std::max<std::size_t>(kDigestBatch, (n + hash_parts - 1) / hash_parts);
-                const int parts = static_cast<int>((n + per - 1) / per);
-                seg->hash_left.store(parts);
-                std::size_t begin = 0, offset = 0;
-                for (int k = 0; k < parts; ++k) {
-                    const std::size_t end = std::min(n, begin + per);
-                    std::size_t bytes_in = 0;
-                    for (std::size_t i = begin; i < end; ++i) bytes_in += seg->lengths[i];
-                    workers.submit([seg, begin, end, offset] {
-                        std::size_t off = offset;
-                        for (std::size_t i = begin; i < end; i += kDigestBatch) {
-                            const std::size_t m = std::min(kDigestBatch, end - i);
-                            std::size_t len = 0;
-                            for (std::size_t j = i; j < i + m; ++j) len += seg->lengths[j];
-                            compute_digests(DigestKind::blake3, {seg->data.get() + off, len},
-                                            std::span<const std::uint32_t>(seg->lengths.data() + i, m),
-                                            std::span<Digest>(seg->digests.data() + i, m));
-                            off += len;
-                        }
-                        seg->hash_left.fetch_sub(1);
-                    });
-                    begin = end;
-                    offset += bytes_in;
-                }
-                const bool last = seg->eof && seg->chunk_bytes == seg->size;
-                {
-                    std::lock_guard lock(qm);
-                    ready.push_back(seg);
-                    if (last) reader_done = true;
-                }
-                workers.notify();
-                prev = seg;
-                if (last) break;
-            }
-        } catch (...) {
-            std::lock_guard lock(qm);
-            read_error = std::current_exception();
-            reader_done = true;
-        }
-        workers.notify();
-    });
-
-    std::deque<Segment*> busy;  // processed, compress tasks outstanding
     Hasher whole(DigestKind::blake3);
-    ManifestState* m = &manifests.back();
-    auto recycle = [&] {
-        std::lock_guard lock(qm);
-        for (auto it = busy.begin(); it != busy.end();) {
-            if ((*it)->tasks_left.load() == 0) {
-                free_list.push_back(*it);
-                it = busy.erase(it);
-            } else {
-                ++it;
-            }
-        }
-        free_cv.notify_one();
+    ManifestState& m = manifests.back();
+    auto maybe_flush_between_segments = [&] {
+        if (std::max(packs->unsynced_bytes(), unflushed_new) >= flush_bytes() || pending_refs >= kFlushRefs) flush();
     };
+
+    // The first segment is read here: a file that fits in it (most files of
+    // a tree) is cut and hashed on this thread, with no hand-over; only its
+    // compression goes to the pool, and the next file does not wait for it.
+    std::thread reader_thread;
+    std::deque<Segment*> ready;  // cut, hashing queued (guarded by qm)
+    bool reader_done = false, stop = false;
+    std::exception_ptr read_error;
     auto stop_reader = [&] {
         {
             std::lock_guard lock(qm);
             stop = true;
         }
         free_cv.notify_all();
-        reader_thread.join();
+        if (reader_thread.joinable()) reader_thread.join();
     };
-
     try {
-        for (;;) {
-            recycle();
-            Segment* seg = nullptr;
-            bool done = false;
-            workers.wait([&] {
-                std::lock_guard lock(qm);
-                for (Segment* b : busy)
-                    if (b->tasks_left.load() == 0) return true;
-                if (!ready.empty() && ready.front()->hash_left.load() == 0) {
-                    seg = ready.front();
-                    return true;
+        Segment* first = take_segment(workers);
+        try {
+            fill(*first, nullptr, *reader, meta.name);
+        } catch (...) {
+            std::lock_guard lock(qm);
+            free_list.push_back(first);
+            throw;
+        }
+        if (first->eof && first->chunk_bytes == first->size) {
+            hash_range(*first, 0, first->lengths.size(), 0);
+            store_segment(*first, m, whole, file, workers);
+            maybe_flush_between_segments();
+        } else {
+            // A larger file: the reader thread reads and cuts the next
+            // segments while the pool hashes and this thread stores.
+            submit_hashing(*first, workers);
+            ready.push_back(first);
+            reader_thread = std::thread([&, first] {
+                const Segment* prev = first;
+                try {
+                    for (;;) {
+                        Segment* seg;
+                        {
+                            std::unique_lock lock(qm);
+                            free_cv.wait(lock, [&] { return stop || !free_list.empty(); });
+                            if (stop) break;
+                            seg = free_list.front();
+                            free_list.pop_front();
+                        }
+                        try {
+                            fill(*seg, prev, *reader, meta.name);
+                        } catch (...) {
+                            std::lock_guard lock(qm);
+                            free_list.push_back(seg);
+                            throw;
+                        }
+                        submit_hashing(*seg, workers);
+                        const bool last = seg->eof && seg->chunk_bytes == seg->size;
+                        {
+                            std::lock_guard lock(qm);
+                            ready.push_back(seg);
+                            if (last) reader_done = true;
+                        }
+                        workers.notify();
+                        prev = seg;
+                        if (last) break;
+                    }
+                } catch (...) {
+                    std::lock_guard lock(qm);
+                    read_error = std::current_exception();
+                    reader_done = true;
                 }
-                if (ready.empty() && reader_done) {
-                    done = true;
-                    return true;
-                }
-                return false;
+                workers.notify();
             });
-            if (done) break;
-            if (!seg) continue;
-            {
-                std::lock_guard lock(qm);
-                ready.pop_front();
-            }
-            whole.update({seg->data.get(), seg->chunk_bytes});
-            // Look the chunks up (one read snapshot per segment) and queue the new ones.
-            std::vector<std::size_t> fresh;
-            {
-                Transaction read(db, false);
-                for (std::size_t i = 0; i < seg->lengths.size(); ++i) {
-                    const ChunkId id = id_of(seg->digests[i]);
-                    add_ref(*m, id, seg->lengths[i]);
-                    if (!known(id)) {
-                        session.emplace(id, seg->lengths[i]);
-                        fresh.push_back(i);
-                        file.new_bytes += seg->lengths[i];
-                        unflushed_new += seg->lengths[i];
+            for (;;) {
+                Segment* seg = nullptr;
+                bool done = false;
+                workers.wait([&] {
+                    std::lock_guard lock(qm);
+                    for (const Segment* b : busy)
+                        if (b->tasks_left.load() == 0) return true;  // one to recycle for the reader
+                    if (!ready.empty() && ready.front()->hash_left.load() == 0) {
+                        seg = ready.front();
+                        return true;
                     }
-                }
-                read.commit();
-            }
-            file.bytes += seg->chunk_bytes;
-            file.chunks += seg->lengths.size();
-            file.new_chunks += fresh.size();
-            // Offsets of the chunks in the segment.
-            std::vector<std::size_t> starts(seg->lengths.size());
-            for (std::size_t i = 0, o = 0; i < seg->lengths.size(); o += seg->lengths[i], ++i) starts[i] = o;
-            std::vector<std::vector<std::size_t>> groups;
-            std::size_t group_bytes = kCompressGroup;
-            for (const std::size_t i : fresh) {
-                if (group_bytes >= kCompressGroup) {
-                    groups.emplace_back();
-                    group_bytes = 0;
-                }
-                groups.back().push_back(i);
-                group_bytes += seg->lengths[i];
-            }
-            seg->tasks_left.store(static_cast<int>(groups.size()));
-            std::atomic<std::uint64_t>* stored = &stored_counter;
-            for (auto& g : groups) {
-                std::vector<std::pair<std::size_t, std::uint32_t>> items;
-                for (const std::size_t i : g) items.emplace_back(starts[i], seg->lengths[i]);
-                std::vector<ChunkId> ids;
-                for (const std::size_t i : g) ids.push_back(id_of(seg->digests[i]));
-                workers.submit([this, seg, items = std::move(items), ids = std::move(ids), stored] {
-                    thread_local std::vector<std::byte> out;
-                    thread_local RecordBatch batch;
-                    batch.clear();
-                    Compressor& c = thread_compressor(level);
-                    for (std::size_t k = 0; k < items.size(); ++k) {
-                        const std::span<const std::byte> raw(seg->data.get() + items[k].first, items[k].second);
-                        const Codec codec = c.compress(raw, out);
-                        batch.add(ids[k], codec, items[k].second,
-                                  codec == Codec::zstd ? std::span<const std::byte>(out) : raw);
+                    if (ready.empty() && reader_done) {
+                        done = true;
+                        return true;
                     }
-                    packs->append(batch);
-                    stored->fetch_add(batch.bytes.size());
-                    seg->tasks_left.fetch_sub(1);
+                    return false;
+                });
+                {
+                    std::lock_guard lock(qm);
+                    recycle_locked();
+                    if (seg) ready.pop_front();
+                }
+                if (done) break;
+                if (!seg) continue;
+                store_segment(*seg, m, whole, file, workers);
+                maybe_flush_between_segments();
+                ticker.tick([&](Progress& pr) {
+                    pr.bytes_done = file.bytes;
+                    pr.new_bytes = file.new_bytes;
                 });
             }
-            {
-                std::lock_guard lock(qm);
-                busy.push_back(seg);
-            }
-            if (std::max(packs->unsynced_bytes(), unflushed_new) >= flush_bytes() || pending_refs >= kFlushRefs) flush();
-            ticker.tick([&](Progress& pr) {
-                pr.bytes_done = file.bytes;
-                pr.new_bytes = file.new_bytes;
-            });
+            stop_reader();
+            if (read_error) std::rethrow_exception(read_error);
         }
-        workers.wait([&] {
-            for (Segment* b : busy)
-                if (b->tasks_left.load() != 0) return false;
-            return true;
-        });
-        stop_reader();
-        if (read_error) std::rethrow_exception(read_error);
     } catch (...) {
-        if (reader_thread.joinable()) stop_reader();
+        stop_reader();
         try {
             workers.drain();
         } catch (...) {
         }
-        stored_counter.store(0);
+        {
+            // Segments cut but not stored go back to the free list.
+            std::lock_guard lock(qm);
+            for (Segment* r : ready) free_list.push_back(r);
+            recycle_locked();
+        }
         abandon();
         throw;
     }
-    file.stored_bytes = stored_counter.exchange(0);
+    file.stored_bytes = 0;  // counted at the next flush (compression may still run)
     file.files = 1;
     totals.bytes += file.bytes;
     totals.chunks += file.chunks;
     totals.new_chunks += file.new_chunks;
     totals.new_bytes += file.new_bytes;
-    totals.stored_bytes += file.stored_bytes;
     const Digest d = whole.finish();
     finish(id_of(d), file.bytes);
     return file;

@@ -3,6 +3,7 @@
 #include <cdc/chunker.hpp>
 #include <cdc/digest.hpp>
 #include <cdc/error.hpp>
+#include <cdc/source.hpp>
 
 #include <algorithm>
 #include <atomic>
@@ -13,7 +14,6 @@ namespace cdc::transfer {
 namespace {
 constexpr std::size_t kSlots = 4;
 constexpr std::size_t kDigestBatch = 64;
-constexpr int kMaxEmptyReads = 1000;
 }  // namespace
 
 ChunkFeed::ChunkFeed(std::shared_ptr<const CutFinder> finder, Reader& reader, std::size_t read_size)
@@ -49,20 +49,15 @@ void ChunkFeed::run(Reader& reader) {
                 if (tail) std::memmove(s->data.get(), prev->data.get() + prev_cut, tail);
                 size = tail;
             }
-            int empty_reads = 0;
-            while (!eof && size < capacity) {
-                const ReadResult r = reader.read({s->data.get() + size, capacity - size});
-                if (r.bytes > capacity - size) throw IoError("a reader returned more bytes than asked");
-                size += r.bytes;
-                eof = r.end;
-                if (r.bytes == 0 && !r.end && ++empty_reads >= kMaxEmptyReads)
-                    throw IoError("the input gave no data 1000 times in a row");
-                if (r.bytes) empty_reads = 0;
+            if (!eof) {
+                const FillResult got = read_at_least(reader, {s->data.get() + size, capacity - size}, capacity - size);
+                size += got.bytes;
+                eof = got.end;
             }
             s->size = size;
             Segment& g = s->segment;
             g.lengths.clear();
-            const std::size_t cut = cut_chunks(*finder_, {s->data.get(), size}, eof, g.lengths);
+            const std::size_t cut = cut_lengths(*finder_, {s->data.get(), size}, eof, g.lengths);
             g.offset = offset;
             g.bytes = {s->data.get(), cut};
             g.ids.resize(g.lengths.size());

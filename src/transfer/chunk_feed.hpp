@@ -1,5 +1,5 @@
 // A client's chunking pipeline: a thread reads a stream into segments of a
-// few MiB, cuts them (cut_chunks: the boundaries of cdc::Chunker) and
+// few MiB, cuts them (cut_lengths: the boundaries of cdc::Chunker) and
 // computes each chunk's BLAKE3 id (with one more thread: hashing is most of
 // the work), while the caller consumes the segments before it (lists,
 // compression, the whole-file digest). A fixed set of

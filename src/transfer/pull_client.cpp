@@ -249,7 +249,7 @@ void fsync_parent(const std::filesystem::path& p) {
 std::shared_ptr<const CutFinder> seed_finder(const ServerParams& params, const PullOptions& options) {
     if (!params.profile.keyed || options.key) return client_finder(params, options.key);
     if (!options.seeds.empty())
-        throw OptionError("the server's store is keyed: --seed needs its key (--key-file) to chunk like it");
+        throw OptionError("the server's store is keyed: seeds need its key to chunk like it", "key");
     return nullptr;
 }
 

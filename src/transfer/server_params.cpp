@@ -12,6 +12,10 @@ ServerParams params_from(const v1::InfoReply& r) {
     p.profile.normal_size = r.avg_size();
     p.profile.max_size = r.max_size();
     p.profile.keyed = r.keyed();
+    p.profile.normalization_level = r.normalization_level();
+    p.profile.seed = r.seed();
+    p.profile.polynomial = r.polynomial();
+    p.profile.window_size = static_cast<std::size_t>(r.window_size());
     p.zstd_level = r.zstd_level();
     p.store_id = r.store_id();
     p.max_message_bytes = r.max_message_bytes();
@@ -20,16 +24,8 @@ ServerParams params_from(const v1::InfoReply& r) {
 }
 
 std::shared_ptr<const CutFinder> client_finder(const ServerParams& params, const std::optional<Key>& key) {
-    Options o;
-    o.min_size = params.profile.min_size;
-    o.normal_size = params.profile.normal_size;
-    o.max_size = params.profile.max_size;
-    if (params.profile.keyed) {
-        if (!key)
-            throw OptionError("the server's store is keyed: give its key (--key-file) to chunk like it");
-        o.key = key;
-    }
-    return make_cut_finder(params.algorithm, o);
+    if (params.profile.keyed && !key) throw OptionError("the server's store is keyed: give its key to chunk like it", "key");
+    return make_cut_finder(params.algorithm, store::chunking_options(params.algorithm, params.profile, key));
 }
 
 }  // namespace cdc::transfer

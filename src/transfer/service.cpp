@@ -72,6 +72,10 @@ public:
         r->set_avg_size(info_.profile.normal_size);
         r->set_max_size(info_.profile.max_size);
         r->set_keyed(info_.profile.keyed);
+        r->set_normalization_level(info_.profile.normalization_level);
+        r->set_seed(info_.profile.seed);
+        r->set_polynomial(info_.profile.polynomial);
+        r->set_window_size(info_.profile.window_size);
         r->set_zstd_level(info_.zstd_level);
         r->set_store_id(info_.store_id);
         r->set_max_message_bytes(static_cast<std::uint32_t>(o_.max_message_bytes ? o_.max_message_bytes : kMaxMessageBytes));
@@ -302,7 +306,7 @@ Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>()) {
     const ServerOptions& o = impl_->options;
     const bool tls = !o.tls_cert_pem.empty() && !o.tls_key_pem.empty();
     if (const std::string why = listen_problem(o.listen, tls, !o.token.empty()); !why.empty()) throw OptionError(why);
-    if (o.max_streams == 0) throw OptionError("--max-streams = 0 is invalid: at least 1");
+    if (o.max_streams == 0) throw OptionError("max streams 0 is invalid: at least 1", "max_streams");
     impl_->service = std::make_unique<Service>(o);
     grpc::ServerBuilder b;
     std::shared_ptr<grpc::ServerCredentials> creds;

@@ -4,7 +4,8 @@
 // pushes after kill -9 of the client and of the server, tokens, the TLS
 // policy, bad names, and requests no client of ours sends (a forged chunk,
 // an oversized message, too many streams) through the raw gRPC stub.
-#include "../unit/store_support.hpp"
+#include "cli_support.hpp"
+#include "store_support.hpp"
 
 #include "cdc_transfer.grpc.pb.h"
 

@@ -2,7 +2,10 @@
 // key, a script of read sizes and the data to chunk.
 #pragma once
 
-#include <cdc/cdc.hpp>
+#include <cdc/corpus.hpp>
+#include <cdc/dupes.hpp>
+
+#include "../support/random_options.hpp"
 
 #include <cstdint>
 #include <cstring>
@@ -29,32 +32,15 @@ private:
     std::size_t n_;
 };
 
-/// Small profiles (min 64..1087) so that short inputs cross many cut points.
+/// Small profiles (average at most ~4 KiB) so that short inputs cross many cut points.
 inline Case decode(const std::uint8_t* data, std::size_t size, KernelLevel level = KernelLevel::automatic) {
     Bytes in(data, size);
     const auto all = algorithms();
     const AlgorithmInfo& a = all[in.u8() % all.size()];
-    Options o;
-    if (!a.content_defined) {
-        o.normal_size = std::size_t{64} << (in.u8() % 8);
-    } else {
-        o.min_size = 64 + in.u16() % 1024;
-        if (a.normal_power_of_two) {
-            std::size_t p = 128;
-            while (p <= o.min_size) p <<= 1;
-            o.normal_size = p << (in.u8() % 4);
-        } else {
-            o.normal_size = o.min_size + 1 + in.u16() % 4096;
-        }
-        o.max_size = o.normal_size + 1 + in.u16() % 16384;
-    }
-    const std::uint8_t flags = in.u8();
-    if (a.requires_key || (a.accepts_key && (flags & 1))) {
-        Key k{};
-        k[0] = in.u8();
-        k[31] = in.u8();
-        o.key = k;
-    }
+    // Options drawn from the name's rules with the input's bytes as the
+    // random source (every name, its level/seed/polynomial/window included).
+    const Options o = test::random_valid_options(
+        a, [&] { return static_cast<std::uint64_t>(in.u16()) | (static_cast<std::uint64_t>(in.u16()) << 16); }, 4096);
     Case c;
     c.finder = make_cut_finder(a.name, o, level);
     const std::size_t nreads = 1 + in.u8() % 6;

@@ -1,7 +1,8 @@
-// Property: every accelerated kernel level this CPU has returns the scalar
-// reference's cut point for every window: the successive windows of the
-// stream, plus windows at unaligned starts and of every shorter length the
-// input suggests (short final windows, lengths around Min/Normal/Max).
+// Property: every accelerated kernel level this CPU has (and the one the
+// calibration chooses) returns the scalar reference's cut point for every
+// window: the successive windows of the stream, plus windows at unaligned
+// starts and of every shorter length the input suggests (short final
+// windows, lengths around Min/Normal/Max).
 #include "fuzz_input.hpp"
 
 #include <cstdlib>
@@ -12,7 +13,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const std::span<const std::uint8_t> in = ref.data;
     const std::uint8_t* base = in.data();
     const std::size_t max = ref.finder->profile().max_size;
-    for (KernelLevel level : {KernelLevel::wide, KernelLevel::avx2, KernelLevel::avx512}) {
+    for (KernelLevel level : {KernelLevel::automatic, KernelLevel::wide, KernelLevel::avx2, KernelLevel::avx512}) {
         if (static_cast<int>(level) > static_cast<int>(cdc::best_kernel_level())) break;
         const auto fast = cdc::fuzz::decode(data, size, level).finder;
         // The stream's windows.

@@ -9,6 +9,7 @@
 
 #include <zstd.h>
 
+#include <cstring>
 #include <thread>
 
 namespace cdc {
@@ -32,7 +33,7 @@ TEST(Store, RoundTripEveryAlgorithmKeyedToo) {
     int n = 0;
     for (const auto& algo : algorithms()) {
         for (const bool keyed : {false, true}) {
-            if (keyed != algo.requires_key && !(keyed && algo.accepts_key)) continue;
+            if (keyed ? algo.key == KeyUse::none : algo.key == KeyUse::required) continue;
             SCOPED_TRACE(std::string(algo.name) + (keyed ? " keyed" : ""));
             store::InitOptions init;
             init.algorithm = std::string(algo.name);
@@ -91,6 +92,62 @@ TEST(Store, FilesFromDescriptorsAndStreams) {
     EXPECT_EQ(s.find("big")->chunks, s.find("piped")->chunks);
 }
 
+// The peer-compatible names take parameters beyond the sizes (restic's
+// polynomial, borg's seed and window, fastcdc-rs's level and seed): init
+// records them, a reopened store cuts with them, not with the defaults.
+TEST(Store, RecordsPeerParameters) {
+    test::TempDir tmp;
+    const auto data = test::mixed_bytes(400'000, 11);
+    struct Case {
+        std::string algorithm;
+        Options options;
+    };
+    std::vector<Case> cases(3);
+    cases[0].algorithm = "restic-rabin";
+    cases[0].options.polynomial = 458649537773299;  // irreducible, degree 48 (compat vectors)
+    cases[1].algorithm = "borg-buzhash";
+    cases[1].options.seed = 0x12345678;
+    cases[1].options.window_size = 63;
+    cases[2].algorithm = "fastcdc-rs-v2020";
+    cases[2].options.normalization_level = 3;
+    cases[2].options.seed = 0xfedcba9876543210;
+    int n = 0;
+    for (auto& c : cases) {
+        ASSERT_NE(find_algorithm(c.algorithm), nullptr) << c.algorithm;
+        SCOPED_TRACE(c.algorithm);
+        c.options.min_size = 2048;
+        c.options.normal_size = 8192;
+        c.options.max_size = 65536;
+        const fs::path dir = tmp.path() / std::string("p").append(std::to_string(n++));
+        {
+            store::InitOptions init;
+            init.algorithm = c.algorithm;
+            init.chunking = c.options;
+            Store s = Store::init(dir, init);
+            Writer w(s);
+            test::put_bytes(w, "data", data);
+            w.commit();
+        }
+        const Store s = Store::open(dir, {});
+        const Profile want = resolve_profile(c.algorithm, c.options);
+        EXPECT_EQ(s.info().profile.normalization_level, want.normalization_level);
+        EXPECT_EQ(s.info().profile.seed, want.seed);
+        EXPECT_EQ(s.info().profile.polynomial, want.polynomial);
+        EXPECT_EQ(s.info().profile.window_size, want.window_size);
+        std::vector<std::size_t> stored;
+        s.for_each_chunk("data", [&](const store::ChunkId&, std::uint32_t size) { stored.push_back(size); });
+        EXPECT_EQ(stored, test::lengths_memory(make_cut_finder(c.algorithm, c.options), data));
+        // The control: the defaults cut elsewhere, so the parameters mattered.
+        Options defaults;
+        defaults.min_size = c.options.min_size;
+        defaults.normal_size = c.options.normal_size;
+        defaults.max_size = c.options.max_size;
+        EXPECT_NE(stored, test::lengths_memory(make_cut_finder(c.algorithm, defaults), data));
+        EXPECT_EQ(s.finder()->profile().polynomial, want.polynomial);
+        EXPECT_EQ(test::get_bytes(s, "data", tmp), data);
+    }
+}
+
 TEST(Store, DedupAcrossNamesAndVersions) {
     test::TempDir tmp;
     Store s = Store::init(tmp.path() / "s", {});
@@ -104,7 +161,6 @@ TEST(Store, DedupAcrossNamesAndVersions) {
     w.commit();
     EXPECT_EQ(a.new_bytes, v1.size());
     EXPECT_EQ(b.new_bytes, 0u);   // same data, another name: nothing new
-    EXPECT_EQ(b.stored_bytes, 0u);
     EXPECT_GT(c.new_bytes, 0u);
     EXPECT_LT(c.new_bytes, 60'000u);  // only the chunks around the edit
     const auto st = s.stats();
@@ -160,6 +216,20 @@ TEST(Store, ManifestsFromChunkListsAndCompressedChunks) {
     EXPECT_EQ(ZSTD_decompress(back.data(), back.size(), stored.bytes.data(), stored.bytes.size()), p1.size());
     EXPECT_EQ(back, p1);
     EXPECT_EQ(s.read_chunk(id2, true).codec, store::Codec::raw);  // random: kept raw
+    // The file's chunks as stored, in order (what a server streams).
+    std::vector<store::ChunkId> streamed;
+    s.for_each_chunk("assembled", [&](const store::ChunkId& id, std::uint32_t) { streamed.push_back(id); });
+    std::vector<std::uint8_t> rebuilt;
+    s.read_chunks(streamed, store::Store::ChunkForm::stored, [&](std::size_t, const store::StoredChunk& c) {
+        std::vector<std::uint8_t> raw_bytes(c.raw_size);
+        if (c.codec == store::Codec::zstd)
+            EXPECT_EQ(ZSTD_decompress(raw_bytes.data(), raw_bytes.size(), c.bytes.data(), c.bytes.size()), c.raw_size);
+        else
+            std::memcpy(raw_bytes.data(), c.bytes.data(), c.raw_size);
+        rebuilt.insert(rebuilt.end(), raw_bytes.begin(), raw_bytes.end());
+    });
+    EXPECT_EQ(streamed, ids);
+    EXPECT_EQ(rebuilt, whole);
     // A chunk list naming an unknown chunk is refused.
     Writer w(s);
     w.begin_manifest({"bad", 0600, 5});
@@ -213,6 +283,37 @@ TEST(Store, ReplaceRemoveAndGcReclaim) {
     const auto r2 = s.gc();
     EXPECT_EQ(r2.chunks_removed, 0u);
     EXPECT_TRUE(s.verify(test::full_check()).ok());
+}
+
+TEST(Store, GcDeletesEmptyPacksAndRewritesSparseOnes) {
+    test::TempDir tmp;
+    store::InitOptions init;
+    init.pack_size = 4 << 20;
+    Store s = Store::init(tmp.path() / "s", init);
+    // y (small) is put first: its record shares a 4 MiB pack with x's
+    // (compression groups of ~1 MiB); the rest of x and z fill another pack.
+    const auto y = generate_input("text:5:100000");
+    const auto x = test::random_bytes(5'500'000, 61);
+    const auto z = test::random_bytes(500'000, 63);
+    {
+        Writer w(s);
+        test::put_bytes(w, "y", y);
+        test::put_bytes(w, "x", x);
+        test::put_bytes(w, "z", z);
+        w.commit();
+    }
+    const auto before = s.stats();
+    ASSERT_GE(before.packs, 2u);
+    s.remove(std::vector<std::string>{"x", "z"});
+    const auto r = s.gc();
+    EXPECT_GE(r.packs_deleted, 1u);    // packs of x or z alone
+    EXPECT_GE(r.packs_rewritten, 1u);  // y's pack: mostly x's or z's bytes
+    const auto after = s.stats();
+    EXPECT_EQ(after.garbage_bytes, 0u);
+    EXPECT_EQ(after.packs, 1u);
+    EXPECT_LT(after.pack_bytes, y.size());
+    EXPECT_TRUE(s.verify(test::full_check()).ok());
+    EXPECT_EQ(test::get_bytes(s, "y", tmp), y);
 }
 
 TEST(Store, KeyIsCheckedAndNeverWritten) {
@@ -274,9 +375,9 @@ TEST(Store, InitRefusesBadOptionsAndNonEmptyDirs) {
     const auto t = test::mixed_bytes(100'000, 2);
     {
         Writer w(s);
-        const auto r = test::put_bytes(w, "t", t);
-        EXPECT_GT(r.stored_bytes, t.size());  // raw + record headers
+        test::put_bytes(w, "t", t);
         w.commit();
+        EXPECT_GT(w.stats().stored_bytes, t.size());  // raw + record headers
     }
     EXPECT_EQ(test::get_bytes(s, "t", tmp), t);
 }

@@ -159,6 +159,42 @@ TEST(TransferLocal, PushingAgainUnderTheSameName) {
     EXPECT_TRUE(s.verify(test::full_check()).ok());
 }
 
+// A store of a peer-compatible name with its own parameters (restic's
+// polynomial here): the client learns them from Info and cuts exactly like
+// the store, so a file the store already holds sends nothing.
+TEST(TransferLocal, PeerParametersTravel) {
+    test::TempDir tmp;
+    store::InitOptions o;
+    o.algorithm = "restic-rabin";
+    o.chunking.min_size = 2048;
+    o.chunking.normal_size = 8192;
+    o.chunking.max_size = 65536;
+    o.chunking.polynomial = 458649537773299;  // not restic's default
+    const auto dir = tmp.path() / "store";
+    const auto data = test::mixed_bytes(1'500'000, 21);
+    {
+        store::Store s = store::Store::init(dir, o);
+        store::Writer w(s);
+        test::put_bytes(w, "local", data);
+        w.commit();
+    }
+    transfer::v1::InfoReply info;  // what Info says, as service.cpp fills it
+    const auto p = test::params_of(dir);
+    info.set_algorithm(p.algorithm);
+    info.set_min_size(p.profile.min_size);
+    info.set_avg_size(p.profile.normal_size);
+    info.set_max_size(p.profile.max_size);
+    info.set_polynomial(p.profile.polynomial);
+    const auto learned = transfer::params_from(info);
+    EXPECT_EQ(learned.profile.polynomial, o.chunking.polynomial);
+    EXPECT_EQ(transfer::client_finder(learned, {})->profile().polynomial, *o.chunking.polynomial);
+    const auto file = tmp.write("again", data);
+    const auto r = test::local_push(dir, {{file.string(), "pushed", data.size()}});
+    EXPECT_EQ(r.chunks_sent, 0u);
+    EXPECT_EQ(r.bytes_sent, 0u);
+    EXPECT_EQ(store_bytes(dir, "pushed", tmp), data);
+}
+
 TEST(TransferLocal, RepeatedChunksTravelOnce) {
     test::TempDir tmp;
     const auto dir = make_store(tmp, "fixed-v1.0.0", 4096);

@@ -27,12 +27,14 @@ AnalyzeOptions corpus_options(const CorpusArgs& args) {
     o.digest = parse_digest_kind(args.digest);
     if (o.digest == DigestKind::none)
         throw UsageError("--digest = 'none' is invalid here: dedup needs fingerprints (blake3, sha256, xxh3)");
-    o.kernel = parse_kernel_level(args.kernel);
+    (void)corpus_kernel(args);  // a bad --kernel fails with the other options
     if (args.jobs > 4096) throw UsageError(fmt::format("--jobs = {} is invalid: must be at most 4096", args.jobs));
     o.jobs = args.jobs;
     o.follow_symlinks = args.follow_symlinks;
     return o;
 }
+
+KernelLevel corpus_kernel(const CorpusArgs& args) { return parse_kernel_level(args.kernel); }
 
 void check_paths(const std::vector<std::string>& paths) {
     std::size_t stdin_count = 0;
@@ -80,8 +82,14 @@ AnalyzeReport run_analysis(const CorpusArgs& args, AnalyzeOptions options) {
 
 void report_issues(const AnalyzeReport& report, bool quiet) {
     for (const auto& e : report.errors) fmt::print(stderr, "cdc: error: {}: {} (skipped)\n", e.path, e.message);
-    if (!quiet)
+    if (!quiet) {
         for (const auto& w : report.warnings) fmt::print(stderr, "cdc: warning: {}: {}\n", w.path, w.message);
+        if (report.duplicates_skipped > 0)
+            fmt::print(stderr,
+                       "cdc: warning: {} path(s) led to files already counted (overlapping inputs or hard links): "
+                       "each file is counted once\n",
+                       report.duplicates_skipped);
+    }
     if (!report.errors.empty())
         fmt::print(stderr, "cdc: {} input(s) skipped after errors\n", report.errors.size());
 }
@@ -136,6 +144,5 @@ std::string csv_row(const AlgorithmResult& r) {
                        s.mean(), s.p95(), s.max(), s.stddev(), r.chunk_mb_s(), r.wall_mb_s());
 }
 
-std::string run_label(const AlgorithmResult& r) { return r.algorithm; }
 
 }  // namespace cdc::cli

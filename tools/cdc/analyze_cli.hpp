@@ -4,7 +4,7 @@
 
 #include "cli_common.hpp"
 
-#include <cdc/analyze.hpp>
+#include <cdc/corpus/analyze.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -30,6 +30,8 @@ void add_corpus_options(CLI::App& cmd, CorpusArgs& args);
 
 /// AnalyzeOptions from the corpus args (no algorithms yet).
 AnalyzeOptions corpus_options(const CorpusArgs& args);
+/// The --kernel level the algorithms' finders are made with.
+KernelLevel corpus_kernel(const CorpusArgs& args);
 
 /// Fails with a UsageError (exit 2) if a top-level path does not exist.
 void check_paths(const std::vector<std::string>& paths);
@@ -49,8 +51,5 @@ nlohmann::json issues_json(const std::vector<InputIssue>& issues);
 /// CSV header and one row per algorithm (the JSON keys, size.* flattened).
 std::string csv_header();
 std::string csv_row(const AlgorithmResult& r);
-
-/// A human label for an algorithm run: "fastcdc" or "fastcdc (avg 16 KiB)".
-std::string run_label(const AlgorithmResult& r);
 
 }  // namespace cdc::cli

@@ -27,12 +27,12 @@ void print_table(const AnalyzeReport& report, DigestKind digest) {
     fmt::print("{} files, {} ({} bytes) in {:.2f} s; {} jobs, digest {}\n", report.files,
                tools::format_size(static_cast<double>(report.bytes)), report.bytes, report.wall_seconds, report.jobs,
                to_string(digest));
-    fmt::print("{:<16} {:>14} {:>10} {:>10} {:>7} {:>10} {:>6} {:>6} {:>7} {:>6} {:>7} {:>7} {:>9} {:>9}\n",
+    fmt::print("{:<18} {:>14} {:>10} {:>10} {:>7} {:>10} {:>6} {:>6} {:>7} {:>6} {:>7} {:>7} {:>9} {:>9}\n",
                "ALGORITHM", "MIN/AVG/MAX", "CHUNKS", "DISTINCT", "DEDUP%", "SAVED", "MIN", "P50", "MEAN", "P95",
                "MAX", "STDDEV", "CUT MB/s", "WALL MB/s");
     for (const auto& r : report.algorithms) {
         const auto& s = r.sizes;
-        fmt::print("{:<16} {:>14} {:>10} {:>10} {:>7.2f} {:>10} {:>6} {:>6} {:>7.0f} {:>6} {:>7} {:>7.0f} {:>9.0f} "
+        fmt::print("{:<18} {:>14} {:>10} {:>10} {:>7.2f} {:>10} {:>6} {:>6} {:>7.0f} {:>6} {:>7} {:>7.0f} {:>9.0f} "
                    "{:>9.0f}\n",
                    r.algorithm,
                    fmt::format("{}/{}/{}", short_size(r.profile.min_size), short_size(r.profile.normal_size),
@@ -48,9 +48,8 @@ void print_table(const AnalyzeReport& report, DigestKind digest) {
 int run(const AnalyzeArgs& args) {
     const Options base = args.corpus.profile.options();
     AnalyzeOptions options = corpus_options(args.corpus);
-    for (auto& a : parse_algorithm_list(args.algorithm, base, args.corpus.quiet || args.json || args.csv))
-        options.algorithms.push_back({a.name, a.options});
-    for (const auto& a : options.algorithms) (void)resolve_profile(a.name, a.options);
+    options.algorithms = resolve_algorithm_list(args.algorithm, base, args.corpus.quiet || args.json || args.csv,
+                                                corpus_kernel(args.corpus));
 
     const AnalyzeReport report = run_analysis(args.corpus, options);
     report_issues(report, args.corpus.quiet);
@@ -62,6 +61,7 @@ int run(const AnalyzeArgs& args) {
         doc["errors"] = issues_json(report.errors);
         doc["warnings"] = issues_json(report.warnings);
         doc["symlinks_skipped"] = report.symlinks_skipped;
+        doc["duplicates_skipped"] = report.duplicates_skipped;
         doc["files"] = report.files;
         doc["bytes"] = report.bytes;
         doc["jobs"] = report.jobs;
@@ -81,7 +81,7 @@ int run(const AnalyzeArgs& args) {
 }
 }  // namespace
 
-static void add_analyze_command(CLI::App& app, int& exit_code) {
+void add_analyze_command(CLI::App& app, int& exit_code) {
     auto args = std::make_shared<AnalyzeArgs>();
     auto* cmd = app.add_subcommand(
         "analyze", "dedup figures of files, directory trees or - (stdin) for one or more algorithms");
@@ -104,7 +104,5 @@ static void add_analyze_command(CLI::App& app, int& exit_code) {
                     .append(kExitCodesHelp));
     cmd->callback([args, &exit_code] { exit_code = run(*args); });
 }
-
-static const CommandRegistration registration{20, &add_analyze_command};
 
 }  // namespace cdc::cli

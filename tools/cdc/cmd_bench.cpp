@@ -128,11 +128,13 @@ int run_bench_run(const BenchRunArgs& args) {
     config.algorithm = args.algorithm;
     config.options = args.profile.options();
     make_cut_finder(config.algorithm, config.options);  // validate before walking the tree
+    std::vector<InputIssue> skipped;
     try {
-        config.files = tools::list_files(args.root);
+        config.files = tools::list_files(args.root, &skipped);
     } catch (const IoError& e) {
         throw UsageError(e.what());
     }
+    for (const auto& e : skipped) fmt::print(stderr, "cdc bench: skipped '{}': {}\n", e.path, e.message);
     config.concurrency = args.concurrency;
     config.threads = args.threads;
     config.pooled = args.pooled;
@@ -162,7 +164,7 @@ int run_bench_run(const BenchRunArgs& args) {
         const std::string label = args.label.empty() ? default_label(result.summary) : args.label;
         plot_runs({result}, {label}, args.plot_dir);
     }
-    return result.summary.errors ? kExitPartial : kExitOk;
+    return result.summary.errors || !skipped.empty() ? kExitPartial : kExitOk;
 }
 
 int run_bench_plot(const BenchPlotArgs& args) {
@@ -190,7 +192,7 @@ int run_bench_plot(const BenchPlotArgs& args) {
 
 }  // namespace
 
-static void add_bench_command(CLI::App& app, int& exit_code) {
+void add_bench_command(CLI::App& app, int& exit_code) {
     auto* bench = app.add_subcommand("bench", "time, CPU and memory of chunking a tree with many chunkers in flight");
     bench->require_subcommand(1);
     bench->footer(kExitCodesHelp);
@@ -231,7 +233,5 @@ static void add_bench_command(CLI::App& app, int& exit_code) {
                                       "and server memory over time (`cdc bench transfer --help`)")
         ->prefix_command();
 }
-
-static const CommandRegistration registration{55, &add_bench_command};
 
 }  // namespace cdc::cli

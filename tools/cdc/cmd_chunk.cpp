@@ -52,6 +52,7 @@ int run(const ChunkArgs& args) {
         nlohmann::json head = {{"algorithm", args.algorithm}, {"min", p.min_size},  {"avg", p.normal_size},
                                {"max", p.max_size},           {"keyed", p.keyed},   {"digest", args.digest},
                                {"path", args.path}};
+        head.update(parameters_json(finder->info(), p));
         std::string h = head.dump();
         h.pop_back();  // reopen the object to stream the chunk array
         fmt::format_to(std::back_inserter(out), "{},\"chunks\":[", h);
@@ -85,7 +86,7 @@ int run(const ChunkArgs& args) {
 }
 }  // namespace
 
-static void add_chunk_command(CLI::App& app, int& exit_code) {
+void add_chunk_command(CLI::App& app, int& exit_code) {
     auto args = std::make_shared<ChunkArgs>();
     auto* cmd = app.add_subcommand("chunk", "print the chunks of one file (or - for stdin): offset, length, digest");
     cmd->add_option("-a,--algorithm", args->algorithm, "algorithm name (see cdc algorithms)")->capture_default_str();
@@ -101,7 +102,5 @@ static void add_chunk_command(CLI::App& app, int& exit_code) {
     cmd->footer(kExitCodesHelp);
     cmd->callback([args, &exit_code] { exit_code = run(*args); });
 }
-
-static const CommandRegistration registration{10, &add_chunk_command};
 
 }  // namespace cdc::cli

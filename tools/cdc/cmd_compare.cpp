@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace cdc::cli {
 
 namespace {
@@ -26,6 +28,19 @@ Options merged(const Options& base, const ProfileArgs& side) {
     if (s.normal_size) o.normal_size = s.normal_size;
     if (s.max_size) o.max_size = s.max_size;
     if (s.key) o.key = s.key;
+    return o;
+}
+
+/// The common options as one side uses them: parameters that this side does
+/// not take are left out (they are meant for the other side); one that
+/// neither side takes is refused.
+Options for_side(const AlgorithmInfo& side, const AlgorithmInfo& other, const Options& common) {
+    std::vector<std::string> dropped_here, dropped_there;
+    Options o = parameters_for(side, common, &dropped_here);
+    (void)parameters_for(other, common, &dropped_there);
+    for (const auto& flag : dropped_here)
+        if (std::find(dropped_there.begin(), dropped_there.end(), flag) != dropped_there.end())
+            throw OptionError(fmt::format("{} is invalid: neither {} nor {} takes one", flag, side.name, other.name));
     return o;
 }
 
@@ -68,9 +83,12 @@ int run(const CompareArgs& args) {
     for (const auto* name : {&args.a, &args.b})
         if (find_algorithm(*name) == nullptr)
             throw OptionError(fmt::format("unknown algorithm '{}': known algorithms are {}", *name, algorithm_names()));
-    options.algorithms.push_back({args.a, merged(base, args.a_profile)});
-    options.algorithms.push_back({args.b, merged(base, args.b_profile)});
-    for (const auto& a : options.algorithms) (void)resolve_profile(a.name, a.options);
+    const AlgorithmInfo& info_a = *find_algorithm(args.a);
+    const AlgorithmInfo& info_b = *find_algorithm(args.b);
+    options.algorithms.push_back(
+        make_cut_finder(args.a, merged(for_side(info_a, info_b, base), args.a_profile), corpus_kernel(args.corpus)));
+    options.algorithms.push_back(
+        make_cut_finder(args.b, merged(for_side(info_b, info_a, base), args.b_profile), corpus_kernel(args.corpus)));
 
     const AnalyzeReport report = run_analysis(args.corpus, options);
     report_issues(report, args.corpus.quiet);
@@ -103,7 +121,7 @@ int run(const CompareArgs& args) {
 }
 }  // namespace
 
-static void add_compare_command(CLI::App& app, int& exit_code) {
+void add_compare_command(CLI::App& app, int& exit_code) {
     auto args = std::make_shared<CompareArgs>();
     auto* cmd = app.add_subcommand("compare", "two algorithms or profiles side by side on a corpus; exit 1 when B "
                                               "deduplicates worse than A");
@@ -132,7 +150,5 @@ static void add_compare_command(CLI::App& app, int& exit_code) {
                             "4 an I/O error stopped the run."));
     cmd->callback([args, &exit_code] { exit_code = run(*args); });
 }
-
-static const CommandRegistration registration{30, &add_compare_command};
 
 }  // namespace cdc::cli

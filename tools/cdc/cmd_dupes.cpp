@@ -7,12 +7,10 @@
 
 namespace cdc::cli {
 
-static void add_dupes_command(CLI::App& app, int&) {
+void add_dupes_command(CLI::App& app, int&) {
     app.add_subcommand("dupes", "find duplicate files (byte comparison or hashing) and merge them safely "
                                 "(`cdc dupes --help` for its options)")
         ->prefix_command();
 }
-
-static const CommandRegistration registration{50, &add_dupes_command};
 
 }  // namespace cdc::cli

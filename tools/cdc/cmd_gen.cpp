@@ -1,7 +1,7 @@
 // cdc gen — write deterministic test data (the test-vector input specs).
 #include "cli_common.hpp"
 #include "commands.hpp"
-#include "datagen.hpp"
+#include <cdc/corpus/datagen.hpp>
 
 #include <fmt/format.h>
 
@@ -12,7 +12,7 @@
 
 namespace cdc::cli {
 
-static void add_gen_command(CLI::App& app, int& exit_code) {
+void add_gen_command(CLI::App& app, int& exit_code) {
     auto spec = std::make_shared<std::string>();
     auto output = std::make_shared<std::string>("-");
     auto* cmd = app.add_subcommand(
@@ -21,7 +21,7 @@ static void add_gen_command(CLI::App& app, int& exit_code) {
     cmd->add_option("-o,--output", *output, "output file (- for stdout; an existing file is not overwritten)")
         ->capture_default_str();
     cmd->callback([spec, output, &exit_code] {
-        const auto bytes = tools::generate_input(*spec);
+        const auto bytes = generate_input(*spec);
         int fd = STDOUT_FILENO;
         if (*output != "-") {
             fd = ::open(output->c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
@@ -34,7 +34,5 @@ static void add_gen_command(CLI::App& app, int& exit_code) {
         exit_code = kExitOk;
     });
 }
-
-static const CommandRegistration registration{90, &add_gen_command};
 
 }  // namespace cdc::cli

@@ -1,14 +1,14 @@
 // cdc plot — PNG graphs of chunk sizes, resync quality and dedup against the
 // average size, per algorithm and overlaid. The data comes from the library
-// (analyze, SizeStats, cdc/sweep.hpp); this file only lays out the charts.
+// (analyze, SizeStats, cdc/corpus/sweep.hpp); this file only lays out the charts.
 #include "cli_common.hpp"
 #include "commands.hpp"
 #include "plot.hpp"
 #include "sizes.hpp"
 
-#include <cdc/analyze.hpp>
-#include <cdc/resync.hpp>
-#include <cdc/sweep.hpp>
+#include <cdc/corpus/analyze.hpp>
+#include <cdc/corpus/resync.hpp>
+#include <cdc/corpus/sweep.hpp>
 
 #include <fmt/format.h>
 
@@ -125,7 +125,8 @@ int run(const PlotArgs& args) {
     edit_spec.seed = args.seed;
     const auto edit_counts = doubling_counts(args.max_edits);
     const std::uint64_t resync_limit = tools::parse_size(args.resync_bytes, "--resync-bytes");
-    for (const auto& r : runs) (void)resolve_profile(r.name, r.options);
+    std::vector<std::shared_ptr<const CutFinder>> finders;  // each algorithm resolved once
+    for (const auto& r : runs) finders.push_back(make_cut_finder(r));
     for (const auto& p : args.paths)
         if (p == "-") throw UsageError("cdc plot reads files and directories, not standard input");
 
@@ -145,7 +146,7 @@ int run(const PlotArgs& args) {
     if (kinds.count("distribution") || kinds.count("cdf")) {
         AnalyzeOptions options;
         options.jobs = args.jobs;
-        for (const auto& r : runs) options.algorithms.push_back({r.name, r.options});
+        options.algorithms = finders;
         const AnalyzeReport report = analyze(walk, options);
         for (const auto& e : report.errors) fmt::print(stderr, "cdc plot: skipped '{}': {}\n", e.path, e.message);
         partial = partial || !report.errors.empty();
@@ -209,8 +210,6 @@ int run(const PlotArgs& args) {
 
     if (kinds.count("resync")) {
         const auto data = resync_input(walk, resync_limit);
-        std::vector<std::shared_ptr<const CutFinder>> finders;
-        for (const auto& r : runs) finders.push_back(make_cut_finder(r.name, r.options));
         const auto curves = resync_curves(finders, data, edit_counts, edit_spec, args.trials);
         const std::string sub = fmt::format(
             "{} of input; n random {}-byte {}s; mean of {} trial{}",
@@ -244,7 +243,8 @@ int run(const PlotArgs& args) {
 
     if (kinds.count("dedup-sweep")) {
         plot::Chart cmp;
-        for (const auto& r : runs) {
+        for (std::size_t i = 0; i < runs.size(); ++i) {
+            const AlgorithmSpec& r = runs[i];
             std::vector<double> skipped;
             const auto points = dedup_sweep(walk, r.name, r.options, scales, args.jobs, &skipped);
             for (double f : skipped)
@@ -256,7 +256,7 @@ int run(const PlotArgs& args) {
             plot::Chart c;
             c.title = fmt::format("Dedup ratio against average chunk size: {}", r.name);
             c.subtitle = fmt::format("{}; min, avg, max scaled x{}..x{} from {}", corpus, scales.front(),
-                                     scales.back(), profile_text(resolve_profile(r.name, r.options)));
+                                     scales.back(), profile_text(finders[i]->profile()));
             c.x_label = "measured mean chunk size (KiB, log scale)";
             c.y_label = "dedup ratio: distinct / total bytes";
             c.x_log = true;
@@ -281,7 +281,7 @@ int run(const PlotArgs& args) {
 
 }  // namespace
 
-static void add_plot_command(CLI::App& app, int& exit_code) {
+void add_plot_command(CLI::App& app, int& exit_code) {
     auto args = std::make_shared<PlotArgs>();
     auto* cmd = app.add_subcommand(
         "plot",
@@ -290,7 +290,7 @@ static void add_plot_command(CLI::App& app, int& exit_code) {
     cmd->add_option("-a,--algorithm", args->algorithms, "comma-separated algorithm names, or all")->capture_default_str();
     cmd->add_option("--kind", args->kinds, "distribution, cdf, resync, dedup-sweep or all (comma-separated)")
         ->capture_default_str();
-    add_profile_options(*cmd, args->profile);
+    add_profile_options(*cmd, args->profile, true, "--chunker-seed");
     cmd->add_option("--out", args->out, "output directory")->required();
     cmd->add_option("--bins", args->bins, "histogram bins over [0, max]")->capture_default_str();
     cmd->add_option("--edits", args->max_edits, "resync: up to this many edits (1, 2, 4, ... n)")->capture_default_str();
@@ -309,7 +309,5 @@ static void add_plot_command(CLI::App& app, int& exit_code) {
     cmd->footer(kExitCodesHelp);
     cmd->callback([args, &exit_code] { exit_code = run(*args); });
 }
-
-static const CommandRegistration registration{56, &add_plot_command};
 
 }  // namespace cdc::cli

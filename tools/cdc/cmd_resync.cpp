@@ -4,7 +4,7 @@
 #include "commands.hpp"
 #include "sizes.hpp"
 
-#include <cdc/resync.hpp>
+#include <cdc/corpus/resync.hpp>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -45,22 +45,21 @@ std::vector<std::uint8_t> read_all(const std::string& path) {
         fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
         if (fd < 0) throw UsageError(fmt::format("cannot open '{}': {}", path, std::strerror(errno)));
     }
+    struct Closer {
+        int fd;
+        ~Closer() {
+            if (fd != 0) ::close(fd);
+        }
+    } closer{fd};
+    FdReader reader(fd, path == "-" ? std::string("stdin") : fmt::format("'{}'", path));
     std::vector<std::uint8_t> data;
     std::size_t end = 0;
-    for (;;) {
+    for (bool eof = false; !eof;) {
         if (data.size() - end < (1u << 20)) data.resize(std::max<std::size_t>(data.size() * 2, end + (4u << 20)));
-        const ssize_t n = ::read(fd, data.data() + end, data.size() - end);
-        if (n > 0) {
-            end += static_cast<std::size_t>(n);
-        } else if (n == 0) {
-            break;
-        } else if (errno != EINTR) {
-            const int err = errno;
-            if (fd != 0) ::close(fd);
-            throw IoError(fmt::format("reading '{}': {}", path == "-" ? "stdin" : path, std::strerror(err)));
-        }
+        const FillResult r = read_at_least(reader, std::as_writable_bytes(std::span(data)).subspan(end), 1);
+        end += r.bytes;
+        eof = r.end;
     }
-    if (fd != 0) ::close(fd);
     data.resize(end);
     return data;
 }
@@ -75,9 +74,7 @@ int run(const ResyncArgs& args) {
     spec.size = static_cast<std::size_t>(tools::parse_size(args.edit_size, "--edit-size"));
     spec.seed = args.seed;
     if (args.trials == 0) throw UsageError("--trials = 0 is invalid: must be at least 1");
-    std::vector<std::shared_ptr<const CutFinder>> finders;
-    for (const auto& a : parse_algorithm_list(args.algorithm, base, args.quiet || args.json || args.csv))
-        finders.push_back(make_cut_finder(a.name, a.options));
+    const auto finders = resolve_algorithm_list(args.algorithm, base, args.quiet || args.json || args.csv);
 
     const auto original = read_all(args.path);
     const auto summaries = run_resync(finders, original, spec, args.trials, digest);
@@ -117,9 +114,9 @@ int run(const ResyncArgs& args) {
     } else {
         fmt::print("{} ({} bytes): {} x {} of {} bytes, seed {}, {} trial(s)\n", args.path, original.size(),
                    spec.count, to_string(spec.kind), spec.size, spec.seed, args.trials);
-        fmt::print("{:<16} {:>10} {:>10} {:>12} {:>14}\n", "ALGORITHM", "SHARED%", "MIN%", "CHUNKS", "CHUNKS EDITED");
+        fmt::print("{:<18} {:>10} {:>10} {:>12} {:>14}\n", "ALGORITHM", "SHARED%", "MIN%", "CHUNKS", "CHUNKS EDITED");
         for (const auto& s : summaries)
-            fmt::print("{:<16} {:>10.3f} {:>10.3f} {:>12} {:>14.1f}\n", s.algorithm, s.shared_pct_mean,
+            fmt::print("{:<18} {:>10.3f} {:>10.3f} {:>12} {:>14.1f}\n", s.algorithm, s.shared_pct_mean,
                        s.shared_pct_min, s.runs.front().chunks_orig, s.chunks_edited_mean);
         fmt::print("SHARED% = bytes of the edited file lying in chunks also in the original (mean over trials; "
                    "MIN% the worst trial).\n");
@@ -129,13 +126,13 @@ int run(const ResyncArgs& args) {
 }
 }  // namespace
 
-static void add_resync_command(CLI::App& app, int& exit_code) {
+void add_resync_command(CLI::App& app, int& exit_code) {
     auto args = std::make_shared<ResyncArgs>();
     auto* cmd = app.add_subcommand("resync", "apply random edits to a file and measure, per algorithm, how much of "
                                              "the edited file is still in the original's chunks");
     cmd->add_option("-a,--algorithm", args->algorithm, "algorithm name, a comma-separated list, or all")
         ->capture_default_str();
-    add_profile_options(*cmd, args->profile);
+    add_profile_options(*cmd, args->profile, true, "--chunker-seed");
     cmd->add_option("--edits", args->edits, "number of edits")->capture_default_str();
     cmd->add_option("--edit-size", args->edit_size, "bytes per edit (suffixes: 1K, 4KiB...)")->capture_default_str();
     cmd->add_option("--kind", args->kind, "insert, delete, overwrite or mixed")->capture_default_str();
@@ -155,7 +152,5 @@ static void add_resync_command(CLI::App& app, int& exit_code) {
                     .append(kExitCodesHelp));
     cmd->callback([args, &exit_code] { exit_code = run(*args); });
 }
-
-static const CommandRegistration registration{40, &add_resync_command};
 
 }  // namespace cdc::cli

@@ -32,7 +32,7 @@ int run(const SampleArgs& args) {
 }
 }  // namespace
 
-static void add_sample_command(CLI::App& app, int& exit_code) {
+void add_sample_command(CLI::App& app, int& exit_code) {
     auto args = std::make_shared<SampleArgs>();
     auto* cmd = app.add_subcommand("sample", "write the built-in sample corpus (deterministic, ~150 MB) into DIR");
     cmd->add_flag("-q,--quiet", args->quiet, "do not list the files written");
@@ -43,7 +43,5 @@ static void add_sample_command(CLI::App& app, int& exit_code) {
                     .append(kExitCodesHelp));
     cmd->callback([args, &exit_code] { exit_code = run(*args); });
 }
-
-static const CommandRegistration registration{70, &add_sample_command};
 
 }  // namespace cdc::cli

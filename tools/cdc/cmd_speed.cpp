@@ -1,10 +1,11 @@
 // cdc speed — in-memory chunking throughput of each algorithm (cutting only,
-// or cutting + a digest of every chunk), beside a memory-read baseline
-// measured in the same run over the same buffer.
+// or cutting + a digest of every chunk), beside a memory-read baseline and
+// the algorithm's scalar reference, measured in the same run over the same
+// buffer.
 #include "cli_common.hpp"
 #include "commands.hpp"
 
-#include "datagen.hpp"
+#include <cdc/corpus/datagen.hpp>
 #include "sizes.hpp"
 
 #include <fmt/format.h>
@@ -68,36 +69,25 @@ struct Measure {
 };
 
 Measure cut_all(const CutFinder& finder, const std::uint8_t* buf, std::size_t size, DigestKind digest) {
-    const std::size_t max = finder.profile().max_size;
     std::uint64_t chunks = 0;
     std::uint8_t sink = 0;
-    // With a digest: cut up to 64 chunks, then fingerprint them in one
-    // compute_digests call (BLAKE3 hashes them side by side), as analyze does.
+    // Up to 64 chunks at a time, then (with a digest) one compute_digests
+    // call for them (BLAKE3 hashes them side by side), as analyze does.
     constexpr std::size_t kBatch = 64;
     std::array<std::uint32_t, kBatch> lengths{};
     std::array<Digest, kBatch> digests{};
-    std::size_t pending = 0;
-    std::size_t batch_start = 0;
-    auto hash_pending = [&](std::size_t end) {
-        compute_digests(digest, std::as_bytes(std::span(buf + batch_start, end - batch_start)),
-                        std::span(lengths.data(), pending), std::span(digests.data(), pending));
-        for (std::size_t i = 0; i < pending; ++i) sink ^= digests[i].bytes[0];
-        pending = 0;
-        batch_start = end;
-    };
+    const auto data = std::as_bytes(std::span(buf, size));
     const auto t0 = Clock::now();
-    std::size_t pos = 0;
-    while (pos < size) {
-        const std::size_t n = std::min(max, size - pos);
-        const std::size_t c = finder.find(buf + pos, n);
-        pos += c;
-        ++chunks;
+    for (std::size_t pos = 0; pos < size;) {
+        const CutProgress batch = cut_lengths(finder, data.subspan(pos), true, lengths);
         if (digest != DigestKind::none) {
-            lengths[pending++] = static_cast<std::uint32_t>(c);
-            if (pending == kBatch) hash_pending(pos);
+            compute_digests(digest, data.subspan(pos, batch.bytes), std::span(lengths.data(), batch.chunks),
+                            std::span(digests.data(), batch.chunks));
+            for (std::size_t i = 0; i < batch.chunks; ++i) sink ^= digests[i].bytes[0];
         }
+        pos += batch.bytes;
+        chunks += batch.chunks;
     }
-    if (pending > 0) hash_pending(pos);
     Measure m{seconds_since(t0), chunks};
     if (sink == 0x5A) m.chunks += 0;  // keep the digests alive
     return m;
@@ -115,7 +105,7 @@ int run(const SpeedArgs& args) {
     auto runs = parse_algorithm_list(args.algorithms, base, true);
     if (args.algorithms == "all") {
         // fixed-v1.0.0 does no content-defined work: nothing to measure.
-        std::erase_if(runs, [](const AlgorithmRun& r) { return r.name == "fixed-v1.0.0"; });
+        std::erase_if(runs, [](const AlgorithmSpec& r) { return r.name == "fixed-v1.0.0"; });
     }
     if (args.algorithms == "all" && !base.key) {
         // kfastcdc needs a key: measure it with a fixed one.
@@ -123,14 +113,14 @@ int run(const SpeedArgs& args) {
         Key k{};
         for (std::size_t i = 0; i < k.size(); ++i) k[i] = static_cast<std::uint8_t>(i);
         keyed.key = k;
-        auto it = std::find_if(runs.begin(), runs.end(), [](const AlgorithmRun& r) { return r.name == "fastcdc-v1.0.0"; });
-        runs.insert(it == runs.end() ? runs.end() : it, AlgorithmRun{"kfastcdc", keyed});
+        auto it = std::find_if(runs.begin(), runs.end(), [](const AlgorithmSpec& r) { return r.name == "fastcdc-v1.0.0"; });
+        runs.insert(it == runs.end() ? runs.end() : it, AlgorithmSpec{"kfastcdc", keyed});
     }
 
     const auto size = static_cast<std::size_t>(size64);
     std::vector<std::uint8_t> buf(size);
-    if (args.data == "random") tools::fill_splitmix64(buf, 1);
-    else if (args.data == "text") tools::fill_text(buf, 1);
+    if (args.data == "random") fill_splitmix64(buf, 1);
+    else if (args.data == "text") fill_text(buf, 1);
 
     double best_base = 1e300;
     std::uint64_t base_sum = 0;
@@ -145,17 +135,29 @@ int run(const SpeedArgs& args) {
         std::string name;
         KernelLevel used;
         double mb_s;
+        double scalar_mb_s;  // the scalar reference, measured side by side
         std::uint64_t chunks;
     };
     std::vector<Row> rows;
     for (const auto& r : runs) {
         auto finder = make_cut_finder(r.name, r.options, level);
+        // The scalar reference's runs alternate with the kernel's, so that a
+        // slow spell of the machine does not fall on one of them only.
+        auto scalar = finder->kernel_level() == KernelLevel::scalar
+                          ? finder
+                          : make_cut_finder(r.name, r.options, KernelLevel::scalar);
         Measure best{1e300, 0};
+        Measure best_scalar{1e300, 0};
         for (int k = 0; k < args.runs; ++k) {
             const Measure m = cut_all(*finder, buf.data(), size, digest);
             if (m.seconds < best.seconds) best = m;
+            if (scalar == finder) continue;
+            const Measure s = cut_all(*scalar, buf.data(), size, digest);
+            if (s.seconds < best_scalar.seconds) best_scalar = s;
         }
-        rows.push_back({r.name, finder->kernel_level(), static_cast<double>(size) / 1e6 / best.seconds, best.chunks});
+        if (scalar == finder) best_scalar = best;
+        const auto mb_s = [size](const Measure& m) { return static_cast<double>(size) / 1e6 / m.seconds; };
+        rows.push_back({r.name, finder->kernel_level(), mb_s(best), mb_s(best_scalar), best.chunks});
         if (!args.json && stderr_is_tty()) fmt::print(stderr, "\r{} done\x1b[K", r.name);
     }
     if (!args.json && stderr_is_tty()) fmt::print(stderr, "\r\x1b[K");
@@ -167,25 +169,29 @@ int run(const SpeedArgs& args) {
                                {"mb_s", row.mb_s},
                                {"chunks", row.chunks},
                                {"fraction_of_baseline", row.mb_s / baseline},
+                               {"scalar_mb_s", row.scalar_mb_s},
+                               {"relative_to_scalar", row.mb_s / row.scalar_mb_s},
                                {"kernel", to_string(row.used)}});
         nlohmann::json out = {{"baseline_mb_s", baseline}, {"results", results},   {"bytes", size},
                               {"data", args.data},         {"digest", args.digest}, {"checksum", base_sum & 0xFF}};
         fmt::print("{}\n", out.dump(2));
     } else {
-        fmt::print("{} of {} data in memory, digest {}, best of {} run(s); MB = 10^6 bytes\n",
+        fmt::print("{} of {} data in memory, digest {}, best of {} run(s); MB = 10^6 bytes; X SCALAR: against the "
+                   "scalar reference, measured side by side\n",
                    tools::format_size(static_cast<double>(size)), args.data, args.digest, args.runs);
-        fmt::print("{:<16} {:<7} {:>10} {:>10} {:>9}\n", "ALGORITHM", "KERNEL", "MB/S", "CHUNKS", "BASELINE");
-        fmt::print("{:<16} {:<7} {:>10.0f} {:>10} {:>8.1f}%\n", "memory-read", "-", baseline, "-", 100.0);
+        fmt::print("{:<18} {:<7} {:>10} {:>10} {:>9} {:>9}\n", "ALGORITHM", "KERNEL", "MB/S", "CHUNKS", "BASELINE",
+                   "X SCALAR");
+        fmt::print("{:<18} {:<7} {:>10.0f} {:>10} {:>8.1f}% {:>9}\n", "memory-read", "-", baseline, "-", 100.0, "-");
         for (const auto& row : rows)
-            fmt::print("{:<16} {:<7} {:>10.0f} {:>10} {:>8.1f}%\n", row.name, to_string(row.used), row.mb_s, row.chunks,
-                       100.0 * row.mb_s / baseline);
+            fmt::print("{:<18} {:<7} {:>10.0f} {:>10} {:>8.1f}% {:>8.2f}x\n", row.name, to_string(row.used), row.mb_s,
+                       row.chunks, 100.0 * row.mb_s / baseline, row.mb_s / row.scalar_mb_s);
     }
     finish_stdout();
     return kExitOk;
 }
 }  // namespace
 
-static void add_speed_command(CLI::App& app, int& exit_code) {
+void add_speed_command(CLI::App& app, int& exit_code) {
     auto args = std::make_shared<SpeedArgs>();
     auto* cmd = app.add_subcommand(
         "speed", "in-memory chunking throughput of each algorithm beside a memory-read baseline (same buffer, same run)");
@@ -196,17 +202,15 @@ static void add_speed_command(CLI::App& app, int& exit_code) {
     cmd->add_option("--digest", args->digest, "also fingerprint every chunk: blake3, sha256, xxh3 or none")
         ->capture_default_str();
     cmd->add_option("--kernel", args->kernel,
-                    "force a kernel level: auto, scalar, wide, avx2, avx512 (default: CDC_KERNEL or the best the CPU has)")
+                    "force a kernel level: auto, scalar, wide, avx2, avx512 (default: CDC_KERNEL, else the fastest measured)")
         ->capture_default_str();
     cmd->add_option("--runs", args->runs, "measure each algorithm this many times and report the best")
         ->capture_default_str();
     cmd->add_flag("--json", args->json,
                   "JSON: {\"baseline_mb_s\", \"results\": [{\"algorithm\", \"mb_s\", \"chunks\", "
-                  "\"fraction_of_baseline\", \"kernel\"}]}");
+                  "\"fraction_of_baseline\", \"scalar_mb_s\", \"relative_to_scalar\", \"kernel\"}]}");
     cmd->footer(kExitCodesHelp);
     cmd->callback([args, &exit_code] { exit_code = run(*args); });
 }
-
-static const CommandRegistration registration{60, &add_speed_command};
 
 }  // namespace cdc::cli

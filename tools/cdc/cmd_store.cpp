@@ -322,7 +322,7 @@ void add_store_subcommands(CLI::App& st, int& exit_code) {
     }
 }
 
-static void add_store_command(CLI::App& app, int& exit_code) {
+void add_store_command(CLI::App& app, int& exit_code) {
     auto* st = app.add_subcommand("store", "a deduplicating, compressed, crash-safe chunk store in a directory: init, "
                                            "put, get, ls, rm, gc, verify, stats");
     st->require_subcommand(1);
@@ -331,7 +331,5 @@ static void add_store_command(CLI::App& app, int& exit_code) {
                    .append(kExitCodesHelp));
     add_store_subcommands(*st, exit_code);
 }
-
-static const CommandRegistration registration{95, &add_store_command};
 
 }  // namespace cdc::cli

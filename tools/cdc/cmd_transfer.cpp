@@ -6,7 +6,7 @@
 
 namespace cdc::cli {
 
-static void add_transfer_commands(CLI::App& app, int&) {
+void add_transfer_commands(CLI::App& app, int&) {
     app.add_subcommand("serve", "serve a chunk store over gRPC (`cdc serve --help` for its options)")->prefix_command();
     app.add_subcommand("push", "send files to a cdc serve, only the chunks it lacks (`cdc push --help`)")
         ->prefix_command();
@@ -16,7 +16,5 @@ static void add_transfer_commands(CLI::App& app, int&) {
     app.add_subcommand("hash", "BLAKE3 of a file computed by a cdc serve as it streams in (`cdc hash --help`)")
         ->prefix_command();
 }
-
-static const CommandRegistration registration{96, &add_transfer_commands};
 
 }  // namespace cdc::cli

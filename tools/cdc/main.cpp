@@ -5,28 +5,40 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <string>
 #include <string_view>
 #include <unistd.h>
 
 #ifndef CDC_DUPES_HELPER_FROM_BINDIR
 #define CDC_DUPES_HELPER_FROM_BINDIR "../libexec/cdc/cdc-dupes"
 #endif
-
-namespace cdc::cli {
-std::vector<std::pair<int, AddCommand>>& command_registry() {
-    static std::vector<std::pair<int, AddCommand>> registry;
-    return registry;
-}
-}  // namespace cdc::cli
-
 #ifndef CDC_TRANSFER_HELPER_FROM_BINDIR
 #define CDC_TRANSFER_HELPER_FROM_BINDIR "../libexec/cdc/cdc-transfer"
 #endif
 
 namespace {
+
+// Every subcommand, in `cdc --help` order.
+constexpr cdc::cli::AddCommand kCommands[] = {
+    cdc::cli::add_chunk_command,   cdc::cli::add_analyze_command, cdc::cli::add_compare_command,
+    cdc::cli::add_resync_command,  cdc::cli::add_dupes_command,   cdc::cli::add_bench_command,
+    cdc::cli::add_plot_command,    cdc::cli::add_speed_command,   cdc::cli::add_kernels_command,
+    cdc::cli::add_sample_command,  cdc::cli::add_algorithms_command, cdc::cli::add_gen_command,
+    cdc::cli::add_store_command,   cdc::cli::add_transfer_commands,
+};
+
+// "resync", "bench run": the subcommand path that was parsed.
+std::string command_path(const CLI::App& app) {
+    std::string path;
+    for (const CLI::App* cmd = &app; !cmd->get_subcommands().empty();) {
+        cmd = cmd->get_subcommands().front();
+        if (!path.empty()) path.push_back(' ');
+        path.append(cmd->get_name());
+    }
+    return path;
+}
 
 // `cdc dupes ...` is the cdc-dupes helper's, `cdc serve|push|pull|ls|hash
 // ...` and `cdc bench transfer` the cdc-transfer helper's (gRPC, which this
@@ -70,10 +82,7 @@ int main(int argc, char** argv) {
     app.set_help_all_flag("--help-all", "print help for every subcommand");
 
     int exit_code = kExitOk;
-    auto commands = command_registry();
-    std::stable_sort(commands.begin(), commands.end(),
-                     [](const auto& a, const auto& b) { return a.first < b.first; });
-    for (const auto& [order, add] : commands) add(app, exit_code);
+    for (const AddCommand add : kCommands) add(app, exit_code);
 
     try {
         app.parse(argc, argv);
@@ -81,7 +90,8 @@ int main(int argc, char** argv) {
         const int rc = app.exit(e);
         return rc == 0 ? kExitOk : kExitUsage;
     } catch (...) {
-        return report_current_exception();
+        const std::string command = command_path(app);
+        return report_current_exception([&](std::string_view field) { return flag_of(command, field); });
     }
     return exit_code;
 }

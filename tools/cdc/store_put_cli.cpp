@@ -5,8 +5,6 @@
 #include "put_inputs.hpp"
 #include "store_cli.hpp"
 
-#include <cdc/analyze.hpp>
-
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -87,12 +85,13 @@ int run_put(const PutArgs& a) {
             total.chunks += r.chunks;
             total.new_chunks += r.new_chunks;
             total.new_bytes += r.new_bytes;
-            total.stored_bytes += r.stored_bytes;
             if (a.json)
-                files.push_back({{"name", f.name},          {"path", f.path},
-                                 {"size", r.bytes},          {"chunks", r.chunks},
-                                 {"new_chunks", r.new_chunks}, {"new_bytes", r.new_bytes},
-                                 {"stored_bytes", r.stored_bytes}});
+                files.push_back({{"name", f.name},
+                                 {"path", f.path},
+                                 {"size", r.bytes},
+                                 {"chunks", r.chunks},
+                                 {"new_chunks", r.new_chunks},
+                                 {"new_bytes", r.new_bytes}});
         } catch (const IoError& e) {
             errors.push_back({f.path, e.what()});
         }
@@ -100,6 +99,7 @@ int run_put(const PutArgs& a) {
         ++done_files;
     }
     w.commit();
+    total.stored_bytes = w.stats().stored_bytes;
     line.clear();
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     for (const auto& e : errors) fmt::print(stderr, "cdc: error: {}: {} (skipped)\n", e.path, e.message);
@@ -138,7 +138,7 @@ void add_store_put(CLI::App& st, int& exit_code) {
     c->add_option("--key-file", a->key_file, "the key of a keyed store");
     c->add_flag("--follow-symlinks", a->follow_symlinks, "follow symbolic links inside directories");
     c->add_flag("--json", a->json,
-                "one JSON object: {files: [{name, path, size, chunks, new_chunks, new_bytes, stored_bytes}], bytes, "
+                "one JSON object: {files: [{name, path, size, chunks, new_chunks, new_bytes}], bytes, "
                 "new_bytes, stored_bytes, ..., errors}");
     c->add_flag("-q,--quiet", a->quiet, "no progress line, no warnings");
     c->footer("Without --name, a file is stored under its path as given, a tree's files under their paths inside it. "

@@ -158,24 +158,11 @@ ProcessUsage read_process_usage() {
     return u;
 }
 
-std::vector<std::filesystem::path> list_files(const std::filesystem::path& root) {
-    namespace fs = std::filesystem;
-    std::error_code ec;
-    const auto st = fs::status(root, ec);
-    if (ec) throw IoError(fmt::format("cannot read '{}': {}", root.string(), ec.message()));
-    std::vector<fs::path> files;
-    if (!fs::is_directory(st)) {
-        files.push_back(root);
-        return files;
-    }
-    fs::recursive_directory_iterator it(root, fs::directory_options::skip_permission_denied, ec);
-    if (ec) throw IoError(fmt::format("cannot read '{}': {}", root.string(), ec.message()));
-    for (; it != fs::recursive_directory_iterator(); it.increment(ec)) {
-        if (ec) break;
-        std::error_code e2;
-        if (it->symlink_status(e2).type() == fs::file_type::regular) files.push_back(it->path());
-    }
-    if (ec) throw IoError(fmt::format("walking '{}': {}", root.string(), ec.message()));
+std::vector<std::filesystem::path> list_files(const std::filesystem::path& root, std::vector<InputIssue>* errors) {
+    const WalkResult walk = walk_inputs({root.string()});
+    if (errors != nullptr) errors->insert(errors->end(), walk.errors.begin(), walk.errors.end());
+    std::vector<std::filesystem::path> files;
+    for (const auto& f : walk.files) files.emplace_back(f.path);
     std::sort(files.begin(), files.end());
     return files;
 }

@@ -20,7 +20,8 @@
 // allocated is the number of lanes, however many files there are.
 #pragma once
 
-#include <cdc/cdc.hpp>
+#include <cdc/corpus.hpp>
+#include <cdc/dupes.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -92,9 +93,12 @@ struct BenchResult {
 /// skipped. Throws OptionError for bad options.
 BenchResult run_bench(const BenchConfig& config);
 
-/// Regular files under `root` (recursively, symlinks not followed), sorted;
-/// `root` itself if it is a file. Throws IoError if `root` cannot be read.
-std::vector<std::filesystem::path> list_files(const std::filesystem::path& root);
+/// Regular files under `root` (cdc::walk_inputs: recursively, symlinks not
+/// followed, each file once), sorted; `root` itself if it is a file. Throws
+/// IoError if `root` cannot be read; entries that cannot be read are
+/// appended to `errors` (when given).
+std::vector<std::filesystem::path> list_files(const std::filesystem::path& root,
+                                              std::vector<InputIssue>* errors = nullptr);
 
 /// CPU utilisation between consecutive samples, in percent of one core
 /// (200 = two cores busy), placed at the end time of each interval.

@@ -16,11 +16,15 @@ void finish_stdout() {
         throw cdc::IoError(fmt::format("writing standard output: {}", std::strerror(errno)));
 }
 
-int report_current_exception() {
+int report_current_exception(const std::function<std::string_view(std::string_view field)>& flag_of) {
     try {
         throw;
     } catch (const cdc::OptionError& e) {
-        fmt::print(stderr, "cdc: error: {}\n", e.what());
+        const std::string_view flag = flag_of && !e.field().empty() ? flag_of(e.field()) : "";
+        if (flag.empty())
+            fmt::print(stderr, "cdc: error: {}\n", e.what());
+        else
+            fmt::print(stderr, "cdc: error: {} (option {})\n", e.what(), flag);
         return kExitUsage;
     } catch (const UsageError& e) {
         fmt::print(stderr, "cdc: error: {}\n", e.what());

@@ -3,7 +3,9 @@
 // and by its lean cdc-dupes helper, which links no CLI11).
 #pragma once
 
+#include <functional>
 #include <stdexcept>
+#include <string_view>
 
 namespace cdc::cli {
 
@@ -28,8 +30,10 @@ public:
 
 /// For a catch (...) block: prints the exception being handled as "cdc:
 /// error: ..." and returns its exit code (cdc::OptionError and UsageError:
-/// 2, any other std::exception: 4); anything else is rethrown.
-int report_current_exception();
+/// 2, any other std::exception: 4); anything else is rethrown. An
+/// OptionError about a library field (field()) that `flag_of` maps to a
+/// flag of the command ends with "(option FLAG)".
+int report_current_exception(const std::function<std::string_view(std::string_view field)>& flag_of = {});
 
 /// Flushes stdout and turns a write error (EPIPE, ENOSPC) into IoError.
 void finish_stdout();

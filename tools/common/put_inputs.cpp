@@ -2,16 +2,66 @@
 
 #include "cli_basics.hpp"
 
+#include <cdc/error.hpp>
+#include <cdc/walk.hpp>
+
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 #include <map>
+#include <span>
 
 #include <sys/stat.h>
 
 namespace cdc::cli {
+
+namespace {
+
+// Names the files that cdc::walk finds under one PATH: a file by the path
+// as given (or NAME), a tree's files by their paths inside it (under NAME/
+// when given). Every path is taken, hard links included: each is a name a
+// user may get back.
+class PutCollector final : public WalkVisitor {
+public:
+    PutCollector(PutInputs& in, std::string tree_root, const std::string& name) noexcept
+        : in_(in), tree_root_(std::move(tree_root)), name_(name) {}
+
+    void file(const std::string& path, const struct stat& st) override {
+        const auto size = static_cast<std::uint64_t>(st.st_size);
+        in_.files.push_back({path, name_of(path), size});
+        in_.bytes += size;
+    }
+
+    // "-", a FIFO or /dev/stdin named on the command line: read as a stream.
+    void stream(const std::string& path) override {
+        if (path == "-" && name_.empty()) throw UsageError("standard input (-) needs --name");
+        in_.files.push_back({path, name_of(path), 0});
+    }
+
+    void skipped(const std::string& path, WalkSkip why, std::string_view message) override {
+        switch (why) {
+            case WalkSkip::symlink:  // not followed without --follow-symlinks, as in analyze
+            case WalkSkip::overlap: break;
+            case WalkSkip::error: in_.errors.push_back({path, std::string(message)}); break;
+            case WalkSkip::special:
+            case WalkSkip::loop:
+            case WalkSkip::other_fs: in_.warnings.push_back({path, fmt::format("{} skipped", message)}); break;
+        }
+    }
+
+private:
+    std::string name_of(const std::string& path) const {
+        if (tree_root_.empty()) return name_.empty() ? path : name_;
+        std::string rel = path.substr(std::min(path.size(), tree_root_.size()));
+        return name_.empty() ? rel : std::string(name_).append("/").append(rel);
+    }
+
+    PutInputs& in_;
+    std::string tree_root_;  ///< "dir/" for a tree, empty for a file or stream
+    const std::string& name_;
+};
+
+}  // namespace
 
 PutInputs collect_put_inputs(const std::vector<std::string>& paths, const std::string& name, bool follow_symlinks) {
     if (!name.empty() && paths.size() > 1)
@@ -22,29 +72,20 @@ PutInputs collect_put_inputs(const std::vector<std::string>& paths, const std::s
     WalkOptions wo;
     wo.follow_symlinks = follow_symlinks;
     for (const auto& p : paths) {
-        if (p == "-") {
-            if (name.empty()) throw UsageError("standard input (-) needs --name");
-            in.files.push_back({"-", name, 0});
-            continue;
-        }
         struct stat st {};
-        if (::stat(p.c_str(), &st) != 0) throw UsageError(fmt::format("cannot read '{}': {}", p, std::strerror(errno)));
-        if (!S_ISDIR(st.st_mode)) {
-            in.files.push_back({p, name.empty() ? p : name, static_cast<std::uint64_t>(st.st_size)});
-            in.bytes += static_cast<std::uint64_t>(st.st_size);
-            continue;
+        std::string tree_root;
+        if (p != "-" && ::stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+            // cdc::walk reports a root given with trailing slashes without them.
+            tree_root = p;
+            while (tree_root.size() > 1 && tree_root.back() == '/') tree_root.pop_back();
+            if (tree_root.back() != '/') tree_root.push_back('/');
         }
-        WalkResult w = walk_inputs({p}, wo);
-        std::string root = p;
-        if (root.back() != '/') root.push_back('/');
-        for (auto& f : w.files) {
-            std::string rel = f.path.substr(std::min(f.path.size(), root.size()));
-            std::string n = name.empty() ? rel : std::string(name).append("/").append(rel);
-            in.files.push_back({std::move(f.path), std::move(n), f.size});
+        PutCollector collector(in, std::move(tree_root), name);
+        try {
+            walk(std::span(&p, 1), wo, collector);
+        } catch (const IoError& e) {
+            throw UsageError(e.what());  // a top-level path that cannot be read
         }
-        in.bytes += w.total_bytes;
-        for (auto& e : w.errors) in.errors.push_back(std::move(e));
-        for (auto& e : w.warnings) in.warnings.push_back(std::move(e));
     }
     std::map<std::string, const std::string*> seen;
     for (const auto& f : in.files) {

@@ -4,7 +4,7 @@
 // paths inside it (under NAME/ when a name is given).
 #pragma once
 
-#include <cdc/analyze.hpp>
+#include <cdc/corpus/analyze.hpp>  // InputIssue
 
 #include <cstdint>
 #include <string>

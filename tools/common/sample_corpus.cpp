@@ -1,8 +1,8 @@
 #include "sample_corpus.hpp"
 
-#include "datagen.hpp"
+#include <cdc/corpus/datagen.hpp>
 
-#include <cdc/resync.hpp>
+#include <cdc/corpus/resync.hpp>
 
 #include <fmt/format.h>
 

@@ -11,7 +11,7 @@
 #include "sizes.hpp"
 #include "transfer_cli.hpp"
 
-#include <cdc/splitmix64.hpp>
+#include <cdc/corpus/splitmix64.hpp>
 #include <cdc/store.hpp>
 
 #include <fmt/format.h>
@@ -27,7 +27,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include "datagen.hpp"
+#include <cdc/corpus/datagen.hpp>
 
 namespace cdc::cli {
 
@@ -83,9 +83,9 @@ void write_input(const fs::path& path, std::uint64_t bytes) {
     for (std::uint64_t i = 0; done < bytes; ++i) {
         const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(block.size(), bytes - done));
         if (i % 2 == 0)
-            tools::fill_text(block, i);
+            fill_text(block, i);
         else
-            tools::fill_splitmix64(block, i);
+            fill_splitmix64(block, i);
         std::size_t w = 0;
         while (w < n) {
             const ssize_t k = ::write(fd, block.data() + w, n - w);

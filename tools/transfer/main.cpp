@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include <string_view>
+
 int main(int argc, char** argv) {
     using namespace cdc::cli;
     CLI::App app{"cdc — transfer files to and from a chunk store server over gRPC, sending only missing chunks.\n",
@@ -24,7 +26,12 @@ int main(int argc, char** argv) {
         const int rc = app.exit(e);
         return rc == 0 ? kExitOk : kExitUsage;
     } catch (...) {
-        return report_current_exception();
+        // The library's OptionError fields and the flags that set them here.
+        return report_current_exception([](std::string_view field) -> std::string_view {
+            if (field == "key") return "--key-file";
+            if (field == "max_streams") return "--max-streams";
+            return {};
+        });
     }
     return exit_code;
 }

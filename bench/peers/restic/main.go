@@ -1,11 +1,14 @@
 // Chunks one file, held in memory, with restic's Rabin chunker (Debian's
 // golang-github-restic-chunker-dev) and prints one JSON line: the MB/s of
-// the chunking loop alone (CPU time) and the chunk count. Written for bench/peers.
-//   restic-chunker FILE MIN MAX AVERAGE_BITS
+// the chunking loop alone (CPU time) and the chunk count; with -lengths, the
+// chunk lengths instead, one a line (tests/compat-oracle). Written for bench/peers.
+//   restic-chunker [-lengths] [-poly HEX] FILE MIN MAX AVERAGE_BITS
 package main
 
 import (
+	"bufio"
 	"bytes"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -26,27 +29,37 @@ func cpuSeconds() float64 {
 }
 
 func main() {
-	if len(os.Args) != 5 {
-		fmt.Fprintln(os.Stderr, "usage: restic-chunker FILE MIN MAX AVERAGE_BITS")
+	lengths := flag.Bool("lengths", false, "print the chunk lengths, one a line")
+	// The polynomial restic's tests use by default; any irreducible one works.
+	polyHex := flag.String("poly", "3DA3358B4DC173", "the polynomial, in hex")
+	flag.Parse()
+	args := flag.Args()
+	if len(args) != 4 {
+		fmt.Fprintln(os.Stderr, "usage: restic-chunker [-lengths] [-poly HEX] FILE MIN MAX AVERAGE_BITS")
 		os.Exit(2)
 	}
-	data, err := os.ReadFile(os.Args[1])
+	poly, err := strconv.ParseUint(*polyHex, 16, 64)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	data, err := os.ReadFile(args[0])
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(4)
 	}
-	min, _ := strconv.Atoi(os.Args[2])
-	max, _ := strconv.Atoi(os.Args[3])
-	bits, _ := strconv.Atoi(os.Args[4])
-	// The polynomial restic's tests use; any irreducible one works.
-	const pol = chunker.Pol(0x3DA3358B4DC173)
-	c := chunker.NewWithBoundaries(bytes.NewReader(data), pol, uint(min), uint(max))
+	min, _ := strconv.Atoi(args[1])
+	max, _ := strconv.Atoi(args[2])
+	bits, _ := strconv.Atoi(args[3])
+	c := chunker.NewWithBoundaries(bytes.NewReader(data), chunker.Pol(poly), uint(min), uint(max))
 	c.SetAverageBits(bits)
 	buf := make([]byte, max)
+	out := bufio.NewWriter(os.Stdout)
+	defer out.Flush()
 	chunks := 0
 	start := cpuSeconds()
 	for {
-		_, err := c.Next(buf)
+		ch, err := c.Next(buf)
 		if err == io.EOF {
 			break
 		}
@@ -54,8 +67,14 @@ func main() {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(4)
 		}
+		if *lengths {
+			fmt.Fprintln(out, ch.Length)
+		}
 		chunks++
 	}
 	secs := cpuSeconds() - start
-	fmt.Printf("{\"peer\":\"restic-chunker\",\"mb_s\":%.1f,\"chunks\":%d}\n", float64(len(data))/1e6/secs, chunks)
+	if *lengths {
+		return
+	}
+	fmt.Fprintf(out, "{\"peer\":\"restic-chunker\",\"mb_s\":%.1f,\"chunks\":%d}\n", float64(len(data))/1e6/secs, chunks)
 }

@@ -1,0 +1,70 @@
+// cdc/walk.hpp — the one directory walker behind everything that takes
+// trees (corpus analysis, the duplicate finder, the chunk store, the bench):
+// one set of rules for symbolic links, file systems, special files, loops
+// and errors, which each caller reacts to through a visitor.
+//
+//   struct Files : cdc::WalkVisitor {
+//       void file(const std::string& path, const struct stat& st) override { ... }
+//   } v;
+//   cdc::walk({"/data", "notes.txt"}, {}, v);
+//
+// Order: the roots as given; inside a directory, its entries by name (as
+// bytes), then its subdirectories by name, each walked the same way (one
+// directory is open at a time, whatever the depth). A directory is walked once per walk (by device and inode):
+// a symbolic link back to an ancestor is a loop, a second way to an already
+// walked directory (overlapping roots, a link sideways) is an overlap; both
+// are reported as skipped, never walked twice. Files are reported each time
+// a path reaches them (hard links are several paths): callers that count
+// files once dedup by (st_dev, st_ino).
+#pragma once
+
+#include <sys/stat.h>
+
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace cdc {
+
+struct WalkOptions {
+    /// Follow symbolic links inside trees (to files and directories). Roots
+    /// given by the caller are always followed.
+    bool follow_symlinks = false;
+    /// Do not enter directories on another file system than their root.
+    bool one_file_system = false;
+};
+
+/// Why an entry was not reported as a file.
+enum class WalkSkip {
+    error,          ///< could not be examined or read (vanished, EACCES, dangling link, ...): message says
+    symlink,        ///< a symbolic link, not followed
+    special,        ///< FIFO, socket or device inside a tree (message: which)
+    loop,           ///< a directory that is its own ancestor (through a link)
+    overlap,        ///< a directory already walked by another path
+    other_fs,       ///< a directory on another file system (one_file_system)
+};
+
+class WalkVisitor {
+public:
+    virtual ~WalkVisitor() = default;
+    /// A regular file (for a followed link: the target's stat).
+    virtual void file(const std::string& path, const struct stat& st) = 0;
+    /// A root that is neither a regular file nor a directory ("-" for
+    /// standard input, a FIFO, /dev/stdin): read it as a stream, or reject
+    /// it. The default throws IoError naming the path.
+    virtual void stream(const std::string& path);
+    /// An entry inside a tree that is not reported as a file, and why.
+    virtual void skipped(const std::string& path, WalkSkip why, std::string_view message) = 0;
+};
+
+/// Walks `roots` (files, directories, "-"). Throws IoError naming the root
+/// if a root does not exist or cannot be examined, before reporting any
+/// entry of it; problems inside trees go to visitor.skipped and the walk
+/// goes on. A root given with trailing slashes is reported without them.
+void walk(std::span<const std::string> roots, const WalkOptions& options, WalkVisitor& visitor);
+
+/// A description of a file type for messages: "FIFO", "socket",
+/// "character device", "block device", "directory", "regular file".
+std::string_view file_type_name(mode_t mode) noexcept;
+
+}  // namespace cdc

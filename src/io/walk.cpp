@@ -1,0 +1,145 @@
+// The one directory walker; see cdc/walk.hpp.
+#include <cdc/error.hpp>
+#include <cdc/walk.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+namespace cdc {
+
+std::string_view file_type_name(mode_t mode) noexcept {
+    if (S_ISREG(mode)) return "regular file";
+    if (S_ISDIR(mode)) return "directory";
+    if (S_ISFIFO(mode)) return "FIFO";
+    if (S_ISSOCK(mode)) return "socket";
+    if (S_ISCHR(mode)) return "character device";
+    if (S_ISBLK(mode)) return "block device";
+    if (S_ISLNK(mode)) return "symbolic link";
+    return "special file";
+}
+
+void WalkVisitor::stream(const std::string& path) {
+    throw IoError(fmt::format("'{}' is neither a regular file nor a directory", path));
+}
+
+namespace {
+
+using DirId = std::pair<dev_t, ino_t>;
+
+class Walker {
+public:
+    Walker(const WalkOptions& options, WalkVisitor& visitor) : options_(options), visitor_(visitor) {}
+
+    void root(const std::string& given) {
+        if (given == "-") {
+            visitor_.stream(given);
+            return;
+        }
+        std::string path = given;
+        while (path.size() > 1 && path.ends_with('/')) path.pop_back();
+        struct stat st {};
+        if (::stat(path.c_str(), &st) != 0)
+            throw IoError(fmt::format("cannot read '{}': {}", given, std::strerror(errno)));
+        if (S_ISREG(st.st_mode))
+            visitor_.file(path, st);
+        else if (S_ISDIR(st.st_mode))
+            enter(path, st, st.st_dev);
+        else
+            visitor_.stream(path);
+    }
+
+private:
+    void enter(const std::string& dir, const struct stat& st, dev_t root_dev) {
+        if (options_.one_file_system && st.st_dev != root_dev) {
+            visitor_.skipped(dir, WalkSkip::other_fs, "on another file system");
+            return;
+        }
+        const DirId id{st.st_dev, st.st_ino};
+        if (std::find(ancestors_.begin(), ancestors_.end(), id) != ancestors_.end()) {
+            visitor_.skipped(dir, WalkSkip::loop, "directory loop (a symbolic link to an ancestor)");
+            return;
+        }
+        if (!walked_.insert(id).second) {
+            visitor_.skipped(dir, WalkSkip::overlap, "directory already walked by another path");
+            return;
+        }
+        ancestors_.push_back(id);
+        for (const auto& [sub, sub_st] : list(dir)) enter(sub, sub_st, root_dev);
+        ancestors_.pop_back();
+    }
+
+    // Reports the files of `dir` (in name order) and returns its
+    // subdirectories, with the directory closed again.
+    std::vector<std::pair<std::string, struct stat>> list(const std::string& dir) {
+        std::vector<std::pair<std::string, struct stat>> subdirs;
+        const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        DIR* d = dfd < 0 ? nullptr : ::fdopendir(dfd);
+        if (d == nullptr) {
+            visitor_.skipped(dir, WalkSkip::error, fmt::format("cannot open directory: {}", std::strerror(errno)));
+            if (dfd >= 0) ::close(dfd);
+            return subdirs;
+        }
+        std::vector<std::string> names;
+        errno = 0;
+        while (const dirent* e = ::readdir(d)) {
+            if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) names.emplace_back(e->d_name);
+            errno = 0;
+        }
+        if (errno != 0)
+            visitor_.skipped(dir, WalkSkip::error, fmt::format("reading directory: {}", std::strerror(errno)));
+        std::sort(names.begin(), names.end());
+        std::string path = dir.ends_with('/') ? dir : dir + '/';
+        const std::size_t prefix = path.size();
+        for (const auto& name : names) {
+            path.resize(prefix);
+            path.append(name);
+            struct stat st {};
+            const int flags = options_.follow_symlinks ? 0 : AT_SYMLINK_NOFOLLOW;
+            if (::fstatat(dfd, name.c_str(), &st, flags) != 0) {
+                const int err = errno;
+                struct stat link {};
+                const bool dangling = options_.follow_symlinks && err == ENOENT &&
+                                      ::fstatat(dfd, name.c_str(), &link, AT_SYMLINK_NOFOLLOW) == 0 &&
+                                      S_ISLNK(link.st_mode);
+                visitor_.skipped(path, WalkSkip::error,
+                                 dangling ? std::string("dangling symbolic link")
+                                          : fmt::format("cannot examine: {}", std::strerror(err)));
+                continue;
+            }
+            if (S_ISREG(st.st_mode))
+                visitor_.file(path, st);
+            else if (S_ISDIR(st.st_mode))
+                subdirs.emplace_back(path, st);
+            else if (S_ISLNK(st.st_mode))
+                visitor_.skipped(path, WalkSkip::symlink, "symbolic link not followed");
+            else
+                visitor_.skipped(path, WalkSkip::special, file_type_name(st.st_mode));
+        }
+        ::closedir(d);
+        return subdirs;
+    }
+
+    const WalkOptions& options_;
+    WalkVisitor& visitor_;
+    std::vector<DirId> ancestors_;  // the directories being walked (loops)
+    std::set<DirId> walked_;        // every directory entered (overlaps)
+};
+
+}  // namespace
+
+void walk(std::span<const std::string> roots, const WalkOptions& options, WalkVisitor& visitor) {
+    Walker walker(options, visitor);
+    for (const auto& r : roots) walker.root(r);
+}
+
+}  // namespace cdc

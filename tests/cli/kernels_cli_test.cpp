@@ -1,0 +1,76 @@
+// `cdc kernels`: every family with its measured candidates and the choice,
+// as JSON and as a table; a forced level (CDC_KERNEL).
+#include "cli_support.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <map>
+#include <set>
+#include <string>
+
+namespace cdc::test {
+namespace {
+
+TEST(KernelsCli, JsonListsEveryFamilyWithItsCandidatesAndChoice) {
+    const auto r = run_tool({"kernels", "--json"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["best_level"], std::string(to_string(best_kernel_level())));
+    EXPECT_TRUE(j.contains("forced"));
+    ASSERT_EQ(j["families"].size(), 10u);  // as the calibration test lists them
+    std::set<std::string> names;
+    for (const auto& f : j["families"]) {
+        ASSERT_FALSE(f["algorithms"].empty());
+        for (const auto& n : f["algorithms"]) names.insert(n.get<std::string>());
+        ASSERT_GE(f["candidates"].size(), 1u);
+        EXPECT_EQ(f["candidates"][0]["kernel"], "scalar");
+        EXPECT_NEAR(f["candidates"][0]["relative_to_scalar"].get<double>(), 1.0, 1e-12);
+        bool chosen_listed = false;
+        double fastest = 0;
+        for (const auto& c : f["candidates"]) {
+            EXPECT_NO_THROW(parse_kernel_level(c["kernel"].get<std::string>()));
+            EXPECT_GT(c["mb_s"].get<double>(), 0.0);
+            fastest = std::max(fastest, c["mb_s"].get<double>());
+        }
+        for (const auto& c : f["candidates"])
+            if (c["kernel"] == f["chosen"]) chosen_listed = c["mb_s"].get<double>() == fastest;
+        EXPECT_TRUE(chosen_listed) << f.dump();
+        if (j["forced"].is_null()) {
+            EXPECT_EQ(f["used"], f["chosen"]);
+        }
+        EXPECT_GT(f["bytes"].get<std::size_t>(), 0u);
+        EXPECT_GE(f["rounds"].get<int>(), 2);
+        EXPECT_GT(f["seconds"].get<double>(), 0.0);
+    }
+    // Every content-defined name is in exactly one family.
+    std::set<std::string> want;
+    for (const auto& a : algorithms())
+        if (a.content_defined) want.insert(std::string(a.name));
+    EXPECT_EQ(names, want);
+}
+
+TEST(KernelsCli, TextTableAndAForcedLevel) {
+    const auto r = run_tool({"kernels"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    for (const char* s : {"FAMILY", "fastcdc", "jc-v1.1.0", "fastcdc4stadia", "ultracdc", "scalar", "<-"})
+        EXPECT_NE(r.out.find(s), std::string::npos) << s;
+    // (the child inherits the variable; this process read its own at most once, before)
+    const char* before = std::getenv("CDC_KERNEL");
+    const std::string saved = before ? before : "";
+    ::setenv("CDC_KERNEL", "scalar", 1);
+    const auto forced = run_tool({"kernels", "--json"});
+    ::setenv("CDC_KERNEL", "sse9", 1);
+    const auto invalid = run_tool({"kernels"});
+    if (before) ::setenv("CDC_KERNEL", saved.c_str(), 1);
+    else ::unsetenv("CDC_KERNEL");
+    ASSERT_EQ(forced.exit_code, 0) << forced.err;
+    const auto j = nlohmann::json::parse(forced.out);
+    EXPECT_EQ(j["forced"], "scalar");
+    for (const auto& f : j["families"]) EXPECT_EQ(f["used"], "scalar");
+    EXPECT_EQ(invalid.exit_code, 2);
+    EXPECT_NE(invalid.err.find("sse9"), std::string::npos) << invalid.err;
+}
+
+}  // namespace
+}  // namespace cdc::test

@@ -1,0 +1,159 @@
+#include "test_support.hpp"
+
+#include <cdc/corpus/datagen.hpp>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <sstream>
+
+namespace cdc::test {
+
+std::filesystem::path shared_dir() {
+    std::filesystem::path p = CDC_SHARED_DIR;
+    if (const char* env = std::getenv("CDC_SHARED_DIR")) p = env;
+    if (!std::filesystem::exists(p / "testvectors" / "vectors.jsonl"))
+        throw std::runtime_error("shared/ not found at " + p.string() + " (set CDC_SHARED_DIR)");
+    return p;
+}
+
+
+Options vector_case_options(const nlohmann::json& c) {
+    Options o;
+    o.min_size = c["min"];
+    o.normal_size = c["normal"];
+    o.max_size = c["max"];
+    const std::string key_hex = c["key_hex"];
+    if (!key_hex.empty()) o.key = parse_key_hex(key_hex);
+    return o;
+}
+
+Options compat_case_options(const nlohmann::json& c) {
+    const auto& p = c.at("params");
+    Options o;
+    o.min_size = p.at("min");
+    o.normal_size = p.at("avg");
+    o.max_size = p.at("max");
+    if (p.contains("level")) o.normalization_level = p["level"].get<int>();
+    if (p.contains("seed")) o.seed = p["seed"].get<std::uint64_t>();
+    if (p.contains("poly")) o.polynomial = p["poly"].get<std::uint64_t>();
+    if (p.contains("window")) o.window_size = p["window"].get<std::size_t>();
+    return o;
+}
+
+const std::vector<std::uint8_t>& cached_input(const std::string& spec) {
+    static std::mutex mutex;
+    static std::map<std::string, std::vector<std::uint8_t>> cache;
+    std::lock_guard lock(mutex);
+    auto it = cache.find(spec);
+    if (it == cache.end()) it = cache.emplace(spec, generate_input(spec)).first;
+    return it->second;
+}
+
+std::vector<KernelLevel> accelerated_levels() {
+    std::vector<KernelLevel> out;
+    for (KernelLevel l : {KernelLevel::wide, KernelLevel::avx2, KernelLevel::avx512})
+        if (static_cast<int>(l) <= static_cast<int>(best_kernel_level())) out.push_back(l);
+    return out;
+}
+
+Options sized_options(std::size_t min, std::size_t normal, std::size_t max) {
+    Options o;
+    o.min_size = min;
+    o.normal_size = normal;
+    o.max_size = max;
+    return o;
+}
+
+void expect_option_error(std::string_view algorithm, const Options& o, const std::vector<std::string>& fragments) {
+    try {
+        (void)make_cut_finder(algorithm, o);
+        ADD_FAILURE() << "no error for " << algorithm;
+    } catch (const OptionError& e) {
+        const std::string msg = e.what();
+        for (const auto& f : fragments) EXPECT_NE(msg.find(f), std::string::npos) << "'" << f << "' not in: " << msg;
+    }
+}
+
+std::string read_text(const std::filesystem::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw std::runtime_error("cannot open " + path.string());
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+std::vector<nlohmann::json> read_jsonl(const std::filesystem::path& path) {
+    std::ifstream in(path);
+    if (!in) throw std::runtime_error("cannot open " + path.string());
+    std::vector<nlohmann::json> out;
+    for (std::string line; std::getline(in, line);)
+        if (!line.empty()) out.push_back(nlohmann::json::parse(line));
+    return out;
+}
+
+std::vector<std::size_t> lengths_memory(const std::shared_ptr<const CutFinder>& finder,
+                                        std::span<const std::uint8_t> data) {
+    Chunker chunker(finder, MemorySource(data));
+    std::vector<std::size_t> out;
+    std::uint64_t expect_offset = 0;
+    for (const Chunk& c : chunker) {
+        EXPECT_EQ(c.offset, expect_offset);
+        expect_offset += c.size();
+        out.push_back(c.size());
+    }
+    return out;
+}
+
+ScriptedReader::ScriptedReader(std::span<const std::uint8_t> data, std::vector<std::size_t> sizes, bool end_with_data)
+    : data_(data), sizes_(std::move(sizes)), end_with_data_(end_with_data) {}
+
+ReadResult ScriptedReader::read(std::span<std::byte> buffer) {
+    const std::size_t want = sizes_[call_++ % sizes_.size()];
+    const std::size_t n = std::min({want, buffer.size(), data_.size() - pos_});
+    if (n > 0) std::memcpy(buffer.data(), data_.data() + pos_, n);
+    pos_ += n;
+    const bool end = pos_ == data_.size() && (end_with_data_ || n == 0) && want != 0;
+    return {n, end};
+}
+
+std::vector<std::size_t> lengths_stream(const std::shared_ptr<const CutFinder>& finder, Reader& reader,
+                                        std::span<std::byte> buffer) {
+    Chunker chunker(finder, ReaderSource(reader), buffer);
+    std::vector<std::size_t> out;
+    chunker.for_each([&](const Chunk& c) { out.push_back(c.size()); });
+    return out;
+}
+
+std::vector<std::uint8_t> random_bytes(std::size_t n, std::uint64_t seed) {
+    std::vector<std::uint8_t> v(n);
+    fill_splitmix64(v, seed);
+    return v;
+}
+
+
+TempDir::TempDir() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "cdc-test-XXXXXX").string();
+    if (::mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+    path_ = tmpl;
+}
+
+TempDir::~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+}
+
+std::filesystem::path TempDir::write(const std::string& name, std::span<const std::uint8_t> data) const {
+    const auto p = path_ / name;
+    std::filesystem::create_directories(p.parent_path());
+    std::ofstream out(p, std::ios::binary);
+    out.write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size()));
+    if (!out) throw std::runtime_error("cannot write " + p.string());
+    return p;
+}
+
+}  // namespace cdc::test
