@@ -88,7 +88,7 @@ std::vector<bool> read_bitmap(std::string_view bitmap, std::size_t count, std::u
     std::vector<bool> wanted(count);
     std::uint64_t set = 0;
     for (std::size_t i = 0; i < bitmap.size() * 8; ++i) {
-        const bool bit = (static_cast<unsigned char>(bitmap[i / 8]) >> (i % 8)) & 1u;
+        const bool bit = ((static_cast<unsigned>(static_cast<unsigned char>(bitmap[i / 8])) >> (i % 8)) & 1u) != 0;
         if (!bit) continue;
         if (i >= count) throw TransferError(Code::invalid_argument, "a want bitmap sets a bit beyond its list");
         wanted[i] = true;
