@@ -11,6 +11,8 @@ PKGS=(
   libcli11-dev nlohmann-json3-dev libfmt-dev
   librust-blake3-dev libssl-dev libxxhash-dev
   libzstd-dev libsqlite3-dev  # cdc store: chunk compression, index and manifests
+  libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc  # cdc serve/push/pull (the cdc-transfer helper)
+  openssl  # the transfer tests make a self-signed TLS certificate
   libplplot-dev plplot-driver-cairo
   python3-dev python3-pybind11 pybind11-dev python3-numpy python3-pytest  # the Python package
   python3-pip python3-venv python3-setuptools python3-wheel  # pip install of it (offline)
@@ -18,7 +20,7 @@ PKGS=(
 )
 # Optional groups: peers for benchmarks (bench/peers) and duplicate finders.
 if [[ "${1:-}" == "--peers" ]]; then
-  PKGS+=(golang-go golang-github-restic-chunker-dev python3 borgbackup restic casync time b3sum xxhash fdupes jdupes rdfind rmlint hyperfine)
+  PKGS+=(golang-go golang-github-restic-chunker-dev python3 borgbackup restic casync time b3sum xxhash rsync fdupes jdupes rdfind rmlint hyperfine)
 fi
 
 missing=()

@@ -53,7 +53,7 @@
 //   Writer::begin_manifest / add_chunks / finish_manifest, then commit()
 //                                        a manifest from its chunk list + digest
 //   Store::for_each_chunk(name, f)       a manifest's chunk list, in order
-//   Store::for_each_stored_chunk(name, f) its chunks as stored, in order
+//   Store::read_chunks(ids, form, f)     many chunks from one snapshot (as stored or raw)
 //   Store::read_chunk(id, compressed)    one chunk as stored (zstd frame or raw)
 #pragma once
 
@@ -119,6 +119,12 @@ ChunkId chunk_id_of(std::span<const std::byte> raw);
 std::string to_hex(const ChunkId& id);
 /// Parses 64 hex digits; throws OptionError.
 ChunkId chunk_id_from_hex(std::string_view hex);
+
+/// The options that cut like `profile` does for `algorithm`: the sizes, the
+/// parameters the algorithm takes (level, seed, polynomial, window) and
+/// `key` when the profile is keyed (the caller checks that it has one). How
+/// a store and a client of a store's server chunk alike.
+Options chunking_options(std::string_view algorithm, const Profile& profile, const std::optional<Key>& key);
 
 /// How a chunk's bytes are kept in a pack.
 enum class Codec : std::uint8_t { raw = 0, zstd = 1 };
@@ -306,12 +312,6 @@ public:
     /// (NotFoundError; DamageError if a listed chunk is not in the index).
     void for_each_chunk(std::string_view name,
                         const std::function<void(const ChunkId&, std::uint32_t raw_size)>& f) const;
-    /// Streams the chunks of `name` as stored, in file order, from one
-    /// snapshot under one lock (what a server sends): f(id, chunk) with
-    /// chunk.codec zstd (a frame) or raw. Each record is checked (header,
-    /// sizes, checksum) first: DamageError naming the file and the chunk.
-    void for_each_stored_chunk(std::string_view name,
-                               const std::function<void(const ChunkId&, const StoredChunk&)>& f) const;
     /// Removes these manifests in one transaction (their chunks stay until
     /// gc); NotFoundError naming the first unknown name, removing none.
     void remove(std::span<const std::string> names);
@@ -325,6 +325,22 @@ public:
     /// returns the raw bytes, checked against the id. DamageError if the
     /// record is damaged, NotFoundError if absent.
     StoredChunk read_chunk(const ChunkId& id, bool compressed) const;
+
+    // --- batched chunk reads (added for the transfer service: src/store/read_chunks.cpp)
+    /// How read_chunks hands chunks over.
+    enum class ChunkForm {
+        stored,  ///< as read_chunk(id, true): a zstd frame, or raw bytes (codec raw)
+        raw,     ///< the raw bytes; the record is checked (checksum, sizes, decoded
+                 ///< length) but the bytes are not hashed against the id: for a
+                 ///< caller that hashes them anyway (a whole-file digest)
+    };
+    /// Reads `ids` in their order from one snapshot under one lock, with one
+    /// index statement and the pack files kept open: f(i, chunk) for ids[i]
+    /// (the chunk and its buffer are reused by the next call). NotFoundError
+    /// naming the first absent id (after the chunks before it were handed
+    /// over); DamageError for a damaged record.
+    void read_chunks(std::span<const ChunkId> ids, ChunkForm form,
+                     const std::function<void(std::size_t index, const StoredChunk& chunk)>& f) const;
 
     // --- files
     /// Restores `name` to `out`: written to a temporary file in the same
@@ -390,6 +406,11 @@ public:
     /// compressed again (kept raw if the frame is not smaller than raw_size).
     ChunkPut put_chunk_compressed(const ChunkId& id, std::uint32_t raw_size,
                                   std::span<const std::byte> zstd_frame);
+    /// The same, leaving the decoded bytes in `decoded` (resized to raw_size;
+    /// reuse it across calls): a caller that hashes the whole file (the
+    /// transfer server) decodes each frame once. (Added for the transfer service.)
+    ChunkPut put_chunk_compressed(const ChunkId& id, std::uint32_t raw_size, std::span<const std::byte> zstd_frame,
+                                  std::vector<std::byte>& decoded);
 
     // --- manifests from a chunk list (the transfer service)
     /// Starts a manifest; the chunking recorded is the store's.

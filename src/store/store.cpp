@@ -61,23 +61,26 @@ std::string key_check_value(const Key& key) {
     return to_hex(out);
 }
 
-Options Store::Impl::chunking_options() const {
+Options chunking_options(std::string_view algorithm, const Profile& profile, const std::optional<Key>& key) {
     Options o;
-    o.min_size = info.profile.min_size;
-    o.normal_size = info.profile.normal_size;
-    o.max_size = info.profile.max_size;
+    o.min_size = profile.min_size;
+    o.normal_size = profile.normal_size;
+    o.max_size = profile.max_size;
     // The parameters of the peer-compatible names, where the algorithm takes them.
-    if (const AlgorithmInfo* a = find_algorithm(info.algorithm)) {
-        if (a->normalization_level.accepted) o.normalization_level = info.profile.normalization_level;
-        if (a->seed.accepted) o.seed = info.profile.seed;
-        if (a->polynomial.accepted) o.polynomial = info.profile.polynomial;
-        if (a->window_size.accepted) o.window_size = info.profile.window_size;
+    if (const AlgorithmInfo* a = find_algorithm(algorithm)) {
+        if (a->normalization_level.accepted) o.normalization_level = profile.normalization_level;
+        if (a->seed.accepted) o.seed = profile.seed;
+        if (a->polynomial.accepted) o.polynomial = profile.polynomial;
+        if (a->window_size.accepted) o.window_size = profile.window_size;
     }
-    if (info.profile.keyed) {
-        if (!key) throw OptionError(fmt::format("the store '{}' is keyed: its key is needed", dir.string()), "key");
-        o.key = key;
-    }
+    if (profile.keyed) o.key = key;
     return o;
+}
+
+Options Store::Impl::chunking_options() const {
+    if (info.profile.keyed && !key)
+        throw OptionError(fmt::format("the store '{}' is keyed: its key is needed", dir.string()), "key");
+    return store::chunking_options(info.algorithm, info.profile, key);
 }
 
 // ================================================================ shared helpers
@@ -338,11 +341,16 @@ Store Store::open(const std::filesystem::path& dir, const OpenOptions& options) 
     info.profile.normal_size = static_cast<std::size_t>(meta_int(meta, "normal_size", db));
     info.profile.max_size = static_cast<std::size_t>(meta_int(meta, "max_size", db));
     info.profile.keyed = meta_int(meta, "keyed", db) != 0;
-    // Stores written before these settings existed used no algorithm that takes them.
-    info.profile.normalization_level = static_cast<int>(meta_u64(meta, "normalization_level", db, 0));
-    info.profile.seed = meta_u64(meta, "seed", db, 0);
-    info.profile.polynomial = meta_u64(meta, "polynomial", db, 0);
-    info.profile.window_size = static_cast<std::size_t>(meta_u64(meta, "window_size", db, 0));
+    // A store written before these settings existed used the algorithm's defaults.
+    const AlgorithmInfo* algo = find_algorithm(info.algorithm);
+    auto param = [&](const char* key, ParameterRule AlgorithmInfo::*rule) {
+        const std::uint64_t fallback = algo && (algo->*rule).accepted ? (algo->*rule).default_value : 0;
+        return meta_u64(meta, key, db, fallback);
+    };
+    info.profile.normalization_level = static_cast<int>(param("normalization_level", &AlgorithmInfo::normalization_level));
+    info.profile.seed = param("seed", &AlgorithmInfo::seed);
+    info.profile.polynomial = param("polynomial", &AlgorithmInfo::polynomial);
+    info.profile.window_size = static_cast<std::size_t>(param("window_size", &AlgorithmInfo::window_size));
     info.zstd_level = static_cast<int>(meta_int(meta, "zstd_level", db));
     info.pack_size = static_cast<std::uint64_t>(meta_int(meta, "pack_size", db));
     impl->key_check = meta["key_check"];
@@ -413,23 +421,6 @@ void Store::for_each_chunk(std::string_view name,
     read.commit();
 }
 
-void Store::for_each_stored_chunk(std::string_view name,
-                                  const std::function<void(const ChunkId&, const StoredChunk&)>& f) const {
-    SharedLockGuard guard(impl_->lock);
-    Transaction read(impl_->db, false);
-    PackFiles files(impl_->dir);
-    const std::string context = fmt::format("'{}': ", name);
-    std::vector<std::byte> buf;
-    StoredChunk chunk;
-    for_each_listed_chunk(impl_->db, impl_->dir, name, [&](const ChunkId& id, const Location& loc, std::uint64_t) {
-        chunk.codec = read_record(files.fd(loc.pack), loc, id, buf, context);
-        chunk.raw_size = loc.raw_size;
-        chunk.bytes.assign(buf.begin() + static_cast<std::ptrdiff_t>(kRecordHeaderSize), buf.end());
-        f(id, chunk);
-    });
-    read.commit();
-}
-
 void Store::remove(std::span<const std::string> names) {
     SharedLockGuard guard(impl_->lock);
     Db& db = impl_->db;
@@ -473,25 +464,13 @@ std::vector<ChunkId> Store::missing(std::span<const ChunkId> ids) const {
 }
 
 StoredChunk Store::read_chunk(const ChunkId& id, bool compressed) const {
-    SharedLockGuard guard(impl_->lock);
-    ChunkLookup lookup(impl_->db);
-    const auto loc = lookup.find(id);
-    if (!loc) throw NotFoundError(fmt::format("chunk {} is not in the store '{}'", to_hex(id), impl_->dir.string()));
-    PackFiles files(impl_->dir);
-    std::vector<std::byte> buf;
     StoredChunk out;
-    out.raw_size = loc->raw_size;
-    const int fd = files.fd(loc->pack);
-    if (compressed) {
-        out.codec = read_record(fd, *loc, id, buf, "");
-        out.bytes.assign(buf.begin() + static_cast<std::ptrdiff_t>(kRecordHeaderSize), buf.end());
-        return out;
-    }
-    out.codec = Codec::raw;
-    out.bytes.resize(loc->raw_size);
-    read_chunk_into(fd, *loc, id, buf, out.bytes, "");
-    if (chunk_id_of(out.bytes) != id)
-        throw DamageError(chunk_problem("", id, *loc, "the decoded bytes have another BLAKE3"));
+    read_chunks(std::span(&id, 1), compressed ? ChunkForm::stored : ChunkForm::raw,
+                [&](std::size_t, const StoredChunk& c) { out = c; });
+    // read_chunks leaves the hash to its caller; one chunk's caller is us.
+    if (!compressed && chunk_id_of(out.bytes) != id)
+        throw DamageError(fmt::format("chunk {} in the store '{}': the decoded bytes have another BLAKE3", to_hex(id),
+                                      impl_->dir.string()));
     return out;
 }
 

@@ -16,8 +16,6 @@
 #include <thread>
 
 #include <csignal>
-#include <fcntl.h>
-#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -25,48 +23,10 @@ namespace cdc {
 namespace {
 
 namespace fs = std::filesystem;
+using test::json_of;
 using test::run_tool;
-
-/// Starts the cdc tool (stdout and stderr to files in `log_dir`); optional
-/// write limit (RLIMIT_FSIZE, SIGXFSZ ignored so writes fail with EFBIG).
-pid_t spawn(const std::vector<std::string>& args, const fs::path& log_dir, rlim_t fsize_limit = RLIM_INFINITY,
-            const std::vector<std::pair<std::string, std::string>>& env = {}) {
-    std::vector<std::string> argv{test::tool_path().string()};
-    argv.insert(argv.end(), args.begin(), args.end());
-    std::vector<char*> cargv;
-    for (auto& a : argv) cargv.push_back(a.data());
-    cargv.push_back(nullptr);
-    const std::string out = (log_dir / "out").string(), err = (log_dir / "err").string();
-    const pid_t pid = ::fork();
-    if (pid == 0) {
-        const int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        const int e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        const int in = ::open("/dev/null", O_RDONLY);
-        ::dup2(o, 1);
-        ::dup2(e, 2);
-        ::dup2(in, 0);
-        for (const auto& [k, v] : env) ::setenv(k.c_str(), v.c_str(), 1);
-        if (fsize_limit != RLIM_INFINITY) {
-            ::signal(SIGXFSZ, SIG_IGN);
-            rlimit r{fsize_limit, fsize_limit};
-            ::setrlimit(RLIMIT_FSIZE, &r);
-        }
-        ::execv(cargv[0], cargv.data());
-        ::_exit(127);
-    }
-    return pid;
-}
-
-int wait_exit(pid_t pid) {
-    int status = 0;
-    ::waitpid(pid, &status, 0);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
-nlohmann::json json_of(const test::RunResult& r) {
-    EXPECT_EQ(r.exit_code, 0) << r.err;
-    return nlohmann::json::parse(r.out);
-}
+using test::spawn_tool;
+using test::wait_exit;
 
 std::map<std::string, std::uint64_t> names_in(const std::string& dir) {
     std::map<std::string, std::uint64_t> out;
@@ -257,7 +217,7 @@ TEST(StoreCli, KillNineDuringPutRmGcLeavesAVerifiedStore) {
         } else {
             args = {"store", "gc", dir};
         }
-        const pid_t pid = spawn(args, tmp.path(), RLIM_INFINITY, env);
+        const pid_t pid = spawn_tool(args, tmp.path(), env);
         if (kill && op == put) {
             // Kill once the packs grew by a random amount: mid-write whatever
             // the machine's speed (a new version writes 270 KB or more).
@@ -314,8 +274,8 @@ TEST(StoreCli, TwoPutProcessesAtOnceBothSucceedAndDedup) {
     ASSERT_EQ(run_tool({"store", "init", dir}).exit_code, 0);
     fs::create_directories(tmp.path() / "log1");
     fs::create_directories(tmp.path() / "log2");
-    const pid_t p1 = spawn({"store", "put", dir, (tmp.path() / "one").string(), "--name", "one"}, tmp.path() / "log1");
-    const pid_t p2 = spawn({"store", "put", dir, (tmp.path() / "two").string(), "--name", "two"}, tmp.path() / "log2");
+    const pid_t p1 = spawn_tool({"store", "put", dir, (tmp.path() / "one").string(), "--name", "one"}, tmp.path() / "log1");
+    const pid_t p2 = spawn_tool({"store", "put", dir, (tmp.path() / "two").string(), "--name", "two"}, tmp.path() / "log2");
     EXPECT_EQ(wait_exit(p1), 0) << test::read_text(tmp.path() / "log1/err");
     EXPECT_EQ(wait_exit(p2), 0) << test::read_text(tmp.path() / "log2/err");
     const auto names = names_in(dir);
@@ -342,7 +302,7 @@ TEST(StoreCli, WriteLimitDuringPutFailsCleanlyAndTheStoreVerifies) {
     ASSERT_EQ(run_tool({"store", "put", dir, first.string(), "--name", "first"}).exit_code, 0);
     tmp.write("big/a.bin", test::random_bytes(3'000'000, 52));
     // Files may not grow past 1 MiB: the pack write fails (EFBIG) midway.
-    const pid_t pid = spawn({"store", "put", dir, (tmp.path() / "big").string()}, tmp.path(), 1 << 20);
+    const pid_t pid = spawn_tool({"store", "put", dir, (tmp.path() / "big").string()}, tmp.path(), {}, 1 << 20);
     EXPECT_EQ(wait_exit(pid), 4);
     const std::string err = test::read_text(tmp.path() / "err");
     EXPECT_NE(err.find("File too large"), std::string::npos) << err;

@@ -1,15 +1,17 @@
 #include "cli_support.hpp"
 
+#include <gtest/gtest.h>
+
+#include <cerrno>
+#include <csignal>
 #include <cstdlib>
 #include <stdexcept>
 
 #include <fcntl.h>
 #include <grp.h>
-#include <spawn.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-extern char** environ;
 
 namespace cdc::test {
 
@@ -63,24 +65,46 @@ std::vector<char*> tool_argv(const std::vector<std::string>& args, std::vector<s
 }
 }  // namespace
 
-pid_t spawn_tool(const std::vector<std::string>& args) {
+nlohmann::json json_of(const RunResult& r) {
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    try {
+        return nlohmann::json::parse(r.out);
+    } catch (const std::exception&) {
+        ADD_FAILURE() << "not JSON: " << r.out << r.err;
+        return {};
+    }
+}
+
+pid_t spawn_tool(const std::vector<std::string>& args, const std::filesystem::path& log_dir,
+                 const std::vector<std::pair<std::string, std::string>>& env, std::uint64_t fsize_limit) {
     std::vector<std::string> all;
     std::vector<char*> argv = tool_argv(args, all);
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-    pid_t pid = -1;
-    const int rc = posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&fa);
-    if (rc != 0) throw std::runtime_error("posix_spawn failed");
+    const std::string out = log_dir.empty() ? "/dev/null" : (log_dir / "out").string();
+    const std::string err = log_dir.empty() ? "/dev/null" : (log_dir / "err").string();
+    const pid_t pid = ::fork();
+    if (pid < 0) throw std::runtime_error("fork failed");
+    if (pid == 0) {
+        const int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        const int e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        const int in = ::open("/dev/null", O_RDONLY);
+        if (o < 0 || e < 0 || in < 0 || ::dup2(o, 1) < 0 || ::dup2(e, 2) < 0 || ::dup2(in, 0) < 0) ::_exit(101);
+        for (const auto& [k, v] : env) ::setenv(k.c_str(), v.c_str(), 1);
+        if (fsize_limit != 0) {
+            ::signal(SIGXFSZ, SIG_IGN);
+            rlimit r{fsize_limit, fsize_limit};
+            ::setrlimit(RLIMIT_FSIZE, &r);
+        }
+        ::execv(argv[0], argv.data());
+        ::_exit(127);
+    }
     return pid;
 }
 
 int wait_exit(pid_t pid, struct rusage* usage) {
     int status = 0;
     struct rusage ru {};
-    ::wait4(pid, &status, 0, &ru);
+    while (::wait4(pid, &status, 0, &ru) < 0 && errno == EINTR) {
+    }
     if (usage != nullptr) *usage = ru;
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }

@@ -1,14 +1,19 @@
 // Helpers of the tests that run the built tools (tests/cli): everything of
-// test_support.hpp plus running the tool (run_tool, run_tool_as, spawn_tool).
+// test_support.hpp plus running the tool (run_tool, run_tool_as, json_of,
+// spawn_tool, wait_exit).
 #pragma once
 
 #include "test_support.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <sys/resource.h>
 #include <sys/types.h>
 
+#include <cstdint>
 #include <filesystem>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace cdc::test {
@@ -26,12 +31,20 @@ struct RunResult {
 
 /// Runs the cdc tool with `args` (shell-quoted here), optional stdin file.
 RunResult run_tool(const std::vector<std::string>& args, const std::string& stdin_path = "");
+/// The JSON a successful run printed (a test failure if it failed or printed
+/// something else; then null).
+nlohmann::json json_of(const RunResult& r);
 
-/// Starts the cdc tool with `args`, stdout and stderr to /dev/null (to be
-/// killed or waited for); throws if it cannot start.
-pid_t spawn_tool(const std::vector<std::string>& args);
-/// Waits for `pid`: its exit code, or 128 + signal; `usage` (if given)
-/// receives its resource usage (peak RSS: ru_maxrss, KiB).
+/// Starts the cdc tool in the background (to be killed or waited for):
+/// stdout and stderr to the files `out` and `err` in `log_dir` (to /dev/null
+/// without one), stdin from /dev/null, with extra environment variables and
+/// an optional write limit (RLIMIT_FSIZE, SIGXFSZ ignored so that writes
+/// fail with EFBIG). Throws if it cannot fork.
+pid_t spawn_tool(const std::vector<std::string>& args, const std::filesystem::path& log_dir = {},
+                 const std::vector<std::pair<std::string, std::string>>& env = {},
+                 std::uint64_t fsize_limit = 0);
+/// Waits for `pid`: its exit code, or 128 + the signal that killed it;
+/// `usage` (if given) receives its resource usage (peak RSS: ru_maxrss, KiB).
 int wait_exit(pid_t pid, struct rusage* usage = nullptr);
 
 /// Runs the cdc tool as another user (root only: the child drops to

@@ -218,9 +218,9 @@ TEST(Store, ManifestsFromChunkListsAndCompressedChunks) {
     EXPECT_EQ(s.read_chunk(id2, true).codec, store::Codec::raw);  // random: kept raw
     // The file's chunks as stored, in order (what a server streams).
     std::vector<store::ChunkId> streamed;
+    s.for_each_chunk("assembled", [&](const store::ChunkId& id, std::uint32_t) { streamed.push_back(id); });
     std::vector<std::uint8_t> rebuilt;
-    s.for_each_stored_chunk("assembled", [&](const store::ChunkId& id, const store::StoredChunk& c) {
-        streamed.push_back(id);
+    s.read_chunks(streamed, store::Store::ChunkForm::stored, [&](std::size_t, const store::StoredChunk& c) {
         std::vector<std::uint8_t> raw_bytes(c.raw_size);
         if (c.codec == store::Codec::zstd)
             EXPECT_EQ(ZSTD_decompress(raw_bytes.data(), raw_bytes.size(), c.bytes.data(), c.bytes.size()), c.raw_size);

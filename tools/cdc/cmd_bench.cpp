@@ -250,6 +250,11 @@ void add_bench_command(CLI::App& app, int& exit_code) {
     plot->add_option("--out", pa->out, "output directory (memory-over-time.png, cpu-over-time.png)")->required();
     plot->footer(kExitCodesHelp);
     plot->callback([pa, &exit_code] { exit_code = run_bench_plot(*pa); });
+
+    // Run by the cdc-transfer helper (main.cpp hands `cdc bench transfer` to it).
+    bench->add_subcommand("transfer", "the seed's experiment: one huge gRPC message vs a stream of chunks, client "
+                                      "and server memory over time (`cdc bench transfer --help`)")
+        ->prefix_command();
 }
 
 }  // namespace cdc::cli

@@ -3,6 +3,7 @@
 #include "commands.hpp"
 #include "sizes.hpp"
 #include "store_cli.hpp"
+#include "time_text.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -19,40 +20,6 @@ namespace cdc::cli {
 
 using store::Store;
 
-Key read_key_file(const std::string& path) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) throw UsageError(fmt::format("cannot read the key file '{}': {}", path, std::strerror(errno)));
-    std::string text(4096, '\0');  // a key file is tiny: more is not a key file
-    std::size_t got = 0;
-    for (;;) {
-        const ssize_t n = ::read(fd, text.data() + got, text.size() - got);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) break;
-        got += static_cast<std::size_t>(n);
-        if (got == text.size()) break;
-    }
-    ::close(fd);
-    text.resize(got);
-    std::string trimmed = text;
-    while (!trimmed.empty() && std::isspace(static_cast<unsigned char>(trimmed.back()))) trimmed.pop_back();
-    std::size_t start = 0;
-    while (start < trimmed.size() && std::isspace(static_cast<unsigned char>(trimmed[start]))) ++start;
-    trimmed = trimmed.substr(start);
-    if (trimmed.size() == 64) {
-        try {
-            return parse_key_hex(trimmed);
-        } catch (const OptionError&) {
-        }
-    }
-    if (text.size() == 32) {
-        Key k;
-        std::memcpy(k.data(), text.data(), 32);
-        return k;
-    }
-    throw UsageError(fmt::format("the key file '{}' must hold 64 hex digits or 32 raw bytes ({} bytes found)", path,
-                                 text.size()));
-}
-
 Store open_store(const std::string& dir, const std::string& key_file) {
     store::OpenOptions o;
     if (!key_file.empty()) o.key = read_key_file(key_file);
@@ -62,22 +29,6 @@ Store open_store(const std::string& dir, const std::string& key_file) {
         throw UsageError(e.what());
     }
 }
-
-void ProgressLine::draw(const std::string& text) {
-    if (!enabled_) return;
-    fmt::print(stderr, "\r\033[K{}", text);
-    std::fflush(stderr);
-    drawn_ = true;
-}
-
-void ProgressLine::clear() {
-    if (!drawn_) return;
-    std::fputs("\r\033[K", stderr);
-    std::fflush(stderr);
-    drawn_ = false;
-}
-
-std::string mb(std::uint64_t bytes) { return fmt::format("{:.1f} MB", static_cast<double>(bytes) / 1e6); }
 
 namespace {
 
@@ -90,15 +41,6 @@ std::string short_size(std::size_t n) {
 std::string profile_text(const std::string& algorithm, const Profile& p) {
     return fmt::format("{} {}/{}/{}{}", algorithm, short_size(p.min_size), short_size(p.normal_size),
                        short_size(p.max_size), p.keyed ? " keyed" : "");
-}
-
-std::string time_text(std::int64_t ns) {
-    const std::time_t t = static_cast<std::time_t>(ns / 1'000'000'000);
-    std::tm tm{};
-    ::localtime_r(&t, &tm);
-    char buf[32];
-    std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", &tm);
-    return buf;
 }
 
 double ratio(std::uint64_t a, std::uint64_t b) { return b == 0 ? 0.0 : static_cast<double>(a) / static_cast<double>(b); }
@@ -162,7 +104,7 @@ int run_ls(const LsArgs& a) {
         fmt::print("{}\n", arr.dump());
     } else {
         for (const auto& m : list)
-            fmt::print("{:>14} {:>8} {} {:04o} {}\n", m.size, m.chunks, time_text(m.mtime_ns), m.mode, m.name);
+            fmt::print("{:>14} {:>8} {} {:04o} {}\n", m.size, m.chunks, local_time_text(m.mtime_ns), m.mode, m.name);
     }
     finish_stdout();
     return kExitOk;

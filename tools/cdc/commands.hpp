@@ -24,6 +24,8 @@ void add_sample_command(CLI::App& app, int& exit_code);
 void add_algorithms_command(CLI::App& app, int& exit_code);
 void add_gen_command(CLI::App& app, int& exit_code);
 void add_store_command(CLI::App& app, int& exit_code);
+/// serve, push, pull, ls, hash: listed in --help, run by the cdc-transfer helper.
+void add_transfer_commands(CLI::App& app, int& exit_code);
 
 /// The flag by which `command` ("resync", "bench run", ...) sets a library
 /// field named by an OptionError ("normal_size" -> "--avg"); empty if none.

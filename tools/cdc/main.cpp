@@ -17,6 +17,9 @@
 #ifndef CDC_DUPES_HELPER_FROM_BINDIR
 #define CDC_DUPES_HELPER_FROM_BINDIR "../libexec/cdc/cdc-dupes"
 #endif
+#ifndef CDC_TRANSFER_HELPER_FROM_BINDIR
+#define CDC_TRANSFER_HELPER_FROM_BINDIR "../libexec/cdc/cdc-transfer"
+#endif
 
 namespace {
 
@@ -26,7 +29,7 @@ constexpr cdc::cli::AddCommand kCommands[] = {
     cdc::cli::add_resync_command,  cdc::cli::add_dupes_command,   cdc::cli::add_bench_command,
     cdc::cli::add_plot_command,    cdc::cli::add_speed_command,   cdc::cli::add_kernels_command,
     cdc::cli::add_sample_command,  cdc::cli::add_algorithms_command, cdc::cli::add_gen_command,
-    cdc::cli::add_store_command,
+    cdc::cli::add_store_command,   cdc::cli::add_transfer_commands,
 };
 
 // "resync", "bench run": the subcommand path that was parsed.
@@ -40,22 +43,30 @@ std::string command_path(const CLI::App& app) {
     return path;
 }
 
-// `cdc dupes ...` is the cdc-dupes helper's: this process becomes it
-// (execv, same pid) before touching the rest of its code.
-int exec_dupes_helper(char** argv) {
+// `cdc dupes ...` is the cdc-dupes helper's, `cdc serve|push|pull|ls|hash
+// ...` and `cdc bench transfer` the cdc-transfer helper's (gRPC, which this
+// static binary does not link): this process becomes the helper (execv,
+// same pid) before touching the rest of its code. argv[first] becomes the
+// helper's argv[0]; its arguments follow.
+int exec_helper(const char* name, const char* env_var, const char* from_bindir, char** argv, int first) {
     using namespace cdc::cli;
-    const cdc::tools::HelperPath h =
-        cdc::tools::find_helper("cdc-dupes", "CDC_DUPES", CDC_DUPES_HELPER_FROM_BINDIR);
+    const cdc::tools::HelperPath h = cdc::tools::find_helper(name, env_var, from_bindir);
     if (h.path.empty()) {
-        print_error(fmt::format("cannot find the cdc-dupes helper that runs `cdc dupes` (looked in: {}); "
-                                "set CDC_DUPES to its path",
-                                h.looked_in));
+        print_error(fmt::format("cannot find the {} helper that runs `cdc {}` (looked in: {}); set {} to its path",
+                                name, argv[1], h.looked_in, env_var));
         return kExitFailure;
     }
-    argv[1] = const_cast<char*>(h.path.c_str());  // the helper's argv[0]; its arguments follow
-    ::execv(h.path.c_str(), argv + 1);
+    argv[first] = const_cast<char*>(h.path.c_str());
+    ::execv(h.path.c_str(), argv + first);
     print_error(fmt::format("cannot run '{}': {}", h.path, std::strerror(errno)));
     return kExitFailure;
+}
+
+bool is_transfer_command(int argc, char** argv) {
+    if (argc < 2) return false;
+    const std::string_view cmd = argv[1];
+    if (cmd == "serve" || cmd == "push" || cmd == "pull" || cmd == "ls" || cmd == "hash") return true;
+    return cmd == "bench" && argc > 2 && std::string_view(argv[2]) == "transfer";
 }
 
 // "unknown command 'chunkk' (commands: ...)" for a word where a command is
@@ -83,9 +94,12 @@ std::string unknown_command(CLI::App& app, int argc, char** argv) {
 
 int main(int argc, char** argv) {
     using namespace cdc::cli;
-    if (argc > 1 && std::string_view(argv[1]) == "dupes") return exec_dupes_helper(argv);
+    if (argc > 1 && std::string_view(argv[1]) == "dupes")
+        return exec_helper("cdc-dupes", "CDC_DUPES", CDC_DUPES_HELPER_FROM_BINDIR, argv, 1);
+    if (is_transfer_command(argc, argv))
+        return exec_helper("cdc-transfer", "CDC_TRANSFER", CDC_TRANSFER_HELPER_FROM_BINDIR, argv, 0);
     CLI::App app{"cdc — content-defined chunking and deduplication: chunk, analyze, compare, resync, bench, "
-                 "plot, speed, find duplicate files and keep files in a deduplicating store.\n"};
+                 "plot, speed, find duplicate files, store them, and transfer them (serve, push, pull).\n"};
     app.footer(std::string(kExitCodesHelp).append("\n").append(kNamesHelp));
     app.require_subcommand(1);
     app.set_version_flag("--version", std::string("cdc ") + cdc::kVersionString);

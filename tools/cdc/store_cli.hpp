@@ -1,9 +1,11 @@
 // Pieces shared by the `cdc store` subcommands (cmd_store.cpp,
 // store_put_cli.cpp, store_get_cli.cpp): opening a store with its key file,
-// error mapping, the progress line.
+// error mapping (the key file and the progress line: tools/common).
 #pragma once
 
 #include "cli_common.hpp"
+#include "progress_line.hpp"
+#include "secret_files.hpp"
 
 #include <cdc/store.hpp>
 
@@ -14,10 +16,6 @@
 #include <string>
 
 namespace cdc::cli {
-
-/// Reads a key file: 64 hex digits (surrounding whitespace ignored) or
-/// exactly 32 raw bytes. UsageError naming the file otherwise.
-Key read_key_file(const std::string& path);
 
 /// Opens the store at `dir` (with the key of `key_file`, if given). A
 /// directory that is not a store, or of a newer format: UsageError.
@@ -34,25 +32,6 @@ int with_store_errors(F&& f) {
         throw UsageError(e.what());
     }
 }
-
-/// The progress line on stderr (only when it is a terminal and not quiet).
-class ProgressLine {
-public:
-    explicit ProgressLine(bool enabled) : enabled_(enabled) {}
-    ~ProgressLine() { clear(); }
-    ProgressLine(const ProgressLine&) = delete;
-    ProgressLine& operator=(const ProgressLine&) = delete;
-    bool enabled() const noexcept { return enabled_; }
-    void draw(const std::string& text);
-    void clear();
-
-private:
-    bool enabled_;
-    bool drawn_ = false;
-};
-
-/// "12.3 MB" (10^6) for rates and totals in the store's messages.
-std::string mb(std::uint64_t bytes);
 
 void add_store_subcommands(CLI::App& store, int& exit_code);
 void add_store_put(CLI::App& store, int& exit_code);

@@ -2,10 +2,8 @@
 // file's path as given, a tree's files by their path inside the tree (under
 // --name/ when given).
 #include "analyze_cli.hpp"
+#include "put_inputs.hpp"
 #include "store_cli.hpp"
-
-#include <cdc/corpus/analyze.hpp>
-#include <cdc/walk.hpp>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -13,7 +11,6 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
-#include <map>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -33,103 +30,12 @@ struct PutArgs {
     bool follow_symlinks = false;
 };
 
-struct Input {
-    std::string path;  ///< "-" for stdin
-    std::string name;
-    std::uint64_t size = 0;
-};
-
-struct Inputs {
-    std::vector<Input> files;
-    std::vector<InputIssue> errors;
-    std::vector<InputIssue> warnings;
-    std::uint64_t bytes = 0;
-};
-
-// Names the files that cdc::walk finds under one PATH: a file by the path
-// as given (or --name), a tree's files by their paths inside it (under
-// --name/ when given). Every path is stored, hard links included: each is a
-// name a user may get back.
-class PutCollector final : public WalkVisitor {
-public:
-    PutCollector(Inputs& in, std::string tree_root, std::string name) noexcept
-        : in_(in), tree_root_(std::move(tree_root)), name_(std::move(name)) {}
-
-    void file(const std::string& path, const struct stat& st) override {
-        const auto size = static_cast<std::uint64_t>(st.st_size);
-        in_.files.push_back({path, name_of(path), size});
-        in_.bytes += size;
-    }
-
-    // A FIFO or /dev/stdin named on the command line: read as a stream.
-    void stream(const std::string& path) override {
-        if (path == "-" && name_.empty()) throw UsageError("standard input (-) needs --name");
-        in_.files.push_back({path, name_of(path), 0});
-    }
-
-    void skipped(const std::string& path, WalkSkip why, std::string_view message) override {
-        switch (why) {
-            case WalkSkip::symlink:  // not followed without --follow-symlinks, as in analyze
-            case WalkSkip::overlap: break;
-            case WalkSkip::error:
-            case WalkSkip::dangling: in_.errors.push_back({path, std::string(message)}); break;
-            case WalkSkip::special:
-            case WalkSkip::loop:
-            case WalkSkip::other_fs: in_.warnings.push_back({path, fmt::format("{} skipped", message)}); break;
-        }
-    }
-
-private:
-    std::string name_of(const std::string& path) const {
-        if (tree_root_.empty()) return name_.empty() ? path : name_;
-        std::string rel = path.substr(std::min(path.size(), tree_root_.size()));
-        return name_.empty() ? rel : std::string(name_).append("/").append(rel);
-    }
-
-    Inputs& in_;
-    std::string tree_root_;  ///< "dir/" for a tree, empty for a file or stream
-    std::string name_;
-};
-
-Inputs collect_inputs(const PutArgs& a) {
-    if (!a.name.empty() && a.paths.size() > 1)
-        throw UsageError("--name applies to one PATH (a file, a tree: its prefix, or -)");
-    check_paths(a.paths);
-    Inputs in;
-    WalkOptions wo;
-    wo.follow_symlinks = a.follow_symlinks;
-    for (const auto& p : a.paths) {
-        struct stat st {};
-        std::string tree_root;
-        if (p != "-" && ::stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
-            // cdc::walk reports a root given with trailing slashes without them.
-            tree_root = p;
-            while (tree_root.size() > 1 && tree_root.back() == '/') tree_root.pop_back();
-            if (tree_root.back() != '/') tree_root.push_back('/');
-        }
-        PutCollector collector(in, std::move(tree_root), a.name);
-        try {
-            walk(std::span(&p, 1), wo, collector);
-        } catch (const IoError& e) {
-            throw UsageError(e.what());
-        }
-    }
-    std::map<std::string, const std::string*> seen;
-    for (const auto& f : in.files) {
-        const auto [it, fresh] = seen.emplace(f.name, &f.path);
-        if (!fresh)
-            throw UsageError(fmt::format("'{}' and '{}' would both be stored as '{}' (use separate puts or --name)",
-                                         *it->second, f.path, f.name));
-    }
-    return in;
-}
-
 std::int64_t mtime_ns(const struct stat& st) {
     return std::int64_t{st.st_mtim.tv_sec} * 1'000'000'000 + st.st_mtim.tv_nsec;
 }
 
 int run_put(const PutArgs& a) {
-    Inputs in = collect_inputs(a);
+    PutInputs in = collect_put_inputs(a.paths, a.name, a.follow_symlinks);
     store::Store s = open_store(a.dir, a.key_file);
     store::Writer w(s);
     ProgressLine line(!a.quiet && !a.json && stderr_is_tty());

@@ -1,0 +1,251 @@
+// Client: the gRPC side of the client (channel, credentials, metadata, the
+// streams handed to push_files / pull_file).
+#include "client.hpp"
+
+#include "progress.hpp"
+
+#include "cdc_transfer.grpc.pb.h"
+#include "grpc_status.hpp"
+
+#include <cdc/digest.hpp>
+
+#include <fmt/format.h>
+#include <grpcpp/grpcpp.h>
+
+#include <chrono>
+#include <cstring>
+
+namespace cdc::transfer {
+
+namespace {
+
+constexpr std::size_t kFrameHeader = 5;  // gRPC's length-prefixed message header
+
+}  // namespace
+
+struct Client::Impl {
+    ClientOptions options;
+    std::shared_ptr<grpc::Channel> channel;
+    std::unique_ptr<v1::Transfer::Stub> stub;
+    std::optional<ServerParams> params;
+
+    void prepare(grpc::ClientContext& ctx) const {
+        if (!options.token.empty()) ctx.AddMetadata("authorization", bearer_header(options.token));
+    }
+
+    [[noreturn]] void fail(const grpc::Status& st, std::string_view what) const {
+        std::string message = st.error_message();
+        if (st.error_code() == grpc::StatusCode::UNAVAILABLE)
+            message = fmt::format("cannot reach the server at {}: {}", options.address, message);
+        throw TransferError(code_of(st.error_code()), fmt::format("{}: {}", what, message));
+    }
+};
+
+namespace {
+
+template <class Out, class In>
+class GrpcStream final : public MessageStream<Out, In> {
+public:
+    using Open = std::function<std::unique_ptr<grpc::ClientReaderWriter<Out, In>>(grpc::ClientContext*)>;
+    GrpcStream(const Client::Impl& client, const Open& open, std::string what) : client_(client), what_(std::move(what)) {
+        client_.prepare(ctx_);
+        rw_ = open(&ctx_);
+    }
+    ~GrpcStream() override {
+        if (!finished_) cancel();
+    }
+    void write(const Out& m) override {
+        if (!rw_->Write(m)) fail_broken();
+        this->wire_sent += m.ByteSizeLong() + kFrameHeader;
+    }
+    bool read(In& m) override {
+        if (!rw_->Read(&m)) return false;
+        this->wire_received += m.ByteSizeLong() + kFrameHeader;
+        return true;
+    }
+    void writes_done() override { rw_->WritesDone(); }
+    void finish() override {
+        if (finished_) return;
+        finished_ = true;
+        const grpc::Status st = rw_->Finish();
+        if (!st.ok()) client_.fail(st, what_);
+    }
+    void cancel() override {
+        if (finished_) return;
+        ctx_.TryCancel();
+        In m;
+        while (rw_->Read(&m)) {
+        }
+        finished_ = true;
+        rw_->Finish();
+    }
+
+private:
+    [[noreturn]] void fail_broken() {
+        // The server ended the stream: drain what it sent, then its status.
+        In m;
+        while (rw_->Read(&m)) {
+        }
+        finished_ = true;
+        const grpc::Status st = rw_->Finish();
+        if (!st.ok()) client_.fail(st, what_);
+        throw TransferError(Code::unavailable, fmt::format("{}: the server closed the stream", what_));
+    }
+
+    const Client::Impl& client_;
+    std::string what_;
+    grpc::ClientContext ctx_;
+    std::unique_ptr<grpc::ClientReaderWriter<Out, In>> rw_;
+    bool finished_ = false;
+};
+
+}  // namespace
+
+Client::Client(const ClientOptions& options) : impl_(std::make_unique<Impl>()) {
+    impl_->options = options;
+    const bool tls = options.tls || !options.ca_pem.empty();
+    if (!options.token.empty() && !tls && !is_loopback_address(options.address))
+        throw OptionError(fmt::format("refusing to send the token in clear to '{}', which is not a loopback address: "
+                                      "use TLS (--tls or --tls-ca)",
+                                      options.address));
+    std::shared_ptr<grpc::ChannelCredentials> creds;
+    if (tls) {
+        grpc::SslCredentialsOptions o;
+        o.pem_root_certs = options.ca_pem;
+        creds = grpc::SslCredentials(o);
+    } else {
+        creds = grpc::InsecureChannelCredentials();
+    }
+    grpc::ChannelArguments args;
+    if (options.max_message_bytes) {
+        args.SetMaxReceiveMessageSize(static_cast<int>(options.max_message_bytes));
+        args.SetMaxSendMessageSize(static_cast<int>(options.max_message_bytes));
+    }
+    if (!options.server_name.empty()) args.SetSslTargetNameOverride(options.server_name);
+    impl_->channel = grpc::CreateCustomChannel(options.address, creds, args);
+    impl_->stub = v1::Transfer::NewStub(impl_->channel);
+}
+
+Client::~Client() = default;
+
+const ServerParams& Client::params() {
+    if (impl_->params) return *impl_->params;
+    grpc::ClientContext ctx;
+    impl_->prepare(ctx);
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+    v1::InfoRequest req;
+    v1::InfoReply reply;
+    const grpc::Status st = impl_->stub->Info(&ctx, req, &reply);
+    if (!st.ok()) impl_->fail(st, "info");
+    if (reply.protocol() != kProtocolVersion)
+        throw TransferError(Code::failed_precondition,
+                            fmt::format("the server at {} speaks protocol {}, this client {}", impl_->options.address,
+                                        reply.protocol(), kProtocolVersion));
+    impl_->params = params_from(reply);
+    return *impl_->params;
+}
+
+std::vector<RemoteFile> Client::list(const std::string& prefix) {
+    grpc::ClientContext ctx;
+    impl_->prepare(ctx);
+    v1::ListRequest req;
+    req.set_prefix(prefix);
+    auto reader = impl_->stub->List(&ctx, req);
+    std::vector<RemoteFile> out;
+    v1::ListReply page;
+    while (reader->Read(&page)) {
+        for (const auto& f : page.files()) {
+            RemoteFile r;
+            r.name = f.name();
+            r.size = f.size();
+            r.mode = f.mode();
+            r.mtime_ns = f.mtime_ns();
+            if (f.digest().size() == 32) std::memcpy(r.digest.data(), f.digest().data(), 32);
+            r.chunks = f.chunks();
+            r.committed_ns = f.committed_ns();
+            out.push_back(std::move(r));
+        }
+    }
+    const grpc::Status st = reader->Finish();
+    if (!st.ok()) impl_->fail(st, "ls");
+    return out;
+}
+
+HashResult Client::hash(Reader& reader, const TransferProgressFn& progress) {
+    const auto t0 = std::chrono::steady_clock::now();
+    grpc::ClientContext ctx;
+    impl_->prepare(ctx);
+    v1::HashReply reply;
+    auto writer = impl_->stub->Hash(&ctx, &reply);
+    HashResult r;
+    std::vector<std::byte> buf(kHashPieceBytes);
+    v1::HashData piece;
+    ProgressThrottle throttle(progress, 0, 1);
+    for (;;) {
+        std::size_t n = 0;
+        bool end = false;
+        while (n < buf.size() && !end) {
+            const ReadResult got = reader.read(std::span<std::byte>(buf).subspan(n));
+            n += got.bytes;
+            end = got.end;
+        }
+        if (n) {
+            piece.set_data(buf.data(), n);
+            if (!writer->Write(piece)) break;
+            r.wire_sent += piece.ByteSizeLong() + kFrameHeader;
+            throttle.file_bytes(r.wire_sent, r.wire_sent);
+        }
+        if (end) break;
+    }
+    writer->WritesDone();
+    const grpc::Status st = writer->Finish();
+    if (!st.ok()) impl_->fail(st, "hash");
+    if (reply.digest().size() != 32) throw TransferError(Code::internal, "hash: the server's digest is not 32 bytes");
+    std::memcpy(r.digest.data(), reply.digest().data(), 32);
+    r.bytes = reply.size();
+    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return r;
+}
+
+HashResult Client::hash_unary(std::span<const std::byte> bytes) {
+    const auto t0 = std::chrono::steady_clock::now();
+    grpc::ClientContext ctx;
+    impl_->prepare(ctx);
+    v1::HashData req;
+    req.set_data(bytes.data(), bytes.size());
+    v1::HashReply reply;
+    const grpc::Status st = impl_->stub->HashUnary(&ctx, req, &reply);
+    if (!st.ok()) impl_->fail(st, "hash (one message)");
+    HashResult r;
+    if (reply.digest().size() != 32) throw TransferError(Code::internal, "hash: the server's digest is not 32 bytes");
+    std::memcpy(r.digest.data(), reply.digest().data(), 32);
+    r.bytes = reply.size();
+    r.wire_sent = req.ByteSizeLong() + kFrameHeader;
+    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return r;
+}
+
+PushReport Client::push(const std::vector<PushInput>& inputs, const PushOptions& options) {
+    const ServerParams& p = params();
+    auto open = [this]() -> std::unique_ptr<PushStream> {
+        return std::make_unique<GrpcStream<v1::PushRequest, v1::PushReply>>(
+            *impl_, [this](grpc::ClientContext* ctx) { return impl_->stub->Push(ctx); }, "push");
+    };
+    return push_files(open, p, inputs, options);
+}
+
+PullReport Client::pull(const std::string& name, const std::filesystem::path& out, const PullOptions& options) {
+    const ServerParams& p = params();
+    GrpcStream<v1::PullRequest, v1::PullReply> stream(
+        *impl_, [this](grpc::ClientContext* ctx) { return impl_->stub->Pull(ctx); }, "pull");
+    return pull_file(stream, p, name, out, options);
+}
+
+PullReport Client::pull_to_fd(const std::string& name, int fd, const PullOptions& options) {
+    const ServerParams& p = params();
+    GrpcStream<v1::PullRequest, v1::PullReply> stream(
+        *impl_, [this](grpc::ClientContext* ctx) { return impl_->stub->Pull(ctx); }, "pull");
+    return transfer::pull_to_fd(stream, p, name, fd, options);
+}
+
+}  // namespace cdc::transfer

@@ -1,0 +1,72 @@
+// A client of a cdc transfer server (cdc serve): one gRPC channel, the calls
+// of the protocol. The header does not include gRPC.
+#pragma once
+
+#include "client_api.hpp"
+
+#include <cdc/source.hpp>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace cdc::transfer {
+
+struct ClientOptions {
+    std::string address;            ///< HOST:PORT
+    bool tls = false;               ///< TLS, with the system's roots unless ca_pem is given
+    std::string ca_pem;             ///< trusted certificate(s) (PEM): implies tls
+    std::string server_name;        ///< the name the server's certificate must carry (default: HOST)
+    std::string token;              ///< sent as "authorization: Bearer <token>"
+    /// The largest message the client sends / accepts (default: gRPC's 4 MiB
+    /// receive limit; `cdc bench transfer` raises it for the seed's unary call).
+    std::size_t max_message_bytes = 0;
+};
+
+/// One file on the server.
+struct RemoteFile {
+    std::string name;
+    std::uint64_t size = 0;
+    std::uint32_t mode = 0;
+    std::int64_t mtime_ns = 0;
+    store::ChunkId digest{};
+    std::uint64_t chunks = 0;
+    std::int64_t committed_ns = 0;
+};
+
+struct HashResult {
+    store::ChunkId digest{};
+    std::uint64_t bytes = 0;       ///< as counted by the server
+    std::uint64_t wire_sent = 0;
+    double seconds = 0;
+};
+
+class Client {
+public:
+    /// Creates the channel (connects lazily). OptionError if a token would
+    /// travel in clear to an address outside the loopback interface.
+    explicit Client(const ClientOptions& options);
+    ~Client();
+    Client(const Client&) = delete;
+    Client& operator=(const Client&) = delete;
+
+    /// The store's parameters (the first call checks that the server answers
+    /// and accepts the token: TransferError otherwise).
+    const ServerParams& params();
+    std::vector<RemoteFile> list(const std::string& prefix);
+    /// BLAKE3 of the bytes of `reader`, streamed in pieces of 1 MiB and
+    /// hashed by the server as they arrive (nothing is stored).
+    HashResult hash(Reader& reader, const TransferProgressFn& progress = {});
+    /// The same as one unary message holding all of `bytes` (the seed's way).
+    HashResult hash_unary(std::span<const std::byte> bytes);
+    PushReport push(const std::vector<PushInput>& inputs, const PushOptions& options);
+    PullReport pull(const std::string& name, const std::filesystem::path& out, const PullOptions& options);
+    PullReport pull_to_fd(const std::string& name, int fd, const PullOptions& options);
+
+    struct Impl;
+
+private:
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace cdc::transfer

@@ -1,0 +1,161 @@
+// The client's side of push and pull, below gRPC: they talk to a
+// MessageStream (a gRPC stream in client.cpp; a session in process in the
+// tests), so that the protocol logic is tested without a network.
+#pragma once
+
+#include "cdc_transfer.pb.h"
+#include "protocol.hpp"
+
+#include <cdc/algorithms.hpp>
+#include <cdc/options.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace cdc::transfer {
+
+/// A bidirectional stream of messages. write() and read() throw
+/// TransferError when the stream broke (with the peer's status if known).
+template <class Out, class In>
+class MessageStream {
+public:
+    virtual ~MessageStream() = default;
+    virtual void write(const Out& message) = 0;
+    /// False at the end of the stream (then finish() tells why).
+    virtual bool read(In& message) = 0;
+    /// No more writes (half-close).
+    virtual void writes_done() = 0;
+    /// Waits for the stream's status: throws TransferError unless it is OK.
+    virtual void finish() = 0;
+    /// Abandons the stream (the peer sees it cancelled).
+    virtual void cancel() = 0;
+    /// Bytes of the messages written / read so far (serialized sizes + the
+    /// 5-byte gRPC frame header each): what travelled, give or take HTTP/2 framing.
+    std::uint64_t wire_sent = 0;
+    std::uint64_t wire_received = 0;
+};
+using PushStream = MessageStream<v1::PushRequest, v1::PushReply>;
+using PullStream = MessageStream<v1::PullRequest, v1::PullReply>;
+
+/// What the server said about its store.
+struct ServerParams {
+    std::string algorithm;
+    Profile profile;
+    int zstd_level = 3;
+    std::string store_id;
+    std::uint32_t max_message_bytes = 0;
+    std::uint32_t max_list_chunks = 0;
+};
+ServerParams params_from(const v1::InfoReply& info);
+/// The cut finder a client chunks with (OptionError for a keyed store without `key`).
+std::shared_ptr<const CutFinder> client_finder(const ServerParams& params, const std::optional<Key>& key);
+
+/// Progress of a push or pull (called at most ~5 times a second).
+struct TransferProgress {
+    std::uint64_t bytes_done = 0;   ///< read (push) or written (pull)
+    std::uint64_t bytes_total = 0;  ///< 0 when unknown
+    std::uint64_t bytes_sent = 0;   ///< raw bytes of the chunks that travelled
+    std::uint64_t files_done = 0;
+    std::uint64_t files_total = 0;
+    double seconds = 0;
+};
+using TransferProgressFn = std::function<void(const TransferProgress&)>;
+
+// ---------------------------------------------------------------- push
+
+struct PushInput {
+    std::string path;   ///< "-": standard input
+    std::string name;   ///< the name on the server
+    std::uint64_t size = 0;  ///< for progress (0 = unknown)
+};
+
+struct PushedFile {
+    std::string name;
+    std::string path;
+    std::uint64_t bytes = 0;
+    std::uint64_t chunks = 0;
+    std::uint64_t chunks_sent = 0;
+    std::uint64_t bytes_sent = 0;      ///< raw bytes of the chunks sent
+    std::uint64_t payload_sent = 0;    ///< their compressed size
+    std::uint64_t new_chunks = 0;      ///< chunks the server stored (a chunk sent may be stored already by a concurrent push)
+    bool unchanged = false;            ///< the server's file of that name had the same chunks (nothing read back)
+};
+
+struct InputProblem {
+    std::string path;
+    std::string message;
+};
+
+struct PushReport {
+    std::vector<PushedFile> files;
+    std::vector<InputProblem> errors;  ///< inputs skipped (cannot be opened or read)
+    std::uint64_t bytes_read = 0;
+    std::uint64_t bytes_sent = 0;
+    std::uint64_t payload_sent = 0;
+    std::uint64_t chunks = 0;
+    std::uint64_t chunks_sent = 0;
+    std::uint64_t wire_sent = 0;
+    std::uint64_t wire_received = 0;
+    double seconds = 0;
+};
+
+struct PushOptions {
+    std::optional<Key> key;            ///< a keyed store's key (to chunk alike)
+    unsigned threads = 0;              ///< compression threads (0: every core)
+    TransferProgressFn progress;
+};
+
+/// Pushes the inputs over a stream from `open_stream` (files in order, then
+/// finish). An input that cannot be opened or read is skipped
+/// (report.errors); one that fails midway ends the stream (the server
+/// commits the files before it, never the broken one) and a new stream
+/// carries the rest. TransferError if the
+/// server refuses something or the stream breaks.
+PushReport push_files(const std::function<std::unique_ptr<PushStream>()>& open_stream, const ServerParams& params,
+                      const std::vector<PushInput>& inputs, const PushOptions& options);
+
+// ---------------------------------------------------------------- pull
+
+struct PullOptions {
+    std::optional<Key> key;
+    std::vector<std::filesystem::path> seeds;  ///< files whose chunks may be reused
+    bool restore_metadata = true;              ///< mode and mtime from the server
+    TransferProgressFn progress;
+};
+
+struct PullReport {
+    std::uint64_t bytes = 0;          ///< the file's size
+    std::uint64_t chunks = 0;
+    std::uint64_t chunks_sent = 0;    ///< chunks that travelled
+    std::uint64_t bytes_sent = 0;     ///< their raw bytes
+    std::uint64_t payload_sent = 0;   ///< their size as sent
+    std::uint64_t bytes_reused = 0;   ///< raw bytes taken from the seeds (and an older OUT, a partial pull)
+    std::uint64_t seed_bytes = 0;     ///< bytes of the seeds chunked
+    std::uint64_t wire_sent = 0;
+    std::uint64_t wire_received = 0;
+    double seconds = 0;
+};
+
+/// The hidden partial file a pull into `out` writes to (kept when the
+/// transfer breaks: the next pull reuses its chunks).
+std::filesystem::path partial_path(const std::filesystem::path& out);
+
+/// Pulls `name` into `out`: written to partial_path(out), checked (size and
+/// whole-file BLAKE3), then renamed over `out`. `out` (when it exists), an
+/// earlier partial file and the seeds are chunked with the store's
+/// parameters first; their chunks are not fetched. TransferError if the
+/// server refuses or the stream breaks (the partial file stays), or the
+/// bytes do not check (it is removed); IoError for local I/O.
+PullReport pull_file(PullStream& stream, const ServerParams& params, const std::string& name,
+                     const std::filesystem::path& out, const PullOptions& options);
+/// The same to a file descriptor (e.g. stdout): the seeds only, no temp file;
+/// the digest is checked at the end (after the bytes went out).
+PullReport pull_to_fd(PullStream& stream, const ServerParams& params, const std::string& name, int fd,
+                      const PullOptions& options);
+
+}  // namespace cdc::transfer

@@ -1,0 +1,155 @@
+#include "protocol.hpp"
+
+#include <cdc/digest.hpp>
+
+#include <fmt/format.h>
+#include <openssl/crypto.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace cdc::transfer {
+
+std::string_view code_name(Code code) noexcept {
+    switch (code) {
+    case Code::cancelled: return "cancelled";
+    case Code::unknown: return "unknown";
+    case Code::invalid_argument: return "invalid argument";
+    case Code::not_found: return "not found";
+    case Code::permission_denied: return "permission denied";
+    case Code::resource_exhausted: return "resource exhausted";
+    case Code::failed_precondition: return "failed precondition";
+    case Code::aborted: return "aborted";
+    case Code::internal: return "internal";
+    case Code::unavailable: return "unavailable";
+    case Code::data_loss: return "data loss";
+    case Code::unauthenticated: return "unauthenticated";
+    }
+    return "unknown";
+}
+
+std::string name_problem(std::string_view name) {
+    if (name.empty()) return "the name is empty";
+    if (name.size() > kMaxNameBytes) return fmt::format("the name is longer than {} bytes", kMaxNameBytes);
+    if (name.front() == '/') return "the name is absolute (starts with /)";
+    for (const char ch : name) {
+        const auto c = static_cast<unsigned char>(ch);
+        if (c == 0) return "the name holds a NUL byte";
+        if (c < 0x20 || c == 0x7f) return fmt::format("the name holds a control byte (0x{:02x})", c);
+    }
+    std::size_t start = 0;
+    for (;;) {
+        const std::size_t slash = name.find('/', start);
+        const std::string_view part = name.substr(start, slash == std::string_view::npos ? name.npos : slash - start);
+        if (part.empty()) return slash == std::string_view::npos ? "the name ends with /" : "the name has an empty component (//)";
+        if (part == "." || part == "..") return fmt::format("the name has a '{}' component", part);
+        if (slash == std::string_view::npos) break;
+        start = slash + 1;
+    }
+    return {};
+}
+
+std::uint64_t max_list_bytes(std::uint64_t max_size) noexcept { return std::max(kMaxListBytes, max_size); }
+
+std::vector<store::ChunkId> ids_from_bytes(std::string_view bytes, std::size_t count) {
+    if (bytes.size() % 32 != 0 || bytes.size() / 32 != count)
+        throw TransferError(Code::invalid_argument,
+                            fmt::format("a chunk list of {} sizes carries {} id bytes (32 per chunk expected)", count,
+                                        bytes.size()));
+    std::vector<store::ChunkId> ids(count);
+    if (count) std::memcpy(ids.data(), bytes.data(), bytes.size());
+    return ids;
+}
+
+void append_id(std::string& bytes, const store::ChunkId& id) {
+    bytes.append(reinterpret_cast<const char*>(id.data()), id.size());
+}
+
+store::ChunkId id_from_bytes(std::string_view bytes, std::string_view what) {
+    if (bytes.size() != 32)
+        throw TransferError(Code::invalid_argument, fmt::format("{}: {} bytes where a 32-byte BLAKE3 id is expected",
+                                                                what, bytes.size()));
+    store::ChunkId id;
+    std::memcpy(id.data(), bytes.data(), 32);
+    return id;
+}
+
+std::string make_bitmap(const std::vector<bool>& wanted) {
+    std::string b((wanted.size() + 7) / 8, '\0');
+    for (std::size_t i = 0; i < wanted.size(); ++i)
+        if (wanted[i]) b[i / 8] = static_cast<char>(static_cast<unsigned char>(b[i / 8]) | (1u << (i % 8)));
+    return b;
+}
+
+std::vector<bool> read_bitmap(std::string_view bitmap, std::size_t count, std::uint32_t bits_set) {
+    if (bitmap.size() != (count + 7) / 8)
+        throw TransferError(Code::invalid_argument, fmt::format("a want bitmap of {} bytes for a list of {} chunks",
+                                                                bitmap.size(), count));
+    std::vector<bool> wanted(count);
+    std::uint64_t set = 0;
+    for (std::size_t i = 0; i < bitmap.size() * 8; ++i) {
+        const bool bit = ((static_cast<unsigned>(static_cast<unsigned char>(bitmap[i / 8])) >> (i % 8)) & 1u) != 0;
+        if (!bit) continue;
+        if (i >= count) throw TransferError(Code::invalid_argument, "a want bitmap sets a bit beyond its list");
+        wanted[i] = true;
+        ++set;
+    }
+    if (set != bits_set)
+        throw TransferError(Code::invalid_argument,
+                            fmt::format("a want bitmap sets {} bits but says {}", set, bits_set));
+    return wanted;
+}
+
+bool is_loopback_address(std::string_view address) {
+    if (address.starts_with("unix:")) return true;
+    std::string_view host = address;
+    if (host.starts_with("ipv4:")) host.remove_prefix(5);
+    if (host.starts_with("ipv6:")) host.remove_prefix(5);
+    if (host.starts_with('[')) {
+        const std::size_t close = host.find(']');
+        if (close == std::string_view::npos) return false;
+        host = host.substr(1, close - 1);
+        return host == "::1";
+    }
+    if (const std::size_t colon = host.rfind(':'); colon != std::string_view::npos) host = host.substr(0, colon);
+    if (host == "localhost") return true;
+    // 127.0.0.0/8 written as a dotted quad.
+    if (!host.starts_with("127.")) return false;
+    int parts = 0;
+    std::size_t i = 0;
+    while (i <= host.size()) {
+        std::size_t j = i;
+        unsigned value = 0;
+        while (j < host.size() && host[j] >= '0' && host[j] <= '9' && j - i < 3) value = value * 10 + unsigned(host[j++] - '0');
+        if (j == i || value > 255) return false;
+        ++parts;
+        if (j == host.size()) break;
+        if (host[j] != '.') return false;
+        i = j + 1;
+    }
+    return parts == 4;
+}
+
+std::string listen_problem(std::string_view address, bool tls, bool token) {
+    if (is_loopback_address(address)) return {};
+    if (!tls && !token)
+        return fmt::format("'{}' is not a loopback address: serving it needs TLS (--tls-cert, --tls-key) and a token "
+                           "(--token-file)",
+                           address);
+    if (!tls) return fmt::format("'{}' is not a loopback address: serving it needs TLS (--tls-cert, --tls-key)", address);
+    if (!token) return fmt::format("'{}' is not a loopback address: serving it needs a token (--token-file)", address);
+    return {};
+}
+
+std::string bearer_header(std::string_view token) { return std::string("Bearer ").append(token); }
+
+bool bearer_matches(std::string_view header, std::string_view token) {
+    // Hashing first gives equal lengths, so that the comparison's time says
+    // nothing about where the values differ, nor about the token's length.
+    const Digest a = compute_digest(DigestKind::blake3, std::as_bytes(std::span(header.data(), header.size())));
+    const std::string expected = bearer_header(token);
+    const Digest b = compute_digest(DigestKind::blake3, std::as_bytes(std::span(expected.data(), expected.size())));
+    return CRYPTO_memcmp(a.bytes.data(), b.bytes.data(), a.bytes.size()) == 0;
+}
+
+}  // namespace cdc::transfer

@@ -1,0 +1,345 @@
+// pull_file / pull_to_fd: the server lists the file's chunks; for each list
+// the client takes what its seeds hold (checked by BLAKE3), asks for the
+// rest, and writes the file in order while the chunks arrive, each decoded
+// and checked against its id; the whole-file BLAKE3 and size are checked
+// at the end. Lists arrive one ahead of their data, so the want of list
+// k + 1 goes out while the chunks of list k are still coming.
+#include "chunk_messages.hpp"
+#include "client_api.hpp"
+#include "progress.hpp"
+#include "seed_index.hpp"
+
+#include "../store/codec.hpp"
+
+#include <cdc/digest.hpp>
+#include <cdc/error.hpp>
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <deque>
+#include <limits>
+#include <unordered_map>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace cdc::transfer {
+
+namespace {
+
+constexpr std::size_t kNoSlot = std::numeric_limits<std::size_t>::max();
+
+void write_all_fd(int fd, std::span<const std::byte> bytes, const std::string& what) {
+    std::size_t done = 0;
+    while (done < bytes.size()) {
+        const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            throw IoError(fmt::format("cannot write {}: {}", what, std::strerror(errno)));
+        }
+        done += static_cast<std::size_t>(n);
+    }
+}
+
+class Puller {
+public:
+    Puller(PullStream& stream, const ServerParams& params, const std::string& name, int fd, std::string what,
+           const SeedIndex& seeds, const PullOptions& options)
+        : stream_(stream), params_(params), name_(name), fd_(fd), what_(std::move(what)), seeds_(seeds),
+          assembler_(params.profile.max_size), progress_(options.progress, 0, 1) {}
+
+    /// Returns the header (mode, mtime) once the file is complete and checked.
+    v1::FileHeader run(PullReport& report) {
+        v1::PullRequest req;
+        req.mutable_start()->set_name(name_);
+        stream_.write(req);
+        v1::PullReply reply;
+        read(reply);
+        if (reply.body_case() != v1::PullReply::kHeader) unexpected("the file's header");
+        const v1::FileHeader header = reply.header();
+        report.bytes = header.size();
+        report.chunks = header.chunks();
+        for (;;) {
+            read(reply);
+            if (reply.body_case() == v1::PullReply::kChunks) {
+                add_list(reply.chunks(), report);
+            } else if (reply.body_case() == v1::PullReply::kData) {
+                for (const auto& c : reply.data().chunks()) add_piece(c, report);
+            } else if (reply.body_case() == v1::PullReply::kEnd) {
+                break;
+            } else {
+                unexpected("chunk lists, data or the end");
+            }
+            progress_.file_bytes(written_, report.bytes_sent);
+        }
+        if (!lists_.empty() || assembler_.busy())
+            throw TransferError(Code::internal, fmt::format("'{}': the server ended the file before its data", name_));
+        stream_.writes_done();
+        stream_.finish();
+        if (written_ != header.size())
+            throw TransferError(Code::data_loss, fmt::format("'{}': {} bytes received, the server said {}", name_,
+                                                             written_, header.size()));
+        const Digest d = whole_.finish();
+        if (header.digest().size() != 32 || std::memcmp(d.bytes.data(), header.digest().data(), 32) != 0)
+            throw TransferError(Code::data_loss,
+                                fmt::format("'{}': the BLAKE3 of the bytes received differs from the server's", name_));
+        report.wire_sent = stream_.wire_sent;
+        report.wire_received = stream_.wire_received;
+        return header;
+    }
+
+private:
+    struct List {
+        std::vector<store::ChunkId> ids;
+        std::vector<std::uint32_t> sizes;
+        std::vector<bool> wanted;
+        std::vector<std::size_t> slot;   // where the bytes of a chunk that is not wanted are (or will be)
+        std::vector<std::byte> local;    // seed bytes, and wanted chunks that recur in the list
+        std::size_t remaining = 0;
+        std::size_t next_data = 0;
+        std::size_t next_write = 0;
+    };
+
+    [[noreturn]] void unexpected(const char* expected) {
+        throw TransferError(Code::internal, fmt::format("'{}': the server sent something else than {}", name_, expected));
+    }
+
+    void read(v1::PullReply& reply) {
+        if (!stream_.read(reply)) {
+            stream_.finish();  // throws the server's status
+            throw TransferError(Code::internal, fmt::format("'{}': the server ended the stream early", name_));
+        }
+    }
+
+    void add_list(const v1::ChunkList& m, PullReport& report) {
+        const std::size_t count = static_cast<std::size_t>(m.sizes_size());
+        if (count == 0 || count > kMaxListChunks)
+            throw TransferError(Code::internal, fmt::format("'{}': a chunk list of {} chunks", name_, count));
+        if (lists_.size() >= 2) throw TransferError(Code::internal, fmt::format("'{}': lists too far ahead", name_));
+        List l;
+        l.ids = ids_from_bytes(m.ids(), count);
+        l.sizes.assign(m.sizes().begin(), m.sizes().end());
+        std::uint64_t bytes = 0;
+        for (const std::uint32_t s : l.sizes) {
+            if (s == 0 || s > params_.profile.max_size)
+                throw TransferError(Code::internal, fmt::format("'{}': a chunk of {} bytes listed", name_, s));
+            bytes += s;
+        }
+        if (bytes > max_list_bytes(params_.profile.max_size))
+            throw TransferError(Code::internal, fmt::format("'{}': a chunk list of {} bytes", name_, bytes));
+        l.wanted.assign(count, false);
+        l.slot.assign(count, kNoSlot);
+        std::unordered_map<store::ChunkId, std::size_t, IdHash> first;  // id -> its first index in the list
+        for (std::size_t i = 0; i < count; ++i) {
+            const auto [it, fresh] = first.emplace(l.ids[i], i);
+            if (!fresh) {
+                // A repeat: the bytes of the first occurrence, kept in `local`.
+                const std::size_t f = it->second;
+                if (l.slot[f] == kNoSlot) {
+                    l.slot[f] = l.local.size();
+                    l.local.resize(l.local.size() + l.sizes[f]);
+                }
+                l.slot[i] = l.slot[f];
+                report.bytes_reused += l.sizes[i];
+                continue;
+            }
+            if (!seeds_.empty()) {
+                const std::size_t at = l.local.size();
+                l.local.resize(at + l.sizes[i]);
+                if (seeds_.fetch(l.ids[i], std::span<std::byte>(l.local).subspan(at, l.sizes[i]))) {
+                    l.slot[i] = at;
+                    report.bytes_reused += l.sizes[i];
+                    continue;
+                }
+                l.local.resize(at);
+            }
+            l.wanted[i] = true;
+            ++l.remaining;
+        }
+        v1::PullRequest req;
+        auto* w = req.mutable_want();
+        w->set_bitmap(make_bitmap(l.wanted));
+        w->set_count(static_cast<std::uint32_t>(l.remaining));
+        stream_.write(req);
+        lists_.push_back(std::move(l));
+        write_completed();
+    }
+
+    void add_piece(const v1::ChunkData& c, PullReport& report) {
+        if (lists_.empty() || lists_.front().remaining == 0)
+            throw TransferError(Code::internal, fmt::format("'{}': chunk data that was not asked for", name_));
+        List& l = lists_.front();
+        std::size_t j = l.next_data;
+        while (!l.wanted[j]) ++j;
+        l.next_data = j;
+        if (!assembler_.add(c, l.ids[j], l.sizes[j])) return;
+        decode_chunk(decompressor_, assembler_.payload(), assembler_.raw(), l.sizes[j], l.ids[j], raw_,
+                     fmt::format("'{}'", name_));
+        report.bytes_sent += l.sizes[j];
+        report.payload_sent += assembler_.payload().size();
+        ++report.chunks_sent;
+        write_locals(l, j);
+        put(raw_);
+        if (l.slot[j] != kNoSlot) std::memcpy(l.local.data() + l.slot[j], raw_.data(), raw_.size());
+        l.next_write = l.next_data = j + 1;
+        --l.remaining;
+        write_completed();
+    }
+
+    /// Writes the chunks of `l` before `end` that are not wanted.
+    void write_locals(List& l, std::size_t end) {
+        for (; l.next_write < end; ++l.next_write) {
+            const std::size_t i = l.next_write;
+            put(std::span<const std::byte>(l.local).subspan(l.slot[i], l.sizes[i]));
+        }
+    }
+
+    void write_completed() {
+        while (!lists_.empty() && lists_.front().remaining == 0) {
+            write_locals(lists_.front(), lists_.front().ids.size());
+            lists_.pop_front();
+        }
+    }
+
+    void put(std::span<const std::byte> bytes) {
+        write_all_fd(fd_, bytes, what_);
+        whole_.update(bytes);
+        written_ += bytes.size();
+    }
+
+    PullStream& stream_;
+    const ServerParams& params_;
+    const std::string& name_;
+    int fd_;
+    std::string what_;
+    const SeedIndex& seeds_;
+    ChunkAssembler assembler_;
+    store::detail::Decompressor decompressor_;
+    ProgressThrottle progress_;
+    std::deque<List> lists_;
+    std::vector<std::byte> raw_;
+    Hasher whole_{DigestKind::blake3};
+    std::uint64_t written_ = 0;
+};
+
+bool is_regular(const std::filesystem::path& p) {
+    struct stat st {};
+    return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+std::uint64_t size_of(const std::filesystem::path& p) {
+    struct stat st {};
+    return ::stat(p.c_str(), &st) == 0 ? static_cast<std::uint64_t>(st.st_size) : 0;
+}
+
+void fsync_parent(const std::filesystem::path& p) {
+    const auto dir = p.parent_path().empty() ? std::filesystem::path(".") : p.parent_path();
+    const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return;
+    ::fsync(fd);
+    ::close(fd);
+}
+
+/// The chunker of the seeds: none for a keyed store without its key (then
+/// nothing local is reused; --seed is refused).
+std::shared_ptr<const CutFinder> seed_finder(const ServerParams& params, const PullOptions& options) {
+    if (!params.profile.keyed || options.key) return client_finder(params, options.key);
+    if (!options.seeds.empty())
+        throw OptionError("the server's store is keyed: seeds need its key to chunk like it", "key");
+    return nullptr;
+}
+
+}  // namespace
+
+std::filesystem::path partial_path(const std::filesystem::path& out) {
+    // (append: g++ 12 warns wrongly about "literal" + std::string, DEVELOPING.md)
+    return out.parent_path() / std::string(".").append(out.filename().string()).append(".cdc-pull");
+}
+
+PullReport pull_file(PullStream& stream, const ServerParams& params, const std::string& name,
+                     const std::filesystem::path& out, const PullOptions& options) {
+    const auto t0 = std::chrono::steady_clock::now();
+    PullReport report;
+    SeedIndex seeds(seed_finder(params, options));
+    // An interrupted pull left `partial`: keep the longer of it and an older
+    // one as a seed (both are prefixes of what was being pulled).
+    const auto partial = partial_path(out);
+    auto previous = partial;
+    previous += ".old";
+    if (is_regular(partial)) {
+        if (is_regular(previous) && size_of(previous) > size_of(partial))
+            ::unlink(partial.c_str());
+        else if (::rename(partial.c_str(), previous.c_str()) != 0)
+            throw IoError(fmt::format("cannot rename '{}': {}", partial.string(), std::strerror(errno)));
+    }
+    if (seeds.usable()) {
+        if (is_regular(out)) report.seed_bytes += seeds.add(out);
+        if (is_regular(previous)) report.seed_bytes += seeds.add(previous);
+    }
+    for (const auto& s : options.seeds) report.seed_bytes += seeds.add(s);
+    seeds.seal();
+
+    const int fd = ::open(partial.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) throw IoError(fmt::format("cannot create '{}': {}", partial.string(), std::strerror(errno)));
+    v1::FileHeader header;
+    try {
+        Puller p(stream, params, name, fd, fmt::format("'{}'", partial.string()), seeds, options);
+        header = p.run(report);
+        if (::fsync(fd) != 0)
+            throw IoError(fmt::format("cannot write '{}': {}", partial.string(), std::strerror(errno)));
+        if (options.restore_metadata) {
+            ::fchmod(fd, static_cast<mode_t>(header.mode() & 07777));
+            const timespec times[2] = {{0, UTIME_OMIT},
+                                       {static_cast<time_t>(header.mtime_ns() / 1'000'000'000),
+                                        static_cast<long>(header.mtime_ns() % 1'000'000'000)}};
+            ::futimens(fd, times);
+        } else {
+            const mode_t mask = ::umask(0);
+            ::umask(mask);
+            ::fchmod(fd, 0666 & ~mask);
+        }
+    } catch (const TransferError& e) {
+        ::close(fd);
+        // A broken transfer keeps its prefix for the next pull; bytes that
+        // failed a check do not stay.
+        if (e.code() == Code::data_loss || e.code() == Code::not_found || e.code() == Code::invalid_argument)
+            ::unlink(partial.c_str());
+        throw;
+    } catch (...) {
+        ::close(fd);
+        ::unlink(partial.c_str());
+        throw;
+    }
+    if (::close(fd) != 0) {
+        ::unlink(partial.c_str());
+        throw IoError(fmt::format("cannot write '{}': {}", partial.string(), std::strerror(errno)));
+    }
+    if (::rename(partial.c_str(), out.c_str()) != 0) {
+        const int err = errno;
+        ::unlink(partial.c_str());
+        throw IoError(fmt::format("cannot rename '{}' to '{}': {}", partial.string(), out.string(), std::strerror(err)));
+    }
+    fsync_parent(out);
+    ::unlink(previous.c_str());
+    report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return report;
+}
+
+PullReport pull_to_fd(PullStream& stream, const ServerParams& params, const std::string& name, int fd,
+                      const PullOptions& options) {
+    const auto t0 = std::chrono::steady_clock::now();
+    PullReport report;
+    SeedIndex seeds(seed_finder(params, options));
+    for (const auto& s : options.seeds) report.seed_bytes += seeds.add(s);
+    seeds.seal();
+    Puller p(stream, params, name, fd, "the output", seeds, options);
+    p.run(report);
+    report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return report;
+}
+
+}  // namespace cdc::transfer

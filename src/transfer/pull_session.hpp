@@ -1,0 +1,62 @@
+// The server's side of one Pull stream, below gRPC: the file's header, then
+// its chunk list in lists, and for each list the chunks the client wants,
+// read from the store as stored (zstd frames travel as they are). The next
+// list goes out before the data of the current one, so that the client
+// decides what it wants while the data arrives.
+#pragma once
+
+#include "cdc_transfer.pb.h"
+#include "manifest_cursor.hpp"
+#include "protocol.hpp"
+
+#include <cdc/store.hpp>
+
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+
+namespace cdc::transfer {
+
+class PullSession {
+public:
+    using Sink = std::function<void(const v1::PullReply&)>;
+
+    PullSession(const std::filesystem::path& store_dir, const store::OpenOptions& options);
+    ~PullSession();
+    PullSession(const PullSession&) = delete;
+    PullSession& operator=(const PullSession&) = delete;
+
+    /// Handles one request; replies go to `sink`. TransferError (not_found for
+    /// an unknown name) for a request the protocol does not allow.
+    void handle(const v1::PullRequest& request, const Sink& sink);
+    bool finished() const noexcept { return finished_; }
+    /// Raw and payload bytes of the chunks sent.
+    std::uint64_t bytes_sent() const noexcept { return bytes_sent_; }
+
+private:
+    struct List {
+        std::vector<store::ChunkId> ids;
+        std::vector<std::uint32_t> sizes;
+    };
+    void start(const v1::PullStart& m, const Sink& sink);
+    void want(const v1::Want& m, const Sink& sink);
+    /// The next list from the cursor (at most kPullListChunks and the list byte bound).
+    std::optional<List> next_list();
+    void send_list(const List& list, const Sink& sink);
+
+    std::filesystem::path dir_;
+    store::OpenOptions options_;
+    store::Store store_;
+    std::uint64_t max_list_bytes_ = 0;
+    std::string name_;
+    std::unique_ptr<ManifestCursor> cursor_;
+    ManifestCursor::Batch batch_;  // read from the cursor, not listed yet
+    std::size_t batch_pos_ = 0;
+    std::optional<List> current_;  // listed, its want not received yet
+    std::uint64_t bytes_sent_ = 0;
+    bool started_ = false;
+    bool finished_ = false;
+};
+
+}  // namespace cdc::transfer

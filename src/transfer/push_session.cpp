@@ -1,0 +1,365 @@
+#include "push_session.hpp"
+
+#include "../store/codec.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+#include <unordered_map>
+
+namespace cdc::transfer {
+
+namespace {
+
+// Ids remembered as stored by this stream (they are in the index after the
+// writer's next flush, every few tens of MiB: this only spares re-sends).
+constexpr std::size_t kRecentLimit = 1u << 16;
+// A file of that name with at least this many chunks is compared with.
+constexpr std::uint64_t kBaseMinChunks = 256;
+
+store::ChunkId id_of(const Digest& d) {
+    store::ChunkId id;
+    std::memcpy(id.data(), d.bytes.data(), id.size());
+    return id;
+}
+
+}  // namespace
+
+PushSession::PushSession(const std::filesystem::path& store_dir, const store::OpenOptions& options)
+    : dir_(store_dir),
+      open_options_(options),
+      store_(store::Store::open(store_dir, options)),
+      assembler_(store_.info().profile.max_size) {
+    writer_ = std::make_unique<store::Writer>(store_);
+    decompressor_ = std::make_unique<store::detail::Decompressor>();
+    max_chunk_ = store_.info().profile.max_size;
+    max_list_bytes_ = max_list_bytes(max_chunk_);
+}
+
+PushSession::~PushSession() = default;
+
+void PushSession::require_open(const char* what) const {
+    if (!open_)
+        throw TransferError(Code::failed_precondition, fmt::format("{} outside a file (send start first)", what));
+}
+
+void PushSession::handle(const v1::PushRequest& request, const Sink& sink) {
+    if (finished_) throw TransferError(Code::failed_precondition, "a request after finish");
+    switch (request.body_case()) {
+    case v1::PushRequest::kStart: start(request.start()); break;
+    case v1::PushRequest::kChunks: add_list(request.chunks(), sink); break;
+    case v1::PushRequest::kData: add_data(request.data()); break;
+    case v1::PushRequest::kEnd: end(request.end(), sink); break;
+    case v1::PushRequest::kFinish: finish(sink); break;
+    default: throw TransferError(Code::invalid_argument, "an empty push request");
+    }
+}
+
+void PushSession::start(const v1::FileStart& m) {
+    if (open_) throw TransferError(Code::failed_precondition, fmt::format("start while '{}' is open", name_));
+    if (const std::string why = name_problem(m.name()); !why.empty())
+        throw TransferError(Code::invalid_argument, fmt::format("name refused: {}", why));
+    store::FileMeta meta;
+    meta.name = m.name();
+    meta.mode = m.mode() & 07777;
+    meta.mtime_ns = m.mtime_ns();
+    writer_->begin_manifest(meta);
+    open_ = true;
+    name_ = m.name();
+    listed_bytes_ = listed_chunks_ = 0;
+    file_new_chunks_ = file_new_bytes_ = 0;
+    file_unchanged_ = false;
+    whole_ = Hasher(DigestKind::blake3);
+    base_.reset();
+    // (Small files are read back in no time: a cursor thread would cost more.)
+    if (const auto old = store_.find(name_); old && old->chunks >= kBaseMinChunks) {
+        base_ = std::make_unique<Base>();
+        base_->info = *old;
+        base_->cursor = std::make_unique<ManifestCursor>(dir_, open_options_, name_, kMaxListChunks);
+    }
+}
+
+bool PushSession::matches_base(const std::vector<store::ChunkId>& ids) {
+    for (const auto& id : ids) {
+        if (base_->pos == base_->batch.ids.size()) {
+            base_->batch = {};
+            base_->pos = 0;
+            try {
+                if (!base_->cursor->next(base_->batch)) return false;
+            } catch (const store::StoreError&) {
+                return false;  // leave_base reads it again and reports what is wrong
+            }
+        }
+        if (base_->batch.ids[base_->pos++] != id) return false;
+    }
+    return true;
+}
+
+bool PushSession::base_exhausted() {
+    if (base_->pos < base_->batch.ids.size()) return false;
+    base_->batch = {};
+    base_->pos = 0;
+    try {
+        return !base_->cursor->next(base_->batch);
+    } catch (const store::StoreError&) {
+        return false;
+    }
+}
+
+void PushSession::leave_base() {
+    const std::uint64_t matched = base_->matched;
+    const store::ManifestInfo info = base_->info;
+    base_.reset();
+    if (matched == 0) return;
+    // The chunks that matched are the first `matched` of that file, if it is
+    // still the file compared with (a concurrent push may have replaced it:
+    // then the digest check at the end fails, never a wrong commit).
+    const auto now = store_.find(name_);
+    if (!now || now->committed_ns != info.committed_ns || now->digest != info.digest)
+        throw TransferError(Code::aborted, fmt::format("'{}' was replaced by another push during this one: push again",
+                                                       name_));
+    ManifestCursor cursor(dir_, open_options_, name_, kMaxListChunks);
+    ManifestCursor::Batch b;
+    std::uint64_t left = matched;
+    while (left > 0 && cursor.next(b)) {
+        const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(left, b.ids.size()));
+        store_.read_chunks(std::span<const store::ChunkId>(b.ids).first(n), store::Store::ChunkForm::raw,
+                           [&](std::size_t, const store::StoredChunk& c) { whole_.update(c.bytes); });
+        left -= n;
+    }
+    if (left > 0)
+        throw TransferError(Code::aborted, fmt::format("'{}' changed during this push: push again", name_));
+}
+
+void PushSession::add_list(const v1::ChunkList& m, const Sink& sink) {
+    require_open("a chunk list");
+    const std::size_t count = static_cast<std::size_t>(m.sizes_size());
+    if (count == 0) throw TransferError(Code::invalid_argument, "an empty chunk list");
+    if (count > kMaxListChunks)
+        throw TransferError(Code::invalid_argument,
+                            fmt::format("a chunk list of {} chunks (at most {})", count, kMaxListChunks));
+    if (lists_.size() >= kMaxListsAhead)
+        throw TransferError(Code::failed_precondition,
+                            fmt::format("more than {} chunk lists ahead of their data", kMaxListsAhead));
+    List list;
+    list.ids = ids_from_bytes(m.ids(), count);
+    list.sizes.assign(m.sizes().begin(), m.sizes().end());
+    for (const std::uint32_t s : list.sizes) {
+        if (s == 0 || s > max_chunk_)
+            throw TransferError(Code::invalid_argument,
+                                fmt::format("a chunk of {} bytes (the store's chunks have 1 to {})", s, max_chunk_));
+        list.bytes += s;
+    }
+    if (list.bytes > max_list_bytes_)
+        throw TransferError(Code::invalid_argument,
+                            fmt::format("a chunk list covering {} bytes (at most {})", list.bytes, max_list_bytes_));
+    listed_bytes_ += list.bytes;
+    listed_chunks_ += count;
+
+    if (base_) {
+        if (matches_base(list.ids)) {
+            // The next chunks of the stored file: all in the store, nothing to hash.
+            base_->matched += count;
+            list.from_base = true;
+            list.wanted.assign(count, false);
+            v1::PushReply reply;
+            reply.mutable_want()->set_bitmap(make_bitmap(list.wanted));
+            reply.mutable_want()->set_count(0);
+            lists_.push_back(std::move(list));
+            sink(reply);
+            complete_lists();
+            return;
+        }
+        leave_base();
+    }
+
+    // Wanted: lacking in the store, and neither wanted by an earlier list
+    // of this stream (its data comes first) nor stored by this stream.
+    const std::vector<store::ChunkId> lacking = store_.missing(list.ids);
+    std::unordered_set<store::ChunkId, IdHash> lack(lacking.begin(), lacking.end());
+    list.wanted.assign(count, false);
+    for (std::size_t i = 0; i < count; ++i) {
+        const auto& id = list.ids[i];
+        if (!lack.contains(id) || recent_.contains(id) || pending_.contains(id)) continue;
+        list.wanted[i] = true;
+        pending_.insert(id);
+        ++list.remaining;
+    }
+    v1::PushReply reply;
+    auto* want = reply.mutable_want();
+    want->set_bitmap(make_bitmap(list.wanted));
+    want->set_count(static_cast<std::uint32_t>(list.remaining));
+    lists_.push_back(std::move(list));
+    sink(reply);
+    complete_lists();
+}
+
+void PushSession::add_data(const v1::Chunks& m) {
+    require_open("chunk data");
+    if (m.chunks_size() == 0) throw TransferError(Code::invalid_argument, "a data message without chunks");
+    for (const auto& c : m.chunks()) add_piece(c);
+}
+
+void PushSession::add_piece(const v1::ChunkData& c) {
+    if (lists_.empty() || lists_.front().remaining == 0)
+        throw TransferError(Code::invalid_argument, "chunk data that was not asked for (no wanted chunk is due)");
+    List& list = lists_.front();
+    std::size_t j = list.next_data;
+    while (!list.wanted[j]) ++j;  // remaining > 0: one is ahead
+    list.next_data = j;
+    if (assembler_.add(c, list.ids[j], list.sizes[j])) complete_chunk(list, j);
+}
+
+void PushSession::complete_chunk(List& list, std::size_t j) {
+    const store::ChunkId& id = list.ids[j];
+    // Decoded and checked against the id before it is stored: by the writer
+    // for a zstd frame (which hands the decoded bytes back for the whole-file
+    // hash), here for raw bytes (a store at level 0).
+    have_last_ = false;
+    store::ChunkPut put;
+    if (assembler_.raw()) {
+        decode_chunk(*decompressor_, assembler_.payload(), true, list.sizes[j], id, last_raw_,
+                     fmt::format("'{}' (nothing of the file is committed)", name_));
+        put = writer_->put_chunk(last_raw_);
+    } else {
+        try {
+            put = writer_->put_chunk_compressed(id, list.sizes[j], assembler_.payload(), last_raw_);
+        } catch (const store::DamageError& e) {
+            throw TransferError(Code::data_loss, fmt::format("'{}': {} (nothing of the file is committed)", name_,
+                                                             e.what()));
+        }
+    }
+    last_id_ = id;
+    have_last_ = true;
+    if (put.added) {
+        ++file_new_chunks_;
+        file_new_bytes_ += list.sizes[j];
+    }
+    remember(id);
+    pending_.erase(id);
+    // Whole-file hash, in file order: the stored chunks before this one, then it.
+    hash_stored(list, j);
+    whole_.update(last_raw_);
+    list.next_hash = j + 1;
+    list.next_data = j + 1;
+    --list.remaining;
+    complete_lists();
+}
+
+void PushSession::remember(const store::ChunkId& id) {
+    if (recent_.size() >= kRecentLimit) recent_.clear();
+    recent_.insert(id);
+}
+
+void PushSession::complete_lists() {
+    while (!lists_.empty() && lists_.front().remaining == 0) {
+        List& list = lists_.front();
+        if (!list.from_base) hash_stored(list, list.ids.size());
+        const std::uint64_t stored = writer_->add_chunks(list.ids);
+        if (stored != list.bytes)
+            throw TransferError(Code::invalid_argument,
+                                fmt::format("'{}': a chunk list says {} bytes, its chunks have {}", name_, list.bytes,
+                                            stored));
+        lists_.pop_front();
+    }
+}
+
+void PushSession::hash_stored(List& list, std::size_t end) {
+    bool committed = false;
+    while (list.next_hash < end) {
+        const std::size_t i = list.next_hash;
+        if (have_last_ && list.ids[i] == last_id_) {
+            whole_.update(last_raw_);
+            ++list.next_hash;
+            continue;
+        }
+        std::size_t run_end = i + 1;
+        while (run_end < end && !(have_last_ && list.ids[run_end] == last_id_)) ++run_end;
+        try {
+            store_.read_chunks(std::span<const store::ChunkId>(list.ids).subspan(i, run_end - i),
+                               store::Store::ChunkForm::raw,
+                               [&](std::size_t k, const store::StoredChunk& c) {
+                                   if (c.raw_size != list.sizes[i + k])
+                                       throw TransferError(
+                                           Code::invalid_argument,
+                                           fmt::format("'{}': chunk {} is listed with {} bytes, it has {}", name_,
+                                                       short_id(list.ids[i + k]), list.sizes[i + k], c.raw_size));
+                                   whole_.update(c.bytes);
+                                   ++list.next_hash;
+                               });
+        } catch (const store::NotFoundError&) {
+            // A chunk this stream stored is readable once the writer flushed.
+            if (committed)
+                throw TransferError(Code::internal, fmt::format("'{}': chunk {} is neither in the store nor stored by "
+                                                                "this stream",
+                                                                name_, store::to_hex(list.ids[list.next_hash])));
+            writer_->commit();
+            committed = true;
+        }
+    }
+}
+
+void PushSession::end(const v1::FileEnd& m, const Sink& sink) {
+    require_open("end");
+    if (!lists_.empty() || assembler_.busy())
+        throw TransferError(Code::failed_precondition,
+                            fmt::format("end of '{}' before the data of every chunk list", name_));
+    if (m.size() != listed_bytes_)
+        throw TransferError(Code::invalid_argument,
+                            fmt::format("'{}': end says {} bytes, its chunks have {}", name_, m.size(), listed_bytes_));
+    const store::ChunkId digest = id_from_bytes(m.digest(), "end");
+    if (base_ && base_exhausted() && m.size() == base_->info.size) {
+        // The chunks of the stored file, all of them: its bytes, its digest.
+        if (digest != base_->info.digest)
+            throw TransferError(Code::data_loss,
+                                fmt::format("'{}': the chunks are those of the stored file, whose BLAKE3 is {}; the "
+                                            "client says {}: the file is not committed",
+                                            name_, store::to_hex(base_->info.digest), store::to_hex(digest)));
+        file_unchanged_ = true;
+    } else if (base_) {
+        leave_base();
+    }
+    base_.reset();
+    const store::ChunkId computed = file_unchanged_ ? digest : id_of(whole_.finish());
+    if (computed != digest)
+        throw TransferError(Code::data_loss,
+                            fmt::format("'{}': the BLAKE3 of the bytes received is {}, the client says {}: the file "
+                                        "is not committed",
+                                        name_, store::to_hex(computed), store::to_hex(digest)));
+    writer_->finish_manifest(digest, m.size());
+    open_ = false;
+    ++totals_.files;
+    totals_.bytes += m.size();
+    totals_.chunks += listed_chunks_;
+    totals_.new_chunks += file_new_chunks_;
+    totals_.new_bytes += file_new_bytes_;
+    v1::PushReply reply;
+    auto* done = reply.mutable_done();
+    done->set_size(m.size());
+    done->set_chunks(listed_chunks_);
+    done->set_new_chunks(file_new_chunks_);
+    done->set_new_bytes(file_new_bytes_);
+    done->set_unchanged(file_unchanged_);
+    sink(reply);
+}
+
+void PushSession::finish(const Sink& sink) {
+    if (open_) throw TransferError(Code::failed_precondition, fmt::format("finish while '{}' is open", name_));
+    writer_->commit();
+    finished_ = true;
+    v1::PushReply reply;
+    reply.mutable_finished()->set_files(totals_.files);
+    sink(reply);
+}
+
+void PushSession::abort() noexcept {
+    if (finished_ || !writer_) return;
+    try {
+        writer_->commit();
+    } catch (...) {
+        // the stream failed already; the store stays consistent (docs/STORE.md)
+    }
+}
+
+}  // namespace cdc::transfer

@@ -1,0 +1,149 @@
+// The server's side of one Push stream, below gRPC (the service feeds it the
+// requests it reads; the fuzz target feeds it arbitrary ones).
+//
+// Per file: start, then chunk lists and data, then end. For each list the
+// session answers which chunks the store lacks (not counting those already
+// wanted by an earlier list of this stream or stored by it), then expects
+// exactly those chunks, in order. Each arriving chunk is decoded and its
+// BLAKE3 checked against its id before it is stored; the whole-file BLAKE3
+// is computed as the file's chunks complete, in file order (chunks the
+// store had are read back from it), and the file's manifest is queued only
+// if it equals the client's digest. A stream that ends without `finish`
+// (the client vanished, or a request was refused) commits the chunks and
+// the files verified so far, never the open file.
+//
+// Pushing a file again under its name costs no reading back: while the
+// chunk lists equal the chunk list of the file of that name in the store
+// (read alongside by a ManifestCursor), nothing is wanted nor hashed, and the
+// digest the client sends must be that file's (same chunks, same bytes). At
+// the first difference, the chunks that matched are read back and hashed,
+// and the push goes on as for any file.
+//
+// Memory is bounded whatever the file size: a few chunk lists of ids
+// (kMaxListsAhead x kMaxListChunks), one chunk being assembled, and the
+// last decoded chunk.
+#pragma once
+
+#include "cdc_transfer.pb.h"
+#include "chunk_messages.hpp"
+#include "manifest_cursor.hpp"
+#include "protocol.hpp"
+
+#include <cdc/digest.hpp>
+#include <cdc/store.hpp>
+
+#include <deque>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <unordered_set>
+#include <vector>
+
+namespace cdc::store::detail {
+class Decompressor;
+}
+
+namespace cdc::transfer {
+
+struct PushTotals {
+    std::uint64_t files = 0;
+    std::uint64_t bytes = 0;
+    std::uint64_t chunks = 0;
+    std::uint64_t new_chunks = 0;
+    std::uint64_t new_bytes = 0;
+};
+
+class PushSession {
+public:
+    using Sink = std::function<void(const v1::PushReply&)>;
+
+    /// Opens the store (a Writer: the store's shared lock for the session's life).
+    PushSession(const std::filesystem::path& store_dir, const store::OpenOptions& options);
+    ~PushSession();
+    PushSession(const PushSession&) = delete;
+    PushSession& operator=(const PushSession&) = delete;
+
+    /// Handles one request; replies go to `sink` in protocol order. Throws
+    /// TransferError for a request the protocol does not allow, or data that
+    /// fails a check (nothing of the open file is committed then).
+    void handle(const v1::PushRequest& request, const Sink& sink);
+    /// True once `finish` was handled (everything committed).
+    bool finished() const noexcept { return finished_; }
+    /// The stream ended early: commits the chunks and files verified so far
+    /// (never the open file). Never throws.
+    void abort() noexcept;
+    const PushTotals& totals() const noexcept { return totals_; }
+
+private:
+    struct List {
+        std::vector<store::ChunkId> ids;
+        std::vector<std::uint32_t> sizes;
+        std::vector<bool> wanted;
+        std::uint64_t bytes = 0;      // sum of sizes
+        std::size_t remaining = 0;    // wanted chunks not arrived yet
+        std::size_t next_data = 0;    // search start for the next wanted chunk
+        std::size_t next_hash = 0;    // first chunk not hashed yet
+        bool from_base = false;       // equal to the base's chunks: not hashed
+    };
+    /// The committed file of the same name, while the pushed chunks equal its chunks.
+    struct Base {
+        store::ManifestInfo info;
+        std::unique_ptr<ManifestCursor> cursor;
+        ManifestCursor::Batch batch;
+        std::size_t pos = 0;
+        std::uint64_t matched = 0;  // chunks equal to the base's, in lists before the current one
+    };
+
+    void start(const v1::FileStart& m);
+    void add_list(const v1::ChunkList& m, const Sink& sink);
+    void add_data(const v1::Chunks& m);
+    void add_piece(const v1::ChunkData& c);
+    void complete_chunk(List& list, std::size_t j);
+    void end(const v1::FileEnd& m, const Sink& sink);
+    void finish(const Sink& sink);
+    void complete_lists();
+    /// Hashes chunks [next_hash, end) of the front list that the store holds.
+    void hash_stored(List& list, std::size_t end);
+    void remember(const store::ChunkId& id);
+    void require_open(const char* what) const;
+    /// True if `ids` are the base's next chunks (consumes them from its cursor).
+    bool matches_base(const std::vector<store::ChunkId>& ids);
+    /// True if the base has no chunk beyond those matched.
+    bool base_exhausted();
+    /// Stops comparing with the base: hashes the chunks that matched, read back.
+    void leave_base();
+
+    std::filesystem::path dir_;
+    store::OpenOptions open_options_;
+    store::Store store_;
+    std::unique_ptr<store::Writer> writer_;
+    std::unique_ptr<store::detail::Decompressor> decompressor_;
+    std::uint64_t max_chunk_ = 0;
+    std::uint64_t max_list_bytes_ = 0;
+
+    // the open file
+    bool open_ = false;
+    std::string name_;
+    std::uint64_t listed_bytes_ = 0;
+    std::uint64_t listed_chunks_ = 0;
+    std::uint64_t file_new_chunks_ = 0;
+    std::uint64_t file_new_bytes_ = 0;
+    bool file_unchanged_ = false;
+    Hasher whole_{DigestKind::blake3};
+    std::deque<List> lists_;
+    std::unique_ptr<Base> base_;
+    std::unordered_set<store::ChunkId, IdHash> pending_;  // wanted, not arrived
+    std::unordered_set<store::ChunkId, IdHash> recent_;   // stored by this stream
+
+    ChunkAssembler assembler_;
+
+    // the last chunk decoded (a run of the same chunk is read back once)
+    store::ChunkId last_id_{};
+    bool have_last_ = false;
+    std::vector<std::byte> last_raw_;
+
+    PushTotals totals_;
+    bool finished_ = false;
+};
+
+}  // namespace cdc::transfer

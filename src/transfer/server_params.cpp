@@ -1,0 +1,31 @@
+// What a client learns from Info, and the chunker it derives from it.
+#include "client_api.hpp"
+
+#include <fmt/format.h>
+
+namespace cdc::transfer {
+
+ServerParams params_from(const v1::InfoReply& r) {
+    ServerParams p;
+    p.algorithm = r.algorithm();
+    p.profile.min_size = r.min_size();
+    p.profile.normal_size = r.avg_size();
+    p.profile.max_size = r.max_size();
+    p.profile.keyed = r.keyed();
+    p.profile.normalization_level = r.normalization_level();
+    p.profile.seed = r.seed();
+    p.profile.polynomial = r.polynomial();
+    p.profile.window_size = static_cast<std::size_t>(r.window_size());
+    p.zstd_level = r.zstd_level();
+    p.store_id = r.store_id();
+    p.max_message_bytes = r.max_message_bytes();
+    p.max_list_chunks = r.max_list_chunks();
+    return p;
+}
+
+std::shared_ptr<const CutFinder> client_finder(const ServerParams& params, const std::optional<Key>& key) {
+    if (params.profile.keyed && !key) throw OptionError("the server's store is keyed: give its key to chunk like it", "key");
+    return make_cut_finder(params.algorithm, store::chunking_options(params.algorithm, params.profile, key));
+}
+
+}  // namespace cdc::transfer

@@ -1,0 +1,352 @@
+// Server: the gRPC service (authentication, the stream bound, status codes)
+// over the sessions of push_session.hpp and pull_session.hpp.
+#include "service.hpp"
+
+#include "cdc_transfer.grpc.pb.h"
+#include "grpc_status.hpp"
+#include "protocol.hpp"
+#include "pull_session.hpp"
+#include "push_session.hpp"
+
+#include <cdc/digest.hpp>
+
+#include <fmt/format.h>
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/resource_quota.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <set>
+#include <thread>
+
+namespace cdc::transfer {
+
+namespace {
+
+/// Runs f() and turns what it throws into a status.
+template <class F>
+grpc::Status guarded(F&& f) {
+    try {
+        return f();
+    } catch (const TransferError& e) {
+        return {grpc_code(e.code()), e.what()};
+    } catch (const store::NotFoundError& e) {
+        return {grpc::StatusCode::NOT_FOUND, e.what()};
+    } catch (const store::DamageError& e) {
+        return {grpc::StatusCode::DATA_LOSS, e.what()};
+    } catch (const OptionError& e) {
+        return {grpc::StatusCode::FAILED_PRECONDITION, e.what()};
+    } catch (const std::exception& e) {
+        return {grpc::StatusCode::INTERNAL, e.what()};
+    }
+}
+
+store::ChunkId id_of(const Digest& d) {
+    store::ChunkId id;
+    std::memcpy(id.data(), d.bytes.data(), id.size());
+    return id;
+}
+
+class Service final : public v1::Transfer::Service {
+public:
+    explicit Service(const ServerOptions& o) : o_(o), info_(store::Store::open(o.store_dir, o.open).info()) {
+        if (o_.idle_timeout_seconds > 0) watchdog_ = std::thread([this] { watch(); });
+    }
+    ~Service() override {
+        {
+            std::lock_guard lock(slots_mutex_);
+            stopping_ = true;
+        }
+        watch_cv_.notify_all();
+        if (watchdog_.joinable()) watchdog_.join();
+    }
+
+    grpc::Status Info(grpc::ServerContext* ctx, const v1::InfoRequest*, v1::InfoReply* r) override {
+        if (auto st = authenticate(ctx); !st.ok()) return st;
+        r->set_protocol(kProtocolVersion);
+        r->set_algorithm(info_.algorithm);
+        r->set_min_size(info_.profile.min_size);
+        r->set_avg_size(info_.profile.normal_size);
+        r->set_max_size(info_.profile.max_size);
+        r->set_keyed(info_.profile.keyed);
+        r->set_normalization_level(info_.profile.normalization_level);
+        r->set_seed(info_.profile.seed);
+        r->set_polynomial(info_.profile.polynomial);
+        r->set_window_size(info_.profile.window_size);
+        r->set_zstd_level(info_.zstd_level);
+        r->set_store_id(info_.store_id);
+        r->set_max_message_bytes(static_cast<std::uint32_t>(o_.max_message_bytes ? o_.max_message_bytes : kMaxMessageBytes));
+        r->set_max_list_chunks(static_cast<std::uint32_t>(kMaxListChunks));
+        return grpc::Status::OK;
+    }
+
+    grpc::Status Push(grpc::ServerContext* ctx,
+                      grpc::ServerReaderWriter<v1::PushReply, v1::PushRequest>* stream) override {
+        Slot slot(*this, ctx);
+        if (auto st = admit(ctx, slot); !st.ok()) return st;
+        const auto t0 = std::chrono::steady_clock::now();
+        std::unique_ptr<PushSession> session;
+        grpc::Status st = guarded([&] {
+            session = std::make_unique<PushSession>(o_.store_dir, o_.open);
+            const auto sink = [&](const v1::PushReply& r) {
+                if (!stream->Write(r)) throw TransferError(Code::cancelled, "the client went away");
+            };
+            v1::PushRequest req;
+            while (!session->finished() && stream->Read(&req)) {
+                slot.touch();
+                session->handle(req, sink);
+            }
+            if (!session->finished())
+                return grpc::Status(grpc::StatusCode::CANCELLED,
+                                    "the push ended before finish: the open file was not committed");
+            return grpc::Status::OK;
+        });
+        if (session && !session->finished()) session->abort();
+        slot.release();  // before the log line: a client that waits for it may start a stream at once
+        if (session) {
+            const PushTotals& t = session->totals();
+            log(ctx, st, fmt::format("push: {} file(s), {} bytes, {} new chunks ({} bytes)", t.files, t.bytes,
+                                     t.new_chunks, t.new_bytes),
+                t0);
+        } else {
+            log(ctx, st, "push", t0);
+        }
+        return st;
+    }
+
+    grpc::Status Pull(grpc::ServerContext* ctx,
+                      grpc::ServerReaderWriter<v1::PullReply, v1::PullRequest>* stream) override {
+        Slot slot(*this, ctx);
+        if (auto st = admit(ctx, slot); !st.ok()) return st;
+        const auto t0 = std::chrono::steady_clock::now();
+        std::unique_ptr<PullSession> session;
+        const grpc::Status st = guarded([&] {
+            session = std::make_unique<PullSession>(o_.store_dir, o_.open);
+            const auto sink = [&](const v1::PullReply& r) {
+                if (!stream->Write(r)) throw TransferError(Code::cancelled, "the client went away");
+            };
+            v1::PullRequest req;
+            while (!session->finished() && stream->Read(&req)) {
+                slot.touch();
+                session->handle(req, sink);
+            }
+            if (!session->finished())
+                return grpc::Status(grpc::StatusCode::CANCELLED, "the pull ended before the end of the file");
+            return grpc::Status::OK;
+        });
+        log(ctx, st, fmt::format("pull: {} payload bytes sent", session ? session->bytes_sent() : 0), t0);
+        return st;
+    }
+
+    grpc::Status List(grpc::ServerContext* ctx, const v1::ListRequest* req,
+                      grpc::ServerWriter<v1::ListReply>* writer) override {
+        Slot slot(*this, ctx);
+        if (auto st = admit(ctx, slot); !st.ok()) return st;
+        return guarded([&] {
+            const store::Store s = store::Store::open(o_.store_dir, o_.open);
+            const auto files = s.list(req->prefix());
+            v1::ListReply page;
+            for (std::size_t i = 0; i < files.size(); ++i) {
+                const auto& m = files[i];
+                auto* f = page.add_files();
+                f->set_name(m.name);
+                f->set_size(m.size);
+                f->set_mode(m.mode);
+                f->set_mtime_ns(m.mtime_ns);
+                f->set_digest(m.digest.data(), m.digest.size());
+                f->set_chunks(m.chunks);
+                f->set_committed_ns(m.committed_ns);
+                if (page.files_size() == 512 || i + 1 == files.size()) {
+                    if (!writer->Write(page)) return grpc::Status(grpc::StatusCode::CANCELLED, "the client went away");
+                    page.Clear();
+                }
+            }
+            return grpc::Status::OK;
+        });
+    }
+
+    grpc::Status Hash(grpc::ServerContext* ctx, grpc::ServerReader<v1::HashData>* reader,
+                      v1::HashReply* reply) override {
+        Slot slot(*this, ctx);
+        if (auto st = admit(ctx, slot); !st.ok()) return st;
+        const auto t0 = std::chrono::steady_clock::now();
+        Hasher h(DigestKind::blake3);
+        std::uint64_t n = 0;
+        v1::HashData piece;
+        while (reader->Read(&piece)) {
+            slot.touch();
+            h.update(std::as_bytes(std::span(piece.data().data(), piece.data().size())));
+            n += piece.data().size();
+        }
+        if (ctx->IsCancelled()) return {grpc::StatusCode::CANCELLED, "the client went away"};
+        const store::ChunkId d = id_of(h.finish());
+        reply->set_digest(d.data(), d.size());
+        reply->set_size(n);
+        log(ctx, grpc::Status::OK, fmt::format("hash: {} bytes", n), t0);
+        return grpc::Status::OK;
+    }
+
+    grpc::Status HashUnary(grpc::ServerContext* ctx, const v1::HashData* req, v1::HashReply* reply) override {
+        Slot slot(*this, ctx);
+        if (auto st = admit(ctx, slot); !st.ok()) return st;
+        const store::ChunkId d =
+            id_of(compute_digest(DigestKind::blake3, std::as_bytes(std::span(req->data().data(), req->data().size()))));
+        reply->set_digest(d.data(), d.size());
+        reply->set_size(req->data().size());
+        return grpc::Status::OK;
+    }
+
+private:
+    /// A stream being served: counted against max_streams, watched for idleness.
+    struct Slot {
+        Slot(Service& s, grpc::ServerContext* ctx)
+            : s_(s), ctx_(ctx), taken_(s.active_.fetch_add(1) < s.o_.max_streams) {
+            touch();
+            std::lock_guard lock(s_.slots_mutex_);
+            s_.slots_.insert(this);
+        }
+        ~Slot() {
+            {
+                std::lock_guard lock(s_.slots_mutex_);
+                s_.slots_.erase(this);
+            }
+            release();
+        }
+        Slot(const Slot&) = delete;
+        Slot& operator=(const Slot&) = delete;
+        void release() {
+            if (!released_) s_.active_.fetch_sub(1);
+            released_ = true;
+        }
+        void touch() { last_ns_.store(now_ns()); }
+        Service& s_;
+        grpc::ServerContext* ctx_;
+        bool taken_;
+        bool released_ = false;
+        std::atomic<std::int64_t> last_ns_{0};
+    };
+
+    static std::int64_t now_ns() {
+        return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+            .count();
+    }
+
+    /// Cancels streams that received nothing for idle_timeout_seconds: a
+    /// client that stalls must not hold the store's lock (gc waits) forever.
+    void watch() {
+        const auto idle = static_cast<std::int64_t>(o_.idle_timeout_seconds * 1e9);
+        const auto period = std::chrono::milliseconds(
+            std::clamp<std::int64_t>(static_cast<std::int64_t>(o_.idle_timeout_seconds * 250), 10, 5000));
+        std::unique_lock lock(slots_mutex_);
+        while (!watch_cv_.wait_for(lock, period, [&] { return stopping_; })) {
+            const std::int64_t now = now_ns();
+            for (Slot* slot : slots_)
+                if (now - slot->last_ns_.load() > idle) {
+                    if (o_.log)
+                        o_.log(fmt::format("{}: nothing received for {} s: stream cancelled", slot->ctx_->peer(),
+                                           o_.idle_timeout_seconds));
+                    slot->ctx_->TryCancel();
+                    slot->touch();  // once
+                }
+        }
+    }
+
+    grpc::Status authenticate(grpc::ServerContext* ctx) const {
+        if (o_.token.empty()) return grpc::Status::OK;
+        const auto& md = ctx->client_metadata();
+        const auto it = md.find("authorization");
+        if (it == md.end() || !bearer_matches(std::string_view(it->second.data(), it->second.size()), o_.token))
+            return {grpc::StatusCode::UNAUTHENTICATED, "a valid token is required (--token-file or CDC_TOKEN)"};
+        return grpc::Status::OK;
+    }
+
+    grpc::Status admit(grpc::ServerContext* ctx, const Slot& slot) const {
+        if (auto st = authenticate(ctx); !st.ok()) return st;
+        if (!slot.taken_)
+            return {grpc::StatusCode::RESOURCE_EXHAUSTED,
+                    fmt::format("the server is busy ({} streams at once at most); try again", o_.max_streams)};
+        return grpc::Status::OK;
+    }
+
+    void log(grpc::ServerContext* ctx, const grpc::Status& st, const std::string& what,
+             std::chrono::steady_clock::time_point t0) const {
+        if (!o_.log) return;
+        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        if (st.ok())
+            o_.log(fmt::format("{} {} in {:.3f} s", ctx->peer(), what, s));
+        else
+            o_.log(fmt::format("{} {} failed after {:.3f} s ({}): {}", ctx->peer(), what, s,
+                               code_name(code_of(st.error_code())), st.error_message()));
+    }
+
+    const ServerOptions& o_;
+    store::StoreInfo info_;
+    std::atomic<unsigned> active_{0};
+    std::mutex slots_mutex_;
+    std::condition_variable watch_cv_;
+    std::set<Slot*> slots_;
+    bool stopping_ = false;
+    std::thread watchdog_;
+};
+
+}  // namespace
+
+struct Server::Impl {
+    ServerOptions options;
+    std::unique_ptr<Service> service;
+    std::unique_ptr<grpc::Server> server;
+    int port = 0;
+};
+
+Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>()) {
+    impl_->options = std::move(options);
+    const ServerOptions& o = impl_->options;
+    const bool tls = !o.tls_cert_pem.empty() && !o.tls_key_pem.empty();
+    if (const std::string why = listen_problem(o.listen, tls, !o.token.empty()); !why.empty()) throw OptionError(why);
+    if (o.max_streams == 0) throw OptionError("max streams 0 is invalid: at least 1", "max_streams");
+    impl_->service = std::make_unique<Service>(o);
+    grpc::ServerBuilder b;
+    std::shared_ptr<grpc::ServerCredentials> creds;
+    if (tls) {
+        grpc::SslServerCredentialsOptions so;
+        so.pem_key_cert_pairs.push_back({o.tls_key_pem, o.tls_cert_pem});
+        creds = grpc::SslServerCredentials(so);
+    } else {
+        creds = grpc::InsecureServerCredentials();
+    }
+    b.AddListeningPort(o.listen, creds, &impl_->port);
+    b.RegisterService(impl_->service.get());
+    if (o.max_message_bytes) {
+        b.SetMaxReceiveMessageSize(static_cast<int>(o.max_message_bytes));
+        b.SetMaxSendMessageSize(static_cast<int>(o.max_message_bytes));
+    }
+    // A peer that vanished without closing its connection is found by pings.
+    b.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 60'000);
+    b.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 20'000);
+    grpc::ResourceQuota quota("cdc-serve");
+    quota.SetMaxThreads(static_cast<int>(o.max_streams) * 2 + 8);
+    b.SetResourceQuota(quota);
+    impl_->server = b.BuildAndStart();
+    if (!impl_->server || impl_->port == 0)
+        throw TransferError(Code::unavailable, fmt::format("cannot listen on '{}' (address in use, or not an address "
+                                                           "of this machine?)",
+                                                           o.listen));
+}
+
+Server::~Server() {
+    if (impl_->server) impl_->server->Shutdown(std::chrono::system_clock::now());
+}
+
+int Server::port() const noexcept { return impl_->port; }
+
+void Server::wait() { impl_->server->Wait(); }
+
+void Server::shutdown(double grace_seconds) {
+    impl_->server->Shutdown(std::chrono::system_clock::now() +
+                            std::chrono::milliseconds(static_cast<long>(grace_seconds * 1000)));
+}
+
+}  // namespace cdc::transfer

@@ -1,0 +1,57 @@
+// The transfer server (cdc serve): a gRPC server over one chunk store. Each
+// stream runs a session (push_session.hpp, pull_session.hpp) on the
+// server's thread for that stream. The header does not include gRPC.
+#pragma once
+
+#include <cdc/store.hpp>
+
+#include <cstddef>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace cdc::transfer {
+
+struct ServerOptions {
+    std::filesystem::path store_dir;
+    store::OpenOptions open;          ///< a keyed store's key (needed to push into it)
+    std::string listen = "127.0.0.1:7777";
+    std::string tls_cert_pem;         ///< TLS when both are set
+    std::string tls_key_pem;
+    std::string token;                ///< required from clients when set
+    unsigned max_streams = 16;        ///< concurrent push/pull/hash/ls streams; more are refused
+    /// A stream that receives nothing for this long is cancelled (a push
+    /// holds the store's shared lock: gc waits for it). 0: never.
+    double idle_timeout_seconds = 600;
+    /// The largest message accepted: gRPC's 4 MiB default. Raised only by
+    /// `cdc bench transfer`, to reproduce the seed's single huge message.
+    std::size_t max_message_bytes = 0;
+    /// One line per finished or failed stream (nullptr: silent).
+    std::function<void(const std::string&)> log;
+};
+
+class Server {
+public:
+    /// Opens the store, checks the policy (an address outside the loopback
+    /// interface needs TLS and a token: OptionError) and starts listening
+    /// (StoreError / TransferError if it cannot).
+    explicit Server(ServerOptions options);
+    ~Server();
+    Server(const Server&) = delete;
+    Server& operator=(const Server&) = delete;
+
+    /// The port listened on (useful with port 0: any free port).
+    int port() const noexcept;
+    /// Blocks until shutdown() (from another thread or a signal handler thread).
+    void wait();
+    /// Stops accepting streams, cancels those running after `grace_seconds`.
+    void shutdown(double grace_seconds = 5);
+
+    struct Impl;
+
+private:
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace cdc::transfer

@@ -1,0 +1,491 @@
+// cdc serve / push / pull / ls / hash against a real server on an ephemeral
+// loopback port (each test starts its own and stops it): round trips (files,
+// trees, empty files, stdin, stdout), what travels on a second push, resumed
+// pushes after kill -9 of the client and of the server, tokens, the TLS
+// policy, bad names, and requests no client of ours sends (a forged chunk,
+// an oversized message, too many streams) through the raw gRPC stub.
+#include "cli_support.hpp"
+#include "store_support.hpp"
+
+#include "cdc_transfer.grpc.pb.h"
+
+#include <protocol.hpp>
+
+#include <fmt/format.h>
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <csignal>
+#include <thread>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace cdc {
+namespace {
+
+namespace fs = std::filesystem;
+using test::json_of;
+using test::run_tool;
+namespace v1 = transfer::v1;
+
+std::uint64_t dir_bytes(const fs::path& dir) {
+    std::uint64_t n = 0;
+    std::error_code ec;
+    for (auto it = fs::recursive_directory_iterator(dir, ec); it != fs::recursive_directory_iterator(); ++it)
+        if (it->is_regular_file(ec)) n += it->file_size(ec);
+    return n;
+}
+
+/// A `cdc serve` on 127.0.0.1 with a port of its choosing.
+class Serve {
+public:
+    Serve(const fs::path& store, const fs::path& log_dir, std::vector<std::string> extra = {},
+          std::vector<std::pair<std::string, std::string>> env = {})
+        : log_dir_(log_dir) {
+        fs::create_directories(log_dir);
+        const auto port_file = log_dir / "port";
+        fs::remove(port_file);
+        std::vector<std::string> args{"serve", "--store", store.string(), "--port-file", port_file.string()};
+        if (std::find(extra.begin(), extra.end(), "--listen") == extra.end())
+            args.insert(args.end(), {"--listen", "127.0.0.1:0"});
+        args.insert(args.end(), extra.begin(), extra.end());
+        pid_ = test::spawn_tool(args, log_dir, env);
+        for (int i = 0; i < 2000; ++i) {
+            const std::string text = fs::exists(port_file) ? test::read_text(port_file) : "";
+            if (!text.empty() && text.back() == '\n') {
+                port_ = text.substr(0, text.size() - 1);
+                return;
+            }
+            int status = 0;
+            if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+                pid_ = 0;
+                break;
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        }
+        ADD_FAILURE() << "the server did not start: " << log();
+    }
+    ~Serve() { stop(SIGTERM); }
+    Serve(const Serve&) = delete;
+    Serve& operator=(const Serve&) = delete;
+
+    std::string address() const { return "127.0.0.1:" + port_; }
+    std::string port() const { return port_; }
+    std::string log() const { return fs::exists(log_dir_ / "err") ? test::read_text(log_dir_ / "err") : ""; }
+    int stop(int sig) {
+        if (pid_ <= 0) return -1;
+        ::kill(pid_, sig);
+        const int code = test::wait_exit(pid_);
+        pid_ = 0;
+        return code;
+    }
+    /// Waits until the server's log has `n` lines containing `text`.
+    bool wait_log(const std::string& text, std::size_t n = 1) const {
+        for (int i = 0; i < 1000; ++i) {
+            const std::string l = log();
+            std::size_t count = 0;
+            for (auto p = l.find(text); p != std::string::npos; p = l.find(text, p + 1)) ++count;
+            if (count >= n) return true;
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        }
+        return false;
+    }
+
+private:
+    fs::path log_dir_;
+    pid_t pid_ = 0;
+    std::string port_;
+};
+
+fs::path init_store(const test::TempDir& tmp, const std::string& avg = "4K") {
+    const auto dir = tmp.path() / "store";
+    const auto r = run_tool({"store", "init", dir.string(), "--avg", avg});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return dir;
+}
+
+std::string hex_blake3(const std::vector<std::uint8_t>& bytes) {
+    return store::to_hex(store::chunk_id_of(std::as_bytes(std::span(bytes))));
+}
+
+TEST(ServeCli, RoundTripsFilesTreesEmptyFilesAndStdin) {
+    test::TempDir tmp;
+    const auto dir = init_store(tmp);
+    const auto a = test::mixed_bytes(400'000, 1);
+    const auto b = test::random_bytes(70'000, 2);
+    tmp.write("tree/x/a.bin", a);
+    tmp.write("tree/b.bin", b);
+    tmp.write("tree/empty", {});
+    const auto single = tmp.write("single.bin", b);
+    Serve s(dir, tmp.path() / "serve");
+    auto j = json_of(run_tool({"push", "--to", s.address(), (tmp.path() / "tree").string(), "--name", "t", "--json"}));
+    EXPECT_EQ(j["file_count"], 3);
+    EXPECT_EQ(j["bytes_read"], a.size() + b.size());
+    EXPECT_EQ(j["bytes_sent"], a.size() + b.size());
+    EXPECT_EQ(j["bytes_reused"], 0);
+    for (const char* key : {"chunks", "chunks_sent", "seconds", "payload_sent", "wire_bytes_sent"})
+        EXPECT_TRUE(j.contains(key)) << key;
+    // The single file equals b.bin: nothing of it travels.
+    j = json_of(run_tool({"push", "--to", s.address(), single.string(), "--name", "single", "--json"}));
+    EXPECT_EQ(j["bytes_sent"], 0);
+    EXPECT_EQ(j["bytes_reused"], b.size());
+    // stdin
+    auto r = run_tool({"push", "--to", s.address(), "-", "--name", "piped", "--json"}, (tmp.path() / "tree/x/a.bin").string());
+    EXPECT_EQ(json_of(r)["bytes_sent"], 0);
+    r = run_tool({"push", "--to", s.address(), "-"});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("--name"), std::string::npos) << r.err;
+    // ls
+    const auto ls = json_of(run_tool({"ls", "--from", s.address(), "--json"}));
+    std::map<std::string, std::uint64_t> names;
+    for (const auto& f : ls) names[f["name"]] = f["size"];
+    EXPECT_EQ(names, (std::map<std::string, std::uint64_t>{
+                         {"t/x/a.bin", a.size()}, {"t/b.bin", b.size()}, {"t/empty", 0}, {"single", b.size()}, {"piped", a.size()}}));
+    r = run_tool({"ls", "--from", s.address(), "t/x"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("t/x/a.bin"), std::string::npos);
+    EXPECT_EQ(r.out.find("single"), std::string::npos);
+    // pull each
+    for (const auto& [name, bytes] : std::vector<std::pair<std::string, std::vector<std::uint8_t>>>{
+             {"t/x/a.bin", a}, {"t/b.bin", b}, {"t/empty", {}}, {"piped", a}}) {
+        const auto out = tmp.path() / "got";
+        fs::remove(out);
+        j = json_of(run_tool({"pull", "--from", s.address(), name, "-o", out.string(), "--json"}));
+        EXPECT_EQ(test::read_bytes(out), bytes) << name;
+        EXPECT_EQ(j["bytes_read"], bytes.size());
+    }
+    // to stdout, and into a directory
+    r = run_tool({"pull", "--from", s.address(), "t/b.bin", "-o", "-"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(std::vector<std::uint8_t>(r.out.begin(), r.out.end()), b);
+    fs::create_directories(tmp.path() / "outdir");
+    r = run_tool({"pull", "--from", s.address(), "t/x/a.bin", "-o", (tmp.path() / "outdir").string()});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(test::read_bytes(tmp.path() / "outdir/a.bin"), a);
+    // an existing OUT is replaced only when named; then its chunks are reused
+    struct Cwd {
+        fs::path old = fs::current_path();
+        ~Cwd() { fs::current_path(old); }
+    } cwd;
+    fs::current_path(tmp.path() / "outdir");
+    r = run_tool({"pull", "--from", s.address(), "t/x/a.bin"});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("exists"), std::string::npos) << r.err;
+    j = json_of(run_tool({"pull", "--from", s.address(), "t/x/a.bin", "-o", "a.bin", "--json"}));
+    EXPECT_EQ(j["bytes_sent"], 0);
+    EXPECT_EQ(j["bytes_reused"], a.size());
+    // --seed
+    j = json_of(run_tool({"pull", "--from", s.address(), "single", "-o", "s.bin", "--seed", single.string(), "--json"}));
+    EXPECT_EQ(j["bytes_sent"], 0);
+    EXPECT_EQ(test::read_bytes(tmp.path() / "outdir/s.bin"), b);
+    // hash: the server's BLAKE3 of the streamed bytes, stored nowhere
+    r = run_tool({"hash", "--via", s.address(), single.string(), "-q"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out, hex_blake3(b) + "  " + single.string() + "\n");
+    j = json_of(run_tool({"hash", "--via", s.address(), "-", "--json"}, (tmp.path() / "tree/x/a.bin").string()));
+    EXPECT_EQ(j["digest"], hex_blake3(a));
+    EXPECT_EQ(j["bytes_read"], a.size());
+    // unknown name
+    r = run_tool({"pull", "--from", s.address(), "nope", "-o", (tmp.path() / "n").string()});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("nope"), std::string::npos) << r.err;
+    // the store is consistent
+    r = run_tool({"store", "verify", dir.string(), "--full"});
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+}
+
+TEST(ServeCli, NoServer) {
+    const auto r = run_tool({"ls", "--from", "127.0.0.1:1"});
+    EXPECT_EQ(r.exit_code, 4);
+    EXPECT_NE(r.err.find("cannot reach the server at 127.0.0.1:1"), std::string::npos) << r.err;
+}
+
+TEST(ServeCli, APushResumesAfterTheClientIsKilled) {
+    test::TempDir tmp;
+    const auto dir = init_store(tmp, "16K");
+    const auto data = test::random_bytes(40 << 20, 5);
+    const auto file = tmp.write("big.bin", data);
+    // The server flushes every 1 MiB of new chunks: a kill loses little.
+    Serve s(dir, tmp.path() / "serve", {}, {{"CDC_STORE_FLUSH_BYTES", "1048576"}});
+    const auto before = dir_bytes(dir / "packs");
+    fs::create_directories(tmp.path() / "client");
+    const pid_t client = test::spawn_tool({"push", "--to", s.address(), file.string(), "--name", "big", "--threads", "1"},
+                                          tmp.path() / "client");
+    while (dir_bytes(dir / "packs") < before + (6 << 20)) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    ::kill(client, SIGKILL);
+    EXPECT_EQ(test::wait_exit(client), 128 + SIGKILL);
+    ASSERT_TRUE(s.wait_log("push")) << s.log();  // the server saw the stream end and committed the verified chunks
+    EXPECT_TRUE(json_of(run_tool({"ls", "--from", s.address(), "--json"})).empty());  // no file
+    const auto stats = json_of(run_tool({"store", "stats", dir.string(), "--json"}));
+    const std::uint64_t have = stats["chunk_bytes"];
+    EXPECT_GE(have, 4u << 20);
+    EXPECT_LT(have, data.size());
+    // Again: only what the store lacks travels.
+    const auto j = json_of(run_tool({"push", "--to", s.address(), file.string(), "--name", "big", "--json"}));
+    EXPECT_EQ(j["bytes_sent"], data.size() - have);
+    EXPECT_EQ(j["bytes_reused"], have);
+    const auto out = tmp.path() / "back";
+    json_of(run_tool({"pull", "--from", s.address(), "big", "-o", out.string(), "--json"}));
+    EXPECT_EQ(test::read_bytes(out), data);
+}
+
+TEST(ServeCli, APushResumesAfterTheServerIsKilled) {
+    test::TempDir tmp;
+    const auto dir = init_store(tmp, "16K");
+    const auto data = test::random_bytes(40 << 20, 6);
+    const auto file = tmp.write("big.bin", data);
+    const std::vector<std::pair<std::string, std::string>> env{{"CDC_STORE_FLUSH_BYTES", "1048576"}};
+    std::uint64_t have = 0;
+    {
+        Serve s(dir, tmp.path() / "serve", {}, env);
+        const auto before = dir_bytes(dir / "packs");
+        fs::create_directories(tmp.path() / "client");
+        const pid_t client = test::spawn_tool({"push", "--to", s.address(), file.string(), "--name", "big"},
+                                              tmp.path() / "client");
+        while (dir_bytes(dir / "packs") < before + (6 << 20)) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        EXPECT_EQ(s.stop(SIGKILL), 128 + SIGKILL);
+        EXPECT_EQ(test::wait_exit(client), 4);  // the client reports the broken stream
+        EXPECT_NE(test::read_text(tmp.path() / "client/err").find("cdc: error:"), std::string::npos);
+    }
+    // The store verifies, holds no file, and keeps what was committed before the kill.
+    auto r = run_tool({"store", "verify", dir.string(), "--full"});
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    EXPECT_TRUE(json_of(run_tool({"store", "ls", dir.string(), "--json"})).empty());
+    have = json_of(run_tool({"store", "stats", dir.string(), "--json"}))["chunk_bytes"];
+    EXPECT_GE(have, 1u << 20);
+    Serve s(dir, tmp.path() / "serve2", {}, env);
+    const auto j = json_of(run_tool({"push", "--to", s.address(), file.string(), "--name", "big", "--json"}));
+    EXPECT_EQ(j["bytes_sent"], data.size() - have);
+    r = run_tool({"store", "verify", dir.string(), "--full"});
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    const auto out = tmp.path() / "back";
+    json_of(run_tool({"pull", "--from", s.address(), "big", "-o", out.string(), "--json"}));
+    EXPECT_EQ(test::read_bytes(out), data);
+}
+
+TEST(ServeCli, Tokens) {
+    test::TempDir tmp;
+    const auto dir = init_store(tmp);
+    const std::string token = "a-long-enough-token-0123456789";
+    const auto token_file = tmp.write("token", std::vector<std::uint8_t>(token.begin(), token.end()));
+    const std::string wrong = "another-token-of-the-same-size";
+    const auto wrong_file = tmp.write("wrong", std::vector<std::uint8_t>(wrong.begin(), wrong.end()));
+    const auto data = test::random_bytes(10'000, 7);
+    const auto file = tmp.write("f", data);
+    Serve s(dir, tmp.path() / "serve", {"--token-file", token_file.string()});
+    auto r = run_tool({"push", "--to", s.address(), file.string(), "--name", "f"});
+    EXPECT_EQ(r.exit_code, 4);
+    EXPECT_NE(r.err.find("token"), std::string::npos) << r.err;
+    r = run_tool({"push", "--to", s.address(), file.string(), "--name", "f", "--token-file", wrong_file.string()});
+    EXPECT_EQ(r.exit_code, 4);
+    EXPECT_NE(r.err.find("token"), std::string::npos) << r.err;
+    r = run_tool({"ls", "--from", s.address(), "--token-file", wrong_file.string()});
+    EXPECT_EQ(r.exit_code, 4);
+    r = run_tool({"push", "--to", s.address(), file.string(), "--name", "f", "--token-file", token_file.string()});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    ::setenv("CDC_TOKEN", token.c_str(), 1);
+    r = run_tool({"pull", "--from", s.address(), "f", "-o", (tmp.path() / "back").string()});
+    ::setenv("CDC_TOKEN", "short", 1);
+    const auto bad_env = run_tool({"ls", "--from", s.address()});
+    ::unsetenv("CDC_TOKEN");
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(test::read_bytes(tmp.path() / "back"), data);
+    EXPECT_EQ(bad_env.exit_code, 2);
+    EXPECT_NE(bad_env.err.find("CDC_TOKEN"), std::string::npos) << bad_env.err;
+    // A token never travels in clear beyond the loopback interface.
+    r = run_tool({"ls", "--from", "192.0.2.1:7777", "--token-file", token_file.string()});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("in clear"), std::string::npos) << r.err;
+}
+
+TEST(ServeCli, OutsideTheLoopbackTlsAndATokenAreRequired) {
+    test::TempDir tmp;
+    const auto dir = init_store(tmp);
+    auto r = run_tool({"serve", "--store", dir.string(), "--listen", "0.0.0.0:0"});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("TLS"), std::string::npos) << r.err;
+    const std::string token = "a-long-enough-token-0123456789";
+    const auto token_file = tmp.write("token", std::vector<std::uint8_t>(token.begin(), token.end()));
+    r = run_tool({"serve", "--store", dir.string(), "--listen", "0.0.0.0:0", "--token-file", token_file.string()});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("TLS"), std::string::npos) << r.err;
+    // A self-signed certificate for 127.0.0.1: TLS and the token, and it serves.
+    const auto cert = tmp.path() / "cert.pem", key = tmp.path() / "key.pem";
+    const std::string cmd = fmt::format(
+        "openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=localhost -addext "
+        "subjectAltName=IP:127.0.0.1,DNS:localhost -keyout {} -out {} 2>/dev/null",
+        key.string(), cert.string());
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << "openssl could not make a certificate";
+    r = run_tool({"serve", "--store", dir.string(), "--listen", "0.0.0.0:0", "--tls-cert", cert.string()});
+    EXPECT_EQ(r.exit_code, 2);  // a certificate without its key
+    Serve s(dir, tmp.path() / "serve",
+            {"--listen", "0.0.0.0:0", "--tls-cert", cert.string(), "--tls-key", key.string(), "--token-file",
+             token_file.string()});
+    EXPECT_NE(s.log().find("TLS, token required"), std::string::npos) << s.log();
+    const auto data = test::random_bytes(50'000, 8);
+    const auto file = tmp.write("f", data);
+    r = run_tool({"push", "--to", s.address(), file.string(), "--name", "f", "--tls-ca", cert.string(), "--token-file",
+                  token_file.string()});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    r = run_tool({"pull", "--from", "localhost:" + s.port(), "f", "-o", (tmp.path() / "back").string(), "--tls-ca",
+                  cert.string(), "--token-file", token_file.string()});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(test::read_bytes(tmp.path() / "back"), data);
+    // Plaintext to a TLS server fails.
+    r = run_tool({"ls", "--from", s.address(), "--token-file", token_file.string()});
+    EXPECT_EQ(r.exit_code, 4);
+}
+
+TEST(ServeCli, BadNames) {
+    test::TempDir tmp;
+    const auto dir = init_store(tmp);
+    const auto file = tmp.write("f", test::random_bytes(1000, 9));
+    Serve s(dir, tmp.path() / "serve");
+    for (const std::string& name : std::vector<std::string>{"../escape", "/etc/passwd", "a//b", "tab\there"}) {
+        const auto r = run_tool({"push", "--to", s.address(), file.string(), "--name", name});
+        EXPECT_EQ(r.exit_code, 2) << name << r.err;
+        EXPECT_NE(r.err.find("name refused"), std::string::npos) << r.err;
+    }
+    const auto r = run_tool({"pull", "--from", s.address(), "../../etc/passwd", "-o", (tmp.path() / "o").string()});
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_TRUE(json_of(run_tool({"ls", "--from", s.address(), "--json"})).empty());
+}
+
+// ---------------------------------------------------------------- through the raw stub
+
+std::unique_ptr<v1::Transfer::Stub> stub(const Serve& s, int max_send = 0) {
+    grpc::ChannelArguments args;
+    if (max_send) args.SetMaxSendMessageSize(max_send);
+    return v1::Transfer::NewStub(grpc::CreateCustomChannel(s.address(), grpc::InsecureChannelCredentials(), args));
+}
+
+v1::PushRequest list_of(const std::vector<std::uint8_t>& chunk) {
+    v1::PushRequest r;
+    std::string ids;
+    transfer::append_id(ids, store::chunk_id_of(std::as_bytes(std::span(chunk))));
+    r.mutable_chunks()->set_ids(ids);
+    r.mutable_chunks()->add_sizes(static_cast<std::uint32_t>(chunk.size()));
+    return r;
+}
+
+TEST(ServeCli, AForgedChunkIsRefusedAndNothingIsStored) {
+    test::TempDir tmp;
+    const auto dir = init_store(tmp);
+    Serve s(dir, tmp.path() / "serve");
+    const auto chunk = test::random_bytes(3000, 10);
+    grpc::ClientContext ctx;
+    auto st = stub(s);
+    auto rw = st->Push(&ctx);
+    v1::PushRequest start;
+    start.mutable_start()->set_name("forged");
+    ASSERT_TRUE(rw->Write(start));
+    ASSERT_TRUE(rw->Write(list_of(chunk)));
+    v1::PushReply want;
+    ASSERT_TRUE(rw->Read(&want));
+    EXPECT_EQ(want.want().count(), 1u);
+    auto forged = chunk;
+    forged[0] ^= 1;
+    v1::PushRequest data;
+    auto* c = data.mutable_data()->add_chunks();
+    const auto id = store::chunk_id_of(std::as_bytes(std::span(chunk)));
+    c->set_id(id.data(), id.size());
+    c->set_raw_size(3000);
+    c->set_raw(true);
+    c->set_payload_size(3000);
+    c->set_piece(forged.data(), forged.size());
+    rw->Write(data);
+    rw->WritesDone();
+    const grpc::Status status = rw->Finish();
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::DATA_LOSS) << status.error_message();
+    EXPECT_NE(status.error_message().find("another BLAKE3"), std::string::npos) << status.error_message();
+    EXPECT_TRUE(json_of(run_tool({"ls", "--from", s.address(), "--json"})).empty());
+    const auto stats = json_of(run_tool({"store", "stats", dir.string(), "--json"}));
+    EXPECT_EQ(stats["chunks"], 0);
+}
+
+TEST(ServeCli, AnOversizedMessageIsRefused) {
+    test::TempDir tmp;
+    const auto dir = init_store(tmp);
+    Serve s(dir, tmp.path() / "serve");
+    auto st = stub(s, 16 << 20);
+    {
+        grpc::ClientContext ctx;
+        v1::HashData big;
+        big.set_data(std::string(5 << 20, 'x'));
+        v1::HashReply reply;
+        const grpc::Status status = st->HashUnary(&ctx, big, &reply);
+        EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << status.error_message();
+    }
+    {
+        grpc::ClientContext ctx;
+        auto rw = st->Push(&ctx);
+        v1::PushRequest start;
+        start.mutable_start()->set_name("f");
+        rw->Write(start);
+        v1::PushRequest list;
+        list.mutable_chunks()->set_ids(std::string(5 << 20, 'i'));
+        rw->Write(list);
+        rw->WritesDone();
+        const grpc::Status status = rw->Finish();
+        EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << status.error_message();
+    }
+    // Below the limit, the server still answers.
+    grpc::ClientContext ctx;
+    v1::HashData small;
+    small.set_data(std::string(1 << 20, 'x'));
+    v1::HashReply reply;
+    EXPECT_TRUE(st->HashUnary(&ctx, small, &reply).ok());
+    EXPECT_EQ(reply.size(), 1u << 20);
+}
+
+TEST(ServeCli, StreamsBeyondTheBoundAreRefused) {
+    test::TempDir tmp;
+    const auto dir = init_store(tmp);
+    Serve s(dir, tmp.path() / "serve", {"--max-streams", "1"});
+    const auto file = tmp.write("f", test::random_bytes(1000, 11));
+    grpc::ClientContext ctx;
+    auto st = stub(s);
+    auto rw = st->Push(&ctx);
+    v1::PushRequest start;
+    start.mutable_start()->set_name("held");
+    ASSERT_TRUE(rw->Write(start));
+    ASSERT_TRUE(rw->Write(list_of(test::random_bytes(10, 1))));
+    v1::PushReply want;
+    ASSERT_TRUE(rw->Read(&want));  // the held stream is being served
+    auto r = run_tool({"push", "--to", s.address(), file.string(), "--name", "f"});
+    EXPECT_EQ(r.exit_code, 4);
+    EXPECT_NE(r.err.find("busy"), std::string::npos) << r.err;
+    ctx.TryCancel();
+    rw->Finish();
+    ASSERT_TRUE(s.wait_log("push")) << s.log();
+    r = run_tool({"push", "--to", s.address(), file.string(), "--name", "f"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
+TEST(ServeCli, AnIdleStreamIsCancelled) {
+    test::TempDir tmp;
+    const auto dir = init_store(tmp);
+    Serve s(dir, tmp.path() / "serve", {"--idle-timeout", "0.3"});
+    grpc::ClientContext ctx;
+    auto st = stub(s);
+    auto rw = st->Push(&ctx);
+    v1::PushRequest start;
+    start.mutable_start()->set_name("stalled");
+    ASSERT_TRUE(rw->Write(start));
+    // Nothing more: the server cancels the stream, which releases the store (gc runs).
+    v1::PushReply reply;
+    EXPECT_FALSE(rw->Read(&reply));
+    EXPECT_EQ(rw->Finish().error_code(), grpc::StatusCode::CANCELLED);
+    EXPECT_TRUE(s.wait_log("nothing received")) << s.log();
+    ASSERT_TRUE(s.wait_log("push")) << s.log();
+    const auto r = run_tool({"store", "gc", dir.string()});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
+}  // namespace
+}  // namespace cdc

@@ -1,0 +1,182 @@
+// Property: whatever requests a client sends, the server's push session
+// (the request handling of `cdc serve`, in process, below gRPC) refuses or
+// accepts them without crashing, never stores a chunk under an id its bytes
+// do not have, and never commits a file whose bytes do not have the digest
+// it is listed with: after every input, each committed file restores
+// (Store::get checks every chunk and the whole-file BLAKE3) and a full
+// verify passes now and then.
+//
+// The input is decoded into requests built from a small pool of chunk
+// contents with correct ids (so that the fuzzer reaches deep states), with
+// flips that break ids, sizes, pieces, order and digests, and raw protobuf
+// bytes parsed as requests.
+#include "fuzz_input.hpp"
+
+#include <push_session.hpp>
+
+#include "../store/codec.hpp"
+
+#include <cdc/store.hpp>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace cdc;
+
+const fs::path& store_dir() {
+    static const fs::path dir = [] {
+        // tmpfs where there is one: the store fsyncs at each commit.
+        const fs::path base = fs::exists("/dev/shm") ? fs::path("/dev/shm") : fs::temp_directory_path();
+        const fs::path d = base / ("cdc-fuzz-push-" + std::to_string(::getpid()));
+        fs::remove_all(d);
+        store::InitOptions o;
+        o.algorithm = "fastcdc";
+        o.chunking.min_size = 64;
+        o.chunking.normal_size = 256;
+        o.chunking.max_size = 1024;
+        store::Store::init(d, o);
+        std::atexit([] { fs::remove_all(store_dir()); });
+        return d;
+    }();
+    return dir;
+}
+
+struct Harness {
+    std::unique_ptr<transfer::PushSession> session;
+    std::vector<std::vector<std::uint8_t>> pool;  // chunk contents
+    std::vector<std::uint8_t> file;               // bytes listed since the last start
+    std::vector<std::size_t> due;                 // pool indices listed, in order
+    std::size_t next_due = 0;
+    store::detail::Compressor zstd{3};
+
+    void send(const transfer::v1::PushRequest& r) {
+        if (!session) session = std::make_unique<transfer::PushSession>(store_dir(), store::OpenOptions{});
+        try {
+            session->handle(r, [](const transfer::v1::PushReply&) {});
+            if (session->finished()) session.reset();
+        } catch (const transfer::TransferError&) {
+            session->abort();
+            session.reset();
+        } catch (const store::StoreError&) {
+            std::abort();  // the session must refuse bad requests itself, never damage the store
+        }
+    }
+};
+
+std::vector<std::uint8_t> take(fuzz::Bytes& in, std::size_t n) {
+    std::vector<std::uint8_t> v;
+    const auto rest = in.rest();
+    n = std::min(n, rest.size());
+    v.assign(rest.begin(), rest.begin() + static_cast<std::ptrdiff_t>(n));
+    for (std::size_t i = 0; i < n; ++i) in.u8();
+    return v;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+    fuzz::Bytes in(data, size);
+    Harness h;
+    // A pool of 1..6 chunk contents of 1..1024 bytes (the store's max).
+    const std::size_t pool = 1 + in.u8() % 6;
+    for (std::size_t i = 0; i < pool; ++i) {
+        std::vector<std::uint8_t> c(1 + in.u16() % 1024);
+        SplitMix64(in.u8()).fill(c);
+        h.pool.push_back(std::move(c));
+    }
+    static const char* const kNames[] = {"f", "dir/g", "../up", "/abs", "a//b", "ok name", "x\x01y", ""};
+    for (int steps = 0; steps < 64 && !in.rest().empty(); ++steps) {
+        transfer::v1::PushRequest r;
+        const std::uint8_t op = in.u8();
+        switch (op % 7) {
+        case 0: {  // start
+            r.mutable_start()->set_name(kNames[in.u8() % 8]);
+            r.mutable_start()->set_mode(in.u16());
+            h.file.clear();
+            h.due.clear();
+            h.next_due = 0;
+            break;
+        }
+        case 1: {  // a list of pool chunks
+            const std::size_t k = 1 + in.u8() % 8;
+            std::string ids;
+            for (std::size_t i = 0; i < k; ++i) {
+                const std::size_t p = in.u8() % h.pool.size();
+                const auto& c = h.pool[p];
+                transfer::append_id(ids, store::chunk_id_of(std::as_bytes(std::span(c))));
+                std::uint32_t s = static_cast<std::uint32_t>(c.size());
+                if ((op & 0x80) && i == 0) s = in.u16();  // a lie about a size
+                r.mutable_chunks()->add_sizes(s);
+                h.file.insert(h.file.end(), c.begin(), c.end());
+                h.due.push_back(p);
+            }
+            if ((op & 0x40) && !ids.empty()) ids.pop_back();  // ids and sizes disagree
+            r.mutable_chunks()->set_ids(ids);
+            break;
+        }
+        case 2:
+        case 3: {  // the next listed chunk (whether or not the server wants it), maybe damaged, in pieces
+            const std::size_t p = h.next_due < h.due.size() ? h.due[h.next_due++] : in.u8() % h.pool.size();
+            const auto& c = h.pool[p];
+            const auto id = store::chunk_id_of(std::as_bytes(std::span(c)));
+            std::vector<std::byte> payload;
+            bool raw = (op & 0x10) != 0;
+            if (raw || h.zstd.compress(std::as_bytes(std::span(c)), payload) == store::Codec::raw) {
+                raw = true;
+                payload.assign(reinterpret_cast<const std::byte*>(c.data()),
+                               reinterpret_cast<const std::byte*>(c.data()) + c.size());
+            }
+            if ((op & 0x20) && !payload.empty()) payload[in.u16() % payload.size()] ^= std::byte{1};
+            const std::size_t piece = 1 + in.u16() % (payload.size() + 8);
+            std::size_t off = (op & 0x80) ? in.u8() % 4 : 0;  // a first piece that does not start at 0
+            do {
+                auto* d = r.mutable_data()->add_chunks();
+                d->set_id(id.data(), id.size());
+                d->set_raw_size(static_cast<std::uint32_t>(c.size()));
+                d->set_raw(raw);
+                d->set_payload_size(static_cast<std::uint32_t>(payload.size()));
+                d->set_offset(static_cast<std::uint32_t>(off));
+                const std::size_t n = std::min(piece, payload.size() - std::min(off, payload.size()));
+                d->set_piece(payload.data() + std::min(off, payload.size()), n);
+                off += n;
+                if (n == 0) break;
+            } while (off < payload.size());
+            break;
+        }
+        case 4: {  // end, with the right digest unless flipped
+            auto d = store::chunk_id_of(std::as_bytes(std::span(h.file)));
+            if (op & 0x80) d[in.u8() % 32] ^= 1;
+            r.mutable_end()->set_size(h.file.size() + ((op & 0x40) ? 1 : 0));
+            r.mutable_end()->set_digest(d.data(), d.size());
+            break;
+        }
+        case 5: r.mutable_finish(); break;
+        default: {  // raw protobuf bytes
+            const auto bytes = take(in, in.u8());
+            if (!r.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) continue;
+            break;
+        }
+        }
+        h.send(r);
+    }
+    if (h.session) {
+        h.session->abort();
+        h.session.reset();
+    }
+    // Every committed file restores with its digest.
+    const store::Store s = store::Store::open(store_dir());
+    const int null = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+    for (const auto& m : s.list()) s.get(m.name, null);  // throws DamageError (uncaught: a crash) on a mismatch
+    ::close(null);
+    static unsigned runs = 0;
+    if (++runs % 512 == 0 && !s.verify().ok()) std::abort();
+    return 0;
+}

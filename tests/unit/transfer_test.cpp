@@ -1,0 +1,536 @@
+// The transfer protocol in process (no gRPC): the client's push and pull
+// logic against the server's sessions over a real store. Round trips, what
+// travels (only missing chunks), seeds and resumed pulls, and every check
+// the server owes: names, chunk bytes against their ids, whole-file
+// digests, protocol order, bounds, a client that vanishes.
+#include "transfer_support.hpp"
+
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+namespace cdc {
+namespace {
+
+namespace fs = std::filesystem;
+using transfer::Code;
+using transfer::TransferError;
+
+fs::path make_store(const test::TempDir& tmp, const std::string& algorithm = "fastcdc", std::size_t avg = 4096,
+                    std::size_t max = 0, const std::string& sub = "store") {
+    store::InitOptions o;
+    o.algorithm = algorithm;
+    o.chunking.normal_size = avg;
+    if (max) {
+        o.chunking.min_size = avg / 4;
+        o.chunking.max_size = max;
+    }
+    const auto dir = tmp.path() / sub;
+    store::Store::init(dir, o);
+    return dir;
+}
+
+std::vector<std::uint8_t> store_bytes(const fs::path& dir, const std::string& name, const test::TempDir& tmp) {
+    const store::Store s = store::Store::open(dir);
+    return test::get_bytes(s, name, tmp);
+}
+
+Code code_of(const std::function<void()>& f) {
+    try {
+        f();
+    } catch (const TransferError& e) {
+        return e.code();
+    }
+    ADD_FAILURE() << "no TransferError";
+    return Code::unknown;
+}
+
+TEST(TransferLocal, PushAndPullRoundTrips) {
+    test::TempDir tmp;
+    const auto dir = make_store(tmp);
+    const auto a = test::mixed_bytes(700'000, 1);
+    const auto b = test::random_bytes(1, 2);
+    const auto pa = tmp.write("a.bin", a);
+    const auto pb = tmp.write("b.bin", b);
+    const auto pe = tmp.write("empty", {});
+    const auto r = test::local_push(dir, {{pa.string(), "x/a.bin", a.size()}, {pb.string(), "b", 1}, {pe.string(), "e", 0}});
+    EXPECT_TRUE(r.errors.empty());
+    ASSERT_EQ(r.files.size(), 3u);
+    EXPECT_EQ(r.bytes_read, a.size() + 1);
+    EXPECT_EQ(r.bytes_sent, a.size() + 1);  // a fresh store lacks every chunk
+    EXPECT_LT(r.payload_sent, r.bytes_sent);  // the text half compresses
+    EXPECT_EQ(store_bytes(dir, "x/a.bin", tmp), a);
+    EXPECT_EQ(store_bytes(dir, "b", tmp), b);
+    EXPECT_TRUE(store_bytes(dir, "e", tmp).empty());
+    const auto found = store::Store::open(dir).find("x/a.bin");
+    ASSERT_TRUE(found);
+    EXPECT_EQ(found->chunks, r.files[0].chunks);
+
+    for (const auto& [name, bytes] : std::vector<std::pair<std::string, std::vector<std::uint8_t>>>{
+             {"x/a.bin", a}, {"b", b}, {"e", {}}}) {
+        const auto out = tmp.path() / "out.bin";
+        fs::remove(out);
+        const auto p = test::local_pull(dir, name, out);
+        EXPECT_EQ(test::read_bytes(out), bytes) << name;
+        EXPECT_EQ(p.bytes, bytes.size());
+        EXPECT_EQ(p.bytes_sent, bytes.size()) << name;  // nothing local to reuse
+        EXPECT_FALSE(fs::exists(transfer::partial_path(out)));
+    }
+}
+
+TEST(TransferLocal, OnlyMissingChunksTravel) {
+    test::TempDir tmp;
+    const auto dir = make_store(tmp);
+    auto v1 = test::mixed_bytes(2'000'000, 3);
+    const auto p1 = tmp.write("v1", v1);
+    test::local_push(dir, {{p1.string(), "v1", v1.size()}});
+    // The same file again: nothing travels.
+    auto r = test::local_push(dir, {{p1.string(), "v1-again", v1.size()}});
+    EXPECT_EQ(r.bytes_sent, 0u);
+    EXPECT_EQ(r.chunks_sent, 0u);
+    // An edit in the middle: a few chunks travel.
+    auto v2 = v1;
+    for (std::size_t i = 1'000'000; i < 1'000'100; ++i) v2[i] ^= 0xff;
+    v2.insert(v2.begin() + 1'500'000, 777, std::uint8_t{7});
+    const auto p2 = tmp.write("v2", v2);
+    r = test::local_push(dir, {{p2.string(), "v2", v2.size()}});
+    EXPECT_GT(r.bytes_sent, 0u);
+    EXPECT_LT(r.bytes_sent, v2.size() / 20);
+    EXPECT_EQ(store_bytes(dir, "v2", tmp), v2);
+    // Pulling v2 with v1 as a seed fetches about as little.
+    const auto out = tmp.path() / "pulled";
+    transfer::PullOptions o;
+    o.seeds = {p1};
+    const auto p = test::local_pull(dir, "v2", out, o);
+    EXPECT_EQ(test::read_bytes(out), v2);
+    EXPECT_LT(p.bytes_sent, v2.size() / 20);
+    EXPECT_EQ(p.bytes_sent + p.bytes_reused, v2.size());
+    // An existing OUT is a seed too: pulling v1 over it fetches the edited chunks only.
+    const auto again = test::local_pull(dir, "v1", out);
+    EXPECT_EQ(test::read_bytes(out), v1);
+    EXPECT_LT(again.bytes_sent, v1.size() / 20);
+}
+
+TEST(TransferLocal, PushingAgainUnderTheSameName) {
+    // While the chunks equal those of the stored file of that name, the
+    // server reads nothing back; at the first difference it hashes what
+    // matched and goes on. Every variant must restore exactly.
+    test::TempDir tmp;
+    const auto dir = make_store(tmp);
+    const auto v1 = test::mixed_bytes(3'000'000, 41);  // ~700 chunks of 4 KiB
+    const auto p1 = tmp.write("v1", v1);
+    test::local_push(dir, {{p1.string(), "f", v1.size()}});
+    // unchanged
+    auto r = test::local_push(dir, {{p1.string(), "f", v1.size()}});
+    EXPECT_EQ(r.bytes_sent, 0u);
+    EXPECT_TRUE(r.files.at(0).unchanged);
+    EXPECT_EQ(store_bytes(dir, "f", tmp), v1);
+    // under another name: the same chunks, read back and hashed
+    r = test::local_push(dir, {{p1.string(), "g", v1.size()}});
+    EXPECT_EQ(r.bytes_sent, 0u);
+    EXPECT_FALSE(r.files.at(0).unchanged);
+    // changed at the end, in the middle, at the start; a prefix; an extension
+    std::vector<std::pair<std::string, std::vector<std::uint8_t>>> variants;
+    auto end = v1;
+    end.back() ^= 1;
+    variants.emplace_back("end", end);
+    auto middle = v1;
+    middle[1'500'000] ^= 1;
+    variants.emplace_back("middle", middle);
+    auto start = v1;
+    start[10] ^= 1;
+    variants.emplace_back("start", start);
+    variants.emplace_back("prefix", std::vector<std::uint8_t>(v1.begin(), v1.begin() + 2'000'000));
+    auto longer = v1;
+    const auto extra = test::random_bytes(500'000, 42);
+    longer.insert(longer.end(), extra.begin(), extra.end());
+    variants.emplace_back("extension", longer);
+    for (const auto& [what, bytes] : variants) {
+        // each compared with v1 under the name "f"
+        test::local_push(dir, {{p1.string(), "f", v1.size()}});
+        const auto p = tmp.write("variant", bytes);
+        r = test::local_push(dir, {{p.string(), "f", bytes.size()}});
+        EXPECT_FALSE(r.files.at(0).unchanged) << what;
+        EXPECT_EQ(store_bytes(dir, "f", tmp), bytes) << what;
+        EXPECT_LT(r.bytes_sent, bytes.size() / 4) << what;
+    }
+    const store::Store s = store::Store::open(dir);
+    EXPECT_TRUE(s.verify(test::full_check()).ok());
+}
+
+// A store of a peer-compatible name with its own parameters (restic's
+// polynomial here): the client learns them from Info and cuts exactly like
+// the store, so a file the store already holds sends nothing.
+TEST(TransferLocal, PeerParametersTravel) {
+    test::TempDir tmp;
+    store::InitOptions o;
+    o.algorithm = "restic-rabin";
+    o.chunking.min_size = 2048;
+    o.chunking.normal_size = 8192;
+    o.chunking.max_size = 65536;
+    o.chunking.polynomial = 458649537773299;  // not restic's default
+    const auto dir = tmp.path() / "store";
+    const auto data = test::mixed_bytes(1'500'000, 21);
+    {
+        store::Store s = store::Store::init(dir, o);
+        store::Writer w(s);
+        test::put_bytes(w, "local", data);
+        w.commit();
+    }
+    transfer::v1::InfoReply info;  // what Info says, as service.cpp fills it
+    const auto p = test::params_of(dir);
+    info.set_algorithm(p.algorithm);
+    info.set_min_size(p.profile.min_size);
+    info.set_avg_size(p.profile.normal_size);
+    info.set_max_size(p.profile.max_size);
+    info.set_polynomial(p.profile.polynomial);
+    const auto learned = transfer::params_from(info);
+    EXPECT_EQ(learned.profile.polynomial, o.chunking.polynomial);
+    EXPECT_EQ(transfer::client_finder(learned, {})->profile().polynomial, *o.chunking.polynomial);
+    const auto file = tmp.write("again", data);
+    const auto r = test::local_push(dir, {{file.string(), "pushed", data.size()}});
+    EXPECT_EQ(r.chunks_sent, 0u);
+    EXPECT_EQ(r.bytes_sent, 0u);
+    EXPECT_EQ(store_bytes(dir, "pushed", tmp), data);
+}
+
+TEST(TransferLocal, RepeatedChunksTravelOnce) {
+    test::TempDir tmp;
+    const auto dir = make_store(tmp, "fixed-v1.0.0", 4096);
+    // 1000 copies of one 4 KiB block, a random tail.
+    auto data = std::vector<std::uint8_t>();
+    const auto block = test::random_bytes(4096, 9);
+    for (int i = 0; i < 1000; ++i) data.insert(data.end(), block.begin(), block.end());
+    const auto tail = test::random_bytes(5000, 10);
+    data.insert(data.end(), tail.begin(), tail.end());
+    const auto p = tmp.write("rep", data);
+    const auto r = test::local_push(dir, {{p.string(), "rep", data.size()}});
+    EXPECT_EQ(r.chunks_sent, 3u);  // the block, then the tail's 4096 + 904 bytes
+    EXPECT_EQ(store_bytes(dir, "rep", tmp), data);
+    const auto out = tmp.path() / "out";
+    const auto pr = test::local_pull(dir, "rep", out);
+    EXPECT_EQ(test::read_bytes(out), data);
+    EXPECT_EQ(pr.chunks_sent, 3u);
+}
+
+TEST(TransferLocal, ChunksLargerThanAMessageTravelInPieces) {
+    test::TempDir tmp;
+    const auto dir = make_store(tmp, "fastcdc", 1 << 20, 8 << 20);
+    const auto data = test::random_bytes(12 << 20, 11);  // chunks of up to 8 MiB, messages of 1 MiB
+    const auto p = tmp.write("big", data);
+    const auto r = test::local_push(dir, {{p.string(), "big", data.size()}});
+    EXPECT_EQ(r.bytes_sent, data.size());
+    EXPECT_EQ(store_bytes(dir, "big", tmp), data);
+    const auto out = tmp.path() / "out";
+    test::local_pull(dir, "big", out);
+    EXPECT_EQ(test::read_bytes(out), data);
+}
+
+TEST(TransferLocal, KeyedStore) {
+    test::TempDir tmp;
+    store::InitOptions io;
+    io.algorithm = "kfastcdc";
+    io.chunking.normal_size = 4096;
+    Key key{};
+    key[3] = 42;
+    io.chunking.key = key;
+    const auto dir = tmp.path() / "store";
+    store::Store::init(dir, io);
+    const auto data = test::mixed_bytes(300'000, 12);
+    const auto p = tmp.write("f", data);
+    store::OpenOptions open;
+    open.key = key;
+    // Without the key the client cannot chunk like the store.
+    EXPECT_THROW(test::local_push(dir, {{p.string(), "f", data.size()}}, {}, open), OptionError);
+    transfer::PushOptions po;
+    po.key = key;
+    test::local_push(dir, {{p.string(), "f", data.size()}}, po, open);
+    const auto again = test::local_push(dir, {{p.string(), "g", data.size()}}, po, open);
+    EXPECT_EQ(again.bytes_sent, 0u);
+    EXPECT_EQ(store_bytes(dir, "g", tmp), data);
+}
+
+TEST(TransferLocal, PartialPullIsReused) {
+    test::TempDir tmp;
+    const auto dir = make_store(tmp);
+    const auto data = test::mixed_bytes(1'500'000, 13);
+    const auto p = tmp.write("f", data);
+    test::local_push(dir, {{p.string(), "f", data.size()}});
+    const auto out = tmp.path() / "out";
+    // What an interrupted pull leaves: a prefix of the file under the partial name.
+    const std::vector<std::uint8_t> prefix(data.begin(), data.begin() + 900'000);
+    {
+        std::ofstream f(transfer::partial_path(out), std::ios::binary);
+        f.write(reinterpret_cast<const char*>(prefix.data()), static_cast<std::streamsize>(prefix.size()));
+    }
+    const auto r = test::local_pull(dir, "f", out);
+    EXPECT_EQ(test::read_bytes(out), data);
+    EXPECT_GT(r.bytes_reused, 800'000u);
+    EXPECT_LT(r.bytes_sent, 700'000u);
+    EXPECT_FALSE(fs::exists(transfer::partial_path(out)));
+    auto old = transfer::partial_path(out);
+    old += ".old";
+    EXPECT_FALSE(fs::exists(old));
+}
+
+TEST(TransferLocal, PullOfAnUnknownName) {
+    test::TempDir tmp;
+    const auto dir = make_store(tmp);
+    EXPECT_EQ(code_of([&] { test::local_pull(dir, "nope", tmp.path() / "o"); }), Code::not_found);
+    EXPECT_FALSE(fs::exists(tmp.path() / "o"));
+    EXPECT_FALSE(fs::exists(transfer::partial_path(tmp.path() / "o")));
+}
+
+TEST(TransferLocal, NamesAreChecked) {
+    for (const std::string& bad : std::vector<std::string>{"", "/etc/passwd", "../x", "a/../../x", "a//b", "a/./b", "a/", ".", "..",
+                                  std::string("a\0b", 3), "a\nb", "tab\there", std::string("del\x7f"),
+                                  std::string(5000, 'n')})
+        EXPECT_FALSE(transfer::name_problem(bad).empty()) << bad;
+    for (const std::string& good : std::vector<std::string>{"a", "a/b/c.txt", "..a", "a..", ".hidden/x", "spaces are fine", "ünï"})
+        EXPECT_TRUE(transfer::name_problem(good).empty()) << good;
+    test::TempDir tmp;
+    const auto dir = make_store(tmp);
+    const auto data = test::random_bytes(1000, 14);
+    const auto p = tmp.write("f", data);
+    EXPECT_EQ(code_of([&] { test::local_push(dir, {{p.string(), "../escape", data.size()}}); }), Code::invalid_argument);
+    EXPECT_EQ(code_of([&] { test::local_pull(dir, "/abs", tmp.path() / "o"); }), Code::invalid_argument);
+    EXPECT_TRUE(store::Store::open(dir).list().empty());
+}
+
+TEST(TransferLocal, ALoopbackAddressNeedsNoTls) {
+    for (const std::string& a : std::vector<std::string>{"127.0.0.1:7777", "127.1.2.3:1", "localhost:80", "[::1]:7777", "unix:/tmp/s"})
+        EXPECT_TRUE(transfer::is_loopback_address(a)) << a;
+    for (const std::string& a : std::vector<std::string>{"0.0.0.0:7777", "[::]:7777", "192.168.1.2:7777", "example.com:7777",
+                                "127.0.0.1.example.com:1", "128.0.0.1:1", "127.0.0.256:1"})
+        EXPECT_FALSE(transfer::is_loopback_address(a)) << a;
+    EXPECT_TRUE(transfer::listen_problem("127.0.0.1:0", false, false).empty());
+    EXPECT_NE(transfer::listen_problem("0.0.0.0:0", false, true).find("TLS"), std::string::npos);
+    EXPECT_NE(transfer::listen_problem("0.0.0.0:0", true, false).find("token"), std::string::npos);
+    EXPECT_TRUE(transfer::listen_problem("0.0.0.0:0", true, true).empty());
+}
+
+TEST(TransferLocal, TokensCompare) {
+    const std::string token = "0123456789abcdef-secret";
+    EXPECT_TRUE(transfer::bearer_matches(transfer::bearer_header(token), token));
+    EXPECT_FALSE(transfer::bearer_matches(transfer::bearer_header(token + "x"), token));
+    EXPECT_FALSE(transfer::bearer_matches(token, token));
+    EXPECT_FALSE(transfer::bearer_matches("", token));
+}
+
+// ---------------------------------------------------------------- the server's checks, request by request
+
+class PushChecks : public ::testing::Test {
+protected:
+    void SetUp() override {
+        // (called again by tests that try several refusals: a fresh store each time)
+        dir_ = make_store(tmp_, "fixed-v1.0.0", 1024, 0, "store" + std::to_string(++stores_));
+        session_ = std::make_unique<transfer::PushSession>(dir_, store::OpenOptions{});
+        a_ = test::random_bytes(1024, 21);
+        b_ = test::random_bytes(1024, 22);
+        whole_ = a_;
+        whole_.insert(whole_.end(), b_.begin(), b_.end());
+    }
+    void send(const transfer::v1::PushRequest& r) {
+        session_->handle(r, [&](const transfer::v1::PushReply& reply) { replies_.push_back(reply); });
+    }
+    Code refused(const transfer::v1::PushRequest& r) {
+        return code_of([&] { send(r); });
+    }
+    bool committed(const std::string& name) {
+        session_->abort();
+        return store::Store::open(dir_).find(name).has_value();
+    }
+    bool stored(const std::vector<std::uint8_t>& chunk) {
+        return store::Store::open(dir_).contains(store::chunk_id_of(std::as_bytes(std::span(chunk))));
+    }
+
+    test::TempDir tmp_;
+    int stores_ = 0;
+    fs::path dir_;
+    std::unique_ptr<transfer::PushSession> session_;
+    std::vector<transfer::v1::PushReply> replies_;
+    std::vector<std::uint8_t> a_, b_, whole_;
+};
+
+TEST_F(PushChecks, AWellFormedFile) {
+    send(test::start_request("f"));
+    send(test::list_request({a_, b_}));
+    ASSERT_EQ(replies_.size(), 1u);
+    EXPECT_EQ(replies_[0].want().count(), 2u);
+    send(test::data_request(a_));
+    send(test::data_request(b_));
+    send(test::end_request(whole_));
+    ASSERT_EQ(replies_.size(), 2u);
+    EXPECT_EQ(replies_[1].done().new_chunks(), 2u);
+    transfer::v1::PushRequest fin;
+    fin.mutable_finish();
+    send(fin);
+    EXPECT_TRUE(session_->finished());
+    EXPECT_EQ(store_bytes(dir_, "f", tmp_), whole_);
+}
+
+TEST_F(PushChecks, ACorruptedChunkIsRejectedAndNothingIsStored) {
+    send(test::start_request("f"));
+    send(test::list_request({a_, b_}));
+    auto forged = b_;
+    forged[100] ^= 1;
+    send(test::data_request(a_));
+    EXPECT_EQ(refused(test::data_request(forged, b_)), Code::data_loss);
+    EXPECT_FALSE(committed("f"));
+    EXPECT_FALSE(stored(forged));
+    EXPECT_FALSE(stored(b_));
+    EXPECT_TRUE(stored(a_));  // verified before: kept for a resumed push
+}
+
+TEST_F(PushChecks, AWrongWholeFileDigestCommitsNothing) {
+    send(test::start_request("f"));
+    send(test::list_request({a_, b_}));
+    send(test::data_request(a_));
+    send(test::data_request(b_));
+    auto other = whole_;
+    other[0] ^= 1;
+    auto end = test::end_request(other);
+    EXPECT_EQ(refused(end), Code::data_loss);
+    EXPECT_FALSE(committed("f"));
+}
+
+TEST_F(PushChecks, AVanishedClientLeavesNoFile) {
+    send(test::start_request("done"));
+    send(test::list_request({a_}));
+    send(test::data_request(a_));
+    send(test::end_request(a_));
+    send(test::start_request("open"));
+    send(test::list_request({b_}));
+    send(test::data_request(b_));
+    // no end, no finish: the stream broke
+    session_->abort();
+    const store::Store s = store::Store::open(dir_);
+    EXPECT_TRUE(s.find("done"));    // verified before the break
+    EXPECT_FALSE(s.find("open"));
+    EXPECT_TRUE(s.contains(store::chunk_id_of(std::as_bytes(std::span(b_)))));  // a resumed push skips it
+    EXPECT_TRUE(s.verify(test::full_check()).ok());
+}
+
+TEST_F(PushChecks, ProtocolOrderAndBounds) {
+    EXPECT_EQ(refused(test::list_request({a_})), Code::failed_precondition);  // before start
+    EXPECT_EQ(refused(transfer::v1::PushRequest{}), Code::invalid_argument);  // empty
+    SetUp();
+    send(test::start_request("f"));
+    EXPECT_EQ(refused(test::start_request("g")), Code::failed_precondition);  // a file is open
+    SetUp();
+    send(test::start_request("f"));
+    EXPECT_EQ(refused(test::data_request(a_)), Code::invalid_argument);  // not asked for
+    SetUp();
+    send(test::start_request("f"));
+    send(test::list_request({a_, b_}));
+    EXPECT_EQ(refused(test::data_request(b_)), Code::invalid_argument);  // out of order
+    SetUp();
+    send(test::start_request("f"));
+    send(test::list_request({a_}));
+    EXPECT_EQ(refused(test::end_request(a_)), Code::failed_precondition);  // end before the data
+    SetUp();
+    send(test::start_request("f"));
+    auto bad = test::list_request({a_, b_});
+    bad.mutable_chunks()->mutable_sizes()->RemoveLast();  // 2 ids, 1 size
+    EXPECT_EQ(refused(bad), Code::invalid_argument);
+    SetUp();
+    send(test::start_request("f"));
+    const std::vector<std::uint8_t> huge(2048, 1);  // the store's chunks are at most 1024 bytes
+    EXPECT_EQ(refused(test::list_request({huge})), Code::invalid_argument);
+    SetUp();
+    send(test::start_request("f"));
+    for (std::size_t i = 0; i < transfer::kMaxListsAhead; ++i) send(test::list_request({a_}));
+    EXPECT_EQ(refused(test::list_request({a_})), Code::failed_precondition);  // lists too far ahead
+    SetUp();
+    send(test::start_request("f"));
+    send(test::list_request({a_}));
+    auto piece = test::data_request(a_);
+    piece.mutable_data()->mutable_chunks(0)->set_offset(5);  // a first piece that does not start at 0
+    EXPECT_EQ(refused(piece), Code::invalid_argument);
+    SetUp();
+    send(test::start_request("f"));
+    send(test::list_request({a_}));
+    piece = test::data_request(a_);
+    piece.mutable_data()->mutable_chunks(0)->set_payload_size(1 << 30);  // beyond any frame of 1024 bytes
+    EXPECT_EQ(refused(piece), Code::invalid_argument);
+    SetUp();
+    send(test::start_request("f"));
+    send(test::list_request({a_}));
+    piece = test::data_request(a_);
+    piece.mutable_data()->mutable_chunks(0)->set_raw(false);  // not a zstd frame
+    piece.mutable_data()->mutable_chunks(0)->set_payload_size(1024);
+    EXPECT_EQ(refused(piece), Code::data_loss);
+    SetUp();
+    send(test::start_request("f"));
+    send(test::list_request({a_}));
+    send(test::data_request(a_));
+    auto end = test::end_request(a_);
+    end.mutable_end()->set_size(1023);
+    EXPECT_EQ(refused(end), Code::invalid_argument);  // size differs from the chunks'
+}
+
+TEST(PushChecks2, TheSameChunksWithAnotherDigestAreRefused) {
+    test::TempDir tmp;
+    const auto dir = make_store(tmp, "fixed-v1.0.0", 1024);
+    const auto data = test::random_bytes(400 * 1024, 43);  // 400 chunks: compared with the stored file
+    const auto p = tmp.write("f", data);
+    test::local_push(dir, {{p.string(), "f", data.size()}});
+    transfer::PushSession session(dir, {});
+    auto sink = [](const transfer::v1::PushReply&) {};
+    session.handle(test::start_request("f"), sink);
+    std::vector<std::vector<std::uint8_t>> chunks;
+    for (std::size_t i = 0; i < data.size(); i += 1024)
+        chunks.emplace_back(data.begin() + static_cast<std::ptrdiff_t>(i), data.begin() + static_cast<std::ptrdiff_t>(i + 1024));
+    session.handle(test::list_request(chunks), sink);
+    auto other = data;
+    other[0] ^= 1;
+    auto end = test::end_request(other);
+    end.mutable_end()->set_size(data.size());
+    EXPECT_EQ(code_of([&] { session.handle(end, sink); }), Code::data_loss);
+    session.abort();
+    EXPECT_EQ(store_bytes(dir, "f", tmp), data);
+}
+
+TEST_F(PushChecks, SizesMustMatchTheStoredChunks) {
+    // `a` is in the store; a list claiming another size for it is refused.
+    send(test::start_request("f"));
+    send(test::list_request({a_}));
+    send(test::data_request(a_));
+    send(test::end_request(a_));
+    auto lie = test::list_request({a_});
+    lie.mutable_chunks()->set_sizes(0, 1000);
+    send(test::start_request("g"));
+    EXPECT_EQ(refused(lie), Code::invalid_argument);
+    EXPECT_FALSE(committed("g"));
+}
+
+TEST(PullChecks, WantsAreChecked) {
+    test::TempDir tmp;
+    const auto dir = make_store(tmp, "fixed-v1.0.0", 1024);
+    const auto data = test::random_bytes(10'000, 31);
+    const auto p = tmp.write("f", data);
+    test::local_push(dir, {{p.string(), "f", data.size()}});
+    transfer::PullSession s(dir, {});
+    std::vector<transfer::v1::PullReply> replies;
+    auto sink = [&](const transfer::v1::PullReply& r) { replies.push_back(r); };
+    transfer::v1::PullRequest want;
+    want.mutable_want()->set_bitmap("\x01");
+    want.mutable_want()->set_count(1);
+    EXPECT_EQ(code_of([&] { s.handle(want, sink); }), Code::failed_precondition);  // before start
+    transfer::v1::PullRequest start;
+    start.mutable_start()->set_name("f");
+    s.handle(start, sink);
+    ASSERT_EQ(replies.size(), 2u);  // header, list
+    EXPECT_EQ(replies[0].header().size(), data.size());
+    EXPECT_EQ(replies[1].chunks().sizes_size(), 10);
+    want.mutable_want()->set_bitmap(std::string("\xff\xff", 2));  // bits beyond the 10 chunks
+    want.mutable_want()->set_count(16);
+    EXPECT_EQ(code_of([&] { s.handle(want, sink); }), Code::invalid_argument);
+    want.mutable_want()->set_bitmap(std::string("\x03\x00", 2));
+    want.mutable_want()->set_count(3);  // says 3, sets 2
+    EXPECT_EQ(code_of([&] { s.handle(want, sink); }), Code::invalid_argument);
+}
+
+}  // namespace
+}  // namespace cdc

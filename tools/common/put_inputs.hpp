@@ -1,0 +1,33 @@
+// What `cdc store put` and `cdc push` take in: files, trees (walked by the
+// library's one walker) and - (stdin), with the names they get. Without a
+// name, a file is named by its path as given and a tree's files by their
+// paths inside it (under NAME/ when a name is given).
+#pragma once
+
+#include <cdc/corpus/analyze.hpp>  // InputIssue
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace cdc::cli {
+
+struct PutInput {
+    std::string path;  ///< "-" for stdin
+    std::string name;
+    std::uint64_t size = 0;
+};
+
+struct PutInputs {
+    std::vector<PutInput> files;
+    std::vector<InputIssue> errors;    ///< inside trees: skipped
+    std::vector<InputIssue> warnings;  ///< special files skipped on purpose
+    std::uint64_t bytes = 0;           ///< sizes at walk time
+};
+
+/// UsageError for a top-level path that cannot be read, - given twice or
+/// without a name, a name with several paths, or two inputs that would get
+/// the same name.
+PutInputs collect_put_inputs(const std::vector<std::string>& paths, const std::string& name, bool follow_symlinks);
+
+}  // namespace cdc::cli

@@ -1,0 +1,52 @@
+// cdc ls: the files in the store of a cdc serve.
+#include "time_text.hpp"
+#include "transfer_cli.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace cdc::cli {
+
+namespace {
+
+struct LsArgs {
+    ConnectArgs connect;
+    std::string prefix;
+    bool json = false;
+};
+
+int run_ls(const LsArgs& a) {
+    auto client = make_client(a.connect);
+    const auto files = client->list(a.prefix);
+    if (a.json) {
+        nlohmann::json arr = nlohmann::json::array();
+        for (const auto& f : files)
+            arr.push_back({{"name", f.name},
+                           {"size", f.size},
+                           {"mode", f.mode},
+                           {"mtime_ns", f.mtime_ns},
+                           {"digest", store::to_hex(f.digest)},
+                           {"chunks", f.chunks},
+                           {"committed_ns", f.committed_ns}});
+        fmt::print("{}\n", arr.dump());
+    } else {
+        for (const auto& f : files)
+            fmt::print("{:>14} {:>8} {} {:04o} {}\n", f.size, f.chunks, local_time_text(f.mtime_ns), f.mode, f.name);
+    }
+    finish_stdout();
+    return kExitOk;
+}
+
+}  // namespace
+
+void add_ls_command(CLI::App& app, int& exit_code) {
+    auto a = std::make_shared<LsArgs>();
+    auto* c = app.add_subcommand("ls", "list the files of a cdc serve (size, chunks, mtime, mode, name)");
+    add_connect_options(*c, a->connect, "--from", "HOST:PORT of the server");
+    c->add_option("PREFIX", a->prefix, "only names starting with this");
+    c->add_flag("--json", a->json, "a JSON array: [{name, size, mode, mtime_ns, digest, chunks, committed_ns}]");
+    c->footer(kExitCodesHelp);
+    c->callback([a, &exit_code] { exit_code = with_transfer_errors([&] { return run_ls(*a); }); });
+}
+
+}  // namespace cdc::cli

@@ -1,0 +1,111 @@
+// cdc pull: one file out of the store of a cdc serve, fetching only the
+// chunks that no local seed holds.
+#include "transfer_cli.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace cdc::cli {
+
+namespace {
+
+struct PullArgs {
+    ConnectArgs connect;
+    std::string name;
+    std::string out;
+    std::vector<std::string> seeds;
+    bool no_metadata = false;
+    bool json = false;
+    bool quiet = false;
+};
+
+int run_pull(const PullArgs& a) {
+    for (const auto& s : a.seeds) {
+        struct stat st {};
+        if (::stat(s.c_str(), &st) != 0) throw UsageError(fmt::format("cannot read the seed '{}': {}", s, std::strerror(errno)));
+        if (!S_ISREG(st.st_mode)) throw UsageError(fmt::format("the seed '{}' is not a regular file", s));
+    }
+    std::string out = a.out;
+    const std::string base = std::filesystem::path(a.name).filename().string();
+    if (out.empty()) {
+        out = base;
+        std::error_code ec;
+        if (std::filesystem::exists(out, ec))
+            throw UsageError(fmt::format("'{}' exists: name the output with -o (it is then replaced, and its chunks "
+                                         "that are still in the file are not fetched again)",
+                                         out));
+    } else if (out != "-" && std::filesystem::is_directory(out)) {
+        out = (std::filesystem::path(out) / base).string();
+    }
+    auto client = make_client(a.connect);
+    transfer::PullOptions o;
+    o.key = key_of(a.connect);
+    for (const auto& s : a.seeds) o.seeds.emplace_back(s);
+    o.restore_metadata = !a.no_metadata;
+    ProgressLine line(!a.quiet && !a.json && out != "-" && stderr_is_tty());
+    if (line.enabled())
+        o.progress = [&](const transfer::TransferProgress& p) {
+            line.draw(fmt::format("pull: {}  {}  fetched {}", mb(p.bytes_done), rate(p.bytes_done, p.seconds),
+                                  mb(p.bytes_sent)));
+        };
+    const transfer::PullReport r =
+        out == "-" ? client->pull_to_fd(a.name, STDOUT_FILENO, o) : client->pull(a.name, out, o);
+    line.clear();
+    if (a.json) {
+        const nlohmann::json j = {{"name", a.name},
+                                  {"output", out},
+                                  {"bytes_read", r.bytes},
+                                  {"bytes_sent", r.bytes_sent},
+                                  {"bytes_reused", r.bytes_reused},
+                                  {"payload_sent", r.payload_sent},
+                                  {"chunks", r.chunks},
+                                  {"chunks_sent", r.chunks_sent},
+                                  {"seed_bytes", r.seed_bytes},
+                                  {"wire_bytes_sent", r.wire_sent},
+                                  {"wire_bytes_received", r.wire_received},
+                                  {"seconds", r.seconds}};
+        // With -o -, the file went to stdout: the report goes to stderr.
+        fmt::print(out == "-" ? stderr : stdout, "{}\n", j.dump());
+    } else if (out != "-" || !a.quiet) {
+        fmt::print(out == "-" ? stderr : stdout,
+                   "pulled '{}' to '{}': {}, {} fetched ({} compressed, {} on the wire), {} reused; {} chunks ({} "
+                   "fetched) in {:.2f} s ({})\n",
+                   a.name, out, mb(r.bytes), mb(r.bytes_sent), mb(r.payload_sent), mb(r.wire_received),
+                   mb(r.bytes_reused), r.chunks, r.chunks_sent, r.seconds, rate(r.bytes, r.seconds));
+    }
+    finish_stdout();
+    return kExitOk;
+}
+
+}  // namespace
+
+void add_pull_command(CLI::App& app, int& exit_code) {
+    auto a = std::make_shared<PullArgs>();
+    auto* c = app.add_subcommand("pull", "fetch a file from a cdc serve, only the chunks no local file holds");
+    add_connect_options(*c, a->connect, "--from", "HOST:PORT of the server");
+    c->add_option("NAME", a->name, "the file's name on the server")->required();
+    c->add_option("-o,--output", a->out,
+                  "OUT: a file (replaced), a directory (NAME's last component inside it) or - for standard output "
+                  "(default: NAME's last component here, which must not exist)");
+    c->add_option("--seed", a->seeds, "a local file whose chunks may be reused (repeatable)");
+    c->add_flag("--no-metadata", a->no_metadata, "do not apply the file's mode and mtime");
+    c->add_flag("--json", a->json,
+                "one JSON object: {bytes_read, bytes_sent, bytes_reused, chunks, chunks_sent, payload_sent, "
+                "seed_bytes, wire_bytes_sent, wire_bytes_received, seconds}");
+    c->add_flag("-q,--quiet", a->quiet, "no progress line");
+    c->footer("OUT (when it exists), the seeds and what an interrupted pull left are chunked with the store's "
+              "parameters; their chunks are checked (BLAKE3) and not fetched. The file is written to .OUT.cdc-pull "
+              "beside OUT and renamed over OUT once its size and BLAKE3 match; a broken transfer leaves that file, "
+              "whose chunks the next pull reuses.\n" +
+              std::string(kExitCodesHelp));
+    c->callback([a, &exit_code] { exit_code = with_transfer_errors([&] { return run_pull(*a); }); });
+}
+
+}  // namespace cdc::cli

@@ -1,0 +1,106 @@
+// cdc push: files, trees and stdin into the store of a cdc serve, sending
+// only the chunks it lacks.
+#include "put_inputs.hpp"
+#include "transfer_cli.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace cdc::cli {
+
+namespace {
+
+struct PushArgs {
+    ConnectArgs connect;
+    std::vector<std::string> paths;
+    std::string name;
+    bool follow_symlinks = false;
+    unsigned threads = 0;
+    bool json = false;
+    bool quiet = false;
+};
+
+int run_push(const PushArgs& a) {
+    const PutInputs in = collect_put_inputs(a.paths, a.name, a.follow_symlinks);
+    auto client = make_client(a.connect);
+    std::vector<transfer::PushInput> inputs;
+    for (const auto& f : in.files) inputs.push_back({f.path, f.name, f.size});
+    transfer::PushOptions o;
+    o.key = key_of(a.connect);
+    o.threads = a.threads;
+    ProgressLine line(!a.quiet && !a.json && stderr_is_tty());
+    if (line.enabled())
+        o.progress = [&](const transfer::TransferProgress& p) {
+            line.draw(fmt::format("push: {} / {}  {}  sent {}  {}/{} files", mb(p.bytes_done), mb(p.bytes_total),
+                                  rate(p.bytes_done, p.seconds), mb(p.bytes_sent), p.files_done, p.files_total));
+        };
+    const transfer::PushReport r = client->push(inputs, o);
+    line.clear();
+    std::vector<std::pair<std::string, std::string>> errors;
+    for (const auto& e : in.errors) errors.emplace_back(e.path, e.message);
+    for (const auto& e : r.errors) errors.emplace_back(e.path, e.message);
+    for (const auto& [path, message] : errors) fmt::print(stderr, "cdc: error: {}: {} (skipped)\n", path, message);
+    if (!a.quiet)
+        for (const auto& w : in.warnings) fmt::print(stderr, "cdc: warning: {}: {}\n", w.path, w.message);
+    const std::uint64_t reused = r.bytes_read - r.bytes_sent;
+    if (a.json) {
+        nlohmann::json files = nlohmann::json::array();
+        for (const auto& f : r.files)
+            files.push_back({{"name", f.name},
+                             {"path", f.path},
+                             {"bytes", f.bytes},
+                             {"chunks", f.chunks},
+                             {"chunks_sent", f.chunks_sent},
+                             {"bytes_sent", f.bytes_sent},
+                             {"payload_sent", f.payload_sent},
+                             {"new_chunks", f.new_chunks},
+                             {"unchanged", f.unchanged}});
+        nlohmann::json errs = nlohmann::json::array();
+        for (const auto& [path, message] : errors) errs.push_back({{"path", path}, {"error", message}});
+        const nlohmann::json j = {{"files", files},
+                                  {"file_count", r.files.size()},
+                                  {"bytes_read", r.bytes_read},
+                                  {"bytes_sent", r.bytes_sent},
+                                  {"bytes_reused", reused},
+                                  {"payload_sent", r.payload_sent},
+                                  {"chunks", r.chunks},
+                                  {"chunks_sent", r.chunks_sent},
+                                  {"wire_bytes_sent", r.wire_sent},
+                                  {"wire_bytes_received", r.wire_received},
+                                  {"seconds", r.seconds},
+                                  {"errors", errs}};
+        fmt::print("{}\n", j.dump());
+    } else {
+        fmt::print("pushed {} file(s): {} read, {} sent ({} compressed, {} on the wire), {} reused; {} chunks ({} "
+                   "sent) in {:.2f} s ({})\n",
+                   r.files.size(), mb(r.bytes_read), mb(r.bytes_sent), mb(r.payload_sent), mb(r.wire_sent),
+                   mb(reused), r.chunks, r.chunks_sent, r.seconds, rate(r.bytes_read, r.seconds));
+    }
+    finish_stdout();
+    return errors.empty() ? kExitOk : kExitPartial;
+}
+
+}  // namespace
+
+void add_push_command(CLI::App& app, int& exit_code) {
+    auto a = std::make_shared<PushArgs>();
+    auto* c = app.add_subcommand("push", "send files, trees or - (stdin) to a cdc serve, only the chunks it lacks");
+    add_connect_options(*c, a->connect, "--to", "HOST:PORT of the server");
+    c->add_option("PATH", a->paths, "files, directories or - for standard input")->required();
+    c->add_option("--name", a->name,
+                  "the name on the server (one PATH; for a tree, the prefix of its files' names; required for -)");
+    c->add_flag("--follow-symlinks", a->follow_symlinks, "follow symbolic links inside directories");
+    c->add_option("--threads", a->threads, "compression threads (default: one per core)");
+    c->add_flag("--json", a->json,
+                "one JSON object: {files: [...], bytes_read, bytes_sent, bytes_reused, chunks, chunks_sent, "
+                "payload_sent, wire_bytes_sent, wire_bytes_received, seconds, errors}");
+    c->add_flag("-q,--quiet", a->quiet, "no progress line, no warnings");
+    c->footer("Names as with cdc store put: a file by its path as given, a tree's files by their paths inside it. "
+              "Each file is chunked with the store's parameters; the server checks every chunk it receives "
+              "(BLAKE3) and the whole file's BLAKE3 before the file appears. An interrupted push, run again, sends "
+              "only what the server still lacks. Exit code 3 if some inputs were skipped after errors.\n" +
+              std::string(kExitCodesHelp));
+    c->callback([a, &exit_code] { exit_code = with_transfer_errors([&] { return run_push(*a); }); });
+}
+
+}  // namespace cdc::cli

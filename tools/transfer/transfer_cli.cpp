@@ -1,0 +1,67 @@
+#include "transfer_cli.hpp"
+
+#include "secret_files.hpp"
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+namespace cdc::cli {
+
+void add_connect_options(CLI::App& cmd, ConnectArgs& a, const std::string& flag, const std::string& help) {
+    cmd.add_option(flag, a.address, help)->required();
+    cmd.add_option("--token-file", a.token_file,
+                   "file holding the server's token (default: the CDC_TOKEN environment variable, if set)");
+    cmd.add_flag("--tls", a.tls, "use TLS, trusting the system's certificate authorities");
+    cmd.add_option("--tls-ca", a.tls_ca, "use TLS, trusting the certificate(s) in this PEM file (e.g. the server's own)");
+    cmd.add_option("--tls-server-name", a.tls_server_name,
+                   "the name the server's certificate must carry (default: HOST)");
+    cmd.add_option("--key-file", a.key_file,
+                   "the key of a keyed store (64 hex digits or 32 bytes), to chunk like the server");
+}
+
+std::string read_text_file(const std::string& path, const char* what) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw UsageError(fmt::format("cannot read the {} '{}': {}", what, path, std::strerror(errno)));
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+std::unique_ptr<transfer::Client> make_client(const ConnectArgs& a) {
+    transfer::ClientOptions o;
+    o.address = a.address;
+    o.tls = a.tls;
+    if (!a.tls_ca.empty()) o.ca_pem = read_text_file(a.tls_ca, "certificate file");
+    o.server_name = a.tls_server_name;
+    if (!a.token_file.empty())
+        o.token = read_token_file(a.token_file);
+    else if (const char* env = std::getenv("CDC_TOKEN"); env != nullptr && *env != '\0')
+        o.token = check_token(env, "CDC_TOKEN");
+    return std::make_unique<transfer::Client>(o);
+}
+
+std::optional<Key> key_of(const ConnectArgs& a) {
+    if (a.key_file.empty()) return std::nullopt;
+    return read_key_file(a.key_file);
+}
+
+int with_transfer_errors(const std::function<int()>& f) {
+    try {
+        return f();
+    } catch (const transfer::TransferError& e) {
+        fmt::print(stderr, "cdc: error: {}\n", e.what());
+        return e.code() == transfer::Code::not_found || e.code() == transfer::Code::invalid_argument ? kExitUsage
+                                                                                                     : kExitFailure;
+    }
+}
+
+std::string rate(std::uint64_t bytes, double seconds) {
+    return fmt::format("{:.0f} MB/s", seconds > 0 ? static_cast<double>(bytes) / seconds / 1e6 : 0.0);
+}
+
+}  // namespace cdc::cli

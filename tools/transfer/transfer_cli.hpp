@@ -1,0 +1,55 @@
+// Pieces the commands of cdc-transfer share: the connection options of the
+// clients (address, token, TLS, key), the error mapping to exit codes, the
+// subcommand list.
+#pragma once
+
+#include "cli_basics.hpp"
+#include "progress_line.hpp"
+
+#include <client.hpp>
+
+#include <CLI/CLI.hpp>
+
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace cdc::cli {
+
+struct ConnectArgs {
+    std::string address;
+    std::string token_file;
+    bool tls = false;
+    std::string tls_ca;
+    std::string tls_server_name;
+    std::string key_file;
+};
+
+/// Adds `flag` (--to, --from or --via: HOST:PORT, required), --token-file,
+/// --tls, --tls-ca, --tls-server-name and --key-file.
+void add_connect_options(CLI::App& cmd, ConnectArgs& args, const std::string& flag, const std::string& help);
+
+/// The client for these options: the token from --token-file or CDC_TOKEN.
+std::unique_ptr<transfer::Client> make_client(const ConnectArgs& args);
+/// The key of --key-file, if given.
+std::optional<Key> key_of(const ConnectArgs& args);
+
+/// Runs f() and maps a TransferError to its exit code (not found, invalid
+/// argument: usage, 2; the rest: failure, 4) after printing it.
+int with_transfer_errors(const std::function<int()>& f);
+
+/// Reads a whole (small) file, e.g. a PEM certificate; UsageError naming it.
+std::string read_text_file(const std::string& path, const char* what);
+
+/// "12.3 MB/s" of `bytes` in `seconds`.
+std::string rate(std::uint64_t bytes, double seconds);
+
+using AddCommand = void (*)(CLI::App& app, int& exit_code);
+void add_serve_command(CLI::App& app, int& exit_code);
+void add_push_command(CLI::App& app, int& exit_code);
+void add_pull_command(CLI::App& app, int& exit_code);
+void add_ls_command(CLI::App& app, int& exit_code);
+void add_hash_command(CLI::App& app, int& exit_code);
+void add_bench_transfer_command(CLI::App& app, int& exit_code);
+
+}  // namespace cdc::cli
