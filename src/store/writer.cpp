@@ -1,10 +1,11 @@
 // Writer: a writing session (shared store lock, own connection, own packs).
 // put_file runs a pipeline: a reader thread reads and cuts segments of the
 // stream, the pool hashes their chunks (compute_digests) and compresses the
-// new ones, this thread hashes the whole file, looks chunks up in the index
-// and lists them in the manifest. Flushes follow docs/STORE.md: packs
+// new ones, a hasher thread hashes the whole file (ordered_hasher.hpp), this
+// thread looks chunks up in the index and lists them in the manifest. Flushes follow docs/STORE.md: packs
 // fdatasync'ed, then one transaction with the chunk rows and manifests.
 #include "codec.hpp"
+#include "ordered_hasher.hpp"
 #include "pack_writer.hpp"
 #include "store_impl.hpp"
 #include "task_pool.hpp"
@@ -25,6 +26,7 @@
 #include <mutex>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace cdc::store {
 
@@ -44,6 +46,16 @@ constexpr std::size_t kSegments = 4;
 // New chunks per compression task (raw bytes).
 constexpr std::size_t kCompressGroup = std::size_t{1} << 20;
 constexpr std::size_t kDigestBatch = 64;
+// Chunk ids per index lookup statement (put_file): one statement for many
+// ids saves SQLite's per-statement bind/step/reset, which cost more than the
+// B-tree seek itself when each chunk had a statement of its own.
+constexpr int kLookupBatch = 64;
+
+std::string lookup_sql() {
+    std::string sql = "SELECT id FROM chunks WHERE id IN (?1";
+    for (int i = 2; i <= kLookupBatch; ++i) sql += fmt::format(",?{}", i);
+    return sql + ")";
+}
 
 std::uint64_t flush_bytes() {
     static const std::uint64_t v = [] {
@@ -122,6 +134,9 @@ struct Writer::Impl {
     std::shared_ptr<const CutFinder> finder;
     int level;
     Stmt has_chunk;
+    Stmt has_chunks;  // lookup_sql()
+    std::vector<ChunkId> lookup_ask;  // store_segment's, kept to reuse their memory
+    std::unordered_set<ChunkId, IdHash> lookup_found;
     std::unordered_map<ChunkId, std::uint32_t, IdHash> session;  // put by this writer, not yet indexed
     std::deque<ManifestState> manifests;  // finished ones, then at most one open (back)
     std::vector<std::int64_t> abandoned;  // pending manifest rows to delete at the next flush
@@ -137,6 +152,9 @@ struct Writer::Impl {
     std::deque<Segment*> free_list;
     std::deque<Segment*> busy;
     bool started = false;
+    // The whole-file digest of a file larger than one segment (after the
+    // segments and the pool: its destructor still runs queued callbacks).
+    OrderedHasher whole_hasher;
 
     explicit Impl(const Store::Impl& s)
         : store(s), db(s.db_path(), false), store_lock(s.dir), level(s.info.zstd_level) {
@@ -153,6 +171,7 @@ struct Writer::Impl {
         finder = make_cut_finder(s.info.algorithm, s.chunking_options());
         store_lock.lock(false);
         has_chunk = Stmt(db, "SELECT raw_size FROM chunks WHERE id = ?1");
+        has_chunks = Stmt(db, lookup_sql().c_str());
         packs = std::make_unique<PackAppender>(s.dir, s.info.pack_size);
     }
 
@@ -185,6 +204,17 @@ struct Writer::Impl {
         if (has_chunk.step()) r = static_cast<std::uint32_t>(has_chunk.i64(0));
         has_chunk.reset();
         return r;
+    }
+
+    /// Adds to `found` those of `ids` the index holds (not the session's).
+    void indexed(std::span<const ChunkId> ids, std::unordered_set<ChunkId, IdHash>& found) {
+        for (std::size_t i = 0; i < ids.size(); i += kLookupBatch) {
+            const std::size_t n = std::min<std::size_t>(kLookupBatch, ids.size() - i);
+            for (std::size_t k = 0; k < std::size_t{kLookupBatch}; ++k)  // a short batch repeats its last id
+                has_chunks.bind(static_cast<int>(k) + 1, std::span<const std::uint8_t>(ids[i + std::min(k, n - 1)]));
+            while (has_chunks.step()) found.insert(to_id(has_chunks.blob(0), "a chunk row"));
+            has_chunks.reset();
+        }
     }
 
     // ---------------------------------------------------------------- manifests
@@ -423,7 +453,7 @@ struct Writer::Impl {
     bool any_busy_done();
     void fill(Segment& seg, const Segment* prev, Reader& reader, const std::string& name);
     void submit_hashing(Segment& seg, TaskPool& workers);
-    void store_segment(Segment& seg, ManifestState& m, Hasher& whole, PutStats& file, TaskPool& workers);
+    void store_segment(Segment& seg, ManifestState& m, Hasher* inline_whole, PutStats& file, TaskPool& workers);
 };
 
 Segment* Writer::Impl::take_segment(TaskPool& workers) {
@@ -519,23 +549,38 @@ void Writer::Impl::submit_hashing(Segment& seg, TaskPool& workers) {
     }
 }
 
-void Writer::Impl::store_segment(Segment& seg, ManifestState& m, Hasher& whole, PutStats& file, TaskPool& workers) {
-    whole.update({seg.data.get(), seg.chunk_bytes});
-    // Look the chunks up (one read snapshot per segment) and queue the new ones.
+// inline_whole: hash the segment into it here (a file of one segment);
+// nullptr: queue it to whole_hasher, which holds the segment busy meanwhile.
+void Writer::Impl::store_segment(Segment& seg, ManifestState& m, Hasher* inline_whole, PutStats& file,
+                                 TaskPool& workers) {
+    const std::span<const std::byte> cut_bytes(seg.data.get(), seg.chunk_bytes);
+    if (inline_whole) inline_whole->update(cut_bytes);
+    // Look the chunks this writer did not put up in the index (one read
+    // snapshot, kLookupBatch ids a statement), then list them all and queue
+    // the new ones.
     std::vector<std::size_t> fresh;
     {
+        std::vector<ChunkId>& ask = lookup_ask;
+        std::unordered_set<ChunkId, IdHash>& found = lookup_found;
+        ask.clear();
+        found.clear();
+        for (const Digest& d : seg.digests) {
+            const ChunkId id = id_of(d);
+            if (!session.contains(id)) ask.push_back(id);
+        }
         Transaction read(db, false);
+        indexed(ask, found);
+        read.commit();
         for (std::size_t i = 0; i < seg.lengths.size(); ++i) {
             const ChunkId id = id_of(seg.digests[i]);
             add_ref(m, id, seg.lengths[i]);
-            if (!known(id)) {
+            if (!session.contains(id) && !found.contains(id)) {
                 session.emplace(id, seg.lengths[i]);
                 fresh.push_back(i);
                 file.new_bytes += seg.lengths[i];
                 unflushed_new += seg.lengths[i];
             }
         }
-        read.commit();
     }
     file.bytes += seg.chunk_bytes;
     file.chunks += seg.lengths.size();
@@ -558,10 +603,17 @@ void Writer::Impl::store_segment(Segment& seg, ManifestState& m, Hasher& whole, 
         group_ids.back().push_back(id_of(seg.digests[i]));
         group_bytes += seg.lengths[i];
     }
-    seg.tasks_left.store(static_cast<int>(groups.size()));
+    seg.tasks_left.store(static_cast<int>(groups.size()) + (inline_whole ? 0 : 1));
     {
         std::lock_guard lock(qm);
         busy.push_back(&seg);
+    }
+    if (!inline_whole) {
+        Segment* sp = &seg;
+        whole_hasher.update(cut_bytes, [sp, &workers] {
+            sp->tasks_left.fetch_sub(1);
+            workers.notify();
+        });
     }
     for (std::size_t g = 0; g < groups.size(); ++g) {
         Segment* sp = &seg;
@@ -605,6 +657,7 @@ PutStats Writer::Impl::put_file(const FileMeta& meta, Source source, const Progr
         }
     }
     Hasher whole(DigestKind::blake3);
+    bool background_digest = false;  // whole_hasher has this file's digest
     ManifestState& m = manifests.back();
     auto maybe_flush_between_segments = [&] {
         if (std::max(packs->unsynced_bytes(), unflushed_new) >= flush_bytes() || pending_refs >= kFlushRefs) flush();
@@ -636,7 +689,7 @@ PutStats Writer::Impl::put_file(const FileMeta& meta, Source source, const Progr
         }
         if (first->eof && first->chunk_bytes == first->size) {
             hash_range(*first, 0, first->lengths.size(), 0);
-            store_segment(*first, m, whole, file, workers);
+            store_segment(*first, m, &whole, file, workers);
             maybe_flush_between_segments();
         } else {
             // A larger file: the reader thread reads and cuts the next
@@ -704,7 +757,7 @@ PutStats Writer::Impl::put_file(const FileMeta& meta, Source source, const Progr
                 }
                 if (done) break;
                 if (!seg) continue;
-                store_segment(*seg, m, whole, file, workers);
+                store_segment(*seg, m, nullptr, file, workers);
                 maybe_flush_between_segments();
                 ticker.tick([&](Progress& pr) {
                     pr.bytes_done = file.bytes;
@@ -713,6 +766,7 @@ PutStats Writer::Impl::put_file(const FileMeta& meta, Source source, const Progr
             }
             stop_reader();
             if (read_error) std::rethrow_exception(read_error);
+            background_digest = true;
         }
     } catch (...) {
         stop_reader();
@@ -720,6 +774,7 @@ PutStats Writer::Impl::put_file(const FileMeta& meta, Source source, const Progr
             workers.drain();
         } catch (...) {
         }
+        whole_hasher.finish();  // waits for its queue (the segments it holds), starts afresh
         {
             // Segments cut but not stored go back to the free list.
             std::lock_guard lock(qm);
@@ -735,7 +790,7 @@ PutStats Writer::Impl::put_file(const FileMeta& meta, Source source, const Progr
     totals.chunks += file.chunks;
     totals.new_chunks += file.new_chunks;
     totals.new_bytes += file.new_bytes;
-    const Digest d = whole.finish();
+    const Digest d = background_digest ? whole_hasher.finish() : whole.finish();
     finish(id_of(d), file.bytes);
     return file;
 }
