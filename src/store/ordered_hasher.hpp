@@ -2,11 +2,13 @@
 // tree over the file cannot reuse the per-chunk digests (CDC boundaries are
 // not aligned to its 1 KiB chunks, and a chunk's counter starts at 0), so this
 // second pass over every byte costs about as much as the chunk hashing; on
-// the thread that looks chunks up (put) or writes them out (get) it was the
-// serial bottleneck. Here it overlaps them: spans of buffers the pipeline
-// owns are queued in file order, hashed in that order, and each span's
+// the thread that cuts and looks chunks up (put) or writes them out (get) it
+// was the serial bottleneck. Here it overlaps them: spans of buffers the
+// pipeline owns are queued in order, hashed in that order, and each span's
 // `done` runs (on the hasher thread) once its bytes are hashed, so the
-// pipeline recycles a buffer only after that.
+// pipeline recycles a buffer only after that. Messages follow each other in
+// the queue: end_message() delivers one's digest and starts the next, so a
+// put goes on with its next file while the last one is still hashed.
 #pragma once
 
 #include <cdc/digest.hpp>
@@ -25,7 +27,7 @@ namespace cdc::store::detail {
 class OrderedHasher {
 public:
     OrderedHasher() : hasher_(DigestKind::blake3) {}
-    /// Hashes what is queued (their `done` still run), then stops.
+    /// Hashes what is queued (their callbacks still run), then stops.
     ~OrderedHasher() {
         {
             std::lock_guard lock(mutex_);
@@ -40,27 +42,42 @@ public:
     /// Queues the next bytes of the message; `data` must stay valid and
     /// unchanged until `done` has run.
     void update(std::span<const std::byte> data, std::function<void()> done) {
-        {
-            std::lock_guard lock(mutex_);
-            queue_.push_back({data, std::move(done)});
-            if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
-        }
-        work_.notify_one();
+        push({data, std::move(done), {}, false});
     }
 
-    /// Waits until everything queued is hashed; returns the digest of it all
-    /// and starts a new message.
-    Digest finish() {
+    /// Queues the end of the message: `deliver` gets its digest (on the
+    /// hasher thread; may be empty to drop it) and a new message starts.
+    void end_message(std::function<void(const Digest&)> deliver) { push({{}, {}, std::move(deliver), true}); }
+
+    /// Waits until everything queued is hashed and delivered.
+    void wait_idle() {
         std::unique_lock lock(mutex_);
         idle_.wait(lock, [&] { return queue_.empty() && !busy_; });
-        return hasher_.finish();
+    }
+
+    /// Waits until everything queued is hashed; returns the digest of the
+    /// message and starts a new one.
+    Digest finish() {
+        wait_idle();
+        return hasher_.finish();  // the hasher thread is idle: only it touched hasher_ before
     }
 
 private:
     struct Item {
         std::span<const std::byte> data;
         std::function<void()> done;
+        std::function<void(const Digest&)> deliver;
+        bool end = false;
     };
+
+    void push(Item item) {
+        {
+            std::lock_guard lock(mutex_);
+            queue_.push_back(std::move(item));
+            if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
+        }
+        work_.notify_one();
+    }
 
     void run() {
         std::unique_lock lock(mutex_);
@@ -71,8 +88,14 @@ private:
             queue_.pop_front();
             busy_ = true;
             lock.unlock();
-            hasher_.update(item.data);  // only this thread touches hasher_ while busy_
-            if (item.done) item.done();
+            // Only this thread touches hasher_ while busy_.
+            if (item.end) {
+                const Digest d = hasher_.finish();
+                if (item.deliver) item.deliver(d);
+            } else {
+                hasher_.update(item.data);
+                if (item.done) item.done();
+            }
             lock.lock();
             busy_ = false;
             if (queue_.empty()) idle_.notify_all();

@@ -24,6 +24,7 @@
 #include <cstring>
 #include <deque>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
@@ -152,8 +153,8 @@ struct Writer::Impl {
     std::deque<Segment*> free_list;
     std::deque<Segment*> busy;
     bool started = false;
-    // The whole-file digest of a file larger than one segment (after the
-    // segments and the pool: its destructor still runs queued callbacks).
+    // put_file's whole-file digests, one message per file (declared after
+    // the segments, manifests and pool: its destructor runs queued callbacks).
     OrderedHasher whole_hasher;
 
     explicit Impl(const Store::Impl& s)
@@ -248,12 +249,13 @@ struct Writer::Impl {
         }
     }
 
-    void finish(const ChunkId& digest, std::uint64_t size) {
+    /// Without a digest, put_file's whole_hasher delivers it (flush waits for that).
+    void finish(std::optional<ChunkId> digest, std::uint64_t size) {
         ManifestState& m = open_manifest("finish_manifest");
         if (size != m.size)
             throw DamageError(fmt::format("manifest '{}': size {} is not the sum of its chunks' sizes ({})",
                                           m.meta.name, size, m.size));
-        m.digest = digest;
+        if (digest) m.digest = *digest;
         m.finished = true;
         if (!m.current.empty()) {
             pending_refs += m.current.size() / 32;
@@ -288,6 +290,7 @@ struct Writer::Impl {
     /// docs/STORE.md, "Durability": packs first, then one transaction.
     void flush() {
         if (pool) pool->drain();
+        whole_hasher.wait_idle();  // every finished file's digest delivered
         totals.stored_bytes += stored_counter.exchange(0);
         auto [sizes, rows] = packs->sync();
         bool work = !sizes.empty() || !rows.empty() || !abandoned.empty();
@@ -453,7 +456,7 @@ struct Writer::Impl {
     bool any_busy_done();
     void fill(Segment& seg, const Segment* prev, Reader& reader, const std::string& name);
     void submit_hashing(Segment& seg, TaskPool& workers);
-    void store_segment(Segment& seg, ManifestState& m, Hasher* inline_whole, PutStats& file, TaskPool& workers);
+    void store_segment(Segment& seg, ManifestState& m, PutStats& file, TaskPool& workers);
 };
 
 Segment* Writer::Impl::take_segment(TaskPool& workers) {
@@ -549,12 +552,7 @@ void Writer::Impl::submit_hashing(Segment& seg, TaskPool& workers) {
     }
 }
 
-// inline_whole: hash the segment into it here (a file of one segment);
-// nullptr: queue it to whole_hasher, which holds the segment busy meanwhile.
-void Writer::Impl::store_segment(Segment& seg, ManifestState& m, Hasher* inline_whole, PutStats& file,
-                                 TaskPool& workers) {
-    const std::span<const std::byte> cut_bytes(seg.data.get(), seg.chunk_bytes);
-    if (inline_whole) inline_whole->update(cut_bytes);
+void Writer::Impl::store_segment(Segment& seg, ManifestState& m, PutStats& file, TaskPool& workers) {
     // Look the chunks this writer did not put up in the index (one read
     // snapshot, kLookupBatch ids a statement), then list them all and queue
     // the new ones.
@@ -603,14 +601,15 @@ void Writer::Impl::store_segment(Segment& seg, ManifestState& m, Hasher* inline_
         group_ids.back().push_back(id_of(seg.digests[i]));
         group_bytes += seg.lengths[i];
     }
-    seg.tasks_left.store(static_cast<int>(groups.size()) + (inline_whole ? 0 : 1));
+    // The compression tasks and the whole-file hasher hold the segment.
+    seg.tasks_left.store(static_cast<int>(groups.size()) + 1);
     {
         std::lock_guard lock(qm);
         busy.push_back(&seg);
     }
-    if (!inline_whole) {
+    {
         Segment* sp = &seg;
-        whole_hasher.update(cut_bytes, [sp, &workers] {
+        whole_hasher.update({seg.data.get(), seg.chunk_bytes}, [sp, &workers] {
             sp->tasks_left.fetch_sub(1);
             workers.notify();
         });
@@ -656,16 +655,15 @@ PutStats Writer::Impl::put_file(const FileMeta& meta, Source source, const Progr
             free_list.push_back(&sg);
         }
     }
-    Hasher whole(DigestKind::blake3);
-    bool background_digest = false;  // whole_hasher has this file's digest
     ManifestState& m = manifests.back();
     auto maybe_flush_between_segments = [&] {
         if (std::max(packs->unsynced_bytes(), unflushed_new) >= flush_bytes() || pending_refs >= kFlushRefs) flush();
     };
 
     // The first segment is read here: a file that fits in it (most files of
-    // a tree) is cut and hashed on this thread, with no hand-over; only its
-    // compression goes to the pool, and the next file does not wait for it.
+    // a tree) is cut and its chunks hashed on this thread, with no hand-over;
+    // its compression goes to the pool and its whole-file digest to the
+    // hasher thread, and the next file does not wait for either.
     std::thread reader_thread;
     std::deque<Segment*> ready;  // cut, hashing queued (guarded by qm)
     bool reader_done = false, stop = false;
@@ -689,7 +687,7 @@ PutStats Writer::Impl::put_file(const FileMeta& meta, Source source, const Progr
         }
         if (first->eof && first->chunk_bytes == first->size) {
             hash_range(*first, 0, first->lengths.size(), 0);
-            store_segment(*first, m, &whole, file, workers);
+            store_segment(*first, m, file, workers);
             maybe_flush_between_segments();
         } else {
             // A larger file: the reader thread reads and cuts the next
@@ -757,7 +755,7 @@ PutStats Writer::Impl::put_file(const FileMeta& meta, Source source, const Progr
                 }
                 if (done) break;
                 if (!seg) continue;
-                store_segment(*seg, m, nullptr, file, workers);
+                store_segment(*seg, m, file, workers);
                 maybe_flush_between_segments();
                 ticker.tick([&](Progress& pr) {
                     pr.bytes_done = file.bytes;
@@ -766,7 +764,6 @@ PutStats Writer::Impl::put_file(const FileMeta& meta, Source source, const Progr
             }
             stop_reader();
             if (read_error) std::rethrow_exception(read_error);
-            background_digest = true;
         }
     } catch (...) {
         stop_reader();
@@ -774,7 +771,7 @@ PutStats Writer::Impl::put_file(const FileMeta& meta, Source source, const Progr
             workers.drain();
         } catch (...) {
         }
-        whole_hasher.finish();  // waits for its queue (the segments it holds), starts afresh
+        whole_hasher.end_message({});  // drops this file's digest; the next file's starts afresh
         {
             // Segments cut but not stored go back to the free list.
             std::lock_guard lock(qm);
@@ -790,8 +787,10 @@ PutStats Writer::Impl::put_file(const FileMeta& meta, Source source, const Progr
     totals.chunks += file.chunks;
     totals.new_chunks += file.new_chunks;
     totals.new_bytes += file.new_bytes;
-    const Digest d = background_digest ? whole_hasher.finish() : whole.finish();
-    finish(id_of(d), file.bytes);
+    // The digest arrives once the hasher is through this file; the manifest
+    // (in a deque: it stays put) is written at a flush, which waits for it.
+    whole_hasher.end_message([mp = &m](const Digest& d) { mp->digest = id_of(d); });
+    finish(std::nullopt, file.bytes);
     return file;
 }
 
