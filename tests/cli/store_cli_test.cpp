@@ -18,6 +18,7 @@
 #include <csignal>
 #include <fcntl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -74,6 +75,12 @@ std::map<std::string, std::uint64_t> names_in(const std::string& dir) {
     return out;
 }
 
+/// Everything readable from `p` (a FIFO: no seeking).
+std::vector<std::uint8_t> read_stream(const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
 TEST(StoreCli, FilesTreesStdinAndJson) {
     test::TempDir tmp;
     const auto a = test::mixed_bytes(300'000, 1);
@@ -120,6 +127,17 @@ TEST(StoreCli, FilesTreesStdinAndJson) {
     EXPECT_EQ(test::read_bytes(tmp.path() / "outdir/b.bin"), b);
     EXPECT_EQ(fs::status(tmp.path() / "outdir/b.bin").permissions() & fs::perms::all,
               fs::status(tmp.path() / "tree/b.bin").permissions() & fs::perms::all);
+    // get into a FIFO (like /dev/null or /dev/stdout: not a file to replace):
+    // written as a stream; the FIFO stays a FIFO.
+    const auto fifo = tmp.path() / "fifo";
+    ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
+    std::vector<std::uint8_t> piped;
+    std::thread drain([&] { piped = read_stream(fifo); });
+    r = run_tool({"store", "get", dir, "x/a.bin", "-o", fifo.string()});
+    drain.join();
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(piped, a);
+    EXPECT_EQ(fs::status(fifo).type(), fs::file_type::fifo);
     // unknown name: usage error; ls --json; stats --json; rm; verify
     r = run_tool({"store", "get", dir, "nope", "-o", (tmp.path() / "n").string()});
     EXPECT_EQ(r.exit_code, 2);
