@@ -1,8 +1,9 @@
 // Store::get: restores a file. This thread reads the manifest and looks its
 // chunks up; the pool reads, checks and decompresses blocks of chunks into
-// output buffers; this thread writes the blocks in order and hashes the
-// whole file. With a path, the output goes to a temporary file renamed over
+// output buffers; this thread writes the blocks in order while a hasher
+// thread hashes them, in order too (ordered_hasher.hpp). With a path, the output goes to a temporary file renamed over
 // OUT only once the size and whole-file BLAKE3 match.
+#include "ordered_hasher.hpp"
 #include "store_impl.hpp"
 #include "task_pool.hpp"
 
@@ -29,7 +30,8 @@ using namespace detail;
 namespace {
 
 constexpr std::size_t kBlockBytes = std::size_t{4} << 20;
-constexpr std::size_t kBlocksInFlight = 8;
+constexpr std::size_t kBlocksInFlight = 8;  // being decompressed
+constexpr std::size_t kBlocksHashing = 2;   // written, not yet hashed (the hasher keeps pace: few wait)
 constexpr std::size_t kMaxOpenPacks = 512;
 
 // Output buffers are recycled (allocated once, never zero-filled).
@@ -44,7 +46,8 @@ struct Block {
     std::unique_ptr<std::byte[]> data;
     std::size_t capacity = 0;
     std::size_t used = 0;
-    std::atomic<bool> done{false};
+    std::atomic<bool> done{false};    // decompressed
+    std::atomic<bool> hashed{false};  // the whole-file hasher is done with it
 
     std::span<std::byte> out() noexcept { return {data.get(), used}; }
     void reserve(std::size_t n) {
@@ -74,20 +77,25 @@ Restored restore_to_fd(const Store::Impl& s, std::string_view name, int out_fd, 
     // Declared before the pool: its destructor runs the queued tasks, which
     // use the blocks and descriptors.
     PackFiles files(s.dir);
-    std::deque<std::unique_ptr<Block>> queue;
+    std::deque<std::unique_ptr<Block>> queue;    // being decompressed, in file order
+    std::deque<std::unique_ptr<Block>> hashing;  // written, queued to `whole`
     std::vector<std::unique_ptr<Block>> spare;
     TaskPool pool;
-    Hasher whole(DigestKind::blake3);
+    OrderedHasher whole;  // after the blocks and the pool: its destructor runs the queued callbacks
     std::uint64_t written = 0;
     ProgressTicker ticker(options.progress);
 
     auto write_front = [&] {
         pool.wait([&] { return queue.front()->done.load(); });
         Block& b = *queue.front();
-        whole.update(b.out());
-        write_all(out_fd, b.data.get(), b.used, out_desc);
+        Block* raw = &b;
+        whole.update(b.out(), [raw, &pool] {
+            raw->hashed.store(true);
+            pool.notify();
+        });
+        write_all(out_fd, b.data.get(), b.used, out_desc);  // reads the block while it is hashed
         written += b.used;
-        spare.push_back(std::move(queue.front()));
+        hashing.push_back(std::move(queue.front()));
         queue.pop_front();
         ticker.tick([&](Progress& p) {
             p.bytes_done = written;
@@ -107,6 +115,13 @@ Restored restore_to_fd(const Store::Impl& s, std::string_view name, int out_fd, 
     };
 
     auto fresh_block = [&] {
+        // Blocks the hasher is done with are reused; when kBlocksHashing
+        // wait for it, this thread waits for the oldest (memory stays bounded).
+        while (!hashing.empty() && (hashing.front()->hashed.load() || hashing.size() >= kBlocksHashing)) {
+            pool.wait([&] { return hashing.front()->hashed.load(); });
+            spare.push_back(std::move(hashing.front()));
+            hashing.pop_front();
+        }
         std::unique_ptr<Block> b;
         if (!spare.empty()) {
             b = std::move(spare.back());
@@ -117,6 +132,7 @@ Restored restore_to_fd(const Store::Impl& s, std::string_view name, int out_fd, 
         b->items.clear();
         b->used = 0;
         b->done.store(false);
+        b->hashed.store(false);
         return b;
     };
     auto block = fresh_block();

@@ -1,10 +1,11 @@
 // Writer: a writing session (shared store lock, own connection, own packs).
 // put_file runs a pipeline: a reader thread reads and cuts segments of the
 // stream, the pool hashes their chunks (compute_digests) and compresses the
-// new ones, this thread hashes the whole file, looks chunks up in the index
-// and lists them in the manifest. Flushes follow docs/STORE.md: packs
+// new ones, a hasher thread hashes the whole file (ordered_hasher.hpp), this
+// thread looks chunks up in the index and lists them in the manifest. Flushes follow docs/STORE.md: packs
 // fdatasync'ed, then one transaction with the chunk rows and manifests.
 #include "codec.hpp"
+#include "ordered_hasher.hpp"
 #include "pack_writer.hpp"
 #include "store_impl.hpp"
 #include "task_pool.hpp"
@@ -23,8 +24,10 @@
 #include <cstring>
 #include <deque>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace cdc::store {
 
@@ -44,6 +47,16 @@ constexpr std::size_t kSegments = 4;
 // New chunks per compression task (raw bytes).
 constexpr std::size_t kCompressGroup = std::size_t{1} << 20;
 constexpr std::size_t kDigestBatch = 64;
+// Chunk ids per index lookup statement (put_file): one statement for many
+// ids saves SQLite's per-statement bind/step/reset, which cost more than the
+// B-tree seek itself when each chunk had a statement of its own.
+constexpr int kLookupBatch = 64;
+
+std::string lookup_sql() {
+    std::string sql = "SELECT id FROM chunks WHERE id IN (?1";
+    for (int i = 2; i <= kLookupBatch; ++i) sql += fmt::format(",?{}", i);
+    return sql + ")";
+}
 
 std::uint64_t flush_bytes() {
     static const std::uint64_t v = [] {
@@ -122,6 +135,9 @@ struct Writer::Impl {
     std::shared_ptr<const CutFinder> finder;
     int level;
     Stmt has_chunk;
+    Stmt has_chunks;  // lookup_sql()
+    std::vector<ChunkId> lookup_ask;  // store_segment's, kept to reuse their memory
+    std::unordered_set<ChunkId, IdHash> lookup_found;
     std::unordered_map<ChunkId, std::uint32_t, IdHash> session;  // put by this writer, not yet indexed
     std::deque<ManifestState> manifests;  // finished ones, then at most one open (back)
     std::vector<std::int64_t> abandoned;  // pending manifest rows to delete at the next flush
@@ -137,6 +153,9 @@ struct Writer::Impl {
     std::deque<Segment*> free_list;
     std::deque<Segment*> busy;
     bool started = false;
+    // put_file's whole-file digests, one message per file (declared after
+    // the segments, manifests and pool: its destructor runs queued callbacks).
+    OrderedHasher whole_hasher;
 
     explicit Impl(const Store::Impl& s)
         : store(s), db(s.db_path(), false), store_lock(s.dir), level(s.info.zstd_level) {
@@ -153,6 +172,7 @@ struct Writer::Impl {
         finder = make_cut_finder(s.info.algorithm, s.chunking_options());
         store_lock.lock(false);
         has_chunk = Stmt(db, "SELECT raw_size FROM chunks WHERE id = ?1");
+        has_chunks = Stmt(db, lookup_sql().c_str());
         packs = std::make_unique<PackAppender>(s.dir, s.info.pack_size);
     }
 
@@ -187,6 +207,17 @@ struct Writer::Impl {
         return r;
     }
 
+    /// Adds to `found` those of `ids` the index holds (not the session's).
+    void indexed(std::span<const ChunkId> ids, std::unordered_set<ChunkId, IdHash>& found) {
+        for (std::size_t i = 0; i < ids.size(); i += kLookupBatch) {
+            const std::size_t n = std::min<std::size_t>(kLookupBatch, ids.size() - i);
+            for (std::size_t k = 0; k < std::size_t{kLookupBatch}; ++k)  // a short batch repeats its last id
+                has_chunks.bind(static_cast<int>(k) + 1, std::span<const std::uint8_t>(ids[i + std::min(k, n - 1)]));
+            while (has_chunks.step()) found.insert(to_id(has_chunks.blob(0), "a chunk row"));
+            has_chunks.reset();
+        }
+    }
+
     // ---------------------------------------------------------------- manifests
 
     void begin(const FileMeta& meta) {
@@ -218,12 +249,13 @@ struct Writer::Impl {
         }
     }
 
-    void finish(const ChunkId& digest, std::uint64_t size) {
+    /// Without a digest, put_file's whole_hasher delivers it (flush waits for that).
+    void finish(std::optional<ChunkId> digest, std::uint64_t size) {
         ManifestState& m = open_manifest("finish_manifest");
         if (size != m.size)
             throw DamageError(fmt::format("manifest '{}': size {} is not the sum of its chunks' sizes ({})",
                                           m.meta.name, size, m.size));
-        m.digest = digest;
+        if (digest) m.digest = *digest;
         m.finished = true;
         if (!m.current.empty()) {
             pending_refs += m.current.size() / 32;
@@ -258,6 +290,7 @@ struct Writer::Impl {
     /// docs/STORE.md, "Durability": packs first, then one transaction.
     void flush() {
         if (pool) pool->drain();
+        whole_hasher.wait_idle();  // every finished file's digest delivered
         totals.stored_bytes += stored_counter.exchange(0);
         auto [sizes, rows] = packs->sync();
         bool work = !sizes.empty() || !rows.empty() || !abandoned.empty();
@@ -424,7 +457,7 @@ struct Writer::Impl {
     bool any_busy_done();
     void fill(Segment& seg, const Segment* prev, Reader& reader, const std::string& name);
     void submit_hashing(Segment& seg, TaskPool& workers);
-    void store_segment(Segment& seg, ManifestState& m, Hasher& whole, PutStats& file, TaskPool& workers);
+    void store_segment(Segment& seg, ManifestState& m, PutStats& file, TaskPool& workers);
 };
 
 Segment* Writer::Impl::take_segment(TaskPool& workers) {
@@ -520,23 +553,33 @@ void Writer::Impl::submit_hashing(Segment& seg, TaskPool& workers) {
     }
 }
 
-void Writer::Impl::store_segment(Segment& seg, ManifestState& m, Hasher& whole, PutStats& file, TaskPool& workers) {
-    whole.update({seg.data.get(), seg.chunk_bytes});
-    // Look the chunks up (one read snapshot per segment) and queue the new ones.
+void Writer::Impl::store_segment(Segment& seg, ManifestState& m, PutStats& file, TaskPool& workers) {
+    // Look the chunks this writer did not put up in the index (one read
+    // snapshot, kLookupBatch ids a statement), then list them all and queue
+    // the new ones.
     std::vector<std::size_t> fresh;
     {
+        std::vector<ChunkId>& ask = lookup_ask;
+        std::unordered_set<ChunkId, IdHash>& found = lookup_found;
+        ask.clear();
+        found.clear();
+        for (const Digest& d : seg.digests) {
+            const ChunkId id = id_of(d);
+            if (!session.contains(id)) ask.push_back(id);
+        }
         Transaction read(db, false);
+        indexed(ask, found);
+        read.commit();
         for (std::size_t i = 0; i < seg.lengths.size(); ++i) {
             const ChunkId id = id_of(seg.digests[i]);
             add_ref(m, id, seg.lengths[i]);
-            if (!known(id)) {
+            if (!session.contains(id) && !found.contains(id)) {
                 session.emplace(id, seg.lengths[i]);
                 fresh.push_back(i);
                 file.new_bytes += seg.lengths[i];
                 unflushed_new += seg.lengths[i];
             }
         }
-        read.commit();
     }
     file.bytes += seg.chunk_bytes;
     file.chunks += seg.lengths.size();
@@ -559,10 +602,18 @@ void Writer::Impl::store_segment(Segment& seg, ManifestState& m, Hasher& whole, 
         group_ids.back().push_back(id_of(seg.digests[i]));
         group_bytes += seg.lengths[i];
     }
-    seg.tasks_left.store(static_cast<int>(groups.size()));
+    // The compression tasks and the whole-file hasher hold the segment.
+    seg.tasks_left.store(static_cast<int>(groups.size()) + 1);
     {
         std::lock_guard lock(qm);
         busy.push_back(&seg);
+    }
+    {
+        Segment* sp = &seg;
+        whole_hasher.update({seg.data.get(), seg.chunk_bytes}, [sp, &workers] {
+            sp->tasks_left.fetch_sub(1);
+            workers.notify();
+        });
     }
     for (std::size_t g = 0; g < groups.size(); ++g) {
         Segment* sp = &seg;
@@ -605,15 +656,15 @@ PutStats Writer::Impl::put_file(const FileMeta& meta, Source source, const Progr
             free_list.push_back(&sg);
         }
     }
-    Hasher whole(DigestKind::blake3);
     ManifestState& m = manifests.back();
     auto maybe_flush_between_segments = [&] {
         if (std::max(packs->unsynced_bytes(), unflushed_new) >= flush_bytes() || pending_refs >= kFlushRefs) flush();
     };
 
     // The first segment is read here: a file that fits in it (most files of
-    // a tree) is cut and hashed on this thread, with no hand-over; only its
-    // compression goes to the pool, and the next file does not wait for it.
+    // a tree) is cut and its chunks hashed on this thread, with no hand-over;
+    // its compression goes to the pool and its whole-file digest to the
+    // hasher thread, and the next file does not wait for either.
     std::thread reader_thread;
     std::deque<Segment*> ready;  // cut, hashing queued (guarded by qm)
     bool reader_done = false, stop = false;
@@ -637,7 +688,7 @@ PutStats Writer::Impl::put_file(const FileMeta& meta, Source source, const Progr
         }
         if (first->eof && first->chunk_bytes == first->size) {
             hash_range(*first, 0, first->lengths.size(), 0);
-            store_segment(*first, m, whole, file, workers);
+            store_segment(*first, m, file, workers);
             maybe_flush_between_segments();
         } else {
             // A larger file: the reader thread reads and cuts the next
@@ -705,7 +756,7 @@ PutStats Writer::Impl::put_file(const FileMeta& meta, Source source, const Progr
                 }
                 if (done) break;
                 if (!seg) continue;
-                store_segment(*seg, m, whole, file, workers);
+                store_segment(*seg, m, file, workers);
                 maybe_flush_between_segments();
                 ticker.tick([&](Progress& pr) {
                     pr.bytes_done = file.bytes;
@@ -721,6 +772,7 @@ PutStats Writer::Impl::put_file(const FileMeta& meta, Source source, const Progr
             workers.drain();
         } catch (...) {
         }
+        whole_hasher.end_message({});  // drops this file's digest; the next file's starts afresh
         {
             // Segments cut but not stored go back to the free list.
             std::lock_guard lock(qm);
@@ -736,8 +788,10 @@ PutStats Writer::Impl::put_file(const FileMeta& meta, Source source, const Progr
     totals.chunks += file.chunks;
     totals.new_chunks += file.new_chunks;
     totals.new_bytes += file.new_bytes;
-    const Digest d = whole.finish();
-    finish(id_of(d), file.bytes);
+    // The digest arrives once the hasher is through this file; the manifest
+    // (in a deque: it stays put) is written at a flush, which waits for it.
+    whole_hasher.end_message([mp = &m](const Digest& d) { mp->digest = id_of(d); });
+    finish(std::nullopt, file.bytes);
     return file;
 }
 

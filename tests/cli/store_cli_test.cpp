@@ -16,6 +16,9 @@
 #include <thread>
 
 #include <csignal>
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -32,6 +35,12 @@ std::map<std::string, std::uint64_t> names_in(const std::string& dir) {
     std::map<std::string, std::uint64_t> out;
     for (const auto& m : json_of(run_tool({"store", "ls", dir, "--json"}))) out[m["name"]] = m["size"];
     return out;
+}
+
+/// Everything readable from `p` (a FIFO: no seeking).
+std::vector<std::uint8_t> read_stream(const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
 TEST(StoreCli, FilesTreesStdinAndJson) {
@@ -80,6 +89,17 @@ TEST(StoreCli, FilesTreesStdinAndJson) {
     EXPECT_EQ(test::read_bytes(tmp.path() / "outdir/b.bin"), b);
     EXPECT_EQ(fs::status(tmp.path() / "outdir/b.bin").permissions() & fs::perms::all,
               fs::status(tmp.path() / "tree/b.bin").permissions() & fs::perms::all);
+    // get into a FIFO (like /dev/null or /dev/stdout: not a file to replace):
+    // written as a stream; the FIFO stays a FIFO.
+    const auto fifo = tmp.path() / "fifo";
+    ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
+    std::vector<std::uint8_t> piped;
+    std::thread drain([&] { piped = read_stream(fifo); });
+    r = run_tool({"store", "get", dir, "x/a.bin", "-o", fifo.string()});
+    drain.join();
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(piped, a);
+    EXPECT_EQ(fs::status(fifo).type(), fs::file_type::fifo);
     // unknown name: usage error; ls --json; stats --json; rm; verify
     r = run_tool({"store", "get", dir, "nope", "-o", (tmp.path() / "n").string()});
     EXPECT_EQ(r.exit_code, 2);

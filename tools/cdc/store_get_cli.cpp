@@ -6,11 +6,26 @@
 #include <chrono>
 #include <filesystem>
 
+#include <cerrno>
+#include <cstring>
+
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace cdc::cli {
 
 namespace {
+
+// OUT that is not a file to replace: a device or FIFO (/dev/null, a pipe),
+// or a path under /dev or /proc (/dev/stdout is a link to /proc/self/fd/1:
+// renaming a temporary file over it would replace the link, not write to
+// standard output). Such an OUT is written as a stream, like -o -.
+bool is_stream_path(const std::string& out) {
+    if (out.starts_with("/dev/") || out.starts_with("/proc/")) return true;
+    struct stat st {};
+    return ::stat(out.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
+}
 
 struct GetArgs {
     std::string dir;
@@ -41,6 +56,16 @@ int run_get(const GetArgs& a) {
         };
     if (out == "-") {
         s.get(a.name, STDOUT_FILENO, o);
+    } else if (is_stream_path(out)) {
+        const int fd = ::open(out.c_str(), O_WRONLY | O_CLOEXEC);
+        if (fd < 0) throw store::StoreError(fmt::format("cannot open '{}' for writing: {}", out, std::strerror(errno)));
+        try {
+            s.get(a.name, fd, o);
+        } catch (...) {
+            ::close(fd);
+            throw;
+        }
+        if (::close(fd) != 0) throw store::StoreError(fmt::format("closing '{}': {}", out, std::strerror(errno)));
     } else {
         s.get(a.name, std::filesystem::path(out), o);
     }
@@ -55,7 +80,8 @@ void add_store_get(CLI::App& st, int& exit_code) {
     c->add_option("DIR", a->dir, "the store's directory")->required();
     c->add_option("NAME", a->name, "the stored name")->required();
     c->add_option("-o,--output", a->out,
-                  "OUT: a file (replaced), a directory (NAME's last component inside it) or - for standard output "
+                  "OUT: a file (replaced), a directory (NAME's last component inside it), - for standard output, "
+                  "or a device, FIFO or path under /dev or /proc (written as a stream, like -) "
                   "(default: NAME's last component here, which must not exist)");
     c->add_flag("--no-metadata", a->no_metadata, "do not restore the mode and mtime");
     c->add_flag("-q,--quiet", a->quiet, "no progress line");
