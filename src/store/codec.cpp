@@ -3,7 +3,10 @@
 #include <fmt/format.h>
 #include <zstd.h>
 
+#include <memory>
 #include <new>
+#include <stdexcept>
+#include <string>
 
 namespace cdc::store::detail {
 
@@ -24,6 +27,23 @@ Codec Compressor::compress(std::span<const std::byte> raw, std::vector<std::byte
     if (ZSTD_isError(n) || n >= raw.size()) return Codec::raw;
     out.resize(n);
     return Codec::zstd;
+}
+
+void Compressor::compress_frame(std::span<const std::byte> raw, std::vector<std::byte>& out) {
+    out.resize(ZSTD_compressBound(raw.size()));
+    const std::size_t n = ZSTD_compress2(ctx_, out.data(), out.size(), raw.data(), raw.size());
+    if (ZSTD_isError(n)) throw std::runtime_error(std::string("zstd: ").append(ZSTD_getErrorName(n)));
+    out.resize(n);
+}
+
+Compressor& thread_compressor(int level) {
+    thread_local std::unique_ptr<Compressor> c;
+    thread_local int c_level = -1;
+    if (!c || c_level != level) {
+        c = std::make_unique<Compressor>(level);
+        c_level = level;
+    }
+    return *c;
 }
 
 Decompressor::Decompressor() : ctx_(ZSTD_createDCtx()) {

@@ -24,11 +24,20 @@ public:
     /// Compresses `raw` into out (resized); returns Codec::zstd, or Codec::raw
     /// (out untouched) when the frame would not be smaller or level is 0.
     Codec compress(std::span<const std::byte> raw, std::vector<std::byte>& out);
+    /// Always a zstd frame (content size declared, no checksum), even when it
+    /// is not smaller than `raw`: what a push client sends, so that the server
+    /// stores what it receives without compressing it again. Throws on a zstd
+    /// error.
+    void compress_frame(std::span<const std::byte> raw, std::vector<std::byte>& out);
 
 private:
     ZSTD_CCtx_s* ctx_ = nullptr;
     int level_;
 };
+
+/// This thread's compressor at `level` (a zstd context is costly to create
+/// and cannot be shared between threads); remade when the level changes.
+Compressor& thread_compressor(int level);
 
 class Decompressor {
 public:

@@ -69,16 +69,6 @@ std::uint64_t flush_bytes() {
     return v;
 }
 
-Compressor& thread_compressor(int level) {
-    thread_local std::unique_ptr<Compressor> c;
-    thread_local int c_level = -1;
-    if (!c || c_level != level) {
-        c = std::make_unique<Compressor>(level);
-        c_level = level;
-    }
-    return *c;
-}
-
 class SpanReader final : public Reader {
 public:
     explicit SpanReader(std::span<const std::byte> data) : data_(data) {}

@@ -7,13 +7,13 @@
 #include "client_api.hpp"
 #include "progress.hpp"
 
+#include "../store/codec.hpp"
 #include "../store/task_pool.hpp"
 
 #include <cdc/digest.hpp>
 #include <cdc/error.hpp>
 
 #include <fmt/format.h>
-#include <zstd.h>
 
 #include <atomic>
 #include <cerrno>
@@ -35,43 +35,6 @@ namespace {
 constexpr std::size_t kListsInFlight = 2;
 // Raw bytes of wanted chunks per compression task.
 constexpr std::size_t kCompressGroup = std::size_t{1} << 20;
-
-// zstd frames at the store's level, kept even when not smaller than the
-// raw bytes (the server then stores the chunk raw): the server stores what
-// it receives without compressing it again, which a chunk sent raw would cost
-// it. The frame declares its content size and has no checksum (the store's
-// Decompressor wants the size; the BLAKE3 id checks the bytes).
-class FrameCompressor {
-public:
-    explicit FrameCompressor(int level) : ctx_(ZSTD_createCCtx()) {
-        if (!ctx_) throw std::bad_alloc();
-        ZSTD_CCtx_setParameter(ctx_, ZSTD_c_compressionLevel, level);
-        ZSTD_CCtx_setParameter(ctx_, ZSTD_c_checksumFlag, 0);
-        ZSTD_CCtx_setParameter(ctx_, ZSTD_c_contentSizeFlag, 1);
-    }
-    ~FrameCompressor() { ZSTD_freeCCtx(ctx_); }
-    FrameCompressor(const FrameCompressor&) = delete;
-    FrameCompressor& operator=(const FrameCompressor&) = delete;
-    void compress(std::span<const std::byte> raw, std::vector<std::byte>& out) {
-        out.resize(ZSTD_compressBound(raw.size()));
-        const std::size_t n = ZSTD_compress2(ctx_, out.data(), out.size(), raw.data(), raw.size());
-        if (ZSTD_isError(n)) throw std::runtime_error(std::string("zstd: ").append(ZSTD_getErrorName(n)));
-        out.resize(n);
-    }
-
-private:
-    ZSTD_CCtx* ctx_;
-};
-
-FrameCompressor& thread_compressor(int level) {
-    thread_local std::unique_ptr<FrameCompressor> c;
-    thread_local int c_level = -1;
-    if (!c || c_level != level) {
-        c = std::make_unique<FrameCompressor>(level);
-        c_level = level;
-    }
-    return *c;
-}
 
 std::int64_t now_ns() {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
@@ -203,7 +166,7 @@ private:
                 for (std::size_t k = begin; k < end; ++k) {
                     Item& it = items[k];
                     const std::span<const std::byte> raw(g.bytes.data() + g.starts[it.index], g.lengths[it.index]);
-                    thread_compressor(level).compress(raw, it.frame);
+                    store::detail::thread_compressor(level).compress_frame(raw, it.frame);
                 }
                 left.fetch_sub(1);
             });
