@@ -94,14 +94,9 @@ Measure cut_all(const CutFinder& finder, const std::uint8_t* buf, std::size_t si
     return m;
 }
 
-int run(const SpeedArgs& args) {
-    const Options base = args.profile.options();
-    const DigestKind digest = parse_digest_kind(args.digest);
-    const KernelLevel level = parse_kernel_level(args.kernel);
-    const std::uint64_t size64 = tools::parse_size(args.size, "--size", 1, std::numeric_limits<std::uint64_t>::max());
-    tools::check_fits_in_memory(size64, "--size", args.size);  // the buffer is allocated whole
-    if (args.data != "random" && args.data != "text" && args.data != "zeros")
-        throw UsageError(fmt::format("--data = '{}' is invalid: must be random, text or zeros", args.data));
+// The names to measure: the list given, or with "all" every content-defined
+// name, kfastcdc with a fixed key when none was given.
+std::vector<AlgorithmSpec> speed_runs(const SpeedArgs& args, const Options& base) {
     auto runs = parse_algorithm_list(args.algorithms, base, true);
     if (args.algorithms == "all") {
         // fixed-v1.0.0 does no content-defined work: nothing to measure.
@@ -116,52 +111,52 @@ int run(const SpeedArgs& args) {
         auto it = std::find_if(runs.begin(), runs.end(), [](const AlgorithmSpec& r) { return r.name == "fastcdc-v1.0.0"; });
         runs.insert(it == runs.end() ? runs.end() : it, AlgorithmSpec{"kfastcdc", keyed});
     }
+    return runs;
+}
 
-    const auto size = static_cast<std::size_t>(size64);
-    std::vector<std::uint8_t> buf(size);
-    if (args.data == "random") fill_splitmix64(buf, 1);
-    else if (args.data == "text") fill_text(buf, 1);
-
-    double best_base = 1e300;
-    std::uint64_t base_sum = 0;
-    for (unsigned r = 0; r < args.runs + 1; ++r) {  // one warm-up pass
+// The memory-read baseline: MB/s of summing the buffer's words (best of
+// `runs` after a warm-up pass); `checksum` keeps the sums alive.
+double memory_baseline(const std::vector<std::uint8_t>& buf, unsigned runs, std::uint64_t& checksum) {
+    double best = 1e300;
+    for (unsigned r = 0; r < runs + 1; ++r) {  // one warm-up pass
         const auto t0 = Clock::now();
-        base_sum += sum_words(buf.data(), size);
-        if (r > 0) best_base = std::min(best_base, seconds_since(t0));
+        checksum += sum_words(buf.data(), buf.size());
+        if (r > 0) best = std::min(best, seconds_since(t0));
     }
-    const double baseline = static_cast<double>(size) / 1e6 / best_base;
+    return static_cast<double>(buf.size()) / 1e6 / best;
+}
 
-    struct Row {
-        std::string name;
-        KernelLevel used;
-        double mb_s;
-        double scalar_mb_s;  // the scalar reference, measured side by side
-        std::uint64_t chunks;
-    };
-    std::vector<Row> rows;
-    for (const auto& r : runs) {
-        auto finder = make_cut_finder(r.name, r.options, level);
-        // The scalar reference's runs alternate with the kernel's, so that a
-        // slow spell of the machine does not fall on one of them only.
-        auto scalar = finder->kernel_level() == KernelLevel::scalar
-                          ? finder
-                          : make_cut_finder(r.name, r.options, KernelLevel::scalar);
-        Measure best{1e300, 0};
-        Measure best_scalar{1e300, 0};
-        for (unsigned k = 0; k < args.runs; ++k) {
-            const Measure m = cut_all(*finder, buf.data(), size, digest);
-            if (m.seconds < best.seconds) best = m;
-            if (scalar == finder) continue;
-            const Measure s = cut_all(*scalar, buf.data(), size, digest);
-            if (s.seconds < best_scalar.seconds) best_scalar = s;
-        }
-        if (scalar == finder) best_scalar = best;
-        const auto mb_s = [size](const Measure& m) { return static_cast<double>(size) / 1e6 / m.seconds; };
-        rows.push_back({r.name, finder->kernel_level(), mb_s(best), mb_s(best_scalar), best.chunks});
-        if (!args.json && stderr_is_tty()) fmt::print(stderr, "\r{} done\x1b[K", r.name);
+struct SpeedRow {
+    std::string name;
+    KernelLevel used;
+    double mb_s;
+    double scalar_mb_s;  // the scalar reference, measured side by side
+    std::uint64_t chunks;
+};
+
+// One name: the kernel at `level` and the scalar reference, their runs
+// alternating so that a slow spell of the machine does not fall on one only.
+SpeedRow measure(const AlgorithmSpec& r, KernelLevel level, const std::vector<std::uint8_t>& buf, DigestKind digest,
+                 unsigned runs) {
+    auto finder = make_cut_finder(r.name, r.options, level);
+    auto scalar =
+        finder->kernel_level() == KernelLevel::scalar ? finder : make_cut_finder(r.name, r.options, KernelLevel::scalar);
+    Measure best{1e300, 0};
+    Measure best_scalar{1e300, 0};
+    for (unsigned k = 0; k < runs; ++k) {
+        const Measure m = cut_all(*finder, buf.data(), buf.size(), digest);
+        if (m.seconds < best.seconds) best = m;
+        if (scalar == finder) continue;
+        const Measure s = cut_all(*scalar, buf.data(), buf.size(), digest);
+        if (s.seconds < best_scalar.seconds) best_scalar = s;
     }
-    if (!args.json && stderr_is_tty()) fmt::print(stderr, "\r\x1b[K");
+    if (scalar == finder) best_scalar = best;
+    const auto mb_s = [&buf](const Measure& m) { return static_cast<double>(buf.size()) / 1e6 / m.seconds; };
+    return {r.name, finder->kernel_level(), mb_s(best), mb_s(best_scalar), best.chunks};
+}
 
+void print_rows(const SpeedArgs& args, const std::vector<SpeedRow>& rows, double baseline, std::size_t size,
+                std::uint64_t checksum) {
     if (args.json) {
         nlohmann::json results = nlohmann::json::array();
         for (const auto& row : rows)
@@ -173,19 +168,45 @@ int run(const SpeedArgs& args) {
                                {"relative_to_scalar", row.mb_s / row.scalar_mb_s},
                                {"kernel", to_string(row.used)}});
         nlohmann::json out = {{"baseline_mb_s", baseline}, {"results", results},   {"bytes", size},
-                              {"data", args.data},         {"digest", args.digest}, {"checksum", base_sum & 0xFF}};
+                              {"data", args.data},         {"digest", args.digest}, {"checksum", checksum & 0xFF}};
         fmt::print("{}\n", out.dump(2));
-    } else {
-        fmt::print("{} of {} data in memory, digest {}, best of {} run(s); MB = 10^6 bytes; X SCALAR: against the "
-                   "scalar reference, measured side by side\n",
-                   tools::format_size(static_cast<double>(size)), args.data, args.digest, args.runs);
-        fmt::print("{:<18} {:<7} {:>10} {:>10} {:>9} {:>9}\n", "ALGORITHM", "KERNEL", "MB/S", "CHUNKS", "BASELINE",
-                   "X SCALAR");
-        fmt::print("{:<18} {:<7} {:>10.0f} {:>10} {:>8.1f}% {:>9}\n", "memory-read", "-", baseline, "-", 100.0, "-");
-        for (const auto& row : rows)
-            fmt::print("{:<18} {:<7} {:>10.0f} {:>10} {:>8.1f}% {:>8.2f}x\n", row.name, to_string(row.used), row.mb_s,
-                       row.chunks, 100.0 * row.mb_s / baseline, row.mb_s / row.scalar_mb_s);
+        return;
     }
+    fmt::print("{} of {} data in memory, digest {}, best of {} run(s); MB = 10^6 bytes; X SCALAR: against the "
+               "scalar reference, measured side by side\n",
+               tools::format_size(static_cast<double>(size)), args.data, args.digest, args.runs);
+    fmt::print("{:<18} {:<7} {:>10} {:>10} {:>9} {:>9}\n", "ALGORITHM", "KERNEL", "MB/S", "CHUNKS", "BASELINE",
+               "X SCALAR");
+    fmt::print("{:<18} {:<7} {:>10.0f} {:>10} {:>8.1f}% {:>9}\n", "memory-read", "-", baseline, "-", 100.0, "-");
+    for (const auto& row : rows)
+        fmt::print("{:<18} {:<7} {:>10.0f} {:>10} {:>8.1f}% {:>8.2f}x\n", row.name, to_string(row.used), row.mb_s,
+                   row.chunks, 100.0 * row.mb_s / baseline, row.mb_s / row.scalar_mb_s);
+}
+
+int run(const SpeedArgs& args) {
+    const Options base = args.profile.options();
+    const DigestKind digest = parse_digest_kind(args.digest);
+    const KernelLevel level = parse_kernel_level(args.kernel);
+    const std::uint64_t size64 = tools::parse_size(args.size, "--size", 1, std::numeric_limits<std::uint64_t>::max());
+    tools::check_fits_in_memory(size64, "--size", args.size);  // the buffer is allocated whole
+    if (args.data != "random" && args.data != "text" && args.data != "zeros")
+        throw UsageError(fmt::format("--data = '{}' is invalid: must be random, text or zeros", args.data));
+    const auto runs = speed_runs(args, base);
+
+    const auto size = static_cast<std::size_t>(size64);
+    std::vector<std::uint8_t> buf(size);
+    if (args.data == "random") fill_splitmix64(buf, 1);
+    else if (args.data == "text") fill_text(buf, 1);
+
+    std::uint64_t checksum = 0;
+    const double baseline = memory_baseline(buf, args.runs, checksum);
+    std::vector<SpeedRow> rows;
+    for (const auto& r : runs) {
+        rows.push_back(measure(r, level, buf, digest, args.runs));
+        if (!args.json && stderr_is_tty()) fmt::print(stderr, "\r{} done\x1b[K", r.name);
+    }
+    if (!args.json && stderr_is_tty()) fmt::print(stderr, "\r\x1b[K");
+    print_rows(args, rows, baseline, size, checksum);
     finish_stdout();
     return kExitOk;
 }
