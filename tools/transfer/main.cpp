@@ -9,22 +9,8 @@
 
 #include <string_view>
 
-#if defined(__GLIBC__)
-#include <malloc.h>
-#endif
-
 int main(int argc, char** argv) {
     using namespace cdc::cli;
-#if defined(__GLIBC__)
-    // Flat memory (docs/TRANSFER.md): the messages and buffers of a transfer
-    // are ~1 MiB, allocated on gRPC's threads and freed on others. glibc
-    // raises its mmap threshold to the largest block freed (up to 32 MiB), so
-    // after the first such free every later 1 MiB buffer came from an arena
-    // and the arenas kept what was freed: 4 GiB pulls peaked at 60-98 MB,
-    // 83 MB for 1 GiB. A fixed threshold (which also stops the raising) gives
-    // large blocks back at once (docs/BENCHMARKS.md, "Chunked transfer").
-    mallopt(M_MMAP_THRESHOLD, 128 * 1024);
-#endif
     CLI::App app{"cdc — transfer files to and from a chunk store server over gRPC, sending only missing chunks.\n",
                  "cdc"};
     app.footer(kExitCodesHelp);
