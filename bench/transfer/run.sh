@@ -10,7 +10,9 @@
 #      order): `cdc push` vs rsync to a local rsync daemon, with and without
 #      -z: bytes on the wire for days 2..10 and wall time;
 #   4. memory: `cdc bench transfer` (one huge message vs chunks; push and
-#      pull of --big).
+#      pull of --big), then push and pull of a BIG file of `cdc gen
+#      splitmix64` data, each against a fresh server: client peak RSS from
+#      /usr/bin/time (%M), server peak from its /proc/PID/status (VmHWM).
 #
 #   bench/transfer/run.sh [WORK_DIR] [VERSIONS_DIR] [SIZE_MB] [BIG]
 #
@@ -19,7 +21,10 @@
 # GB); SIZE_MB (default 1024) the file of steps 1-2 (half text, half random in
 # 1 MiB blocks); BIG (default 4G) the file of step 4 (0: skip). Needs rsync
 # (scripts/install-deps.sh --peers). Prints markdown tables; the raw figures
-# go to WORK_DIR/results.jsonl.
+# go to WORK_DIR/results.jsonl. STEPS (default "new versions memory") picks
+# the steps; ROUNDS (default 3) the rounds of steps 1-2. CPU times are user +
+# system of the client (wait4) and of the server (/proc/PID/stat, with its
+# reaped children: the rsync daemon forks one per connection).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 work="${1:-/tmp/cdc-transfer-bench}"
@@ -27,10 +32,12 @@ versions="${2:-/tmp/cdc-versions}"
 size_mb="${3:-1024}"
 big="${4:-4G}"
 rounds="${ROUNDS:-3}"
+steps=" ${STEPS:-new versions memory} "
+has_step() { [[ "$steps" == *" $1 "* ]]; }
 cdc="$(realpath "${CDC:-build/cdc}")"
 [[ -x "$cdc" ]] || { echo "run.sh: no cdc at $cdc (scripts/build.sh release)" >&2; exit 2; }
 command -v rsync >/dev/null || { echo "run.sh: rsync is missing (scripts/install-deps.sh --peers)" >&2; exit 2; }
-python3 bench/store/make_versions.py "$versions" 10 300 1
+has_step versions && python3 bench/store/make_versions.py "$versions" 10 300 1
 mkdir -p "$work"
 results="$work/results.jsonl"
 : > "$results"
@@ -40,7 +47,7 @@ trap cleanup EXIT
 
 # The file of steps 1-2: deterministic, half text (compresses ~3x), half random.
 input="$work/input-${size_mb}M.bin"
-if [[ ! -s "$input" ]]; then
+if has_step new && [[ ! -s "$input" ]]; then
   python3 - "$input" "$size_mb" <<'EOF'
 import random, sys
 path, mb = sys.argv[1], int(sys.argv[2])
@@ -58,7 +65,9 @@ with open(path, "wb") as f:
 EOF
 fi
 
-cpu_of() { awk '{ printf "%.2f", ($14 + $15) / 100 }' "/proc/$1/stat"; }
+# user + system CPU of a process and its reaped children (the name has no space).
+cpu_of() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%.2f", ($14 + $15 + $16 + $17) / hz }' "/proc/$1/stat"; }
+peak_kb_of() { awk '/^VmHWM:/ { print $2 }' "/proc/$1/status"; }
 # serve STORE: starts cdc serve on a free port; sets $port and $server.
 serve() {
   rm -f "$work/port"
@@ -79,6 +88,8 @@ timed() {
     || { echo "run.sh: $step failed:" >&2; cat "$work/err" >&2; exit 1; }
   local wall user sys rss scpu=0
   read -r wall user sys rss < "$work/time"
+  # A daemon reaps its forked child asynchronously: give it a moment.
+  [[ -n "$s0" && "$kind" == rsync* ]] && sleep 0.3
   [[ -n "$s0" ]] && scpu=$(awk -v a="$(cpu_of "$server")" -v b="$s0" 'BEGIN { printf "%.2f", a - b }')
   local out
   out=$(tr -d '\n' < "$work/out")
@@ -87,7 +98,9 @@ timed() {
     "$step" "$kind" "$wall" "$(awk -v u="$user" -v s="$sys" 'BEGIN { printf "%.2f", u + s }')" "$scpu" "$rss" "$out" >> "$results"
 }
 
-cat "$input" "$versions"/day*.tar > /dev/null  # warm page cache
+size=0
+if has_step new; then
+cat "$input" > /dev/null  # warm page cache
 size=$(stat -c %s "$input")
 
 # ---- 1 + 2: new and unchanged data
@@ -109,8 +122,11 @@ for r in $(seq "$rounds"); do
   timed "pull" "store get" "$cdc" store get "$work/local" f -o "$work/got" -q
   rm -f "$work/pulled" "$work/got"
 done
+fi
 
 # ---- 3: the versions corpus, pushed in order vs rsync to a daemon
+if has_step versions; then
+cat "$versions"/day*.tar > /dev/null  # warm page cache
 rm -rf "$work/vstore" "$work/rsync" "$work/rsync-z"
 "$cdc" store init "$work/vstore" > /dev/null
 mkdir -p "$work/rsync/plain" "$work/rsync/z"
@@ -132,20 +148,44 @@ rsyncd=$!
 servers+=("$rsyncd")
 sleep 1
 serve "$work/vstore"
+vserver=$server
 for tar in "$versions"/day*.tar; do
   day=$(basename "$tar" .tar)
+  server=$vserver
   timed "versions:$day" "push" "$cdc" push --to "127.0.0.1:$port" "$tar" --name current.tar --json -q
+  server=$rsyncd
   timed "versions:$day" "rsync" rsync --stats "$tar" "rsync://127.0.0.1:$rport/plain/current.tar"
   grep -E "Total bytes (sent|received)" "$work/out" | awk -v d="$day" '{ gsub(",", "", $4); gsub(":", "", $3); printf "{\"step\":\"versions:%s\",\"kind\":\"rsync bytes\",\"%s\":%s}\n", d, $3, $4 }' >> "$results"
   timed "versions:$day" "rsync -z" rsync -z --stats "$tar" "rsync://127.0.0.1:$rport/z/current.tar"
   grep -E "Total bytes (sent|received)" "$work/out" | awk -v d="$day" '{ gsub(",", "", $4); gsub(":", "", $3); printf "{\"step\":\"versions:%s\",\"kind\":\"rsync -z bytes\",\"%s\":%s}\n", d, $3, $4 }' >> "$results"
 done
+server=$vserver
 stop
 kill "$rsyncd"; wait "$rsyncd" 2>/dev/null || true
+rm -rf "$work/vstore" "$work/rsync"
+fi
 
 # ---- 4: memory
-if [[ "$big" != "0" ]]; then
+if has_step memory && [[ "$big" != "0" ]]; then
   "$cdc" bench transfer --size 200M --big "$big" --dir "$work/bench" --json --plot "$work" > "$work/bench-transfer.json"
+  rm -rf "$work/bench"
+  # The same with /usr/bin/time and VmHWM, on splitmix64 data (incompressible).
+  bigfile="$work/big.bin"
+  rm -f "$bigfile"
+  "$cdc" gen "splitmix64:1:$(numfmt --from=iec "$big")" -o "$bigfile"
+  bigsize=$(stat -c %s "$bigfile")
+  rm -rf "$work/bigstore" "$work/big-pulled"
+  "$cdc" store init "$work/bigstore" > /dev/null
+  serve "$work/bigstore"
+  timed "big" "push" "$cdc" push --to "127.0.0.1:$port" "$bigfile" --name big --json -q
+  echo "{\"step\":\"big\",\"kind\":\"push server\",\"bytes\":$bigsize,\"server_rss_kb\":$(peak_kb_of "$server")}" >> "$results"
+  stop
+  serve "$work/bigstore"
+  timed "big" "pull" "$cdc" pull --from "127.0.0.1:$port" big -o "$work/big-pulled" --json -q
+  echo "{\"step\":\"big\",\"kind\":\"pull server\",\"bytes\":$bigsize,\"server_rss_kb\":$(peak_kb_of "$server")}" >> "$results"
+  stop
+  cmp "$bigfile" "$work/big-pulled" || { echo "run.sh: the pulled $big file differs" >&2; exit 1; }
+  rm -rf "$bigfile" "$work/big-pulled" "$work/bigstore"
 else
   echo '{"runs":[]}' > "$work/bench-transfer.json"
 fi
