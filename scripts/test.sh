@@ -20,7 +20,7 @@ stage_end "release build + tests"
 echo "== ASan + UBSan build + tests"
 scripts/build.sh asan
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  ctest --test-dir build-asan --output-on-failure -j "$jobs"
+  LSAN_OPTIONS="suppressions=$PWD/scripts/lsan.supp" ctest --test-dir build-asan --output-on-failure -j "$jobs"
 stage_end "ASan + UBSan build + tests"
 
 echo "== fuzz (libFuzzer, ${CDC_FUZZ_SECONDS:-20}s per target)"

@@ -2,16 +2,21 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdlib>
 #include <stdexcept>
+#include <string_view>
 
 #include <fcntl.h>
 #include <grp.h>
+#include <spawn.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+extern char** environ;
 
 namespace cdc::test {
 
@@ -81,6 +86,31 @@ pid_t spawn_tool(const std::vector<std::string>& args, const std::filesystem::pa
     std::vector<char*> argv = tool_argv(args, all);
     const std::string out = log_dir.empty() ? "/dev/null" : (log_dir / "out").string();
     const std::string err = log_dir.empty() ? "/dev/null" : (log_dir / "err").string();
+    if (fsize_limit == 0) {
+        // posix_spawn (vfork-like): the child's peak RSS (wait_exit's rusage)
+        // is the tool's own, not a copy of this test process's before exec.
+        std::vector<std::string> env_strings;
+        for (char** e = environ; *e != nullptr; ++e) {
+            const std::string_view kv(*e);
+            const auto key = kv.substr(0, kv.find('='));
+            if (std::none_of(env.begin(), env.end(), [&](const auto& p) { return p.first == key; }))
+                env_strings.emplace_back(kv);
+        }
+        for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
+        std::vector<char*> envp;
+        for (auto& e : env_strings) envp.push_back(e.data());
+        envp.push_back(nullptr);
+        posix_spawn_file_actions_t fa;
+        posix_spawn_file_actions_init(&fa);
+        posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+        posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        posix_spawn_file_actions_addopen(&fa, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        pid_t pid = -1;
+        const int rc = ::posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), envp.data());
+        posix_spawn_file_actions_destroy(&fa);
+        if (rc != 0) throw std::runtime_error("posix_spawn failed");
+        return pid;
+    }
     const pid_t pid = ::fork();
     if (pid < 0) throw std::runtime_error("fork failed");
     if (pid == 0) {

@@ -123,7 +123,7 @@ void write_whole(const fs::path& path, std::span<const std::byte> data) {
     const fs::path tmp = fs::path(path).concat(".cdc-sample-tmp");
     std::FILE* f = std::fopen(tmp.c_str(), "wb");
     if (!f) throw IoError(fmt::format("cannot write '{}': {}", tmp.string(), std::strerror(errno)));
-    const bool ok = std::fwrite(data.data(), 1, data.size(), f) == data.size();
+    const bool ok = data.empty() || std::fwrite(data.data(), 1, data.size(), f) == data.size();  // (no null to fwrite)
     const bool closed = std::fclose(f) == 0;
     if (!ok || !closed) throw IoError(fmt::format("writing '{}' failed: {}", tmp.string(), std::strerror(errno)));
     if (std::rename(tmp.c_str(), path.c_str()) != 0)
