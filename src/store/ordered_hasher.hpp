@@ -13,6 +13,8 @@
 
 #include <cdc/digest.hpp>
 
+#include <algorithm>
+
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
@@ -21,6 +23,7 @@
 #include <span>
 #include <thread>
 #include <utility>
+#include <vector>
 
 namespace cdc::store::detail {
 
@@ -110,6 +113,72 @@ private:
     bool busy_ = false;
     bool stop_ = false;
     std::thread thread_;
+};
+
+/// An OrderedHasher fed with bytes the caller does not keep: they are copied
+/// into a few blocks of its own (bounded memory: `blocks` x `block_bytes`),
+/// each handed to the hasher thread when full and reused once hashed. For a
+/// pipeline whose buffers are transient (the push server's chunks).
+class CopyingHasher {
+public:
+    explicit CopyingHasher(std::size_t block_bytes = std::size_t{512} << 10, std::size_t blocks = 4)
+        : block_bytes_(block_bytes), blocks_(blocks) {
+        for (std::size_t i = 0; i < blocks; ++i) free_.push_back(i);
+    }
+    CopyingHasher(const CopyingHasher&) = delete;
+    CopyingHasher& operator=(const CopyingHasher&) = delete;
+    ~CopyingHasher() { hasher_.wait_idle(); }  // the blocks outlive their callbacks
+
+    void update(std::span<const std::byte> data) {
+        while (!data.empty()) {
+            if (!filling_) take_block();
+            auto& b = blocks_[current_];
+            const std::size_t n = std::min(data.size(), block_bytes_ - b.size());
+            b.insert(b.end(), data.begin(), data.begin() + static_cast<std::ptrdiff_t>(n));
+            data = data.subspan(n);
+            if (b.size() == block_bytes_) submit();
+        }
+    }
+
+    /// The digest of everything given since the last finish() or reset().
+    Digest finish() {
+        if (filling_) submit();
+        return hasher_.finish();
+    }
+
+    /// Drops what was given (a new message starts).
+    void reset() { (void)finish(); }
+
+private:
+    void take_block() {
+        std::unique_lock lock(mutex_);
+        freed_.wait(lock, [&] { return !free_.empty(); });
+        current_ = free_.back();
+        free_.pop_back();
+        lock.unlock();
+        blocks_[current_].clear();
+        blocks_[current_].reserve(block_bytes_);
+        filling_ = true;
+    }
+
+    void submit() {
+        const std::size_t slot = current_;
+        filling_ = false;
+        hasher_.update(blocks_[slot], [this, slot] {
+            std::lock_guard lock(mutex_);
+            free_.push_back(slot);
+            freed_.notify_one();
+        });
+    }
+
+    std::size_t block_bytes_;
+    std::vector<std::vector<std::byte>> blocks_;  // never resized: a block stays put while hashed
+    std::vector<std::size_t> free_;               // blocks that may be filled (mutex_)
+    std::size_t current_ = 0;                     // the block being filled, if filling_
+    bool filling_ = false;
+    std::mutex mutex_;
+    std::condition_variable freed_;
+    OrderedHasher hasher_;  // last: destroyed first, once its queue is hashed
 };
 
 }  // namespace cdc::store::detail

@@ -70,7 +70,7 @@ void PushSession::start(const v1::FileStart& m) {
     listed_bytes_ = listed_chunks_ = 0;
     file_new_chunks_ = file_new_bytes_ = 0;
     file_unchanged_ = false;
-    whole_ = Hasher(DigestKind::blake3);
+    whole_.reset();
     base_.reset();
     // (Small files are read back in no time: a cursor thread would cost more.)
     if (const auto old = store_.find(name_); old && old->chunks >= kBaseMinChunks) {
