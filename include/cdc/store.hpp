@@ -409,8 +409,12 @@ public:
     /// The same, leaving the decoded bytes in `decoded` (resized to raw_size;
     /// reuse it across calls): a caller that hashes the whole file (the
     /// transfer server) decodes each frame once. (Added for the transfer service.)
+    /// `lacking`: the caller has just found the chunk missing (Store::missing),
+    /// so only this writer's own chunks are checked, not the index again
+    /// (should another writer store it in between, the second record is
+    /// garbage that gc reclaims; the index keeps one).
     ChunkPut put_chunk_compressed(const ChunkId& id, std::uint32_t raw_size, std::span<const std::byte> zstd_frame,
-                                  std::vector<std::byte>& decoded);
+                                  std::vector<std::byte>& decoded, bool lacking = false);
 
     // --- manifests from a chunk list (the transfer service)
     /// Starts a manifest; the chunking recorded is the store's.

@@ -53,6 +53,12 @@ bool ChunkAssembler::add(const v1::ChunkData& c, const store::ChunkId& id, std::
         if (c.offset() != 0)
             throw TransferError(Code::invalid_argument,
                                 fmt::format("chunk {}: its first piece starts at {}", short_id(id), c.offset()));
+        if (c.piece().size() == c.payload_size()) {
+            // The whole payload in one piece (most chunks): no copy, read in place.
+            raw_ = c.raw();
+            view_ = std::as_bytes(std::span(c.piece().data(), c.piece().size()));
+            return true;
+        }
         busy_ = true;
         id_ = id;
         raw_size_ = raw_size;
@@ -72,6 +78,7 @@ bool ChunkAssembler::add(const v1::ChunkData& c, const store::ChunkId& id, std::
     filled_ += c.piece().size();
     if (filled_ < payload_.size()) return false;
     busy_ = false;
+    view_ = payload_;
     return true;
 }
 

@@ -50,7 +50,9 @@ public:
     bool add(const v1::ChunkData& piece, const store::ChunkId& id, std::uint32_t raw_size);
     /// True between the first and the last piece of a chunk.
     bool busy() const noexcept { return busy_; }
-    std::span<const std::byte> payload() const noexcept { return payload_; }
+    /// The completed payload: valid until the next add, and while the piece
+    /// given to the last add lives (a payload in one piece is not copied).
+    std::span<const std::byte> payload() const noexcept { return view_; }
     bool raw() const noexcept { return raw_; }
 
 private:
@@ -60,6 +62,7 @@ private:
     store::ChunkId id_{};
     std::uint32_t raw_size_ = 0;
     std::vector<std::byte> payload_;
+    std::span<const std::byte> view_;
     std::size_t filled_ = 0;
 };
 

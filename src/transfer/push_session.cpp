@@ -224,7 +224,7 @@ void PushSession::complete_chunk(List& list, std::size_t j) {
         put = writer_->put_chunk(last_raw_);
     } else {
         try {
-            put = writer_->put_chunk_compressed(id, list.sizes[j], assembler_.payload(), last_raw_);
+            put = writer_->put_chunk_compressed(id, list.sizes[j], assembler_.payload(), last_raw_, true);
         } catch (const store::DamageError& e) {
             throw TransferError(Code::data_loss, fmt::format("'{}': {} (nothing of the file is committed)", name_,
                                                              e.what()));

@@ -246,6 +246,81 @@ TEST(Store, ManifestsFromChunkListsAndCompressedChunks) {
     EXPECT_THROW(s.read_chunk(unknown, false), store::NotFoundError);
 }
 
+// Single chunks (the transfer server's path) are appended to the pack by
+// the MiB: a file of many of them must be read back whole after commit, none
+// visible before, and `lacking` (the caller just asked Store::missing) skips
+// the index but never this writer's own chunks.
+TEST(Store, SingleChunksBatchedAndLackingSkipsOnlyTheIndex) {
+    test::TempDir tmp;
+    store::InitOptions init;
+    init.pack_size = 1 << 20;  // the batches roll over packs too
+    Store s = Store::init(tmp.path() / "s", init);
+    std::vector<std::vector<std::uint8_t>> pieces;
+    std::vector<store::ChunkId> ids;
+    std::vector<std::uint8_t> whole;
+    for (std::uint64_t i = 0; i < 300; ++i) {  // ~3.6 MB: several batches and packs
+        pieces.push_back(i % 2 ? test::random_bytes(12'000, 100 + i) : test::mixed_bytes(12'000, 100 + i));
+        ids.push_back(store::chunk_id_of(std::as_bytes(std::span(pieces.back()))));
+        whole.insert(whole.end(), pieces.back().begin(), pieces.back().end());
+    }
+    const auto frame_of = [](const std::vector<std::uint8_t>& p) {
+        std::vector<std::uint8_t> f(ZSTD_compressBound(p.size()));
+        f.resize(ZSTD_compress(f.data(), f.size(), p.data(), p.size(), 3));
+        return f;
+    };
+    {
+        Writer w(s);
+        std::vector<std::byte> decoded;
+        for (std::size_t i = 0; i < pieces.size(); ++i) {
+            const auto f = frame_of(pieces[i]);
+            const auto r = w.put_chunk_compressed(ids[i], static_cast<std::uint32_t>(pieces[i].size()),
+                                                  std::as_bytes(std::span(f)), decoded, true);
+            EXPECT_TRUE(r.added);
+            EXPECT_TRUE(std::equal(decoded.begin(), decoded.end(), reinterpret_cast<const std::byte*>(pieces[i].data()),
+                                   reinterpret_cast<const std::byte*>(pieces[i].data() + pieces[i].size())));
+        }
+        // Put again by this writer: known from its own session, even when lacking.
+        const auto f0 = frame_of(pieces[0]);
+        EXPECT_FALSE(w.put_chunk_compressed(ids[0], static_cast<std::uint32_t>(pieces[0].size()),
+                                            std::as_bytes(std::span(f0)), decoded, true)
+                         .added);
+        EXPECT_EQ(s.missing(ids).size(), ids.size());  // nothing indexed before commit
+        w.begin_manifest({"singles", 0644, 1});
+        EXPECT_EQ(w.add_chunks(ids), whole.size());
+        w.finish_manifest(store::chunk_id_of(std::as_bytes(std::span(whole))), whole.size());
+        w.commit();
+    }
+    EXPECT_TRUE(s.missing(ids).empty());
+    EXPECT_EQ(test::get_bytes(s, "singles", tmp), whole);
+    EXPECT_TRUE(s.verify(test::full_check()).ok());
+    const auto before = s.stats();
+    EXPECT_EQ(before.chunks, ids.size());
+    EXPECT_EQ(before.garbage_bytes, 0u);
+    {
+        // A second writer told `lacking` for an indexed chunk stores it again:
+        // the index keeps one record, the other is garbage that gc reclaims.
+        Writer w(s);
+        std::vector<std::byte> decoded;
+        const auto f = frame_of(pieces[1]);
+        EXPECT_TRUE(w.put_chunk_compressed(ids[1], static_cast<std::uint32_t>(pieces[1].size()),
+                                           std::as_bytes(std::span(f)), decoded, true)
+                        .added);
+        const auto f3 = frame_of(pieces[3]);
+        EXPECT_FALSE(w.put_chunk_compressed(ids[3], static_cast<std::uint32_t>(pieces[3].size()),
+                                            std::as_bytes(std::span(f3)), decoded)
+                         .added);  // without `lacking`: found in the index
+        w.commit();
+    }
+    const auto dup = s.stats();
+    EXPECT_EQ(dup.chunks, ids.size());
+    EXPECT_GT(dup.pack_bytes, before.pack_bytes);
+    EXPECT_TRUE(s.verify(test::full_check()).ok());
+    s.gc();
+    EXPECT_LE(s.stats().pack_bytes, before.pack_bytes);
+    EXPECT_EQ(test::get_bytes(s, "singles", tmp), whole);
+    EXPECT_TRUE(s.verify(test::full_check()).ok());
+}
+
 TEST(Store, ReplaceRemoveAndGcReclaim) {
     test::TempDir tmp;
     store::InitOptions init;
