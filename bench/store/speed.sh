@@ -2,7 +2,9 @@
 # Re-put and get speed of cdc store against `cdc analyze`, for one or more
 # cdc binaries side by side in one run (rounds interleaved, so load on a
 # shared machine hits each binary alike). For each binary and round: a store
-# is made, PATH put once, then put again unchanged (re-put), restored to
+# is made, PATH put once, then put again unchanged under another name (re-put:
+# hashed whole again) and under its name (re-put-same: compared with the
+# stored version, whose digest is kept), restored to
 # /dev/null (get) and to a file (get-file, compared; PATH a file only), and
 # `cdc analyze` of PATH with the same algorithm and sizes. Prints the median wall and CPU
 # seconds per step, MB/s, re-put / analyze ratios, and each binary's speed
@@ -43,6 +45,7 @@ for ((r = 0; r < rounds; r++)); do
     "$cdc" store init "$d" -a fastcdc $opts --zstd-level 3 > /dev/null
     timed "$i" put "$cdc" store put -q "$d" "$file" --name f
     timed "$i" reput "$cdc" store put -q "$d" "$file" --name g
+    timed "$i" reput-same "$cdc" store put -q "$d" "$file" --name f
     if [[ -f "$file" ]]; then
       timed "$i" get sh -c "'$cdc' store get -q '$d' f -o - > /dev/null"
       timed "$i" get-file "$cdc" store get -q "$d" f -o "$work/out"
@@ -68,7 +71,7 @@ print(f"{nbytes} bytes, {len(next(iter(rows.values())))} rounds, medians")
 print("| binary | step | wall s | CPU s | MB/s wall | MB per CPU s |")
 print("|---|---|---|---|---|---|")
 for i, b in enumerate(bins):
-    for step in ("put", "reput", "get", "get-file", "analyze"):
+    for step in ("put", "reput", "reput-same", "get", "get-file", "analyze"):
         if (i, step) not in med:
             continue
         w, c = med[(i, step)]
@@ -79,9 +82,12 @@ ac = statistics.median(c for (i, step), v in rows.items() if step == "analyze" f
 print(f"- analyze (all binaries' runs): {aw:.2f} s wall, {ac:.2f} s CPU")
 for i, b in enumerate(bins):
     rw, rc = med[(i, "reput")]
-    print(f"- {b}: re-put speed / analyze speed = {aw / rw:.2f}x wall, {ac / rc:.2f}x by CPU")
+    print(f"- {b}: re-put (another name) speed / analyze speed = {aw / rw:.2f}x wall, {ac / rc:.2f}x by CPU")
+    if (i, "reput-same") in med:
+        rw, rc = med[(i, "reput-same")]
+        print(f"- {b}: re-put (same name) speed / analyze speed = {aw / rw:.2f}x wall, {ac / rc:.2f}x by CPU")
 if len(bins) > 1:
-    for step in ("put", "reput", "get", "get-file"):
+    for step in ("put", "reput", "reput-same", "get", "get-file"):
         if (0, step) not in med:
             continue
         base = med[(0, step)][0]

@@ -207,6 +207,10 @@ struct PutStats {
     std::uint64_t new_chunks = 0;
     std::uint64_t new_bytes = 0;    ///< raw bytes of the new chunks
     std::uint64_t stored_bytes = 0;
+    /// Files whose chunks were exactly those of the file already stored
+    /// under the same name: the stored whole-file digest was reused instead
+    /// of hashing the file a second time (large files only).
+    std::uint64_t unchanged_files = 0;
 };
 
 /// The result of putting one chunk.

@@ -4,6 +4,7 @@
 // new ones, a hasher thread hashes the whole file (ordered_hasher.hpp), this
 // thread looks chunks up in the index and lists them in the manifest. Flushes follow docs/STORE.md: packs
 // fdatasync'ed, then one transaction with the chunk rows and manifests.
+#include "base_list.hpp"
 #include "codec.hpp"
 #include "ordered_hasher.hpp"
 #include "pack_writer.hpp"
@@ -149,6 +150,10 @@ struct Writer::Impl {
     // put_file's whole-file digests, one message per file (declared after
     // the segments, manifests and pool: its destructor runs queued callbacks).
     OrderedHasher whole_hasher;
+    // put_file of a large file under a committed name: the stored version's
+    // chunk list (base_list.hpp), on a connection of its own.
+    std::unique_ptr<Db> base_db;
+    std::unique_ptr<BaseList> base;
 
     explicit Impl(const Store::Impl& s)
         : store(s), db(s.db_path(), false), store_lock(s.dir), level(s.info.zstd_level) {
@@ -455,6 +460,23 @@ struct Writer::Impl {
 
     // ---------------------------------------------------------------- files
 
+    /// The stored version of `name` to compare a large put with, if any.
+    void open_base(const std::string& name) {
+        base.reset();
+        if (!base_db) base_db = std::make_unique<Db>(store.db_path(), false);
+        base = BaseList::open(*base_db, store.dir, name, 0);
+    }
+
+    /// Stops comparing with the stored version: the chunks that matched are
+    /// read back and hashed first (this file's bytes so far, in order).
+    void leave_base() {
+        const std::unique_ptr<BaseList> b = std::move(base);
+        b->read_matched([&](std::span<const std::byte> block) {
+            whole_hasher.update(block, {});
+            whole_hasher.wait_idle();  // the block is reused
+        });
+    }
+
     PutStats put_file(const FileMeta& meta, Source source, const ProgressFn& progress);
     Segment* take_segment(TaskPool& workers);
     void recycle_locked();
@@ -558,11 +580,22 @@ void Writer::Impl::submit_hashing(Segment& seg, TaskPool& workers) {
 }
 
 void Writer::Impl::store_segment(Segment& seg, ManifestState& m, PutStats& file, TaskPool& workers) {
+    // While the chunks are the stored version's (base_list.hpp), they are in
+    // the store (a committed manifest's chunks are indexed, and gc waits for
+    // this writer) and their bytes need no hashing now: the stored digest,
+    // or a read-back at the first difference, covers them.
+    bool in_base = false;
+    if (base) {
+        in_base = base->match(seg.digests, seg.lengths);
+        if (!in_base) leave_base();
+    }
     // Look the chunks this writer did not put up in the index (one read
     // snapshot, kLookupBatch ids a statement), then list them all and queue
     // the new ones.
     std::vector<std::size_t> fresh;
-    {
+    if (in_base) {
+        for (std::size_t i = 0; i < seg.lengths.size(); ++i) add_ref(m, id_of(seg.digests[i]), seg.lengths[i]);
+    } else {
         std::vector<ChunkId>& ask = lookup_ask;
         std::unordered_set<ChunkId, IdHash>& found = lookup_found;
         ask.clear();
@@ -606,13 +639,14 @@ void Writer::Impl::store_segment(Segment& seg, ManifestState& m, PutStats& file,
         group_ids.back().push_back(id_of(seg.digests[i]));
         group_bytes += seg.lengths[i];
     }
+    const bool hash_now = !in_base;
     // The compression tasks and the whole-file hasher hold the segment.
-    seg.tasks_left.store(static_cast<int>(groups.size()) + 1);
+    seg.tasks_left.store(static_cast<int>(groups.size()) + (hash_now ? 1 : 0));
     {
         std::lock_guard lock(qm);
         busy.push_back(&seg);
     }
-    {
+    if (hash_now) {
         Segment* sp = &seg;
         whole_hasher.update({seg.data.get(), seg.chunk_bytes}, [sp, &workers] {
             sp->tasks_left.fetch_sub(1);
@@ -697,6 +731,7 @@ PutStats Writer::Impl::put_file(const FileMeta& meta, Source source, const Progr
         } else {
             // A larger file: the reader thread reads and cuts the next
             // segments while the pool hashes and this thread stores.
+            open_base(meta.name);
             submit_hashing(*first, workers);
             ready.push_back(first);
             reader_thread = std::thread([&, first] {
@@ -776,6 +811,7 @@ PutStats Writer::Impl::put_file(const FileMeta& meta, Source source, const Progr
             workers.drain();
         } catch (...) {
         }
+        base.reset();
         whole_hasher.end_message({});  // drops this file's digest; the next file's starts afresh
         {
             // Segments cut but not stored go back to the free list.
@@ -792,6 +828,19 @@ PutStats Writer::Impl::put_file(const FileMeta& meta, Source source, const Progr
     totals.chunks += file.chunks;
     totals.new_chunks += file.new_chunks;
     totals.new_bytes += file.new_bytes;
+    if (base) {
+        const bool same = base->complete() && base->size() == file.bytes;
+        if (same) {
+            // The stored version's chunks, all of them: its bytes, its digest.
+            const ChunkId digest = base->digest();
+            base.reset();
+            file.unchanged_files = 1;
+            ++totals.unchanged_files;
+            finish(digest, file.bytes);
+            return file;
+        }
+        leave_base();
+    }
     // The digest arrives once the hasher is through this file; the manifest
     // (in a deque: it stays put) is written at a flush, which waits for it.
     whole_hasher.end_message([mp = &m](const Digest& d) { mp->digest = id_of(d); });

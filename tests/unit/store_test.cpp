@@ -321,6 +321,61 @@ TEST(Store, SingleChunksBatchedAndLackingSkipsOnlyTheIndex) {
     EXPECT_TRUE(s.verify(test::full_check()).ok());
 }
 
+// A large file put again under its name is compared with the stored
+// version (base_list.hpp): unchanged, the stored digest is reused; changed
+// early, late, cut short or grown, the chunks that matched are read back for
+// the whole-file BLAKE3, and every version restores byte for byte (get
+// checks the digest).
+TEST(Store, PutAgainUnderItsNameComparesWithTheStoredVersion) {
+    test::TempDir tmp;
+    Store s = Store::init(tmp.path() / "s", {});
+    const auto v1 = test::mixed_bytes(14'000'000, 71);  // 4 segments of 4 MiB
+    auto late = v1;
+    late[12'500'000] ^= 0x5a;  // in the last segment: three read back
+    auto early = v1;
+    early[100] ^= 0x5a;  // in the first: nothing read back
+    const std::vector<std::uint8_t> cut(v1.begin(), v1.begin() + 9'000'000);
+    auto grown = v1;
+    const auto more = test::random_bytes(3'000'000, 72);
+    grown.insert(grown.end(), more.begin(), more.end());
+    const auto digest_of = [](const std::vector<std::uint8_t>& v) {
+        return store::chunk_id_of(std::as_bytes(std::span(v)));
+    };
+    const auto put = [&](const std::vector<std::uint8_t>& v) {
+        Writer w(s);
+        const auto r = test::put_bytes(w, "f", v);
+        w.commit();
+        EXPECT_EQ(s.find("f")->digest, digest_of(v));
+        EXPECT_EQ(test::get_bytes(s, "f", tmp), v);
+        return r;
+    };
+    EXPECT_EQ(put(v1).unchanged_files, 0u);
+    EXPECT_EQ(put(v1).unchanged_files, 1u);  // the same chunks: the stored digest
+    EXPECT_EQ(put(late).unchanged_files, 0u);
+    EXPECT_EQ(put(late).unchanged_files, 1u);
+    EXPECT_EQ(put(early).unchanged_files, 0u);
+    EXPECT_EQ(put(cut).unchanged_files, 0u);  // a prefix of the stored version
+    EXPECT_EQ(put(v1).unchanged_files, 0u);   // the stored version is a prefix
+    EXPECT_EQ(put(grown).unchanged_files, 0u);
+    EXPECT_EQ(put(v1).unchanged_files, 0u);
+    // Cut at one of its chunk boundaries: the first chunks of the stored
+    // version exactly, yet not all of them.
+    std::uint64_t boundary = 0;
+    s.for_each_chunk("f", [&](const store::ChunkId&, std::uint32_t size) {
+        if (boundary < 10'000'000) boundary += size;
+    });
+    const std::vector<std::uint8_t> head(v1.begin(), v1.begin() + static_cast<std::ptrdiff_t>(boundary));
+    EXPECT_EQ(put(head).unchanged_files, 0u);
+    {
+        // Another name: nothing to compare with.
+        Writer w(s);
+        EXPECT_EQ(test::put_bytes(w, "g", grown).unchanged_files, 0u);
+        w.commit();
+    }
+    EXPECT_EQ(test::get_bytes(s, "g", tmp), grown);
+    EXPECT_TRUE(s.verify(test::full_check()).ok());
+}
+
 TEST(Store, ReplaceRemoveAndGcReclaim) {
     test::TempDir tmp;
     store::InitOptions init;

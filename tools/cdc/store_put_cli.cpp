@@ -85,13 +85,15 @@ int run_put(const PutArgs& a) {
             total.chunks += r.chunks;
             total.new_chunks += r.new_chunks;
             total.new_bytes += r.new_bytes;
+            total.unchanged_files += r.unchanged_files;
             if (a.json)
                 files.push_back({{"name", f.name},
                                  {"path", f.path},
                                  {"size", r.bytes},
                                  {"chunks", r.chunks},
                                  {"new_chunks", r.new_chunks},
-                                 {"new_bytes", r.new_bytes}});
+                                 {"new_bytes", r.new_bytes},
+                                 {"unchanged", r.unchanged_files != 0}});
         } catch (const IoError& e) {
             errors.push_back({f.path, e.what()});
         }
@@ -113,6 +115,7 @@ int run_put(const PutArgs& a) {
                             {"new_chunks", total.new_chunks},
                             {"new_bytes", total.new_bytes},
                             {"stored_bytes", total.stored_bytes},
+                            {"unchanged_files", total.unchanged_files},
                             {"seconds", secs},
                             {"errors", issues_json(errors)}};
         fmt::print("{}\n", j.dump());
@@ -138,11 +141,12 @@ void add_store_put(CLI::App& st, int& exit_code) {
     c->add_option("--key-file", a->key_file, "the key of a keyed store");
     c->add_flag("--follow-symlinks", a->follow_symlinks, "follow symbolic links inside directories");
     c->add_flag("--json", a->json,
-                "one JSON object: {files: [{name, path, size, chunks, new_chunks, new_bytes}], bytes, "
-                "new_bytes, stored_bytes, ..., errors}");
+                "one JSON object: {files: [{name, path, size, chunks, new_chunks, new_bytes, unchanged}], bytes, "
+                "new_bytes, stored_bytes, unchanged_files, ..., errors}");
     c->add_flag("-q,--quiet", a->quiet, "no progress line, no warnings");
     c->footer("Without --name, a file is stored under its path as given, a tree's files under their paths inside it. "
-              "A name already in the store is replaced. Files are committed in batches: an interrupted put keeps "
+              "A name already in the store is replaced; a large file whose chunks are all those of the stored file of that "
+              "name is not hashed a second time (its stored digest is kept: 'unchanged'). Files are committed in batches: an interrupted put keeps "
               "what was committed and leaves unreferenced data that gc reclaims. Exit code 3 if some inputs were "
               "skipped after errors.");
     c->callback([a, &exit_code] { exit_code = with_store_errors([&] { return run_put(*a); }); });

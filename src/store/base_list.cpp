@@ -1,0 +1,114 @@
+#include "base_list.hpp"
+
+#include "store_impl.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace cdc::store::detail {
+
+namespace {
+constexpr const char* kRowsSql = "SELECT ids FROM manifest_chunks WHERE manifest = ?1 ORDER BY seq";
+constexpr std::size_t kReadBackBlock = std::size_t{4} << 20;
+}  // namespace
+
+std::unique_ptr<BaseList> BaseList::open(Db& db, const std::filesystem::path& dir, const std::string& name,
+                                         std::uint64_t min_chunks) {
+    std::unique_ptr<BaseList> b(new BaseList());
+    b->dir_ = dir;
+    b->name_ = name;
+    b->db_ = &db;
+    b->snapshot_ = std::make_unique<Transaction>(*b->db_, false);
+    {
+        Stmt m(*b->db_, "SELECT id, digest, size, chunk_count FROM manifests WHERE name = ?1");
+        m.bind(1, name);
+        if (!m.step() || m.i64(3) < 0 || static_cast<std::uint64_t>(m.i64(3)) < min_chunks) return nullptr;
+        b->manifest_ = m.i64(0);
+        b->digest_ = to_id(m.blob(1), fmt::format("the digest of '{}'", name));
+        b->size_ = static_cast<std::uint64_t>(m.i64(2));
+        b->chunks_ = static_cast<std::uint64_t>(m.i64(3));
+    }
+    b->rows_ = Stmt(*b->db_, kRowsSql);
+    b->rows_.bind(1, b->manifest_);
+    return b;
+}
+
+BaseList::~BaseList() = default;
+
+bool BaseList::load_row() {
+    if (rows_done_) return false;
+    if (!rows_.step()) {
+        rows_done_ = true;
+        return false;
+    }
+    const auto blob = rows_.blob(0);
+    row_.assign(blob.begin(), blob.end());
+    pos_ = 0;
+    return true;
+}
+
+bool BaseList::match(std::span<const Digest> ids, std::span<const std::uint32_t> sizes) {
+    if (!matching_) return false;
+    std::uint64_t bytes = 0;
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+        if (pos_ + 32 > row_.size() && !load_row()) {
+            matching_ = false;  // the new version is longer
+            return false;
+        }
+        if (std::memcmp(row_.data() + pos_, ids[i].bytes.data(), 32) != 0) {
+            matching_ = false;
+            return false;
+        }
+        pos_ += 32;
+        bytes += sizes[i];
+    }
+    matched_chunks_ += ids.size();
+    matched_bytes_ += bytes;
+    return true;
+}
+
+bool BaseList::complete() {
+    if (!matching_) return false;
+    if (pos_ + 32 <= row_.size()) return false;
+    return matched_chunks_ == chunks_ && !load_row();
+}
+
+void BaseList::read_matched(const std::function<void(std::span<const std::byte>)>& f) {
+    rows_.reset();
+    if (matched_chunks_ > 0) {
+        ChunkLookup lookup(*db_);
+        PackFiles packs(dir_);
+        Stmt rows(*db_, kRowsSql);
+        rows.bind(1, manifest_);
+        std::vector<std::byte> block, record;
+        block.reserve(kReadBackBlock);
+        const std::string context = fmt::format("'{}' (the stored version, read back to hash the new one): ", name_);
+        std::uint64_t index = 0;
+        while (index < matched_chunks_ && rows.step()) {
+            const auto blob = rows.blob(0);
+            for (std::size_t i = 0; i + 32 <= blob.size() && index < matched_chunks_; i += 32, ++index) {
+                const ChunkId id = to_id(blob.subspan(i, 32), context);
+                const auto loc = lookup.find(id);
+                if (!loc)
+                    throw DamageError(fmt::format("{}chunk {} (number {} of the file) is missing from the index",
+                                                  context, to_hex(id), index));
+                if (!block.empty() && block.size() + loc->raw_size > kReadBackBlock) {
+                    f(block);
+                    block.clear();
+                }
+                const std::size_t at = block.size();
+                block.resize(at + loc->raw_size);
+                read_chunk_into(packs.fd(loc->pack), *loc, id, record, std::span(block).subspan(at), context);
+            }
+        }
+        if (index < matched_chunks_)
+            throw DamageError(fmt::format("{}its chunk list ends after {} chunks, {} were compared", context, index,
+                                          matched_chunks_));
+        if (!block.empty()) f(block);
+    }
+    snapshot_.reset();  // rolls back the read transaction: the snapshot ends
+}
+
+}  // namespace cdc::store::detail

@@ -1,0 +1,84 @@
+// The chunk list of a committed file, compared with a new version of it as
+// the new version is put under the same name (Writer::put_file). While the
+// new chunks equal the stored file's, in order, its bytes are the stored
+// file's bytes (a chunk id is the BLAKE3 of its bytes), so the whole-file
+// BLAKE3 pass can wait: if the whole list matches, the stored digest is the
+// new file's and the pass is skipped (a re-put of an unchanged file costs
+// chunking and chunk hashing only). At the first difference the matched
+// chunks are read back from the packs, in order, for the whole-file pass,
+// and the put goes on as for any file.
+//
+// The list is read on a connection of its own inside one read transaction,
+// held while matching: the chunks read back are those that were compared,
+// even if another writer replaces or removes the file meanwhile (chunks
+// leave the packs only in gc, which waits for the writer's shared lock).
+// Memory: one row of ids (kIdsPerSegment x 32 bytes) and one record.
+#pragma once
+
+#include "sqlite.hpp"
+
+#include <cdc/digest.hpp>
+#include <cdc/store.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace cdc::store::detail {
+
+class BaseList {
+public:
+    /// The committed file `name` of the store at `dir`, read on `db` (a
+    /// connection used by nothing else until the BaseList is gone), if it
+    /// exists with at least `min_chunks` chunks; nullptr otherwise.
+    static std::unique_ptr<BaseList> open(Db& db, const std::filesystem::path& dir, const std::string& name,
+                                          std::uint64_t min_chunks);
+    ~BaseList();
+    BaseList(const BaseList&) = delete;
+    BaseList& operator=(const BaseList&) = delete;
+
+    /// Compares the next chunks of the new version with the base's next ones:
+    /// true if all equal (they count as matched), false at a difference (the
+    /// list then stops matching for good, and none of these count: the
+    /// matched chunks are those of earlier calls).
+    bool match(std::span<const Digest> ids, std::span<const std::uint32_t> sizes);
+    /// True if every chunk of the base was matched (call after the last match).
+    bool complete();
+    std::uint64_t matched_chunks() const noexcept { return matched_chunks_; }
+    std::uint64_t matched_bytes() const noexcept { return matched_bytes_; }
+    const ChunkId& digest() const noexcept { return digest_; }
+    std::uint64_t size() const noexcept { return size_; }
+
+    /// Reads the matched chunks back (decoded, record checks included) and
+    /// hands their bytes to `f` in file order, in blocks of about 4 MiB
+    /// (valid during the call). Ends the snapshot. DamageError naming the
+    /// file and the chunk if one cannot be read.
+    void read_matched(const std::function<void(std::span<const std::byte>)>& f);
+
+private:
+    BaseList() = default;
+    bool load_row();
+
+    std::filesystem::path dir_;
+    std::string name_;
+    Db* db_ = nullptr;
+    std::unique_ptr<Transaction> snapshot_;
+    std::int64_t manifest_ = 0;
+    ChunkId digest_{};
+    std::uint64_t size_ = 0;
+    std::uint64_t chunks_ = 0;
+    Stmt rows_;
+    std::vector<std::uint8_t> row_;  // ids of the current row
+    std::size_t pos_ = 0;            // next id in row_ (bytes)
+    bool matching_ = true;
+    bool rows_done_ = false;
+    std::uint64_t matched_chunks_ = 0;
+    std::uint64_t matched_bytes_ = 0;
+};
+
+}  // namespace cdc::store::detail
