@@ -49,23 +49,10 @@ bool BaseList::load_row() {
     return true;
 }
 
-bool BaseList::match(std::span<const Digest> ids, std::span<const std::uint32_t> sizes) {
-    if (!matching_) return false;
-    std::uint64_t bytes = 0;
-    for (std::size_t i = 0; i < ids.size(); ++i) {
-        if (pos_ + 32 > row_.size() && !load_row()) {
-            matching_ = false;  // the new version is longer
-            return false;
-        }
-        if (std::memcmp(row_.data() + pos_, ids[i].bytes.data(), 32) != 0) {
-            matching_ = false;
-            return false;
-        }
-        pos_ += 32;
-        bytes += sizes[i];
-    }
-    matched_chunks_ += ids.size();
-    matched_bytes_ += bytes;
+bool BaseList::next_equals(const std::uint8_t* id) {
+    if (pos_ + 32 > row_.size() && !load_row()) return false;  // the new version is longer
+    if (std::memcmp(row_.data() + pos_, id, 32) != 0) return false;
+    pos_ += 32;
     return true;
 }
 

@@ -46,7 +46,12 @@ public:
     /// true if all equal (they count as matched), false at a difference (the
     /// list then stops matching for good, and none of these count: the
     /// matched chunks are those of earlier calls).
-    bool match(std::span<const Digest> ids, std::span<const std::uint32_t> sizes);
+    bool match(std::span<const Digest> ids, std::span<const std::uint32_t> sizes) {
+        return match_n(ids.size(), [&](std::size_t i) { return ids[i].bytes.data(); }, sizes);
+    }
+    bool match(std::span<const ChunkId> ids, std::span<const std::uint32_t> sizes) {
+        return match_n(ids.size(), [&](std::size_t i) { return ids[i].data(); }, sizes);
+    }
     /// True if every chunk of the base was matched (call after the last match).
     bool complete();
     std::uint64_t matched_chunks() const noexcept { return matched_chunks_; }
@@ -63,6 +68,23 @@ public:
 private:
     BaseList() = default;
     bool load_row();
+    /// True if the next base id equals the 32 bytes at `id` (consumes it).
+    bool next_equals(const std::uint8_t* id);
+    template <class IdAt>
+    bool match_n(std::size_t n, IdAt id_at, std::span<const std::uint32_t> sizes) {
+        if (!matching_) return false;
+        std::uint64_t bytes = 0;
+        for (std::size_t i = 0; i < n; ++i) {
+            if (!next_equals(id_at(i))) {
+                matching_ = false;
+                return false;
+            }
+            bytes += sizes[i];
+        }
+        matched_chunks_ += n;
+        matched_bytes_ += bytes;
+        return true;
+    }
 
     std::filesystem::path dir_;
     std::string name_;

@@ -1,6 +1,7 @@
 #include "push_session.hpp"
 
 #include "../store/codec.hpp"
+#include "../store/format.hpp"
 
 #include <fmt/format.h>
 
@@ -72,64 +73,19 @@ void PushSession::start(const v1::FileStart& m) {
     file_unchanged_ = false;
     whole_.reset();
     base_.reset();
-    // (Small files are read back in no time: a cursor thread would cost more.)
-    if (const auto old = store_.find(name_); old && old->chunks >= kBaseMinChunks) {
-        base_ = std::make_unique<Base>();
-        base_->info = *old;
-        base_->cursor = std::make_unique<ManifestCursor>(dir_, open_options_, name_, kMaxListChunks);
-    }
-}
-
-bool PushSession::matches_base(const std::vector<store::ChunkId>& ids) {
-    for (const auto& id : ids) {
-        if (base_->pos == base_->batch.ids.size()) {
-            base_->batch = {};
-            base_->pos = 0;
-            try {
-                if (!base_->cursor->next(base_->batch)) return false;
-            } catch (const store::StoreError&) {
-                return false;  // leave_base reads it again and reports what is wrong
-            }
-        }
-        if (base_->batch.ids[base_->pos++] != id) return false;
-    }
-    return true;
-}
-
-bool PushSession::base_exhausted() {
-    if (base_->pos < base_->batch.ids.size()) return false;
-    base_->batch = {};
-    base_->pos = 0;
-    try {
-        return !base_->cursor->next(base_->batch);
-    } catch (const store::StoreError&) {
-        return false;
-    }
+    // (Small files are read back in no time: comparing costs more.)
+    if (!base_db_) base_db_ = std::make_unique<store::detail::Db>((dir_ / store::detail::kDbName).string(), false);
+    base_ = store::detail::BaseList::open(*base_db_, dir_, name_, kBaseMinChunks);
 }
 
 void PushSession::leave_base() {
-    const std::uint64_t matched = base_->matched;
-    const store::ManifestInfo info = base_->info;
-    base_.reset();
-    if (matched == 0) return;
-    // The chunks that matched are the first `matched` of that file, if it is
-    // still the file compared with (a concurrent push may have replaced it:
-    // then the digest check at the end fails, never a wrong commit).
-    const auto now = store_.find(name_);
-    if (!now || now->committed_ns != info.committed_ns || now->digest != info.digest)
-        throw TransferError(Code::aborted, fmt::format("'{}' was replaced by another push during this one: push again",
-                                                       name_));
-    ManifestCursor cursor(dir_, open_options_, name_, kMaxListChunks);
-    ManifestCursor::Batch b;
-    std::uint64_t left = matched;
-    while (left > 0 && cursor.next(b)) {
-        const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(left, b.ids.size()));
-        store_.read_chunks(std::span<const store::ChunkId>(b.ids).first(n), store::Store::ChunkForm::raw,
-                           [&](std::size_t, const store::StoredChunk& c) { whole_.update(c.bytes); });
-        left -= n;
+    const std::unique_ptr<store::detail::BaseList> base = std::move(base_);
+    try {
+        base->read_matched([&](std::span<const std::byte> block) { whole_.update(block); });
+    } catch (const store::StoreError& e) {
+        throw TransferError(Code::data_loss, fmt::format("'{}': {} (nothing of the file is committed)", name_,
+                                                         e.what()));
     }
-    if (left > 0)
-        throw TransferError(Code::aborted, fmt::format("'{}' changed during this push: push again", name_));
 }
 
 void PushSession::add_list(const v1::ChunkList& m, const Sink& sink) {
@@ -158,9 +114,8 @@ void PushSession::add_list(const v1::ChunkList& m, const Sink& sink) {
     listed_chunks_ += count;
 
     if (base_) {
-        if (matches_base(list.ids)) {
+        if (base_->match(list.ids, list.sizes)) {
             // The next chunks of the stored file: all in the store, nothing to hash.
-            base_->matched += count;
             list.from_base = true;
             list.wanted.assign(count, false);
             v1::PushReply reply;
@@ -309,13 +264,13 @@ void PushSession::end(const v1::FileEnd& m, const Sink& sink) {
         throw TransferError(Code::invalid_argument,
                             fmt::format("'{}': end says {} bytes, its chunks have {}", name_, m.size(), listed_bytes_));
     const store::ChunkId digest = id_from_bytes(m.digest(), "end");
-    if (base_ && base_exhausted() && m.size() == base_->info.size) {
+    if (base_ && base_->complete() && m.size() == base_->size()) {
         // The chunks of the stored file, all of them: its bytes, its digest.
-        if (digest != base_->info.digest)
+        if (digest != base_->digest())
             throw TransferError(Code::data_loss,
                                 fmt::format("'{}': the chunks are those of the stored file, whose BLAKE3 is {}; the "
                                             "client says {}: the file is not committed",
-                                            name_, store::to_hex(base_->info.digest), store::to_hex(digest)));
+                                            name_, store::to_hex(base_->digest()), store::to_hex(digest)));
         file_unchanged_ = true;
     } else if (base_) {
         leave_base();

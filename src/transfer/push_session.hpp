@@ -14,10 +14,11 @@
 //
 // Pushing a file again under its name costs no reading back: while the
 // chunk lists equal the chunk list of the file of that name in the store
-// (read alongside by a ManifestCursor), nothing is wanted nor hashed, and the
-// digest the client sends must be that file's (same chunks, same bytes). At
-// the first difference, the chunks that matched are read back and hashed,
-// and the push goes on as for any file.
+// (store/base_list.hpp, the comparison `store put` makes too: one read
+// snapshot), nothing is wanted nor hashed, and the digest the client sends
+// must be that file's (same chunks, same bytes). At the first difference,
+// the chunks that matched are read back from that snapshot and hashed, and
+// the push goes on as for any file.
 //
 // Memory is bounded whatever the file size: a few chunk lists of ids
 // (kMaxListsAhead x kMaxListChunks), one chunk being assembled, and the
@@ -26,9 +27,9 @@
 
 #include "cdc_transfer.pb.h"
 #include "chunk_messages.hpp"
-#include "manifest_cursor.hpp"
 #include "protocol.hpp"
 
+#include "../store/base_list.hpp"
 #include "../store/ordered_hasher.hpp"
 
 #include <cdc/digest.hpp>
@@ -87,14 +88,6 @@ private:
         std::size_t next_hash = 0;    // first chunk not hashed yet
         bool from_base = false;       // equal to the base's chunks: not hashed
     };
-    /// The committed file of the same name, while the pushed chunks equal its chunks.
-    struct Base {
-        store::ManifestInfo info;
-        std::unique_ptr<ManifestCursor> cursor;
-        ManifestCursor::Batch batch;
-        std::size_t pos = 0;
-        std::uint64_t matched = 0;  // chunks equal to the base's, in lists before the current one
-    };
 
     void start(const v1::FileStart& m);
     void add_list(const v1::ChunkList& m, const Sink& sink);
@@ -108,10 +101,6 @@ private:
     void hash_stored(List& list, std::size_t end);
     void remember(const store::ChunkId& id);
     void require_open(const char* what) const;
-    /// True if `ids` are the base's next chunks (consumes them from its cursor).
-    bool matches_base(const std::vector<store::ChunkId>& ids);
-    /// True if the base has no chunk beyond those matched.
-    bool base_exhausted();
     /// Stops comparing with the base: hashes the chunks that matched, read back.
     void leave_base();
 
@@ -135,7 +124,10 @@ private:
     // (decode, check, store): 9% of the stream thread's samples in a push.
     store::detail::CopyingHasher whole_;
     std::deque<List> lists_;
-    std::unique_ptr<Base> base_;
+    // The committed file of the same name, while the pushed chunks equal its
+    // chunks; read on a connection of its own.
+    std::unique_ptr<store::detail::Db> base_db_;
+    std::unique_ptr<store::detail::BaseList> base_;
     std::unordered_set<store::ChunkId, IdHash> pending_;  // wanted, not arrived
     std::unordered_set<store::ChunkId, IdHash> recent_;   // stored by this stream
 
