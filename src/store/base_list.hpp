@@ -12,7 +12,8 @@
 // held while matching: the chunks read back are those that were compared,
 // even if another writer replaces or removes the file meanwhile (chunks
 // leave the packs only in gc, which waits for the writer's shared lock).
-// Memory: one row of ids (kIdsPerSegment x 32 bytes) and one record.
+// Memory: one row of ids (kIdsPerSegment x 32 bytes); reading back, three
+// blocks of 2 MiB.
 #pragma once
 
 #include "sqlite.hpp"
@@ -59,10 +60,11 @@ public:
     const ChunkId& digest() const noexcept { return digest_; }
     std::uint64_t size() const noexcept { return size_; }
 
-    /// Reads the matched chunks back (decoded, record checks included) and
-    /// hands their bytes to `f` in file order, in blocks of about 4 MiB
-    /// (valid during the call). Ends the snapshot. DamageError naming the
-    /// file and the chunk if one cannot be read.
+    /// Reads the matched chunks back (decoded on two threads, record checks
+    /// included) and hands their bytes to `f` in file order, in blocks of
+    /// about 2 MiB (valid during the call; at most 3 blocks in memory). Ends
+    /// the snapshot. DamageError naming the file and the chunk if one cannot
+    /// be read.
     void read_matched(const std::function<void(std::span<const std::byte>)>& f);
 
 private:

@@ -376,6 +376,43 @@ TEST(Store, PutAgainUnderItsNameComparesWithTheStoredVersion) {
     EXPECT_TRUE(s.verify(test::full_check()).ok());
 }
 
+// A damaged chunk of the stored version, read back when a new version
+// differs after it, fails the put with a DamageError naming the file and the
+// chunk (decoding runs on a pool: the error crosses threads), and the stored
+// version stays as it was.
+TEST(Store, DamagedStoredVersionFailsTheReadBackNamingIt) {
+    test::TempDir tmp;
+    store::InitOptions init;
+    init.pack_size = 256 << 20;  // one pack
+    Store s = Store::init(tmp.path() / "s", init);
+    const auto v1 = test::mixed_bytes(14'000'000, 81);
+    {
+        Writer w(s);
+        test::put_bytes(w, "f", v1);
+        w.commit();
+    }
+    std::vector<store::ChunkId> ids;
+    s.for_each_chunk("f", [&](const store::ChunkId& id, std::uint32_t) { ids.push_back(id); });
+    const store::ChunkId victim = ids.at(ids.size() / 2);
+    const auto pack = test::read_bytes(test::first_pack(tmp.path() / "s"));
+    const std::string hay(pack.begin(), pack.end());
+    const auto at = hay.find(std::string(reinterpret_cast<const char*>(victim.data()), victim.size()));
+    ASSERT_NE(at, std::string::npos);
+    test::flip_byte(test::first_pack(tmp.path() / "s"), at + 40 + 5);
+    auto v2 = v1;
+    v2[13'500'000] ^= 1;  // differs after the damaged chunk: everything before is read back
+    Writer w(s);
+    try {
+        test::put_bytes(w, "f", v2);
+        FAIL() << "put returned";
+    } catch (const store::DamageError& e) {
+        EXPECT_NE(std::string(e.what()).find("'f'"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find(store::to_hex(victim)), std::string::npos) << e.what();
+    }
+    w.commit();
+    EXPECT_EQ(s.find("f")->digest, store::chunk_id_of(std::as_bytes(std::span(v1))));
+}
+
 TEST(Store, ReplaceRemoveAndGcReclaim) {
     test::TempDir tmp;
     store::InitOptions init;
