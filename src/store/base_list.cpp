@@ -1,25 +1,18 @@
 #include "base_list.hpp"
 
+#include "ordered_decoder.hpp"
 #include "store_impl.hpp"
-#include "task_pool.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cstring>
-#include <atomic>
-#include <deque>
-#include <numeric>
-#include <utility>
+
 
 namespace cdc::store::detail {
 
 namespace {
 constexpr const char* kRowsSql = "SELECT ids FROM manifest_chunks WHERE manifest = ?1 ORDER BY seq";
-// Read-back: raw bytes per block, blocks in flight, decoding threads.
-constexpr std::size_t kReadBackBlock = std::size_t{2} << 20;
-constexpr std::size_t kBlocksAhead = 3;
-constexpr unsigned kReadBackThreads = 2;
 }  // namespace
 
 std::unique_ptr<BaseList> BaseList::open(Db& db, const std::filesystem::path& dir, const std::string& name,
@@ -73,49 +66,13 @@ bool BaseList::complete() {
 void BaseList::read_matched(const std::function<void(std::span<const std::byte>)>& f) {
     rows_.reset();
     if (matched_chunks_ > 0) {
-        // This thread walks the list and finds the records (SQLite stays on
-        // it); a pool reads and decodes blocks of chunks (decoding is most of
-        // the work: ~9 KB zstd frames); blocks reach `f` in file order, at
-        // most kBlocksAhead in flight.
-        struct Block {
-            std::vector<ChunkId> ids;
-            std::vector<Location> locs;
-            std::vector<int> fds;
-            std::vector<std::byte> out;
-            std::atomic<bool> done{false};  // set by its task; wait() rereads it when a task ends
-        };
-        std::deque<std::unique_ptr<Block>> inflight;  // outlives the pool: queued tasks point into it
-        TaskPool pool(kReadBackThreads);
+        const std::string context = fmt::format("'{}' (the stored version, read back to hash the new one): ", name_);
         ChunkLookup lookup(*db_);
         PackFiles packs(dir_);
+        TaskPool pool(2);
+        OrderedDecoder decoder(pool, context, [&](std::span<const std::byte> bytes, std::span<const Location>) { f(bytes); });
         Stmt rows(*db_, kRowsSql);
         rows.bind(1, manifest_);
-        const std::string context = fmt::format("'{}' (the stored version, read back to hash the new one): ", name_);
-        auto deliver_front = [&] {
-            Block& b = *inflight.front();
-            pool.wait([&] { return b.done.load(); });
-            f(b.out);
-            inflight.pop_front();
-        };
-        auto submit = [&](std::unique_ptr<Block> b) {
-            if (inflight.size() >= kBlocksAhead) deliver_front();
-            b->out.resize(std::accumulate(b->locs.begin(), b->locs.end(), std::size_t{0},
-                                          [](std::size_t n, const Location& l) { return n + l.raw_size; }));
-            Block* bp = b.get();
-            inflight.push_back(std::move(b));
-            pool.submit([bp, &context] {
-                thread_local std::vector<std::byte> record;
-                std::size_t at = 0;
-                for (std::size_t k = 0; k < bp->ids.size(); ++k) {
-                    read_chunk_into(bp->fds[k], bp->locs[k], bp->ids[k], record,
-                                    std::span(bp->out).subspan(at, bp->locs[k].raw_size), context);
-                    at += bp->locs[k].raw_size;
-                }
-                bp->done = true;
-            });
-        };
-        auto block = std::make_unique<Block>();
-        std::size_t block_bytes = 0;
         std::uint64_t index = 0;
         while (index < matched_chunks_ && rows.step()) {
             const auto blob = rows.blob(0);
@@ -125,21 +82,13 @@ void BaseList::read_matched(const std::function<void(std::span<const std::byte>)
                 if (!loc)
                     throw DamageError(fmt::format("{}chunk {} (number {} of the file) is missing from the index",
                                                   context, to_hex(id), index));
-                if (!block->ids.empty() && block_bytes + loc->raw_size > kReadBackBlock) {
-                    submit(std::exchange(block, std::make_unique<Block>()));
-                    block_bytes = 0;
-                }
-                block->ids.push_back(id);
-                block->locs.push_back(*loc);
-                block->fds.push_back(packs.fd(loc->pack));
-                block_bytes += loc->raw_size;
+                decoder.add(id, *loc, packs.fd(loc->pack));
             }
         }
         if (index < matched_chunks_)
             throw DamageError(fmt::format("{}its chunk list ends after {} chunks, {} were compared", context, index,
                                           matched_chunks_));
-        if (!block->ids.empty()) submit(std::move(block));
-        while (!inflight.empty()) deliver_front();
+        decoder.finish();
     }
     snapshot_.reset();  // rolls back the read transaction: the snapshot ends
 }

@@ -4,6 +4,7 @@
 
 #include "format.hpp"
 #include "sqlite.hpp"
+#include "task_pool.hpp"
 
 #include <cdc/store.hpp>
 
@@ -114,6 +115,8 @@ struct Store::Impl {
     std::string key_check;  ///< hex; empty for an unkeyed store
     mutable detail::Db db;
     mutable detail::StoreLock lock;
+    /// read_chunks' decoding threads (raw form), started on first use.
+    mutable std::unique_ptr<detail::TaskPool> decode_pool;
 
     Options chunking_options() const;
     std::string db_path() const { return (dir / detail::kDbName).string(); }
