@@ -23,13 +23,15 @@ std::unique_ptr<BaseList> BaseList::open(Db& db, const std::filesystem::path& di
     b->db_ = &db;
     b->snapshot_ = std::make_unique<Transaction>(*b->db_, false);
     {
-        Stmt m(*b->db_, "SELECT id, digest, size, chunk_count FROM manifests WHERE name = ?1");
+        Stmt m(*b->db_, "SELECT id, digest, size, chunk_count, mode, mtime_ns FROM manifests WHERE name = ?1");
         m.bind(1, name);
         if (!m.step() || m.i64(3) < 0 || static_cast<std::uint64_t>(m.i64(3)) < min_chunks) return nullptr;
         b->manifest_ = m.i64(0);
         b->digest_ = to_id(m.blob(1), fmt::format("the digest of '{}'", name));
         b->size_ = static_cast<std::uint64_t>(m.i64(2));
         b->chunks_ = static_cast<std::uint64_t>(m.i64(3));
+        b->mode_ = static_cast<std::uint32_t>(m.i64(4));
+        b->mtime_ns_ = m.i64(5);
     }
     b->rows_ = Stmt(*b->db_, kRowsSql);
     b->rows_.bind(1, b->manifest_);

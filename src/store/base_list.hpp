@@ -59,6 +59,12 @@ public:
     std::uint64_t matched_bytes() const noexcept { return matched_bytes_; }
     const ChunkId& digest() const noexcept { return digest_; }
     std::uint64_t size() const noexcept { return size_; }
+    /// The stored version's row and metadata (a writer keeps that row when
+    /// nothing differs: Writer::Impl::write_manifests).
+    std::int64_t manifest_row() const noexcept { return manifest_; }
+    std::uint32_t mode() const noexcept { return mode_; }
+    std::int64_t mtime_ns() const noexcept { return mtime_ns_; }
+    std::uint64_t chunk_count() const noexcept { return chunks_; }
 
     /// Reads the matched chunks back (decoded on two threads, record checks
     /// included) and hands their bytes to `f` in file order, in blocks of
@@ -96,6 +102,8 @@ private:
     ChunkId digest_{};
     std::uint64_t size_ = 0;
     std::uint64_t chunks_ = 0;
+    std::uint32_t mode_ = 0;
+    std::int64_t mtime_ns_ = 0;
     Stmt rows_;
     std::vector<std::uint8_t> row_;  // ids of the current row
     std::size_t pos_ = 0;            // next id in row_ (bytes)

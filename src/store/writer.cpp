@@ -118,6 +118,9 @@ struct Writer::Impl {
         std::uint64_t size = 0;
         bool finished = false;
         ChunkId digest{};
+        // The row of the stored file this one equals (chunks, digest, mode,
+        // mtime): kept as it is at the flush if it is still there unchanged.
+        std::int64_t keep_row = 0;
     };
 
     const Store::Impl& store;
@@ -337,7 +340,34 @@ struct Writer::Impl {
                              std::chrono::system_clock::now().time_since_epoch())
                              .count();
         const Profile& p = finder->profile();
+        Stmt same(db,
+                  "SELECT 1 FROM manifests WHERE id = ?1 AND name = ?2 AND digest = ?3 AND size = ?4 AND mode = ?5 "
+                  "AND mtime_ns = ?6 AND chunk_count = ?7");
         for (auto& m : manifests) {
+            if (m.finished && m.keep_row != 0) {
+                // Put again unchanged, metadata included: if the stored row is
+                // still that file (no other writer replaced it meanwhile),
+                // keep it rather than write the same list again.
+                same.bind(1, m.keep_row)
+                    .bind(2, m.meta.name)
+                    .bind(3, std::span<const std::uint8_t>(m.digest))
+                    .bind(4, static_cast<std::int64_t>(m.size))
+                    .bind(5, std::int64_t{m.meta.mode})
+                    .bind(6, m.meta.mtime_ns)
+                    .bind(7, static_cast<std::int64_t>(m.chunks));
+                const bool kept = same.step();
+                same.reset();
+                if (kept) {
+                    if (m.db_id != 0) {  // segments written as pending rows already
+                        drop_chunks.bind(1, m.db_id);
+                        drop_chunks.run();
+                        drop.bind(1, m.db_id);
+                        drop.run();
+                    }
+                    m.full.clear();
+                    continue;
+                }
+            }
             if (m.db_id == 0 && (m.finished || !m.full.empty())) {
                 pending.bind(1, m.meta.name);
                 pending.run();
@@ -833,6 +863,8 @@ PutStats Writer::Impl::put_file(const FileMeta& meta, Source source, const Progr
         if (same) {
             // The stored version's chunks, all of them: its bytes, its digest.
             const ChunkId digest = base->digest();
+            if (meta.mode == base->mode() && meta.mtime_ns == base->mtime_ns() && m.chunks == base->chunk_count())
+                m.keep_row = base->manifest_row();
             base.reset();
             file.unchanged_files = 1;
             ++totals.unchanged_files;

@@ -350,7 +350,39 @@ TEST(Store, PutAgainUnderItsNameComparesWithTheStoredVersion) {
         return r;
     };
     EXPECT_EQ(put(v1).unchanged_files, 0u);
+    const auto first = *s.find("f");
     EXPECT_EQ(put(v1).unchanged_files, 1u);  // the same chunks: the stored digest
+    // ... and the same metadata: the stored manifest is kept as it was.
+    EXPECT_EQ(s.find("f")->committed_ns, first.committed_ns);
+    {
+        // A new mtime: the same chunks, a new manifest with it.
+        Writer w(s);
+        store::FileMeta meta{"f", 0600, 42};
+        EXPECT_EQ(w.put_file(meta, MemorySource(std::span<const std::uint8_t>(v1))).unchanged_files, 1u);
+        w.commit();
+        const auto now = *s.find("f");
+        EXPECT_NE(now.committed_ns, first.committed_ns);
+        EXPECT_EQ(now.mtime_ns, 42);
+        EXPECT_EQ(now.mode, 0600u);
+        EXPECT_EQ(now.digest, first.digest);
+        EXPECT_EQ(test::get_bytes(s, "f", tmp), v1);
+    }
+    {
+        // Kept only if still there at the flush: another writer replaces the
+        // file between this writer's put and its commit; this commit, the
+        // later one, must write its manifest.
+        EXPECT_EQ(put(v1).unchanged_files, 1u);  // the same chunks; metadata back to put_bytes'
+        Writer a(s);
+        EXPECT_EQ(test::put_bytes(a, "f", v1).unchanged_files, 1u);
+        {
+            Writer b(s);
+            test::put_bytes(b, "f", early);
+            b.commit();
+        }
+        EXPECT_EQ(test::get_bytes(s, "f", tmp), early);
+        a.commit();
+        EXPECT_EQ(test::get_bytes(s, "f", tmp), v1);
+    }
     EXPECT_EQ(put(late).unchanged_files, 0u);
     EXPECT_EQ(put(late).unchanged_files, 1u);
     EXPECT_EQ(put(early).unchanged_files, 0u);
