@@ -146,7 +146,8 @@ void add_store_put(CLI::App& st, int& exit_code) {
     c->add_flag("-q,--quiet", a->quiet, "no progress line, no warnings");
     c->footer("Without --name, a file is stored under its path as given, a tree's files under their paths inside it. "
               "A name already in the store is replaced; a large file whose chunks are all those of the stored file of that "
-              "name is not hashed a second time (its stored digest is kept: 'unchanged'). Files are committed in batches: an interrupted put keeps "
+              "name is not hashed a second time (its stored digest is kept: 'unchanged'; with the same mode and mtime, its "
+              "stored manifest too). Files are committed in batches: an interrupted put keeps "
               "what was committed and leaves unreferenced data that gc reclaims. Exit code 3 if some inputs were "
               "skipped after errors.");
     c->callback([a, &exit_code] { exit_code = with_store_errors([&] { return run_put(*a); }); });
