@@ -589,24 +589,19 @@ void hash_range(Segment& seg, std::size_t begin, std::size_t end, std::size_t of
 }
 
 void Writer::Impl::submit_hashing(Segment& seg, TaskPool& workers) {
+    // One task per segment: the segments in flight spread over the pool and
+    // the reader (the cut: the critical path) keeps a core. Split over every
+    // thread, a segment ran more hashers than cores beside the reader (a
+    // same-name re-put of 1 GiB took 0.53-0.58 s, now 0.50-0.53 s; puts of
+    // new data and re-puts under another name the same).
     const std::size_t n = seg.lengths.size();
-    const unsigned parts_wanted = workers.threads();
-    const std::size_t per = std::max<std::size_t>(kDigestBatch, (n + parts_wanted - 1) / parts_wanted);
-    const int parts = static_cast<int>((n + per - 1) / per);
-    seg.hash_left.store(parts);
-    std::size_t begin = 0, offset = 0;
-    for (int k = 0; k < parts; ++k) {
-        const std::size_t end = std::min(n, begin + per);
-        std::size_t bytes_in = 0;
-        for (std::size_t i = begin; i < end; ++i) bytes_in += seg.lengths[i];
-        Segment* sp = &seg;
-        workers.submit([sp, begin, end, offset] {
-            hash_range(*sp, begin, end, offset);
-            sp->hash_left.fetch_sub(1);
-        });
-        begin = end;
-        offset += bytes_in;
-    }
+    seg.hash_left.store(n ? 1 : 0);
+    if (n == 0) return;
+    Segment* sp = &seg;
+    workers.submit([sp, n] {
+        hash_range(*sp, 0, n, 0);
+        sp->hash_left.fetch_sub(1);
+    });
 }
 
 void Writer::Impl::store_segment(Segment& seg, ManifestState& m, PutStats& file, TaskPool& workers) {
