@@ -5,9 +5,7 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <cstring>
-
 
 namespace cdc::store::detail {
 
@@ -68,27 +66,20 @@ bool BaseList::complete() {
 void BaseList::read_matched(const std::function<void(std::span<const std::byte>)>& f) {
     rows_.reset();
     if (matched_chunks_ > 0) {
-        const std::string context = fmt::format("'{}' (the stored version, read back to hash the new one): ", name_);
-        ChunkLookup lookup(*db_);
         PackFiles packs(dir_);
         TaskPool pool(2);
-        OrderedDecoder decoder(pool, context, [&](std::span<const std::byte> bytes, std::span<const Location>) { f(bytes); });
-        Stmt rows(*db_, kRowsSql);
-        rows.bind(1, manifest_);
-        std::uint64_t index = 0;
-        while (index < matched_chunks_ && rows.step()) {
-            const auto blob = rows.blob(0);
-            for (std::size_t i = 0; i + 32 <= blob.size() && index < matched_chunks_; i += 32, ++index) {
-                const ChunkId id = to_id(blob.subspan(i, 32), context);
-                const auto loc = lookup.find(id);
-                if (!loc)
-                    throw DamageError(fmt::format("{}chunk {} (number {} of the file) is missing from the index",
-                                                  context, to_hex(id), index));
-                decoder.add(id, *loc, packs.fd(loc->pack));
-            }
-        }
-        if (index < matched_chunks_)
-            throw DamageError(fmt::format("{}its chunk list ends after {} chunks, {} were compared", context, index,
+        OrderedDecoder decoder(pool, fmt::format("'{}' (the stored version, read back to hash the new one): ", name_),
+                               [&](std::span<const std::byte> bytes, std::span<const Location>) { f(bytes); });
+        const std::uint64_t listed = for_each_listed_chunk(
+            *db_, manifest_, name_, matched_chunks_, [&](const ChunkId& id, const Location& loc, std::uint64_t) {
+                if (packs.open_count() >= kMaxOpenPacks) {
+                    decoder.finish();  // what is in flight reads the packs open now
+                    packs.close_all();
+                }
+                decoder.add(id, loc, packs.fd(loc.pack));
+            });
+        if (listed < matched_chunks_)
+            throw DamageError(fmt::format("'{}': its chunk list ends after {} chunks, {} were compared", name_, listed,
                                           matched_chunks_));
         decoder.finish();
     }

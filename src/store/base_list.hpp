@@ -25,7 +25,6 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
-#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -47,16 +46,15 @@ public:
     /// true if all equal (they count as matched), false at a difference (the
     /// list then stops matching for good, and none of these count: the
     /// matched chunks are those of earlier calls).
-    bool match(std::span<const Digest> ids, std::span<const std::uint32_t> sizes) {
-        return match_n(ids.size(), [&](std::size_t i) { return ids[i].bytes.data(); }, sizes);
+    bool match(std::span<const Digest> ids) {
+        return match_n(ids.size(), [&](std::size_t i) { return ids[i].bytes.data(); });
     }
-    bool match(std::span<const ChunkId> ids, std::span<const std::uint32_t> sizes) {
-        return match_n(ids.size(), [&](std::size_t i) { return ids[i].data(); }, sizes);
+    bool match(std::span<const ChunkId> ids) {
+        return match_n(ids.size(), [&](std::size_t i) { return ids[i].data(); });
     }
     /// True if every chunk of the base was matched (call after the last match).
     bool complete();
     std::uint64_t matched_chunks() const noexcept { return matched_chunks_; }
-    std::uint64_t matched_bytes() const noexcept { return matched_bytes_; }
     const ChunkId& digest() const noexcept { return digest_; }
     std::uint64_t size() const noexcept { return size_; }
     /// The stored version's row and metadata (a writer keeps that row when
@@ -79,18 +77,15 @@ private:
     /// True if the next base id equals the 32 bytes at `id` (consumes it).
     bool next_equals(const std::uint8_t* id);
     template <class IdAt>
-    bool match_n(std::size_t n, IdAt id_at, std::span<const std::uint32_t> sizes) {
+    bool match_n(std::size_t n, IdAt id_at) {
         if (!matching_) return false;
-        std::uint64_t bytes = 0;
         for (std::size_t i = 0; i < n; ++i) {
             if (!next_equals(id_at(i))) {
                 matching_ = false;
                 return false;
             }
-            bytes += sizes[i];
         }
         matched_chunks_ += n;
-        matched_bytes_ += bytes;
         return true;
     }
 
@@ -110,7 +105,6 @@ private:
     bool matching_ = true;
     bool rows_done_ = false;
     std::uint64_t matched_chunks_ = 0;
-    std::uint64_t matched_bytes_ = 0;
 };
 
 }  // namespace cdc::store::detail

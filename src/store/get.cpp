@@ -32,7 +32,6 @@ namespace {
 constexpr std::size_t kBlockBytes = std::size_t{4} << 20;
 constexpr std::size_t kBlocksInFlight = 8;  // being decompressed
 constexpr std::size_t kBlocksHashing = 2;   // written, not yet hashed (the hasher keeps pace: few wait)
-constexpr std::size_t kMaxOpenPacks = 512;
 
 // Output buffers are recycled (allocated once, never zero-filled).
 struct Block {

@@ -14,7 +14,6 @@
 #include <cdc/digest.hpp>
 
 #include <algorithm>
-
 #include <condition_variable>
 #include <cstddef>
 #include <deque>

@@ -1,7 +1,8 @@
 // Store::read_chunks: many chunks by id from one snapshot, under one lock,
 // with one index statement and the pack files kept open (read_chunk does all
-// of that per call); in raw form decoded on a pool, handed over in order. The transfer service reads the chunks a client wants
-// (pull) and the chunks it must hash for a whole-file digest (push) this way.
+// of that per call); in raw form decoded on a pool, handed over in order.
+// The transfer service reads the chunks a client wants (pull) and the chunks
+// it must hash for a whole-file digest (push) this way.
 #include "codec.hpp"
 #include "ordered_decoder.hpp"
 #include "store_impl.hpp"
@@ -9,6 +10,7 @@
 #include <fmt/format.h>
 
 #include <cstring>
+#include <optional>
 
 namespace cdc::store {
 
@@ -23,11 +25,12 @@ void Store::read_chunks(std::span<const ChunkId> ids, ChunkForm form,
     PackFiles files(impl_->dir);
     std::vector<std::byte> record;
     StoredChunk out;
+    // Raw: decoded on a pool (ordered_decoder.hpp), handed over in order.
+    std::optional<OrderedDecoder> decoder;
+    std::size_t next = 0;
     if (form == ChunkForm::raw) {
-        // Decoded on a pool (ordered_decoder.hpp), handed over in order.
-        std::size_t next = 0;
         if (!impl_->decode_pool) impl_->decode_pool = std::make_unique<TaskPool>(2);
-        OrderedDecoder decoder(*impl_->decode_pool, "", [&](std::span<const std::byte> bytes, std::span<const Location> locs) {
+        decoder.emplace(*impl_->decode_pool, "", [&](std::span<const std::byte> bytes, std::span<const Location> locs) {
             std::size_t at = 0;
             for (const Location& l : locs) {
                 out.raw_size = l.raw_size;
@@ -38,26 +41,21 @@ void Store::read_chunks(std::span<const ChunkId> ids, ChunkForm form,
                 f(next++, out);
             }
         });
-        for (const ChunkId& id : ids) {
-            const auto loc = lookup.find(id);
-            if (!loc)
-                throw NotFoundError(fmt::format("chunk {} is not in the store '{}'", to_hex(id), impl_->dir.string()));
-            decoder.add(id, *loc, files.fd(loc->pack));
-        }
-        decoder.finish();
-        read.commit();
-        return;
     }
-    for (std::size_t i = 0; i < ids.size(); ++i) {
-        const ChunkId& id = ids[i];
+    for (const ChunkId& id : ids) {
         const auto loc = lookup.find(id);
         if (!loc)
             throw NotFoundError(fmt::format("chunk {} is not in the store '{}'", to_hex(id), impl_->dir.string()));
+        if (decoder) {
+            decoder->add(id, *loc, files.fd(loc->pack));
+            continue;
+        }
         out.raw_size = loc->raw_size;
         out.codec = read_record(files.fd(loc->pack), *loc, id, record, "");
         out.bytes.assign(record.begin() + static_cast<std::ptrdiff_t>(kRecordHeaderSize), record.end());
-        f(i, out);
+        f(next++, out);
     }
+    if (decoder) decoder->finish();
     read.commit();
 }
 

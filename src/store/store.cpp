@@ -8,6 +8,8 @@
 #include <blake3.h>
 #include <fmt/format.h>
 
+#include <limits>
+
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -111,14 +113,19 @@ void for_each_listed_chunk(Db& db, const std::filesystem::path& dir, std::string
     Stmt m(db, "SELECT id FROM manifests WHERE name = ?1");
     m.bind(1, name);
     if (!m.step()) throw NotFoundError(fmt::format("no file named '{}' in the store '{}'", name, dir.string()));
+    for_each_listed_chunk(db, m.i64(0), name, std::numeric_limits<std::uint64_t>::max(), f);
+}
+
+std::uint64_t for_each_listed_chunk(Db& db, std::int64_t manifest, std::string_view name, std::uint64_t limit,
+                                    const std::function<void(const ChunkId&, const Location&, std::uint64_t)>& f) {
     ChunkLookup lookup(db);
     Stmt segs(db, "SELECT ids FROM manifest_chunks WHERE manifest = ?1 ORDER BY seq");
-    segs.bind(1, m.i64(0));
+    segs.bind(1, manifest);
     const std::string context = fmt::format("'{}'", name);
     std::uint64_t index = 0;
-    while (segs.step()) {
+    while (index < limit && segs.step()) {
         const auto blob = segs.blob(0);
-        for (std::size_t i = 0; i + 32 <= blob.size(); i += 32, ++index) {
+        for (std::size_t i = 0; i + 32 <= blob.size() && index < limit; i += 32, ++index) {
             const ChunkId id = to_id(blob.subspan(i, 32), context);
             const auto loc = lookup.find(id);
             if (!loc)
@@ -127,6 +134,7 @@ void for_each_listed_chunk(Db& db, const std::filesystem::path& dir, std::string
             f(id, *loc, index);
         }
     }
+    return index;
 }
 
 int PackFiles::fd(std::uint64_t pack) {

@@ -78,6 +78,14 @@ private:
 /// chunk for one missing from the index.
 void for_each_listed_chunk(Db& db, const std::filesystem::path& dir, std::string_view name,
                            const std::function<void(const ChunkId&, const Location&, std::uint64_t)>& f);
+/// The same for the manifest row `manifest` (of the file `name`, for
+/// messages), its first `limit` chunks at most; returns how many were listed.
+std::uint64_t for_each_listed_chunk(Db& db, std::int64_t manifest, std::string_view name, std::uint64_t limit,
+                                    const std::function<void(const ChunkId&, const Location&, std::uint64_t)>& f);
+
+/// Pack files a reader keeps open at once (get, read-backs): beyond, it
+/// finishes what is in flight and closes them (a file can span thousands).
+inline constexpr std::size_t kMaxOpenPacks = 512;
 
 /// Read-only pack descriptors of one operation, opened on demand.
 class PackFiles {

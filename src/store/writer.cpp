@@ -611,7 +611,7 @@ void Writer::Impl::store_segment(Segment& seg, ManifestState& m, PutStats& file,
     // or a read-back at the first difference, covers them.
     bool in_base = false;
     if (base) {
-        in_base = base->match(seg.digests, seg.lengths);
+        in_base = base->match(seg.digests);
         if (!in_base) leave_base();
     }
     // Look the chunks this writer did not put up in the index (one read
@@ -664,14 +664,13 @@ void Writer::Impl::store_segment(Segment& seg, ManifestState& m, PutStats& file,
         group_ids.back().push_back(id_of(seg.digests[i]));
         group_bytes += seg.lengths[i];
     }
-    const bool hash_now = !in_base;
     // The compression tasks and the whole-file hasher hold the segment.
-    seg.tasks_left.store(static_cast<int>(groups.size()) + (hash_now ? 1 : 0));
+    seg.tasks_left.store(static_cast<int>(groups.size()) + (in_base ? 0 : 1));
     {
         std::lock_guard lock(qm);
         busy.push_back(&seg);
     }
-    if (hash_now) {
+    if (!in_base) {
         Segment* sp = &seg;
         whole_hasher.update({seg.data.get(), seg.chunk_bytes}, [sp, &workers] {
             sp->tasks_left.fetch_sub(1);

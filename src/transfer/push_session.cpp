@@ -29,7 +29,6 @@ store::ChunkId id_of(const Digest& d) {
 
 PushSession::PushSession(const std::filesystem::path& store_dir, const store::OpenOptions& options)
     : dir_(store_dir),
-      open_options_(options),
       store_(store::Store::open(store_dir, options)),
       assembler_(store_.info().profile.max_size) {
     writer_ = std::make_unique<store::Writer>(store_);
@@ -114,7 +113,7 @@ void PushSession::add_list(const v1::ChunkList& m, const Sink& sink) {
     listed_chunks_ += count;
 
     if (base_) {
-        if (base_->match(list.ids, list.sizes)) {
+        if (base_->match(list.ids)) {
             // The next chunks of the stored file: all in the store, nothing to hash.
             list.from_base = true;
             list.wanted.assign(count, false);

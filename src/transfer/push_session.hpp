@@ -105,7 +105,6 @@ private:
     void leave_base();
 
     std::filesystem::path dir_;
-    store::OpenOptions open_options_;
     store::Store store_;
     std::unique_ptr<store::Writer> writer_;
     std::unique_ptr<store::detail::Decompressor> decompressor_;

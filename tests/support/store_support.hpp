@@ -67,6 +67,15 @@ inline void flip_byte(const std::filesystem::path& p, std::uint64_t offset) {
     f.put(static_cast<char>(c ^ 0x5a));
 }
 
+/// Where chunk `id` appears in a pack file (its record holds the id at
+/// header + 16, the payload at header + 56), or npos: records describe
+/// themselves, so a test finds one to damage without the index.
+inline std::size_t id_offset_in_pack(const std::filesystem::path& pack, const store::ChunkId& id) {
+    const auto bytes = read_bytes(pack);
+    const std::string hay(bytes.begin(), bytes.end());
+    return hay.find(std::string(reinterpret_cast<const char*>(id.data()), id.size()));
+}
+
 inline std::filesystem::path first_pack(const std::filesystem::path& store_dir) {
     for (const auto& e : std::filesystem::directory_iterator(store_dir / "packs")) return e.path();
     return {};

@@ -37,9 +37,7 @@ struct Damaged {
         s.for_each_chunk("other.bin", [&](const store::ChunkId& id, std::uint32_t) { ids.push_back(id); });
         const auto& id = ids.at(2);
         // Find the record by its id in the pack (records are self-describing).
-        const auto pack = test::read_bytes(test::first_pack(dir));
-        const std::string hay(pack.begin(), pack.end());
-        const auto at = hay.find(std::string(reinterpret_cast<const char*>(id.data()), id.size()));
+        const auto at = test::id_offset_in_pack(test::first_pack(dir), id);
         EXPECT_NE(at, std::string::npos);
         return {id, at + 32 + 8 + 100};  // id at header+16, payload at header+56
     }

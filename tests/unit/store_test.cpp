@@ -426,9 +426,7 @@ TEST(Store, DamagedStoredVersionFailsTheReadBackNamingIt) {
     std::vector<store::ChunkId> ids;
     s.for_each_chunk("f", [&](const store::ChunkId& id, std::uint32_t) { ids.push_back(id); });
     const store::ChunkId victim = ids.at(ids.size() / 2);
-    const auto pack = test::read_bytes(test::first_pack(tmp.path() / "s"));
-    const std::string hay(pack.begin(), pack.end());
-    const auto at = hay.find(std::string(reinterpret_cast<const char*>(victim.data()), victim.size()));
+    const auto at = test::id_offset_in_pack(test::first_pack(tmp.path() / "s"), victim);
     ASSERT_NE(at, std::string::npos);
     test::flip_byte(test::first_pack(tmp.path() / "s"), at + 40 + 5);
     auto v2 = v1;
@@ -708,9 +706,7 @@ TEST(Store, DamageLateInALargeFileLeavesOutUntouched) {
     // Damage the last chunk's payload: get fails after most blocks went out.
     store::ChunkId last{};
     s.for_each_chunk("big", [&](const store::ChunkId& id, std::uint32_t) { last = id; });
-    const auto pack = test::read_bytes(test::first_pack(dir));
-    const std::string hay(pack.begin(), pack.end());
-    const auto at = hay.rfind(std::string(reinterpret_cast<const char*>(last.data()), last.size()));
+    const auto at = test::id_offset_in_pack(test::first_pack(dir), last);
     ASSERT_NE(at, std::string::npos);
     test::flip_byte(test::first_pack(dir), at + 40 + 5);  // id at header+16, payload at header+56
     const auto out = tmp.path() / "out.bin";
