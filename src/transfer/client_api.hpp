@@ -50,6 +50,7 @@ struct ServerParams {
     std::string store_id;
     std::uint32_t max_message_bytes = 0;
     std::uint32_t max_list_chunks = 0;
+    bool group_lists = false;  ///< the server takes GroupLists in a push
 };
 ServerParams params_from(const v1::InfoReply& info);
 /// The cut finder a client chunks with (OptionError for a keyed store without `key`).
@@ -107,6 +108,7 @@ struct PushReport {
 struct PushOptions {
     std::optional<Key> key;            ///< a keyed store's key (to chunk alike)
     unsigned threads = 0;              ///< compression threads (0: every core)
+    bool group_lists = true;           ///< list chunks in groups where the server takes them
     TransferProgressFn progress;
 };
 

@@ -74,6 +74,17 @@ store::ChunkId id_from_bytes(std::string_view bytes, std::string_view what) {
     return id;
 }
 
+store::ChunkId group_digest(std::span<const store::ChunkId> ids) {
+    Hasher h(DigestKind::blake3);
+    static constexpr char kTag[] = "cdc-group-v1";
+    h.update(std::as_bytes(std::span(kTag, sizeof kTag - 1)));
+    h.update(std::as_bytes(ids));
+    const Digest d = h.finish();
+    store::ChunkId id;
+    std::memcpy(id.data(), d.bytes.data(), id.size());
+    return id;
+}
+
 std::string make_bitmap(const std::vector<bool>& wanted) {
     std::string b((wanted.size() + 7) / 8, '\0');
     for (std::size_t i = 0; i < wanted.size(); ++i)

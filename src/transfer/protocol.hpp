@@ -31,6 +31,11 @@ inline constexpr std::size_t kDataMessageBytes = std::size_t{1} << 20;
 inline constexpr std::size_t kMaxListsAhead = 4;
 /// Bytes per HashData message of the streamed hash.
 inline constexpr std::size_t kHashPieceBytes = std::size_t{1} << 20;
+/// A group of a GroupList (proto/cdc_transfer.proto): at most this many
+/// chunks; it also ends after a chunk whose id's first four bytes (little
+/// endian) are a multiple of kGroupModulus, and where its list ends.
+inline constexpr std::size_t kMaxGroupChunks = 64;
+inline constexpr std::uint32_t kGroupModulus = 16;
 /// Longest name accepted.
 inline constexpr std::size_t kMaxNameBytes = 4096;
 
@@ -86,6 +91,27 @@ std::vector<store::ChunkId> ids_from_bytes(std::string_view bytes, std::size_t c
 void append_id(std::string& bytes, const store::ChunkId& id);
 /// TransferError(invalid_argument) unless `bytes` is 32 bytes long.
 store::ChunkId id_from_bytes(std::string_view bytes, std::string_view what);
+
+/// True if a group ends after the chunk `id` (whatever its length).
+inline bool group_ends_after(const store::ChunkId& id) noexcept {
+    const std::uint8_t* b = id.data();
+    const std::uint32_t head = b[0] | std::uint32_t{b[1]} << 8 | std::uint32_t{b[2]} << 16 | std::uint32_t{b[3]} << 24;
+    return head % kGroupModulus == 0;
+}
+/// Cuts a list's `ids` into groups (the rule above): calls `f(first, end)`
+/// for each, in order.
+template <class F>
+void for_each_group(std::span<const store::ChunkId> ids, F&& f) {
+    std::size_t first = 0;
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+        if (group_ends_after(ids[i]) || i + 1 - first == kMaxGroupChunks || i + 1 == ids.size()) {
+            f(first, i + 1);
+            first = i + 1;
+        }
+    }
+}
+/// A group's digest: BLAKE3-256 of "cdc-group-v1" and its ids.
+store::ChunkId group_digest(std::span<const store::ChunkId> ids);
 
 /// A want bitmap of `count` entries.
 std::string make_bitmap(const std::vector<bool>& wanted);

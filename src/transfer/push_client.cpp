@@ -1,7 +1,10 @@
 // push_files: chunk each input with the store's parameters (ChunkFeed), list
 // the ids, send the chunks the server wants, compressed on a pool of threads.
 // Two lists are in flight: the server looks list k up while the chunks of
-// list k - 1 are compressed and sent.
+// list k - 1 are compressed and sent. Where the server takes them, lists go
+// as groups (GroupList): the server answers which groups it lacks, their
+// chunks are listed next, and that list is answered as any. Replies come in
+// the order of the lists they answer; `replies_` says which list each is for.
 #include "chunk_feed.hpp"
 #include "chunk_messages.hpp"
 #include "client_api.hpp"
@@ -44,8 +47,13 @@ std::int64_t now_ns() {
 class FileSender {
 public:
     FileSender(PushStream& stream, const ServerParams& params, std::shared_ptr<const CutFinder> finder,
-               store::detail::TaskPool& pool, ProgressThrottle& progress)
-        : stream_(stream), params_(params), finder_(std::move(finder)), pool_(pool), progress_(progress) {}
+               store::detail::TaskPool& pool, ProgressThrottle& progress, bool group_lists)
+        : stream_(stream),
+          params_(params),
+          finder_(std::move(finder)),
+          pool_(pool),
+          progress_(progress),
+          group_lists_(group_lists && params.group_lists) {}
 
     /// Sends one file; TransferError from the server, IoError from the input.
     PushedFile send(const PushInput& in, int fd, const store::FileMeta& meta) {
@@ -68,27 +76,19 @@ public:
             while (ChunkFeed::Segment* g = feed.next()) {
                 whole.update(g->bytes);
                 file_.bytes += g->bytes.size();
-                const std::size_t n = g->lengths.size();
-                if (n == 0) {
-                    feed.release(g);
-                    continue;
-                }
-                std::size_t i = 0;
-                while (i < n) {
-                    std::size_t j = i;
-                    std::uint64_t bytes = 0;
-                    while (j < n && j - i < list_chunks && (j == i || bytes + g->lengths[j] <= list_bytes))
-                        bytes += g->lengths[j++];
-                    send_list(*g, i, j);
-                    in_flight_.push_back({g, i, j, j == n});
-                    while (in_flight_.size() > kListsInFlight) serve_oldest(feed);
-                    i = j;
-                }
+                held_.push_back({g, g->lengths.size()});
+                for (std::size_t k = 0; k < g->lengths.size(); ++k) pending_.push_back({g, k});
+                list_pending(feed, list_chunks, list_bytes, false);
+                release_served(feed);
                 progress_.file_bytes(file_.bytes, bytes_sent_total());
             }
+            list_pending(feed, list_chunks, list_bytes, true);
             while (!in_flight_.empty()) serve_oldest(feed);
         } catch (...) {
             in_flight_.clear();
+            replies_.clear();
+            pending_.clear();
+            held_.clear();
             throw;
         }
         const Digest d = whole.finish();
@@ -110,64 +110,177 @@ public:
     }
 
 private:
-    struct InFlight {
+    /// A chunk of a segment the feed handed out.
+    struct Ref {
         ChunkFeed::Segment* segment;
-        std::size_t first, end;
-        bool last_of_segment;
+        std::size_t index;
+        std::span<const std::byte> bytes() const noexcept {
+            return {segment->bytes.data() + segment->starts[index], segment->lengths[index]};
+        }
+        std::uint32_t length() const noexcept { return segment->lengths[index]; }
+        const store::ChunkId& id() const noexcept { return segment->ids[index]; }
     };
+    struct InFlight {
+        std::vector<Ref> chunks;
+        enum class Stage { group_want, want, done } stage = Stage::want;
+        std::vector<std::pair<std::size_t, std::size_t>> groups;  // [first, end) in chunks, per group
+        std::vector<std::size_t> listed;  // the chunks the want is about (grouped: the lacking groups')
+    };
+    struct Held {
+        ChunkFeed::Segment* segment;
+        std::size_t unserved;  // its chunks not served yet
+    };
+
+    /// Sends lists of the pending chunks while limits allow. With groups, a
+    /// list ends where a group ends: the chunks after the last group's end
+    /// wait for the next segment, so that groups run on across segments as
+    /// in the server's copy of the file (a group cut by a list's end is new
+    /// to the server and travels as ids).
+    void list_pending(ChunkFeed& feed, std::size_t list_chunks, std::uint64_t list_bytes, bool at_end) {
+        while (!pending_.empty()) {
+            std::size_t j = 0;
+            std::uint64_t bytes = 0;
+            while (j < pending_.size() && j < list_chunks && (j == 0 || bytes + pending_[j].length() <= list_bytes))
+                bytes += pending_[j++].length();
+            const bool all = j == pending_.size();
+            if (group_lists_ && !(all && at_end)) {
+                std::size_t cut = 0, run = 0;
+                for (std::size_t k = 0; k < j; ++k) {
+                    ++run;
+                    if (group_ends_after(pending_[k].id()) || run == kMaxGroupChunks) {
+                        cut = k + 1;
+                        run = 0;
+                    }
+                }
+                if (cut > 0)
+                    j = cut;
+                else if (all)
+                    return;  // no group ends yet: wait for more chunks
+            }
+            InFlight& f = in_flight_.emplace_back();
+            f.chunks.assign(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(j));
+            pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(j));
+            send_list(f);
+            while (in_flight_.size() > kListsInFlight) serve_oldest(feed);
+        }
+    }
+
+    /// Gives the feed back its segments whose chunks are all served, in order.
+    void release_served(ChunkFeed& feed) {
+        while (!held_.empty() && held_.front().unserved == 0) {
+            feed.release(held_.front().segment);
+            held_.pop_front();
+        }
+    }
 
     std::uint64_t bytes_sent_total() const noexcept { return sent_before_ + file_.bytes_sent; }
 
-    void send_list(const ChunkFeed::Segment& g, std::size_t first, std::size_t end) {
+    void send_list(InFlight& f) {
         v1::PushRequest req;
-        auto* c = req.mutable_chunks();
-        std::string ids;
-        ids.reserve((end - first) * 32);
-        for (std::size_t k = first; k < end; ++k) append_id(ids, g.ids[k]);
-        c->set_ids(std::move(ids));
-        c->mutable_sizes()->Add(g.lengths.begin() + static_cast<std::ptrdiff_t>(first),
-                                g.lengths.begin() + static_cast<std::ptrdiff_t>(end));
-        stream_.write(req);
-        file_.chunks += end - first;
+        file_.chunks += f.chunks.size();
+        if (group_lists_) {
+            auto* m = req.mutable_groups();
+            std::vector<store::ChunkId> ids;
+            ids.reserve(f.chunks.size());
+            for (const Ref& r : f.chunks) ids.push_back(r.id());
+            std::string digests;
+            for_each_group(ids, [&](std::size_t a, std::size_t b) {
+                append_id(digests, group_digest(std::span(ids).subspan(a, b - a)));
+                m->add_counts(static_cast<std::uint32_t>(b - a));
+                std::uint64_t bytes = 0;
+                for (std::size_t k = a; k < b; ++k) bytes += f.chunks[k].length();
+                m->add_bytes(bytes);
+                f.groups.emplace_back(a, b);
+            });
+            m->set_digests(std::move(digests));
+            f.stage = InFlight::Stage::group_want;
+            stream_.write(req);
+            replies_.push_back(&f);
+            return;
+        }
+        for (std::size_t k = 0; k < f.chunks.size(); ++k) f.listed.push_back(k);
+        send_chunk_list(f, req);
+        f.stage = InFlight::Stage::want;
+        replies_.push_back(&f);
     }
 
+    /// The ChunkList of `f.listed`.
+    void send_chunk_list(const InFlight& f, v1::PushRequest& req) {
+        auto* c = req.mutable_chunks();
+        std::string ids;
+        ids.reserve(f.listed.size() * 32);
+        for (const std::size_t k : f.listed) {
+            append_id(ids, f.chunks[k].id());
+            c->add_sizes(f.chunks[k].length());
+        }
+        c->set_ids(std::move(ids));
+        stream_.write(req);
+    }
+
+    /// Reads replies until the oldest list is served, then drops it.
     void serve_oldest(ChunkFeed& feed) {
-        const InFlight f = in_flight_.front();
+        while (in_flight_.front().stage != InFlight::Stage::done) read_reply();
+        for (const Ref& r : in_flight_.front().chunks)
+            for (Held& h : held_)
+                if (h.segment == r.segment) {
+                    --h.unserved;
+                    break;
+                }
         in_flight_.pop_front();
+        release_served(feed);
+    }
+
+    void read_reply() {
+        InFlight& f = *replies_.front();
+        replies_.pop_front();
         v1::PushReply reply;
         if (!stream_.read(reply)) stream_.finish();  // throws the server's status
+        if (f.stage == InFlight::Stage::group_want) {
+            if (reply.body_case() != v1::PushReply::kGroupWant)
+                throw TransferError(Code::internal, fmt::format("'{}': the server answered a group list with "
+                                                                "something else than a group want",
+                                                                file_.name));
+            const std::vector<bool> wanted =
+                read_bitmap(reply.group_want().bitmap(), f.groups.size(), reply.group_want().count());
+            for (std::size_t k = 0; k < f.groups.size(); ++k)
+                if (wanted[k])
+                    for (std::size_t c = f.groups[k].first; c < f.groups[k].second; ++c) f.listed.push_back(c);
+            if (f.listed.empty()) {
+                f.stage = InFlight::Stage::done;
+                return;
+            }
+            v1::PushRequest req;
+            send_chunk_list(f, req);
+            f.stage = InFlight::Stage::want;
+            replies_.push_back(&f);
+            return;
+        }
         if (reply.body_case() != v1::PushReply::kWant)
             throw TransferError(Code::internal, fmt::format("'{}': the server answered a chunk list with something "
                                                             "else than a want",
                                                             file_.name));
-        const std::vector<bool> wanted = read_bitmap(reply.want().bitmap(), f.end - f.first, reply.want().count());
-        send_wanted(*f.segment, f.first, wanted);
-        if (f.last_of_segment) feed.release(f.segment);
+        const std::vector<bool> wanted = read_bitmap(reply.want().bitmap(), f.listed.size(), reply.want().count());
+        std::vector<Ref> send;
+        for (std::size_t k = 0; k < wanted.size(); ++k)
+            if (wanted[k]) send.push_back(f.chunks[f.listed[k]]);
+        send_wanted(send);
+        f.stage = InFlight::Stage::done;
     }
 
-    void send_wanted(const ChunkFeed::Segment& g, std::size_t first, const std::vector<bool>& wanted) {
+    void send_wanted(const std::vector<Ref>& wanted) {
+        if (wanted.empty()) return;
         // Compress in groups of ~1 MiB on the pool, then send in order.
-        struct Item {
-            std::size_t index;
-            std::vector<std::byte> frame;  // empty: sent raw (a store at level 0 keeps chunks raw)
-        };
-        std::vector<Item> items;
-        for (std::size_t k = 0; k < wanted.size(); ++k)
-            if (wanted[k]) items.push_back({first + k, {}});
-        if (items.empty()) return;
+        std::vector<std::vector<std::byte>> frames(wanted.size());  // empty: sent raw (a store at level 0 keeps chunks raw)
         std::atomic<std::size_t> left{0};
         std::size_t begin = 0;
         const int level = params_.zstd_level;
-        while (level > 0 && begin < items.size()) {
+        while (level > 0 && begin < wanted.size()) {
             std::size_t end = begin, bytes = 0;
-            while (end < items.size() && (end == begin || bytes < kCompressGroup)) bytes += g.lengths[items[end++].index];
+            while (end < wanted.size() && (end == begin || bytes < kCompressGroup)) bytes += wanted[end++].length();
             left.fetch_add(1);
-            pool_.submit([&items, &g, &left, begin, end, level] {
-                for (std::size_t k = begin; k < end; ++k) {
-                    Item& it = items[k];
-                    const std::span<const std::byte> raw(g.bytes.data() + g.starts[it.index], g.lengths[it.index]);
-                    store::detail::thread_compressor(level).compress_frame(raw, it.frame);
-                }
+            pool_.submit([&wanted, &frames, &left, begin, end, level] {
+                for (std::size_t k = begin; k < end; ++k)
+                    store::detail::thread_compressor(level).compress_frame(wanted[k].bytes(), frames[k]);
                 left.fetch_sub(1);
             });
             begin = end;
@@ -179,11 +292,11 @@ private:
             stream_.write(req);
             req.Clear();
         });
-        for (const Item& it : items) {
-            const std::span<const std::byte> raw(g.bytes.data() + g.starts[it.index], g.lengths[it.index]);
-            const bool is_raw = it.frame.empty();
-            packer.add(g.ids[it.index], g.lengths[it.index], is_raw, is_raw ? raw : std::span<const std::byte>(it.frame));
-            file_.bytes_sent += g.lengths[it.index];
+        for (std::size_t k = 0; k < wanted.size(); ++k) {
+            const bool is_raw = frames[k].empty();
+            packer.add(wanted[k].id(), wanted[k].length(), is_raw,
+                       is_raw ? wanted[k].bytes() : std::span<const std::byte>(frames[k]));
+            file_.bytes_sent += wanted[k].length();
             ++file_.chunks_sent;
         }
         packer.flush();
@@ -195,7 +308,11 @@ private:
     std::shared_ptr<const CutFinder> finder_;
     store::detail::TaskPool& pool_;
     ProgressThrottle& progress_;
-    std::deque<InFlight> in_flight_;
+    const bool group_lists_;
+    std::deque<InFlight> in_flight_;   // in file order (references stay valid: push_back, pop_front)
+    std::deque<InFlight*> replies_;    // the list each reply to come is about
+    std::vector<Ref> pending_;         // chunks not listed yet, in file order
+    std::deque<Held> held_;            // segments from the feed, in order
     PushedFile file_;
     std::uint64_t sent_before_ = 0;
 };
@@ -242,7 +359,7 @@ PushReport push_files(const std::function<std::unique_ptr<PushStream>()>& open_s
         }
         if (!stream) {
             stream = open_stream();
-            sender = std::make_unique<FileSender>(*stream, params, finder, pool, progress);
+            sender = std::make_unique<FileSender>(*stream, params, finder, pool, progress, options.group_lists);
         }
         try {
             PushedFile f = sender->send(in, fd, meta);

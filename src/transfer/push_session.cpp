@@ -49,6 +49,7 @@ void PushSession::handle(const v1::PushRequest& request, const Sink& sink) {
     switch (request.body_case()) {
     case v1::PushRequest::kStart: start(request.start()); break;
     case v1::PushRequest::kChunks: add_list(request.chunks(), sink); break;
+    case v1::PushRequest::kGroups: add_groups(request.groups(), sink); break;
     case v1::PushRequest::kData: add_data(request.data()); break;
     case v1::PushRequest::kEnd: end(request.end(), sink); break;
     case v1::PushRequest::kFinish: finish(sink); break;
@@ -72,6 +73,8 @@ void PushSession::start(const v1::FileStart& m) {
     file_unchanged_ = false;
     whole_.reset();
     base_.reset();
+    groups_.reset();
+    groups_read_ = false;
     // (Small files are read back in no time: comparing costs more.)
     if (!base_db_) base_db_ = std::make_unique<store::detail::Db>((dir_ / store::detail::kDbName).string(), false);
     base_ = store::detail::BaseList::open(*base_db_, dir_, name_, kBaseMinChunks);
@@ -94,59 +97,182 @@ void PushSession::add_list(const v1::ChunkList& m, const Sink& sink) {
     if (count > kMaxListChunks)
         throw TransferError(Code::invalid_argument,
                             fmt::format("a chunk list of {} chunks (at most {})", count, kMaxListChunks));
+    for (const std::uint32_t s : m.sizes())
+        if (s == 0 || s > max_chunk_)
+            throw TransferError(Code::invalid_argument,
+                                fmt::format("a chunk of {} bytes (the store's chunks have 1 to {})", s, max_chunk_));
+    for (List& list : lists_) {
+        if (list.awaiting == 0) continue;
+        expand(list, m);  // the chunks of the oldest group list that lacked groups
+        admit_ready(sink);
+        return;
+    }
     if (lists_.size() >= kMaxListsAhead)
         throw TransferError(Code::failed_precondition,
                             fmt::format("more than {} chunk lists ahead of their data", kMaxListsAhead));
     List list;
     list.ids = ids_from_bytes(m.ids(), count);
     list.sizes.assign(m.sizes().begin(), m.sizes().end());
-    for (const std::uint32_t s : list.sizes) {
-        if (s == 0 || s > max_chunk_)
-            throw TransferError(Code::invalid_argument,
-                                fmt::format("a chunk of {} bytes (the store's chunks have 1 to {})", s, max_chunk_));
-        list.bytes += s;
-    }
+    for (const std::uint32_t s : list.sizes) list.bytes += s;
     if (list.bytes > max_list_bytes_)
         throw TransferError(Code::invalid_argument,
                             fmt::format("a chunk list covering {} bytes (at most {})", list.bytes, max_list_bytes_));
     listed_bytes_ += list.bytes;
     listed_chunks_ += count;
+    lists_.push_back(std::move(list));
+    admit_ready(sink);
+}
 
-    if (base_) {
-        if (base_->match(list.ids)) {
-            // The next chunks of the stored file: all in the store, nothing to hash.
-            list.from_base = true;
-            list.wanted.assign(count, false);
-            v1::PushReply reply;
-            reply.mutable_want()->set_bitmap(make_bitmap(list.wanted));
-            reply.mutable_want()->set_count(0);
-            lists_.push_back(std::move(list));
-            sink(reply);
-            complete_lists();
-            return;
-        }
-        leave_base();
+void PushSession::add_groups(const v1::GroupList& m, const Sink& sink) {
+    require_open("a group list");
+    const std::size_t n = static_cast<std::size_t>(m.counts_size());
+    if (n == 0) throw TransferError(Code::invalid_argument, "an empty group list");
+    if (m.bytes_size() != m.counts_size() || m.digests().size() != n * 32)
+        throw TransferError(Code::invalid_argument,
+                            fmt::format("a group list of {} counts, {} sizes and {} bytes of digests", n,
+                                        m.bytes_size(), m.digests().size()));
+    if (lists_.size() >= kMaxListsAhead)
+        throw TransferError(Code::failed_precondition,
+                            fmt::format("more than {} chunk lists ahead of their data", kMaxListsAhead));
+    List list;
+    list.grouped = true;
+    std::size_t chunks = 0;
+    for (std::size_t g = 0; g < n; ++g) {
+        const std::uint32_t c = m.counts(static_cast<int>(g));
+        const std::uint64_t b = m.bytes(static_cast<int>(g));
+        if (c == 0 || c > kMaxGroupChunks || b < c || b > std::uint64_t{c} * max_chunk_)
+            throw TransferError(Code::invalid_argument,
+                                fmt::format("a group of {} chunks and {} bytes (1 to {} chunks of 1 to {} bytes)", c, b,
+                                            kMaxGroupChunks, max_chunk_));
+        chunks += c;
+        list.bytes += b;
     }
+    if (chunks > kMaxListChunks)
+        throw TransferError(Code::invalid_argument,
+                            fmt::format("a group list of {} chunks (at most {})", chunks, kMaxListChunks));
+    if (list.bytes > max_list_bytes_)
+        throw TransferError(Code::invalid_argument,
+                            fmt::format("a group list covering {} bytes (at most {})", list.bytes, max_list_bytes_));
+    if (!groups_read_) {
+        groups_read_ = true;
+        if (!groups_db_) groups_db_ = std::make_unique<store::detail::Db>((dir_ / store::detail::kDbName).string(), false);
+        try {
+            groups_ = BaseGroups::open(*groups_db_, name_);
+        } catch (const store::StoreError& e) {
+            throw TransferError(Code::data_loss, fmt::format("'{}': {} (nothing of the file is committed)", name_,
+                                                             e.what()));
+        }
+    }
+    list.ids.reserve(chunks);
+    std::vector<bool> group_wanted(n, false);
+    for (std::size_t g = 0; g < n; ++g) {
+        const std::size_t c = m.counts(static_cast<int>(g));
+        store::ChunkId digest;
+        std::memcpy(digest.data(), m.digests().data() + g * 32, digest.size());
+        const std::optional<std::uint64_t> first = groups_ ? groups_->find(digest, c) : std::nullopt;
+        if (first) {
+            try {
+                groups_->append_ids(*first, c, list.ids);
+            } catch (const store::StoreError& e) {
+                throw TransferError(Code::data_loss, fmt::format("'{}': {} (nothing of the file is committed)", name_,
+                                                                 e.what()));
+            }
+            list.known.insert(list.known.end(), c, true);
+        } else {
+            list.missing.push_back({list.ids.size(), c, m.bytes(static_cast<int>(g)), digest});
+            list.ids.resize(list.ids.size() + c);
+            list.known.insert(list.known.end(), c, false);
+            list.awaiting += c;
+            group_wanted[g] = true;
+        }
+    }
+    list.sizes.assign(chunks, 0);
+    listed_bytes_ += list.bytes;
+    listed_chunks_ += chunks;
+    v1::PushReply reply;
+    reply.mutable_group_want()->set_bitmap(make_bitmap(group_wanted));
+    reply.mutable_group_want()->set_count(static_cast<std::uint32_t>(list.missing.size()));
+    lists_.push_back(std::move(list));
+    sink(reply);
+    admit_ready(sink);
+}
 
-    // Wanted: lacking in the store, and neither wanted by an earlier list
-    // of this stream (its data comes first) nor stored by this stream.
-    const std::vector<store::ChunkId> lacking = store_.missing(list.ids);
-    std::unordered_set<store::ChunkId, IdHash> lack(lacking.begin(), lacking.end());
+void PushSession::expand(List& list, const v1::ChunkList& m) {
+    const std::size_t count = static_cast<std::size_t>(m.sizes_size());
+    if (count != list.awaiting)
+        throw TransferError(Code::invalid_argument,
+                            fmt::format("a chunk list of {} chunks for groups of {} chunks", count, list.awaiting));
+    const std::vector<store::ChunkId> ids = ids_from_bytes(m.ids(), count);
+    std::size_t k = 0;
+    for (const List::Missing& g : list.missing) {
+        std::uint64_t bytes = 0;
+        for (std::size_t i = 0; i < g.count; ++i, ++k) {
+            list.ids[g.at + i] = ids[k];
+            list.sizes[g.at + i] = m.sizes(static_cast<int>(k));
+            bytes += list.sizes[g.at + i];
+        }
+        if (bytes != g.bytes || group_digest(std::span(list.ids).subspan(g.at, g.count)) != g.digest)
+            throw TransferError(Code::invalid_argument,
+                                fmt::format("the chunks listed for group {} are not that group's ({} bytes, "
+                                            "{} listed)",
+                                            short_id(g.digest), g.bytes, bytes));
+    }
+    list.awaiting = 0;
+    list.missing.clear();
+}
+
+void PushSession::admit_ready(const Sink& sink) {
+    for (List& list : lists_) {
+        if (list.admitted) continue;
+        if (list.awaiting > 0) break;
+        admit(list, sink);
+    }
+    complete_lists();
+}
+
+void PushSession::admit(List& list, const Sink& sink) {
+    const std::size_t count = list.ids.size();
+    list.admitted = true;
     list.wanted.assign(count, false);
-    for (std::size_t i = 0; i < count; ++i) {
-        const auto& id = list.ids[i];
-        if (!lack.contains(id) || recent_.contains(id) || pending_.contains(id)) continue;
-        list.wanted[i] = true;
-        pending_.insert(id);
-        ++list.remaining;
+    if (base_) {
+        // The next chunks of the stored file: all in the store, nothing to hash.
+        if (base_->match(list.ids))
+            list.from_base = true;
+        else
+            leave_base();
+    }
+    if (!list.from_base) {
+        // Wanted: lacking in the store, and neither wanted by an earlier list
+        // of this stream (its data comes first) nor stored by this stream.
+        // A known chunk is one of the stored file's.
+        std::vector<store::ChunkId> ask;
+        ask.reserve(count);
+        for (std::size_t i = 0; i < count; ++i)
+            if (list.known.empty() || !list.known[i]) ask.push_back(list.ids[i]);
+        const std::vector<store::ChunkId> lacking = store_.missing(ask);
+        std::unordered_set<store::ChunkId, IdHash> lack(lacking.begin(), lacking.end());
+        for (std::size_t i = 0; i < count; ++i) {
+            const auto& id = list.ids[i];
+            if (!list.known.empty() && list.known[i]) continue;
+            if (!lack.contains(id) || recent_.contains(id) || pending_.contains(id)) continue;
+            list.wanted[i] = true;
+            pending_.insert(id);
+            ++list.remaining;
+        }
+    }
+    // A group list that lacked no group is not answered again; one that
+    // did is answered over the chunks listed for its groups.
+    if (list.grouped && std::find(list.known.begin(), list.known.end(), false) == list.known.end()) return;
+    std::vector<bool> bits;
+    if (list.grouped) {
+        for (std::size_t i = 0; i < count; ++i)
+            if (!list.known[i]) bits.push_back(list.wanted[i]);
     }
     v1::PushReply reply;
     auto* want = reply.mutable_want();
-    want->set_bitmap(make_bitmap(list.wanted));
+    want->set_bitmap(make_bitmap(list.grouped ? bits : list.wanted));
     want->set_count(static_cast<std::uint32_t>(list.remaining));
-    lists_.push_back(std::move(list));
     sink(reply);
-    complete_lists();
 }
 
 void PushSession::add_data(const v1::Chunks& m) {
@@ -207,7 +333,7 @@ void PushSession::remember(const store::ChunkId& id) {
 }
 
 void PushSession::complete_lists() {
-    while (!lists_.empty() && lists_.front().remaining == 0) {
+    while (!lists_.empty() && lists_.front().admitted && lists_.front().remaining == 0) {
         List& list = lists_.front();
         if (!list.from_base) hash_stored(list, list.ids.size());
         const std::uint64_t stored = writer_->add_chunks(list.ids);
@@ -234,7 +360,7 @@ void PushSession::hash_stored(List& list, std::size_t end) {
             store_.read_chunks(std::span<const store::ChunkId>(list.ids).subspan(i, run_end - i),
                                store::Store::ChunkForm::raw,
                                [&](std::size_t k, const store::StoredChunk& c) {
-                                   if (c.raw_size != list.sizes[i + k])
+                                   if (list.sizes[i + k] != 0 && c.raw_size != list.sizes[i + k])
                                        throw TransferError(
                                            Code::invalid_argument,
                                            fmt::format("'{}': chunk {} is listed with {} bytes, it has {}", name_,
@@ -275,6 +401,7 @@ void PushSession::end(const v1::FileEnd& m, const Sink& sink) {
         leave_base();
     }
     base_.reset();
+    groups_.reset();
     const store::ChunkId computed = file_unchanged_ ? digest : id_of(whole_.finish());
     if (computed != digest)
         throw TransferError(Code::data_loss,

@@ -20,6 +20,13 @@
 // the chunks that matched are read back from that snapshot and hashed, and
 // the push goes on as for any file.
 //
+// A client may send a GroupList instead of a ChunkList (proto/cdc_transfer.proto):
+// groups the file of that name in the store has (base_groups.hpp) take their
+// ids from it; the session answers which groups it lacks and takes their
+// chunks in the next ChunkList, which it then answers as any list. Lists
+// are admitted (looked up, compared with the base, answered) in file order:
+// a list whose groups are not all listed yet holds back those after it.
+//
 // Memory is bounded whatever the file size: a few chunk lists of ids
 // (kMaxListsAhead x kMaxListChunks), one chunk being assembled, and the
 // last decoded chunk.
@@ -28,6 +35,8 @@
 #include "cdc_transfer.pb.h"
 #include "chunk_messages.hpp"
 #include "protocol.hpp"
+
+#include "base_groups.hpp"
 
 #include "../store/base_list.hpp"
 #include "../store/ordered_hasher.hpp"
@@ -87,10 +96,30 @@ private:
         std::size_t next_data = 0;    // search start for the next wanted chunk
         std::size_t next_hash = 0;    // first chunk not hashed yet
         bool from_base = false;       // equal to the base's chunks: not hashed
+        // A GroupList's: its chunks from the stored file (known: in the
+        // store, listed with size 0: the store's size counts) and the groups
+        // whose chunks the next ChunkList lists (`awaiting` of them).
+        struct Missing {
+            std::size_t at;
+            std::size_t count;
+            std::uint64_t bytes;
+            store::ChunkId digest;
+        };
+        std::vector<bool> known;
+        std::vector<Missing> missing;
+        std::size_t awaiting = 0;
+        bool grouped = false;
+        bool admitted = false;        // looked up and answered
     };
 
     void start(const v1::FileStart& m);
     void add_list(const v1::ChunkList& m, const Sink& sink);
+    void add_groups(const v1::GroupList& m, const Sink& sink);
+    /// The next ChunkList after a GroupList that lacked groups: their chunks.
+    void expand(List& list, const v1::ChunkList& m);
+    /// Admits the lists ready in file order (see above).
+    void admit_ready(const Sink& sink);
+    void admit(List& list, const Sink& sink);
     void add_data(const v1::Chunks& m);
     void add_piece(const v1::ChunkData& c);
     void complete_chunk(List& list, std::size_t j);
@@ -127,6 +156,10 @@ private:
     // chunks; read on a connection of its own.
     std::unique_ptr<store::detail::Db> base_db_;
     std::unique_ptr<store::detail::BaseList> base_;
+    // The groups of the file of that name, read at the first GroupList.
+    std::unique_ptr<store::detail::Db> groups_db_;
+    std::unique_ptr<BaseGroups> groups_;
+    bool groups_read_ = false;
     std::unordered_set<store::ChunkId, IdHash> pending_;  // wanted, not arrived
     std::unordered_set<store::ChunkId, IdHash> recent_;   // stored by this stream
 

@@ -20,6 +20,7 @@ ServerParams params_from(const v1::InfoReply& r) {
     p.store_id = r.store_id();
     p.max_message_bytes = r.max_message_bytes();
     p.max_list_chunks = r.max_list_chunks();
+    p.group_lists = r.group_lists();
     return p;
 }
 

@@ -80,6 +80,7 @@ public:
         r->set_store_id(info_.store_id);
         r->set_max_message_bytes(static_cast<std::uint32_t>(o_.max_message_bytes ? o_.max_message_bytes : kMaxMessageBytes));
         r->set_max_list_chunks(static_cast<std::uint32_t>(kMaxListChunks));
+        r->set_group_lists(true);
         return grpc::Status::OK;
     }
 

@@ -77,6 +77,7 @@ inline transfer::ServerParams params_of(const std::filesystem::path& dir) {
     p.store_id = i.store_id;
     p.max_message_bytes = static_cast<std::uint32_t>(transfer::kMaxMessageBytes);
     p.max_list_chunks = static_cast<std::uint32_t>(transfer::kMaxListChunks);
+    p.group_lists = true;
     return p;
 }
 

@@ -16,6 +16,7 @@ struct PushArgs {
     std::string name;
     bool follow_symlinks = false;
     unsigned threads = 0;
+    bool id_lists = false;
     bool json = false;
     bool quiet = false;
 };
@@ -28,6 +29,7 @@ int run_push(const PushArgs& a) {
     transfer::PushOptions o;
     o.key = key_of(a.connect);
     o.threads = a.threads;
+    o.group_lists = !a.id_lists;
     ProgressLine line(!a.quiet && !a.json && stderr_is_tty());
     if (line.enabled())
         o.progress = [&](const transfer::TransferProgress& p) {
@@ -91,6 +93,9 @@ void add_push_command(CLI::App& app, int& exit_code) {
                   "the name on the server (one PATH; for a tree, the prefix of its files' names; required for -)");
     c->add_flag("--follow-symlinks", a->follow_symlinks, "follow symbolic links inside directories");
     c->add_option("--threads", a->threads, "compression threads (default: one per core)");
+    c->add_flag("--id-lists", a->id_lists,
+                "list every chunk id (~34 bytes a chunk) instead of digests of groups of chunks the server "
+                "compares with its file of that name (~2-3 bytes a chunk where they equal); for comparison");
     c->add_flag("--json", a->json,
                 "one JSON object: {files: [...], bytes_read, bytes_sent, bytes_reused, chunks, chunks_sent, "
                 "payload_sent, wire_bytes_sent, wire_bytes_received, seconds, errors}");

@@ -1,0 +1,104 @@
+#include "base_groups.hpp"
+
+#include "protocol.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace cdc::transfer {
+
+using store::detail::Stmt;
+
+std::unique_ptr<BaseGroups> BaseGroups::open(store::detail::Db& db, const std::string& name) {
+    std::unique_ptr<BaseGroups> b(new BaseGroups());
+    b->name_ = name;
+    b->db_ = &db;
+    b->snapshot_ = std::make_unique<store::detail::Transaction>(db, false);
+    {
+        Stmt m(db, "SELECT id, chunk_count FROM manifests WHERE name = ?1");
+        m.bind(1, name);
+        if (!m.step() || m.i64(1) <= 0) return nullptr;
+        b->manifest_ = m.i64(0);
+        b->chunks_ = static_cast<std::uint64_t>(m.i64(1));
+    }
+    // One pass over the list: the rows' positions, and the groups cut as a
+    // client cuts a list (a group may span two rows).
+    Stmt rows(db, "SELECT seq, ids FROM manifest_chunks WHERE manifest = ?1 ORDER BY seq");
+    rows.bind(1, b->manifest_);
+    std::vector<store::ChunkId> group;
+    std::uint64_t index = 0;
+    auto close_group = [&] {
+        if (b->groups_.size() < kMaxGroups) {
+            const store::ChunkId d = group_digest(group);
+            Group g{};
+            std::memcpy(g.key.data(), d.data(), g.key.size());
+            g.first = index - group.size();
+            g.count = static_cast<std::uint32_t>(group.size());
+            b->groups_.push_back(g);
+        }
+        group.clear();
+    };
+    while (rows.step()) {
+        const auto blob = rows.blob(1);
+        b->rows_.push_back({rows.i64(0), index});
+        for (std::size_t at = 0; at + 32 <= blob.size(); at += 32) {
+            store::ChunkId& id = group.emplace_back();
+            std::memcpy(id.data(), blob.data() + at, id.size());
+            ++index;
+            if (group_ends_after(id) || group.size() == kMaxGroupChunks) close_group();
+        }
+    }
+    if (!group.empty()) close_group();
+    if (index != b->chunks_)
+        throw store::DamageError(fmt::format("'{}': its chunk list holds {} ids, the manifest says {}", name, index,
+                                             b->chunks_));
+    std::sort(b->groups_.begin(), b->groups_.end(), [](const Group& x, const Group& y) { return x.key < y.key; });
+    return b;
+}
+
+BaseGroups::~BaseGroups() = default;
+
+std::optional<std::uint64_t> BaseGroups::find(const store::ChunkId& digest, std::size_t count) const {
+    std::array<std::uint8_t, 16> key;
+    std::memcpy(key.data(), digest.data(), key.size());
+    auto it = std::lower_bound(groups_.begin(), groups_.end(), key,
+                               [](const Group& g, const std::array<std::uint8_t, 16>& k) { return g.key < k; });
+    for (; it != groups_.end() && it->key == key; ++it)
+        if (it->count == count) return it->first;
+    return std::nullopt;
+}
+
+bool BaseGroups::load_row(std::size_t r) {
+    if (loaded_ == r) return true;
+    Stmt s(*db_, "SELECT ids FROM manifest_chunks WHERE manifest = ?1 AND seq = ?2");
+    s.bind(1, manifest_).bind(2, rows_[r].seq);
+    if (!s.step()) return false;
+    const auto blob = s.blob(0);
+    row_.assign(blob.begin(), blob.end());
+    loaded_ = r;
+    return true;
+}
+
+void BaseGroups::append_ids(std::uint64_t first, std::size_t count, std::vector<store::ChunkId>& out) {
+    while (count > 0) {
+        // the row holding `first`: the last whose first index is <= first
+        auto it = std::upper_bound(rows_.begin(), rows_.end(), first,
+                                   [](std::uint64_t i, const Row& r) { return i < r.first; });
+        if (it == rows_.begin() || !load_row(static_cast<std::size_t>(it - rows_.begin() - 1)))
+            throw store::DamageError(fmt::format("'{}': no chunk {} in its list", name_, first));
+        const std::size_t at = static_cast<std::size_t>(first - rows_[loaded_].first) * 32;
+        if (at + 32 > row_.size()) throw store::DamageError(fmt::format("'{}': no chunk {} in its list", name_, first));
+        const std::size_t n = std::min(count, (row_.size() - at) / 32);
+        for (std::size_t k = 0; k < n; ++k) {
+            store::ChunkId id;
+            std::memcpy(id.data(), row_.data() + at + k * 32, id.size());
+            out.push_back(id);
+        }
+        first += n;
+        count -= n;
+    }
+}
+
+}  // namespace cdc::transfer

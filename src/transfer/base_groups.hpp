@@ -1,0 +1,74 @@
+// The groups of chunks (protocol.hpp: for_each_group) of the committed file a
+// push replaces, for a client that sends GroupLists: a group the stored file
+// has is taken from it, so the client need not list its chunks one by one.
+//
+// The stored file's list is read once, on a connection of its own inside one
+// read transaction held until the BaseGroups is gone: the ids handed out are
+// those of the file as it was then, even if another writer replaces it
+// meanwhile, and their chunks stay in the packs (gc waits for the pushing
+// session's shared lock). A group found here says which chunks the client
+// means, not that its bytes are right: the whole-file BLAKE3 the server
+// computes over the chunks (read back) still decides the commit.
+//
+// Memory: 32 bytes per group (at most kMaxGroups: beyond, groups are not
+// remembered and travel as ids) and one row of ids.
+#pragma once
+
+#include "../store/sqlite.hpp"
+
+#include <cdc/store.hpp>
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace cdc::transfer {
+
+class BaseGroups {
+public:
+    /// Groups remembered at most (a file of ~4M chunks: 32 GB at 8 KiB).
+    static constexpr std::size_t kMaxGroups = std::size_t{1} << 18;
+
+    /// The committed file `name` read on `db` (used by nothing else while
+    /// the BaseGroups lives); nullptr if there is none or it has no chunks.
+    static std::unique_ptr<BaseGroups> open(store::detail::Db& db, const std::string& name);
+    ~BaseGroups();
+    BaseGroups(const BaseGroups&) = delete;
+    BaseGroups& operator=(const BaseGroups&) = delete;
+
+    /// The index of the first chunk of a group of the stored file with this
+    /// digest and `count` chunks, if it has one.
+    std::optional<std::uint64_t> find(const store::ChunkId& digest, std::size_t count) const;
+    /// Appends the stored file's ids [first, first + count) to `out`.
+    /// DamageError if the list is shorter.
+    void append_ids(std::uint64_t first, std::size_t count, std::vector<store::ChunkId>& out);
+    std::size_t group_count() const noexcept { return groups_.size(); }
+
+private:
+    struct Group {
+        std::array<std::uint8_t, 16> key;  // the digest's first 16 bytes
+        std::uint64_t first;
+        std::uint32_t count;
+    };
+    struct Row {
+        std::int64_t seq;
+        std::uint64_t first;  // index of its first id
+    };
+    BaseGroups() = default;
+    bool load_row(std::size_t r);
+
+    std::string name_;
+    store::detail::Db* db_ = nullptr;
+    std::unique_ptr<store::detail::Transaction> snapshot_;
+    std::int64_t manifest_ = 0;
+    std::uint64_t chunks_ = 0;
+    std::vector<Group> groups_;  // sorted by key
+    std::vector<Row> rows_;
+    std::size_t loaded_ = SIZE_MAX;  // the row in row_
+    std::vector<std::uint8_t> row_;
+};
+
+}  // namespace cdc::transfer
