@@ -55,12 +55,16 @@ struct Harness {
     std::vector<std::uint8_t> file;               // bytes listed since the last start
     std::vector<std::size_t> due;                 // pool indices listed, in order
     std::size_t next_due = 0;
+    std::vector<std::vector<std::size_t>> groups;  // pool indices of the last group list's groups
+    std::string group_want;                        // the last group want's bitmap
     store::detail::Compressor zstd{3};
 
     void send(const transfer::v1::PushRequest& r) {
         if (!session) session = std::make_unique<transfer::PushSession>(store_dir(), store::OpenOptions{});
         try {
-            session->handle(r, [](const transfer::v1::PushReply&) {});
+            session->handle(r, [&](const transfer::v1::PushReply& reply) {
+                if (reply.has_group_want()) group_want = reply.group_want().bitmap();
+            });
             if (session->finished()) session.reset();
         } catch (const transfer::TransferError&) {
             session->abort();
@@ -96,7 +100,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     for (int steps = 0; steps < 64 && !in.rest().empty(); ++steps) {
         transfer::v1::PushRequest r;
         const std::uint8_t op = in.u8();
-        switch (op % 7) {
+        switch (op % 9) {
         case 0: {  // start
             r.mutable_start()->set_name(kNames[in.u8() % 8]);
             r.mutable_start()->set_mode(in.u16());
@@ -159,6 +163,50 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             break;
         }
         case 5: r.mutable_finish(); break;
+        case 6: {  // a group list of pool chunks (the store's file of that name may have some groups)
+            const std::size_t k = 1 + in.u8() % 40;
+            std::vector<store::ChunkId> ids;
+            std::vector<std::size_t> picked;
+            for (std::size_t i = 0; i < k; ++i) {
+                // runs of one chunk often: groups a stored file has
+                const std::size_t p = (in.u8() & 1) && !picked.empty() ? picked.back() : in.u8() % h.pool.size();
+                picked.push_back(p);
+                ids.push_back(store::chunk_id_of(std::as_bytes(std::span(h.pool[p]))));
+                h.file.insert(h.file.end(), h.pool[p].begin(), h.pool[p].end());
+                h.due.push_back(p);
+            }
+            auto* g = r.mutable_groups();
+            std::string digests;
+            h.groups.clear();
+            transfer::for_each_group(ids, [&](std::size_t a, std::size_t b) {
+                transfer::append_id(digests, transfer::group_digest(std::span(ids).subspan(a, b - a)));
+                g->add_counts(static_cast<std::uint32_t>(b - a));
+                std::uint64_t bytes = 0;
+                for (std::size_t j = a; j < b; ++j) bytes += h.pool[picked[j]].size();
+                g->add_bytes(bytes + ((op & 0x80) ? 1 : 0));  // a lie about the bytes
+                h.groups.emplace_back(picked.begin() + static_cast<std::ptrdiff_t>(a),
+                                      picked.begin() + static_cast<std::ptrdiff_t>(b));
+            });
+            if ((op & 0x40) && !digests.empty()) digests[in.u8() % digests.size()] ^= 1;
+            g->set_digests(digests);
+            break;
+        }
+        case 7: {  // the chunks of the groups the last group want asked for (or of all, or of none)
+            for (std::size_t i = 0; i < h.groups.size(); ++i) {
+                const bool wanted = i / 8 < h.group_want.size() && (h.group_want[i / 8] >> (i % 8) & 1);
+                if (!wanted && !(op & 0x80)) continue;
+                for (const std::size_t p : h.groups[i]) {
+                    const auto& c = h.pool[p];
+                    const auto id = store::chunk_id_of(std::as_bytes(std::span(c)));
+                    std::string ids = r.chunks().ids();
+                    transfer::append_id(ids, id);
+                    r.mutable_chunks()->set_ids(ids);
+                    r.mutable_chunks()->add_sizes(static_cast<std::uint32_t>(c.size()));
+                }
+            }
+            if (r.chunks().sizes_size() == 0) r.mutable_chunks()->add_sizes(1);
+            break;
+        }
         default: {  // raw protobuf bytes
             const auto bytes = take(in, in.u8());
             if (!r.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) continue;

@@ -113,6 +113,27 @@ inline transfer::v1::PushRequest list_request(const std::vector<std::vector<std:
     return r;
 }
 
+/// A GroupList of `chunks` cut as a client cuts them (protocol.hpp); the
+/// groups' chunk indices go to `groups` when given.
+inline transfer::v1::PushRequest group_request(const std::vector<std::vector<std::uint8_t>>& chunks,
+                                               std::vector<std::pair<std::size_t, std::size_t>>* groups = nullptr) {
+    std::vector<store::ChunkId> ids;
+    for (const auto& c : chunks) ids.push_back(store::chunk_id_of(std::as_bytes(std::span(c))));
+    transfer::v1::PushRequest r;
+    auto* m = r.mutable_groups();
+    std::string digests;
+    transfer::for_each_group(ids, [&](std::size_t a, std::size_t b) {
+        transfer::append_id(digests, transfer::group_digest(std::span(ids).subspan(a, b - a)));
+        m->add_counts(static_cast<std::uint32_t>(b - a));
+        std::uint64_t bytes = 0;
+        for (std::size_t k = a; k < b; ++k) bytes += chunks[k].size();
+        m->add_bytes(bytes);
+        if (groups) groups->emplace_back(a, b);
+    });
+    m->set_digests(digests);
+    return r;
+}
+
 /// One chunk sent raw, under the id of `claimed` (its own bytes when `claimed` is empty).
 inline transfer::v1::PushRequest data_request(const std::vector<std::uint8_t>& bytes,
                                               const std::vector<std::uint8_t>& claimed = {}) {

@@ -505,6 +505,195 @@ TEST_F(PushChecks, SizesMustMatchTheStoredChunks) {
     EXPECT_FALSE(committed("g"));
 }
 
+// ---------------------------------------------------------------- chunk lists as groups
+
+TEST(TransferLocal, GroupListsSendFewerBytesForAVersion) {
+    // A second version pushed under the same name: with groups, the chunks
+    // it shares with the stored file cost a digest per ~16 chunks instead of
+    // an id each; the bytes that travel and the file stored are the same.
+    test::TempDir tmp;
+    const auto v1 = test::mixed_bytes(4'000'000, 51);  // ~1000 chunks of 4 KiB
+    auto v2 = v1;
+    for (std::size_t at : {300'000u, 2'100'000u, 3'500'000u}) v2[at] ^= 0x55;
+    v2.insert(v2.begin() + 1'000'000, 3000, std::uint8_t{9});
+    const auto p1 = tmp.write("v1", v1);
+    const auto p2 = tmp.write("v2", v2);
+    std::uint64_t wire[2] = {0, 0}, sent[2] = {0, 0}, payload[2] = {0, 0};
+    for (const bool groups : {false, true}) {
+        const auto dir = make_store(tmp, "fastcdc", 4096, 0, groups ? "grouped" : "ids");
+        transfer::PushOptions o;
+        o.group_lists = groups;
+        test::local_push(dir, {{p1.string(), "f", v1.size()}}, o);
+        const auto r = test::local_push(dir, {{p2.string(), "f", v2.size()}}, o);
+        wire[groups] = r.wire_sent + r.wire_received;
+        sent[groups] = r.bytes_sent;
+        payload[groups] = r.payload_sent;
+        EXPECT_EQ(store_bytes(dir, "f", tmp), v2) << groups;
+        // unchanged: a few bytes per group
+        const auto again = test::local_push(dir, {{p2.string(), "f", v2.size()}}, o);
+        EXPECT_EQ(again.bytes_sent, 0u);
+        if (groups) {
+            EXPECT_LT(again.wire_sent + again.wire_received, again.chunks * 4) << again.chunks;
+        }
+        EXPECT_TRUE(store::Store::open(dir).verify(test::full_check()).ok());
+    }
+    EXPECT_EQ(sent[0], sent[1]);
+    EXPECT_GT(sent[1], 0u);
+    EXPECT_EQ(payload[0], payload[1]);
+    // what is not chunk data: lists, wants, message headers
+    EXPECT_LT(wire[1] - payload[1], (wire[0] - payload[0]) / 2) << wire[0] << " " << wire[1] << " " << payload[0];
+}
+
+class PushGroups : public ::testing::Test {
+protected:
+    void SetUp() override {
+        // (called again by tests that try several refusals: a fresh store each time)
+        session_.reset();
+        replies_.clear();
+        chunks_.clear();
+        dir_ = make_store(tmp_, "fixed-v1.0.0", 1024, 0, "store" + std::to_string(++stores_));
+        data_ = test::random_bytes(300 * 1024, 61);  // 300 chunks, ~19 groups
+        for (std::size_t i = 0; i < data_.size(); i += 1024)
+            chunks_.emplace_back(data_.begin() + static_cast<std::ptrdiff_t>(i),
+                                 data_.begin() + static_cast<std::ptrdiff_t>(i + 1024));
+        const auto p = tmp_.write("f", data_);
+        test::local_push(dir_, {{p.string(), "f", data_.size()}});
+        session_ = std::make_unique<transfer::PushSession>(dir_, store::OpenOptions{});
+    }
+    void send(const transfer::v1::PushRequest& r) {
+        session_->handle(r, [&](const transfer::v1::PushReply& reply) { replies_.push_back(reply); });
+    }
+    Code refused(const transfer::v1::PushRequest& r) {
+        return code_of([&] { send(r); });
+    }
+
+    test::TempDir tmp_;
+    int stores_ = 0;
+    fs::path dir_;
+    std::vector<std::uint8_t> data_;
+    std::vector<std::vector<std::uint8_t>> chunks_;
+    std::unique_ptr<transfer::PushSession> session_;
+    std::vector<transfer::v1::PushReply> replies_;
+};
+
+TEST_F(PushGroups, GroupsOfTheStoredFileAreTakenFromIt) {
+    send(test::start_request("f"));
+    send(test::group_request(chunks_));
+    ASSERT_EQ(replies_.size(), 1u);  // a group want, and no want: nothing to list
+    ASSERT_TRUE(replies_[0].has_group_want());
+    EXPECT_EQ(replies_[0].group_want().count(), 0u);
+    send(test::end_request(data_));
+    ASSERT_EQ(replies_.size(), 2u);
+    EXPECT_TRUE(replies_[1].done().unchanged());
+    EXPECT_EQ(replies_[1].done().chunks(), chunks_.size());
+    // The same groups under a new name, in another order: taken from "f"
+    // (another file's groups are not looked at), hashed, committed.
+    auto moved = chunks_;
+    std::rotate(moved.begin(), moved.begin() + 100, moved.end());
+    std::vector<std::uint8_t> whole;
+    for (const auto& c : moved) whole.insert(whole.end(), c.begin(), c.end());
+    send(test::start_request("f"));
+    std::vector<std::pair<std::size_t, std::size_t>> groups;
+    send(test::group_request(moved, &groups));
+    ASSERT_EQ(replies_.size(), 3u);
+    // groups cut at the seam and at the list's end are new: their chunks are listed
+    EXPECT_GT(replies_[2].group_want().count(), 0u);
+    EXPECT_LE(replies_[2].group_want().count(), 3u);
+    const auto wanted = transfer::read_bitmap(replies_[2].group_want().bitmap(), groups.size(),
+                                              replies_[2].group_want().count());
+    std::vector<std::vector<std::uint8_t>> listed;
+    for (std::size_t g = 0; g < groups.size(); ++g)
+        if (wanted[g]) listed.insert(listed.end(), moved.begin() + static_cast<std::ptrdiff_t>(groups[g].first),
+                                     moved.begin() + static_cast<std::ptrdiff_t>(groups[g].second));
+    send(test::list_request(listed));
+    ASSERT_EQ(replies_.size(), 4u);
+    EXPECT_EQ(replies_[3].want().count(), 0u);  // all in the store
+    send(test::end_request(whole));
+    ASSERT_EQ(replies_.size(), 5u);
+    EXPECT_FALSE(replies_[4].done().unchanged());
+    transfer::v1::PushRequest fin;
+    fin.mutable_finish();
+    send(fin);
+    EXPECT_EQ(store_bytes(dir_, "f", tmp_), whole);
+}
+
+TEST_F(PushGroups, ALieAboutTheBytesCommitsNothing) {
+    // Groups of the stored file, and the digest of other bytes of the same
+    // size: the server hashes the stored chunks and refuses.
+    send(test::start_request("f"));
+    send(test::group_request(chunks_));
+    auto other = data_;
+    other[5000] ^= 1;
+    EXPECT_EQ(refused(test::end_request(other)), Code::data_loss);
+    session_->abort();
+    EXPECT_EQ(store_bytes(dir_, "f", tmp_), data_);
+    // Known groups whose byte counts add up to more than their chunks hold.
+    SetUp();
+    send(test::start_request("f"));
+    auto more = test::group_request(chunks_);
+    more.mutable_groups()->set_bytes(0, more.groups().bytes(0) + 1);
+    EXPECT_EQ(refused(more), Code::invalid_argument);
+}
+
+TEST_F(PushGroups, TheChunksListedForAGroupMustBeThatGroups) {
+    const std::vector<std::vector<std::uint8_t>> fresh = {test::random_bytes(1024, 71), test::random_bytes(1024, 72),
+                                                          test::random_bytes(1024, 73)};
+    auto start = [&] {
+        SetUp();
+        send(test::start_request("new"));
+        send(test::group_request(fresh));
+        ASSERT_EQ(replies_.back().group_want().count(),
+                  static_cast<std::uint32_t>(test::group_request(fresh).groups().counts_size()));  // all wanted
+    };
+    start();
+    EXPECT_EQ(refused(test::list_request({fresh[1], fresh[0], fresh[2]})), Code::invalid_argument);  // order
+    start();
+    EXPECT_EQ(refused(test::list_request({fresh[0], fresh[1]})), Code::invalid_argument);  // count
+    start();
+    auto sizes = test::list_request(fresh);
+    sizes.mutable_chunks()->set_sizes(0, 1000);
+    EXPECT_EQ(refused(sizes), Code::invalid_argument);  // sizes
+    start();
+    EXPECT_EQ(refused(test::data_request(fresh[0])), Code::invalid_argument);  // data before the chunks are listed
+    start();
+    EXPECT_EQ(refused(test::end_request(fresh[0])), Code::failed_precondition);  // end before them
+    // listed right: wanted, sent, committed
+    start();
+    replies_.clear();
+    send(test::list_request(fresh));
+    ASSERT_EQ(replies_.size(), 1u);
+    EXPECT_EQ(replies_[0].want().count(), 3u);
+    std::vector<std::uint8_t> whole;
+    for (const auto& c : fresh) {
+        send(test::data_request(c));
+        whole.insert(whole.end(), c.begin(), c.end());
+    }
+    send(test::end_request(whole));
+    transfer::v1::PushRequest fin;
+    fin.mutable_finish();
+    send(fin);
+    EXPECT_EQ(store_bytes(dir_, "new", tmp_), whole);
+}
+
+TEST_F(PushGroups, GroupListBounds) {
+    auto bad = [&](const std::function<void(transfer::v1::GroupList&)>& f) {
+        SetUp();
+        send(test::start_request("f"));
+        auto r = test::group_request(chunks_);
+        f(*r.mutable_groups());
+        return refused(r);
+    };
+    EXPECT_EQ(bad([](auto& g) { g.clear_counts(); g.clear_bytes(); g.clear_digests(); }), Code::invalid_argument);
+    EXPECT_EQ(bad([](auto& g) { g.set_counts(0, 0); }), Code::invalid_argument);
+    EXPECT_EQ(bad([](auto& g) { g.set_counts(0, transfer::kMaxGroupChunks + 1); }), Code::invalid_argument);
+    EXPECT_EQ(bad([](auto& g) { g.set_bytes(0, g.counts(0) - 1); }), Code::invalid_argument);
+    EXPECT_EQ(bad([](auto& g) { g.set_bytes(0, std::uint64_t{g.counts(0)} * 1024 + 1); }), Code::invalid_argument);
+    EXPECT_EQ(bad([](auto& g) { g.mutable_digests()->pop_back(); }), Code::invalid_argument);
+    EXPECT_EQ(bad([](auto& g) { g.add_counts(1); }), Code::invalid_argument);
+    SetUp();
+    EXPECT_EQ(refused(test::group_request(chunks_)), Code::failed_precondition);  // before start
+}
+
 TEST(PullChecks, WantsAreChecked) {
     test::TempDir tmp;
     const auto dir = make_store(tmp, "fixed-v1.0.0", 1024);
