@@ -135,7 +135,10 @@ private:
     /// list ends where a group ends: the chunks after the last group's end
     /// wait for the next segment, so that groups run on across segments as
     /// in the server's copy of the file (a group cut by a list's end is new
-    /// to the server and travels as ids).
+    /// to the server and travels as ids). Only chunks of the newest segment
+    /// wait: segments held are then those of the lists in flight (two
+    /// lists, two segments each at most) and the newest, and the feed
+    /// has five.
     void list_pending(ChunkFeed& feed, std::size_t list_chunks, std::uint64_t list_bytes, bool at_end) {
         while (!pending_.empty()) {
             std::size_t j = 0;
@@ -154,8 +157,9 @@ private:
                 }
                 if (cut > 0)
                     j = cut;
-                else if (all)
-                    return;  // no group ends yet: wait for more chunks
+                else if (all && pending_.front().segment == held_.back().segment)
+                    return;  // no group ends yet: wait for the next segment's chunks
+                // (chunks wait for one segment at most: the feed has few)
             }
             InFlight& f = in_flight_.emplace_back();
             f.chunks.assign(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(j));

@@ -544,6 +544,29 @@ TEST(TransferLocal, GroupListsSendFewerBytesForAVersion) {
     EXPECT_LT(wire[1] - payload[1], (wire[0] - payload[0]) / 2) << wire[0] << " " << wire[1] << " " << payload[0];
 }
 
+TEST(TransferLocal, GroupListsWithChunksAsLargeAsSegments) {
+    // Chunks of ~1 MiB (up to 4 MiB): a read segment holds a few, a group
+    // spans several segments; the client must not hold more segments than
+    // its feed has while it waits for a group's end.
+    test::TempDir tmp;
+    store::InitOptions o;
+    o.algorithm = "fastcdc";
+    o.chunking.min_size = 256 << 10;
+    o.chunking.normal_size = 1 << 20;
+    o.chunking.max_size = 4 << 20;
+    const auto dir = tmp.path() / "store";
+    store::Store::init(dir, o);
+    const auto v1 = test::random_bytes(40 << 20, 81);
+    auto v2 = v1;
+    v2[20 << 20] ^= 1;
+    const auto p1 = tmp.write("v1", v1);
+    const auto p2 = tmp.write("v2", v2);
+    test::local_push(dir, {{p1.string(), "f", v1.size()}});
+    const auto r = test::local_push(dir, {{p2.string(), "f", v2.size()}});
+    EXPECT_LT(r.bytes_sent, std::uint64_t{9} << 20);
+    EXPECT_EQ(store_bytes(dir, "f", tmp), v2);
+}
+
 class PushGroups : public ::testing::Test {
 protected:
     void SetUp() override {
