@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Peak memory of a push then a pull of one file, a fresh server each.
+# Peak memory of a push then a pull of one file, then of the push again
+# under the same name (the server reads the stored file's groups), a fresh
+# server each.
 #   bench/transfer/memory.sh CDC FILE TAG
 # CDC is a cdc binary (CDC_TRANSFER picks its helper; SRV, if set, the
 # server's helper). Prints "TAG push|pull wall S client KiB server KiB":
@@ -25,4 +27,8 @@ serve
 read -r wall rss < "$w/t"; s=$(awk '/^VmHWM:/ {print $2}' "/proc/$server/status"); stop
 echo "$tag pull wall $wall client $rss server $s"
 cmp "$big" "$w/out"
+serve
+/usr/bin/time -f '%e %M' -o "$w/t" "$cdc" push --to "127.0.0.1:$port" "$big" --name big -q
+read -r wall rss < "$w/t"; s=$(awk '/^VmHWM:/ {print $2}' "/proc/$server/status"); stop
+echo "$tag re-push wall $wall client $rss server $s"
 rm -rf "$w"

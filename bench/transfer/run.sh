@@ -25,6 +25,9 @@
 # the steps; ROUNDS (default 3) the rounds of steps 1-2. CPU times are user +
 # system of the client (wait4) and of the server (/proc/PID/stat, with its
 # reaped children: the rsync daemon forks one per connection).
+# VERSIONS_STORE: `cdc store init` options of the versions step's store
+# (default: none, the store's defaults; e.g. "--min 1K --avg 4K --max 32K");
+# PUSH_OPTS: more `cdc push` options there (e.g. --id-lists).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 work="${1:-/tmp/cdc-transfer-bench}"
@@ -128,7 +131,7 @@ fi
 if has_step versions; then
 cat "$versions"/day*.tar > /dev/null  # warm page cache
 rm -rf "$work/vstore" "$work/rsync" "$work/rsync-z"
-"$cdc" store init "$work/vstore" > /dev/null
+"$cdc" store init "$work/vstore" ${VERSIONS_STORE:-} > /dev/null
 mkdir -p "$work/rsync/plain" "$work/rsync/z"
 rport=$((20000 + RANDOM % 20000))
 cat > "$work/rsyncd.conf" <<EOF
@@ -152,7 +155,7 @@ vserver=$server
 for tar in "$versions"/day*.tar; do
   day=$(basename "$tar" .tar)
   server=$vserver
-  timed "versions:$day" "push" "$cdc" push --to "127.0.0.1:$port" "$tar" --name current.tar --json -q
+  timed "versions:$day" "push" "$cdc" push --to "127.0.0.1:$port" "$tar" --name current.tar --json -q ${PUSH_OPTS:-}
   server=$rsyncd
   timed "versions:$day" "rsync" rsync --stats "$tar" "rsync://127.0.0.1:$rport/plain/current.tar"
   grep -E "Total bytes (sent|received)" "$work/out" | awk -v d="$day" '{ gsub(",", "", $4); gsub(":", "", $3); printf "{\"step\":\"versions:%s\",\"kind\":\"rsync bytes\",\"%s\":%s}\n", d, $3, $4 }' >> "$results"

@@ -12,7 +12,7 @@
 namespace cdc::transfer {
 
 namespace {
-constexpr std::size_t kSlots = 5;
+constexpr std::size_t kSlots = ChunkFeed::kSegments;
 constexpr std::size_t kDigestBatch = 64;
 }  // namespace
 

@@ -25,6 +25,10 @@ namespace cdc::transfer {
 
 class ChunkFeed {
 public:
+    /// Segments in all: a consumer holding this many minus one leaves the
+    /// reader one to fill (it must release one before next() else).
+    static constexpr std::size_t kSegments = 5;
+
     struct Segment {
         std::uint64_t offset = 0;              ///< of bytes[0] in the stream
         std::span<const std::byte> bytes;      ///< the chunks, back to back

@@ -80,6 +80,8 @@ public:
                 for (std::size_t k = 0; k < g->lengths.size(); ++k) pending_.push_back({g, k});
                 list_pending(feed, list_chunks, list_bytes, false);
                 release_served(feed);
+                // The feed reads into a free segment: serve lists until one is.
+                while (held_.size() >= ChunkFeed::kSegments - 1 && !in_flight_.empty()) serve_oldest(feed);
                 progress_.file_bytes(file_.bytes, bytes_sent_total());
             }
             list_pending(feed, list_chunks, list_bytes, true);
@@ -136,9 +138,7 @@ private:
     /// wait for the next segment, so that groups run on across segments as
     /// in the server's copy of the file (a group cut by a list's end is new
     /// to the server and travels as ids). Only chunks of the newest segment
-    /// wait: segments held are then those of the lists in flight (two
-    /// lists, two segments each at most) and the newest, and the feed
-    /// has five.
+    /// wait (so with no list in flight, one segment is held at most).
     void list_pending(ChunkFeed& feed, std::size_t list_chunks, std::uint64_t list_bytes, bool at_end) {
         while (!pending_.empty()) {
             std::size_t j = 0;

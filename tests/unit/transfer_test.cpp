@@ -567,6 +567,26 @@ TEST(TransferLocal, GroupListsWithChunksAsLargeAsSegments) {
     EXPECT_EQ(store_bytes(dir, "f", tmp), v2);
 }
 
+TEST(TransferLocal, GroupListsWithChunksLargerThanSegments) {
+    // Fixed chunks of 2-8 MiB: a segment holds one chunk or none, groups end
+    // rarely; lists in flight and the chunks waiting for a group's end must
+    // leave the feed a segment to read into.
+    test::TempDir tmp;
+    for (const std::size_t size : {std::size_t{2} << 20, std::size_t{4} << 20, std::size_t{8} << 20}) {
+        store::InitOptions o;
+        o.algorithm = "fixed-v1.0.0";
+        o.chunking.normal_size = size;
+        const auto dir = tmp.path() / ("store" + std::to_string(size));
+        store::Store::init(dir, o);
+        const auto data = test::random_bytes(64 << 20, 91);
+        const auto p = tmp.write("f", data);
+        test::local_push(dir, {{p.string(), "f", data.size()}});
+        const auto r = test::local_push(dir, {{p.string(), "f", data.size()}});
+        EXPECT_EQ(r.bytes_sent, 0u);
+        EXPECT_EQ(store_bytes(dir, "f", tmp), data) << size;
+    }
+}
+
 class PushGroups : public ::testing::Test {
 protected:
     void SetUp() override {
