@@ -69,7 +69,7 @@ void BaseList::read_matched(const std::function<void(std::span<const std::byte>)
         PackFiles packs(dir_);
         TaskPool pool(2);
         OrderedDecoder decoder(pool, fmt::format("'{}' (the stored version, read back to hash the new one): ", name_),
-                               [&](std::span<const std::byte> bytes, std::span<const Location>) { f(bytes); });
+                               [&](OrderedDecoder::Delivery& d) { f(d.bytes); });
         const std::uint64_t listed = for_each_listed_chunk(
             *db_, manifest_, name_, matched_chunks_, [&](const ChunkId& id, const Location& loc, std::uint64_t) {
                 if (packs.open_count() >= kMaxOpenPacks) {

@@ -5,13 +5,18 @@
 
 namespace cdc::store::detail {
 
-namespace {
-constexpr std::size_t kBlockBytes = std::size_t{2} << 20;
-constexpr std::size_t kBlocksAhead = 3;
-}  // namespace
+OrderedDecoder::Delivery::Delivery(Block& b) noexcept
+    : bytes(b.data.get(), b.raw_bytes), locs(b.locs), block_(&b) {}
 
-OrderedDecoder::OrderedDecoder(TaskPool& pool, std::string context, Deliver deliver)
-    : context_(std::move(context)), deliver_(std::move(deliver)), filling_(std::make_unique<Block>()), pool_(pool) {}
+const void* OrderedDecoder::Delivery::keep() noexcept {
+    block_->kept.store(true);
+    return block_;
+}
+
+OrderedDecoder::OrderedDecoder(TaskPool& pool, std::string context, Deliver deliver, Options options)
+    : context_(std::move(context)), deliver_(std::move(deliver)), options_(options), pool_(pool) {
+    filling_ = fresh_block();
+}
 
 OrderedDecoder::~OrderedDecoder() {
     for (const auto& b : inflight_) {
@@ -24,8 +29,38 @@ OrderedDecoder::~OrderedDecoder() {
     }
 }
 
+void OrderedDecoder::release(const void* token) noexcept {
+    static_cast<Block*>(const_cast<void*>(token))->kept.store(false);
+    pool_.notify();
+}
+
+std::unique_ptr<OrderedDecoder::Block> OrderedDecoder::fresh_block() {
+    // Blocks given back are reused, oldest first; at the limit of kept
+    // blocks, the oldest is waited for.
+    while (!kept_.empty() && (!kept_.front()->kept.load() || kept_.size() >= options_.blocks_kept)) {
+        pool_.wait([&] { return !kept_.front()->kept.load(); });
+        spare_.push_back(std::move(kept_.front()));
+        kept_.pop_front();
+    }
+    std::unique_ptr<Block> b;
+    if (!spare_.empty()) {
+        b = std::move(spare_.back());
+        spare_.pop_back();
+    } else {
+        b = std::make_unique<Block>();
+    }
+    b->ids.clear();
+    b->locs.clear();
+    b->fds.clear();
+    b->raw_bytes = 0;
+    b->error = nullptr;
+    b->done.store(false);
+    b->kept.store(false);
+    return b;
+}
+
 void OrderedDecoder::add(const ChunkId& id, const Location& loc, int fd) {
-    if (!filling_->ids.empty() && filling_->raw_bytes + loc.raw_size > kBlockBytes) submit();
+    if (!filling_->ids.empty() && filling_->raw_bytes + loc.raw_size > options_.block_bytes) submit();
     filling_->ids.push_back(id);
     filling_->locs.push_back(loc);
     filling_->fds.push_back(fd);
@@ -33,9 +68,12 @@ void OrderedDecoder::add(const ChunkId& id, const Location& loc, int fd) {
 }
 
 void OrderedDecoder::submit() {
-    if (inflight_.size() >= kBlocksAhead) deliver_front();
-    std::unique_ptr<Block> b = std::exchange(filling_, std::make_unique<Block>());
-    b->out.resize(b->raw_bytes);
+    // (The next block first: it may wait for a kept one to come back.)
+    std::unique_ptr<Block> b = std::exchange(filling_, fresh_block());
+    if (b->capacity < b->raw_bytes) {
+        b->capacity = std::max(b->raw_bytes, options_.block_bytes);
+        b->data = std::make_unique_for_overwrite<std::byte[]>(b->capacity);
+    }
     Block* bp = b.get();
     inflight_.push_back(std::move(b));
     pool_.submit([bp, this] {
@@ -44,7 +82,7 @@ void OrderedDecoder::submit() {
             std::size_t at = 0;
             for (std::size_t k = 0; k < bp->ids.size(); ++k) {
                 read_chunk_into(bp->fds[k], bp->locs[k], bp->ids[k], record,
-                                std::span(bp->out).subspan(at, bp->locs[k].raw_size), context_);
+                                std::span(bp->data.get() + at, bp->locs[k].raw_size), context_);
                 at += bp->locs[k].raw_size;
             }
         } catch (...) {
@@ -52,13 +90,19 @@ void OrderedDecoder::submit() {
         }
         bp->done.store(true);
     });
+    while (inflight_.size() >= options_.blocks_ahead) deliver_front();
 }
 
 void OrderedDecoder::deliver_front() {
     Block& b = *inflight_.front();
     pool_.wait([&] { return b.done.load(); });
     if (b.error) std::rethrow_exception(b.error);
-    deliver_(b.out, b.locs);
+    Delivery d(b);
+    deliver_(d);
+    if (b.kept.load())
+        kept_.push_back(std::move(inflight_.front()));
+    else
+        spare_.push_back(std::move(inflight_.front()));
     inflight_.pop_front();
 }
 

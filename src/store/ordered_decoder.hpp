@@ -1,11 +1,17 @@
 // Reading many stored chunks back as raw bytes, in order, with the decoding
-// (most of the work: zstd frames of a few KB each) on a pool of two threads:
-// the caller finds each record (its SQLite connection stays on its thread)
-// and adds it; blocks of about 2 MiB of raw bytes are read and decoded by the
-// pool, at most three in flight, and handed to `deliver` in the order the
-// chunks were added. Used where a whole file's bytes are needed from the
-// store for its BLAKE3: the stored version of a file put or pushed again
-// (base_list.cpp) and Store::read_chunks in raw form (the push server).
+// (most of the work: zstd frames of a few KB each) on a pool of threads: the
+// caller finds each record (its SQLite connection stays on its thread) and
+// adds it; blocks of raw bytes are read and decoded by the pool, a few in
+// flight, and handed to `deliver` in the order the chunks were added. Used
+// wherever a file's bytes come back from the store: `get` (get.cpp), the
+// stored version of a file put or pushed again (base_list.cpp) and
+// Store::read_chunks in raw form (the push server).
+//
+// A block's bytes are valid during `deliver`; a consumer that hands them to
+// another thread (get: the whole-file hasher) keeps the block with
+// Delivery::keep() and gives it back with release(), from any thread. Block
+// buffers are reused (allocated once, never zero-filled): memory is at most
+// (blocks_ahead + blocks_kept + 1) x block_bytes (+ a chunk larger than that).
 #pragma once
 
 #include "store_impl.hpp"
@@ -24,15 +30,38 @@
 namespace cdc::store::detail {
 
 class OrderedDecoder {
+    struct Block;
+
 public:
-    /// `deliver(bytes, locs)`: a block, the raw bytes of its chunks back to
-    /// back and their locations (raw_size each), valid during the call.
-    /// `context` prefixes a DamageError (see read_record).
-    using Deliver = std::function<void(std::span<const std::byte> bytes, std::span<const Location> locs)>;
+    struct Options {
+        std::size_t block_bytes = std::size_t{2} << 20;  ///< raw bytes per block (a larger chunk: a block of its own)
+        std::size_t blocks_ahead = 4;                    ///< a block is delivered when this many are in flight
+        std::size_t blocks_kept = 0;                     ///< blocks consumers may keep at once (0: no keep())
+    };
+    /// What `deliver` gets: a block's raw bytes, its chunks' locations
+    /// (raw_size each), and keep().
+    class Delivery {
+    public:
+        std::span<const std::byte> bytes;
+        std::span<const Location> locs;
+        /// The bytes stay valid after `deliver` returns, until release(token).
+        const void* keep() noexcept;
+
+    private:
+        friend class OrderedDecoder;
+        explicit Delivery(Block& b) noexcept;
+        Block* block_;
+    };
+    using Deliver = std::function<void(Delivery&)>;
+
     /// `pool`: the threads that decode (shared with other work is fine: a
-    /// decoder's failures stay its own).
-    OrderedDecoder(TaskPool& pool, std::string context, Deliver deliver);
-    /// Waits for its tasks in flight (their blocks are dropped).
+    /// decoder's failures stay its own). `context` prefixes a DamageError
+    /// (see read_record).
+    OrderedDecoder(TaskPool& pool, std::string context, Deliver deliver, Options options);
+    OrderedDecoder(TaskPool& pool, std::string context, Deliver deliver)
+        : OrderedDecoder(pool, std::move(context), std::move(deliver), Options{}) {}
+    /// Waits for its tasks in flight (their blocks are dropped). Kept blocks
+    /// must be released, or no longer read, before.
     ~OrderedDecoder();
     OrderedDecoder(const OrderedDecoder&) = delete;
     OrderedDecoder& operator=(const OrderedDecoder&) = delete;
@@ -40,8 +69,11 @@ public:
     /// The next chunk, its record at `loc` in the pack open as `fd` (which
     /// stays open until finish). May deliver earlier blocks first.
     void add(const ChunkId& id, const Location& loc, int fd);
-    /// Delivers everything added. Rethrows the first read or decode error.
+    /// Delivers everything added (adding may go on after). Rethrows the
+    /// first read or decode error.
     void finish();
+    /// Gives back a block kept by Delivery::keep(); any thread.
+    void release(const void* token) noexcept;
 
 private:
     struct Block {
@@ -49,17 +81,23 @@ private:
         std::vector<Location> locs;
         std::vector<int> fds;
         std::size_t raw_bytes = 0;
-        std::vector<std::byte> out;
+        std::unique_ptr<std::byte[]> data;
+        std::size_t capacity = 0;
         std::exception_ptr error;  // the task's, rethrown on delivery
         std::atomic<bool> done{false};
+        std::atomic<bool> kept{false};  // by a consumer, until release()
     };
     void submit();
     void deliver_front();
+    std::unique_ptr<Block> fresh_block();
 
     std::string context_;
     Deliver deliver_;
+    Options options_;
     std::unique_ptr<Block> filling_;
     std::deque<std::unique_ptr<Block>> inflight_;
+    std::deque<std::unique_ptr<Block>> kept_;  // delivered and kept, in order
+    std::vector<std::unique_ptr<Block>> spare_;
     TaskPool& pool_;
 };
 

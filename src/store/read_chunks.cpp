@@ -30,13 +30,13 @@ void Store::read_chunks(std::span<const ChunkId> ids, ChunkForm form,
     std::size_t next = 0;
     if (form == ChunkForm::raw) {
         if (!impl_->decode_pool) impl_->decode_pool = std::make_unique<TaskPool>(2);
-        decoder.emplace(*impl_->decode_pool, "", [&](std::span<const std::byte> bytes, std::span<const Location> locs) {
+        decoder.emplace(*impl_->decode_pool, "", [&](OrderedDecoder::Delivery& d) {
             std::size_t at = 0;
-            for (const Location& l : locs) {
+            for (const Location& l : d.locs) {
                 out.raw_size = l.raw_size;
                 out.codec = Codec::raw;
-                out.bytes.assign(bytes.begin() + static_cast<std::ptrdiff_t>(at),
-                                 bytes.begin() + static_cast<std::ptrdiff_t>(at + l.raw_size));
+                out.bytes.assign(d.bytes.begin() + static_cast<std::ptrdiff_t>(at),
+                                 d.bytes.begin() + static_cast<std::ptrdiff_t>(at + l.raw_size));
                 at += l.raw_size;
                 f(next++, out);
             }
