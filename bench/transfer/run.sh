@@ -86,6 +86,9 @@ timed() {
   local step=$1 kind=$2
   shift 2
   local s0=""
+  # No step pays for the previous one's dirty pages (rsync writes each
+  # version whole: ~400 MB to flush while the next step runs and fsyncs).
+  sync
   [[ -n "${server:-}" ]] && kill -0 "$server" 2>/dev/null && s0=$(cpu_of "$server")
   /usr/bin/time -f '%e %U %S %M' -o "$work/time" "$@" > "$work/out" 2> "$work/err" \
     || { echo "run.sh: $step failed:" >&2; cat "$work/err" >&2; exit 1; }
