@@ -28,6 +28,7 @@ std::unique_ptr<BaseGroups> BaseGroups::open(store::detail::Db& db, const std::s
     Stmt rows(db, "SELECT seq, ids FROM manifest_chunks WHERE manifest = ?1 ORDER BY seq");
     rows.bind(1, b->manifest_);
     std::vector<store::ChunkId> group;
+    GroupCutter cut;
     std::uint64_t index = 0;
     auto close_group = [&] {
         if (b->groups_.size() < kMaxGroups) {
@@ -47,7 +48,7 @@ std::unique_ptr<BaseGroups> BaseGroups::open(store::detail::Db& db, const std::s
             store::ChunkId& id = group.emplace_back();
             std::memcpy(id.data(), blob.data() + at, id.size());
             ++index;
-            if (group_ends_after(id) || group.size() == kMaxGroupChunks) close_group();
+            if (cut.ends_after(id)) close_group();
         }
     }
     if (!group.empty()) close_group();

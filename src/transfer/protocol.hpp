@@ -92,19 +92,30 @@ void append_id(std::string& bytes, const store::ChunkId& id);
 /// TransferError(invalid_argument) unless `bytes` is 32 bytes long.
 store::ChunkId id_from_bytes(std::string_view bytes, std::string_view what);
 
-/// True if a group ends after the chunk `id` (whatever its length).
-inline bool group_ends_after(const store::ChunkId& id) noexcept {
-    const std::uint8_t* b = id.data();
-    const std::uint32_t head = b[0] | std::uint32_t{b[1]} << 8 | std::uint32_t{b[2]} << 16 | std::uint32_t{b[3]} << 24;
-    return head % kGroupModulus == 0;
-}
+/// The group rule over a run of chunks, one id at a time: true if a group
+/// ends after this chunk (its id, or kMaxGroupChunks since the last end).
+/// The end of a list ends a group too: the caller's part.
+class GroupCutter {
+public:
+    bool ends_after(const store::ChunkId& id) noexcept {
+        const std::uint8_t* b = id.data();
+        const std::uint32_t head = b[0] | std::uint32_t{b[1]} << 8 | std::uint32_t{b[2]} << 16 | std::uint32_t{b[3]} << 24;
+        if (++run_ < kMaxGroupChunks && head % kGroupModulus != 0) return false;
+        run_ = 0;
+        return true;
+    }
+
+private:
+    std::size_t run_ = 0;
+};
 /// Cuts a list's `ids` into groups (the rule above): calls `f(first, end)`
 /// for each, in order.
 template <class F>
 void for_each_group(std::span<const store::ChunkId> ids, F&& f) {
+    GroupCutter cut;
     std::size_t first = 0;
     for (std::size_t i = 0; i < ids.size(); ++i) {
-        if (group_ends_after(ids[i]) || i + 1 - first == kMaxGroupChunks || i + 1 == ids.size()) {
+        if (cut.ends_after(ids[i]) || i + 1 == ids.size()) {
             f(first, i + 1);
             first = i + 1;
         }

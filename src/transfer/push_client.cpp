@@ -147,14 +147,10 @@ private:
                 bytes += pending_[j++].length();
             const bool all = j == pending_.size();
             if (group_lists_ && !(all && at_end)) {
-                std::size_t cut = 0, run = 0;
-                for (std::size_t k = 0; k < j; ++k) {
-                    ++run;
-                    if (group_ends_after(pending_[k].id()) || run == kMaxGroupChunks) {
-                        cut = k + 1;
-                        run = 0;
-                    }
-                }
+                GroupCutter cutter;
+                std::size_t cut = 0;
+                for (std::size_t k = 0; k < j; ++k)
+                    if (cutter.ends_after(pending_[k].id())) cut = k + 1;
                 if (cut > 0)
                     j = cut;
                 else if (all && pending_.front().segment == held_.back().segment)
