@@ -211,6 +211,11 @@ struct PutStats {
     /// under the same name: the stored whole-file digest was reused instead
     /// of hashing the file a second time (large files only).
     std::uint64_t unchanged_files = 0;
+    /// Files under a name the store did not hold whose chunks were exactly
+    /// those of a stored file of another name that starts with the same
+    /// chunk (a tree put again under a new prefix): that file's digest was
+    /// reused likewise (large files only).
+    std::uint64_t identical_files = 0;
 };
 
 /// The result of putting one chunk.

@@ -24,16 +24,42 @@ std::unique_ptr<BaseList> BaseList::open(Db& db, const std::filesystem::path& di
         Stmt m(*b->db_, "SELECT id, digest, size, chunk_count, mode, mtime_ns FROM manifests WHERE name = ?1");
         m.bind(1, name);
         if (!m.step() || m.i64(3) < 0 || static_cast<std::uint64_t>(m.i64(3)) < min_chunks) return nullptr;
-        b->manifest_ = m.i64(0);
-        b->digest_ = to_id(m.blob(1), fmt::format("the digest of '{}'", name));
-        b->size_ = static_cast<std::uint64_t>(m.i64(2));
-        b->chunks_ = static_cast<std::uint64_t>(m.i64(3));
-        b->mode_ = static_cast<std::uint32_t>(m.i64(4));
-        b->mtime_ns_ = m.i64(5);
+        b->take_row(m);
     }
-    b->rows_ = Stmt(*b->db_, kRowsSql);
-    b->rows_.bind(1, b->manifest_);
     return b;
+}
+
+std::unique_ptr<BaseList> BaseList::open_similar(Db& db, const std::filesystem::path& dir, const ChunkId& first,
+                                                  std::optional<std::uint64_t> size) {
+    std::unique_ptr<BaseList> b(new BaseList());
+    b->dir_ = dir;
+    b->db_ = &db;
+    b->snapshot_ = std::make_unique<Transaction>(*b->db_, false);
+    // (The terms seq = 0 and length(ids) >= 8192 as the partial index has them: it is used.)
+    Stmt m(*b->db_,
+           "SELECT m.id, m.digest, m.size, m.chunk_count, m.mode, m.mtime_ns, m.name FROM manifest_chunks c "
+           "JOIN manifests m ON m.id = c.manifest WHERE c.seq = 0 AND length(c.ids) >= 8192 AND "
+           "substr(c.ids, 1, 32) = ?1 AND m.name IS NOT NULL ORDER BY m.size IS ?2 DESC, m.committed_ns DESC LIMIT 1");
+    m.bind(1, std::span<const std::uint8_t>(first));
+    if (size)
+        m.bind(2, static_cast<std::int64_t>(*size));
+    else
+        m.bind_null(2);
+    if (!m.step()) return nullptr;
+    b->name_ = m.text(6);
+    b->take_row(m);
+    return b;
+}
+
+void BaseList::take_row(const Stmt& m) {
+    manifest_ = m.i64(0);
+    digest_ = to_id(m.blob(1), fmt::format("the digest of '{}'", name_));
+    size_ = static_cast<std::uint64_t>(m.i64(2));
+    chunks_ = static_cast<std::uint64_t>(m.i64(3));
+    mode_ = static_cast<std::uint32_t>(m.i64(4));
+    mtime_ns_ = m.i64(5);
+    rows_ = Stmt(*db_, kRowsSql);
+    rows_.bind(1, manifest_);
 }
 
 BaseList::~BaseList() = default;

@@ -25,6 +25,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -38,6 +39,14 @@ public:
     /// exists with at least `min_chunks` chunks; nullptr otherwise.
     static std::unique_ptr<BaseList> open(Db& db, const std::filesystem::path& dir, const std::string& name,
                                           std::uint64_t min_chunks);
+    /// A committed file whose chunk list starts with `first` and has 256
+    /// chunks or more (the most recently committed if several), if any: a
+    /// large file put under a name the store does not hold may be one it
+    /// holds under another (a new snapshot of a tree). Found by the store's
+    /// first-chunk index (kFirstChunkIndexSql), which must exist.
+    /// Among several, one of `size` if given comes first.
+    static std::unique_ptr<BaseList> open_similar(Db& db, const std::filesystem::path& dir, const ChunkId& first,
+                                                  std::optional<std::uint64_t> size);
     ~BaseList();
     BaseList(const BaseList&) = delete;
     BaseList& operator=(const BaseList&) = delete;
@@ -63,6 +72,8 @@ public:
     std::uint32_t mode() const noexcept { return mode_; }
     std::int64_t mtime_ns() const noexcept { return mtime_ns_; }
     std::uint64_t chunk_count() const noexcept { return chunks_; }
+    /// The stored file's name (another than the put's for open_similar).
+    const std::string& name() const noexcept { return name_; }
 
     /// Reads the matched chunks back (decoded on two threads, record checks
     /// included) and hands their bytes to `f` in file order, in blocks of
@@ -73,6 +84,8 @@ public:
 
 private:
     BaseList() = default;
+    /// Reads the manifest row `m` selected (id, digest, size, chunk_count, mode, mtime_ns).
+    void take_row(const Stmt& m);
     bool load_row();
     /// True if the next base id equals the 32 bytes at `id` (consumes it).
     bool next_equals(const std::uint8_t* id);

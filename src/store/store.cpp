@@ -280,6 +280,7 @@ Store Store::init(const std::filesystem::path& dir, const InitOptions& options) 
     {
         Db db((dir / kDbName).string(), true);
         db.exec(kSchema);
+        db.exec(kFirstChunkIndexSql);
         Transaction t(db, true);
         Stmt put(db, "INSERT INTO meta(key, value) VALUES(?1, ?2)");
         auto set = [&](std::string_view k, const std::string& v) {

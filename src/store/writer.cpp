@@ -30,6 +30,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include <sys/stat.h>
+
 namespace cdc::store {
 
 using namespace detail;
@@ -157,6 +159,10 @@ struct Writer::Impl {
     // chunk list (base_list.hpp), on a connection of its own.
     std::unique_ptr<Db> base_db;
     std::unique_ptr<BaseList> base;
+    // A large file whose name the store does not hold: at its first
+    // segment, a stored file that starts with the same chunk is looked for.
+    bool look_similar = false;
+    std::optional<std::uint64_t> expected_size;  // of the file being put, if known
 
     explicit Impl(const Store::Impl& s)
         : store(s), db(s.db_path(), false), store_lock(s.dir), level(s.info.zstd_level) {
@@ -189,6 +195,7 @@ struct Writer::Impl {
 
     void ensure_started() {
         if (started) return;
+        db.exec(kFirstChunkIndexSql, "adding the first-chunk index to the store");
         packs->start(db);
         started = true;
     }
@@ -495,6 +502,7 @@ struct Writer::Impl {
         base.reset();
         if (!base_db) base_db = std::make_unique<Db>(store.db_path(), false);
         base = BaseList::open(*base_db, store.dir, name, 0);
+        look_similar = !base;
     }
 
     /// Stops comparing with the stored version: the chunks that matched are
@@ -610,6 +618,11 @@ void Writer::Impl::store_segment(Segment& seg, ManifestState& m, PutStats& file,
     // this writer) and their bytes need no hashing now: the stored digest,
     // or a read-back at the first difference, covers them.
     bool in_base = false;
+    if (look_similar) {
+        look_similar = false;
+        if (!seg.digests.empty())
+            base = BaseList::open_similar(*base_db, store.dir, id_of(seg.digests[0]), expected_size);
+    }
     if (base) {
         in_base = base->match(seg.digests);
         if (!in_base) leave_base();
@@ -699,6 +712,15 @@ void Writer::Impl::store_segment(Segment& seg, ManifestState& m, PutStats& file,
 PutStats Writer::Impl::put_file(const FileMeta& meta, Source source, const ProgressFn& progress) {
     ensure_started();
     begin(meta);
+    look_similar = false;
+    // (Known for memory and a regular file; only a preference, never trusted.)
+    expected_size.reset();
+    if (source.is_memory()) {
+        expected_size = source.memory_bytes().size();
+    } else if (const auto* fr = dynamic_cast<const FdReader*>(source.reader_ptr())) {
+        struct stat st {};
+        if (::fstat(fr->fd(), &st) == 0 && S_ISREG(st.st_mode)) expected_size = static_cast<std::uint64_t>(st.st_size);
+    }
     TaskPool& workers = tasks();
     std::unique_ptr<Reader> own_reader;
     Reader* reader = source.reader_ptr();
@@ -857,11 +879,18 @@ PutStats Writer::Impl::put_file(const FileMeta& meta, Source source, const Progr
         if (same) {
             // The stored version's chunks, all of them: its bytes, its digest.
             const ChunkId digest = base->digest();
-            if (meta.mode == base->mode() && meta.mtime_ns == base->mtime_ns() && m.chunks == base->chunk_count())
+            const bool same_name = base->name() == meta.name;
+            if (same_name && meta.mode == base->mode() && meta.mtime_ns == base->mtime_ns() &&
+                m.chunks == base->chunk_count())
                 m.keep_row = base->manifest_row();
             base.reset();
-            file.unchanged_files = 1;
-            ++totals.unchanged_files;
+            if (same_name) {
+                file.unchanged_files = 1;
+                ++totals.unchanged_files;
+            } else {
+                file.identical_files = 1;
+                ++totals.identical_files;
+            }
             finish(digest, file.bytes);
             return file;
         }

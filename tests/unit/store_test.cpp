@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <sqlite3.h>
 #include <zstd.h>
 
 #include <algorithm>
@@ -326,6 +327,68 @@ TEST(Store, SingleChunksBatchedAndLackingSkipsOnlyTheIndex) {
 // early, late, cut short or grown, the chunks that matched are read back for
 // the whole-file BLAKE3, and every version restores byte for byte (get
 // checks the digest).
+TEST(Store, PutUnderANewNameComparesWithAStoredFileStartingAlike) {
+    // A large file under a name the store does not hold, equal to a stored
+    // file of another name (a tree put again under a new prefix): found by
+    // its first chunk, compared like a same-name re-put, its digest reused.
+    test::TempDir tmp;
+    Store s = Store::init(tmp.path() / "s", {});
+    const auto v1 = test::mixed_bytes(14'000'000, 73);
+    auto late = v1;
+    late[12'500'000] ^= 0x5a;
+    const std::vector<std::uint8_t> cut(v1.begin(), v1.begin() + 9'000'000);
+    auto grown = v1;
+    const auto more = test::random_bytes(3'000'000, 74);
+    grown.insert(grown.end(), more.begin(), more.end());
+    int names = 0;
+    const auto put = [&](const std::vector<std::uint8_t>& v) {
+        Writer w(s);
+        const std::string name = "n" + std::to_string(++names);
+        const auto r = test::put_bytes(w, name, v);
+        w.commit();
+        EXPECT_EQ(s.find(name)->digest, store::chunk_id_of(std::as_bytes(std::span(v)))) << name;
+        EXPECT_EQ(test::get_bytes(s, name, tmp), v) << name;
+        EXPECT_EQ(r.unchanged_files, 0u);
+        return r;
+    };
+    EXPECT_EQ(put(v1).identical_files, 0u);
+    EXPECT_EQ(put(v1).identical_files, 1u);  // the stored digest of n1
+    EXPECT_EQ(put(cut).identical_files, 0u);    // compared up to its end, then read back and hashed
+    EXPECT_EQ(put(grown).identical_files, 0u);  // compared up to v1's end
+    // Among files that start alike (n1, n2, n3, n4), one of the same size
+    // comes first (n3 and n4, more recent, do not equal it).
+    EXPECT_EQ(put(v1).identical_files, 1u);
+    EXPECT_EQ(put(late).identical_files, 0u);  // compared up to the change
+    // A small file is not looked for (the index holds lists of 256 chunks or more).
+    const std::vector<std::uint8_t> small(v1.begin(), v1.begin() + 100'000);
+    EXPECT_EQ(put(small).identical_files, 0u);
+    EXPECT_EQ(put(small).identical_files, 0u);
+    EXPECT_TRUE(s.verify(test::full_check()).ok());
+}
+
+TEST(Store, AStoreWithoutTheFirstChunkIndexGetsIt) {
+    // A store made before the index: a writer adds it, and finds files by it.
+    test::TempDir tmp;
+    const auto dir = tmp.path() / "s";
+    const auto v = test::mixed_bytes(6'000'000, 75);
+    {
+        Store s = Store::init(dir, {});
+        Writer w(s);
+        test::put_bytes(w, "a", v);
+        w.commit();
+    }
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open((dir / "index.db").c_str(), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db, "DROP INDEX manifest_first_chunk", nullptr, nullptr, nullptr), SQLITE_OK);
+    sqlite3_close(db);
+    Store s = Store::open(dir);
+    Writer w(s);
+    EXPECT_EQ(test::put_bytes(w, "b", v).identical_files, 1u);
+    w.commit();
+    EXPECT_EQ(test::get_bytes(s, "b", tmp), v);
+    EXPECT_TRUE(s.verify(test::full_check()).ok());
+}
+
 TEST(Store, PutAgainUnderItsNameComparesWithTheStoredVersion) {
     test::TempDir tmp;
     Store s = Store::init(tmp.path() / "s", {});

@@ -86,6 +86,7 @@ int run_put(const PutArgs& a) {
             total.new_chunks += r.new_chunks;
             total.new_bytes += r.new_bytes;
             total.unchanged_files += r.unchanged_files;
+            total.identical_files += r.identical_files;
             if (a.json)
                 files.push_back({{"name", f.name},
                                  {"path", f.path},
@@ -93,7 +94,8 @@ int run_put(const PutArgs& a) {
                                  {"chunks", r.chunks},
                                  {"new_chunks", r.new_chunks},
                                  {"new_bytes", r.new_bytes},
-                                 {"unchanged", r.unchanged_files != 0}});
+                                 {"unchanged", r.unchanged_files != 0},
+                                 {"identical", r.identical_files != 0}});
         } catch (const IoError& e) {
             errors.push_back({f.path, e.what()});
         }
@@ -116,6 +118,7 @@ int run_put(const PutArgs& a) {
                             {"new_bytes", total.new_bytes},
                             {"stored_bytes", total.stored_bytes},
                             {"unchanged_files", total.unchanged_files},
+                            {"identical_files", total.identical_files},
                             {"seconds", secs},
                             {"errors", issues_json(errors)}};
         fmt::print("{}\n", j.dump());
@@ -141,13 +144,14 @@ void add_store_put(CLI::App& st, int& exit_code) {
     c->add_option("--key-file", a->key_file, "the key of a keyed store");
     c->add_flag("--follow-symlinks", a->follow_symlinks, "follow symbolic links inside directories");
     c->add_flag("--json", a->json,
-                "one JSON object: {files: [{name, path, size, chunks, new_chunks, new_bytes, unchanged}], bytes, "
-                "new_bytes, stored_bytes, unchanged_files, ..., errors}");
+                "one JSON object: {files: [{name, path, size, chunks, new_chunks, new_bytes, unchanged, identical}], "
+                "bytes, new_bytes, stored_bytes, unchanged_files, identical_files, ..., errors}");
     c->add_flag("-q,--quiet", a->quiet, "no progress line, no warnings");
     c->footer("Without --name, a file is stored under its path as given, a tree's files under their paths inside it. "
               "A name already in the store is replaced; a large file whose chunks are all those of the stored file of that "
               "name is not hashed a second time (its stored digest is kept: 'unchanged'; with the same mode and mtime, its "
-              "stored manifest too). Files are committed in batches: an interrupted put keeps "
+              "stored manifest too); under a new name, the same holds for a stored file that starts with the same "
+              "chunk ('identical': a tree put again under a new prefix). Files are committed in batches: an interrupted put keeps "
               "what was committed and leaves unreferenced data that gc reclaims. Exit code 3 if some inputs were "
               "skipped after errors.");
     c->callback([a, &exit_code] { exit_code = with_store_errors([&] { return run_put(*a); }); });
