@@ -27,6 +27,13 @@ inline constexpr std::array<std::uint8_t, 8> kPackMagic = {'C', 'D', 'C', 'P', '
 inline constexpr std::array<std::uint8_t, 4> kRecordMagic = {'C', 'R', 'e', 'c'};
 /// Chunk ids per manifest_chunks row.
 inline constexpr std::size_t kIdsPerSegment = 4096;
+/// The first rows of the chunk lists of large files (256 ids or more), by
+/// their first id: a file put under a new name finds a stored file it may
+/// equal (base_list.hpp). Part of the schema of new stores; a writer adds
+/// it to an older store (an index: readers of any version ignore it).
+inline constexpr const char* kFirstChunkIndexSql =
+    "CREATE INDEX IF NOT EXISTS manifest_first_chunk ON manifest_chunks(substr(ids, 1, 32)) "
+    "WHERE seq = 0 AND length(ids) >= 8192";
 
 /// The text of DIR/cdc-store for a format version.
 std::string marker_text(std::uint32_t version);

@@ -86,13 +86,6 @@ std::uint64_t for_each_listed_chunk(Db& db, std::int64_t manifest, std::string_v
 /// Pack files a reader keeps open at once (get, read-backs): beyond, it
 /// finishes what is in flight and closes them (a file can span thousands).
 inline constexpr std::size_t kMaxOpenPacks = 512;
-/// The first rows of the chunk lists of large files (256 ids or more), by
-/// their first id: a file put under a new name finds a stored file it may
-/// equal (base_list.hpp). Part of the schema of new stores; a writer adds
-/// it to an older store (an index: readers of any version ignore it).
-inline constexpr const char* kFirstChunkIndexSql =
-    "CREATE INDEX IF NOT EXISTS manifest_first_chunk ON manifest_chunks(substr(ids, 1, 32)) "
-    "WHERE seq = 0 AND length(ids) >= 8192";
 
 /// Read-only pack descriptors of one operation, opened on demand.
 class PackFiles {

@@ -23,27 +23,48 @@ std::unique_ptr<BaseGroups> BaseGroups::open(store::detail::Db& db, const std::s
         b->manifest_ = m.i64(0);
         b->chunks_ = static_cast<std::uint64_t>(m.i64(1));
     }
+    b->read_groups();
+    return b;
+}
+
+std::unique_ptr<BaseGroups> BaseGroups::open_row(store::detail::Db& db, std::int64_t manifest) {
+    std::unique_ptr<BaseGroups> b(new BaseGroups());
+    b->db_ = &db;
+    b->snapshot_ = std::make_unique<store::detail::Transaction>(db, false);
+    {
+        Stmt m(db, "SELECT name, chunk_count FROM manifests WHERE id = ?1 AND name IS NOT NULL");
+        m.bind(1, manifest);
+        if (!m.step() || m.i64(1) <= 0) return nullptr;
+        b->name_ = m.text(0);
+        b->manifest_ = manifest;
+        b->chunks_ = static_cast<std::uint64_t>(m.i64(1));
+    }
+    b->read_groups();
+    return b;
+}
+
+void BaseGroups::read_groups() {
     // One pass over the list: the rows' positions, and the groups cut as a
     // client cuts a list (a group may span two rows).
-    Stmt rows(db, "SELECT seq, ids FROM manifest_chunks WHERE manifest = ?1 ORDER BY seq");
-    rows.bind(1, b->manifest_);
+    Stmt rows(*db_, "SELECT seq, ids FROM manifest_chunks WHERE manifest = ?1 ORDER BY seq");
+    rows.bind(1, manifest_);
     std::vector<store::ChunkId> group;
     GroupCutter cut;
     std::uint64_t index = 0;
     auto close_group = [&] {
-        if (b->groups_.size() < kMaxGroups) {
+        if (groups_.size() < kMaxGroups) {
             const store::ChunkId d = group_digest(group);
             Group g{};
             std::memcpy(g.key.data(), d.data(), g.key.size());
             g.first = index - group.size();
             g.count = static_cast<std::uint32_t>(group.size());
-            b->groups_.push_back(g);
+            groups_.push_back(g);
         }
         group.clear();
     };
     while (rows.step()) {
         const auto blob = rows.blob(1);
-        b->rows_.push_back({rows.i64(0), index});
+        rows_.push_back({rows.i64(0), index});
         for (std::size_t at = 0; at + 32 <= blob.size(); at += 32) {
             store::ChunkId& id = group.emplace_back();
             std::memcpy(id.data(), blob.data() + at, id.size());
@@ -52,11 +73,10 @@ std::unique_ptr<BaseGroups> BaseGroups::open(store::detail::Db& db, const std::s
         }
     }
     if (!group.empty()) close_group();
-    if (index != b->chunks_)
-        throw store::DamageError(fmt::format("'{}': its chunk list holds {} ids, the manifest says {}", name, index,
-                                             b->chunks_));
-    std::sort(b->groups_.begin(), b->groups_.end(), [](const Group& x, const Group& y) { return x.key < y.key; });
-    return b;
+    if (index != chunks_)
+        throw store::DamageError(fmt::format("'{}': its chunk list holds {} ids, the manifest says {}", name_, index,
+                                             chunks_));
+    std::sort(groups_.begin(), groups_.end(), [](const Group& x, const Group& y) { return x.key < y.key; });
 }
 
 BaseGroups::~BaseGroups() = default;

@@ -35,6 +35,9 @@ public:
     /// The committed file `name` read on `db` (used by nothing else while
     /// the BaseGroups lives); nullptr if there is none or it has no chunks.
     static std::unique_ptr<BaseGroups> open(store::detail::Db& db, const std::string& name);
+    /// The committed file of manifest row `manifest` (found by another
+    /// connection: nullptr if this snapshot does not have it committed).
+    static std::unique_ptr<BaseGroups> open_row(store::detail::Db& db, std::int64_t manifest);
     ~BaseGroups();
     BaseGroups(const BaseGroups&) = delete;
     BaseGroups& operator=(const BaseGroups&) = delete;
@@ -58,6 +61,8 @@ private:
         std::uint64_t first;  // index of its first id
     };
     BaseGroups() = default;
+    /// Reads the list of manifest_ (chunks_ ids) and cuts its groups.
+    void read_groups();
     bool load_row(std::size_t r);
 
     std::string name_;

@@ -85,6 +85,7 @@ struct PushedFile {
     std::uint64_t payload_sent = 0;    ///< their compressed size
     std::uint64_t new_chunks = 0;      ///< chunks the server stored (a chunk sent may be stored already by a concurrent push)
     bool unchanged = false;            ///< the server's file of that name had the same chunks (nothing read back)
+    bool identical = false;            ///< a new name: another stored file had the same chunks (nothing read back)
 };
 
 struct InputProblem {

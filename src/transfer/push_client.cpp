@@ -107,6 +107,7 @@ public:
                                                             in.name));
         file_.new_chunks = reply.done().new_chunks();
         file_.unchanged = reply.done().unchanged();
+        file_.identical = reply.done().identical();
         sent_before_ += file_.bytes_sent;
         return file_;
     }

@@ -71,6 +71,7 @@ void PushSession::start(const v1::FileStart& m) {
     listed_bytes_ = listed_chunks_ = 0;
     file_new_chunks_ = file_new_bytes_ = 0;
     file_unchanged_ = false;
+    file_identical_ = false;
     whole_.reset();
     base_.reset();
     groups_.reset();
@@ -78,6 +79,27 @@ void PushSession::start(const v1::FileStart& m) {
     // (Small files are read back in no time: comparing costs more.)
     if (!base_db_) base_db_ = std::make_unique<store::detail::Db>((dir_ / store::detail::kDbName).string(), false);
     base_ = store::detail::BaseList::open(*base_db_, dir_, name_, kBaseMinChunks);
+    look_similar_ = !base_ && !store_.find(name_);
+}
+
+void PushSession::open_similar(const store::ChunkId& first) {
+    look_similar_ = false;
+    try {
+        if (!index_checked_) {
+            // (a store made before the index, written by pushes of known chunks only)
+            base_db_->exec(store::detail::kFirstChunkIndexSql, "adding the first-chunk index to the store");
+            index_checked_ = true;
+        }
+        base_ = store::detail::BaseList::open_similar(*base_db_, dir_, first, std::nullopt);
+        if (base_ && groups_read_ && !groups_) {
+            if (!groups_db_)
+                groups_db_ = std::make_unique<store::detail::Db>((dir_ / store::detail::kDbName).string(), false);
+            groups_ = BaseGroups::open_row(*groups_db_, base_->manifest_row());
+        }
+    } catch (const store::StoreError& e) {
+        throw TransferError(Code::data_loss, fmt::format("'{}': {} (nothing of the file is committed)", name_,
+                                                         e.what()));
+    }
 }
 
 void PushSession::leave_base() {
@@ -234,6 +256,7 @@ void PushSession::admit(List& list, const Sink& sink) {
     const std::size_t count = list.ids.size();
     list.admitted = true;
     list.wanted.assign(count, false);
+    if (look_similar_) open_similar(list.ids.front());  // the file's first list
     if (base_) {
         // The next chunks of the stored file: all in the store, nothing to hash.
         if (base_->match(list.ids))
@@ -396,13 +419,13 @@ void PushSession::end(const v1::FileEnd& m, const Sink& sink) {
                                 fmt::format("'{}': the chunks are those of the stored file, whose BLAKE3 is {}; the "
                                             "client says {}: the file is not committed",
                                             name_, store::to_hex(base_->digest()), store::to_hex(digest)));
-        file_unchanged_ = true;
+        (base_->name() == name_ ? file_unchanged_ : file_identical_) = true;
     } else if (base_) {
         leave_base();
     }
     base_.reset();
     groups_.reset();
-    const store::ChunkId computed = file_unchanged_ ? digest : id_of(whole_.finish());
+    const store::ChunkId computed = file_unchanged_ || file_identical_ ? digest : id_of(whole_.finish());
     if (computed != digest)
         throw TransferError(Code::data_loss,
                             fmt::format("'{}': the BLAKE3 of the bytes received is {}, the client says {}: the file "
@@ -422,6 +445,7 @@ void PushSession::end(const v1::FileEnd& m, const Sink& sink) {
     done->set_new_chunks(file_new_chunks_);
     done->set_new_bytes(file_new_bytes_);
     done->set_unchanged(file_unchanged_);
+    done->set_identical(file_identical_);
     sink(reply);
 }
 

@@ -18,7 +18,10 @@
 // snapshot), nothing is wanted nor hashed, and the digest the client sends
 // must be that file's (same chunks, same bytes). At the first difference,
 // the chunks that matched are read back from that snapshot and hashed, and
-// the push goes on as for any file.
+// the push goes on as for any file. Under a name the store does not hold, a
+// large stored file that starts with the same chunk plays that part (found
+// at the first list by the store's first-chunk index; its groups too):
+// `done.identical` instead of `done.unchanged`.
 //
 // A client may send a GroupList instead of a ChunkList (proto/cdc_transfer.proto):
 // groups the file of that name in the store has (base_groups.hpp) take their
@@ -120,6 +123,8 @@ private:
     /// Admits the lists ready in file order (see above).
     void admit_ready(const Sink& sink);
     void admit(List& list, const Sink& sink);
+    /// Looks for a stored file whose list starts with `first` (see above).
+    void open_similar(const store::ChunkId& first);
     void add_data(const v1::Chunks& m);
     void add_piece(const v1::ChunkData& c);
     void complete_chunk(List& list, std::size_t j);
@@ -148,6 +153,11 @@ private:
     std::uint64_t file_new_chunks_ = 0;
     std::uint64_t file_new_bytes_ = 0;
     bool file_unchanged_ = false;
+    bool file_identical_ = false;
+    // A name the store does not hold: at the first list, a stored file that
+    // starts with the same chunk is compared with instead (store/base_list.hpp).
+    bool look_similar_ = false;
+    bool index_checked_ = false;
     // The whole-file BLAKE3, on a thread of its own beside the stream's
     // (decode, check, store): 9% of the stream thread's samples in a push.
     store::detail::CopyingHasher whole_;

@@ -587,6 +587,40 @@ TEST(TransferLocal, GroupListsWithChunksLargerThanSegments) {
     }
 }
 
+TEST(TransferLocal, PushUnderANewNameComparesWithAStoredFileStartingAlike) {
+    // A new name (a tree pushed under a new prefix): a stored file that
+    // starts with the same chunk is compared with, groups taken from it,
+    // nothing read back when all equal.
+    test::TempDir tmp;
+    const auto dir = make_store(tmp);
+    // ~7500 chunks in 8 lists: the first three go as ids (sent before the
+    // server has seen the file's first chunk), the rest as groups.
+    const auto v1 = test::mixed_bytes(30'000'000, 95);
+    auto v2 = v1;
+    v2[20'000'000] ^= 1;
+    const auto p1 = tmp.write("v1", v1);
+    const auto p2 = tmp.write("v2", v2);
+    test::local_push(dir, {{p1.string(), "a", v1.size()}});
+    transfer::PushOptions ids;
+    ids.group_lists = false;
+    const auto plain = test::local_push(dir, {{p1.string(), "b", v1.size()}}, ids);
+    EXPECT_TRUE(plain.files.at(0).identical);
+    const auto r = test::local_push(dir, {{p1.string(), "c", v1.size()}});
+    EXPECT_TRUE(r.files.at(0).identical);
+    EXPECT_FALSE(r.files.at(0).unchanged);
+    EXPECT_EQ(r.bytes_sent, 0u);
+    EXPECT_LT(r.wire_sent + r.wire_received, (plain.wire_sent + plain.wire_received) / 2);
+    EXPECT_EQ(store_bytes(dir, "c", tmp), v1);
+    const auto changed = test::local_push(dir, {{p2.string(), "d", v2.size()}});
+    EXPECT_FALSE(changed.files.at(0).identical);
+    EXPECT_EQ(store_bytes(dir, "d", tmp), v2);
+    // the same name again: unchanged, not identical
+    const auto again = test::local_push(dir, {{p2.string(), "d", v2.size()}});
+    EXPECT_TRUE(again.files.at(0).unchanged);
+    EXPECT_FALSE(again.files.at(0).identical);
+    EXPECT_TRUE(store::Store::open(dir).verify(test::full_check()).ok());
+}
+
 class PushGroups : public ::testing::Test {
 protected:
     void SetUp() override {

@@ -56,7 +56,8 @@ int run_push(const PushArgs& a) {
                              {"bytes_sent", f.bytes_sent},
                              {"payload_sent", f.payload_sent},
                              {"new_chunks", f.new_chunks},
-                             {"unchanged", f.unchanged}});
+                             {"unchanged", f.unchanged},
+                             {"identical", f.identical}});
         nlohmann::json errs = nlohmann::json::array();
         for (const auto& [path, message] : errors) errs.push_back({{"path", path}, {"error", message}});
         const nlohmann::json j = {{"files", files},
