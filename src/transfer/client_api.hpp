@@ -139,6 +139,7 @@ struct PullReport {
     std::uint64_t payload_sent = 0;   ///< their size as sent
     std::uint64_t bytes_reused = 0;   ///< raw bytes taken from the seeds (and an older OUT, a partial pull)
     std::uint64_t seed_bytes = 0;     ///< bytes of the seeds chunked
+    bool up_to_date = false;          ///< OUT was the file already (size and BLAKE3): nothing fetched nor written
     std::uint64_t wire_sent = 0;
     std::uint64_t wire_received = 0;
     double seconds = 0;

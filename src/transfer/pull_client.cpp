@@ -20,7 +20,9 @@
 #include <chrono>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <limits>
+#include <optional>
 #include <unordered_map>
 
 #include <fcntl.h>
@@ -47,15 +49,22 @@ void write_all_fd(int fd, std::span<const std::byte> bytes, const std::string& w
 
 class Puller {
 public:
+    /// `have`: the size and BLAKE3 of the file at the output, if any: when
+    /// the header says the same, the pull ends there (report.up_to_date).
     Puller(PullStream& stream, const ServerParams& params, const std::string& name, int fd, std::string what,
-           const SeedIndex& seeds, const PullOptions& options)
+           const SeedIndex& seeds, const PullOptions& options,
+           std::optional<std::pair<std::uint64_t, Digest>> have = std::nullopt)
         : stream_(stream), params_(params), name_(name), fd_(fd), what_(std::move(what)), seeds_(seeds),
-          assembler_(params.profile.max_size), progress_(options.progress, 0, 1) {}
+          assembler_(params.profile.max_size), progress_(options.progress, 0, 1), have_(std::move(have)) {}
 
     /// Returns the header (mode, mtime) once the file is complete and checked.
     v1::FileHeader run(PullReport& report) {
         v1::PullRequest req;
         req.mutable_start()->set_name(name_);
+        if (have_) {
+            req.mutable_start()->set_have_size(have_->first);
+            req.mutable_start()->set_have_digest(have_->second.bytes.data(), 32);
+        }
         stream_.write(req);
         v1::PullReply reply;
         read(reply);
@@ -63,6 +72,22 @@ public:
         const v1::FileHeader header = reply.header();
         report.bytes = header.size();
         report.chunks = header.chunks();
+        if (have_ && header.size() == have_->first && header.digest().size() == 32 &&
+            std::memcmp(header.digest().data(), have_->second.bytes.data(), 32) == 0) {
+            // The server ends the file here (an older server lists it: then the stream is dropped).
+            read(reply);
+            if (reply.body_case() == v1::PullReply::kEnd) {
+                stream_.writes_done();
+                stream_.finish();
+            } else {
+                stream_.cancel();
+            }
+            report.up_to_date = true;
+            report.bytes_reused = header.size();
+            report.wire_sent = stream_.wire_sent;
+            report.wire_received = stream_.wire_received;
+            return header;
+        }
         for (;;) {
             read(reply);
             if (reply.body_case() == v1::PullReply::kChunks) {
@@ -220,6 +245,7 @@ private:
     ChunkAssembler assembler_;
     store::detail::Decompressor decompressor_;
     ProgressThrottle progress_;
+    std::optional<std::pair<std::uint64_t, Digest>> have_;
     std::deque<List> lists_;
     std::vector<std::byte> raw_;
     Hasher whole_{DigestKind::blake3};
@@ -276,8 +302,16 @@ PullReport pull_file(PullStream& stream, const ServerParams& params, const std::
         else if (::rename(partial.c_str(), previous.c_str()) != 0)
             throw IoError(fmt::format("cannot rename '{}': {}", partial.string(), std::strerror(errno)));
     }
+    // OUT is hashed whole as it is chunked: if it is the file already, the
+    // pull ends at the header (nothing fetched, nothing written).
+    std::optional<std::pair<std::uint64_t, Digest>> have;
     if (seeds.usable()) {
-        if (is_regular(out)) report.seed_bytes += seeds.add(out);
+        if (is_regular(out)) {
+            Digest d{};
+            const std::uint64_t size = seeds.add(out, &d);
+            report.seed_bytes += size;
+            have.emplace(size, d);
+        }
         if (is_regular(previous)) report.seed_bytes += seeds.add(previous);
     }
     for (const auto& s : options.seeds) report.seed_bytes += seeds.add(s);
@@ -287,8 +321,22 @@ PullReport pull_file(PullStream& stream, const ServerParams& params, const std::
     if (fd < 0) throw IoError(fmt::format("cannot create '{}': {}", partial.string(), std::strerror(errno)));
     v1::FileHeader header;
     try {
-        Puller p(stream, params, name, fd, fmt::format("'{}'", partial.string()), seeds, options);
+        Puller p(stream, params, name, fd, fmt::format("'{}'", partial.string()), seeds, options, have);
         header = p.run(report);
+        if (report.up_to_date) {
+            ::close(fd);
+            ::unlink(partial.c_str());
+            ::unlink(previous.c_str());
+            if (options.restore_metadata) {
+                ::chmod(out.c_str(), static_cast<mode_t>(header.mode() & 07777));
+                const timespec times[2] = {{0, UTIME_OMIT},
+                                           {static_cast<time_t>(header.mtime_ns() / 1'000'000'000),
+                                            static_cast<long>(header.mtime_ns() % 1'000'000'000)}};
+                ::utimensat(AT_FDCWD, out.c_str(), times, 0);
+            }
+            report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+            return report;
+        }
         if (::fsync(fd) != 0)
             throw IoError(fmt::format("cannot write '{}': {}", partial.string(), std::strerror(errno)));
         if (options.restore_metadata) {

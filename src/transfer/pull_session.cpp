@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <cstring>
+
 namespace cdc::transfer {
 
 namespace {
@@ -44,6 +46,15 @@ void PullSession::start(const v1::PullStart& m, const Sink& sink) {
     h->set_mtime_ns(info->mtime_ns);
     h->set_chunks(info->chunks);
     sink(reply);
+    if (m.have_size() == info->size && m.have_digest().size() == info->digest.size() &&
+        std::memcmp(m.have_digest().data(), info->digest.data(), info->digest.size()) == 0) {
+        // The client has the file: nothing to list.
+        v1::PullReply last;
+        last.mutable_end();
+        sink(last);
+        finished_ = true;
+        return;
+    }
     cursor_ = std::make_unique<ManifestCursor>(dir_, options_, name_, kPullListChunks);
     current_ = next_list();
     if (current_) {

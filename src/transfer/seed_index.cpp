@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -29,7 +30,7 @@ SeedIndex::~SeedIndex() {
     for (const int fd : fds_) ::close(fd);
 }
 
-std::uint64_t SeedIndex::add(const std::filesystem::path& path) {
+std::uint64_t SeedIndex::add(const std::filesystem::path& path, Digest* whole) {
     if (!finder_) throw OptionError("seeds cannot be chunked without the store's key");
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
     if (fd < 0) throw IoError(fmt::format("cannot open the seed '{}': {}", path.string(), std::strerror(errno)));
@@ -39,12 +40,16 @@ std::uint64_t SeedIndex::add(const std::filesystem::path& path) {
     FdReader reader(fd, path.string());
     ChunkFeed feed(finder_, reader);
     std::uint64_t bytes = 0;
+    std::optional<Hasher> hasher;
+    if (whole) hasher.emplace(DigestKind::blake3);
     while (ChunkFeed::Segment* g = feed.next()) {
+        if (hasher) hasher->update(g->bytes);
         for (std::size_t i = 0; i < g->ids.size(); ++i)
             entries_.push_back({key_of(g->ids[i]), g->offset + g->starts[i], file, g->lengths[i]});
         bytes += g->bytes.size();
         feed.release(g);
     }
+    if (hasher) *whole = hasher->finish();
     return bytes;
 }
 

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cdc/algorithms.hpp>
+#include <cdc/digest.hpp>
 #include <cdc/store.hpp>
 
 #include <cstdint>
@@ -26,8 +27,8 @@ public:
     SeedIndex& operator=(const SeedIndex&) = delete;
 
     /// Chunks `path` and indexes its chunks; returns its size. IoError if it
-    /// cannot be opened or read.
-    std::uint64_t add(const std::filesystem::path& path);
+    /// cannot be opened or read. With `whole`, also its BLAKE3.
+    std::uint64_t add(const std::filesystem::path& path, Digest* whole = nullptr);
     /// Sorts the index (after the last add).
     void seal();
     bool empty() const noexcept { return entries_.empty(); }

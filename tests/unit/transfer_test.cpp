@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace cdc {
@@ -272,6 +273,41 @@ TEST(TransferLocal, PartialPullIsReused) {
     auto old = transfer::partial_path(out);
     old += ".old";
     EXPECT_FALSE(fs::exists(old));
+}
+
+TEST(TransferLocal, PullOverTheSameFileWritesNothing) {
+    // OUT is the file already (size and BLAKE3): the pull ends at the
+    // header, OUT stays the same file (same inode), its mtime is set.
+    test::TempDir tmp;
+    const auto dir = make_store(tmp);
+    const auto v1 = test::mixed_bytes(3'000'000, 97);
+    const auto p1 = tmp.write("v1", v1);
+    test::local_push(dir, {{p1.string(), "f", v1.size()}});
+    const auto out = tmp.path() / "out";
+    const auto first = test::local_pull(dir, "f", out);
+    EXPECT_FALSE(first.up_to_date);
+    struct stat before {};
+    ASSERT_EQ(::stat(out.c_str(), &before), 0);
+    const timespec old[2] = {{0, UTIME_OMIT}, {1000, 0}};
+    ASSERT_EQ(::utimensat(AT_FDCWD, out.c_str(), old, 0), 0);
+    const auto again = test::local_pull(dir, "f", out);
+    EXPECT_TRUE(again.up_to_date);
+    EXPECT_EQ(again.bytes_sent, 0u);
+    EXPECT_EQ(again.bytes_reused, v1.size());
+    struct stat after {};
+    ASSERT_EQ(::stat(out.c_str(), &after), 0);
+    EXPECT_EQ(after.st_ino, before.st_ino);
+    EXPECT_EQ(after.st_mtim.tv_sec, before.st_mtim.tv_sec);  // the stored mtime again
+    EXPECT_EQ(test::read_bytes(out), v1);
+    EXPECT_FALSE(fs::exists(transfer::partial_path(out)));
+    // One byte off (same size): pulled and written as before.
+    auto v2 = v1;
+    v2[2'000'000] ^= 1;
+    tmp.write("out", v2);
+    const auto fixed = test::local_pull(dir, "f", out);
+    EXPECT_FALSE(fixed.up_to_date);
+    EXPECT_GT(fixed.bytes_sent, 0u);
+    EXPECT_EQ(test::read_bytes(out), v1);
 }
 
 TEST(TransferLocal, PullOfAnUnknownName) {

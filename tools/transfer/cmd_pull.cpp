@@ -68,11 +68,15 @@ int run_pull(const PullArgs& a) {
                                   {"chunks", r.chunks},
                                   {"chunks_sent", r.chunks_sent},
                                   {"seed_bytes", r.seed_bytes},
+                                  {"up_to_date", r.up_to_date},
                                   {"wire_bytes_sent", r.wire_sent},
                                   {"wire_bytes_received", r.wire_received},
                                   {"seconds", r.seconds}};
         // With -o -, the file went to stdout: the report goes to stderr.
         fmt::print(out == "-" ? stderr : stdout, "{}\n", j.dump());
+    } else if (r.up_to_date) {
+        fmt::print("'{}' is up to date in '{}' ({}, the same BLAKE3): nothing fetched, nothing written\n", a.name, out,
+                   mb(r.bytes));
     } else if (out != "-" || !a.quiet) {
         fmt::print(out == "-" ? stderr : stdout,
                    "pulled '{}' to '{}': {}, {} fetched ({} compressed, {} on the wire), {} reused; {} chunks ({} "
@@ -98,12 +102,13 @@ void add_pull_command(CLI::App& app, int& exit_code) {
     c->add_flag("--no-metadata", a->no_metadata, "do not apply the file's mode and mtime");
     c->add_flag("--json", a->json,
                 "one JSON object: {bytes_read, bytes_sent, bytes_reused, chunks, chunks_sent, payload_sent, "
-                "seed_bytes, wire_bytes_sent, wire_bytes_received, seconds}");
+                "seed_bytes, up_to_date, wire_bytes_sent, wire_bytes_received, seconds}");
     c->add_flag("-q,--quiet", a->quiet, "no progress line");
     c->footer("OUT (when it exists), the seeds and what an interrupted pull left are chunked with the store's "
               "parameters; their chunks are checked (BLAKE3) and not fetched. The file is written to .OUT.cdc-pull "
               "beside OUT and renamed over OUT once its size and BLAKE3 match; a broken transfer leaves that file, "
-              "whose chunks the next pull reuses.\n" +
+              "whose chunks the next pull reuses. An OUT that is the file already (size and BLAKE3) is left as it is "
+              "(its mode and mtime set): 'up to date'.\n" +
               std::string(kExitCodesHelp));
     c->callback([a, &exit_code] { exit_code = with_transfer_errors([&] { return run_pull(*a); }); });
 }
