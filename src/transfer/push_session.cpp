@@ -79,7 +79,7 @@ void PushSession::start(const v1::FileStart& m) {
     // (Small files are read back in no time: comparing costs more.)
     if (!base_db_) base_db_ = std::make_unique<store::detail::Db>((dir_ / store::detail::kDbName).string(), false);
     base_ = store::detail::BaseList::open(*base_db_, dir_, name_, kBaseMinChunks);
-    look_similar_ = !base_ && !store_.find(name_);
+    look_similar_ = !base_;  // (a small file of that name: a large stored file may still match the new version)
 }
 
 void PushSession::open_similar(const store::ChunkId& first) {
