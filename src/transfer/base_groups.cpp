@@ -11,8 +11,9 @@ namespace cdc::transfer {
 
 using store::detail::Stmt;
 
-std::unique_ptr<BaseGroups> BaseGroups::open(store::detail::Db& db, const std::string& name) {
+std::unique_ptr<BaseGroups> BaseGroups::open(store::detail::Db& db, const std::string& name, std::size_t max_groups) {
     std::unique_ptr<BaseGroups> b(new BaseGroups());
+    b->max_groups_ = max_groups;
     b->name_ = name;
     b->db_ = &db;
     b->snapshot_ = std::make_unique<store::detail::Transaction>(db, false);
@@ -52,17 +53,15 @@ void BaseGroups::read_groups() {
     GroupCutter cut;
     std::uint64_t index = 0;
     auto close_group = [&] {
-        if (groups_.size() < kMaxGroups) {
-            const store::ChunkId d = group_digest(group);
-            Group g{};
-            std::memcpy(g.key.data(), d.data(), g.key.size());
-            g.first = index - group.size();
-            g.count = static_cast<std::uint32_t>(group.size());
-            groups_.push_back(g);
-        }
+        const store::ChunkId d = group_digest(group);
+        Group g{};
+        std::memcpy(g.key.data(), d.data(), g.key.size());
+        g.first = index - group.size();
+        g.count = static_cast<std::uint32_t>(group.size());
+        groups_.push_back(g);
         group.clear();
     };
-    while (rows.step()) {
+    while (groups_.size() < max_groups_ && rows.step()) {
         const auto blob = rows.blob(1);
         rows_.push_back({rows.i64(0), index});
         for (std::size_t at = 0; at + 32 <= blob.size(); at += 32) {
@@ -72,10 +71,13 @@ void BaseGroups::read_groups() {
             if (cut.ends_after(id)) close_group();
         }
     }
-    if (!group.empty()) close_group();
-    if (index != chunks_)
-        throw store::DamageError(fmt::format("'{}': its chunk list holds {} ids, the manifest says {}", name_, index,
-                                             chunks_));
+    // At the cap the rest of the list is not read: no group of it would be remembered.
+    if (groups_.size() < max_groups_) {
+        if (!group.empty()) close_group();
+        if (index != chunks_)
+            throw store::DamageError(fmt::format("'{}': its chunk list holds {} ids, the manifest says {}", name_,
+                                                 index, chunks_));
+    }
     std::sort(groups_.begin(), groups_.end(), [](const Group& x, const Group& y) { return x.key < y.key; });
 }
 

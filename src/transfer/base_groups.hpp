@@ -29,12 +29,16 @@ namespace cdc::transfer {
 
 class BaseGroups {
 public:
-    /// Groups remembered at most (a file of ~4M chunks: 32 GB at 8 KiB).
+    /// Groups remembered at most, about (a file of ~4M chunks: 32 GB at 8
+    /// KiB); the rest of a longer list is neither read nor remembered (its
+    /// groups travel as ids).
     static constexpr std::size_t kMaxGroups = std::size_t{1} << 18;
 
     /// The committed file `name` read on `db` (used by nothing else while
     /// the BaseGroups lives); nullptr if there is none or it has no chunks.
-    static std::unique_ptr<BaseGroups> open(store::detail::Db& db, const std::string& name);
+    /// `max_groups`: the cap (tests lower it); the list is read up to it.
+    static std::unique_ptr<BaseGroups> open(store::detail::Db& db, const std::string& name,
+                                            std::size_t max_groups = kMaxGroups);
     /// The committed file of manifest row `manifest` (found by another
     /// connection: nullptr if this snapshot does not have it committed).
     static std::unique_ptr<BaseGroups> open_row(store::detail::Db& db, std::int64_t manifest);
@@ -70,6 +74,7 @@ private:
     std::unique_ptr<store::detail::Transaction> snapshot_;
     std::int64_t manifest_ = 0;
     std::uint64_t chunks_ = 0;
+    std::size_t max_groups_ = kMaxGroups;
     std::vector<Group> groups_;  // sorted by key
     std::vector<Row> rows_;
     std::size_t loaded_ = SIZE_MAX;  // the row in row_

@@ -788,6 +788,39 @@ TEST_F(PushGroups, TheChunksListedForAGroupMustBeThatGroups) {
     EXPECT_EQ(store_bytes(dir_, "new", tmp_), whole);
 }
 
+TEST_F(PushGroups, TheGroupTableIsCapped) {
+    // Beyond the cap the stored list is not read: its first groups are
+    // found (with their ids), the last ones are not.
+    // (a connection each: a BaseGroups holds a read transaction on its own)
+    store::detail::Db db((dir_ / "index.db").string(), false);
+    store::detail::Db db2((dir_ / "index.db").string(), false);
+    std::vector<std::pair<std::size_t, std::size_t>> groups;
+    const auto request = test::group_request(chunks_, &groups);
+    ASSERT_GT(groups.size(), 8u);
+    const auto digest_of = [&](std::size_t g) {
+        store::ChunkId d;
+        std::memcpy(d.data(), request.groups().digests().data() + g * 32, 32);
+        return d;
+    };
+    const auto all = transfer::BaseGroups::open(db, "f");
+    ASSERT_TRUE(all);
+    EXPECT_EQ(all->group_count(), groups.size());
+    const auto capped = transfer::BaseGroups::open(db2, "f", 4);
+    ASSERT_TRUE(capped);
+    EXPECT_GE(capped->group_count(), 4u);
+    EXPECT_LT(capped->group_count(), groups.size());
+    const auto first = capped->find(digest_of(0), groups[0].second - groups[0].first);
+    ASSERT_TRUE(first);
+    EXPECT_EQ(*first, 0u);
+    std::vector<store::ChunkId> ids;
+    capped->append_ids(*first, groups[0].second, ids);
+    ASSERT_EQ(ids.size(), groups[0].second);
+    EXPECT_EQ(ids[0], store::chunk_id_of(std::as_bytes(std::span(chunks_[0]))));
+    const std::size_t last = groups.size() - 1;
+    EXPECT_FALSE(capped->find(digest_of(last), groups[last].second - groups[last].first));
+    EXPECT_TRUE(all->find(digest_of(last), groups[last].second - groups[last].first));
+}
+
 TEST_F(PushGroups, GroupListBounds) {
     auto bad = [&](const std::function<void(transfer::v1::GroupList&)>& f) {
         SetUp();
