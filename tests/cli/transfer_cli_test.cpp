@@ -199,6 +199,58 @@ TEST(ServeCli, RoundTripsFilesTreesEmptyFilesAndStdin) {
     EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
 }
 
+TEST(ServeCli, VersionsGroupsNewNamesAndFilesOneHas) {
+    // Through the real server: a second version listed as groups costs less
+    // on the wire than with --id-lists (lists, wants and framing: what is not
+    // chunk data); a new name
+    // equal to a stored file reads nothing back ("identical"); a pull into
+    // an OUT that is the file already ends at once ("up_to_date"), cleanly.
+    test::TempDir tmp;
+    const auto dir = init_store(tmp);
+    const auto v1 = test::mixed_bytes(10'000'000, 5);  // ~2500 chunks, 3 lists
+    auto v2 = v1;
+    v2[6'000'000] ^= 1;
+    const auto p1 = tmp.write("v1", v1);
+    const auto p2 = tmp.write("v2", v2);
+    Serve s(dir, tmp.path() / "serve");
+    for (const char* name : {"f", "h"})
+        EXPECT_EQ(run_tool({"push", "--to", s.address(), p1.string(), "--name", name, "-q"}).exit_code, 0);
+    const auto grouped = json_of(run_tool({"push", "--to", s.address(), p2.string(), "--name", "f", "--json"}));
+    const auto ids = json_of(run_tool({"push", "--to", s.address(), p2.string(), "--name", "h", "--json", "--id-lists"}));
+    EXPECT_GT(grouped["bytes_sent"].get<std::uint64_t>(), 0u);
+    EXPECT_EQ(ids["bytes_sent"], 0);  // f sent them
+    const auto wire = [](const nlohmann::json& j) {
+        return j["wire_bytes_sent"].get<std::uint64_t>() + j["wire_bytes_received"].get<std::uint64_t>() -
+               j["payload_sent"].get<std::uint64_t>();
+    };
+    EXPECT_LT(wire(grouped), wire(ids) / 2) << grouped.dump() << ids.dump();
+    const auto again = json_of(run_tool({"push", "--to", s.address(), p2.string(), "--name", "f", "--json"}));
+    EXPECT_TRUE(again["files"][0]["unchanged"]);
+    const auto fresh = json_of(run_tool({"push", "--to", s.address(), p2.string(), "--name", "new", "--json"}));
+    EXPECT_TRUE(fresh["files"][0]["identical"]);
+    EXPECT_FALSE(fresh["files"][0]["unchanged"]);
+    EXPECT_EQ(fresh["bytes_sent"], 0);
+    const auto out = tmp.path() / "out";
+    auto j = json_of(run_tool({"pull", "--from", s.address(), "f", "-o", out.string(), "--json"}));
+    EXPECT_FALSE(j["up_to_date"]);
+    j = json_of(run_tool({"pull", "--from", s.address(), "f", "-o", out.string(), "--json"}));
+    EXPECT_TRUE(j["up_to_date"]);
+    EXPECT_EQ(j["bytes_sent"], 0);
+    auto r = run_tool({"pull", "--from", s.address(), "new", "-o", out.string()});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("up to date"), std::string::npos) << r.out;
+    EXPECT_EQ(test::read_bytes(out), v2);
+    for (const char* name : {"f", "h", "new"}) {
+        const auto got = tmp.path() / "got";
+        fs::remove(got);
+        EXPECT_EQ(run_tool({"pull", "--from", s.address(), name, "-o", got.string(), "-q"}).exit_code, 0);
+        EXPECT_EQ(test::read_bytes(got), v2) << name;
+    }
+    EXPECT_EQ(s.log().find("failed"), std::string::npos) << s.log();
+    r = run_tool({"store", "verify", dir.string(), "--full"});
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+}
+
 TEST(ServeCli, NoServer) {
     const auto r = run_tool({"ls", "--from", "127.0.0.1:1"});
     EXPECT_EQ(r.exit_code, 4);
