@@ -50,6 +50,17 @@ constexpr std::size_t kSegments = 4;
 // New chunks per compression task (raw bytes).
 constexpr std::size_t kCompressGroup = std::size_t{1} << 20;
 constexpr std::size_t kDigestBatch = 64;
+
+/// The size a source will have, if known (memory, a regular file): only a
+/// preference among stored files that start alike, never trusted.
+std::optional<std::uint64_t> size_hint(const Source& source) {
+    if (source.is_memory()) return source.memory_bytes().size();
+    if (const auto* fr = dynamic_cast<const FdReader*>(source.reader_ptr())) {
+        struct stat st {};
+        if (::fstat(fr->fd(), &st) == 0 && S_ISREG(st.st_mode)) return static_cast<std::uint64_t>(st.st_size);
+    }
+    return std::nullopt;
+}
 // Record bytes of single chunks (put_chunk, put_chunk_compressed) per append.
 constexpr std::size_t kSinglesBatch = std::size_t{1} << 20;
 // Chunk ids per index lookup statement (put_file): one statement for many
@@ -178,6 +189,9 @@ struct Writer::Impl {
         }
         finder = make_cut_finder(s.info.algorithm, s.chunking_options());
         store_lock.lock(false);
+        // A store made before the first-chunk index gets it from its first
+        // writer (put, push): whoever looks files up by it holds a Writer.
+        db.exec(kFirstChunkIndexSql, "adding the first-chunk index to the store");
         has_chunk = Stmt(db, "SELECT raw_size FROM chunks WHERE id = ?1");
         has_chunks = Stmt(db, lookup_sql().c_str());
         packs = std::make_unique<PackAppender>(s.dir, s.info.pack_size);
@@ -195,7 +209,6 @@ struct Writer::Impl {
 
     void ensure_started() {
         if (started) return;
-        db.exec(kFirstChunkIndexSql, "adding the first-chunk index to the store");
         packs->start(db);
         started = true;
     }
@@ -497,12 +510,15 @@ struct Writer::Impl {
 
     // ---------------------------------------------------------------- files
 
-    /// The stored version of `name` to compare a large put with, if any.
-    void open_base(const std::string& name) {
+    /// The stored version of `name` to compare a large put with, if any;
+    /// else a stored file that starts alike is looked for at the first
+    /// segment (one of `size`, the file's if known, first).
+    void open_base(const std::string& name, std::optional<std::uint64_t> size) {
         base.reset();
         if (!base_db) base_db = std::make_unique<Db>(store.db_path(), false);
         base = BaseList::open(*base_db, store.dir, name, 0);
         look_similar = !base;
+        expected_size = size;
     }
 
     /// Stops comparing with the stored version: the chunks that matched are
@@ -713,14 +729,6 @@ PutStats Writer::Impl::put_file(const FileMeta& meta, Source source, const Progr
     ensure_started();
     begin(meta);
     look_similar = false;
-    // (Known for memory and a regular file; only a preference, never trusted.)
-    expected_size.reset();
-    if (source.is_memory()) {
-        expected_size = source.memory_bytes().size();
-    } else if (const auto* fr = dynamic_cast<const FdReader*>(source.reader_ptr())) {
-        struct stat st {};
-        if (::fstat(fr->fd(), &st) == 0 && S_ISREG(st.st_mode)) expected_size = static_cast<std::uint64_t>(st.st_size);
-    }
     TaskPool& workers = tasks();
     std::unique_ptr<Reader> own_reader;
     Reader* reader = source.reader_ptr();
@@ -777,7 +785,7 @@ PutStats Writer::Impl::put_file(const FileMeta& meta, Source source, const Progr
         } else {
             // A larger file: the reader thread reads and cuts the next
             // segments while the pool hashes and this thread stores.
-            open_base(meta.name);
+            open_base(meta.name, size_hint(source));
             submit_hashing(*first, workers);
             ready.push_back(first);
             reader_thread = std::thread([&, first] {

@@ -12,33 +12,26 @@ namespace cdc::transfer {
 using store::detail::Stmt;
 
 std::unique_ptr<BaseGroups> BaseGroups::open(store::detail::Db& db, const std::string& name, std::size_t max_groups) {
-    std::unique_ptr<BaseGroups> b(new BaseGroups());
-    b->max_groups_ = max_groups;
-    b->name_ = name;
-    b->db_ = &db;
-    b->snapshot_ = std::make_unique<store::detail::Transaction>(db, false);
-    {
-        Stmt m(db, "SELECT id, chunk_count FROM manifests WHERE name = ?1");
-        m.bind(1, name);
-        if (!m.step() || m.i64(1) <= 0) return nullptr;
-        b->manifest_ = m.i64(0);
-        b->chunks_ = static_cast<std::uint64_t>(m.i64(1));
-    }
-    b->read_groups();
-    return b;
+    return open_where(db, "name = ?1", [&](Stmt& m) { m.bind(1, name); }, max_groups);
 }
 
 std::unique_ptr<BaseGroups> BaseGroups::open_row(store::detail::Db& db, std::int64_t manifest) {
+    return open_where(db, "id = ?1", [&](Stmt& m) { m.bind(1, manifest); }, kMaxGroups);
+}
+
+std::unique_ptr<BaseGroups> BaseGroups::open_where(store::detail::Db& db, const char* where,
+                                                   const std::function<void(Stmt&)>& bind, std::size_t max_groups) {
     std::unique_ptr<BaseGroups> b(new BaseGroups());
+    b->max_groups_ = max_groups;
     b->db_ = &db;
     b->snapshot_ = std::make_unique<store::detail::Transaction>(db, false);
     {
-        Stmt m(db, "SELECT name, chunk_count FROM manifests WHERE id = ?1 AND name IS NOT NULL");
-        m.bind(1, manifest);
-        if (!m.step() || m.i64(1) <= 0) return nullptr;
-        b->name_ = m.text(0);
-        b->manifest_ = manifest;
-        b->chunks_ = static_cast<std::uint64_t>(m.i64(1));
+        Stmt m(db, fmt::format("SELECT id, name, chunk_count FROM manifests WHERE {} AND name IS NOT NULL", where).c_str());
+        bind(m);
+        if (!m.step() || m.i64(2) <= 0) return nullptr;
+        b->manifest_ = m.i64(0);
+        b->name_ = m.text(1);
+        b->chunks_ = static_cast<std::uint64_t>(m.i64(2));
     }
     b->read_groups();
     return b;

@@ -20,6 +20,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -65,6 +66,10 @@ private:
         std::uint64_t first;  // index of its first id
     };
     BaseGroups() = default;
+    /// The committed manifest selected by `where` (bound by `bind`), in a new snapshot.
+    static std::unique_ptr<BaseGroups> open_where(store::detail::Db& db, const char* where,
+                                                  const std::function<void(store::detail::Stmt&)>& bind,
+                                                  std::size_t max_groups);
     /// Reads the list of manifest_ (chunks_ ids) and cuts its groups.
     void read_groups();
     bool load_row(std::size_t r);

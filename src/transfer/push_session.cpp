@@ -85,11 +85,7 @@ void PushSession::start(const v1::FileStart& m) {
 void PushSession::open_similar(const store::ChunkId& first) {
     look_similar_ = false;
     try {
-        if (!index_checked_) {
-            // (a store made before the index, written by pushes of known chunks only)
-            base_db_->exec(store::detail::kFirstChunkIndexSql, "adding the first-chunk index to the store");
-            index_checked_ = true;
-        }
+        // (the store has the first-chunk index: writer_ made sure of it)
         base_ = store::detail::BaseList::open_similar(*base_db_, dir_, first, std::nullopt);
         if (base_ && groups_read_ && !groups_) {
             if (!groups_db_)
@@ -157,7 +153,6 @@ void PushSession::add_groups(const v1::GroupList& m, const Sink& sink) {
         throw TransferError(Code::failed_precondition,
                             fmt::format("more than {} chunk lists ahead of their data", kMaxListsAhead));
     List list;
-    list.grouped = true;
     std::size_t chunks = 0;
     for (std::size_t g = 0; g < n; ++g) {
         const std::uint32_t c = m.counts(static_cast<int>(g));
@@ -285,15 +280,16 @@ void PushSession::admit(List& list, const Sink& sink) {
     }
     // A group list that lacked no group is not answered again; one that
     // did is answered over the chunks listed for its groups.
-    if (list.grouped && std::find(list.known.begin(), list.known.end(), false) == list.known.end()) return;
+    const bool grouped = !list.known.empty();
+    if (grouped && std::find(list.known.begin(), list.known.end(), false) == list.known.end()) return;
     std::vector<bool> bits;
-    if (list.grouped) {
+    if (grouped) {
         for (std::size_t i = 0; i < count; ++i)
             if (!list.known[i]) bits.push_back(list.wanted[i]);
     }
     v1::PushReply reply;
     auto* want = reply.mutable_want();
-    want->set_bitmap(make_bitmap(list.grouped ? bits : list.wanted));
+    want->set_bitmap(make_bitmap(grouped ? bits : list.wanted));
     want->set_count(static_cast<std::uint32_t>(list.remaining));
     sink(reply);
 }

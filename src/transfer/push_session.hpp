@@ -108,10 +108,9 @@ private:
             std::uint64_t bytes;
             store::ChunkId digest;
         };
-        std::vector<bool> known;
+        std::vector<bool> known;  // empty: a ChunkList's
         std::vector<Missing> missing;
         std::size_t awaiting = 0;
-        bool grouped = false;
         bool admitted = false;        // looked up and answered
     };
 
@@ -157,7 +156,6 @@ private:
     // A name the store does not hold: at the first list, a stored file that
     // starts with the same chunk is compared with instead (store/base_list.hpp).
     bool look_similar_ = false;
-    bool index_checked_ = false;
     // The whole-file BLAKE3, on a thread of its own beside the stream's
     // (decode, check, store): 9% of the stream thread's samples in a push.
     store::detail::CopyingHasher whole_;

@@ -462,7 +462,8 @@ TEST(Store, PutAgainUnderItsNameComparesWithTheStoredVersion) {
     const std::vector<std::uint8_t> head(v1.begin(), v1.begin() + static_cast<std::ptrdiff_t>(boundary));
     EXPECT_EQ(put(head).unchanged_files, 0u);
     {
-        // Another name: nothing to compare with.
+        // Another name: compared with a stored file that starts alike ("f",
+        // which grown goes on past: hashed whole), never "unchanged".
         Writer w(s);
         EXPECT_EQ(test::put_bytes(w, "g", grown).unchanged_files, 0u);
         w.commit();
