@@ -270,6 +270,15 @@ void fsync_parent(const std::filesystem::path& p) {
     ::close(fd);
 }
 
+/// The stored file's mode and mtime on the open file `fd`.
+void restore_metadata(int fd, const v1::FileHeader& header) {
+    ::fchmod(fd, static_cast<mode_t>(header.mode() & 07777));
+    const timespec times[2] = {{0, UTIME_OMIT},
+                               {static_cast<time_t>(header.mtime_ns() / 1'000'000'000),
+                                static_cast<long>(header.mtime_ns() % 1'000'000'000)}};
+    ::futimens(fd, times);
+}
+
 /// The chunker of the seeds: none for a keyed store without its key (then
 /// nothing local is reused; --seed is refused).
 std::shared_ptr<const CutFinder> seed_finder(const ServerParams& params, const PullOptions& options) {
@@ -304,13 +313,17 @@ PullReport pull_file(PullStream& stream, const ServerParams& params, const std::
     }
     // OUT is hashed whole as it is chunked: if it is the file already, the
     // pull ends at the header (nothing fetched, nothing written).
+    // Only OUT itself, not a symbolic link's target, and only the file that
+    // was hashed, is then touched (its mode and mtime, through a descriptor).
     std::optional<std::pair<std::uint64_t, Digest>> have;
+    struct stat hashed {};
     if (seeds.usable()) {
         if (is_regular(out)) {
             Digest d{};
-            const std::uint64_t size = seeds.add(out, &d);
+            const bool plain = ::lstat(out.c_str(), &hashed) == 0 && S_ISREG(hashed.st_mode);
+            const std::uint64_t size = seeds.add(out, plain ? &d : nullptr);
             report.seed_bytes += size;
-            have.emplace(size, d);
+            if (plain) have.emplace(size, d);
         }
         if (is_regular(previous)) report.seed_bytes += seeds.add(previous);
     }
@@ -328,11 +341,16 @@ PullReport pull_file(PullStream& stream, const ServerParams& params, const std::
             ::unlink(partial.c_str());
             ::unlink(previous.c_str());
             if (options.restore_metadata) {
-                ::chmod(out.c_str(), static_cast<mode_t>(header.mode() & 07777));
-                const timespec times[2] = {{0, UTIME_OMIT},
-                                           {static_cast<time_t>(header.mtime_ns() / 1'000'000'000),
-                                            static_cast<long>(header.mtime_ns() % 1'000'000'000)}};
-                ::utimensat(AT_FDCWD, out.c_str(), times, 0);
+                const int ofd = ::open(out.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+                struct stat now {};
+                const bool same = ofd >= 0 && ::fstat(ofd, &now) == 0 && S_ISREG(now.st_mode) &&
+                                  now.st_dev == hashed.st_dev && now.st_ino == hashed.st_ino;
+                if (same) restore_metadata(ofd, header);
+                if (ofd >= 0) ::close(ofd);
+                if (!same)
+                    throw IoError(fmt::format("'{}' was replaced while it was compared: its mode and mtime are not "
+                                              "set (pull again)",
+                                              out.string()));
             }
             report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
             return report;
@@ -340,11 +358,7 @@ PullReport pull_file(PullStream& stream, const ServerParams& params, const std::
         if (::fsync(fd) != 0)
             throw IoError(fmt::format("cannot write '{}': {}", partial.string(), std::strerror(errno)));
         if (options.restore_metadata) {
-            ::fchmod(fd, static_cast<mode_t>(header.mode() & 07777));
-            const timespec times[2] = {{0, UTIME_OMIT},
-                                       {static_cast<time_t>(header.mtime_ns() / 1'000'000'000),
-                                        static_cast<long>(header.mtime_ns() % 1'000'000'000)}};
-            ::futimens(fd, times);
+            restore_metadata(fd, header);
         } else {
             const mode_t mask = ::umask(0);
             ::umask(mask);

@@ -300,6 +300,23 @@ TEST(TransferLocal, PullOverTheSameFileWritesNothing) {
     EXPECT_EQ(after.st_mtim.tv_sec, before.st_mtim.tv_sec);  // the stored mtime again
     EXPECT_EQ(test::read_bytes(out), v1);
     EXPECT_FALSE(fs::exists(transfer::partial_path(out)));
+    // OUT a symbolic link to a file with the same bytes: not taken as up to
+    // date (the link's target is never touched: its mode and mtime stay);
+    // the pulled file replaces the link.
+    const auto target = tmp.write("target", v1);
+    ASSERT_EQ(::chmod(target.c_str(), 0600), 0);
+    ASSERT_EQ(::utimensat(AT_FDCWD, target.c_str(), old, 0), 0);
+    fs::remove(out);
+    fs::create_symlink(target, out);
+    const auto linked = test::local_pull(dir, "f", out);
+    EXPECT_FALSE(linked.up_to_date);
+    EXPECT_EQ(linked.bytes_sent, 0u);  // its chunks reused all the same
+    EXPECT_FALSE(fs::is_symlink(out));
+    EXPECT_EQ(test::read_bytes(out), v1);
+    struct stat t {};
+    ASSERT_EQ(::stat(target.c_str(), &t), 0);
+    EXPECT_EQ(t.st_mode & 07777, 0600u);
+    EXPECT_EQ(t.st_mtim.tv_sec, 1000);
     // One byte off (same size): pulled and written as before.
     auto v2 = v1;
     v2[2'000'000] ^= 1;
