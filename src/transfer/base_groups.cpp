@@ -76,25 +76,43 @@ void BaseGroups::read_groups() {
 
 BaseGroups::~BaseGroups() = default;
 
-std::optional<std::uint64_t> BaseGroups::find(const store::ChunkId& digest, std::size_t count) const {
+std::optional<std::uint64_t> BaseGroups::find(const store::ChunkId& digest, std::size_t count,
+                                               std::uint64_t near) const {
     std::array<std::uint8_t, 16> key;
     std::memcpy(key.data(), digest.data(), key.size());
     auto it = std::lower_bound(groups_.begin(), groups_.end(), key,
                                [](const Group& g, const std::array<std::uint8_t, 16>& k) { return g.key < k; });
-    for (; it != groups_.end() && it->key == key; ++it)
-        if (it->count == count) return it->first;
-    return std::nullopt;
+    std::optional<std::uint64_t> after, before;  // the nearest on either side of `near`
+    for (; it != groups_.end() && it->key == key; ++it) {
+        if (it->count != count) continue;
+        if (it->first >= near) {
+            if (!after || it->first < *after) after = it->first;
+        } else if (!before || it->first > *before) {
+            before = it->first;
+        }
+    }
+    return after ? after : before;
 }
 
-bool BaseGroups::load_row(std::size_t r) {
-    if (loaded_ == r) return true;
-    Stmt s(*db_, "SELECT ids FROM manifest_chunks WHERE manifest = ?1 AND seq = ?2");
+const std::vector<std::uint8_t>* BaseGroups::load_row(std::size_t r) {
+    KeptRow* slot = &kept_[0];
+    for (KeptRow& k : kept_) {
+        if (k.row == r) {
+            k.used = ++uses_;
+            return &k.ids;
+        }
+        if (k.used < slot->used) slot = &k;
+    }
+    if (!row_stmt_) row_stmt_ = std::make_unique<Stmt>(*db_, "SELECT ids FROM manifest_chunks WHERE manifest = ?1 AND seq = ?2");
+    Stmt& s = *row_stmt_;
+    s.reset();
     s.bind(1, manifest_).bind(2, rows_[r].seq);
-    if (!s.step()) return false;
+    if (!s.step()) return nullptr;
     const auto blob = s.blob(0);
-    row_.assign(blob.begin(), blob.end());
-    loaded_ = r;
-    return true;
+    slot->ids.assign(blob.begin(), blob.end());
+    slot->row = r;
+    slot->used = ++uses_;
+    return &slot->ids;
 }
 
 void BaseGroups::append_ids(std::uint64_t first, std::size_t count, std::vector<store::ChunkId>& out) {
@@ -102,14 +120,15 @@ void BaseGroups::append_ids(std::uint64_t first, std::size_t count, std::vector<
         // the row holding `first`: the last whose first index is <= first
         auto it = std::upper_bound(rows_.begin(), rows_.end(), first,
                                    [](std::uint64_t i, const Row& r) { return i < r.first; });
-        if (it == rows_.begin() || !load_row(static_cast<std::size_t>(it - rows_.begin() - 1)))
+        const std::size_t r = static_cast<std::size_t>(it - rows_.begin()) - 1;
+        const std::vector<std::uint8_t>* row = it == rows_.begin() ? nullptr : load_row(r);
+        const std::size_t at = row ? static_cast<std::size_t>(first - rows_[r].first) * 32 : 0;
+        if (!row || at + 32 > row->size())
             throw store::DamageError(fmt::format("'{}': no chunk {} in its list", name_, first));
-        const std::size_t at = static_cast<std::size_t>(first - rows_[loaded_].first) * 32;
-        if (at + 32 > row_.size()) throw store::DamageError(fmt::format("'{}': no chunk {} in its list", name_, first));
-        const std::size_t n = std::min(count, (row_.size() - at) / 32);
+        const std::size_t n = std::min(count, (row->size() - at) / 32);
         for (std::size_t k = 0; k < n; ++k) {
             store::ChunkId id;
-            std::memcpy(id.data(), row_.data() + at + k * 32, id.size());
+            std::memcpy(id.data(), row->data() + at + k * 32, id.size());
             out.push_back(id);
         }
         first += n;

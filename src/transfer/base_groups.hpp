@@ -11,7 +11,7 @@
 // computes over the chunks (read back) still decides the commit.
 //
 // Memory: 32 bytes per group (at most kMaxGroups: beyond, groups are not
-// remembered and travel as ids) and one row of ids.
+// remembered and travel as ids) and kRowsKept rows of ids (128 KiB each).
 #pragma once
 
 #include "../store/sqlite.hpp"
@@ -48,8 +48,11 @@ public:
     BaseGroups& operator=(const BaseGroups&) = delete;
 
     /// The index of the first chunk of a group of the stored file with this
-    /// digest and `count` chunks, if it has one.
-    std::optional<std::uint64_t> find(const store::ChunkId& digest, std::size_t count) const;
+    /// digest and `count` chunks, if it has one. Of several (content that
+    /// repeats), the one starting at `near` if there is one, else the first
+    /// after it, else the last before it: a version's groups are found in
+    /// the stored order, so the rows of ids they need are read once.
+    std::optional<std::uint64_t> find(const store::ChunkId& digest, std::size_t count, std::uint64_t near = 0) const;
     /// Appends the stored file's ids [first, first + count) to `out`.
     /// DamageError if the list is shorter.
     void append_ids(std::uint64_t first, std::size_t count, std::vector<store::ChunkId>& out);
@@ -72,7 +75,17 @@ private:
                                                   std::size_t max_groups);
     /// Reads the list of manifest_ (chunks_ ids) and cuts its groups.
     void read_groups();
-    bool load_row(std::size_t r);
+    /// Row r of rows_, read if it is not among the rows kept; nullptr if
+    /// the snapshot lacks it.
+    const std::vector<std::uint8_t>* load_row(std::size_t r);
+    /// Rows of ids kept, the least recently used replaced (groups of
+    /// repeated content point back into earlier rows).
+    static constexpr std::size_t kRowsKept = 8;
+    struct KeptRow {
+        std::size_t row = SIZE_MAX;
+        std::uint64_t used = 0;
+        std::vector<std::uint8_t> ids;
+    };
 
     std::string name_;
     store::detail::Db* db_ = nullptr;
@@ -82,8 +95,9 @@ private:
     std::size_t max_groups_ = kMaxGroups;
     std::vector<Group> groups_;  // sorted by key
     std::vector<Row> rows_;
-    std::size_t loaded_ = SIZE_MAX;  // the row in row_
-    std::vector<std::uint8_t> row_;
+    std::array<KeptRow, kRowsKept> kept_;
+    std::uint64_t uses_ = 0;
+    std::unique_ptr<store::detail::Stmt> row_stmt_;
 };
 
 }  // namespace cdc::transfer

@@ -76,6 +76,7 @@ void PushSession::start(const v1::FileStart& m) {
     base_.reset();
     groups_.reset();
     groups_read_ = false;
+    groups_next_ = 0;
     // (Small files are read back in no time: comparing costs more.)
     if (!base_db_) base_db_ = std::make_unique<store::detail::Db>((dir_ / store::detail::kDbName).string(), false);
     base_ = store::detail::BaseList::open(*base_db_, dir_, name_, kBaseMinChunks);
@@ -186,8 +187,9 @@ void PushSession::add_groups(const v1::GroupList& m, const Sink& sink) {
         const std::size_t c = m.counts(static_cast<int>(g));
         store::ChunkId digest;
         std::memcpy(digest.data(), m.digests().data() + g * 32, digest.size());
-        const std::optional<std::uint64_t> first = groups_ ? groups_->find(digest, c) : std::nullopt;
+        const std::optional<std::uint64_t> first = groups_ ? groups_->find(digest, c, groups_next_) : std::nullopt;
         if (first) {
+            groups_next_ = *first + c;
             try {
                 groups_->append_ids(*first, c, list.ids);
             } catch (const store::StoreError& e) {

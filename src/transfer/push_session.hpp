@@ -168,6 +168,7 @@ private:
     std::unique_ptr<store::detail::Db> groups_db_;
     std::unique_ptr<BaseGroups> groups_;
     bool groups_read_ = false;
+    std::uint64_t groups_next_ = 0;  // the stored chunk after the last group found
     std::unordered_set<store::ChunkId, IdHash> pending_;  // wanted, not arrived
     std::unordered_set<store::ChunkId, IdHash> recent_;   // stored by this stream
 

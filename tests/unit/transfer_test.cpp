@@ -838,6 +838,39 @@ TEST_F(PushGroups, TheGroupTableIsCapped) {
     EXPECT_TRUE(all->find(digest_of(last), groups[last].second - groups[last].first));
 }
 
+TEST_F(PushGroups, OfRepeatedGroupsTheOneNearestAfterThePreviousIsFound) {
+    // A stored file that repeats its content three times has each inner
+    // group three times: the one at or after `near` is found (a version's
+    // groups come in order, and the rows of ids they need are read once),
+    // else the last before it; its ids are the group's.
+    std::vector<std::uint8_t> thrice;
+    for (int k = 0; k < 3; ++k) thrice.insert(thrice.end(), data_.begin(), data_.end());
+    const auto p = tmp_.write("rep", thrice);
+    test::local_push(dir_, {{p.string(), "rep", thrice.size()}});
+    std::vector<std::pair<std::size_t, std::size_t>> groups;
+    const auto request = test::group_request(chunks_, &groups);
+    ASSERT_GT(groups.size(), 3u);
+    const auto [begin, end] = groups[2];  // an inner group: no repetition's edge in it
+    store::ChunkId digest;
+    std::memcpy(digest.data(), request.groups().digests().data() + 2 * 32, 32);
+    store::detail::Db db((dir_ / "index.db").string(), false);
+    const auto rep = transfer::BaseGroups::open(db, "rep");
+    ASSERT_TRUE(rep);
+    const std::size_t n = end - begin, per = chunks_.size();
+    EXPECT_EQ(rep->find(digest, n, 0), begin);
+    EXPECT_EQ(rep->find(digest, n, begin), begin);
+    EXPECT_EQ(rep->find(digest, n, begin + 1), begin + per);
+    EXPECT_EQ(rep->find(digest, n, per), begin + per);
+    EXPECT_EQ(rep->find(digest, n, begin + per + 1), begin + 2 * per);
+    EXPECT_EQ(rep->find(digest, n, 10 * per), begin + 2 * per);  // none after: the last before
+    EXPECT_FALSE(rep->find(digest, n + 1, 0));                    // the count must match
+    std::vector<store::ChunkId> ids;
+    rep->append_ids(begin + 2 * per, n, ids);
+    ASSERT_EQ(ids.size(), n);
+    for (std::size_t k = 0; k < n; ++k)
+        EXPECT_EQ(ids[k], store::chunk_id_of(std::as_bytes(std::span(chunks_[begin + k]))));
+}
+
 TEST_F(PushGroups, GroupListBounds) {
     auto bad = [&](const std::function<void(transfer::v1::GroupList&)>& f) {
         SetUp();
