@@ -431,6 +431,13 @@ public:
     /// Appends chunks in file order. Each must be in the store or put by this
     /// writer (DamageError naming the chunk otherwise); returns their raw sizes' sum.
     std::uint64_t add_chunks(std::span<const ChunkId> ids);
+    /// add_chunks for chunks the caller has read from this store while this
+    /// Writer lived, or put with it, with their raw sizes: nothing is looked
+    /// up (gc waits for a live Writer's lock, so chunks read stay). Each
+    /// size must be the chunk's (std::invalid_argument for a 0 or a span
+    /// of another length; a wrong one makes finish_manifest's size check or
+    /// the whole-file digest fail).
+    void add_read_chunks(std::span<const ChunkId> ids, std::span<const std::uint32_t> sizes);
     /// Ends the manifest: its size must be the sum of its chunks' sizes
     /// (DamageError otherwise); `digest` is the whole file's BLAKE3. Queued for
     /// the next flush or commit().

@@ -11,6 +11,7 @@
 #include "store_impl.hpp"
 #include "task_pool.hpp"
 
+#include <stdexcept>
 #include <cdc/chunker.hpp>
 #include <cdc/digest.hpp>
 #include <cdc/source.hpp>
@@ -508,6 +509,16 @@ struct Writer::Impl {
         return sum;
     }
 
+    void add_read_chunks(std::span<const ChunkId> ids, std::span<const std::uint32_t> sizes) {
+        ManifestState& m = open_manifest("add_read_chunks");
+        if (ids.size() != sizes.size())
+            throw std::invalid_argument(fmt::format("add_read_chunks: {} ids and {} sizes", ids.size(), sizes.size()));
+        for (std::size_t i = 0; i < ids.size(); ++i) {
+            if (sizes[i] == 0) throw std::invalid_argument("add_read_chunks: a chunk of 0 bytes");
+            add_ref(m, ids[i], sizes[i]);
+        }
+    }
+
     // ---------------------------------------------------------------- files
 
     /// The stored version of `name` to compare a large put with, if any;
@@ -932,6 +943,9 @@ ChunkPut Writer::put_chunk_compressed(const ChunkId& id, std::uint32_t raw_size,
 }
 void Writer::begin_manifest(const FileMeta& meta) { impl_->begin(meta); }
 std::uint64_t Writer::add_chunks(std::span<const ChunkId> ids) { return impl_->add_chunks(ids); }
+void Writer::add_read_chunks(std::span<const ChunkId> ids, std::span<const std::uint32_t> sizes) {
+    impl_->add_read_chunks(ids, sizes);
+}
 void Writer::finish_manifest(const ChunkId& digest, std::uint64_t size) { impl_->finish(digest, size); }
 void Writer::commit() { impl_->flush(); }
 const PutStats& Writer::stats() const noexcept { return impl_->totals; }

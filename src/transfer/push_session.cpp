@@ -356,8 +356,16 @@ void PushSession::remember(const store::ChunkId& id) {
 void PushSession::complete_lists() {
     while (!lists_.empty() && lists_.front().admitted && lists_.front().remaining == 0) {
         List& list = lists_.front();
-        if (!list.from_base) hash_stored(list, list.ids.size());
-        const std::uint64_t stored = writer_->add_chunks(list.ids);
+        std::uint64_t stored = 0;
+        if (list.from_base) {
+            stored = writer_->add_chunks(list.ids);
+        } else {
+            // Hashing read or put every chunk: list.sizes are theirs, and
+            // gc waits for writer_ (no second lookup).
+            hash_stored(list, list.ids.size());
+            writer_->add_read_chunks(list.ids, list.sizes);
+            for (const std::uint32_t s : list.sizes) stored += s;
+        }
         if (stored != list.bytes)
             throw TransferError(Code::invalid_argument,
                                 fmt::format("'{}': a chunk list says {} bytes, its chunks have {}", name_, list.bytes,
@@ -366,11 +374,19 @@ void PushSession::complete_lists() {
     }
 }
 
+void PushSession::check_size(List& list, std::size_t i, std::size_t size) const {
+    if (list.sizes[i] != 0 && size != list.sizes[i])
+        throw TransferError(Code::invalid_argument, fmt::format("'{}': chunk {} is listed with {} bytes, it has {}",
+                                                                name_, short_id(list.ids[i]), list.sizes[i], size));
+    list.sizes[i] = static_cast<std::uint32_t>(size);  // (a group's chunks are listed without sizes)
+}
+
 void PushSession::hash_stored(List& list, std::size_t end) {
     bool committed = false;
     while (list.next_hash < end) {
         const std::size_t i = list.next_hash;
         if (have_last_ && list.ids[i] == last_id_) {
+            check_size(list, i, last_raw_.size());
             whole_.update(last_raw_);
             ++list.next_hash;
             continue;
@@ -381,11 +397,7 @@ void PushSession::hash_stored(List& list, std::size_t end) {
             store_.read_chunks(std::span<const store::ChunkId>(list.ids).subspan(i, run_end - i),
                                store::Store::ChunkForm::raw,
                                [&](std::size_t k, const store::StoredChunk& c) {
-                                   if (list.sizes[i + k] != 0 && c.raw_size != list.sizes[i + k])
-                                       throw TransferError(
-                                           Code::invalid_argument,
-                                           fmt::format("'{}': chunk {} is listed with {} bytes, it has {}", name_,
-                                                       short_id(list.ids[i + k]), list.sizes[i + k], c.raw_size));
+                                   check_size(list, i + k, c.raw_size);
                                    whole_.update(c.bytes);
                                    ++list.next_hash;
                                });

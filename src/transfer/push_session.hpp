@@ -132,6 +132,9 @@ private:
     void complete_lists();
     /// Hashes chunks [next_hash, end) of the front list that the store holds.
     void hash_stored(List& list, std::size_t end);
+    /// Chunk i of `list` has `size` bytes: checked against its listed size,
+    /// or recorded (a group's chunks come without).
+    void check_size(List& list, std::size_t i, std::size_t size) const;
     void remember(const store::ChunkId& id);
     void require_open(const char* what) const;
     /// Stops comparing with the base: hashes the chunks that matched, read back.

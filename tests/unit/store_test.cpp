@@ -245,6 +245,24 @@ TEST(Store, ManifestsFromChunkListsAndCompressedChunks) {
     unknown[0] = 1;
     EXPECT_THROW(w.add_chunks(std::span(&unknown, 1)), store::DamageError);
     EXPECT_THROW(s.read_chunk(unknown, false), store::NotFoundError);
+    // Chunks the caller read, with their sizes (no lookup): a second file of
+    // them restores; sizes of another count, or of 0 bytes, are refused; a
+    // wrong size fails the manifest's size check.
+    Writer r(s);
+    const std::vector<std::uint32_t> sizes{static_cast<std::uint32_t>(p1.size()), static_cast<std::uint32_t>(p2.size())};
+    r.begin_manifest({"read", 0600, 5});
+    EXPECT_THROW(r.add_read_chunks(ids, std::span(sizes).first(1)), std::invalid_argument);
+    const std::vector<std::uint32_t> zero{0};
+    EXPECT_THROW(r.add_read_chunks(std::span(ids).first(1), zero), std::invalid_argument);
+    r.add_read_chunks(ids, sizes);
+    r.finish_manifest(store::chunk_id_of(std::as_bytes(std::span(whole))), whole.size());
+    r.commit();
+    EXPECT_EQ(test::get_bytes(s, "read", tmp), whole);
+    r.begin_manifest({"wrong", 0600, 5});
+    const std::vector<std::uint32_t> short_sizes{sizes[0], sizes[1] - 1};
+    r.add_read_chunks(ids, short_sizes);
+    EXPECT_THROW(r.finish_manifest(store::chunk_id_of(std::as_bytes(std::span(whole))), whole.size()),
+                 store::DamageError);
 }
 
 // Single chunks (the transfer server's path) are appended to the pack by
