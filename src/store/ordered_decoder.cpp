@@ -1,5 +1,6 @@
 #include "ordered_decoder.hpp"
 
+#include <cstring>
 #include <thread>
 #include <utility>
 
@@ -52,6 +53,7 @@ std::unique_ptr<OrderedDecoder::Block> OrderedDecoder::fresh_block() {
     b->ids.clear();
     b->locs.clear();
     b->fds.clear();
+    b->given.clear();
     b->raw_bytes = 0;
     b->error = nullptr;
     b->done.store(false);
@@ -65,6 +67,19 @@ void OrderedDecoder::add(const ChunkId& id, const Location& loc, int fd) {
     filling_->locs.push_back(loc);
     filling_->fds.push_back(fd);
     filling_->raw_bytes += loc.raw_size;
+}
+
+void OrderedDecoder::add_bytes(std::span<const std::byte> bytes) {
+    if (bytes.empty()) return;
+    if (!filling_->ids.empty() && filling_->raw_bytes + bytes.size() > options_.block_bytes) submit();
+    Location loc;
+    loc.offset = filling_->given.size();
+    loc.raw_size = static_cast<std::uint32_t>(bytes.size());
+    filling_->given.insert(filling_->given.end(), bytes.begin(), bytes.end());
+    filling_->ids.push_back(ChunkId{});
+    filling_->locs.push_back(loc);
+    filling_->fds.push_back(-1);
+    filling_->raw_bytes += bytes.size();
 }
 
 void OrderedDecoder::submit() {
@@ -81,8 +96,11 @@ void OrderedDecoder::submit() {
             thread_local std::vector<std::byte> record;
             std::size_t at = 0;
             for (std::size_t k = 0; k < bp->ids.size(); ++k) {
-                read_chunk_into(bp->fds[k], bp->locs[k], bp->ids[k], record,
-                                std::span(bp->data.get() + at, bp->locs[k].raw_size), context_);
+                if (bp->fds[k] < 0)
+                    std::memcpy(bp->data.get() + at, bp->given.data() + bp->locs[k].offset, bp->locs[k].raw_size);
+                else
+                    read_chunk_into(bp->fds[k], bp->locs[k], bp->ids[k], record,
+                                    std::span(bp->data.get() + at, bp->locs[k].raw_size), context_);
                 at += bp->locs[k].raw_size;
             }
         } catch (...) {

@@ -5,7 +5,8 @@
 // flight, and handed to `deliver` in the order the chunks were added. Used
 // wherever a file's bytes come back from the store: `get` (get.cpp), the
 // stored version of a file put or pushed again (base_list.cpp) and
-// Store::read_chunks in raw form (the push server).
+// Store::read_chunks in raw form, and the push server's whole-file hash
+// (push_session.cpp: bytes in hand between stored chunks, add_bytes).
 //
 // A block's bytes are valid during `deliver`; a consumer that hands them to
 // another thread (get: the whole-file hasher) keeps the block with
@@ -69,6 +70,10 @@ public:
     /// The next chunk, its record at `loc` in the pack open as `fd` (which
     /// stays open until finish). May deliver earlier blocks first.
     void add(const ChunkId& id, const Location& loc, int fd);
+    /// Bytes in hand, delivered in their place among the chunks (copied:
+    /// `bytes` may go once this returns). Their Location in a delivery has
+    /// only raw_size.
+    void add_bytes(std::span<const std::byte> bytes);
     /// Delivers everything added (adding may go on after). Rethrows the
     /// first read or decode error.
     void finish();
@@ -79,7 +84,8 @@ private:
     struct Block {
         std::vector<ChunkId> ids;
         std::vector<Location> locs;
-        std::vector<int> fds;
+        std::vector<int> fds;            // -1: bytes of add_bytes, at locs[k].offset in given
+        std::vector<std::byte> given;
         std::size_t raw_bytes = 0;
         std::unique_ptr<std::byte[]> data;
         std::size_t capacity = 0;

@@ -139,6 +139,14 @@ public:
         }
     }
 
+    /// Bytes the caller keeps valid and unchanged until `done` runs (on the
+    /// hasher thread): hashed in order after everything given before, not
+    /// copied (a decoder's block, given back by `done`).
+    void update_kept(std::span<const std::byte> data, std::function<void()> done) {
+        if (filling_) submit();
+        hasher_.update(data, std::move(done));
+    }
+
     /// The digest of everything given since the last finish() or reset().
     Digest finish() {
         if (filling_) submit();

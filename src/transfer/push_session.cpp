@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <unordered_map>
 
 namespace cdc::transfer {
@@ -30,8 +31,18 @@ store::ChunkId id_of(const Digest& d) {
 PushSession::PushSession(const std::filesystem::path& store_dir, const store::OpenOptions& options)
     : dir_(store_dir),
       store_(store::Store::open(store_dir, options)),
-      assembler_(store_.info().profile.max_size) {
+      assembler_(store_.info().profile.max_size),
+      packs_(store_dir) {
     writer_ = std::make_unique<store::Writer>(store_);
+    read_db_ = std::make_unique<store::detail::Db>((dir_ / store::detail::kDbName).string(), false);
+    lookup_ = std::make_unique<store::detail::ChunkLookup>(*read_db_);
+    // Blocks of 512 KiB: a list's chunks (a few MiB) keep both threads busy.
+    read_back_ = std::make_unique<store::detail::OrderedDecoder>(
+        pool_, "", [this](store::detail::OrderedDecoder::Delivery& d) {
+            const void* token = d.keep();
+            whole_.update_kept(d.bytes, [this, token] { read_back_->release(token); });
+        },
+        store::detail::OrderedDecoder::Options{std::size_t{512} << 10, 8, 8});
     decompressor_ = std::make_unique<store::detail::Decompressor>();
     max_chunk_ = store_.info().profile.max_size;
     max_list_bytes_ = max_list_bytes(max_chunk_);
@@ -101,6 +112,7 @@ void PushSession::open_similar(const store::ChunkId& first) {
 
 void PushSession::leave_base() {
     const std::unique_ptr<store::detail::BaseList> base = std::move(base_);
+    flush_read_back();  // (nothing is queued while the base matches: a no-op)
     try {
         base->read_matched([&](std::span<const std::byte> block) { whole_.update(block); });
     } catch (const store::StoreError& e) {
@@ -341,7 +353,7 @@ void PushSession::complete_chunk(List& list, std::size_t j) {
     pending_.erase(id);
     // Whole-file hash, in file order: the stored chunks before this one, then it.
     hash_stored(list, j);
-    whole_.update(last_raw_);
+    read_back_->add_bytes(last_raw_);
     list.next_hash = j + 1;
     list.next_data = j + 1;
     --list.remaining;
@@ -382,34 +394,53 @@ void PushSession::check_size(List& list, std::size_t i, std::size_t size) const 
 }
 
 void PushSession::hash_stored(List& list, std::size_t end) {
+    if (list.next_hash >= end) return;
     bool committed = false;
-    while (list.next_hash < end) {
-        const std::size_t i = list.next_hash;
-        if (have_last_ && list.ids[i] == last_id_) {
-            check_size(list, i, last_raw_.size());
-            whole_.update(last_raw_);
+    std::optional<store::detail::Transaction> snapshot(std::in_place, *read_db_, false);
+    try {
+        while (list.next_hash < end) {
+            const std::size_t i = list.next_hash;
+            if (have_last_ && list.ids[i] == last_id_) {
+                check_size(list, i, last_raw_.size());
+                read_back_->add_bytes(last_raw_);
+                ++list.next_hash;
+                continue;
+            }
+            const auto loc = lookup_->find(list.ids[i]);
+            if (!loc) {
+                // A chunk this stream stored is found once the writer flushed.
+                if (committed)
+                    throw TransferError(Code::internal,
+                                        fmt::format("'{}': chunk {} is neither in the store nor stored by this stream",
+                                                    name_, store::to_hex(list.ids[i])));
+                snapshot.reset();
+                writer_->commit();
+                committed = true;
+                snapshot.emplace(*read_db_, false);
+                continue;
+            }
+            check_size(list, i, loc->raw_size);
+            if (packs_.open_count() >= store::detail::kMaxOpenPacks) {
+                // (what is in flight still reads its packs)
+                read_back_->finish();
+                packs_.close_all();
+            }
+            read_back_->add(list.ids[i], *loc, packs_.fd(loc->pack));
             ++list.next_hash;
-            continue;
         }
-        std::size_t run_end = i + 1;
-        while (run_end < end && !(have_last_ && list.ids[run_end] == last_id_)) ++run_end;
-        try {
-            store_.read_chunks(std::span<const store::ChunkId>(list.ids).subspan(i, run_end - i),
-                               store::Store::ChunkForm::raw,
-                               [&](std::size_t k, const store::StoredChunk& c) {
-                                   check_size(list, i + k, c.raw_size);
-                                   whole_.update(c.bytes);
-                                   ++list.next_hash;
-                               });
-        } catch (const store::NotFoundError&) {
-            // A chunk this stream stored is readable once the writer flushed.
-            if (committed)
-                throw TransferError(Code::internal, fmt::format("'{}': chunk {} is neither in the store nor stored by "
-                                                                "this stream",
-                                                                name_, store::to_hex(list.ids[list.next_hash])));
-            writer_->commit();
-            committed = true;
-        }
+    } catch (const store::DamageError& e) {
+        throw TransferError(Code::data_loss, fmt::format("'{}': {} (nothing of the file is committed)", name_,
+                                                         e.what()));
+    }
+    snapshot->commit();
+}
+
+void PushSession::flush_read_back() {
+    try {
+        read_back_->finish();
+    } catch (const store::DamageError& e) {
+        throw TransferError(Code::data_loss, fmt::format("'{}': {} (nothing of the file is committed)", name_,
+                                                         e.what()));
     }
 }
 
@@ -435,6 +466,7 @@ void PushSession::end(const v1::FileEnd& m, const Sink& sink) {
     }
     base_.reset();
     groups_.reset();
+    flush_read_back();
     const store::ChunkId computed = file_unchanged_ || file_identical_ ? digest : id_of(whole_.finish());
     if (computed != digest)
         throw TransferError(Code::data_loss,

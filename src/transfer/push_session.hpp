@@ -42,7 +42,9 @@
 #include "base_groups.hpp"
 
 #include "../store/base_list.hpp"
+#include "../store/ordered_decoder.hpp"
 #include "../store/ordered_hasher.hpp"
+#include "../store/task_pool.hpp"
 
 #include <cdc/digest.hpp>
 #include <cdc/store.hpp>
@@ -130,8 +132,12 @@ private:
     void end(const v1::FileEnd& m, const Sink& sink);
     void finish(const Sink& sink);
     void complete_lists();
-    /// Hashes chunks [next_hash, end) of the front list that the store holds.
+    /// Queues chunks [next_hash, end) of the front list for the whole-file
+    /// hash, in order: read back from the store, or the chunk in hand.
     void hash_stored(List& list, std::size_t end);
+    /// Hands everything queued by hash_stored to the hasher (before bytes
+    /// go to whole_ directly, and at the end of a file).
+    void flush_read_back();
     /// Chunk i of `list` has `size` bytes: checked against its listed size,
     /// or recorded (a group's chunks come without).
     void check_size(List& list, std::size_t i, std::size_t size) const;
@@ -159,9 +165,6 @@ private:
     // A name the store does not hold: at the first list, a stored file that
     // starts with the same chunk is compared with instead (store/base_list.hpp).
     bool look_similar_ = false;
-    // The whole-file BLAKE3, on a thread of its own beside the stream's
-    // (decode, check, store): 9% of the stream thread's samples in a push.
-    store::detail::CopyingHasher whole_;
     std::deque<List> lists_;
     // The committed file of the same name, while the pushed chunks equal its
     // chunks; read on a connection of its own.
@@ -184,6 +187,22 @@ private:
 
     PushTotals totals_;
     bool finished_ = false;
+
+    // The whole-file hash over chunks the store holds: each is looked up
+    // here (read_db_), read and decoded on pool_ (read_back_) and handed to
+    // whole_ in file order without a copy (its block comes back once
+    // hashed); the bytes of a chunk just received take their place in the
+    // same order (add_bytes). The stream's thread waits for neither: it
+    // only looks up, so it goes on with the next messages (it had been
+    // busy 95% of a version's push, decoding and waiting for decodes).
+    std::unique_ptr<store::detail::Db> read_db_;
+    std::unique_ptr<store::detail::ChunkLookup> lookup_;
+    store::detail::PackFiles packs_;
+    store::detail::TaskPool pool_{2};
+    std::unique_ptr<store::detail::OrderedDecoder> read_back_;
+    // The whole-file BLAKE3, on a thread of its own (declared after
+    // read_back_: destroyed first, once what it holds is hashed and given back).
+    store::detail::CopyingHasher whole_;
 };
 
 }  // namespace cdc::transfer

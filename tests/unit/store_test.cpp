@@ -2,6 +2,7 @@
 // and versions, the transfer-service calls, rm + gc, keys.
 #include "store_support.hpp"
 
+#include "store/ordered_decoder.hpp"
 #include "store/ordered_hasher.hpp"
 
 #include <cdc/algorithms.hpp>
@@ -830,4 +831,96 @@ TEST(CopyingHasher, DigestEqualsOneShotForAnyPieces) {
         ref.update(data);
         EXPECT_EQ(h.finish().bytes, ref.finish().bytes) << "message " << message << ", " << data.size() << " bytes";
     }
+}
+
+// Bytes the caller keeps (update_kept: a decoder's block) and bytes copied
+// hash in the order given; each kept span's `done` runs once it is hashed.
+TEST(CopyingHasher, KeptSpansTakeTheirPlaceAmongCopies) {
+    std::mt19937_64 rng(11);
+    cdc::store::detail::CopyingHasher h(1000, 2);
+    std::vector<std::byte> data(50'000);
+    for (auto& b : data) b = static_cast<std::byte>(rng());
+    std::atomic<int> given_back{0};
+    int kept = 0;
+    std::size_t at = 0;
+    while (at < data.size()) {
+        const std::size_t n = std::min<std::size_t>(data.size() - at, rng() % 4'000);
+        const auto piece = std::span<const std::byte>(data).subspan(at, n);
+        if (rng() % 2) {
+            ++kept;
+            h.update_kept(piece, [&] { ++given_back; });
+        } else {
+            h.update(piece);
+        }
+        at += n;
+    }
+    cdc::Hasher ref(cdc::DigestKind::blake3);
+    ref.update(data);
+    EXPECT_EQ(h.finish().bytes, ref.finish().bytes);
+    EXPECT_GT(kept, 3);
+    EXPECT_EQ(given_back.load(), kept);
+}
+
+// The push server's read-back: stored chunks decoded on a pool and bytes in
+// hand (add_bytes) are delivered in the order added, across blocks smaller
+// than some chunks; kept blocks hashed by a CopyingHasher give the digest of
+// the whole.
+TEST(OrderedDecoder, BytesInHandKeepTheirPlaceAmongStoredChunks) {
+    using namespace cdc::store::detail;
+    cdc::test::TempDir tmp;
+    cdc::store::Store s = cdc::store::Store::init(tmp.path() / "s", {});
+    std::mt19937_64 rng(5);
+    std::vector<std::vector<std::byte>> pieces;
+    std::vector<cdc::store::ChunkId> ids;
+    {
+        cdc::store::Writer w(s);
+        for (int i = 0; i < 40; ++i) {
+            std::vector<std::byte> p(1 + rng() % 6'000);
+            const bool text = i % 3 == 0;  // compressible: a zstd record; else raw
+            for (auto& b : p) b = static_cast<std::byte>(text ? 'a' + rng() % 4 : rng());
+            ids.push_back(w.put_chunk(p).id);
+            pieces.push_back(std::move(p));
+        }
+        w.commit();
+    }
+    Db db((tmp.path() / "s" / kDbName).string(), false);
+    ChunkLookup lookup(db);
+    PackFiles packs(tmp.path() / "s");
+    TaskPool pool(2);
+    std::vector<std::byte> expected, got;
+    std::vector<std::uint32_t> sizes;
+    {
+        CopyingHasher whole(700, 2);
+        OrderedDecoder decoder(
+            pool, "",
+            [&](OrderedDecoder::Delivery& d) {
+                got.insert(got.end(), d.bytes.begin(), d.bytes.end());
+                for (const auto& l : d.locs) sizes.push_back(l.raw_size);
+                const void* token = d.keep();
+                whole.update_kept(d.bytes, [&decoder, token] { decoder.release(token); });
+            },
+            OrderedDecoder::Options{4'096, 2, 2});
+        std::vector<std::uint32_t> added;
+        for (std::size_t i = 0; i < ids.size(); ++i) {
+            const auto loc = lookup.find(ids[i]);
+            ASSERT_TRUE(loc);
+            decoder.add(ids[i], *loc, packs.fd(loc->pack));
+            expected.insert(expected.end(), pieces[i].begin(), pieces[i].end());
+            added.push_back(static_cast<std::uint32_t>(pieces[i].size()));
+            for (std::size_t k = 0; k < i % 3; ++k) {  // chunks just received, in hand
+                std::vector<std::byte> in_hand(1 + rng() % 1'500);
+                for (auto& b : in_hand) b = static_cast<std::byte>(rng());
+                decoder.add_bytes(in_hand);
+                expected.insert(expected.end(), in_hand.begin(), in_hand.end());
+                added.push_back(static_cast<std::uint32_t>(in_hand.size()));
+                in_hand.assign(in_hand.size(), std::byte{0});  // copied: the caller may reuse it
+            }
+        }
+        decoder.finish();
+        cdc::Hasher ref(cdc::DigestKind::blake3);
+        ref.update(expected);
+        EXPECT_EQ(whole.finish().bytes, ref.finish().bytes);
+        EXPECT_EQ(sizes, added);
+    }
+    EXPECT_EQ(got, expected);
 }
