@@ -1,5 +1,6 @@
 #include "ordered_decoder.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <thread>
 #include <utility>
@@ -53,7 +54,6 @@ std::unique_ptr<OrderedDecoder::Block> OrderedDecoder::fresh_block() {
     b->ids.clear();
     b->locs.clear();
     b->fds.clear();
-    b->given.clear();
     b->raw_bytes = 0;
     b->error = nullptr;
     b->done.store(false);
@@ -72,14 +72,20 @@ void OrderedDecoder::add(const ChunkId& id, const Location& loc, int fd) {
 void OrderedDecoder::add_bytes(std::span<const std::byte> bytes) {
     if (bytes.empty()) return;
     if (!filling_->ids.empty() && filling_->raw_bytes + bytes.size() > options_.block_bytes) submit();
+    // Copied into place now. (A block holds at most block_bytes unless it
+    // has a single item, so the buffer only ever grows while empty.)
+    Block& b = *filling_;
+    if (b.capacity < b.raw_bytes + bytes.size()) {
+        b.capacity = std::max(b.raw_bytes + bytes.size(), options_.block_bytes);
+        b.data = std::make_unique_for_overwrite<std::byte[]>(b.capacity);
+    }
+    std::memcpy(b.data.get() + b.raw_bytes, bytes.data(), bytes.size());
     Location loc;
-    loc.offset = filling_->given.size();
     loc.raw_size = static_cast<std::uint32_t>(bytes.size());
-    filling_->given.insert(filling_->given.end(), bytes.begin(), bytes.end());
-    filling_->ids.push_back(ChunkId{});
-    filling_->locs.push_back(loc);
-    filling_->fds.push_back(-1);
-    filling_->raw_bytes += bytes.size();
+    b.ids.push_back(ChunkId{});
+    b.locs.push_back(loc);
+    b.fds.push_back(-1);
+    b.raw_bytes += bytes.size();
 }
 
 void OrderedDecoder::submit() {
@@ -96,9 +102,7 @@ void OrderedDecoder::submit() {
             thread_local std::vector<std::byte> record;
             std::size_t at = 0;
             for (std::size_t k = 0; k < bp->ids.size(); ++k) {
-                if (bp->fds[k] < 0)
-                    std::memcpy(bp->data.get() + at, bp->given.data() + bp->locs[k].offset, bp->locs[k].raw_size);
-                else
+                if (bp->fds[k] >= 0)  // (else bytes given, in place already)
                     read_chunk_into(bp->fds[k], bp->locs[k], bp->ids[k], record,
                                     std::span(bp->data.get() + at, bp->locs[k].raw_size), context_);
                 at += bp->locs[k].raw_size;

@@ -70,9 +70,9 @@ public:
     /// The next chunk, its record at `loc` in the pack open as `fd` (which
     /// stays open until finish). May deliver earlier blocks first.
     void add(const ChunkId& id, const Location& loc, int fd);
-    /// Bytes in hand, delivered in their place among the chunks (copied:
-    /// `bytes` may go once this returns). Their Location in a delivery has
-    /// only raw_size.
+    /// Bytes in hand, delivered in their place among the chunks (copied
+    /// into the block at once: `bytes` may go once this returns). Their
+    /// Location in a delivery has only raw_size.
     void add_bytes(std::span<const std::byte> bytes);
     /// Delivers everything added (adding may go on after). Rethrows the
     /// first read or decode error.
@@ -84,8 +84,7 @@ private:
     struct Block {
         std::vector<ChunkId> ids;
         std::vector<Location> locs;
-        std::vector<int> fds;            // -1: bytes of add_bytes, at locs[k].offset in given
-        std::vector<std::byte> given;
+        std::vector<int> fds;  // -1: bytes of add_bytes, copied into data already
         std::size_t raw_bytes = 0;
         std::unique_ptr<std::byte[]> data;
         std::size_t capacity = 0;

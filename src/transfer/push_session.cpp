@@ -42,7 +42,7 @@ PushSession::PushSession(const std::filesystem::path& store_dir, const store::Op
             const void* token = d.keep();
             whole_.update_kept(d.bytes, [this, token] { read_back_->release(token); });
         },
-        store::detail::OrderedDecoder::Options{std::size_t{512} << 10, 8, 8});
+        store::detail::OrderedDecoder::Options{std::size_t{256} << 10, 6, 6});
     decompressor_ = std::make_unique<store::detail::Decompressor>();
     max_chunk_ = store_.info().profile.max_size;
     max_list_bytes_ = max_list_bytes(max_chunk_);
