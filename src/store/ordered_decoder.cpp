@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <fmt/format.h>
+
 #include <thread>
 #include <utility>
 
@@ -99,20 +101,46 @@ void OrderedDecoder::submit() {
     inflight_.push_back(std::move(b));
     pool_.submit([bp, this] {
         try {
-            thread_local std::vector<std::byte> record;
-            std::size_t at = 0;
-            for (std::size_t k = 0; k < bp->ids.size(); ++k) {
-                if (bp->fds[k] >= 0)  // (else bytes given, in place already)
-                    read_chunk_into(bp->fds[k], bp->locs[k], bp->ids[k], record,
-                                    std::span(bp->data.get() + at, bp->locs[k].raw_size), context_);
-                at += bp->locs[k].raw_size;
-            }
+            decode_block(*bp);
         } catch (...) {
             bp->error = std::current_exception();
         }
         bp->done.store(true);
     });
     while (inflight_.size() >= options_.blocks_ahead) deliver_front();
+}
+
+void OrderedDecoder::decode_block(Block& b) const {
+    // Records that follow each other in one pack (a file's chunks mostly
+    // do: they were stored in its order) are read with one pread.
+    thread_local std::vector<std::byte> records;
+    std::size_t at = 0;
+    const std::size_t n = b.ids.size();
+    for (std::size_t k = 0; k < n;) {
+        if (b.fds[k] < 0) {  // bytes given, in place already
+            at += b.locs[k].raw_size;
+            ++k;
+            continue;
+        }
+        const auto record_end = [&](std::size_t i) { return b.locs[i].offset + kRecordHeaderSize + b.locs[i].stored_size; };
+        std::size_t m = k + 1;
+        while (m < n && b.fds[m] == b.fds[k] && b.locs[m].pack == b.locs[k].pack &&
+               b.locs[m].offset == record_end(m - 1) && record_end(m) - b.locs[k].offset <= kMaxRun)
+            ++m;
+        const std::uint64_t first = b.locs[k].offset;
+        const std::size_t want = static_cast<std::size_t>(record_end(m - 1) - first);
+        records.resize(want);
+        const std::size_t got = pread_full(b.fds[k], records.data(), want, first,
+                                           fmt::format("pack {:08}", b.locs[k].pack));
+        for (; k < m; ++k) {
+            const std::size_t from = static_cast<std::size_t>(b.locs[k].offset - first);
+            const auto record = std::span<const std::byte>(records).subspan(std::min(from, got)).first(
+                got > from ? std::min<std::size_t>(got - from, kRecordHeaderSize + b.locs[k].stored_size) : 0);
+            decode_record_into(record, b.locs[k], b.ids[k], std::span(b.data.get() + at, b.locs[k].raw_size),
+                               context_);
+            at += b.locs[k].raw_size;
+        }
+    }
 }
 
 void OrderedDecoder::deliver_front() {

@@ -156,27 +156,34 @@ Codec read_record(int fd, const Location& loc, const ChunkId& id, std::vector<st
     const std::size_t n = kRecordHeaderSize + loc.stored_size;
     buf.resize(n);
     const std::size_t got = pread_full(fd, buf.data(), n, loc.offset, fmt::format("pack {:08}", loc.pack));
-    if (got < n)
+    return check_record(std::span<const std::byte>(buf).first(got), loc, id, context);
+}
+
+Codec check_record(std::span<const std::byte> record, const Location& loc, const ChunkId& id,
+                   std::string_view context) {
+    const std::size_t n = kRecordHeaderSize + loc.stored_size;
+    if (record.size() < n)
         throw DamageError(chunk_problem(context, id, loc,
-                                        fmt::format("the pack ends {} bytes into the {}-byte record (truncated)", got, n)));
-    const auto* h = reinterpret_cast<const std::uint8_t*>(buf.data());
+                                        fmt::format("the pack ends {} bytes into the {}-byte record (truncated)",
+                                                    record.size(), n)));
+    const auto* h = reinterpret_cast<const std::uint8_t*>(record.data());
     const auto header = decode_record(h);
     if (!header) throw DamageError(chunk_problem(context, id, loc, "no valid record header there"));
     if (header->id != id)
         throw DamageError(chunk_problem(context, id, loc, fmt::format("the record there is chunk {}", to_hex(header->id))));
     if (header->raw_size != loc.raw_size || header->stored_size != loc.stored_size)
         throw DamageError(chunk_problem(context, id, loc, "the record's sizes differ from the index"));
-    if (!record_checksum_ok(h, std::span<const std::byte>(buf).subspan(kRecordHeaderSize)))
+    if (!record_checksum_ok(h, record.subspan(kRecordHeaderSize, loc.stored_size)))
         throw DamageError(chunk_problem(context, id, loc, "checksum mismatch (damaged bytes)"));
     if (header->codec == Codec::raw && header->stored_size != header->raw_size)
         throw DamageError(chunk_problem(context, id, loc, "a raw record whose sizes differ"));
     return header->codec;
 }
 
-void read_chunk_into(int fd, const Location& loc, const ChunkId& id, std::vector<std::byte>& buf,
-                     std::span<std::byte> out, std::string_view context) {
-    const Codec codec = read_record(fd, loc, id, buf, context);
-    const auto payload = std::span<const std::byte>(buf).subspan(kRecordHeaderSize);
+void decode_record_into(std::span<const std::byte> record, const Location& loc, const ChunkId& id,
+                        std::span<std::byte> out, std::string_view context) {
+    const Codec codec = check_record(record, loc, id, context);
+    const auto payload = record.subspan(kRecordHeaderSize, loc.stored_size);
     if (codec == Codec::raw) {
         if (!payload.empty()) std::memcpy(out.data(), payload.data(), payload.size());
         return;
@@ -185,6 +192,12 @@ void read_chunk_into(int fd, const Location& loc, const ChunkId& id, std::vector
     if (!d.decompress(payload, out))
         throw DamageError(chunk_problem(context, id, loc, fmt::format("the zstd frame does not decode to {} bytes",
                                                                       loc.raw_size)));
+}
+
+void read_chunk_into(int fd, const Location& loc, const ChunkId& id, std::vector<std::byte>& buf,
+                     std::span<std::byte> out, std::string_view context) {
+    read_record(fd, loc, id, buf, context);
+    decode_record_into(buf, loc, id, out, context);
 }
 
 }  // namespace detail

@@ -106,6 +106,13 @@ private:
 /// (pack P, offset O): <reason>"). Returns the codec.
 Codec read_record(int fd, const Location& loc, const ChunkId& id, std::vector<std::byte>& buf,
                   std::string_view context);
+/// The checks of read_record on a record read already (its bytes from
+/// loc.offset; fewer than the record: truncated).
+Codec check_record(std::span<const std::byte> record, const Location& loc, const ChunkId& id,
+                   std::string_view context);
+/// check_record, then the raw bytes into `out` (out.size() == loc.raw_size).
+void decode_record_into(std::span<const std::byte> record, const Location& loc, const ChunkId& id,
+                        std::span<std::byte> out, std::string_view context);
 /// read_record, then the raw bytes into `out` (out.size() == loc.raw_size).
 void read_chunk_into(int fd, const Location& loc, const ChunkId& id, std::vector<std::byte>& buf,
                      std::span<std::byte> out, std::string_view context);
