@@ -34,15 +34,6 @@ PushSession::PushSession(const std::filesystem::path& store_dir, const store::Op
       assembler_(store_.info().profile.max_size),
       packs_(store_dir) {
     writer_ = std::make_unique<store::Writer>(store_);
-    read_db_ = std::make_unique<store::detail::Db>((dir_ / store::detail::kDbName).string(), false);
-    lookup_ = std::make_unique<store::detail::ChunkLookup>(*read_db_);
-    // Blocks of 512 KiB: a list's chunks (a few MiB) keep both threads busy.
-    read_back_ = std::make_unique<store::detail::OrderedDecoder>(
-        pool_, "", [this](store::detail::OrderedDecoder::Delivery& d) {
-            const void* token = d.keep();
-            whole_.update_kept(d.bytes, [this, token] { read_back_->release(token); });
-        },
-        store::detail::OrderedDecoder::Options{std::size_t{256} << 10, 6, 6});
     decompressor_ = std::make_unique<store::detail::Decompressor>();
     max_chunk_ = store_.info().profile.max_size;
     max_list_bytes_ = max_list_bytes(max_chunk_);
@@ -353,7 +344,7 @@ void PushSession::complete_chunk(List& list, std::size_t j) {
     pending_.erase(id);
     // Whole-file hash, in file order: the stored chunks before this one, then it.
     hash_stored(list, j);
-    read_back_->add_bytes(last_raw_);
+    read_back().add_bytes(last_raw_);
     list.next_hash = j + 1;
     list.next_data = j + 1;
     --list.remaining;
@@ -393,8 +384,27 @@ void PushSession::check_size(List& list, std::size_t i, std::size_t size) const 
     list.sizes[i] = static_cast<std::uint32_t>(size);  // (a group's chunks are listed without sizes)
 }
 
+store::detail::OrderedDecoder& PushSession::read_back() {
+    if (!read_back_) {
+        // (made at first use: a stream of small files never needs it)
+        read_db_ = std::make_unique<store::detail::Db>((dir_ / store::detail::kDbName).string(), false);
+        lookup_ = std::make_unique<store::detail::ChunkLookup>(*read_db_);
+        pool_ = std::make_unique<store::detail::TaskPool>(2);
+        // Blocks of 256 KiB: a list's chunks (a few MiB) keep both threads busy.
+        read_back_ = std::make_unique<store::detail::OrderedDecoder>(
+            *pool_, "",
+            [this](store::detail::OrderedDecoder::Delivery& d) {
+                const void* token = d.keep();
+                whole_.update_kept(d.bytes, [this, token] { read_back_->release(token); });
+            },
+            store::detail::OrderedDecoder::Options{std::size_t{256} << 10, 6, 6});
+    }
+    return *read_back_;
+}
+
 void PushSession::hash_stored(List& list, std::size_t end) {
     if (list.next_hash >= end) return;
+    store::detail::OrderedDecoder& read_back = this->read_back();
     bool committed = false;
     std::optional<store::detail::Transaction> snapshot(std::in_place, *read_db_, false);
     try {
@@ -402,7 +412,7 @@ void PushSession::hash_stored(List& list, std::size_t end) {
             const std::size_t i = list.next_hash;
             if (have_last_ && list.ids[i] == last_id_) {
                 check_size(list, i, last_raw_.size());
-                read_back_->add_bytes(last_raw_);
+                read_back.add_bytes(last_raw_);
                 ++list.next_hash;
                 continue;
             }
@@ -422,10 +432,10 @@ void PushSession::hash_stored(List& list, std::size_t end) {
             check_size(list, i, loc->raw_size);
             if (packs_.open_count() >= store::detail::kMaxOpenPacks) {
                 // (what is in flight still reads its packs)
-                read_back_->finish();
+                read_back.finish();
                 packs_.close_all();
             }
-            read_back_->add(list.ids[i], *loc, packs_.fd(loc->pack));
+            read_back.add(list.ids[i], *loc, packs_.fd(loc->pack));
             ++list.next_hash;
         }
     } catch (const store::DamageError& e) {
@@ -436,6 +446,7 @@ void PushSession::hash_stored(List& list, std::size_t end) {
 }
 
 void PushSession::flush_read_back() {
+    if (!read_back_) return;
     try {
         read_back_->finish();
     } catch (const store::DamageError& e) {

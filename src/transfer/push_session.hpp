@@ -138,6 +138,8 @@ private:
     /// Hands everything queued by hash_stored to the hasher (before bytes
     /// go to whole_ directly, and at the end of a file).
     void flush_read_back();
+    /// read_back_ (made at first use, with its connection and pool).
+    store::detail::OrderedDecoder& read_back();
     /// Chunk i of `list` has `size` bytes: checked against its listed size,
     /// or recorded (a group's chunks come without).
     void check_size(List& list, std::size_t i, std::size_t size) const;
@@ -198,7 +200,7 @@ private:
     std::unique_ptr<store::detail::Db> read_db_;
     std::unique_ptr<store::detail::ChunkLookup> lookup_;
     store::detail::PackFiles packs_;
-    store::detail::TaskPool pool_{2};
+    std::unique_ptr<store::detail::TaskPool> pool_;
     std::unique_ptr<store::detail::OrderedDecoder> read_back_;
     // The whole-file BLAKE3, on a thread of its own (declared after
     // read_back_: destroyed first, once what it holds is hashed and given back).
