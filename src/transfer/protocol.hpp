@@ -35,6 +35,9 @@ inline constexpr std::size_t kHashPieceBytes = std::size_t{1} << 20;
 /// chunks; it also ends after a chunk whose id's first four bytes (little
 /// endian) are a multiple of kGroupModulus, and where its list ends.
 inline constexpr std::size_t kMaxGroupChunks = 64;
+/// The bytes of a group digest a server takes in place of 32 (its first
+/// 16: the server keys its groups by them, so 32 bytes bought nothing).
+inline constexpr std::uint32_t kShortGroupDigest = 16;
 inline constexpr std::uint32_t kGroupModulus = 16;
 /// Longest name accepted.
 inline constexpr std::size_t kMaxNameBytes = 4096;

@@ -53,7 +53,8 @@ public:
           finder_(std::move(finder)),
           pool_(pool),
           progress_(progress),
-          group_lists_(group_lists && params.group_lists) {}
+          group_lists_(group_lists && params.group_lists),
+          group_digest_bytes_(params.group_digest_bytes) {}
 
     /// Sends one file; TransferError from the server, IoError from the input.
     PushedFile send(const PushInput& in, int fd, const store::FileMeta& meta) {
@@ -186,7 +187,8 @@ private:
             for (const Ref& r : f.chunks) ids.push_back(r.id());
             std::string digests;
             for_each_group(ids, [&](std::size_t a, std::size_t b) {
-                append_id(digests, group_digest(std::span(ids).subspan(a, b - a)));
+                const store::ChunkId d = group_digest(std::span(ids).subspan(a, b - a));
+                digests.append(reinterpret_cast<const char*>(d.data()), group_digest_bytes_);
                 m->add_counts(static_cast<std::uint32_t>(b - a));
                 std::uint64_t bytes = 0;
                 for (std::size_t k = a; k < b; ++k) bytes += f.chunks[k].length();
@@ -310,6 +312,7 @@ private:
     store::detail::TaskPool& pool_;
     ProgressThrottle& progress_;
     const bool group_lists_;
+    const std::size_t group_digest_bytes_;
     std::deque<InFlight> in_flight_;   // in file order (references stay valid: push_back, pop_front)
     std::deque<InFlight*> replies_;    // the list each reply to come is about
     std::vector<Ref> pending_;         // chunks not listed yet, in file order

@@ -149,7 +149,9 @@ void PushSession::add_groups(const v1::GroupList& m, const Sink& sink) {
     require_open("a group list");
     const std::size_t n = static_cast<std::size_t>(m.counts_size());
     if (n == 0) throw TransferError(Code::invalid_argument, "an empty group list");
-    if (m.bytes_size() != m.counts_size() || m.digests().size() != n * 32)
+    // (32 bytes a digest, or its first 16: a group is keyed by them)
+    const std::size_t width = n > 0 && m.digests().size() == n * kShortGroupDigest ? kShortGroupDigest : 32;
+    if (m.bytes_size() != m.counts_size() || m.digests().size() != n * width)
         throw TransferError(Code::invalid_argument,
                             fmt::format("a group list of {} counts, {} sizes and {} bytes of digests", n,
                                         m.bytes_size(), m.digests().size()));
@@ -188,8 +190,8 @@ void PushSession::add_groups(const v1::GroupList& m, const Sink& sink) {
     std::vector<bool> group_wanted(n, false);
     for (std::size_t g = 0; g < n; ++g) {
         const std::size_t c = m.counts(static_cast<int>(g));
-        store::ChunkId digest;
-        std::memcpy(digest.data(), m.digests().data() + g * 32, digest.size());
+        store::ChunkId digest{};  // (a short digest: zeros after its bytes)
+        std::memcpy(digest.data(), m.digests().data() + g * width, width);
         const std::optional<std::uint64_t> first = groups_ ? groups_->find(digest, c, groups_next_) : std::nullopt;
         if (first) {
             groups_next_ = *first + c;
@@ -201,7 +203,7 @@ void PushSession::add_groups(const v1::GroupList& m, const Sink& sink) {
             }
             list.known.insert(list.known.end(), c, true);
         } else {
-            list.missing.push_back({list.ids.size(), c, m.bytes(static_cast<int>(g)), digest});
+            list.missing.push_back({list.ids.size(), c, m.bytes(static_cast<int>(g)), digest, width});
             list.ids.resize(list.ids.size() + c);
             list.known.insert(list.known.end(), c, false);
             list.awaiting += c;
@@ -233,7 +235,8 @@ void PushSession::expand(List& list, const v1::ChunkList& m) {
             list.sizes[g.at + i] = m.sizes(static_cast<int>(k));
             bytes += list.sizes[g.at + i];
         }
-        if (bytes != g.bytes || group_digest(std::span(list.ids).subspan(g.at, g.count)) != g.digest)
+        const store::ChunkId d = group_digest(std::span(list.ids).subspan(g.at, g.count));
+        if (bytes != g.bytes || std::memcmp(d.data(), g.digest.data(), g.width) != 0)
             throw TransferError(Code::invalid_argument,
                                 fmt::format("the chunks listed for group {} are not that group's ({} bytes, "
                                             "{} listed)",

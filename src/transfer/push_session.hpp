@@ -109,6 +109,7 @@ private:
             std::size_t count;
             std::uint64_t bytes;
             store::ChunkId digest;
+            std::size_t width;  // the digest's bytes sent (32 or 16)
         };
         std::vector<bool> known;  // empty: a ChunkList's
         std::vector<Missing> missing;

@@ -81,6 +81,7 @@ public:
         r->set_max_message_bytes(static_cast<std::uint32_t>(o_.max_message_bytes ? o_.max_message_bytes : kMaxMessageBytes));
         r->set_max_list_chunks(static_cast<std::uint32_t>(kMaxListChunks));
         r->set_group_lists(true);
+        r->set_group_digest_bytes(kShortGroupDigest);
         return grpc::Status::OK;
     }
 

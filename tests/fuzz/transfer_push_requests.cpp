@@ -178,8 +178,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             auto* g = r.mutable_groups();
             std::string digests;
             h.groups.clear();
+            const std::size_t width = (op & 0x20) ? transfer::kShortGroupDigest : 32;  // Info's group_digest_bytes
             transfer::for_each_group(ids, [&](std::size_t a, std::size_t b) {
-                transfer::append_id(digests, transfer::group_digest(std::span(ids).subspan(a, b - a)));
+                const store::ChunkId d = transfer::group_digest(std::span(ids).subspan(a, b - a));
+                digests.append(reinterpret_cast<const char*>(d.data()), width);
                 g->add_counts(static_cast<std::uint32_t>(b - a));
                 std::uint64_t bytes = 0;
                 for (std::size_t j = a; j < b; ++j) bytes += h.pool[picked[j]].size();

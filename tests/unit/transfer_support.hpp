@@ -134,6 +134,16 @@ inline transfer::v1::PushRequest group_request(const std::vector<std::vector<std
     return r;
 }
 
+/// `r`'s group digests cut to their first `width` bytes (what a client
+/// sends a server whose Info says group_digest_bytes = 16).
+inline transfer::v1::PushRequest short_digests(transfer::v1::PushRequest r, std::size_t width = 16) {
+    const std::string& full = r.groups().digests();
+    std::string cut;
+    for (std::size_t at = 0; at + 32 <= full.size(); at += 32) cut.append(full, at, width);
+    r.mutable_groups()->set_digests(cut);
+    return r;
+}
+
 /// One chunk sent raw, under the id of `claimed` (its own bytes when `claimed` is empty).
 inline transfer::v1::PushRequest data_request(const std::vector<std::uint8_t>& bytes,
                                               const std::vector<std::uint8_t>& claimed = {}) {

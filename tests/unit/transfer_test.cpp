@@ -747,6 +747,49 @@ TEST_F(PushGroups, GroupsOfTheStoredFileAreTakenFromIt) {
     EXPECT_EQ(store_bytes(dir_, "f", tmp_), whole);
 }
 
+TEST_F(PushGroups, ShortDigestsAreTakenAndTheirGroupsChecked) {
+    // 16-byte digests (Info's group_digest_bytes): the stored file's groups
+    // are found as with 32; a group the server lacks is expanded and its
+    // chunks checked against the 16 bytes; other widths are refused.
+    send(test::start_request("f"));
+    send(test::short_digests(test::group_request(chunks_)));
+    ASSERT_EQ(replies_.size(), 1u);
+    EXPECT_EQ(replies_[0].group_want().count(), 0u);
+    send(test::end_request(data_));
+    ASSERT_EQ(replies_.size(), 2u);
+    EXPECT_TRUE(replies_[1].done().unchanged());
+    // New chunks under short digests: listed, then a list that is not the group's is refused.
+    const std::vector<std::vector<std::uint8_t>> fresh = {test::random_bytes(1024, 81), test::random_bytes(1024, 82)};
+    auto start = [&] {
+        SetUp();
+        send(test::start_request("new"));
+        send(test::short_digests(test::group_request(fresh)));
+        ASSERT_EQ(replies_.size(), 1u);
+        ASSERT_GT(replies_[0].group_want().count(), 0u);
+    };
+    start();
+    EXPECT_EQ(refused(test::list_request({fresh[1], fresh[0]})), Code::invalid_argument);
+    start();
+    send(test::list_request(fresh));
+    ASSERT_EQ(replies_.size(), 2u);
+    EXPECT_EQ(replies_[1].want().count(), 2u);
+    std::vector<std::uint8_t> whole;
+    for (const auto& c : fresh) {
+        send(test::data_request(c));
+        whole.insert(whole.end(), c.begin(), c.end());
+    }
+    send(test::end_request(whole));
+    ASSERT_EQ(replies_.size(), 3u);
+    transfer::v1::PushRequest fin;
+    fin.mutable_finish();
+    send(fin);
+    EXPECT_EQ(store_bytes(dir_, "new", tmp_), whole);
+    // Neither 16 nor 32 bytes a group.
+    SetUp();
+    send(test::start_request("f"));
+    EXPECT_EQ(refused(test::short_digests(test::group_request(chunks_), 20)), Code::invalid_argument);
+}
+
 TEST_F(PushGroups, ALieAboutTheBytesCommitsNothing) {
     // Groups of the stored file, and the digest of other bytes of the same
     // size: the server hashes the stored chunks and refuses.
