@@ -16,7 +16,7 @@ void ChunkPacker::add(const store::ChunkId& id, std::uint32_t raw_size, bool raw
         if (filled_ >= kDataMessageBytes) flush();
         const std::size_t n = std::min(payload.size() - offset, kDataMessageBytes - filled_);
         auto* c = message_.add_chunks();
-        c->set_id(id.data(), id.size());
+        if (with_ids_) c->set_id(id.data(), id.size());
         c->set_raw_size(raw_size);
         c->set_raw(raw);
         c->set_payload_size(static_cast<std::uint32_t>(payload.size()));
@@ -37,7 +37,8 @@ void ChunkPacker::flush() {
 
 bool ChunkAssembler::add(const v1::ChunkData& c, const store::ChunkId& id, std::uint32_t raw_size) {
     if (c.piece().empty()) throw TransferError(Code::invalid_argument, "an empty chunk piece");
-    const store::ChunkId got = id_from_bytes(c.id(), "chunk data");
+    // (no id: the chunk due, where the receiver said ids are optional)
+    const store::ChunkId got = c.id().empty() ? id : id_from_bytes(c.id(), "chunk data");
     if (!busy_) {
         if (got != id)
             throw TransferError(Code::invalid_argument,

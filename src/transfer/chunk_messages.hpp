@@ -24,7 +24,9 @@ namespace cdc::transfer {
 class ChunkPacker {
 public:
     using Emit = std::function<void(v1::Chunks&)>;
-    explicit ChunkPacker(Emit emit) : emit_(std::move(emit)) {}
+    /// `with_ids` false: pieces go without the chunk's id (a receiver that
+    /// knows which chunk is due: Info's data_ids_optional).
+    explicit ChunkPacker(Emit emit, bool with_ids = true) : emit_(std::move(emit)), with_ids_(with_ids) {}
     /// One chunk's payload (a zstd frame, or the raw bytes when `raw`).
     void add(const store::ChunkId& id, std::uint32_t raw_size, bool raw, std::span<const std::byte> payload);
     /// Emits the message being filled, if any.
@@ -34,6 +36,7 @@ public:
 
 private:
     Emit emit_;
+    bool with_ids_ = true;
     v1::Chunks message_;
     std::size_t filled_ = 0;
     std::uint64_t payload_bytes_ = 0;

@@ -52,6 +52,7 @@ struct ServerParams {
     std::uint32_t max_list_chunks = 0;
     bool group_lists = false;  ///< the server takes GroupLists in a push
     std::size_t group_digest_bytes = 32;  ///< of each group digest sent (16 where the server takes 16)
+    bool data_ids_optional = false;       ///< pushed chunk data may go without ids (the chunk due)
 };
 ServerParams params_from(const v1::InfoReply& info);
 /// The cut finder a client chunks with (OptionError for a keyed store without `key`).

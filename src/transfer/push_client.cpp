@@ -54,7 +54,8 @@ public:
           pool_(pool),
           progress_(progress),
           group_lists_(group_lists && params.group_lists),
-          group_digest_bytes_(params.group_digest_bytes) {}
+          group_digest_bytes_(params.group_digest_bytes),
+          data_ids_optional_(params.data_ids_optional) {}
 
     /// Sends one file; TransferError from the server, IoError from the input.
     PushedFile send(const PushInput& in, int fd, const store::FileMeta& meta) {
@@ -290,11 +291,13 @@ private:
         }
         if (level > 0) pool_.wait([&] { return left.load() == 0; });
         v1::PushRequest req;
-        ChunkPacker packer([&](v1::Chunks& chunks) {
-            req.mutable_data()->Swap(&chunks);
-            stream_.write(req);
-            req.Clear();
-        });
+        ChunkPacker packer(
+            [&](v1::Chunks& chunks) {
+                req.mutable_data()->Swap(&chunks);
+                stream_.write(req);
+                req.Clear();
+            },
+            !data_ids_optional_);
         for (std::size_t k = 0; k < wanted.size(); ++k) {
             const bool is_raw = frames[k].empty();
             packer.add(wanted[k].id(), wanted[k].length(), is_raw,
@@ -313,6 +316,7 @@ private:
     ProgressThrottle& progress_;
     const bool group_lists_;
     const std::size_t group_digest_bytes_;
+    const bool data_ids_optional_;
     std::deque<InFlight> in_flight_;   // in file order (references stay valid: push_back, pop_front)
     std::deque<InFlight*> replies_;    // the list each reply to come is about
     std::vector<Ref> pending_;         // chunks not listed yet, in file order

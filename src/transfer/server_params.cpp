@@ -22,6 +22,7 @@ ServerParams params_from(const v1::InfoReply& r) {
     p.max_list_chunks = r.max_list_chunks();
     p.group_lists = r.group_lists();
     p.group_digest_bytes = r.group_digest_bytes() == 16 ? 16 : 32;
+    p.data_ids_optional = r.data_ids_optional();
     return p;
 }
 

@@ -82,6 +82,7 @@ public:
         r->set_max_list_chunks(static_cast<std::uint32_t>(kMaxListChunks));
         r->set_group_lists(true);
         r->set_group_digest_bytes(kShortGroupDigest);
+        r->set_data_ids_optional(true);
         return grpc::Status::OK;
     }
 

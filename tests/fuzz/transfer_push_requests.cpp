@@ -143,7 +143,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             std::size_t off = (op & 0x80) ? in.u8() % 4 : 0;  // a first piece that does not start at 0
             do {
                 auto* d = r.mutable_data()->add_chunks();
-                d->set_id(id.data(), id.size());
+                if (!(op & 0x40)) d->set_id(id.data(), id.size());  // else the chunk due (Info's data_ids_optional)
                 d->set_raw_size(static_cast<std::uint32_t>(c.size()));
                 d->set_raw(raw);
                 d->set_payload_size(static_cast<std::uint32_t>(payload.size()));

@@ -790,6 +790,38 @@ TEST_F(PushGroups, ShortDigestsAreTakenAndTheirGroupsChecked) {
     EXPECT_EQ(refused(test::short_digests(test::group_request(chunks_), 20)), Code::invalid_argument);
 }
 
+TEST_F(PushGroups, DataWithoutIdsIsTheChunkDue) {
+    // Info's data_ids_optional: a piece without an id is the chunk due; its
+    // bytes must still be that chunk's (another chunk's bytes are refused,
+    // nothing is committed).
+    const std::vector<std::vector<std::uint8_t>> fresh = {test::random_bytes(1024, 91), test::random_bytes(1024, 92)};
+    auto without_id = [](transfer::v1::PushRequest r) {
+        r.mutable_data()->mutable_chunks(0)->clear_id();
+        return r;
+    };
+    auto start = [&] {
+        SetUp();
+        send(test::start_request("new"));
+        send(test::list_request(fresh));
+        ASSERT_EQ(replies_.size(), 1u);
+        ASSERT_EQ(replies_[0].want().count(), 2u);
+    };
+    start();
+    send(without_id(test::data_request(fresh[0])));
+    EXPECT_EQ(refused(without_id(test::data_request(fresh[0]))), Code::data_loss);  // fresh[1] is due
+    start();
+    std::vector<std::uint8_t> whole;
+    for (const auto& c : fresh) {
+        send(without_id(test::data_request(c)));
+        whole.insert(whole.end(), c.begin(), c.end());
+    }
+    send(test::end_request(whole));
+    transfer::v1::PushRequest fin;
+    fin.mutable_finish();
+    send(fin);
+    EXPECT_EQ(store_bytes(dir_, "new", tmp_), whole);
+}
+
 TEST_F(PushGroups, ALieAboutTheBytesCommitsNothing) {
     // Groups of the stored file, and the digest of other bytes of the same
     // size: the server hashes the stored chunks and refuses.
