@@ -98,11 +98,7 @@ void BaseList::read_matched(const std::function<void(std::span<const std::byte>)
                                [&](OrderedDecoder::Delivery& d) { f(d.bytes); });
         const std::uint64_t listed = for_each_listed_chunk(
             *db_, manifest_, name_, matched_chunks_, [&](const ChunkId& id, const Location& loc, std::uint64_t) {
-                if (packs.open_count() >= kMaxOpenPacks) {
-                    decoder.finish();  // what is in flight reads the packs open now
-                    packs.close_all();
-                }
-                decoder.add(id, loc, packs.fd(loc.pack));
+                decoder.add(id, loc, packs);
             });
         if (listed < matched_chunks_)
             throw DamageError(fmt::format("'{}': its chunk list ends after {} chunks, {} were compared", name_, listed,

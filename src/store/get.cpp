@@ -71,11 +71,7 @@ Restored restore_to_fd(const Store::Impl& s, std::string_view name, int out_fd, 
         },
         blocks);
     for_each_listed_chunk(db, s.dir, name, [&](const ChunkId& id, const Location& loc, std::uint64_t) {
-        if (files.open_count() >= kMaxOpenPacks) {
-            decoder->finish();  // what is in flight reads the packs open now
-            files.close_all();
-        }
-        decoder->add(id, loc, files.fd(loc.pack));
+        decoder->add(id, loc, files);
     });
     decoder->finish();
     read.commit();

@@ -1,9 +1,9 @@
 #include "ordered_decoder.hpp"
 
-#include <algorithm>
-#include <cstring>
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cstring>
 #include <thread>
 #include <utility>
 
@@ -71,16 +71,27 @@ void OrderedDecoder::add(const ChunkId& id, const Location& loc, int fd) {
     filling_->raw_bytes += loc.raw_size;
 }
 
+void OrderedDecoder::add(const ChunkId& id, const Location& loc, PackFiles& packs) {
+    if (packs.open_count() >= kMaxOpenPacks) {
+        finish();  // what is in flight reads the packs open now
+        packs.close_all();
+    }
+    add(id, loc, packs.fd(loc.pack));
+}
+
+void OrderedDecoder::reserve(Block& b, std::size_t bytes) const {
+    if (b.capacity >= bytes) return;
+    b.capacity = std::max(bytes, options_.block_bytes);
+    b.data = std::make_unique_for_overwrite<std::byte[]>(b.capacity);
+}
+
 void OrderedDecoder::add_bytes(std::span<const std::byte> bytes) {
     if (bytes.empty()) return;
     if (!filling_->ids.empty() && filling_->raw_bytes + bytes.size() > options_.block_bytes) submit();
     // Copied into place now. (A block holds at most block_bytes unless it
     // has a single item, so the buffer only ever grows while empty.)
     Block& b = *filling_;
-    if (b.capacity < b.raw_bytes + bytes.size()) {
-        b.capacity = std::max(b.raw_bytes + bytes.size(), options_.block_bytes);
-        b.data = std::make_unique_for_overwrite<std::byte[]>(b.capacity);
-    }
+    reserve(b, b.raw_bytes + bytes.size());
     std::memcpy(b.data.get() + b.raw_bytes, bytes.data(), bytes.size());
     Location loc;
     loc.raw_size = static_cast<std::uint32_t>(bytes.size());
@@ -93,10 +104,7 @@ void OrderedDecoder::add_bytes(std::span<const std::byte> bytes) {
 void OrderedDecoder::submit() {
     // (The next block first: it may wait for a kept one to come back.)
     std::unique_ptr<Block> b = std::exchange(filling_, fresh_block());
-    if (b->capacity < b->raw_bytes) {
-        b->capacity = std::max(b->raw_bytes, options_.block_bytes);
-        b->data = std::make_unique_for_overwrite<std::byte[]>(b->capacity);
-    }
+    reserve(*b, b->raw_bytes);
     Block* bp = b.get();
     inflight_.push_back(std::move(b));
     pool_.submit([bp, this] {

@@ -70,6 +70,9 @@ public:
     /// The next chunk, its record at `loc` in the pack open as `fd` (which
     /// stays open until finish). May deliver earlier blocks first.
     void add(const ChunkId& id, const Location& loc, int fd);
+    /// The same with the pack opened by `packs`; at kMaxOpenPacks open,
+    /// what is added is delivered first and `packs` closes them all.
+    void add(const ChunkId& id, const Location& loc, PackFiles& packs);
     /// Bytes in hand, delivered in their place among the chunks (copied
     /// into the block at once: `bytes` may go once this returns). Their
     /// Location in a delivery has only raw_size.
@@ -93,6 +96,9 @@ private:
         std::atomic<bool> kept{false};  // by a consumer, until release()
     };
     void submit();
+    /// Room for `bytes` raw bytes in b's buffer (a new buffer: only while
+    /// nothing is in it).
+    void reserve(Block& b, std::size_t bytes) const;
     /// Reads and decodes a block's chunks into its buffer (on the pool).
     void decode_block(Block& b) const;
     void deliver_front();

@@ -11,7 +11,6 @@
 #include "store_impl.hpp"
 #include "task_pool.hpp"
 
-#include <stdexcept>
 #include <cdc/chunker.hpp>
 #include <cdc/digest.hpp>
 #include <cdc/source.hpp>
@@ -27,6 +26,7 @@
 #include <deque>
 #include <mutex>
 #include <optional>
+#include <stdexcept>
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
@@ -51,17 +51,6 @@ constexpr std::size_t kSegments = 4;
 // New chunks per compression task (raw bytes).
 constexpr std::size_t kCompressGroup = std::size_t{1} << 20;
 constexpr std::size_t kDigestBatch = 64;
-
-/// The size a source will have, if known (memory, a regular file): only a
-/// preference among stored files that start alike, never trusted.
-std::optional<std::uint64_t> size_hint(const Source& source) {
-    if (source.is_memory()) return source.memory_bytes().size();
-    if (const auto* fr = dynamic_cast<const FdReader*>(source.reader_ptr())) {
-        struct stat st {};
-        if (::fstat(fr->fd(), &st) == 0 && S_ISREG(st.st_mode)) return static_cast<std::uint64_t>(st.st_size);
-    }
-    return std::nullopt;
-}
 // Record bytes of single chunks (put_chunk, put_chunk_compressed) per append.
 constexpr std::size_t kSinglesBatch = std::size_t{1} << 20;
 // Chunk ids per index lookup statement (put_file): one statement for many
@@ -73,6 +62,17 @@ std::string lookup_sql() {
     std::string sql = "SELECT id FROM chunks WHERE id IN (?1";
     for (int i = 2; i <= kLookupBatch; ++i) sql += fmt::format(",?{}", i);
     return sql + ")";
+}
+
+/// The size a source will have, if known (memory, a regular file): only a
+/// preference among stored files that start alike, never trusted.
+std::optional<std::uint64_t> size_hint(const Source& source) {
+    if (source.is_memory()) return source.memory_bytes().size();
+    if (const auto* fr = dynamic_cast<const FdReader*>(source.reader_ptr())) {
+        struct stat st {};
+        if (::fstat(fr->fd(), &st) == 0 && S_ISREG(st.st_mode)) return static_cast<std::uint64_t>(st.st_size);
+    }
+    return std::nullopt;
 }
 
 std::uint64_t flush_bytes() {

@@ -433,12 +433,7 @@ void PushSession::hash_stored(List& list, std::size_t end) {
                 continue;
             }
             check_size(list, i, loc->raw_size);
-            if (packs_.open_count() >= store::detail::kMaxOpenPacks) {
-                // (what is in flight still reads its packs)
-                read_back.finish();
-                packs_.close_all();
-            }
-            read_back.add(list.ids[i], *loc, packs_.fd(loc->pack));
+            read_back.add(list.ids[i], *loc, packs_);
             ++list.next_hash;
         }
     } catch (const store::DamageError& e) {
