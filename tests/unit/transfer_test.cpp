@@ -696,6 +696,24 @@ protected:
     Code refused(const transfer::v1::PushRequest& r) {
         return code_of([&] { send(r); });
     }
+    /// Sends each of `chunks` as data (made into another request by
+    /// `shape`, if given), then the file's end; returns the file's bytes.
+    std::vector<std::uint8_t> send_data_and_end(
+        const std::vector<std::vector<std::uint8_t>>& chunks,
+        const std::function<transfer::v1::PushRequest(transfer::v1::PushRequest)>& shape = {}) {
+        std::vector<std::uint8_t> whole;
+        for (const auto& c : chunks) {
+            send(shape ? shape(test::data_request(c)) : test::data_request(c));
+            whole.insert(whole.end(), c.begin(), c.end());
+        }
+        send(test::end_request(whole));
+        return whole;
+    }
+    void send_finish() {
+        transfer::v1::PushRequest fin;
+        fin.mutable_finish();
+        send(fin);
+    }
 
     test::TempDir tmp_;
     int stores_ = 0;
@@ -741,9 +759,7 @@ TEST_F(PushGroups, GroupsOfTheStoredFileAreTakenFromIt) {
     send(test::end_request(whole));
     ASSERT_EQ(replies_.size(), 5u);
     EXPECT_FALSE(replies_[4].done().unchanged());
-    transfer::v1::PushRequest fin;
-    fin.mutable_finish();
-    send(fin);
+    send_finish();
     EXPECT_EQ(store_bytes(dir_, "f", tmp_), whole);
 }
 
@@ -773,16 +789,9 @@ TEST_F(PushGroups, ShortDigestsAreTakenAndTheirGroupsChecked) {
     send(test::list_request(fresh));
     ASSERT_EQ(replies_.size(), 2u);
     EXPECT_EQ(replies_[1].want().count(), 2u);
-    std::vector<std::uint8_t> whole;
-    for (const auto& c : fresh) {
-        send(test::data_request(c));
-        whole.insert(whole.end(), c.begin(), c.end());
-    }
-    send(test::end_request(whole));
+    const auto whole = send_data_and_end(fresh);
     ASSERT_EQ(replies_.size(), 3u);
-    transfer::v1::PushRequest fin;
-    fin.mutable_finish();
-    send(fin);
+    send_finish();
     EXPECT_EQ(store_bytes(dir_, "new", tmp_), whole);
     // Neither 16 nor 32 bytes a group.
     SetUp();
@@ -810,15 +819,8 @@ TEST_F(PushGroups, DataWithoutIdsIsTheChunkDue) {
     send(without_id(test::data_request(fresh[0])));
     EXPECT_EQ(refused(without_id(test::data_request(fresh[0]))), Code::data_loss);  // fresh[1] is due
     start();
-    std::vector<std::uint8_t> whole;
-    for (const auto& c : fresh) {
-        send(without_id(test::data_request(c)));
-        whole.insert(whole.end(), c.begin(), c.end());
-    }
-    send(test::end_request(whole));
-    transfer::v1::PushRequest fin;
-    fin.mutable_finish();
-    send(fin);
+    const auto whole = send_data_and_end(fresh, without_id);
+    send_finish();
     EXPECT_EQ(store_bytes(dir_, "new", tmp_), whole);
 }
 
@@ -868,15 +870,8 @@ TEST_F(PushGroups, TheChunksListedForAGroupMustBeThatGroups) {
     send(test::list_request(fresh));
     ASSERT_EQ(replies_.size(), 1u);
     EXPECT_EQ(replies_[0].want().count(), 3u);
-    std::vector<std::uint8_t> whole;
-    for (const auto& c : fresh) {
-        send(test::data_request(c));
-        whole.insert(whole.end(), c.begin(), c.end());
-    }
-    send(test::end_request(whole));
-    transfer::v1::PushRequest fin;
-    fin.mutable_finish();
-    send(fin);
+    const auto whole = send_data_and_end(fresh);
+    send_finish();
     EXPECT_EQ(store_bytes(dir_, "new", tmp_), whole);
 }
 
