@@ -1,5 +1,6 @@
 // cdc dupes: size groups, inode collapsing and the compare / hash resolver.
 #include "internal.hpp"
+#include "../io/open_files.hpp"
 
 #include <cdc/error.hpp>
 
@@ -12,7 +13,6 @@
 #include <limits>
 #include <memory>
 #include <numeric>
-#include <sys/resource.h>
 #include <unistd.h>
 
 namespace cdc {
@@ -59,12 +59,7 @@ struct Work {
     std::uint64_t middle_block = kFirstMiddle;
 };
 
-std::size_t default_max_open() {
-    rlimit rl{};
-    std::uint64_t soft = 1024;
-    if (::getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) soft = rl.rlim_cur;
-    return static_cast<std::size_t>(std::clamp<std::uint64_t>(soft / 2, 4, 512));
-}
+std::size_t default_max_open() { return detail::open_files_budget(2, 512); }
 
 class Resolver {
 public:

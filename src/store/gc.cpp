@@ -172,6 +172,7 @@ GcReport Store::gc(const GcOptions& options) {
                 drop.run();
             }
             t.commit();
+            out.release_retired();
             for (const auto id : done_packs) ::unlink(pack_path(dir, id).c_str());
             report.packs_rewritten += done_packs.size();
             done_packs.clear();
@@ -193,11 +194,11 @@ GcReport Store::gc(const GcOptions& options) {
             if (loc.pack != current) {
                 append_batch();
                 if (current != 0) done_packs.push_back(current);
-                if (copied >= kRewriteCommitBytes) commit_moves();
+                if (copied >= kRewriteCommitBytes || out.retired_count() >= kMaxRetiredPacks) commit_moves();
                 current = loc.pack;
             }
             // A damaged record stops gc before anything of it is dropped.
-            const Codec codec = read_record(files.fd(loc.pack), loc, id, buf, "gc: ");
+            const Codec codec = read_record(files.read_fd(loc.pack), loc, id, buf, "gc: ");
             batch.add(id, codec, loc.raw_size, std::span<const std::byte>(buf).subspan(kRecordHeaderSize));
             copied += kRecordHeaderSize + loc.stored_size;
             if (batch.bytes.size() >= (std::size_t{1} << 20)) append_batch();

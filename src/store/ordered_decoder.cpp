@@ -72,7 +72,7 @@ void OrderedDecoder::add(const ChunkId& id, const Location& loc, int fd) {
 }
 
 void OrderedDecoder::add(const ChunkId& id, const Location& loc, PackFiles& packs) {
-    if (packs.open_count() >= kMaxOpenPacks) {
+    if (packs.needs_room(loc.pack)) {
         finish();  // what is in flight reads the packs open now
         packs.close_all();
     }

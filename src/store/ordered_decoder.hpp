@@ -70,8 +70,8 @@ public:
     /// The next chunk, its record at `loc` in the pack open as `fd` (which
     /// stays open until finish). May deliver earlier blocks first.
     void add(const ChunkId& id, const Location& loc, int fd);
-    /// The same with the pack opened by `packs`; at kMaxOpenPacks open,
-    /// what is added is delivered first and `packs` closes them all.
+    /// The same with the pack opened by `packs`; at their bound, what is
+    /// added is delivered first and `packs` closes them all.
     void add(const ChunkId& id, const Location& loc, PackFiles& packs);
     /// Bytes in hand, delivered in their place among the chunks (copied
     /// into the block at once: `bytes` may go once this returns). Their

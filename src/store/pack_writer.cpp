@@ -129,14 +129,25 @@ std::pair<std::vector<std::pair<std::uint64_t, std::uint64_t>>, std::vector<Pend
     }
     // A retired pack that failed mid-write is not listed at its in-memory
     // size: only rows appended before the failure name it, and they are below.
-    retired_.clear();
+    synced_retired_ = retired_.size();
     unsynced_ = 0;
     return {std::move(sizes), std::exchange(rows_, {})};
+}
+
+void PackAppender::release_retired() {
+    std::lock_guard lock(mutex_);
+    retired_.erase(retired_.begin(), retired_.begin() + static_cast<std::ptrdiff_t>(synced_retired_));
+    synced_retired_ = 0;
 }
 
 std::uint64_t PackAppender::unsynced_bytes() const {
     std::lock_guard lock(mutex_);
     return unsynced_;
+}
+
+std::size_t PackAppender::retired_count() const {
+    std::lock_guard lock(mutex_);
+    return retired_.size();
 }
 
 }  // namespace cdc::store::detail

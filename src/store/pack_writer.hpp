@@ -46,6 +46,10 @@ struct RecordBatch {
     }
 };
 
+/// Retired packs a writer holds before it flushes (each holds a descriptor
+/// until its length is committed; with small packs a flush interval fills many).
+inline constexpr std::size_t kMaxRetiredPacks = 16;
+
 class PackAppender {
 public:
     PackAppender(std::filesystem::path dir, std::uint64_t pack_limit);
@@ -61,10 +65,17 @@ public:
     /// Makes everything appended durable (fdatasync; the packs directory is
     /// fsynced when a pack was created) and returns the packs' durable
     /// lengths and the rows appended since the last sync. Retired packs
-    /// (full) are closed, which releases their locks.
+    /// (full) stay open and locked until release_retired().
     std::pair<std::vector<std::pair<std::uint64_t, std::uint64_t>>, std::vector<PendingRow>> sync();
+    /// Closes the retired packs synced so far, releasing their flocks: call
+    /// once the lengths sync() returned are committed. Before, another
+    /// writer could lock such a pack, take its older committed length for
+    /// its end and cut off records this one is about to index.
+    void release_retired();
     /// Bytes appended since the last sync.
     std::uint64_t unsynced_bytes() const;
+    /// Full packs held open (each a descriptor) until release_retired().
+    std::size_t retired_count() const;
 
 private:
     struct Open {
@@ -80,6 +91,7 @@ private:
     mutable std::mutex mutex_;
     Open current_;
     std::vector<Open> retired_;
+    std::size_t synced_retired_ = 0;  // the first ones of retired_, synced by the last sync()
     std::uint64_t next_id_ = 1;
     bool created_ = false;  // a pack file was created since the last sync
     std::uint64_t unsynced_ = 0;

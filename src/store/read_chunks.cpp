@@ -47,11 +47,11 @@ void Store::read_chunks(std::span<const ChunkId> ids, ChunkForm form,
         if (!loc)
             throw NotFoundError(fmt::format("chunk {} is not in the store '{}'", to_hex(id), impl_->dir.string()));
         if (decoder) {
-            decoder->add(id, *loc, files.fd(loc->pack));
+            decoder->add(id, *loc, files);
             continue;
         }
         out.raw_size = loc->raw_size;
-        out.codec = read_record(files.fd(loc->pack), *loc, id, record, "");
+        out.codec = read_record(files.read_fd(loc->pack), *loc, id, record, "");
         out.bytes.assign(record.begin() + static_cast<std::ptrdiff_t>(kRecordHeaderSize), record.end());
         f(next++, out);
     }

@@ -1,5 +1,6 @@
 // Store: init, open, manifests, chunk lookups and reads, stats; and the
 // helpers the store's parts share (store_impl.hpp).
+#include "../io/open_files.hpp"
 #include "codec.hpp"
 #include "store_impl.hpp"
 
@@ -137,11 +138,18 @@ std::uint64_t for_each_listed_chunk(Db& db, std::int64_t manifest, std::string_v
     return index;
 }
 
+std::size_t default_max_open_packs() { return cdc::detail::open_files_budget(8, 512); }
+
 int PackFiles::fd(std::uint64_t pack) {
     if (auto it = fds_.find(pack); it != fds_.end()) return it->second.get();
     const auto path = pack_path(dir_, pack);
     Fd f(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-    if (!f) throw DamageError(fmt::format("pack '{}' cannot be opened: {}", path.string(), std::strerror(errno)));
+    if (!f) {
+        const int e = errno;
+        const auto text = fmt::format("pack '{}' cannot be opened: {}", path.string(), std::strerror(e));
+        if (e == ENOENT) throw DamageError(text);
+        throw StoreError(text);
+    }
     const int raw = f.get();
     fds_.emplace(pack, std::move(f));
     return raw;

@@ -83,21 +83,37 @@ void for_each_listed_chunk(Db& db, const std::filesystem::path& dir, std::string
 std::uint64_t for_each_listed_chunk(Db& db, std::int64_t manifest, std::string_view name, std::uint64_t limit,
                                     const std::function<void(const ChunkId&, const Location&, std::uint64_t)>& f);
 
-/// Pack files a reader keeps open at once (get, read-backs): beyond, it
-/// finishes what is in flight and closes them (a file can span thousands).
-inline constexpr std::size_t kMaxOpenPacks = 512;
+/// Pack files one reader keeps open at once by default: an eighth of the
+/// soft RLIMIT_NOFILE, at most 512 (a file can span thousands of packs, a
+/// server runs several readers). Beyond, a reader finishes what is in flight
+/// and closes them.
+std::size_t default_max_open_packs();
 
-/// Read-only pack descriptors of one operation, opened on demand.
+/// Read-only pack descriptors of one operation, opened on demand, at most
+/// `max_open` at once: a reader whose reads are still in flight asks
+/// needs_room() first and, if so, waits for them and calls close_all(); one
+/// that reads each descriptor at once uses read_fd().
 class PackFiles {
 public:
-    explicit PackFiles(std::filesystem::path dir) : dir_(std::move(dir)) {}
-    /// DamageError if the pack file is missing.
+    explicit PackFiles(std::filesystem::path dir, std::size_t max_open = default_max_open_packs())
+        : dir_(std::move(dir)), max_open_(std::max<std::size_t>(max_open, 1)) {}
+    /// DamageError if the pack file is missing, StoreError if it cannot be
+    /// opened otherwise (EMFILE: needs_room() was not asked).
     int fd(std::uint64_t pack);
+    /// Whether opening `pack` would pass the bound.
+    bool needs_room(std::uint64_t pack) const { return fds_.size() >= max_open_ && !fds_.contains(pack); }
+    /// fd() for a caller done with every descriptor it got before: at the
+    /// bound, closes them first.
+    int read_fd(std::uint64_t pack) {
+        if (needs_room(pack)) close_all();
+        return fd(pack);
+    }
     void close_all() { fds_.clear(); }
     std::size_t open_count() const noexcept { return fds_.size(); }
 
 private:
     std::filesystem::path dir_;
+    std::size_t max_open_;
     std::unordered_map<std::uint64_t, Fd> fds_;
 };
 

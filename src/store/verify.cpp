@@ -126,6 +126,11 @@ VerifyReport Store::verify(const VerifyOptions& options) const {
         std::uint64_t batch_pack = 0;
         auto flush_batch = [&] {
             if (batch->empty()) return;
+            if (files.needs_room(batch_pack)) {  // the batches queued read the packs open
+                pool.drain();
+                batches.clear();
+                files.close_all();
+            }
             run_batch(batch.get(), files.fd(batch_pack));
             batches.push_back(std::move(batch));
             batch = std::make_unique<std::vector<Row>>();

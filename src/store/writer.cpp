@@ -305,7 +305,7 @@ struct Writer::Impl {
 
     void maybe_flush() {
         if (std::max(packs->unsynced_bytes(), unflushed_new) >= flush_bytes() || pending_refs >= kFlushRefs ||
-            finished_count() >= kFlushManifests)
+            finished_count() >= kFlushManifests || packs->retired_count() >= kMaxRetiredPacks)
             flush();
     }
 
@@ -318,7 +318,10 @@ struct Writer::Impl {
         auto [sizes, rows] = packs->sync();
         bool work = !sizes.empty() || !rows.empty() || !abandoned.empty();
         for (const auto& m : manifests) work = work || m.finished || !m.full.empty();
-        if (!work) return;
+        if (!work) {
+            packs->release_retired();  // no length to commit
+            return;
+        }
         Transaction t(db, true);
         {
             Stmt ins(db, "INSERT OR IGNORE INTO chunks(id, pack, offset, raw_size, stored_size) VALUES(?1,?2,?3,?4,?5)");
@@ -340,6 +343,7 @@ struct Writer::Impl {
         }
         write_manifests();
         t.commit();
+        packs->release_retired();  // their lengths are committed: other writers may continue them
         session.clear();
         pending_refs = 0;
         unflushed_new = 0;
@@ -761,7 +765,9 @@ PutStats Writer::Impl::put_file(const FileMeta& meta, Source source, const Progr
     }
     ManifestState& m = manifests.back();
     auto maybe_flush_between_segments = [&] {
-        if (std::max(packs->unsynced_bytes(), unflushed_new) >= flush_bytes() || pending_refs >= kFlushRefs) flush();
+        if (std::max(packs->unsynced_bytes(), unflushed_new) >= flush_bytes() || pending_refs >= kFlushRefs ||
+            packs->retired_count() >= kMaxRetiredPacks)
+            flush();
     };
 
     // The first segment is read here: a file that fits in it (most files of

@@ -4,6 +4,7 @@
 
 #include "store/ordered_decoder.hpp"
 #include "store/ordered_hasher.hpp"
+#include "store/pack_writer.hpp"
 
 #include <cdc/algorithms.hpp>
 
@@ -19,6 +20,8 @@
 #include <thread>
 
 #include <fcntl.h>
+#include <sys/file.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 namespace cdc {
@@ -607,6 +610,83 @@ TEST(Store, GcDeletesEmptyPacksAndRewritesSparseOnes) {
     EXPECT_EQ(test::get_bytes(s, "y", tmp), y);
 }
 
+// The soft RLIMIT_NOFILE lowered for a scope (this test's process only).
+class FewDescriptors {
+public:
+    explicit FewDescriptors(rlim_t soft) {
+        ::getrlimit(RLIMIT_NOFILE, &old_);
+        rlimit r = old_;
+        r.rlim_cur = std::min(soft, old_.rlim_max);
+        ok_ = ::setrlimit(RLIMIT_NOFILE, &r) == 0;
+    }
+    ~FewDescriptors() { ::setrlimit(RLIMIT_NOFILE, &old_); }
+    FewDescriptors(const FewDescriptors&) = delete;
+    FewDescriptors& operator=(const FewDescriptors&) = delete;
+    bool ok() const { return ok_; }
+
+private:
+    rlimit old_{};
+    bool ok_ = false;
+};
+
+TEST(Store, FilesSpanningMorePacksThanDescriptorsAreReadInTurns) {
+    // A file over more packs than the process may open at once: every reader
+    // of packs (get, the re-put's read-back, read_chunks, verify, gc) keeps
+    // a bounded number open (an eighth of the soft limit, at least 4) and
+    // closes them in turn. Before the bound, each failed with EMFILE here.
+    test::TempDir tmp;
+    store::InitOptions init;
+    init.pack_size = 1 << 20;
+    init.zstd_level = 0;
+    Store s = Store::init(tmp.path() / "s", init);
+    // "all": 40 pairs of 640 KiB runs, kept (k) and dropped (d); "kept": the
+    // k runs. Removing "all" leaves every pack about half live.
+    std::vector<std::uint8_t> all, kept;
+    for (std::uint64_t i = 0; i < 40; ++i) {
+        const auto k = test::random_bytes(640 << 10, 1000 + i);
+        const auto d = test::random_bytes(640 << 10, 2000 + i);
+        all.insert(all.end(), k.begin(), k.end());
+        all.insert(all.end(), d.begin(), d.end());
+        kept.insert(kept.end(), k.begin(), k.end());
+    }
+    {
+        Writer w(s);
+        test::put_bytes(w, "all", all);
+        test::put_bytes(w, "kept", kept);
+        w.commit();
+    }
+    ASSERT_GE(s.stats().packs, 50u);
+    FewDescriptors few(40);  // 5 packs at once; 50 would not fit
+    ASSERT_TRUE(few.ok());
+    EXPECT_EQ(test::get_bytes(s, "all", tmp), all);
+    {
+        Writer w(s);  // the stored version is read back to hash the new one
+        const auto st = test::put_bytes(w, "all", all);
+        w.commit();
+        EXPECT_EQ(st.new_bytes, 0u);
+    }
+    std::vector<store::ChunkId> ids;
+    s.for_each_chunk("all", [&](const store::ChunkId& id, std::uint32_t) { ids.push_back(id); });
+    std::vector<std::uint8_t> raw;
+    s.read_chunks(ids, Store::ChunkForm::raw, [&](std::size_t, const store::StoredChunk& c) {
+        const auto* b = reinterpret_cast<const std::uint8_t*>(c.bytes.data());
+        raw.insert(raw.end(), b, b + c.bytes.size());
+    });
+    EXPECT_EQ(raw, all);
+    std::size_t stored = 0;
+    s.read_chunks(ids, Store::ChunkForm::stored, [&](std::size_t, const store::StoredChunk&) { ++stored; });
+    EXPECT_EQ(stored, ids.size());
+    EXPECT_TRUE(s.verify({}).ok());
+    EXPECT_TRUE(s.verify(test::full_check()).ok());
+    s.remove(std::vector<std::string>{"all"});
+    store::GcOptions gc;
+    gc.rewrite_below = 0.9;
+    const auto r = s.gc(gc);
+    EXPECT_GE(r.packs_rewritten, 10u);
+    EXPECT_TRUE(s.verify(test::full_check()).ok());
+    EXPECT_EQ(test::get_bytes(s, "kept", tmp), kept);
+}
+
 TEST(Store, KeyIsCheckedAndNeverWritten) {
     test::TempDir tmp;
     store::InitOptions init;
@@ -803,6 +883,47 @@ TEST(Store, DamageLateInALargeFileLeavesOutUntouched) {
     EXPECT_EQ(test::read_text(out), "old content");
     for (const auto& e : fs::directory_iterator(tmp.path()))
         EXPECT_EQ(e.path().filename().string().find(".cdc-get-"), std::string::npos) << "temp file left";
+}
+
+TEST(PackAppender, AFullPackStaysLockedUntilItsLengthIsCommitted) {
+    // Another writer continues a partly filled pack it can flock, cutting it
+    // back to its committed length first. So a pack this writer filled and
+    // retired stays locked from sync() until the caller has committed the
+    // length sync() returned (release_retired): else records synced but not
+    // yet indexed could be cut off, and the index then points past the end.
+    test::TempDir tmp;
+    store::detail::PackAppender packs(tmp.path(), 1 << 20);
+    auto batch_of = [](std::uint64_t seed) {
+        const auto bytes = test::random_bytes(700'000, seed);
+        const auto raw = std::as_bytes(std::span(bytes));
+        store::detail::RecordBatch b;
+        b.add(store::chunk_id_of(raw), store::Codec::raw, static_cast<std::uint32_t>(raw.size()), raw);
+        return b;
+    };
+    auto locked = [&](std::uint64_t pack) {
+        const auto path = store::detail::pack_path(tmp.path(), pack);
+        const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+        EXPECT_GE(fd, 0) << path;
+        const bool held = ::flock(fd, LOCK_EX | LOCK_NB) != 0;
+        ::close(fd);
+        return held;
+    };
+    packs.append(batch_of(1));
+    auto [sizes1, rows1] = packs.sync();
+    packs.release_retired();  // "committed"; pack 1 is still the one appended to
+    EXPECT_EQ(rows1.size(), 1u);
+    EXPECT_TRUE(locked(1));
+    packs.append(batch_of(2));  // over the 1 MiB bound: pack 1 retired, pack 2 begun
+    EXPECT_EQ(packs.retired_count(), 1u);
+    auto [sizes2, rows2] = packs.sync();
+    ASSERT_EQ(rows2.size(), 1u);
+    EXPECT_EQ(rows2[0].pack, 2u);
+    EXPECT_TRUE(locked(1)) << "a retired pack was released before its length was committed";
+    EXPECT_TRUE(locked(2));
+    packs.release_retired();
+    EXPECT_FALSE(locked(1));
+    EXPECT_EQ(packs.retired_count(), 0u);
+    EXPECT_TRUE(locked(2));
 }
 
 }  // namespace
