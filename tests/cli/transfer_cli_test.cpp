@@ -22,6 +22,7 @@
 #include <csignal>
 #include <thread>
 
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -76,6 +77,7 @@ public:
 
     std::string address() const { return "127.0.0.1:" + port_; }
     std::string port() const { return port_; }
+    pid_t pid() const { return pid_; }
     std::string log() const { return fs::exists(log_dir_ / "err") ? test::read_text(log_dir_ / "err") : ""; }
     int stop(int sig) {
         if (pid_ <= 0) return -1;
@@ -517,6 +519,31 @@ TEST(ServeCli, StreamsBeyondTheBoundAreRefused) {
     ASSERT_TRUE(s.wait_log("push")) << s.log();
     r = run_tool({"push", "--to", s.address(), file.string(), "--name", "f"});
     EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
+// The soft limit of open files in /proc/PID/limits.
+std::uint64_t soft_open_files(pid_t pid) {
+    const std::string limits = test::read_text(fmt::format("/proc/{}/limits", pid));
+    const auto at = limits.find("Max open files");
+    if (at == std::string::npos) return 0;
+    return std::stoull(limits.substr(at + std::string_view("Max open files").size()));
+}
+
+TEST(ServeCli, TakesAllTheDescriptorsItMay) {
+    // Each stream keeps up to an eighth of the soft limit of pack files open
+    // (16 streams by default): the server raises its soft limit to the hard one.
+    rlimit mine{};
+    ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &mine), 0);
+    rlimit low = mine;
+    low.rlim_cur = mine.rlim_max == RLIM_INFINITY ? 256 : std::min<rlim_t>(256, mine.rlim_max / 2);
+    ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &low), 0);  // inherited by the server
+    test::TempDir tmp;
+    const auto dir = init_store(tmp);
+    Serve s(dir, tmp.path() / "serve");
+    ::setrlimit(RLIMIT_NOFILE, &mine);
+    const std::uint64_t want =
+        mine.rlim_max == RLIM_INFINITY ? std::uint64_t{1} << 20 : std::min<std::uint64_t>(mine.rlim_max, 1 << 20);
+    EXPECT_EQ(soft_open_files(s.pid()), want);
 }
 
 TEST(ServeCli, AnIdleStreamIsCancelled) {

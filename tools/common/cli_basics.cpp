@@ -6,12 +6,27 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <sys/resource.h>
 #include <unistd.h>
 
 namespace cdc::cli {
+
+std::uint64_t raise_open_files_limit() {
+    rlimit rl{};
+    if (::getrlimit(RLIMIT_NOFILE, &rl) != 0) return 0;
+    const rlim_t most = rlim_t{1} << 20;
+    const rlim_t want = rl.rlim_max == RLIM_INFINITY ? most : std::min(rl.rlim_max, most);
+    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < want) {
+        rl.rlim_cur = want;
+        ::setrlimit(RLIMIT_NOFILE, &rl);
+        ::getrlimit(RLIMIT_NOFILE, &rl);
+    }
+    return rl.rlim_cur;
+}
 
 void finish_stdout() {
     if (std::fflush(stdout) != 0 || std::ferror(stdout))

@@ -3,6 +3,7 @@
 // and by its lean cdc-dupes helper, which links no CLI11).
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <stdexcept>
 #include <string_view>
@@ -41,6 +42,10 @@ public:
 /// OptionError about a library field (field()) that `flag_of` maps to a
 /// flag of the command ends with "(option FLAG)".
 int report_current_exception(const std::function<std::string_view(std::string_view field)>& flag_of = {});
+
+/// Raises the soft RLIMIT_NOFILE to the hard one (at most 1 << 20) for a
+/// process that serves many readers at once; returns the soft limit now.
+std::uint64_t raise_open_files_limit();
 
 /// Flushes stdout and turns a write error (EPIPE, ENOSPC) into IoError.
 void finish_stdout();

@@ -60,6 +60,10 @@ int run_serve(const ServeArgs& a) {
     if (!a.bench_max_message.empty()) o.max_message_bytes = std::stoull(a.bench_max_message);
     if (!a.quiet) o.log = [](const std::string& line) { fmt::print(stderr, "cdc serve: {}\n", line); };
 
+    // Each stream reading a large file keeps up to an eighth of the soft
+    // descriptor limit of pack files open: a server takes all it may have.
+    raise_open_files_limit();
+
     // Signals go to one thread that shuts the server down; block them
     // before gRPC starts its threads, which inherit the mask.
     sigset_t stop;
