@@ -387,7 +387,11 @@ private:
 /// at commit() (and at automatic flushes, every few tens of MiB); a Writer
 /// destroyed (or a process killed) before commit leaves unreferenced chunks
 /// only. OptionError at construction if the store is keyed and the key is
-/// missing or wrong.
+/// missing or wrong. If a flush fails (commit(), or one a put started: disk
+/// full, an I/O error), the Writer writes nothing more: every later call
+/// throws StoreError (what it had not committed is left for gc); a new
+/// Writer may go on. A put that fails reading its source (IoError) leaves
+/// the Writer usable.
 class Writer {
 public:
     /// `store` must outlive the writer.

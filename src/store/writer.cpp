@@ -141,6 +141,7 @@ struct Writer::Impl {
     Db db;
     StoreLock store_lock;
     std::unique_ptr<PackAppender> packs;
+    std::string broken;  // why a flush failed (then nothing more is written)
     std::unique_ptr<TaskPool> pool;
     std::shared_ptr<const CutFinder> finder;
     int level;
@@ -309,8 +310,31 @@ struct Writer::Impl {
             flush();
     }
 
-    /// docs/STORE.md, "Durability": packs first, then one transaction.
+    /// A flush that failed leaves this writer's memory out of step with the
+    /// store (chunks it counts as stored without rows, manifest rows rolled
+    /// back): it refuses to write anything more.
+    void check_usable() const {
+        if (!broken.empty())
+            throw StoreError(fmt::format("this writer can write no more: an earlier flush failed ({}); what it had not "
+                                         "committed is left for gc to reclaim",
+                                         broken));
+    }
+
     void flush() {
+        check_usable();
+        try {
+            flush_once();
+        } catch (const std::exception& e) {
+            broken = e.what();
+            throw;
+        } catch (...) {
+            broken = "an unknown error";
+            throw;
+        }
+    }
+
+    /// docs/STORE.md, "Durability": packs first, then one transaction.
+    void flush_once() {
         if (pool) pool->drain();
         append_singles();
         whole_hasher.wait_idle();  // every finished file's digest delivered
@@ -936,23 +960,38 @@ Writer& Writer::operator=(Writer&&) noexcept = default;
 Writer::~Writer() = default;
 
 PutStats Writer::put_file(const FileMeta& meta, Source source, const ProgressFn& progress) {
+    impl_->check_usable();
     return impl_->put_file(meta, std::move(source), progress);
 }
-ChunkPut Writer::put_chunk(std::span<const std::byte> raw) { return impl_->put_chunk(raw); }
+ChunkPut Writer::put_chunk(std::span<const std::byte> raw) {
+    impl_->check_usable();
+    return impl_->put_chunk(raw);
+}
 ChunkPut Writer::put_chunk_compressed(const ChunkId& id, std::uint32_t raw_size, std::span<const std::byte> frame) {
     std::vector<std::byte> raw;
-    return impl_->put_chunk_compressed(id, raw_size, frame, raw, false);
+    return put_chunk_compressed(id, raw_size, frame, raw, false);
 }
 ChunkPut Writer::put_chunk_compressed(const ChunkId& id, std::uint32_t raw_size, std::span<const std::byte> frame,
                                       std::vector<std::byte>& decoded, bool lacking) {
+    impl_->check_usable();
     return impl_->put_chunk_compressed(id, raw_size, frame, decoded, lacking);
 }
-void Writer::begin_manifest(const FileMeta& meta) { impl_->begin(meta); }
-std::uint64_t Writer::add_chunks(std::span<const ChunkId> ids) { return impl_->add_chunks(ids); }
+void Writer::begin_manifest(const FileMeta& meta) {
+    impl_->check_usable();
+    impl_->begin(meta);
+}
+std::uint64_t Writer::add_chunks(std::span<const ChunkId> ids) {
+    impl_->check_usable();
+    return impl_->add_chunks(ids);
+}
 void Writer::add_read_chunks(std::span<const ChunkId> ids, std::span<const std::uint32_t> sizes) {
+    impl_->check_usable();
     impl_->add_read_chunks(ids, sizes);
 }
-void Writer::finish_manifest(const ChunkId& digest, std::uint64_t size) { impl_->finish(digest, size); }
+void Writer::finish_manifest(const ChunkId& digest, std::uint64_t size) {
+    impl_->check_usable();
+    impl_->finish(digest, size);
+}
 void Writer::commit() { impl_->flush(); }
 const PutStats& Writer::stats() const noexcept { return impl_->totals; }
 

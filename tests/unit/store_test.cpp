@@ -15,6 +15,7 @@
 #include <zstd.h>
 
 #include <algorithm>
+#include <csignal>
 #include <cstring>
 #include <random>
 #include <thread>
@@ -851,6 +852,57 @@ TEST(Store, AFailedLargePutLeavesTheWriterUsable) {
     EXPECT_FALSE(s.find("failed"));
     EXPECT_EQ(s.find("second")->digest, store::chunk_id_of(std::as_bytes(std::span(second))));
     EXPECT_EQ(test::get_bytes(s, "second", tmp), second);
+    EXPECT_TRUE(s.verify(test::full_check()).ok());
+}
+
+TEST(Store, AWriterWhoseFlushFailedCommitsNothingMore) {
+    // A flush that fails (here: packs cannot grow, EFBIG) leaves the Writer's
+    // memory out of step with the store: chunks it counts as stored that have
+    // no row, manifest rows rolled back. Anything it committed after that
+    // could name chunks the store lacks, so it refuses to go on.
+    test::TempDir tmp;
+    store::InitOptions init;
+    init.zstd_level = 0;
+    init.pack_size = 1 << 20;
+    init.chunking.min_size = 64;  // many small chunks: the index grows faster than the packs
+    init.chunking.normal_size = 256;
+    init.chunking.max_size = 1024;
+    Store s = Store::init(tmp.path() / "s", init);
+    const auto data = test::random_bytes(16'000'000, 45);
+    {
+        Writer w(s);
+        {
+            auto* old_handler = std::signal(SIGXFSZ, SIG_IGN);
+            rlimit old{};
+            ::getrlimit(RLIMIT_FSIZE, &old);
+            rlimit small = old;
+            small.rlim_cur = 1'250'000;  // packs fit (1 MiB), the database grows past it
+            ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
+            EXPECT_THROW(
+                {
+                    test::put_bytes(w, "a", data);
+                    w.commit();
+                },
+                store::StoreError);
+            ::setrlimit(RLIMIT_FSIZE, &old);
+            std::signal(SIGXFSZ, old_handler);
+        }
+        try {
+            test::put_bytes(w, "b", data);
+            w.commit();
+            ADD_FAILURE() << "a writer whose flush failed committed again";
+        } catch (const store::StoreError& e) {
+            EXPECT_NE(std::string(e.what()).find("failed"), std::string::npos) << "second: " << e.what();
+        }
+    }
+    EXPECT_FALSE(s.find("a"));
+    EXPECT_TRUE(s.verify(test::full_check()).ok());
+    {
+        Writer w(s);  // a new writer stores it whole
+        test::put_bytes(w, "b", data);
+        w.commit();
+    }
+    EXPECT_EQ(test::get_bytes(s, "b", tmp), data);
     EXPECT_TRUE(s.verify(test::full_check()).ok());
 }
 
