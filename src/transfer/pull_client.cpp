@@ -257,6 +257,21 @@ bool is_regular(const std::filesystem::path& p) {
     return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
+/// Whether the pull's own file `p` (partial, previous) is there: a regular
+/// file, not a link. Anything else in its place is not ours to read, replace
+/// or write through (a link planted in a shared directory): IoError.
+bool own_file_exists(const std::filesystem::path& p) {
+    struct stat st {};
+    if (::lstat(p.c_str(), &st) != 0) {
+        if (errno == ENOENT) return false;
+        throw IoError(fmt::format("cannot stat '{}': {}", p.string(), std::strerror(errno)));
+    }
+    if (!S_ISREG(st.st_mode))
+        throw IoError(fmt::format("'{}' is in the way and is not a regular file (a link?): remove it and pull again",
+                                  p.string()));
+    return true;
+}
+
 std::uint64_t size_of(const std::filesystem::path& p) {
     struct stat st {};
     return ::stat(p.c_str(), &st) == 0 ? static_cast<std::uint64_t>(st.st_size) : 0;
@@ -305,8 +320,9 @@ PullReport pull_file(PullStream& stream, const ServerParams& params, const std::
     const auto partial = partial_path(out);
     auto previous = partial;
     previous += ".old";
-    if (is_regular(partial)) {
-        if (is_regular(previous) && size_of(previous) > size_of(partial))
+    const bool had_previous = own_file_exists(previous);
+    if (own_file_exists(partial)) {
+        if (had_previous && size_of(previous) > size_of(partial))
             ::unlink(partial.c_str());
         else if (::rename(partial.c_str(), previous.c_str()) != 0)
             throw IoError(fmt::format("cannot rename '{}': {}", partial.string(), std::strerror(errno)));
@@ -325,12 +341,13 @@ PullReport pull_file(PullStream& stream, const ServerParams& params, const std::
             report.seed_bytes += size;
             if (plain) have.emplace(size, d);
         }
-        if (is_regular(previous)) report.seed_bytes += seeds.add(previous);
+        if (own_file_exists(previous)) report.seed_bytes += seeds.add(previous);
     }
     for (const auto& s : options.seeds) report.seed_bytes += seeds.add(s);
     seeds.seal();
 
-    const int fd = ::open(partial.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    // A new file of ours: never through a link someone put there meanwhile.
+    const int fd = ::open(partial.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0) throw IoError(fmt::format("cannot create '{}': {}", partial.string(), std::strerror(errno)));
     v1::FileHeader header;
     try {

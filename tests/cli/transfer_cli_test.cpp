@@ -253,6 +253,41 @@ TEST(ServeCli, VersionsGroupsNewNamesAndFilesOneHas) {
     EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
 }
 
+TEST(ServeCli, APullNeverWritesThroughALinkInItsPlace) {
+    // pull writes .OUT.cdc-pull beside OUT and keeps .OUT.cdc-pull.old as a
+    // seed: a link planted at either (a shared directory) is refused, never
+    // followed: no file is created or read through it.
+    test::TempDir tmp;
+    const auto dir = init_store(tmp);
+    const auto bytes = test::random_bytes(100'000, 21);
+    const auto file = tmp.write("f", bytes);
+    Serve s(dir, tmp.path() / "serve");
+    ASSERT_EQ(run_tool({"push", "--to", s.address(), file.string(), "--name", "f"}).exit_code, 0);
+    const auto out = tmp.path() / "o";
+    const auto partial = tmp.path() / ".o.cdc-pull";
+    const auto previous = tmp.path() / ".o.cdc-pull.old";
+    const auto planted = tmp.path() / "planted";  // where a dangling link points
+    fs::create_symlink(planted, partial);
+    auto r = run_tool({"pull", "--from", s.address(), "f", "-o", out.string()});
+    EXPECT_EQ(r.exit_code, 4) << r.err;
+    EXPECT_NE(r.err.find("not a regular file"), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(planted));
+    EXPECT_FALSE(fs::exists(out));
+    EXPECT_TRUE(fs::is_symlink(partial));
+    fs::remove(partial);
+    const std::vector<std::uint8_t> kept{'k', 'e', 'e', 'p'};
+    const auto victim = tmp.write("victim", kept);
+    fs::create_symlink(victim, previous);
+    r = run_tool({"pull", "--from", s.address(), "f", "-o", out.string()});
+    EXPECT_EQ(r.exit_code, 4) << r.err;
+    EXPECT_EQ(test::read_bytes(victim), kept);
+    EXPECT_TRUE(fs::is_symlink(previous));
+    fs::remove(previous);
+    r = run_tool({"pull", "--from", s.address(), "f", "-o", out.string()});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(test::read_bytes(out), bytes);
+}
+
 TEST(ServeCli, NoServer) {
     const auto r = run_tool({"ls", "--from", "127.0.0.1:1"});
     EXPECT_EQ(r.exit_code, 4);
