@@ -71,6 +71,12 @@ std::filesystem::path pack_path(const std::filesystem::path& dir, std::uint64_t 
     return dir / kPacksDir / fmt::format("{:08}.pack", pack);
 }
 
+unsigned store_file_mode(const std::filesystem::path& dir) {
+    struct stat st {};
+    if (::stat(dir.c_str(), &st) != 0) return 0600;
+    return static_cast<unsigned>(st.st_mode) & 0666u;
+}
+
 std::optional<std::uint64_t> parse_pack_name(std::string_view name) {
     constexpr std::string_view ext = ".pack";
     if (name.size() <= ext.size() || name.substr(name.size() - ext.size()) != ext) return std::nullopt;
@@ -183,7 +189,7 @@ Fd& Fd::operator=(Fd&& o) noexcept {
 }
 
 StoreLock::StoreLock(const std::filesystem::path& dir) : path_((dir / kLockName).string()) {
-    fd_ = Fd(::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
+    fd_ = Fd(::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, store_file_mode(dir)));
     if (!fd_) throw StoreError(fmt::format("cannot open the store's lock file '{}': {}", path_, std::strerror(errno)));
 }
 

@@ -42,6 +42,10 @@ std::string marker_text(std::uint32_t version);
 std::uint32_t read_marker(const std::filesystem::path& dir);
 
 std::filesystem::path pack_path(const std::filesystem::path& dir, std::uint64_t pack);
+/// The permission bits of files made in the store `dir`: the read and write
+/// bits of the store directory's mode (0700, as init makes it: 0600; a group
+/// share chmodded to 0770: 0660). 0600 if it cannot be read.
+unsigned store_file_mode(const std::filesystem::path& dir);
 /// The pack id of a file name "NNNNNNNN.pack", if it is one.
 std::optional<std::uint64_t> parse_pack_name(std::string_view file_name);
 

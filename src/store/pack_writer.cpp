@@ -21,7 +21,7 @@ void RecordBatch::add(const ChunkId& id, Codec codec, std::uint32_t raw_size, st
 }
 
 PackAppender::PackAppender(std::filesystem::path dir, std::uint64_t pack_limit)
-    : dir_(std::move(dir)), limit_(pack_limit) {}
+    : dir_(std::move(dir)), limit_(pack_limit), file_mode_(store_file_mode(dir_)) {}
 
 PackAppender::~PackAppender() = default;
 
@@ -70,7 +70,7 @@ void PackAppender::roll() {
     for (;;) {
         const std::uint64_t id = next_id_++;
         const auto path = pack_path(dir_, id);
-        Fd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
+        Fd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, file_mode_));
         if (!fd) {
             if (errno == EEXIST) continue;  // another writer's, or an orphan gc will reclaim
             throw StoreError(fmt::format("cannot create pack '{}': {}", path.string(), std::strerror(errno)));

@@ -88,6 +88,7 @@ private:
 
     std::filesystem::path dir_;
     std::uint64_t limit_;
+    unsigned file_mode_;  // store_file_mode(dir_)
     mutable std::mutex mutex_;
     Open current_;
     std::vector<Open> retired_;

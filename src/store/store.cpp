@@ -18,6 +18,7 @@
 #include <unordered_set>
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/random.h>
 #include <unistd.h>
 
@@ -297,9 +298,19 @@ Store Store::init(const std::filesystem::path& dir, const InitOptions& options) 
     }
     std::filesystem::create_directories(dir / kPacksDir, ec);
     if (ec) throw StoreError(fmt::format("cannot create '{}': {}", (dir / kPacksDir).string(), ec.message()));
+    // Private to its owner: it holds the contents of every file put into it
+    // (chmod the directory to share it; the files made later follow it).
+    for (const auto& d : {dir, dir / kPacksDir})
+        if (::chmod(d.c_str(), 0700) != 0)
+            throw StoreError(fmt::format("cannot chmod '{}': {}", d.string(), std::strerror(errno)));
     StoreLock lock(dir);  // creates DIR/lock
     {
-        Db db((dir / kDbName).string(), true);
+        // Made here with the store's mode (SQLite's own would be 0644 less
+        // the umask; its -wal and -shm files take the database's).
+        const auto db_path = dir / kDbName;
+        Fd made(::open(db_path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, store_file_mode(dir)));
+        if (!made) throw StoreError(fmt::format("cannot create '{}': {}", db_path.string(), std::strerror(errno)));
+        Db db(db_path.string(), true);
         db.exec(kSchema);
         db.exec(kFirstChunkIndexSql);
         Transaction t(db, true);
@@ -335,7 +346,10 @@ Store Store::init(const std::filesystem::path& dir, const InitOptions& options) 
     }
     {
         Fd f(::open(tmp.c_str(), O_RDONLY | O_CLOEXEC));
-        if (f) fsync_fd(f.get(), tmp.string(), false);
+        if (f) {
+            ::fchmod(f.get(), store_file_mode(dir));
+            fsync_fd(f.get(), tmp.string(), false);
+        }
     }
     std::filesystem::rename(tmp, dir / kMarkerName);
     fsync_dir(dir);

@@ -23,6 +23,7 @@
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace cdc {
@@ -686,6 +687,48 @@ TEST(Store, FilesSpanningMorePacksThanDescriptorsAreReadInTurns) {
     EXPECT_GE(r.packs_rewritten, 10u);
     EXPECT_TRUE(s.verify(test::full_check()).ok());
     EXPECT_EQ(test::get_bytes(s, "kept", tmp), kept);
+}
+
+TEST(Store, PrivateToItsOwnerUnlessItsDirectoryIsShared) {
+    // A store holds the bytes of every file put into it (a 0600 key too):
+    // init makes it 0700 whatever the umask, its files 0600; files made later
+    // take the read/write bits of the store directory's mode, so a group share
+    // is one chmod of the directory.
+    const mode_t old_mask = ::umask(022);
+    test::TempDir tmp;
+    const auto dir = tmp.path() / "s";
+    store::InitOptions init;
+    init.pack_size = 1 << 20;
+    Store s = Store::init(dir, init);
+    auto mode_of = [](const fs::path& p) {
+        struct stat st {};
+        EXPECT_EQ(::lstat(p.c_str(), &st), 0) << p;
+        return static_cast<unsigned>(st.st_mode) & 07777u;
+    };
+    {
+        Writer w(s);
+        test::put_bytes(w, "a", test::random_bytes(300'000, 71));
+        w.commit();
+        for (const auto& e : fs::recursive_directory_iterator(dir))  // -wal and -shm too, while open
+            EXPECT_EQ(mode_of(e.path()) & 077u, 0u) << e.path() << " mode " << std::oct << mode_of(e.path());
+    }
+    EXPECT_EQ(mode_of(dir), 0700u);
+    EXPECT_EQ(mode_of(dir / "packs"), 0700u);
+    EXPECT_EQ(mode_of(dir / "index.db"), 0600u);
+    EXPECT_EQ(mode_of(dir / "cdc-store"), 0600u);
+    EXPECT_EQ(mode_of(dir / "lock"), 0600u);
+    EXPECT_EQ(mode_of(test::first_pack(dir)), 0600u);
+    ASSERT_EQ(::chmod(dir.c_str(), 0750), 0);  // shared with the group, read-only
+    {
+        Writer w(s);
+        test::put_bytes(w, "b", test::random_bytes(2'500'000, 72));  // new packs
+        w.commit();
+    }
+    std::size_t shared = 0;
+    for (const auto& e : fs::directory_iterator(dir / "packs"))
+        if (mode_of(e.path()) == 0640u) ++shared;
+    EXPECT_GE(shared, 2u);
+    ::umask(old_mask);
 }
 
 TEST(Store, KeyIsCheckedAndNeverWritten) {
