@@ -286,6 +286,10 @@ struct GcReport {
 struct GetOptions {
     /// Apply the manifest's mode and mtime to the output file (not to "-").
     bool restore_metadata = true;
+    /// With restore_metadata, also the setuid, setgid and sticky bits. Off by
+    /// default (unzip's rule): a file someone else put must not become a
+    /// set-id program of whoever restores it.
+    bool keep_setid = false;
     ProgressFn progress;
 };
 

@@ -105,7 +105,8 @@ void Store::get(std::string_view name, const std::filesystem::path& out_path, co
                                           std::strerror(errno)));
     try {
         const Restored info = restore_to_fd(*impl_, name, fd.get(), fmt::format("'{}'", tmpl), options);
-        const mode_t mode = options.restore_metadata ? static_cast<mode_t>(info.mode & 07777) : mode_t{0644};
+        const mode_t kept_bits = options.keep_setid ? 07777 : 0777;
+        const mode_t mode = options.restore_metadata ? static_cast<mode_t>(info.mode & kept_bits) : mode_t{0644};
         if (::fchmod(fd.get(), mode) != 0)
             throw StoreError(fmt::format("chmod '{}': {}", tmpl, std::strerror(errno)));
         if (options.restore_metadata) {

@@ -130,6 +130,7 @@ struct PullOptions {
     std::optional<Key> key;
     std::vector<std::filesystem::path> seeds;  ///< files whose chunks may be reused
     bool restore_metadata = true;              ///< mode and mtime from the server
+    bool keep_setid = false;                   ///< with them the setuid, setgid, sticky bits (GetOptions)
     TransferProgressFn progress;
 };
 

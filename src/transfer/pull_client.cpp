@@ -286,8 +286,8 @@ void fsync_parent(const std::filesystem::path& p) {
 }
 
 /// The stored file's mode and mtime on the open file `fd`.
-void restore_metadata(int fd, const v1::FileHeader& header) {
-    ::fchmod(fd, static_cast<mode_t>(header.mode() & 07777));
+void restore_metadata(int fd, const v1::FileHeader& header, bool keep_setid) {
+    ::fchmod(fd, static_cast<mode_t>(header.mode() & (keep_setid ? 07777u : 0777u)));
     const timespec times[2] = {{0, UTIME_OMIT},
                                {static_cast<time_t>(header.mtime_ns() / 1'000'000'000),
                                 static_cast<long>(header.mtime_ns() % 1'000'000'000)}};
@@ -362,7 +362,7 @@ PullReport pull_file(PullStream& stream, const ServerParams& params, const std::
                 struct stat now {};
                 const bool same = ofd >= 0 && ::fstat(ofd, &now) == 0 && S_ISREG(now.st_mode) &&
                                   now.st_dev == hashed.st_dev && now.st_ino == hashed.st_ino;
-                if (same) restore_metadata(ofd, header);
+                if (same) restore_metadata(ofd, header, options.keep_setid);
                 if (ofd >= 0) ::close(ofd);
                 if (!same)
                     throw IoError(fmt::format("'{}' was replaced while it was compared: its mode and mtime are not "
@@ -375,7 +375,7 @@ PullReport pull_file(PullStream& stream, const ServerParams& params, const std::
         if (::fsync(fd) != 0)
             throw IoError(fmt::format("cannot write '{}': {}", partial.string(), std::strerror(errno)));
         if (options.restore_metadata) {
-            restore_metadata(fd, header);
+            restore_metadata(fd, header, options.keep_setid);
         } else {
             const mode_t mask = ::umask(0);
             ::umask(mask);

@@ -731,6 +731,33 @@ TEST(Store, PrivateToItsOwnerUnlessItsDirectoryIsShared) {
     ::umask(old_mask);
 }
 
+TEST(Store, GetStripsSetIdBitsUnlessAskedToKeepThem) {
+    test::TempDir tmp;
+    Store s = Store::init(tmp.path() / "s", {});
+    const auto data = test::random_bytes(10'000, 73);
+    {
+        Writer w(s);
+        store::FileMeta m;
+        m.name = "tool";
+        m.mode = 04755 | 01000;  // setuid and sticky, as put
+        m.mtime_ns = 1'700'000'000'000'000'000;
+        w.put_file(m, MemorySource(std::span<const std::uint8_t>(data)));
+        w.commit();
+    }
+    EXPECT_EQ(s.find("tool")->mode, 05755u);  // kept in the store as it was
+    auto mode_after = [&](bool keep) {
+        const auto out = tmp.path() / (keep ? "kept" : "stripped");
+        store::GetOptions o;
+        o.keep_setid = keep;
+        s.get("tool", out, o);
+        struct stat st {};
+        EXPECT_EQ(::stat(out.c_str(), &st), 0);
+        return static_cast<unsigned>(st.st_mode) & 07777u;
+    };
+    EXPECT_EQ(mode_after(false), 0755u);
+    EXPECT_EQ(mode_after(true), 05755u);
+}
+
 TEST(Store, KeyIsCheckedAndNeverWritten) {
     test::TempDir tmp;
     store::InitOptions init;

@@ -32,6 +32,7 @@ struct GetArgs {
     std::string name;
     std::string out;
     bool no_metadata = false;
+    bool keep_setid = false;
     bool quiet = false;
 };
 
@@ -49,6 +50,7 @@ int run_get(const GetArgs& a) {
     ProgressLine line(!a.quiet && out != "-" && stderr_is_tty());
     store::GetOptions o;
     o.restore_metadata = !a.no_metadata;
+    o.keep_setid = a.keep_setid;
     if (line.enabled())
         o.progress = [&](const store::Progress& p) {
             line.draw(fmt::format("get: {} / {}  {:.0f} MB/s", mb(p.bytes_done), mb(p.bytes_total),
@@ -84,6 +86,9 @@ void add_store_get(CLI::App& st, int& exit_code) {
                   "or a device, FIFO or path under /dev or /proc (written as a stream, like -) "
                   "(default: NAME's last component here, which must not exist)");
     c->add_flag("--no-metadata", a->no_metadata, "do not restore the mode and mtime");
+    c->add_flag("--keep-setid", a->keep_setid,
+                "restore the setuid, setgid and sticky bits too (stripped by default: a file put by someone else "
+                "must not become a set-id program of yours)");
     c->add_flag("-q,--quiet", a->quiet, "no progress line");
     c->footer("Every chunk is checked (record checksum, size) and the whole file's BLAKE3 before OUT is replaced; "
               "with -o -, bytes go out chunk by chunk as they are checked and a final mismatch is an error.");

@@ -22,6 +22,7 @@ struct PullArgs {
     std::string out;
     std::vector<std::string> seeds;
     bool no_metadata = false;
+    bool keep_setid = false;
     bool json = false;
     bool quiet = false;
 };
@@ -49,6 +50,7 @@ int run_pull(const PullArgs& a) {
     o.key = key_of(a.connect);
     for (const auto& s : a.seeds) o.seeds.emplace_back(s);
     o.restore_metadata = !a.no_metadata;
+    o.keep_setid = a.keep_setid;
     ProgressLine line(!a.quiet && !a.json && out != "-" && stderr_is_tty());
     if (line.enabled())
         o.progress = [&](const transfer::TransferProgress& p) {
@@ -100,6 +102,9 @@ void add_pull_command(CLI::App& app, int& exit_code) {
                   "(default: NAME's last component here, which must not exist)");
     c->add_option("--seed", a->seeds, "a local file whose chunks may be reused (repeatable)");
     c->add_flag("--no-metadata", a->no_metadata, "do not apply the file's mode and mtime");
+    c->add_flag("--keep-setid", a->keep_setid,
+                "apply the setuid, setgid and sticky bits too (stripped by default: a file pushed by someone else "
+                "must not become a set-id program of yours)");
     c->add_flag("--json", a->json,
                 "one JSON object: {bytes_read, bytes_sent, bytes_reused, chunks, chunks_sent, payload_sent, "
                 "seed_bytes, up_to_date, wire_bytes_sent, wire_bytes_received, seconds}");
