@@ -293,6 +293,17 @@ struct GetOptions {
     ProgressFn progress;
 };
 
+/// What Store::get_tree restored, and what it skipped.
+struct TreeGetReport {
+    struct Skipped {
+        std::string name;
+        std::string why;
+    };
+    std::uint64_t files = 0;
+    std::uint64_t bytes = 0;
+    std::vector<Skipped> skipped;  ///< damaged, vanished, unsafe or blocked names
+};
+
 // ---------------------------------------------------------------- the store
 
 class Writer;
@@ -365,6 +376,16 @@ public:
     /// it is written, the whole-file digest at the end (then DamageError
     /// after the bytes went out: prefer the path form).
     void get(std::string_view name, int fd, const GetOptions& options = {}) const;
+    /// Restores every file named `prefix`/... (a tree put with --name
+    /// `prefix`; an empty prefix: every file of the store) below `out_dir`
+    /// (created if absent) at its path below the prefix, each as get() does
+    /// (a temporary file renamed once its digest matched). Safe with names
+    /// and directories others made: a name with an empty, "." or ".."
+    /// component is skipped, and directories are entered without following
+    /// links (a link inside `out_dir` is never written through). A damaged,
+    /// vanished or blocked file is skipped and reported; other errors throw.
+    TreeGetReport get_tree(std::string_view prefix, const std::filesystem::path& out_dir,
+                           const GetOptions& options = {}) const;
 
     // --- maintenance
     StoreStats stats() const;

@@ -16,9 +16,14 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <optional>
+#include <stdexcept>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include <fcntl.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -84,6 +89,53 @@ Restored restore_to_fd(const Store::Impl& s, std::string_view name, int out_fd, 
     return meta;
 }
 
+/// The manifest's mode (without the set-id bits unless asked) and mtime, or
+/// 0644 without restore_metadata.
+void apply_metadata(int fd, const Restored& info, const GetOptions& options, const std::string& desc) {
+    const mode_t kept_bits = options.keep_setid ? 07777 : 0777;
+    const mode_t mode = options.restore_metadata ? static_cast<mode_t>(info.mode & kept_bits) : mode_t{0644};
+    if (::fchmod(fd, mode) != 0) throw StoreError(fmt::format("chmod '{}': {}", desc, std::strerror(errno)));
+    if (!options.restore_metadata) return;
+    timespec ts[2];
+    ts[0].tv_sec = 0;
+    ts[0].tv_nsec = UTIME_OMIT;
+    ts[1].tv_sec = info.mtime_ns / 1'000'000'000;
+    ts[1].tv_nsec = info.mtime_ns % 1'000'000'000;
+    if (ts[1].tv_nsec < 0) {
+        ts[1].tv_nsec += 1'000'000'000;
+        --ts[1].tv_sec;
+    }
+    ::futimens(fd, ts);
+}
+
+/// A path below the tree's prefix made of plain components, or nullopt.
+std::optional<std::vector<std::string>> safe_components(std::string_view rel) {
+    std::vector<std::string> parts;
+    std::size_t at = 0;
+    for (;;) {
+        const std::size_t slash = rel.find('/', at);
+        const std::string_view part = rel.substr(at, slash == std::string_view::npos ? std::string_view::npos : slash - at);
+        if (part.empty() || part == "." || part == "..") return std::nullopt;
+        parts.emplace_back(part);
+        if (slash == std::string_view::npos) return parts;
+        at = slash + 1;
+    }
+}
+
+/// A random suffix for a temporary name (openat has no mkstemp).
+std::string random_suffix() {
+    std::uint64_t v = 0;
+    if (::getrandom(&v, sizeof v, 0) != static_cast<ssize_t>(sizeof v))
+        v = static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+    return fmt::format("{:012x}", v & 0xffffffffffffULL);
+}
+
+/// Why a file of the tree cannot be restored (it is skipped), as opposed
+/// to an error that stops the whole restore.
+class Blocked : public std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
 }  // namespace
 
 void Store::get(std::string_view name, int fd, const GetOptions& options) const {
@@ -105,22 +157,7 @@ void Store::get(std::string_view name, const std::filesystem::path& out_path, co
                                           std::strerror(errno)));
     try {
         const Restored info = restore_to_fd(*impl_, name, fd.get(), fmt::format("'{}'", tmpl), options);
-        const mode_t kept_bits = options.keep_setid ? 07777 : 0777;
-        const mode_t mode = options.restore_metadata ? static_cast<mode_t>(info.mode & kept_bits) : mode_t{0644};
-        if (::fchmod(fd.get(), mode) != 0)
-            throw StoreError(fmt::format("chmod '{}': {}", tmpl, std::strerror(errno)));
-        if (options.restore_metadata) {
-            timespec ts[2];
-            ts[0].tv_sec = 0;
-            ts[0].tv_nsec = UTIME_OMIT;
-            ts[1].tv_sec = info.mtime_ns / 1'000'000'000;
-            ts[1].tv_nsec = info.mtime_ns % 1'000'000'000;
-            if (ts[1].tv_nsec < 0) {
-                ts[1].tv_nsec += 1'000'000'000;
-                --ts[1].tv_sec;
-            }
-            ::futimens(fd.get(), ts);
-        }
+        apply_metadata(fd.get(), info, options, tmpl);
         if (::close(fd.release()) != 0) throw StoreError(fmt::format("closing '{}': {}", tmpl, std::strerror(errno)));
         if (::rename(tmpl.c_str(), out.c_str()) != 0)
             throw StoreError(fmt::format("cannot rename '{}' to '{}': {}", tmpl, out.string(), std::strerror(errno)));
@@ -128,6 +165,99 @@ void Store::get(std::string_view name, const std::filesystem::path& out_path, co
         ::unlink(tmpl.c_str());
         throw;
     }
+}
+
+TreeGetReport Store::get_tree(std::string_view prefix, const std::filesystem::path& out_dir,
+                              const GetOptions& options) const {
+    SharedLockGuard guard(impl_->lock);
+    std::string under(prefix);
+    while (!under.empty() && under.back() == '/') under.pop_back();
+    if (!under.empty()) under.push_back('/');
+    const std::vector<ManifestInfo> files = list(under);
+    if (::mkdir(out_dir.c_str(), 0777) != 0 && errno != EEXIST)
+        throw StoreError(fmt::format("cannot create '{}': {}", out_dir.string(), std::strerror(errno)));
+    const Fd root(::open(out_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!root) throw StoreError(fmt::format("cannot open the directory '{}': {}", out_dir.string(), std::strerror(errno)));
+
+    TreeGetReport report;
+    std::uint64_t total = 0;
+    for (const ManifestInfo& m : files) total += m.size;
+    std::uint64_t done = 0;
+    std::uint64_t files_done = 0;
+    const auto t0 = std::chrono::steady_clock::now();
+    auto fill = [&](Progress& p, std::uint64_t in_file) {
+        p.bytes_done = done + in_file;
+        p.bytes_total = total;
+        p.files_done = files_done;
+        p.files_total = files.size();
+        p.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    };
+    GetOptions each = options;  // a large file's progress, within the tree's
+    if (options.progress)
+        each.progress = [&](const Progress& in) {
+            Progress p;
+            fill(p, in.bytes_done);
+            options.progress(p);
+        };
+    ProgressTicker ticker(options.progress);
+    for (const ManifestInfo& m : files) {
+        ticker.tick([&](Progress& p) { fill(p, 0); });
+        const std::string rel = m.name.substr(under.size());
+        const std::string shown = (out_dir / rel).string();
+        try {
+            const auto parts = safe_components(rel);
+            if (!parts) throw Blocked("its name has an empty, '.' or '..' component: not restored");
+            // Into its directory, one component at a time, never through a link.
+            Fd dir(::dup(root.get()));
+            if (!dir) throw StoreError(fmt::format("dup: {}", std::strerror(errno)));
+            for (std::size_t i = 0; i + 1 < parts->size(); ++i) {
+                const char* c = (*parts)[i].c_str();
+                if (::mkdirat(dir.get(), c, 0777) != 0 && errno != EEXIST)
+                    throw StoreError(fmt::format("cannot create a directory for '{}': {}", shown, std::strerror(errno)));
+                Fd next(::openat(dir.get(), c, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+                if (!next) {
+                    if (errno == ENOTDIR || errno == ELOOP)
+                        throw Blocked(fmt::format("'{}' is in the way (a file or a link, not a directory)", (*parts)[i]));
+                    throw StoreError(fmt::format("cannot open a directory for '{}': {}", shown, std::strerror(errno)));
+                }
+                dir = std::move(next);
+            }
+            const std::string& base = parts->back();
+            std::string tmp;
+            Fd fd;
+            for (int attempt = 0; !fd; ++attempt) {
+                tmp = std::string(".").append(base).append(".cdc-get-").append(random_suffix());
+                fd = Fd(::openat(dir.get(), tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+                if (!fd && (errno != EEXIST || attempt > 8))
+                    throw StoreError(fmt::format("cannot create a temporary file for '{}': {}", shown, std::strerror(errno)));
+            }
+            try {
+                const Restored info = restore_to_fd(*impl_, m.name, fd.get(), fmt::format("'{}'", shown), each);
+                apply_metadata(fd.get(), info, options, shown);
+                if (::close(fd.release()) != 0)
+                    throw StoreError(fmt::format("closing '{}': {}", shown, std::strerror(errno)));
+                struct stat st {};
+                if (::fstatat(dir.get(), base.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))
+                    throw Blocked("a directory of that name is in the way");
+                if (::renameat(dir.get(), tmp.c_str(), dir.get(), base.c_str()) != 0)
+                    throw StoreError(fmt::format("cannot rename into '{}': {}", shown, std::strerror(errno)));
+            } catch (...) {
+                ::unlinkat(dir.get(), tmp.c_str(), 0);
+                throw;
+            }
+            ++report.files;
+            report.bytes += m.size;
+        } catch (const Blocked& e) {
+            report.skipped.push_back({m.name, e.what()});
+        } catch (const DamageError& e) {
+            report.skipped.push_back({m.name, e.what()});
+        } catch (const NotFoundError&) {
+            report.skipped.push_back({m.name, "removed while the tree was restored"});
+        }
+        done += m.size;
+        ++files_done;
+    }
+    return report;
 }
 
 }  // namespace cdc::store

@@ -140,6 +140,33 @@ TEST(StoreCli, GetStripsSetIdBitsUnlessKeepSetid) {
     EXPECT_EQ(mode_of(tmp.path() / "b"), 04750u);
 }
 
+TEST(StoreCli, GetATreeIntoADirectory) {
+    test::TempDir tmp;
+    const auto a = test::mixed_bytes(100'000, 4);
+    const auto b = test::random_bytes(20'000, 5);
+    tmp.write("tree/x/a.bin", a);
+    tmp.write("tree/b.bin", b);
+    tmp.write("tree/empty", {});
+    const std::string dir = (tmp.path() / "s").string();
+    ASSERT_EQ(run_tool({"store", "init", dir}).exit_code, 0);
+    ASSERT_EQ(run_tool({"store", "put", dir, (tmp.path() / "tree").string(), "--name", "day1"}).exit_code, 0);
+    ASSERT_EQ(run_tool({"store", "put", dir, (tmp.path() / "tree").string(), "--name", "day2"}).exit_code, 0);
+    const auto out = tmp.path() / "restored";
+    auto r = run_tool({"store", "get", dir, "day1", "-o", out.string()});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(test::read_bytes(out / "x" / "a.bin"), a);
+    EXPECT_EQ(test::read_bytes(out / "b.bin"), b);
+    EXPECT_TRUE(fs::is_regular_file(out / "empty"));
+    // '.': every file, below their full names.
+    const auto all = tmp.path() / "all";
+    r = run_tool({"store", "get", dir, ".", "-o", all.string()});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(test::read_bytes(all / "day2" / "x" / "a.bin"), a);
+    // A tree does not go to standard output; an unknown name is a usage error.
+    EXPECT_EQ(run_tool({"store", "get", dir, "day1", "-o", "-"}).exit_code, 2);
+    EXPECT_EQ(run_tool({"store", "get", dir, "day3", "-o", out.string()}).exit_code, 2);
+}
+
 TEST(StoreCli, KeyFileAndFormatErrors) {
     test::TempDir tmp;
     const auto key = tmp.write("key", std::vector<std::uint8_t>(64, '7'));

@@ -18,6 +18,7 @@
 #include <csignal>
 #include <cstring>
 #include <random>
+#include <set>
 #include <thread>
 
 #include <fcntl.h>
@@ -756,6 +757,59 @@ TEST(Store, GetStripsSetIdBitsUnlessAskedToKeepThem) {
     };
     EXPECT_EQ(mode_after(false), 0755u);
     EXPECT_EQ(mode_after(true), 05755u);
+}
+
+TEST(Store, TreesRestoreBelowTheirDirectoryNeverThroughALink) {
+    test::TempDir tmp;
+    Store s = Store::init(tmp.path() / "s", {});
+    const auto a = test::mixed_bytes(200'000, 81);
+    const auto b = test::random_bytes(50'000, 82);
+    const auto bad = test::random_bytes(60'000, 83);
+    {
+        Writer w(s);
+        test::put_bytes(w, "t/a", a);
+        test::put_bytes(w, "t/d/b", b);
+        test::put_bytes(w, "t/empty", {});
+        test::put_bytes(w, "t/bad", bad);
+        for (const char* unsafe : {"t/../evil", "t//c", "t/./e", "t/link/f"}) test::put_bytes(w, unsafe, b);
+        test::put_bytes(w, "other", b);
+        w.commit();
+    }
+    // A damaged file is skipped, the others restored.
+    std::vector<store::ChunkId> ids;
+    s.for_each_chunk("t/bad", [&](const store::ChunkId& id, std::uint32_t) { ids.push_back(id); });
+    const auto at = test::id_offset_in_pack(test::first_pack(tmp.path() / "s"), ids.at(0));
+    ASSERT_NE(at, std::string::npos);
+    test::flip_byte(test::first_pack(tmp.path() / "s"), at + 32 + 8 + 100);
+    // A link planted in OUT, to a directory outside it.
+    const auto out = tmp.path() / "out";
+    const auto outside = tmp.path() / "outside";
+    fs::create_directories(out);
+    fs::create_directories(outside);
+    fs::create_directory_symlink(outside, out / "link");
+
+    const auto r = s.get_tree("t", out);
+    EXPECT_EQ(r.files, 3u);
+    EXPECT_EQ(r.bytes, a.size() + b.size());
+    std::set<std::string> skipped;
+    for (const auto& k : r.skipped) skipped.insert(k.name);
+    EXPECT_EQ(skipped, (std::set<std::string>{"t/../evil", "t//c", "t/./e", "t/link/f", "t/bad"}));
+    EXPECT_EQ(test::read_bytes(out / "a"), a);
+    EXPECT_EQ(test::read_bytes(out / "d" / "b"), b);
+    EXPECT_TRUE(fs::is_regular_file(out / "empty"));
+    EXPECT_EQ(fs::file_size(out / "empty"), 0u);
+    EXPECT_FALSE(fs::exists(out / "bad"));
+    EXPECT_TRUE(fs::is_empty(outside));
+    EXPECT_FALSE(fs::exists(tmp.path() / "evil"));
+    for (const auto& e : fs::recursive_directory_iterator(out, fs::directory_options::none))
+        EXPECT_EQ(e.path().filename().string().find(".cdc-get-"), std::string::npos) << e.path();
+    // The whole store: every safe name ("t/link/f" too: no link in the way
+    // there), "other" included.
+    const auto all = s.get_tree("", tmp.path() / "all");
+    EXPECT_EQ(all.files, 5u);
+    EXPECT_EQ(test::read_bytes(tmp.path() / "all" / "t" / "link" / "f"), b);
+    EXPECT_EQ(test::read_bytes(tmp.path() / "all" / "other"), b);
+    EXPECT_EQ(test::read_bytes(tmp.path() / "all" / "t" / "d" / "b"), b);
 }
 
 TEST(Store, KeyIsCheckedAndNeverWritten) {

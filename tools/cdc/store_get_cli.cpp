@@ -36,10 +36,46 @@ struct GetArgs {
     bool quiet = false;
 };
 
+/// NAME a tree (the files NAME/..., or "." for every file): restored below
+/// the directory OUT.
+int run_get_tree(const store::Store& s, const GetArgs& a) {
+    const bool all = a.name == ".";
+    std::string out = a.out;
+    if (out == "-" || (!out.empty() && is_stream_path(out)))
+        throw UsageError(fmt::format("'{}' is a tree of files: -o names a directory to restore it into", a.name));
+    if (out.empty()) {
+        if (all) throw UsageError("'.' restores every file of the store: name the directory with -o");
+        out = std::filesystem::path(a.name).filename().string();
+        std::error_code ec;
+        if (std::filesystem::exists(out, ec))
+            throw UsageError(fmt::format("'{}' exists: name the directory with -o (its files of the same names are "
+                                         "then replaced)",
+                                         out));
+    }
+    ProgressLine line(!a.quiet && stderr_is_tty());
+    store::GetOptions o;
+    o.restore_metadata = !a.no_metadata;
+    o.keep_setid = a.keep_setid;
+    if (line.enabled())
+        o.progress = [&](const store::Progress& p) {
+            line.draw(fmt::format("get: {} / {}  {}/{} files  {:.0f} MB/s", mb(p.bytes_done), mb(p.bytes_total),
+                                  p.files_done, p.files_total,
+                                  p.seconds > 0 ? static_cast<double>(p.bytes_done) / p.seconds / 1e6 : 0.0));
+        };
+    const store::TreeGetReport r = s.get_tree(all ? std::string() : a.name, out, o);
+    line.clear();
+    for (const auto& k : r.skipped) print_error(fmt::format("{}: {} (skipped)", k.name, k.why));
+    return r.skipped.empty() ? kExitOk : kExitPartial;
+}
+
 int run_get(const GetArgs& a) {
     const store::Store s = open_store(a.dir);
-    if (!s.find(a.name))
+    if (!s.find(a.name)) {
+        std::string under = a.name;
+        while (!under.empty() && under.back() == '/') under.pop_back();
+        if (a.name == "." || (!under.empty() && !s.list(under + "/").empty())) return run_get_tree(s, a);
         throw UsageError(fmt::format("no file named '{}' in the store '{}'", a.name, a.dir));
+    }
     std::string out = a.out;
     if (out.empty()) {
         out = std::filesystem::path(a.name).filename().string();
@@ -78,12 +114,17 @@ int run_get(const GetArgs& a) {
 
 void add_store_get(CLI::App& st, int& exit_code) {
     auto a = std::make_shared<GetArgs>();
-    auto* c = st.add_subcommand("get", "restore a file: to a temporary file renamed over OUT once its BLAKE3 matched");
+    auto* c = st.add_subcommand(
+        "get", "restore a file or a tree: each to a temporary file renamed into place once its BLAKE3 matched");
     c->add_option("DIR", a->dir, "the store's directory")->required();
-    c->add_option("NAME", a->name, "the stored name")->required();
+    c->add_option("NAME", a->name,
+                  "the stored name; a tree (the files NAME/..., as put with --name NAME; '.': every file) is "
+                  "restored below the directory OUT")
+        ->required();
     c->add_option("-o,--output", a->out,
                   "OUT: a file (replaced), a directory (NAME's last component inside it), - for standard output, "
-                  "or a device, FIFO or path under /dev or /proc (written as a stream, like -) "
+                  "or a device, FIFO or path under /dev or /proc (written as a stream, like -); for a tree, the "
+                  "directory to restore it into (created if absent) "
                   "(default: NAME's last component here, which must not exist)");
     c->add_flag("--no-metadata", a->no_metadata, "do not restore the mode and mtime");
     c->add_flag("--keep-setid", a->keep_setid,
@@ -91,7 +132,9 @@ void add_store_get(CLI::App& st, int& exit_code) {
                 "must not become a set-id program of yours)");
     c->add_flag("-q,--quiet", a->quiet, "no progress line");
     c->footer("Every chunk is checked (record checksum, size) and the whole file's BLAKE3 before OUT is replaced; "
-              "with -o -, bytes go out chunk by chunk as they are checked and a final mismatch is an error.");
+              "with -o -, bytes go out chunk by chunk as they are checked and a final mismatch is an error. A tree's "
+              "names with an empty, '.' or '..' component are skipped, and its directories are entered without "
+              "following links; a damaged or blocked file is skipped and reported (exit 3).");
     c->callback([a, &exit_code] { exit_code = with_store_errors([&] { return run_get(*a); }); });
 }
 
