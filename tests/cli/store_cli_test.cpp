@@ -5,10 +5,13 @@
 #include "cli_support.hpp"
 #include "store_support.hpp"
 
+#include "escape.hpp"
+
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <random>
@@ -165,6 +168,39 @@ TEST(StoreCli, GetATreeIntoADirectory) {
     // A tree does not go to standard output; an unknown name is a usage error.
     EXPECT_EQ(run_tool({"store", "get", dir, "day1", "-o", "-"}).exit_code, 2);
     EXPECT_EQ(run_tool({"store", "get", dir, "day3", "-o", out.string()}).exit_code, 2);
+}
+
+TEST(StoreCli, NamesWithEscapesNewlinesAndBadUtf8AreListedSafely) {
+    // A file name is any bytes but '/' and NUL: listings show it escaped (a
+    // newline cannot fake an entry, an escape cannot drive the terminal) and
+    // JSON carries the exact bytes (name_bytes) instead of failing.
+    test::TempDir tmp;
+    const std::string evil = "a\x1b]0;owned\x07\nfake 0 0";
+    const std::string bad = "bad\xff";
+    tmp.write("tree/" + evil, test::random_bytes(100, 6));
+    tmp.write("tree/" + bad, test::random_bytes(100, 7));
+    const std::string dir = (tmp.path() / "s").string();
+    ASSERT_EQ(run_tool({"store", "init", dir}).exit_code, 0);
+    auto r = run_tool({"store", "put", dir, (tmp.path() / "tree").string(), "--name", "t", "--json"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(json_of(r)["file_count"], 2);
+    r = run_tool({"store", "ls", dir});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 2) << r.out;
+    EXPECT_EQ(r.out.find('\x1b'), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("t/a\\x1B]0;owned\\x07\\x0Afake"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("t/bad\\xFF"), std::string::npos) << r.out;
+    r = run_tool({"store", "ls", dir, "--json"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    std::set<std::string> names;
+    for (const auto& m : json_of(r))
+        names.insert(m.contains("name_bytes") ? tools::base64_decode(m["name_bytes"].get<std::string>())
+                                              : m["name"].get<std::string>());
+    EXPECT_EQ(names, (std::set<std::string>{"t/" + evil, "t/" + bad}));
+    EXPECT_EQ(run_tool({"store", "verify", dir, "--json"}).exit_code, 0);
+    // The bytes of the name restore the file.
+    r = run_tool({"store", "get", dir, "t/" + bad, "-o", (tmp.path() / "out").string()});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
 }
 
 TEST(StoreCli, KeyFileAndFormatErrors) {

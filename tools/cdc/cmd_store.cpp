@@ -75,8 +75,7 @@ int run_init(const InitArgs& a) {
 // ---------------------------------------------------------------- ls
 
 nlohmann::json manifest_json(const store::ManifestInfo& m) {
-    return {{"name", m.name},
-            {"size", m.size},
+    nlohmann::json j = {{"size", m.size},
             {"mode", m.mode},
             {"mtime_ns", m.mtime_ns},
             {"digest", store::to_hex(m.digest)},
@@ -87,6 +86,8 @@ nlohmann::json manifest_json(const store::ManifestInfo& m) {
             {"keyed", m.profile.keyed},
             {"chunks", m.chunks},
             {"committed_ns", m.committed_ns}};
+    tools::put_name(j, "name", m.name);  // "name_bytes" too when it is not UTF-8
+    return j;
 }
 
 struct LsArgs {
@@ -101,10 +102,10 @@ int run_ls(const LsArgs& a) {
     if (a.json) {
         nlohmann::json arr = nlohmann::json::array();
         for (const auto& m : list) arr.push_back(manifest_json(m));
-        fmt::print("{}\n", arr.dump());
+        fmt::print("{}\n", tools::json_text(arr));
     } else {
         for (const auto& m : list)
-            fmt::print("{:>14} {:>8} {} {:04o} {}\n", m.size, m.chunks, local_time_text(m.mtime_ns), m.mode, m.name);
+            fmt::print("{}\n", listing_line(m.size, m.chunks, m.mtime_ns, m.mode, m.name));
     }
     finish_stdout();
     return kExitOk;
@@ -165,7 +166,7 @@ int run_stats(const StatsArgs& a) {
                             {"dedup_ratio", ratio(st.chunk_bytes, st.logical_bytes)},
                             {"compression_ratio", ratio(st.stored_bytes, st.chunk_bytes)},
                             {"store_ratio", ratio(st.pack_bytes + st.index_bytes, st.logical_bytes)}};
-        fmt::print("{}\n", j.dump());
+        fmt::print("{}\n", tools::json_text(j));
     } else {
         fmt::print("store      {} (format {}, id {})\n", a.dir, i.format_version, i.store_id);
         fmt::print("chunking   {}, zstd level {}\n", profile_text(i.algorithm, i.profile), i.zstd_level);
@@ -213,16 +214,16 @@ int run_verify(const VerifyArgs& a) {
                             {"manifests", r.manifests},
                             {"damage", nlohmann::json::array()},
                             {"notes", nlohmann::json::array()}};
-        for (const auto& p : r.damage) j["damage"].push_back(p.what);
-        for (const auto& p : r.notes) j["notes"].push_back(p.what);
-        fmt::print("{}\n", j.dump());
+        for (const auto& p : r.damage) j["damage"].push_back(tools::escape_text(p.what));
+        for (const auto& p : r.notes) j["notes"].push_back(tools::escape_text(p.what));
+        fmt::print("{}\n", tools::json_text(j));
     } else {
         constexpr std::size_t kShown = 50;
         for (std::size_t k = 0; k < r.damage.size() && k < kShown; ++k)
-            fmt::print(stderr, "cdc: damage: {}\n", r.damage[k].what);
+            print_message("cdc: damage: ", r.damage[k].what);
         if (r.damage.size() > kShown) fmt::print(stderr, "cdc: ... and {} more\n", r.damage.size() - kShown);
         if (!a.quiet)
-            for (const auto& n : r.notes) fmt::print(stderr, "cdc: note: {}\n", n.what);
+            for (const auto& n : r.notes) print_message("cdc: note: ", n.what);
         fmt::print("{}: {} pack(s), {} chunk(s) ({}) {}, {} file(s): {}\n", a.dir, r.packs, r.chunks_checked,
                    mb(r.bytes_checked), a.full ? "decompressed and hashed" : "checksummed", r.manifests,
                    r.ok() ? "ok" : fmt::format("{} problem(s)", r.damage.size()));
@@ -250,7 +251,7 @@ int run_gc(const GcArgs& a) {
                             {"bytes_removed", r.bytes_removed},         {"packs_rewritten", r.packs_rewritten},
                             {"packs_deleted", r.packs_deleted},         {"bytes_before", r.bytes_before},
                             {"bytes_after", r.bytes_after}};
-        fmt::print("{}\n", j.dump());
+        fmt::print("{}\n", tools::json_text(j));
     } else {
         fmt::print("gc: {} chunk(s) removed ({}), {} pack(s) rewritten, {} deleted, {} pending manifest(s) dropped; "
                    "packs {} -> {}\n",

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "cli_common.hpp"
+#include "escape.hpp"
 #include "progress_line.hpp"
 #include "secret_files.hpp"
 

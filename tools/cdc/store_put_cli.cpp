@@ -87,15 +87,17 @@ int run_put(const PutArgs& a) {
             total.new_bytes += r.new_bytes;
             total.unchanged_files += r.unchanged_files;
             total.identical_files += r.identical_files;
-            if (a.json)
-                files.push_back({{"name", f.name},
-                                 {"path", f.path},
-                                 {"size", r.bytes},
-                                 {"chunks", r.chunks},
-                                 {"new_chunks", r.new_chunks},
-                                 {"new_bytes", r.new_bytes},
-                                 {"unchanged", r.unchanged_files != 0},
-                                 {"identical", r.identical_files != 0}});
+            if (a.json) {
+                nlohmann::json j = {{"size", r.bytes},
+                                    {"chunks", r.chunks},
+                                    {"new_chunks", r.new_chunks},
+                                    {"new_bytes", r.new_bytes},
+                                    {"unchanged", r.unchanged_files != 0},
+                                    {"identical", r.identical_files != 0}};
+                tools::put_name(j, "name", f.name);  // "name_bytes" / "path_bytes" when not UTF-8
+                tools::put_name(j, "path", f.path);
+                files.push_back(std::move(j));
+            }
         } catch (const IoError& e) {
             errors.push_back({f.path, e.what()});
         }
@@ -106,9 +108,9 @@ int run_put(const PutArgs& a) {
     total.stored_bytes = w.stats().stored_bytes;
     line.clear();
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    for (const auto& e : errors) fmt::print(stderr, "cdc: error: {}: {} (skipped)\n", e.path, e.message);
+    for (const auto& e : errors) print_error(fmt::format("{}: {} (skipped)", e.path, e.message));
     if (!a.quiet)
-        for (const auto& wn : in.warnings) fmt::print(stderr, "cdc: warning: {}: {}\n", wn.path, wn.message);
+        for (const auto& wn : in.warnings) print_warning(fmt::format("{}: {}", wn.path, wn.message));
     if (a.json) {
         nlohmann::json j = {{"files", files},
                             {"file_count", total.files},
@@ -121,7 +123,7 @@ int run_put(const PutArgs& a) {
                             {"identical_files", total.identical_files},
                             {"seconds", secs},
                             {"errors", issues_json(errors)}};
-        fmt::print("{}\n", j.dump());
+        fmt::print("{}\n", tools::json_text(j));
     } else {
         fmt::print("put {} file(s): {} read, {} new, {} stored after compression; {} chunks ({} new) in {:.2f} s "
                    "({:.0f} MB/s)\n",

@@ -62,6 +62,14 @@ void put_names(Json& obj, const std::string& key, const Names& names) {
     obj[key + "_bytes"] = std::move(bytes);
 }
 
+/// j.dump() that cannot throw on bytes that are not UTF-8 (each becomes
+/// U+FFFD): a safety net for text that is not a name put with put_name
+/// (a message quoting one, a path typed by the user).
+template <class Json>
+std::string json_text(const Json& j) {
+    return j.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
 /// One CSV field, quoted when needed (RFC 4180).
 std::string csv_field(std::string_view s);
 

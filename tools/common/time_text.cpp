@@ -1,5 +1,9 @@
 #include "time_text.hpp"
 
+#include "escape.hpp"
+
+#include <fmt/format.h>
+
 #include <ctime>
 
 namespace cdc::cli {
@@ -11,6 +15,12 @@ std::string local_time_text(std::int64_t ns) {
     char buf[32];
     std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", &tm);
     return buf;
+}
+
+std::string listing_line(std::uint64_t size, std::uint64_t chunks, std::int64_t mtime_ns, std::uint32_t mode,
+                         std::string_view name) {
+    return fmt::format("{:>14} {:>8} {} {:04o} {}", size, chunks, local_time_text(mtime_ns), mode,
+                       tools::escape_text(name));
 }
 
 }  // namespace cdc::cli

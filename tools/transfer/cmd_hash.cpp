@@ -47,12 +47,12 @@ int run_hash(const HashArgs& a) {
     line.clear();
     const std::string hex = store::to_hex(r.digest);
     if (a.json) {
-        const nlohmann::json j = {{"digest", hex},          {"path", a.path},     {"bytes_read", r.bytes},
-                                  {"bytes_sent", r.bytes},  {"bytes_reused", 0},  {"wire_bytes_sent", r.wire_sent},
-                                  {"seconds", r.seconds}};
-        fmt::print("{}\n", j.dump());
+        nlohmann::json j = {{"digest", hex},         {"bytes_read", r.bytes},          {"bytes_sent", r.bytes},
+                            {"bytes_reused", 0},     {"wire_bytes_sent", r.wire_sent}, {"seconds", r.seconds}};
+        tools::put_name(j, "path", a.path);
+        fmt::print("{}\n", tools::json_text(j));
     } else {
-        fmt::print("{}  {}\n", hex, a.path);
+        fmt::print("{}  {}\n", hex, tools::escape_text(a.path));
         if (!a.quiet)
             fmt::print(stderr, "hashed by the server: {} read, {} sent ({} on the wire), 0 reused in {:.2f} s ({})\n",
                        mb(r.bytes), mb(r.bytes), mb(r.wire_sent), r.seconds, rate(r.bytes, r.seconds));

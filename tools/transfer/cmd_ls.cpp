@@ -21,17 +21,20 @@ int run_ls(const LsArgs& a) {
     if (a.json) {
         nlohmann::json arr = nlohmann::json::array();
         for (const auto& f : files)
-            arr.push_back({{"name", f.name},
-                           {"size", f.size},
-                           {"mode", f.mode},
-                           {"mtime_ns", f.mtime_ns},
-                           {"digest", store::to_hex(f.digest)},
-                           {"chunks", f.chunks},
-                           {"committed_ns", f.committed_ns}});
-        fmt::print("{}\n", arr.dump());
+        {
+            nlohmann::json j = {{"size", f.size},
+                                {"mode", f.mode},
+                                {"mtime_ns", f.mtime_ns},
+                                {"digest", store::to_hex(f.digest)},
+                                {"chunks", f.chunks},
+                                {"committed_ns", f.committed_ns}};
+            tools::put_name(j, "name", f.name);
+            arr.push_back(std::move(j));
+        }
+        fmt::print("{}\n", tools::json_text(arr));
     } else {
         for (const auto& f : files)
-            fmt::print("{:>14} {:>8} {} {:04o} {}\n", f.size, f.chunks, local_time_text(f.mtime_ns), f.mode, f.name);
+            fmt::print("{}\n", listing_line(f.size, f.chunks, f.mtime_ns, f.mode, f.name));
     }
     finish_stdout();
     return kExitOk;

@@ -61,9 +61,7 @@ int run_pull(const PullArgs& a) {
         out == "-" ? client->pull_to_fd(a.name, STDOUT_FILENO, o) : client->pull(a.name, out, o);
     line.clear();
     if (a.json) {
-        const nlohmann::json j = {{"name", a.name},
-                                  {"output", out},
-                                  {"bytes_read", r.bytes},
+        nlohmann::json j = {{"bytes_read", r.bytes},
                                   {"bytes_sent", r.bytes_sent},
                                   {"bytes_reused", r.bytes_reused},
                                   {"payload_sent", r.payload_sent},
@@ -74,10 +72,13 @@ int run_pull(const PullArgs& a) {
                                   {"wire_bytes_sent", r.wire_sent},
                                   {"wire_bytes_received", r.wire_received},
                                   {"seconds", r.seconds}};
+        tools::put_name(j, "name", a.name);
+        tools::put_name(j, "output", out);
         // With -o -, the file went to stdout: the report goes to stderr.
-        fmt::print(out == "-" ? stderr : stdout, "{}\n", j.dump());
+        fmt::print(out == "-" ? stderr : stdout, "{}\n", tools::json_text(j));
     } else if (r.up_to_date) {
-        fmt::print("'{}' is up to date in '{}' ({}, the same BLAKE3): nothing fetched, nothing written\n", a.name, out,
+        fmt::print("'{}' is up to date in '{}' ({}, the same BLAKE3): nothing fetched, nothing written\n",
+                   tools::escape_text(a.name), tools::escape_text(out),
                    mb(r.bytes));
     } else if (out != "-" || !a.quiet) {
         fmt::print(out == "-" ? stderr : stdout,

@@ -41,25 +41,32 @@ int run_push(const PushArgs& a) {
     std::vector<std::pair<std::string, std::string>> errors;
     for (const auto& e : in.errors) errors.emplace_back(e.path, e.message);
     for (const auto& e : r.errors) errors.emplace_back(e.path, e.message);
-    for (const auto& [path, message] : errors) fmt::print(stderr, "cdc: error: {}: {} (skipped)\n", path, message);
+    for (const auto& [path, message] : errors) print_error(fmt::format("{}: {} (skipped)", path, message));
     if (!a.quiet)
-        for (const auto& w : in.warnings) fmt::print(stderr, "cdc: warning: {}: {}\n", w.path, w.message);
+        for (const auto& w : in.warnings) print_warning(fmt::format("{}: {}", w.path, w.message));
     const std::uint64_t reused = r.bytes_read - r.bytes_sent;
     if (a.json) {
         nlohmann::json files = nlohmann::json::array();
-        for (const auto& f : r.files)
-            files.push_back({{"name", f.name},
-                             {"path", f.path},
-                             {"bytes", f.bytes},
-                             {"chunks", f.chunks},
-                             {"chunks_sent", f.chunks_sent},
-                             {"bytes_sent", f.bytes_sent},
-                             {"payload_sent", f.payload_sent},
-                             {"new_chunks", f.new_chunks},
-                             {"unchanged", f.unchanged},
-                             {"identical", f.identical}});
+        for (const auto& f : r.files) {
+            nlohmann::json j = {{"bytes", f.bytes},
+                                {"chunks", f.chunks},
+                                {"chunks_sent", f.chunks_sent},
+                                {"bytes_sent", f.bytes_sent},
+                                {"payload_sent", f.payload_sent},
+                                {"new_chunks", f.new_chunks},
+                                {"unchanged", f.unchanged},
+                                {"identical", f.identical}};
+            tools::put_name(j, "name", f.name);
+            tools::put_name(j, "path", f.path);
+            files.push_back(std::move(j));
+        }
         nlohmann::json errs = nlohmann::json::array();
-        for (const auto& [path, message] : errors) errs.push_back({{"path", path}, {"error", message}});
+        for (const auto& [path, message] : errors) {
+            nlohmann::json e;
+            tools::put_name(e, "path", path);
+            e["error"] = tools::escape_text(message);
+            errs.push_back(std::move(e));
+        }
         const nlohmann::json j = {{"files", files},
                                   {"file_count", r.files.size()},
                                   {"bytes_read", r.bytes_read},
@@ -72,7 +79,7 @@ int run_push(const PushArgs& a) {
                                   {"wire_bytes_received", r.wire_received},
                                   {"seconds", r.seconds},
                                   {"errors", errs}};
-        fmt::print("{}\n", j.dump());
+        fmt::print("{}\n", tools::json_text(j));
     } else {
         fmt::print("pushed {} file(s): {} read, {} sent ({} compressed, {} on the wire), {} reused; {} chunks ({} "
                    "sent) in {:.2f} s ({})\n",

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "cli_basics.hpp"
+#include "escape.hpp"
 #include "progress_line.hpp"
 
 #include <client.hpp>
