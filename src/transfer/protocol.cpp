@@ -3,6 +3,7 @@
 #include <cdc/digest.hpp>
 
 #include <fmt/format.h>
+#include <google/protobuf/stubs/common.h>
 #include <openssl/crypto.h>
 
 #include <algorithm>
@@ -37,6 +38,9 @@ std::string name_problem(std::string_view name) {
         if (c == 0) return "the name holds a NUL byte";
         if (c < 0x20 || c == 0x7f) return fmt::format("the name holds a control byte (0x{:02x})", c);
     }
+    // The protocol's names are protobuf strings: UTF-8, or the message does not parse.
+    if (!google::protobuf::internal::IsStructurallyValidUTF8(name.data(), static_cast<int>(name.size())))
+        return "the name is not UTF-8";
     std::size_t start = 0;
     for (;;) {
         const std::size_t slash = name.find('/', start);

@@ -344,6 +344,12 @@ PushReport push_files(const std::function<std::unique_ptr<PushStream>()>& open_s
     };
     std::unique_ptr<FileSender> sender;
     for (const auto& in : inputs) {
+        // A name the server would refuse: this file is skipped, not the push.
+        if (const std::string why = name_problem(in.name); !why.empty()) {
+            report.errors.push_back({in.path, fmt::format("not pushed: {}", why)});
+            progress.file_done(0);
+            continue;
+        }
         const bool is_stdin = in.path == "-";
         int fd = 0;
         if (!is_stdin) {

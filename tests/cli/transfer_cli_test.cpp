@@ -470,6 +470,26 @@ TEST(ServeCli, BadNames) {
     EXPECT_TRUE(json_of(run_tool({"ls", "--from", s.address(), "--json"})).empty());
 }
 
+TEST(ServeCli, ATreesFilesWithNamesTheServerRefusesAreSkipped) {
+    // A file name may hold control bytes or bytes that are not UTF-8; the
+    // protocol's names may not. Such a file of a tree is skipped (exit 3),
+    // the others pushed.
+    test::TempDir tmp;
+    const auto dir = init_store(tmp);
+    const auto good = test::random_bytes(2000, 23);
+    tmp.write("tree/good", good);
+    tmp.write("tree/esc\x1b[31m", test::random_bytes(100, 24));
+    tmp.write("tree/bad\xff", test::random_bytes(100, 25));
+    Serve s(dir, tmp.path() / "serve");
+    const auto r = run_tool({"push", "--to", s.address(), (tmp.path() / "tree").string(), "--name", "t"});
+    EXPECT_EQ(r.exit_code, 3) << r.err;
+    EXPECT_NE(r.err.find("control byte"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("not UTF-8"), std::string::npos) << r.err;
+    const auto listed = json_of(run_tool({"ls", "--from", s.address(), "--json"}));
+    ASSERT_EQ(listed.size(), 1u) << listed.dump();
+    EXPECT_EQ(listed[0]["name"], "t/good");
+}
+
 // ---------------------------------------------------------------- through the raw stub
 
 std::unique_ptr<v1::Transfer::Stub> stub(const Serve& s, int max_send = 0) {

@@ -3,6 +3,8 @@
 #include "put_inputs.hpp"
 #include "transfer_cli.hpp"
 
+#include <protocol.hpp>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -22,6 +24,11 @@ struct PushArgs {
 };
 
 int run_push(const PushArgs& a) {
+    // --name is the user's: a name the server refuses is a usage error (a
+    // tree's file whose name it refuses is skipped, the rest pushed).
+    if (!a.name.empty())
+        if (const std::string why = transfer::name_problem(a.name); !why.empty())
+            throw UsageError(fmt::format("name refused: {}", why));
     const PutInputs in = collect_put_inputs(a.paths, a.name, a.follow_symlinks);
     auto client = make_client(a.connect);
     std::vector<transfer::PushInput> inputs;
