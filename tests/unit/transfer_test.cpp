@@ -340,15 +340,28 @@ TEST(TransferLocal, NamesAreChecked) {
                                   std::string("a\0b", 3), "a\nb", "tab\there", std::string("del\x7f"),
                                   std::string(5000, 'n')})
         EXPECT_FALSE(transfer::name_problem(bad).empty()) << bad;
+    EXPECT_NE(transfer::name_problem("bad\xff").find("UTF-8"), std::string::npos);
     for (const std::string& good : std::vector<std::string>{"a", "a/b/c.txt", "..a", "a..", ".hidden/x", "spaces are fine", "ünï"})
         EXPECT_TRUE(transfer::name_problem(good).empty()) << good;
     test::TempDir tmp;
     const auto dir = make_store(tmp);
     const auto data = test::random_bytes(1000, 14);
     const auto p = tmp.write("f", data);
-    EXPECT_EQ(code_of([&] { test::local_push(dir, {{p.string(), "../escape", data.size()}}); }), Code::invalid_argument);
+    // The server refuses it; a client skips such a file and pushes the rest.
+    {
+        transfer::PushSession session(dir, {});
+        auto sink = [](const transfer::v1::PushReply&) {};
+        for (const char* name : {"../escape", "bad\xff"})
+            EXPECT_EQ(code_of([&] { session.handle(test::start_request(name), sink); }), Code::invalid_argument) << name;
+    }
+    const auto r = test::local_push(dir, {{p.string(), "../escape", data.size()}, {p.string(), "ok", data.size()}});
+    ASSERT_EQ(r.errors.size(), 1u);
+    EXPECT_NE(r.errors[0].message.find("'..'"), std::string::npos) << r.errors[0].message;
+    EXPECT_EQ(r.files.size(), 1u);
     EXPECT_EQ(code_of([&] { test::local_pull(dir, "/abs", tmp.path() / "o"); }), Code::invalid_argument);
-    EXPECT_TRUE(store::Store::open(dir).list().empty());
+    const auto names = store::Store::open(dir).list();
+    ASSERT_EQ(names.size(), 1u);
+    EXPECT_EQ(names[0].name, "ok");
 }
 
 TEST(TransferLocal, ALoopbackAddressNeedsNoTls) {
