@@ -22,6 +22,7 @@
 
 #include <span>
 #include <string>
+#include <vector>
 #include <string_view>
 
 namespace cdc {
@@ -32,6 +33,10 @@ struct WalkOptions {
     bool follow_symlinks = false;
     /// Do not enter directories on another file system than their root.
     bool one_file_system = false;
+    /// Directories never entered, whatever path leads to them (matched by
+    /// device and inode; one that does not exist is ignored): reported as
+    /// WalkSkip::excluded. E.g. a store whose own files must not be put into it.
+    std::vector<std::string> exclude_dirs;
 };
 
 /// Why an entry was not reported as a file.
@@ -43,6 +48,7 @@ enum class WalkSkip {
     loop,           ///< a directory that is its own ancestor (through a link)
     overlap,        ///< a directory already walked by another path
     other_fs,       ///< a directory on another file system (one_file_system)
+    excluded,       ///< a directory of WalkOptions::exclude_dirs
 };
 
 class WalkVisitor {

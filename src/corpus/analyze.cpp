@@ -73,6 +73,7 @@ public:
                 break;
             case WalkSkip::loop:
             case WalkSkip::other_fs:
+            case WalkSkip::excluded:
                 out_.warnings.push_back({path, fmt::format("{} skipped", message)});
                 break;
         }

@@ -38,7 +38,12 @@ using DirId = std::pair<dev_t, ino_t>;
 
 class Walker {
 public:
-    Walker(const WalkOptions& options, WalkVisitor& visitor) : options_(options), visitor_(visitor) {}
+    Walker(const WalkOptions& options, WalkVisitor& visitor) : options_(options), visitor_(visitor) {
+        for (const auto& d : options.exclude_dirs) {
+            struct stat st {};
+            if (::stat(d.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) excluded_.insert({st.st_dev, st.st_ino});
+        }
+    }
 
     void root(const std::string& given) {
         if (given == "-") {
@@ -65,6 +70,10 @@ private:
             return;
         }
         const DirId id{st.st_dev, st.st_ino};
+        if (excluded_.contains(id)) {
+            visitor_.skipped(dir, WalkSkip::excluded, "excluded directory");
+            return;
+        }
         if (std::find(ancestors_.begin(), ancestors_.end(), id) != ancestors_.end()) {
             visitor_.skipped(dir, WalkSkip::loop, "directory loop (a symbolic link to an ancestor)");
             return;
@@ -134,6 +143,7 @@ private:
     WalkVisitor& visitor_;
     std::vector<DirId> ancestors_;  // the directories being walked (loops)
     std::set<DirId> walked_;        // every directory entered (overlaps)
+    std::set<DirId> excluded_;      // WalkOptions::exclude_dirs
 };
 
 }  // namespace

@@ -203,6 +203,20 @@ TEST(StoreCli, NamesWithEscapesNewlinesAndBadUtf8AreListedSafely) {
     EXPECT_EQ(r.exit_code, 0) << r.err;
 }
 
+TEST(StoreCli, APutOfATreeHoldingTheStoreSkipsTheStore) {
+    // The store's live database and growing packs are not data to put into it.
+    test::TempDir tmp;
+    const auto data = test::random_bytes(50'000, 8);
+    tmp.write("home/doc", data);
+    const std::string dir = (tmp.path() / "home" / "backup").string();
+    ASSERT_EQ(run_tool({"store", "init", dir}).exit_code, 0);
+    ASSERT_EQ(run_tool({"store", "put", dir, (tmp.path() / "home").string(), "--name", "h1"}).exit_code, 0);
+    const auto r = run_tool({"store", "put", dir, (tmp.path() / "home").string(), "--name", "h2"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find("the store itself: skipped"), std::string::npos) << r.err;
+    EXPECT_EQ(names_in(dir), (std::map<std::string, std::uint64_t>{{"h1/doc", data.size()}, {"h2/doc", data.size()}}));
+}
+
 TEST(StoreCli, KeyFileAndFormatErrors) {
     test::TempDir tmp;
     const auto key = tmp.write("key", std::vector<std::uint8_t>(64, '7'));

@@ -117,6 +117,24 @@ TEST(Walk, OneFileSystemStopsAtAnotherFileSystem) {
     EXPECT_TRUE(r.files.empty());
 }
 
+TEST(Walk, ExcludedDirectoriesAreNotEnteredByAnyPath) {
+    Tree t;
+    WalkOptions o;
+    o.exclude_dirs = {t.root + "/b/./", t.root + "/no-such-dir"};  // any spelling; a missing one is ignored
+    Recorder r;
+    walk(std::vector<std::string>{t.root}, o, r);
+    const std::string& d = t.root;
+    EXPECT_EQ(r.files, (std::vector<std::string>{d + "/a.txt", d + "/z.txt"}));
+    EXPECT_EQ(r.skips.at(d + "/b"), WalkSkip::excluded);
+    // Through a link too (followed), and as a root.
+    fs::create_directory_symlink(d + "/b", t.tmp.path() / "to-b");
+    Recorder r2;
+    o.follow_symlinks = true;
+    walk(std::vector<std::string>{(t.tmp.path() / "to-b").string()}, o, r2);
+    EXPECT_TRUE(r2.files.empty());
+    EXPECT_EQ(r2.skips.at((t.tmp.path() / "to-b").string()), WalkSkip::excluded);
+}
+
 TEST(Walk, WalkInputsListsEachFileOnce) {
     Tree t;
     const WalkResult w = walk_inputs({t.root, t.root + "/b", t.root + "/a.txt"});

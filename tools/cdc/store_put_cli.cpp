@@ -35,7 +35,7 @@ std::int64_t mtime_ns(const struct stat& st) {
 }
 
 int run_put(const PutArgs& a) {
-    PutInputs in = collect_put_inputs(a.paths, a.name, a.follow_symlinks);
+    PutInputs in = collect_put_inputs(a.paths, a.name, a.follow_symlinks, a.dir);
     store::Store s = open_store(a.dir, a.key_file);
     store::Writer w(s);
     ProgressLine line(!a.quiet && !a.json && stderr_is_tty());

@@ -47,6 +47,7 @@ public:
             case WalkSkip::special:
             case WalkSkip::loop:
             case WalkSkip::other_fs: in_.warnings.push_back({path, fmt::format("{} skipped", message)}); break;
+            case WalkSkip::excluded: in_.warnings.push_back({path, "the store itself: skipped"}); break;
         }
     }
 
@@ -64,7 +65,8 @@ private:
 
 }  // namespace
 
-PutInputs collect_put_inputs(const std::vector<std::string>& paths, const std::string& name, bool follow_symlinks) {
+PutInputs collect_put_inputs(const std::vector<std::string>& paths, const std::string& name, bool follow_symlinks,
+                             const std::string& store_dir) {
     if (!name.empty() && paths.size() > 1)
         throw UsageError("--name applies to one PATH (a file, a tree: its prefix, or -)");
     if (std::count(paths.begin(), paths.end(), "-") > 1)
@@ -72,6 +74,7 @@ PutInputs collect_put_inputs(const std::vector<std::string>& paths, const std::s
     PutInputs in;
     WalkOptions wo;
     wo.follow_symlinks = follow_symlinks;
+    if (!store_dir.empty()) wo.exclude_dirs.push_back(store_dir);
     for (const auto& p : paths) {
         struct stat st {};
         std::string tree_root;

@@ -27,7 +27,9 @@ struct PutInputs {
 
 /// UsageError for a top-level path that cannot be read, - given twice or
 /// without a name, a name with several paths, or two inputs that would get
-/// the same name.
-PutInputs collect_put_inputs(const std::vector<std::string>& paths, const std::string& name, bool follow_symlinks);
+/// the same name. `store_dir` (put's store; empty for push) is never entered:
+/// its live database and growing packs are not data to put into it.
+PutInputs collect_put_inputs(const std::vector<std::string>& paths, const std::string& name, bool follow_symlinks,
+                             const std::string& store_dir = {});
 
 }  // namespace cdc::cli
