@@ -36,6 +36,22 @@ struct GetArgs {
     bool quiet = false;
 };
 
+/// The options of a get: metadata as asked, progress drawn on `line` (files
+/// too for a tree).
+store::GetOptions get_options(const GetArgs& a, ProgressLine& line) {
+    store::GetOptions o;
+    o.restore_metadata = !a.no_metadata;
+    o.keep_setid = a.keep_setid;
+    if (line.enabled())
+        o.progress = [&line](const store::Progress& p) {
+            const std::string files =
+                p.files_total > 0 ? fmt::format("  {}/{} files", p.files_done, p.files_total) : std::string();
+            line.draw(fmt::format("get: {} / {}{}  {:.0f} MB/s", mb(p.bytes_done), mb(p.bytes_total), files,
+                                  p.seconds > 0 ? static_cast<double>(p.bytes_done) / p.seconds / 1e6 : 0.0));
+        };
+    return o;
+}
+
 /// NAME a tree (the files NAME/..., or "." for every file): restored below
 /// the directory OUT.
 int run_get_tree(const store::Store& s, const GetArgs& a) {
@@ -53,15 +69,7 @@ int run_get_tree(const store::Store& s, const GetArgs& a) {
                                          out));
     }
     ProgressLine line(!a.quiet && stderr_is_tty());
-    store::GetOptions o;
-    o.restore_metadata = !a.no_metadata;
-    o.keep_setid = a.keep_setid;
-    if (line.enabled())
-        o.progress = [&](const store::Progress& p) {
-            line.draw(fmt::format("get: {} / {}  {}/{} files  {:.0f} MB/s", mb(p.bytes_done), mb(p.bytes_total),
-                                  p.files_done, p.files_total,
-                                  p.seconds > 0 ? static_cast<double>(p.bytes_done) / p.seconds / 1e6 : 0.0));
-        };
+    const store::GetOptions o = get_options(a, line);
     const store::TreeGetReport r = s.get_tree(all ? std::string() : a.name, out, o);
     line.clear();
     for (const auto& k : r.skipped) print_error(fmt::format("{}: {} (skipped)", k.name, k.why));
@@ -84,14 +92,7 @@ int run_get(const GetArgs& a) {
             throw UsageError(fmt::format("'{}' exists: name the output with -o (it is then replaced)", out));
     }
     ProgressLine line(!a.quiet && out != "-" && stderr_is_tty());
-    store::GetOptions o;
-    o.restore_metadata = !a.no_metadata;
-    o.keep_setid = a.keep_setid;
-    if (line.enabled())
-        o.progress = [&](const store::Progress& p) {
-            line.draw(fmt::format("get: {} / {}  {:.0f} MB/s", mb(p.bytes_done), mb(p.bytes_total),
-                                  p.seconds > 0 ? static_cast<double>(p.bytes_done) / p.seconds / 1e6 : 0.0));
-        };
+    const store::GetOptions o = get_options(a, line);
     if (out == "-") {
         s.get(a.name, STDOUT_FILENO, o);
     } else if (is_stream_path(out)) {
