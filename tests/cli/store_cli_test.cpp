@@ -132,15 +132,10 @@ TEST(StoreCli, GetStripsSetIdBitsUnlessKeepSetid) {
     const std::string dir = (tmp.path() / "s").string();
     ASSERT_EQ(run_tool({"store", "init", dir}).exit_code, 0);
     ASSERT_EQ(run_tool({"store", "put", dir, file.string(), "--name", "tool"}).exit_code, 0);
-    auto mode_of = [](const fs::path& p) {
-        struct stat st {};
-        EXPECT_EQ(::stat(p.c_str(), &st), 0);
-        return static_cast<unsigned>(st.st_mode) & 07777u;
-    };
     ASSERT_EQ(run_tool({"store", "get", dir, "tool", "-o", (tmp.path() / "a").string()}).exit_code, 0);
-    EXPECT_EQ(mode_of(tmp.path() / "a"), 0750u);
+    EXPECT_EQ(test::mode_of(tmp.path() / "a"), 0750u);
     ASSERT_EQ(run_tool({"store", "get", dir, "tool", "-o", (tmp.path() / "b").string(), "--keep-setid"}).exit_code, 0);
-    EXPECT_EQ(mode_of(tmp.path() / "b"), 04750u);
+    EXPECT_EQ(test::mode_of(tmp.path() / "b"), 04750u);
 }
 
 TEST(StoreCli, GetATreeIntoADirectory) {

@@ -298,19 +298,14 @@ TEST(ServeCli, APullStripsSetIdBitsUnlessAskedToKeepThem) {
     ASSERT_EQ(::chmod(file.c_str(), 05755), 0);
     Serve s(dir, tmp.path() / "serve");
     ASSERT_EQ(run_tool({"push", "--to", s.address(), file.string(), "--name", "tool"}).exit_code, 0);
-    auto mode_of = [](const fs::path& p) {
-        struct stat st {};
-        EXPECT_EQ(::stat(p.c_str(), &st), 0);
-        return static_cast<unsigned>(st.st_mode) & 07777u;
-    };
     const auto out = tmp.path() / "o";
     auto r = run_tool({"pull", "--from", s.address(), "tool", "-o", out.string()});
     ASSERT_EQ(r.exit_code, 0) << r.err;
-    EXPECT_EQ(mode_of(out), 0755u);
+    EXPECT_EQ(test::mode_of(out), 0755u);
     const auto kept = tmp.path() / "k";
     r = run_tool({"pull", "--from", s.address(), "tool", "-o", kept.string(), "--keep-setid"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
-    EXPECT_EQ(mode_of(kept), 05755u);
+    EXPECT_EQ(test::mode_of(kept), 05755u);
 }
 
 TEST(ServeCli, NoServer) {

@@ -1,5 +1,7 @@
 #include "test_support.hpp"
 
+#include <sys/stat.h>
+
 #include <cdc/corpus/datagen.hpp>
 
 #include <gtest/gtest.h>
@@ -89,6 +91,12 @@ std::string read_text(const std::filesystem::path& path) {
     std::ostringstream ss;
     ss << in.rdbuf();
     return ss.str();
+}
+
+unsigned mode_of(const std::filesystem::path& path) {
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) != 0) throw std::runtime_error("cannot stat " + path.string());
+    return static_cast<unsigned>(st.st_mode) & 07777u;
 }
 
 std::vector<nlohmann::json> read_jsonl(const std::filesystem::path& path) {

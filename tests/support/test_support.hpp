@@ -25,6 +25,8 @@ Options vector_case_options(const nlohmann::json& c);
 /// with min, avg, max and level, seed, poly, window where the name has them).
 Options compat_case_options(const nlohmann::json& c);
 std::string read_text(const std::filesystem::path& path);
+/// The permission bits (07777) of `path` itself (lstat); throws if absent.
+unsigned mode_of(const std::filesystem::path& path);
 
 /// The bytes of a test-vector input spec (testvectors/README.md), generated
 /// once per process and kept (thread-safe).

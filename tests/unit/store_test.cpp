@@ -701,24 +701,19 @@ TEST(Store, PrivateToItsOwnerUnlessItsDirectoryIsShared) {
     store::InitOptions init;
     init.pack_size = 1 << 20;
     Store s = Store::init(dir, init);
-    auto mode_of = [](const fs::path& p) {
-        struct stat st {};
-        EXPECT_EQ(::lstat(p.c_str(), &st), 0) << p;
-        return static_cast<unsigned>(st.st_mode) & 07777u;
-    };
     {
         Writer w(s);
         test::put_bytes(w, "a", test::random_bytes(300'000, 71));
         w.commit();
         for (const auto& e : fs::recursive_directory_iterator(dir))  // -wal and -shm too, while open
-            EXPECT_EQ(mode_of(e.path()) & 077u, 0u) << e.path() << " mode " << std::oct << mode_of(e.path());
+            EXPECT_EQ(test::mode_of(e.path()) & 077u, 0u) << e.path() << " mode " << std::oct << test::mode_of(e.path());
     }
-    EXPECT_EQ(mode_of(dir), 0700u);
-    EXPECT_EQ(mode_of(dir / "packs"), 0700u);
-    EXPECT_EQ(mode_of(dir / "index.db"), 0600u);
-    EXPECT_EQ(mode_of(dir / "cdc-store"), 0600u);
-    EXPECT_EQ(mode_of(dir / "lock"), 0600u);
-    EXPECT_EQ(mode_of(test::first_pack(dir)), 0600u);
+    EXPECT_EQ(test::mode_of(dir), 0700u);
+    EXPECT_EQ(test::mode_of(dir / "packs"), 0700u);
+    EXPECT_EQ(test::mode_of(dir / "index.db"), 0600u);
+    EXPECT_EQ(test::mode_of(dir / "cdc-store"), 0600u);
+    EXPECT_EQ(test::mode_of(dir / "lock"), 0600u);
+    EXPECT_EQ(test::mode_of(test::first_pack(dir)), 0600u);
     ASSERT_EQ(::chmod(dir.c_str(), 0750), 0);  // shared with the group, read-only
     {
         Writer w(s);
@@ -727,7 +722,7 @@ TEST(Store, PrivateToItsOwnerUnlessItsDirectoryIsShared) {
     }
     std::size_t shared = 0;
     for (const auto& e : fs::directory_iterator(dir / "packs"))
-        if (mode_of(e.path()) == 0640u) ++shared;
+        if (test::mode_of(e.path()) == 0640u) ++shared;
     EXPECT_GE(shared, 2u);
     ::umask(old_mask);
 }
@@ -751,9 +746,7 @@ TEST(Store, GetStripsSetIdBitsUnlessAskedToKeepThem) {
         store::GetOptions o;
         o.keep_setid = keep;
         s.get("tool", out, o);
-        struct stat st {};
-        EXPECT_EQ(::stat(out.c_str(), &st), 0);
-        return static_cast<unsigned>(st.st_mode) & 07777u;
+        return test::mode_of(out);
     };
     EXPECT_EQ(mode_after(false), 0755u);
     EXPECT_EQ(mode_after(true), 05755u);
