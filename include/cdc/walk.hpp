@@ -70,6 +70,13 @@ public:
 /// goes on. A root given with trailing slashes is reported without them.
 void walk(std::span<const std::string> roots, const WalkOptions& options, WalkVisitor& visitor);
 
+/// Opens for reading a file a walk reported. One found inside a tree
+/// (`inside_tree`) may have been swapped since it was listed (by its owner,
+/// while another user reads the tree): it is opened without blocking and
+/// must still be a regular file, and without `follow_symlinks` never
+/// through a link. IoError (the message without the path) otherwise.
+int open_walked_file(const std::string& path, bool inside_tree, bool follow_symlinks);
+
 /// A description of a file type for messages: "FIFO", "socket",
 /// "character device", "block device", "directory", "regular file".
 std::string_view file_type_name(mode_t mode) noexcept;

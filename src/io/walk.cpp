@@ -13,9 +13,31 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace cdc {
+
+int open_walked_file(const std::string& path, bool inside_tree, bool follow_symlinks) {
+    int flags = O_RDONLY | O_CLOEXEC | O_NOCTTY;
+    if (inside_tree) flags |= O_NONBLOCK | (follow_symlinks ? 0 : O_NOFOLLOW);
+    const int fd = ::open(path.c_str(), flags);
+    if (fd < 0) {
+        if (inside_tree && !follow_symlinks && errno == ELOOP)
+            throw IoError("became a symbolic link since it was listed: not read");
+        throw IoError(fmt::format("cannot open: {}", std::strerror(errno)));
+    }
+    if (inside_tree) {
+        struct stat st {};
+        if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+            const std::string what(file_type_name(st.st_mode));
+            ::close(fd);
+            throw IoError(fmt::format("became a {} since it was listed: not read", what));
+        }
+        ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    }
+    return fd;
+}
 
 std::string_view file_type_name(mode_t mode) noexcept {
     if (S_ISREG(mode)) return "regular file";

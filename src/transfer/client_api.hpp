@@ -75,6 +75,8 @@ struct PushInput {
     std::string path;   ///< "-": standard input
     std::string name;   ///< the name on the server
     std::uint64_t size = 0;  ///< for progress (0 = unknown)
+    bool inside_tree = false;  ///< found by walking a tree: opened by open_walked_file (walk.hpp)
+    bool follow_symlinks = false;  ///< the walk followed links
 };
 
 struct PushedFile {

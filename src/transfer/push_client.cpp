@@ -15,6 +15,7 @@
 
 #include <cdc/digest.hpp>
 #include <cdc/error.hpp>
+#include <cdc/walk.hpp>
 
 #include <fmt/format.h>
 
@@ -353,9 +354,10 @@ PushReport push_files(const std::function<std::unique_ptr<PushStream>()>& open_s
         const bool is_stdin = in.path == "-";
         int fd = 0;
         if (!is_stdin) {
-            fd = ::open(in.path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
-            if (fd < 0) {
-                report.errors.push_back({in.path, fmt::format("cannot open: {}", std::strerror(errno))});
+            try {
+                fd = open_walked_file(in.path, in.inside_tree, in.follow_symlinks);
+            } catch (const IoError& e) {
+                report.errors.push_back({in.path, e.what()});
                 progress.file_done(0);
                 continue;
             }

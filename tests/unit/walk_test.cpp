@@ -135,6 +135,35 @@ TEST(Walk, ExcludedDirectoriesAreNotEnteredByAnyPath) {
     EXPECT_EQ(r2.skips.at((t.tmp.path() / "to-b").string()), WalkSkip::excluded);
 }
 
+TEST(Walk, AFileOfATreeSwappedSinceItWasListedIsNotRead) {
+    // put and push open what the walk listed: inside a tree, a file whose
+    // owner swapped it for a link (to a file only the reader may read) or a
+    // FIFO (which would block the reader) is refused, not followed or waited on.
+    Tree t;
+    const std::string& d = t.root;
+    const int fd = open_walked_file(d + "/a.txt", true, false);
+    EXPECT_GE(fd, 0);
+    ::close(fd);
+    try {
+        open_walked_file(d + "/link-to-file", true, false);
+        ADD_FAILURE() << "opened through a link";
+    } catch (const IoError& e) {
+        EXPECT_NE(std::string(e.what()).find("symbolic link"), std::string::npos) << e.what();
+    }
+    try {
+        open_walked_file(d + "/fifo", true, false);  // would block without O_NONBLOCK
+        ADD_FAILURE() << "opened a FIFO";
+    } catch (const IoError& e) {
+        EXPECT_NE(std::string(e.what()).find("FIFO"), std::string::npos) << e.what();
+    }
+    // With --follow-symlinks a link inside is followed; a root given is always.
+    for (const bool inside : {true, false}) {
+        const int f = open_walked_file(d + "/link-to-file", inside, inside);
+        EXPECT_GE(f, 0);
+        ::close(f);
+    }
+}
+
 TEST(Walk, WalkInputsListsEachFileOnce) {
     Tree t;
     const WalkResult w = walk_inputs({t.root, t.root + "/b", t.root + "/a.txt"});

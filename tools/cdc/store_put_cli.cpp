@@ -51,9 +51,10 @@ int run_put(const PutArgs& a) {
         meta.name = f.name;
         struct stat st {};
         if (!is_stdin) {
-            fd = ::open(f.path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
-            if (fd < 0) {
-                errors.push_back({f.path, fmt::format("cannot open: {}", std::strerror(errno))});
+            try {
+                fd = open_walked_file(f.path, f.inside_tree, a.follow_symlinks);
+            } catch (const IoError& e) {
+                errors.push_back({f.path, e.what()});
                 continue;
             }
         }

@@ -28,14 +28,14 @@ public:
 
     void file(const std::string& path, const struct stat& st) override {
         const auto size = static_cast<std::uint64_t>(st.st_size);
-        in_.files.push_back({path, name_of(path), size});
+        in_.files.push_back({path, name_of(path), size, !tree_root_.empty()});
         in_.bytes += size;
     }
 
     // "-", a FIFO or /dev/stdin named on the command line: read as a stream.
     void stream(const std::string& path) override {
         if (path == "-" && name_.empty()) throw UsageError("standard input (-) needs --name");
-        in_.files.push_back({path, name_of(path), 0});
+        in_.files.push_back({path, name_of(path), 0, false});
     }
 
     void skipped(const std::string& path, WalkSkip why, std::string_view message) override {

@@ -16,6 +16,7 @@ struct PutInput {
     std::string path;  ///< "-" for stdin
     std::string name;
     std::uint64_t size = 0;
+    bool inside_tree = false;  ///< found by walking a tree (open it with open_walked_file)
 };
 
 struct PutInputs {

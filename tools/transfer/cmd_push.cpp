@@ -32,7 +32,7 @@ int run_push(const PushArgs& a) {
     const PutInputs in = collect_put_inputs(a.paths, a.name, a.follow_symlinks);
     auto client = make_client(a.connect);
     std::vector<transfer::PushInput> inputs;
-    for (const auto& f : in.files) inputs.push_back({f.path, f.name, f.size});
+    for (const auto& f : in.files) inputs.push_back({f.path, f.name, f.size, f.inside_tree, a.follow_symlinks});
     transfer::PushOptions o;
     o.key = key_of(a.connect);
     o.threads = a.threads;
