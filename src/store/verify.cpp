@@ -15,6 +15,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace cdc::store {
@@ -213,6 +214,12 @@ VerifyReport Store::verify(const VerifyOptions& options) const {
                                                 pending.i64(0))});
     }
     read.commit();
+    // A store holds every file put into it: others reading it is worth a note
+    // (stores made before init made them 0700; a group share is deliberate).
+    if (struct stat st {}; ::stat(impl_->dir.c_str(), &st) == 0 && (st.st_mode & 0007) != 0)
+        report.notes.push_back({fmt::format("the store is open to every user (mode {:04o}): anyone may read the files "
+                                            "put into it; chmod -R go-rwx '{}' (or o-rwx to keep a group share)",
+                                            st.st_mode & 07777, impl_->dir.string())});
     for (const auto& [id, what] : damaged) {
         std::string line = what;
         if (auto it = needed_by.find(id); it != needed_by.end()) {

@@ -714,7 +714,13 @@ TEST(Store, PrivateToItsOwnerUnlessItsDirectoryIsShared) {
     EXPECT_EQ(test::mode_of(dir / "cdc-store"), 0600u);
     EXPECT_EQ(test::mode_of(dir / "lock"), 0600u);
     EXPECT_EQ(test::mode_of(test::first_pack(dir)), 0600u);
+    EXPECT_TRUE(s.verify({}).notes.empty());
+    ASSERT_EQ(::chmod(dir.c_str(), 0755), 0);  // as stores were made before: verify says so
+    const auto open_notes = s.verify({}).notes;
+    ASSERT_EQ(open_notes.size(), 1u);
+    EXPECT_NE(open_notes[0].what.find("open to every user (mode 0755)"), std::string::npos) << open_notes[0].what;
     ASSERT_EQ(::chmod(dir.c_str(), 0750), 0);  // shared with the group, read-only
+    EXPECT_TRUE(s.verify({}).notes.empty());
     {
         Writer w(s);
         test::put_bytes(w, "b", test::random_bytes(2'500'000, 72));  // new packs
