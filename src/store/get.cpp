@@ -38,8 +38,16 @@ struct Restored {
     std::int64_t mtime_ns = 0;
 };
 
-Restored restore_to_fd(const Store::Impl& s, std::string_view name, int out_fd, const std::string& out_desc,
-                       const GetOptions& options) {
+/// What restoring reads with: the pack files and the decoding threads,
+/// made once for all the files of a tree.
+struct Readers {
+    explicit Readers(const std::filesystem::path& dir) : files(dir) {}
+    PackFiles files;
+    TaskPool pool;
+};
+
+Restored restore_to_fd(const Store::Impl& s, Readers& readers, std::string_view name, int out_fd,
+                       const std::string& out_desc, const GetOptions& options) {
     Db& db = s.db;
     Transaction read(db, false);  // one snapshot for the whole file and its metadata
     Stmt m(db, "SELECT size, digest, mode, mtime_ns FROM manifests WHERE name = ?1");
@@ -51,9 +59,8 @@ Restored restore_to_fd(const Store::Impl& s, std::string_view name, int out_fd, 
 
     // Declared in this order: the hasher goes first (it drains its queue,
     // whose callbacks give blocks back to the decoder), then the decoder
-    // (it waits for its tasks on the pool, which read the pack files).
-    PackFiles files(s.dir);
-    TaskPool pool;
+    // (it waits for its tasks on the pool, which read the pack files: both
+    // outlive it in `readers`).
     std::uint64_t written = 0;
     ProgressTicker ticker(options.progress);
     OrderedDecoder::Options blocks;
@@ -63,7 +70,7 @@ Restored restore_to_fd(const Store::Impl& s, std::string_view name, int out_fd, 
     std::unique_ptr<OrderedDecoder> decoder;
     OrderedHasher whole;
     decoder = std::make_unique<OrderedDecoder>(
-        pool, fmt::format("'{}': ", name),
+        readers.pool, fmt::format("'{}': ", name),
         [&](OrderedDecoder::Delivery& d) {
             const void* token = d.keep();
             whole.update(d.bytes, [token, &decoder] { decoder->release(token); });
@@ -76,7 +83,7 @@ Restored restore_to_fd(const Store::Impl& s, std::string_view name, int out_fd, 
         },
         blocks);
     for_each_listed_chunk(db, s.dir, name, [&](const ChunkId& id, const Location& loc, std::uint64_t) {
-        decoder->add(id, loc, files);
+        decoder->add(id, loc, readers.files);
     });
     decoder->finish();
     read.commit();
@@ -136,11 +143,38 @@ class Blocked : public std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
+/// Restores `name` as `base` in the directory `dir`: into a new temporary
+/// file beside it (never through a link), renamed over `base` only once the
+/// size and whole-file BLAKE3 matched and the metadata is applied; the
+/// temporary file does not outlive a failure. `shown`: OUT for messages.
+void restore_into(const Store::Impl& s, Readers& readers, std::string_view name, int dir, const std::string& base,
+                  const std::string& shown, const GetOptions& options) {
+    std::string tmp;
+    Fd fd;
+    for (int attempt = 0; !fd; ++attempt) {
+        tmp = std::string(".").append(base).append(".cdc-get-").append(random_suffix());
+        fd = Fd(::openat(dir, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+        if (!fd && (errno != EEXIST || attempt > 8))
+            throw StoreError(fmt::format("cannot create a temporary file beside '{}': {}", shown, std::strerror(errno)));
+    }
+    try {
+        const Restored info = restore_to_fd(s, readers, name, fd.get(), fmt::format("'{}'", shown), options);
+        apply_metadata(fd.get(), info, options, shown);
+        if (::close(fd.release()) != 0) throw StoreError(fmt::format("closing '{}': {}", shown, std::strerror(errno)));
+        if (::renameat(dir, tmp.c_str(), dir, base.c_str()) != 0)
+            throw StoreError(fmt::format("cannot rename into '{}': {}", shown, std::strerror(errno)));
+    } catch (...) {
+        ::unlinkat(dir, tmp.c_str(), 0);
+        throw;
+    }
+}
+
 }  // namespace
 
 void Store::get(std::string_view name, int fd, const GetOptions& options) const {
     SharedLockGuard guard(impl_->lock);
-    restore_to_fd(*impl_, name, fd, fmt::format("the output of '{}'", name), options);
+    Readers readers(impl_->dir);
+    restore_to_fd(*impl_, readers, name, fd, fmt::format("the output of '{}'", name), options);
 }
 
 void Store::get(std::string_view name, const std::filesystem::path& out_path, const GetOptions& options) const {
@@ -149,22 +183,11 @@ void Store::get(std::string_view name, const std::filesystem::path& out_path, co
     std::error_code ec;
     if (std::filesystem::is_directory(out, ec)) out /= std::filesystem::path(std::string(name)).filename();
     const auto parent = out.has_parent_path() ? out.parent_path() : std::filesystem::path(".");
-    std::string base(".");  // (append: g++ 12 warns falsely on "literal" + string)
-    base.append(out.filename().string()).append(".cdc-get-XXXXXX");
-    std::string tmpl = (parent / base).string();
-    Fd fd(::mkstemp(tmpl.data()));
-    if (!fd) throw StoreError(fmt::format("cannot create a temporary file beside '{}': {}", out.string(),
-                                          std::strerror(errno)));
-    try {
-        const Restored info = restore_to_fd(*impl_, name, fd.get(), fmt::format("'{}'", tmpl), options);
-        apply_metadata(fd.get(), info, options, tmpl);
-        if (::close(fd.release()) != 0) throw StoreError(fmt::format("closing '{}': {}", tmpl, std::strerror(errno)));
-        if (::rename(tmpl.c_str(), out.c_str()) != 0)
-            throw StoreError(fmt::format("cannot rename '{}' to '{}': {}", tmpl, out.string(), std::strerror(errno)));
-    } catch (...) {
-        ::unlink(tmpl.c_str());
-        throw;
-    }
+    const Fd dir(::open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!dir)
+        throw StoreError(fmt::format("cannot open the directory of '{}': {}", out.string(), std::strerror(errno)));
+    Readers readers(impl_->dir);
+    restore_into(*impl_, readers, name, dir.get(), out.filename().string(), out.string(), options);
 }
 
 TreeGetReport Store::get_tree(std::string_view prefix, const std::filesystem::path& out_dir,
@@ -200,6 +223,7 @@ TreeGetReport Store::get_tree(std::string_view prefix, const std::filesystem::pa
             options.progress(p);
         };
     ProgressTicker ticker(options.progress);
+    Readers readers(impl_->dir);
     for (const ManifestInfo& m : files) {
         ticker.tick([&](Progress& p) { fill(p, 0); });
         const std::string rel = m.name.substr(under.size());
@@ -223,28 +247,9 @@ TreeGetReport Store::get_tree(std::string_view prefix, const std::filesystem::pa
                 dir = std::move(next);
             }
             const std::string& base = parts->back();
-            std::string tmp;
-            Fd fd;
-            for (int attempt = 0; !fd; ++attempt) {
-                tmp = std::string(".").append(base).append(".cdc-get-").append(random_suffix());
-                fd = Fd(::openat(dir.get(), tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
-                if (!fd && (errno != EEXIST || attempt > 8))
-                    throw StoreError(fmt::format("cannot create a temporary file for '{}': {}", shown, std::strerror(errno)));
-            }
-            try {
-                const Restored info = restore_to_fd(*impl_, m.name, fd.get(), fmt::format("'{}'", shown), each);
-                apply_metadata(fd.get(), info, options, shown);
-                if (::close(fd.release()) != 0)
-                    throw StoreError(fmt::format("closing '{}': {}", shown, std::strerror(errno)));
-                struct stat st {};
-                if (::fstatat(dir.get(), base.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))
-                    throw Blocked("a directory of that name is in the way");
-                if (::renameat(dir.get(), tmp.c_str(), dir.get(), base.c_str()) != 0)
-                    throw StoreError(fmt::format("cannot rename into '{}': {}", shown, std::strerror(errno)));
-            } catch (...) {
-                ::unlinkat(dir.get(), tmp.c_str(), 0);
-                throw;
-            }
+            if (struct stat st {}; ::fstatat(dir.get(), base.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))
+                throw Blocked("a directory of that name is in the way");
+            restore_into(*impl_, readers, m.name, dir.get(), base, shown, each);
             ++report.files;
             report.bytes += m.size;
         } catch (const Blocked& e) {
