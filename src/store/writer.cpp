@@ -304,10 +304,15 @@ struct Writer::Impl {
         return n;
     }
 
+    /// Whether the bytes, references or full packs held call for a flush
+    /// (between files, finished manifests count too: maybe_flush).
+    bool flush_due() const {
+        return std::max(packs->unsynced_bytes(), unflushed_new) >= flush_bytes() || pending_refs >= kFlushRefs ||
+               packs->retired_count() >= kMaxRetiredPacks;
+    }
+
     void maybe_flush() {
-        if (std::max(packs->unsynced_bytes(), unflushed_new) >= flush_bytes() || pending_refs >= kFlushRefs ||
-            finished_count() >= kFlushManifests || packs->retired_count() >= kMaxRetiredPacks)
-            flush();
+        if (flush_due() || finished_count() >= kFlushManifests) flush();
     }
 
     /// A flush that failed leaves this writer's memory out of step with the
@@ -789,9 +794,7 @@ PutStats Writer::Impl::put_file(const FileMeta& meta, Source source, const Progr
     }
     ManifestState& m = manifests.back();
     auto maybe_flush_between_segments = [&] {
-        if (std::max(packs->unsynced_bytes(), unflushed_new) >= flush_bytes() || pending_refs >= kFlushRefs ||
-            packs->retired_count() >= kMaxRetiredPacks)
-            flush();
+        if (flush_due()) flush();
     };
 
     // The first segment is read here: a file that fits in it (most files of
