@@ -13,7 +13,6 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
-#include <sys/resource.h>
 
 namespace cdc::cli {
 
@@ -41,17 +40,11 @@ struct BenchPlotArgs {
 
 // N files in flight hold N descriptors: raise the soft limit when needed.
 void ensure_descriptors(std::size_t concurrency) {
-    rlimit rl{};
-    if (::getrlimit(RLIMIT_NOFILE, &rl) != 0) return;
-    const rlim_t want = static_cast<rlim_t>(concurrency) + 64;
-    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < want) {
-        rl.rlim_cur = rl.rlim_max == RLIM_INFINITY ? want : std::min(want, rl.rlim_max);
-        ::setrlimit(RLIMIT_NOFILE, &rl);
-        ::getrlimit(RLIMIT_NOFILE, &rl);
-        if (rl.rlim_cur < want)
-            throw UsageError(fmt::format("--concurrency = {} is invalid: only {} open files allowed (ulimit -n)",
-                                         concurrency, rl.rlim_cur));
-    }
+    const std::uint64_t want = std::uint64_t{concurrency} + 64;
+    const std::uint64_t have = raise_open_files_limit(want);
+    if (have != 0 && have < want)
+        throw UsageError(fmt::format("--concurrency = {} is invalid: only {} open files allowed (ulimit -n)",
+                                     concurrency, have));
 }
 
 std::string default_label(const tools::BenchSummary& s) {

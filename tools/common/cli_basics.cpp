@@ -15,13 +15,12 @@
 
 namespace cdc::cli {
 
-std::uint64_t raise_open_files_limit() {
+std::uint64_t raise_open_files_limit(std::uint64_t want) {
     rlimit rl{};
     if (::getrlimit(RLIMIT_NOFILE, &rl) != 0) return 0;
-    const rlim_t most = rlim_t{1} << 20;
-    const rlim_t want = rl.rlim_max == RLIM_INFINITY ? most : std::min(rl.rlim_max, most);
-    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < want) {
-        rl.rlim_cur = want;
+    const auto target = static_cast<rlim_t>(want);
+    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < target) {
+        rl.rlim_cur = rl.rlim_max == RLIM_INFINITY ? target : std::min(target, rl.rlim_max);
         ::setrlimit(RLIMIT_NOFILE, &rl);
         ::getrlimit(RLIMIT_NOFILE, &rl);
     }

@@ -43,9 +43,9 @@ public:
 /// flag of the command ends with "(option FLAG)".
 int report_current_exception(const std::function<std::string_view(std::string_view field)>& flag_of = {});
 
-/// Raises the soft RLIMIT_NOFILE to the hard one (at most 1 << 20) for a
-/// process that serves many readers at once; returns the soft limit now.
-std::uint64_t raise_open_files_limit();
+/// Raises the soft RLIMIT_NOFILE to `want` where it is lower, as far as the
+/// hard limit allows; returns the soft limit now.
+std::uint64_t raise_open_files_limit(std::uint64_t want);
 
 /// Flushes stdout and turns a write error (EPIPE, ENOSPC) into IoError.
 void finish_stdout();

@@ -62,7 +62,7 @@ int run_serve(const ServeArgs& a) {
 
     // Each stream reading a large file keeps up to an eighth of the soft
     // descriptor limit of pack files open: a server takes all it may have.
-    raise_open_files_limit();
+    raise_open_files_limit(std::uint64_t{1} << 20);  // the hard limit, if lower
 
     // Signals go to one thread that shuts the server down; block them
     // before gRPC starts its threads, which inherit the mask.
