@@ -41,7 +41,8 @@ namespace {
 // hard links are counted once), problems as errors and warnings.
 class InputCollector final : public WalkVisitor {
 public:
-    explicit InputCollector(WalkResult& out) : out_(out) {}
+    InputCollector(WalkResult& out, const std::vector<std::string>& roots)
+        : out_(out), roots_(roots.begin(), roots.end()) {}
 
     void file(const std::string& path, const struct stat& st) override {
         if (!seen_.emplace(st.st_dev, st.st_ino).second) {
@@ -49,7 +50,7 @@ public:
             return;
         }
         const auto size = static_cast<std::uint64_t>(st.st_size);
-        out_.files.push_back({path, size});
+        out_.files.push_back({path, size, !roots_.contains(path)});
         out_.total_bytes += size;
     }
 
@@ -81,6 +82,7 @@ public:
 
 private:
     WalkResult& out_;
+    std::set<std::string> roots_;  // a file reported under one of these was named, not found in a tree
     std::set<std::pair<dev_t, ino_t>> seen_;
 };
 
@@ -88,7 +90,7 @@ private:
 
 WalkResult walk_inputs(const std::vector<std::string>& paths, const WalkOptions& options) {
     WalkResult out;
-    InputCollector collector(out);
+    InputCollector collector(out, paths);
     walk(paths, options, collector);
     return out;
 }
@@ -321,8 +323,11 @@ private:
         const std::string name = is_stdin ? std::string("stdin") : f.path;
         int fd = 0;
         if (!is_stdin) {
-            fd = ::open(f.path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
-            if (fd < 0) throw IoError(fmt::format("cannot open '{}': {}", name, std::strerror(errno)));
+            try {
+                fd = open_walked_file(f.path, f.in_tree, shared_.options.follow_symlinks);
+            } catch (const IoError& e) {
+                throw IoError(fmt::format("'{}': {}", name, e.what()));
+            }
         }
         FileHandle handle(fd, !is_stdin);
         struct stat st {};

@@ -270,6 +270,29 @@ TEST(Analyze, ReadErrorInsideATreeIsRecordedAndSkipped) {
     expect_matches(r.algorithms[1], expected(c.files, "jc"));
 }
 
+TEST(Analyze, AFileOfATreeSwappedSinceTheWalkIsNeitherWaitedOnNorFollowed) {
+    // Between the walk and the read a file's owner may swap it for a FIFO
+    // (the run would block on it) or for a link to a file only the reader
+    // may read. Both are errors naming the file; the rest is analyzed.
+    Corpus c;
+    const auto secret = c.tmp.write("secret.bin", test::random_bytes(5000, 3));
+    const WalkResult w = walk_inputs({(c.tmp.path() / "one").string(), (c.tmp.path() / "small.bin").string()});
+    ASSERT_EQ(w.files.size(), 3u);
+    for (const auto& f : w.files) EXPECT_EQ(f.in_tree, f.path.find("small.bin") == std::string::npos) << f.path;
+    fs::remove(c.files[0]);
+    ASSERT_EQ(::mkfifo(c.files[0].c_str(), 0600), 0);
+    fs::remove(c.files[1]);
+    fs::create_symlink(secret, c.files[1]);
+    const auto r = analyze(w, options_for({"fastcdc"}, 2));
+    ASSERT_EQ(r.errors.size(), 2u);
+    EXPECT_EQ(r.errors[0].path, c.files[0].string());
+    EXPECT_NE(r.errors[0].message.find("became a FIFO"), std::string::npos) << r.errors[0].message;
+    EXPECT_EQ(r.errors[1].path, c.files[1].string());
+    EXPECT_NE(r.errors[1].message.find("symbolic link"), std::string::npos) << r.errors[1].message;
+    EXPECT_EQ(r.files, 1u);
+    EXPECT_EQ(r.bytes, 100u) << "small.bin only: the link's target is not read";
+}
+
 // Removes a directory tree by file descriptors (works past PATH_MAX).
 void remove_tree_at(int parent, const char* name) {
     const int fd = ::openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);

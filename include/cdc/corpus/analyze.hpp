@@ -50,6 +50,11 @@ namespace cdc {
 struct FileEntry {
     std::string path;
     std::uint64_t size = 0;
+    /// Found inside a directory given (not named itself): it may have been
+    /// swapped since the walk, so it is opened with open_walked_file (never
+    /// blocking on a FIFO put in its place, never through a link unless
+    /// links are followed).
+    bool in_tree = false;
 };
 
 /// A problem with one input. Errors make a file skipped (and counted);
