@@ -223,8 +223,14 @@ TEST(StoreCli, KeyFileAndFormatErrors) {
     r = run_tool({"store", "init", dir, "-a", "kfastcdc", "--key-file", bad.string()});
     EXPECT_EQ(r.exit_code, 2);
     EXPECT_NE(r.err.find("bad"), std::string::npos);
+    // A key others may read is used, with a warning (ssh's rule for a private key).
+    ::chmod(key.c_str(), 0644);
     r = run_tool({"store", "init", dir, "-a", "kfastcdc", "--key-file", key.string()});
     ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find("warning: the key file '" + key.string() + "' can be read by other users (mode 0644)"),
+              std::string::npos)
+        << r.err;
+    ::chmod(key.c_str(), 0600);
     const auto data = tmp.write("d", test::mixed_bytes(100'000, 3));
     r = run_tool({"store", "put", dir, data.string()});
     EXPECT_EQ(r.exit_code, 2);
@@ -234,6 +240,7 @@ TEST(StoreCli, KeyFileAndFormatErrors) {
     EXPECT_NE(r.err.find("wrong key"), std::string::npos) << r.err;
     r = run_tool({"store", "put", dir, data.string(), "--key-file", key.string()});
     EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.err.find("warning"), std::string::npos) << r.err;
     r = run_tool({"store", "ls", (tmp.path() / "nostore").string()});
     EXPECT_EQ(r.exit_code, 2);
     EXPECT_NE(r.err.find("not a store"), std::string::npos) << r.err;

@@ -6,11 +6,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstring>
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace cdc::cli {
@@ -19,22 +21,32 @@ namespace {
 
 constexpr std::size_t kMaxSecretFile = 4096;  // a key or token file is tiny: more is not one
 
-/// The first kMaxSecretFile + 1 bytes of `path`.
-std::string read_small_file(const std::string& path, const char* what) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) throw UsageError(fmt::format("cannot read the {} file '{}': {}", what, path, std::strerror(errno)));
-    std::string text(kMaxSecretFile + 1, '\0');
-    std::size_t got = 0;
-    for (;;) {
-        const ssize_t n = ::read(fd, text.data() + got, text.size() - got);
+/// Up to `limit` bytes of `path` (`what` names it in errors: "key file"),
+/// with a warning if others may read or change it and `secret`.
+std::string read_limited(const std::string& path, const std::string& what, std::size_t limit, bool secret) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) throw UsageError(fmt::format("cannot read the {} '{}': {}", what, path, std::strerror(errno)));
+    if (secret) warn_if_not_private(fd, path, what);
+    std::string text;
+    char buf[16384];
+    while (text.size() < limit) {
+        const ssize_t n = ::read(fd, buf, std::min(sizeof buf, limit - text.size()));
         if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) break;
-        got += static_cast<std::size_t>(n);
-        if (got == text.size()) break;
+        if (n < 0) {
+            const int e = errno;
+            ::close(fd);
+            throw UsageError(fmt::format("cannot read the {} '{}': {}", what, path, std::strerror(e)));
+        }
+        if (n == 0) break;
+        text.append(buf, static_cast<std::size_t>(n));
     }
     ::close(fd);
-    text.resize(got);
     return text;
+}
+
+/// The first kMaxSecretFile + 1 bytes of `path`.
+std::string read_small_file(const std::string& path, const char* what) {
+    return read_limited(path, fmt::format("{} file", what), kMaxSecretFile + 1, true);
 }
 
 std::string trimmed(const std::string& text) {
@@ -45,6 +57,22 @@ std::string trimmed(const std::string& text) {
 }
 
 }  // namespace
+
+std::string read_pem_file(const std::string& path, const char* what, bool secret) {
+    constexpr std::size_t kMaxPem = std::size_t{1} << 20;  // a certificate chain is a few KiB
+    std::string text = read_limited(path, what, kMaxPem + 1, secret);
+    if (text.size() > kMaxPem) throw UsageError(fmt::format("the {} '{}' is over 1 MiB: not PEM", what, path));
+    return text;
+}
+
+void warn_if_not_private(int fd, const std::string& path, const std::string& what) {
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return;  // a pipe (<(...)) has no one else to fear
+    const unsigned others = st.st_mode & (S_IRGRP | S_IWGRP | S_IROTH | S_IWOTH);
+    if (others == 0) return;
+    print_warning(fmt::format("the {} '{}' can be {} by other users (mode {:04o}): chmod 600 it", what, path,
+                              (others & (S_IRGRP | S_IROTH)) != 0 ? "read" : "changed", st.st_mode & 07777));
+}
 
 Key read_key_file(const std::string& path) {
     const std::string text = read_small_file(path, "key");

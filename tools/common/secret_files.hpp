@@ -9,12 +9,22 @@
 namespace cdc::cli {
 
 /// Reads a key file: 64 hex digits (surrounding whitespace ignored) or
-/// exactly 32 raw bytes. UsageError naming the file otherwise.
+/// exactly 32 raw bytes. UsageError naming the file otherwise; a warning if
+/// others may read or change it (warn_if_not_private), as for a token file.
 Key read_key_file(const std::string& path);
 
 /// Reads a token file: one line of printable ASCII (surrounding whitespace
 /// ignored), 16 to 4096 characters. UsageError naming the file otherwise.
 std::string read_token_file(const std::string& path);
+
+/// Warns (cdc: warning: ...) if the regular file open at `fd` can be read
+/// or written by its group or by others, as ssh does for a private key:
+/// read by the key, token and TLS private key files.
+void warn_if_not_private(int fd, const std::string& path, const std::string& what);
+
+/// Reads a PEM file (a certificate, or with `secret` a private key: then
+/// warn_if_not_private), at most 1 MiB. UsageError naming the file otherwise.
+std::string read_pem_file(const std::string& path, const char* what, bool secret);
 
 /// A token as given in the environment (CDC_TOKEN): the same rules;
 /// UsageError naming the variable.

@@ -50,8 +50,8 @@ int run_serve(const ServeArgs& a) {
     o.listen = a.listen;
     if (a.tls_cert.empty() != a.tls_key.empty()) throw UsageError("--tls-cert and --tls-key go together");
     if (!a.tls_cert.empty()) {
-        o.tls_cert_pem = read_text_file(a.tls_cert, "certificate file");
-        o.tls_key_pem = read_text_file(a.tls_key, "private key file");
+        o.tls_cert_pem = read_pem_file(a.tls_cert, "certificate file", false);
+        o.tls_key_pem = read_pem_file(a.tls_key, "private key file", true);
     }
     if (!a.token_file.empty()) o.token = read_token_file(a.token_file);
     o.max_streams = a.max_streams;

@@ -7,8 +7,6 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 namespace cdc::cli {
 
@@ -24,19 +22,11 @@ void add_connect_options(CLI::App& cmd, ConnectArgs& a, const std::string& flag,
                    "the key of a keyed store (64 hex digits or 32 bytes), to chunk like the server");
 }
 
-std::string read_text_file(const std::string& path, const char* what) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw UsageError(fmt::format("cannot read the {} '{}': {}", what, path, std::strerror(errno)));
-    std::ostringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
-
 std::unique_ptr<transfer::Client> make_client(const ConnectArgs& a) {
     transfer::ClientOptions o;
     o.address = a.address;
     o.tls = a.tls;
-    if (!a.tls_ca.empty()) o.ca_pem = read_text_file(a.tls_ca, "certificate file");
+    if (!a.tls_ca.empty()) o.ca_pem = read_pem_file(a.tls_ca, "certificate file", false);
     o.server_name = a.tls_server_name;
     if (!a.token_file.empty())
         o.token = read_token_file(a.token_file);

@@ -39,9 +39,6 @@ std::optional<Key> key_of(const ConnectArgs& args);
 /// argument: usage, 2; the rest: failure, 4) after printing it.
 int with_transfer_errors(const std::function<int()>& f);
 
-/// Reads a whole (small) file, e.g. a PEM certificate; UsageError naming it.
-std::string read_text_file(const std::string& path, const char* what);
-
 /// "12.3 MB/s" of `bytes` in `seconds`.
 std::string rate(std::uint64_t bytes, double seconds);
 
