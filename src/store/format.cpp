@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -68,7 +69,7 @@ std::uint32_t read_marker(const std::filesystem::path& dir) {
 }
 
 std::filesystem::path pack_path(const std::filesystem::path& dir, std::uint64_t pack) {
-    return dir / kPacksDir / fmt::format("{:08}.pack", pack);
+    return dir / kPacksDir / fmt::format("{:08}.pack", pack);  // (pack_name, below)
 }
 
 unsigned store_file_mode(const std::filesystem::path& dir) {
@@ -172,7 +173,7 @@ void fsync_dir(const std::filesystem::path& dir) {
 
 std::uint64_t file_size_or_zero(const std::filesystem::path& p) {
     struct stat st {};
-    if (::stat(p.c_str(), &st) != 0) return 0;
+    if (::lstat(p.c_str(), &st) != 0) return 0;
     return static_cast<std::uint64_t>(st.st_size);
 }
 
@@ -188,9 +189,76 @@ Fd& Fd::operator=(Fd&& o) noexcept {
     return *this;
 }
 
+namespace {
+
+Fd open_regular_at(int dirfd, const char* name, int flags, unsigned mode) {
+    Fd fd(::openat(dirfd, name, flags | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW | O_NONBLOCK, static_cast<mode_t>(mode)));
+    if (!fd) return fd;
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0) return Fd{};
+    if (!S_ISREG(st.st_mode)) {
+        errno = EFTYPE_STORE;
+        return Fd{};
+    }
+    ::fcntl(fd.get(), F_SETFL, ::fcntl(fd.get(), F_GETFL) & ~O_NONBLOCK);
+    return fd;
+}
+
+std::string pack_name(std::uint64_t id) { return fmt::format("{:08}.pack", id); }
+
+}  // namespace
+
+Fd open_store_file(const std::filesystem::path& p, int flags, unsigned mode) {
+    return open_regular_at(AT_FDCWD, p.c_str(), flags, mode);
+}
+
+Fd open_packs_dir(const std::filesystem::path& dir) {
+    const auto path = dir / kPacksDir;
+    Fd fd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    struct stat st {};
+    if (!fd && errno == ENOTDIR && ::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) errno = ELOOP;
+    return fd;
+}
+
+Fd open_pack(const std::filesystem::path& dir, std::uint64_t id, int flags, unsigned mode) {
+    const Fd packs = open_packs_dir(dir);
+    if (!packs) return Fd{};
+    return open_regular_at(packs.get(), pack_name(id).c_str(), flags, mode);
+}
+
+std::map<std::uint64_t, std::uint64_t> pack_files_on_disk(const std::filesystem::path& dir) {
+    std::map<std::uint64_t, std::uint64_t> out;
+    Fd packs = open_packs_dir(dir);
+    if (!packs) return out;
+    DIR* d = ::fdopendir(packs.get());
+    if (d == nullptr) return out;
+    packs.release();  // (closedir closes it)
+    while (const dirent* e = ::readdir(d)) {
+        const auto id = parse_pack_name(e->d_name);
+        if (!id) continue;
+        struct stat st {};
+        out.emplace(*id, ::fstatat(::dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0
+                             ? static_cast<std::uint64_t>(st.st_size)
+                             : 0);
+    }
+    ::closedir(d);
+    return out;
+}
+
+void remove_pack_file(const std::filesystem::path& dir, std::uint64_t id) {
+    if (const Fd packs = open_packs_dir(dir)) (void)::unlinkat(packs.get(), pack_name(id).c_str(), 0);
+}
+
+std::string open_failure(int e) {
+    if (e == ELOOP)
+        return "it or the packs directory is a symbolic link (a store's files are never followed through links)";
+    if (e == EFTYPE_STORE) return "it is not a regular file";
+    return std::strerror(e);
+}
+
 StoreLock::StoreLock(const std::filesystem::path& dir) : path_((dir / kLockName).string()) {
-    fd_ = Fd(::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, store_file_mode(dir)));
-    if (!fd_) throw StoreError(fmt::format("cannot open the store's lock file '{}': {}", path_, std::strerror(errno)));
+    fd_ = open_store_file(path_, O_RDWR | O_CREAT, store_file_mode(dir));
+    if (!fd_) throw StoreError(fmt::format("cannot open the store's lock file '{}': {}", path_, open_failure(errno)));
 }
 
 void StoreLock::lock(bool exclusive, const std::function<void()>& waiting) {

@@ -5,10 +5,12 @@
 #include <cdc/store.hpp>
 
 #include <array>
+#include <cerrno>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
@@ -76,6 +78,7 @@ void write_all(int fd, const void* data, std::size_t n, const std::string& what)
 std::size_t pread_full(int fd, void* data, std::size_t n, std::uint64_t offset, const std::string& what);
 void fsync_fd(int fd, const std::string& what, bool data_only);
 void fsync_dir(const std::filesystem::path& dir);
+/// The size of `p` itself (a link is not followed), 0 if it cannot be examined.
 std::uint64_t file_size_or_zero(const std::filesystem::path& p);
 
 /// An owned file descriptor.
@@ -99,6 +102,29 @@ public:
 private:
     int fd_ = -1;
 };
+
+/// Opens a file of the store (the lock) with `flags` (O_CLOEXEC added)
+/// never through a link and never blocking on a FIFO: a symbolic link fails
+/// with ELOOP and anything but a regular file with EFTYPE_STORE (errno), as a
+/// store shared by a group may hold what another member put there. Closed
+/// (empty) on failure, errno set; open_failure names it.
+Fd open_store_file(const std::filesystem::path& p, int flags, unsigned mode = 0);
+/// Pack `id` of the store `dir`, as open_store_file, opened relative to
+/// DIR/packs which is itself never a link (ELOOP): a link put in place of
+/// DIR/packs never sends a writer, gc or a reader to another directory.
+Fd open_pack(const std::filesystem::path& dir, std::uint64_t id, int flags, unsigned mode = 0);
+/// DIR/packs (O_DIRECTORY, never through a link), for listing and deleting
+/// packs relative to it; empty with errno set on failure.
+Fd open_packs_dir(const std::filesystem::path& dir);
+/// The pack files in DIR/packs (names NNNNNNNN.pack), with their sizes (a
+/// link's own size). Empty if DIR/packs cannot be opened.
+std::map<std::uint64_t, std::uint64_t> pack_files_on_disk(const std::filesystem::path& dir);
+/// Deletes pack `id`'s file (a link in its place: the link), if there.
+void remove_pack_file(const std::filesystem::path& dir, std::uint64_t id);
+/// errno value open_store_file sets for a special file.
+inline constexpr int EFTYPE_STORE = EINVAL;
+/// Why open_store_file or open_pack failed (errno `e`), for a message.
+std::string open_failure(int e);
 
 /// flock(2) on DIR/lock: shared for writers and readers, exclusive for gc.
 class StoreLock {

@@ -11,7 +11,6 @@
 #include <map>
 #include <set>
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -33,16 +32,6 @@ public:
 private:
     StoreLock& l_;
 };
-
-std::map<std::uint64_t, std::uint64_t> pack_files_on_disk(const std::filesystem::path& dir) {
-    std::map<std::uint64_t, std::uint64_t> out;
-    if (DIR* d = ::opendir((dir / kPacksDir).c_str())) {
-        while (const dirent* e = ::readdir(d))
-            if (const auto id = parse_pack_name(e->d_name)) out.emplace(*id, file_size_or_zero(pack_path(dir, *id)));
-        ::closedir(d);
-    }
-    return out;
-}
 
 std::uint64_t sum_values(const std::map<std::uint64_t, std::uint64_t>& m) {
     std::uint64_t s = 0;
@@ -173,7 +162,7 @@ GcReport Store::gc(const GcOptions& options) {
             }
             t.commit();
             out.release_retired();
-            for (const auto id : done_packs) ::unlink(pack_path(dir, id).c_str());
+            for (const auto id : done_packs) remove_pack_file(dir, id);
             report.packs_rewritten += done_packs.size();
             done_packs.clear();
             files.close_all();
@@ -217,12 +206,12 @@ GcReport Store::gc(const GcOptions& options) {
         while (q.step()) rows.emplace(q.i64(0), q.i64(1));
         for (const auto& [id, size] : pack_files_on_disk(dir)) {
             const auto it = rows.find(id);
-            const auto path = pack_path(dir, id);
             if (it == rows.end()) {
-                ::unlink(path.c_str());
+                remove_pack_file(dir, id);
                 if (!empty.count(id)) ++report.packs_deleted;
             } else if (size > it->second) {
-                (void)::truncate(path.c_str(), static_cast<off_t>(it->second));
+                // (through the file itself: truncate(2) would follow a link put in its place)
+                if (const Fd f = open_pack(dir, id, O_WRONLY)) (void)::ftruncate(f.get(), static_cast<off_t>(it->second));
             }
         }
         fsync_dir(dir / kPacksDir);

@@ -40,8 +40,7 @@ void PackAppender::start(Db& db) {
     }
     for (const auto& [id, listed_size] : candidates) {
         (void)listed_size;
-        const auto path = pack_path(dir_, id);
-        Fd fd(::open(path.c_str(), O_RDWR | O_CLOEXEC));
+        Fd fd = open_pack(dir_, id, O_RDWR);  // (never a link another user put there)
         if (!fd) continue;
         if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) continue;  // another writer appends to it
         // Its committed length, read now that the pack is ours.
@@ -70,10 +69,10 @@ void PackAppender::roll() {
     for (;;) {
         const std::uint64_t id = next_id_++;
         const auto path = pack_path(dir_, id);
-        Fd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, file_mode_));
+        Fd fd = open_pack(dir_, id, O_RDWR | O_CREAT | O_EXCL, file_mode_);
         if (!fd) {
             if (errno == EEXIST) continue;  // another writer's, or an orphan gc will reclaim
-            throw StoreError(fmt::format("cannot create pack '{}': {}", path.string(), std::strerror(errno)));
+            throw StoreError(fmt::format("cannot create pack '{}': {}", path.string(), open_failure(errno)));
         }
         if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0)
             throw StoreError(fmt::format("cannot lock new pack '{}': {}", path.string(), std::strerror(errno)));

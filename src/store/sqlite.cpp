@@ -5,16 +5,39 @@
 
 #include <utility>
 
+#include <sys/stat.h>
+
 namespace cdc::store::detail {
 
 namespace {
 // A writer waits this long for another process's commit (a commit is a few
 // fsyncs, so waiting long means a stuck process, not a busy one).
 constexpr int kBusyTimeoutMs = 60000;
+
+// A store's database files are never opened through a link: in a store
+// shared by a group, a member could put `index.db-wal -> /etc/passwd` there.
+// SQLite opens its -wal and -shm files with O_NOFOLLOW and the main file
+// with SQLITE_OPEN_NOFOLLOW (Store.LinksPutInASharedStoreAreNeverFollowed
+// checks both); this names such a file first, a clearer error than
+// SQLite's "unable to open database file".
+void check_db_files(const std::string& path) {
+    for (const char* suffix : {"", "-wal", "-shm", "-journal"}) {
+        const std::string p = path + suffix;
+        struct stat st {};
+        if (::lstat(p.c_str(), &st) != 0 || S_ISREG(st.st_mode)) continue;
+        throw StoreError(fmt::format(
+            "'{}' is not a regular file but a {}: refused (a store's files are never followed through links; "
+            "someone who can write to the store's directory may have put it there)",
+            p, S_ISLNK(st.st_mode) ? "symbolic link" : "special file"));
+    }
+}
+
 }  // namespace
 
 Db::Db(const std::string& path, bool create) : path_(path) {
-    const int flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0) | SQLITE_OPEN_NOMUTEX;
+    check_db_files(path);
+    const int flags =
+        SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0) | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW;
     const int rc = sqlite3_open_v2(path.c_str(), &db_, flags, nullptr);
     if (rc != SQLITE_OK) {
         const std::string msg = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);

@@ -144,11 +144,11 @@ std::size_t default_max_open_packs() { return cdc::detail::open_files_budget(8, 
 int PackFiles::fd(std::uint64_t pack) {
     if (auto it = fds_.find(pack); it != fds_.end()) return it->second.get();
     const auto path = pack_path(dir_, pack);
-    Fd f(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    Fd f = open_pack(dir_, pack, O_RDONLY);
     if (!f) {
         const int e = errno;
-        const auto text = fmt::format("pack '{}' cannot be opened: {}", path.string(), std::strerror(e));
-        if (e == ENOENT) throw DamageError(text);
+        const auto text = fmt::format("pack '{}' cannot be opened: {}", path.string(), open_failure(e));
+        if (e == ENOENT || e == ELOOP || e == EFTYPE_STORE) throw DamageError(text);
         throw StoreError(text);
     }
     const int raw = f.get();
@@ -362,7 +362,7 @@ Store Store::open(const std::filesystem::path& dir, const OpenOptions& options) 
     const std::uint32_t marker = read_marker(dir);
     auto impl = std::make_unique<Impl>();
     impl->dir = dir;
-    if (!std::filesystem::exists(dir / kDbName))
+    if (!std::filesystem::exists(std::filesystem::symlink_status(dir / kDbName)))
         throw DamageError(fmt::format("the store '{}' has no database ({} is missing)", dir.string(), kDbName));
     impl->db = Db(impl->db_path(), false);
     std::unordered_map<std::string, std::string> meta;

@@ -13,7 +13,6 @@
 #include <set>
 #include <unordered_map>
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -56,13 +55,17 @@ VerifyReport Store::verify(const VerifyOptions& options) const {
     std::uint64_t total_bytes = 0;
     for (const auto& [id, committed] : packs) {
         const auto path = pack_path(impl_->dir, id);
-        Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+        Fd fd = open_pack(impl_->dir, id, O_RDONLY);
         if (!fd) {
-            report.damage.push_back({fmt::format("pack {:08} ('{}') is missing", id, path.string())});
+            const int e = errno;
+            report.damage.push_back({e == ENOENT ? fmt::format("pack {:08} ('{}') is missing", id, path.string())
+                                                 : fmt::format("pack {:08} ('{}') cannot be read: {}", id,
+                                                               path.string(), open_failure(e))});
             bad_packs.insert(id);
             continue;
         }
-        const std::uint64_t on_disk = file_size_or_zero(path);
+        struct stat st {};
+        const std::uint64_t on_disk = ::fstat(fd.get(), &st) == 0 ? static_cast<std::uint64_t>(st.st_size) : 0;
         if (on_disk < committed)
             report.damage.push_back({fmt::format("pack {:08} is truncated: {} bytes on disk, {} committed", id, on_disk,
                                                  committed)});
@@ -77,15 +80,12 @@ VerifyReport Store::verify(const VerifyOptions& options) const {
         total_bytes += committed;
         ++report.packs;
     }
-    if (DIR* d = ::opendir((impl_->dir / kPacksDir).c_str())) {
-        while (const dirent* e = ::readdir(d)) {
-            const auto id = parse_pack_name(e->d_name);
-            if (id && !packs.count(*id))
-                report.notes.push_back({fmt::format("pack file {} is not in the index (a running writer's, or an "
-                                                    "interrupted writer's or gc's: gc deletes it)",
-                                                    e->d_name)});
-        }
-        ::closedir(d);
+    for (const auto& [id, size] : pack_files_on_disk(impl_->dir)) {
+        (void)size;
+        if (!packs.count(id))
+            report.notes.push_back({fmt::format("pack file {} is not in the index (a running writer's, or an "
+                                                "interrupted writer's or gc's: gc deletes it)",
+                                                pack_path(impl_->dir, id).filename().string())});
     }
 
     // Records, in pack order, checked by the pool.

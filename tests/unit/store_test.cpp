@@ -368,7 +368,7 @@ TEST(Store, PutUnderANewNameComparesWithAStoredFileStartingAlike) {
     int names = 0;
     const auto put = [&](const std::vector<std::uint8_t>& v) {
         Writer w(s);
-        const std::string name = "n" + std::to_string(++names);
+        const std::string name = fmt::format("n{}", ++names);
         const auto r = test::put_bytes(w, name, v);
         w.commit();
         EXPECT_EQ(s.find(name)->digest, store::chunk_id_of(std::as_bytes(std::span(v)))) << name;
@@ -688,6 +688,129 @@ TEST(Store, FilesSpanningMorePacksThanDescriptorsAreReadInTurns) {
     EXPECT_GE(r.packs_rewritten, 10u);
     EXPECT_TRUE(s.verify(test::full_check()).ok());
     EXPECT_EQ(test::get_bytes(s, "kept", tmp), kept);
+}
+
+TEST(Store, LinksPutInASharedStoreAreNeverFollowed) {
+    // In a store shared by a group, a member can put links among its files;
+    // another member (or root) using the store must never write, truncate or
+    // create what they point to: a pack continued by a writer (it was
+    // truncated to the pack's committed length, then appended to), a torn
+    // pack tail gc cuts off (truncate(2) follows links), the lock file and
+    // the database's -wal and -shm files (created and written by SQLite).
+    test::TempDir tmp;
+    const auto dir = tmp.path() / "s";
+    store::InitOptions init;
+    init.pack_size = 1 << 20;
+    Store s = Store::init(dir, init);
+    const auto a = test::random_bytes(300'000, 81);
+    {
+        Writer w(s);
+        test::put_bytes(w, "a", a);
+        w.commit();
+    }
+    const auto pack = test::first_pack(dir);
+    const std::vector<std::uint8_t> victim_bytes(2'000'000, 'V');
+    const auto victim = tmp.write("victim", victim_bytes);  // a file the other member may not write
+    const auto absent = tmp.path() / "absent";              // one they would like created
+    const auto held = tmp.path() / "pack.real";
+    fs::rename(pack, held);
+    fs::create_symlink(victim, pack);
+
+    {  // a writer does not continue a pack through the link
+        Writer w(s);
+        test::put_bytes(w, "b", test::random_bytes(200'000, 82));
+        w.commit();
+    }
+    EXPECT_EQ(test::read_bytes(victim), victim_bytes);
+    try {
+        (void)test::get_bytes(s, "a", tmp);
+        ADD_FAILURE() << "read a pack through a link";
+    } catch (const store::DamageError& e) {
+        EXPECT_NE(std::string(e.what()).find("symbolic link"), std::string::npos) << e.what();
+    }
+    const auto report = s.verify({});
+    ASSERT_FALSE(report.damage.empty());
+    EXPECT_NE(report.damage[0].what.find("symbolic link"), std::string::npos) << report.damage[0].what;
+    store::GcOptions keep_going;
+    try {
+        s.gc(keep_going);  // (may refuse to rewrite around it: what matters is the victim)
+    } catch (const store::StoreError&) {
+    }
+    EXPECT_EQ(test::read_bytes(victim), victim_bytes);
+    fs::remove(pack);
+    fs::rename(held, pack);
+    EXPECT_EQ(test::get_bytes(s, "a", tmp), a);
+
+    // DIR/packs itself a link to another store's packs: nothing there is
+    // continued, truncated or deleted (as an orphan) through it.
+    const auto other = tmp.path() / "other-packs";
+    fs::create_directories(other);
+    const auto other_pack = other / pack.filename();
+    const auto other_orphan = other / "00000099.pack";
+    fs::copy_file(victim, other_pack);
+    fs::copy_file(victim, other_orphan);
+    fs::rename(dir / "packs", tmp.path() / "packs.real");
+    fs::create_directory_symlink(other, dir / "packs");
+    try {
+        Writer w(s);
+        test::put_bytes(w, "c", test::random_bytes(200'000, 83));
+        w.commit();
+        ADD_FAILURE() << "wrote packs through a link";
+    } catch (const store::StoreError& e) {
+        EXPECT_NE(std::string(e.what()).find("symbolic link"), std::string::npos) << e.what();
+    }
+    try {
+        s.gc(keep_going);
+    } catch (const store::StoreError&) {
+    }
+    const auto linked = s.verify({});
+    ASSERT_FALSE(linked.damage.empty());
+    EXPECT_NE(linked.damage[0].what.find("symbolic link"), std::string::npos) << linked.damage[0].what;
+    EXPECT_EQ(test::read_bytes(other_pack), victim_bytes);
+    ASSERT_TRUE(fs::exists(other_orphan));
+    EXPECT_EQ(test::read_bytes(other_orphan), victim_bytes);
+    fs::remove(dir / "packs");
+    fs::rename(tmp.path() / "packs.real", dir / "packs");
+    EXPECT_EQ(test::get_bytes(s, "a", tmp), a);
+
+    // The lock file and the database's files.
+    for (const char* name : {"lock", "index.db-wal", "index.db-shm"}) {
+        fs::remove(dir / name);
+        fs::create_symlink(absent, dir / name);
+        try {
+            Store::open(dir);
+            ADD_FAILURE() << "opened a store whose " << name << " is a link";
+        } catch (const store::StoreError& e) {
+            EXPECT_NE(std::string(e.what()).find("symbolic link"), std::string::npos) << e.what();
+        }
+        EXPECT_FALSE(fs::exists(absent)) << name;
+        fs::remove(dir / name);
+    }
+    // The database itself.
+    fs::rename(dir / "index.db", tmp.path() / "index.db.real");
+    fs::create_symlink(victim, dir / "index.db");
+    try {
+        Store::open(dir);
+        ADD_FAILURE() << "opened a database through a link";
+    } catch (const store::StoreError& e) {
+        EXPECT_NE(std::string(e.what()).find("symbolic link"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(test::read_bytes(victim), victim_bytes);
+    fs::remove(dir / "index.db");
+    fs::rename(tmp.path() / "index.db.real", dir / "index.db");
+    // SQLite itself, past that check (a link put there in between): it opens
+    // the -wal (and -shm) file with O_NOFOLLOW, which the store relies on.
+    fs::create_symlink(absent, dir / "index.db-wal");
+    sqlite3* db = nullptr;
+    int rc = sqlite3_open_v2((dir / "index.db").c_str(), &db, SQLITE_OPEN_READWRITE, nullptr);
+    if (rc == SQLITE_OK) rc = sqlite3_exec(db, "PRAGMA journal_mode=WAL; SELECT count(*) FROM chunks", nullptr, nullptr, nullptr);
+    sqlite3_close(db);
+    EXPECT_NE(rc, SQLITE_OK);
+    EXPECT_FALSE(fs::exists(absent));
+    fs::remove(dir / "index.db-wal");
+    Store again = Store::open(dir);
+    EXPECT_EQ(test::get_bytes(again, "a", tmp), a);
+    EXPECT_TRUE(again.verify(test::full_check()).damage.empty());
 }
 
 TEST(Store, PrivateToItsOwnerUnlessItsDirectoryIsShared) {
