@@ -65,6 +65,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <filesystem>
 #include <functional>
 #include <memory>
@@ -434,6 +435,27 @@ public:
     /// source's IoError (nothing of this file is committed; the Writer stays
     /// usable).
     PutStats put_file(const FileMeta& meta, Source source, const ProgressFn& progress = {});
+
+    /// One file of put_files.
+    struct Input {
+        FileMeta meta;  ///< its name (open may set mode and mtime from the opened file)
+        /// Opens it: on a pool thread ahead of its turn for a small file,
+        /// else in turn. An IoError it throws skips the file (see put_files).
+        std::function<Source(FileMeta& meta)> open;
+        /// Its size when listed (a walk): a file of up to 4 MiB is read, cut
+        /// and hashed ahead, on the pool, while the ones before it are stored.
+        std::optional<std::uint64_t> size_hint;
+    };
+    /// Called on the calling thread for each input, in order, once it is
+    /// queued: its figures, or the IoError (open, read) that skipped it.
+    using InputDone =
+        std::function<void(std::size_t index, const PutStats& stats, const std::exception_ptr& io_error)>;
+    /// put_file of each input in order, the same manifests, but a tree of
+    /// small files keeps every core busy (one small file leaves most of
+    /// them idle: its cut and chunk digests are one segment's work). At
+    /// most 16 MiB is read ahead. A file's IoError goes to `done` and the
+    /// rest goes on; any other error is thrown (as put_file's).
+    void put_files(std::span<const Input> inputs, const InputDone& done, const ProgressFn& progress = {});
 
     // --- single chunks (the transfer service)
     /// Stores raw bytes as one chunk (no chunking).

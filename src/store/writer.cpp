@@ -117,6 +117,33 @@ struct Segment {
     std::vector<Digest> digests;
     std::atomic<int> hash_left{0};
     std::atomic<int> tasks_left{0};
+    bool read_ahead = false;  // one of put_files' (sized to its file), not of the four
+};
+
+// put_files reads small files ahead into segments of their own, at most
+// this many bytes of them (stored ones whose compression still runs count).
+constexpr std::size_t kAheadBytes = std::size_t{16} << 20;
+constexpr std::size_t kAheadFiles = 16;
+
+// The bytes a read-ahead segment already holds, then the rest of its source
+// (a file that grew past its segment since it was listed).
+class ContinuedReader final : public Reader {
+public:
+    ContinuedReader(std::span<const std::byte> head, Reader& rest) : head_(head), rest_(rest) {}
+    ReadResult read(std::span<std::byte> buffer) override {
+        if (pos_ < head_.size()) {
+            const std::size_t n = std::min(buffer.size(), head_.size() - pos_);
+            std::memcpy(buffer.data(), head_.data() + pos_, n);
+            pos_ += n;
+            return {n, false};
+        }
+        return rest_.read(buffer);
+    }
+
+private:
+    std::span<const std::byte> head_;
+    Reader& rest_;
+    std::size_t pos_ = 0;
 };
 
 }  // namespace
@@ -164,6 +191,10 @@ struct Writer::Impl {
     std::condition_variable free_cv;
     std::deque<Segment*> free_list;
     std::deque<Segment*> busy;
+    // put_files' read-ahead segments: all of them, and the free ones (qm).
+    std::vector<std::unique_ptr<Segment>> ahead_segments;
+    std::vector<Segment*> ahead_free;
+    std::size_t ahead_bytes = 0;  // their capacity
     bool started = false;
     // put_file's whole-file digests, one message per file (declared after
     // the segments, manifests and pool: its destructor runs queued callbacks).
@@ -250,7 +281,8 @@ struct Writer::Impl {
         if (meta.name.empty()) throw OptionError("a manifest needs a name");
         ManifestState m;
         m.meta = meta;
-        m.current.reserve(kIdsPerSegment * 32);
+        // (no reserve: a tree's small files would each hold 128 KiB, mapped
+        // and faulted in, until the flush)
         manifests.push_back(std::move(m));
     }
 
@@ -298,10 +330,8 @@ struct Writer::Impl {
 
     // ---------------------------------------------------------------- flush
 
-    std::size_t finished_count() const {
-        std::size_t n = 0;
-        for (const auto& m : manifests) n += m.finished ? 1 : 0;
-        return n;
+    std::size_t finished_count() const {  // (finished ones, then at most one open)
+        return manifests.size() - (!manifests.empty() && !manifests.back().finished ? 1 : 0);
     }
 
     /// Whether the bytes, references or full packs held call for a flush
@@ -576,12 +606,17 @@ struct Writer::Impl {
     }
 
     PutStats put_file(const FileMeta& meta, Source source, const ProgressFn& progress);
+    void put_files(std::span<const Writer::Input> inputs, const Writer::InputDone& done, const ProgressFn& progress);
+    PutStats put_read_ahead(const FileMeta& meta, Segment& seg, const ChunkId& digest);
+    PutStats end_file(const FileMeta& meta, ManifestState& m, PutStats file, std::optional<ChunkId> known = {});
+    Segment* ahead_segment(std::size_t need);
+    void release_ahead(Segment* seg);
     Segment* take_segment(TaskPool& workers);
     void recycle_locked();
     bool any_busy_done();
     void fill(Segment& seg, const Segment* prev, Reader& reader, const std::string& name);
     void submit_hashing(Segment& seg, TaskPool& workers);
-    void store_segment(Segment& seg, ManifestState& m, PutStats& file, TaskPool& workers);
+    void store_segment(Segment& seg, ManifestState& m, PutStats& file, TaskPool& workers, bool whole_hash = true);
 };
 
 Segment* Writer::Impl::take_segment(TaskPool& workers) {
@@ -603,7 +638,10 @@ void Writer::Impl::recycle_locked() {
     bool freed = false;
     for (auto it = busy.begin(); it != busy.end();) {
         if ((*it)->tasks_left.load() == 0) {
-            free_list.push_back(*it);
+            if ((*it)->read_ahead)
+                ahead_free.push_back(*it);
+            else
+                free_list.push_back(*it);
             it = busy.erase(it);
             freed = true;
         } else {
@@ -672,7 +710,9 @@ void Writer::Impl::submit_hashing(Segment& seg, TaskPool& workers) {
     });
 }
 
-void Writer::Impl::store_segment(Segment& seg, ManifestState& m, PutStats& file, TaskPool& workers) {
+// `whole_hash`: the segment's bytes go to the whole-file hasher (not when the
+// file's digest is known: the stored version's, or a read-ahead file's).
+void Writer::Impl::store_segment(Segment& seg, ManifestState& m, PutStats& file, TaskPool& workers, bool whole_hash) {
     // While the chunks are the stored version's (base_list.hpp), they are in
     // the store (a committed manifest's chunks are indexed, and gc waits for
     // this writer) and their bytes need no hashing now: the stored digest,
@@ -738,12 +778,13 @@ void Writer::Impl::store_segment(Segment& seg, ManifestState& m, PutStats& file,
         group_bytes += seg.lengths[i];
     }
     // The compression tasks and the whole-file hasher hold the segment.
-    seg.tasks_left.store(static_cast<int>(groups.size()) + (in_base ? 0 : 1));
+    const bool hashed_whole = whole_hash && !in_base;
+    seg.tasks_left.store(static_cast<int>(groups.size()) + (hashed_whole ? 1 : 0));
     {
         std::lock_guard lock(qm);
         busy.push_back(&seg);
     }
-    if (!in_base) {
+    if (hashed_whole) {
         Segment* sp = &seg;
         whole_hasher.update({seg.data.get(), seg.chunk_bytes}, [sp, &workers] {
             sp->tasks_left.fetch_sub(1);
@@ -920,6 +961,12 @@ PutStats Writer::Impl::put_file(const FileMeta& meta, Source source, const Progr
         abandon();
         throw;
     }
+    return end_file(meta, m, file);
+}
+
+// The end of a file's put: its figures, and its manifest finished (with the
+// stored version's digest when it equals it, else the one the hasher makes).
+PutStats Writer::Impl::end_file(const FileMeta& meta, ManifestState& m, PutStats file, std::optional<ChunkId> known) {
     file.stored_bytes = 0;  // counted at the next flush (compression may still run)
     file.files = 1;
     totals.bytes += file.bytes;
@@ -948,11 +995,190 @@ PutStats Writer::Impl::put_file(const FileMeta& meta, Source source, const Progr
         }
         leave_base();
     }
+    if (known) {
+        finish(known, file.bytes);
+        return file;
+    }
     // The digest arrives once the hasher is through this file; the manifest
     // (in a deque: it stays put) is written at a flush, which waits for it.
     whole_hasher.end_message([mp = &m](const Digest& d) { mp->digest = id_of(d); });
     finish(std::nullopt, file.bytes);
     return file;
+}
+
+// ---------------------------------------------------------------- put_files
+
+Segment* Writer::Impl::ahead_segment(std::size_t need) {
+    std::lock_guard lock(qm);
+    recycle_locked();
+    Segment* best = nullptr;
+    for (Segment* sg : ahead_free)
+        if (sg->capacity >= need && (!best || sg->capacity < best->capacity)) best = sg;
+    if (best) {
+        std::erase(ahead_free, best);
+        return best;
+    }
+    // A new one, within the budget: free ones too small make room first.
+    while (ahead_bytes + need > kAheadBytes && !ahead_free.empty()) {
+        Segment* old = ahead_free.back();
+        ahead_free.pop_back();
+        ahead_bytes -= old->capacity;
+        std::erase_if(ahead_segments, [&](const std::unique_ptr<Segment>& sp) { return sp.get() == old; });
+    }
+    if (ahead_bytes + need > kAheadBytes) return nullptr;
+    auto sg = std::make_unique<Segment>();
+    sg->read_ahead = true;
+    sg->capacity = need;
+    sg->data = std::make_unique_for_overwrite<std::byte[]>(need);
+    ahead_bytes += need;
+    best = sg.get();
+    ahead_segments.push_back(std::move(sg));
+    return best;
+}
+
+void Writer::Impl::release_ahead(Segment* seg) {
+    std::lock_guard lock(qm);
+    if (std::find(busy.begin(), busy.end(), seg) == busy.end()) ahead_free.push_back(seg);
+}
+
+PutStats Writer::Impl::put_read_ahead(const FileMeta& meta, Segment& seg, const ChunkId& digest) {
+    ensure_started();
+    begin(meta);
+    look_similar = false;
+    ManifestState& m = manifests.back();
+    PutStats file;
+    try {
+        store_segment(seg, m, file, tasks(), false);  // (the segment is busy until its tasks are done)
+        if (flush_due()) flush();
+    } catch (...) {
+        release_ahead(&seg);  // unless it went busy
+        abandon();
+        throw;
+    }
+    return end_file(meta, m, file, digest);
+}
+
+void Writer::Impl::put_files(std::span<const Writer::Input> inputs, const Writer::InputDone& done,
+                             const ProgressFn& progress) {
+    // Small files are read, cut and their chunks hashed on the pool, up to
+    // kAheadFiles / kAheadBytes ahead; this thread stores them in order
+    // (index lookups, manifests, compression queued) as put_file does.
+    struct Ahead {
+        FileMeta meta;
+        Source source;
+        Segment* seg = nullptr;
+        bool whole = false;  // all of the file is in `seg`, cut and hashed
+        ChunkId digest{};    // then its whole-file digest
+        std::exception_ptr io_error, other_error;
+        std::atomic<bool> ready{false};
+    };
+    TaskPool& workers = tasks();
+    const std::size_t slack = finder->profile().max_size + 1;  // (the end of input is seen in the segment)
+    std::deque<std::unique_ptr<Ahead>> ahead;  // inputs[i], [i + 1], ... in order
+    std::size_t next = 0;                      // the first input not read ahead
+    auto small = [&](std::size_t j) { return inputs[j].size_hint && *inputs[j].size_hint <= kReadSize; };
+    auto read_ahead = [&](std::size_t i) {
+        next = std::max(next, i);
+        while (next < inputs.size() && next - i < kAheadFiles && small(next)) {
+            const std::size_t need = (static_cast<std::size_t>(*inputs[next].size_hint) + slack + 65535) & ~std::size_t{65535};
+            Segment* seg = ahead_segment(need);
+            if (!seg) break;
+            auto a = std::make_unique<Ahead>();
+            a->meta = inputs[next].meta;
+            a->seg = seg;
+            Ahead* ap = a.get();
+            const Writer::Input* in = &inputs[next];
+            ahead.push_back(std::move(a));
+            ++next;
+            workers.submit([this, ap, in, &workers] {
+                try {
+                    ap->source = in->open ? in->open(ap->meta) : Source{};
+                    std::unique_ptr<Reader> own;
+                    Reader* reader = ap->source.reader_ptr();
+                    if (ap->source.is_memory()) {
+                        own = std::make_unique<SpanReader>(ap->source.memory_bytes());
+                        reader = own.get();
+                    }
+                    fill(*ap->seg, nullptr, *reader, ap->meta.name);
+                    ap->whole = ap->seg->eof && ap->seg->chunk_bytes == ap->seg->size;
+                    if (ap->whole) {
+                        // Its digest too, here (no hand-over to the hasher
+                        // thread per file): a file of one chunk is its id.
+                        Segment& sg = *ap->seg;
+                        hash_range(sg, 0, sg.lengths.size(), 0);
+                        ap->digest = sg.lengths.size() == 1 ? id_of(sg.digests[0])
+                                                            : chunk_id_of({sg.data.get(), sg.size});
+                    }
+                } catch (const IoError&) {
+                    ap->io_error = std::current_exception();
+                } catch (...) {
+                    ap->other_error = std::current_exception();
+                }
+                ap->ready.store(true);
+                workers.notify();
+            });
+        }
+    };
+    ProgressTicker ticker(progress);
+    try {
+        for (std::size_t i = 0; i < inputs.size(); ++i) {
+            read_ahead(i);
+            PutStats stats;
+            std::exception_ptr io_error;
+            if (!ahead.empty()) {  // inputs[i], read ahead
+                Ahead& a = *ahead.front();
+                workers.wait([&] { return a.ready.load(); });
+                if (a.other_error) std::rethrow_exception(a.other_error);
+                Segment* seg = std::exchange(a.seg, nullptr);
+                if (a.io_error) {
+                    io_error = a.io_error;
+                    release_ahead(seg);
+                } else if (a.whole) {
+                    stats = put_read_ahead(a.meta, *seg, a.digest);
+                } else {
+                    // Grown past its segment since it was listed: put whole,
+                    // from the bytes read so far on.
+                    try {
+                        if (a.source.is_memory()) {
+                            stats = put_file(a.meta, a.source, progress);
+                        } else {
+                            ContinuedReader r({seg->data.get(), seg->size}, *a.source.reader_ptr());
+                            stats = put_file(a.meta, Source::reader(r), progress);
+                        }
+                    } catch (const IoError&) {
+                        io_error = std::current_exception();
+                    } catch (...) {
+                        release_ahead(seg);
+                        throw;
+                    }
+                    release_ahead(seg);
+                }
+                ahead.pop_front();
+            } else {  // opened and put in turn (a large file, a stream)
+                FileMeta meta = inputs[i].meta;
+                try {
+                    Source source = inputs[i].open ? inputs[i].open(meta) : Source{};
+                    stats = put_file(meta, std::move(source), progress);
+                } catch (const IoError&) {
+                    io_error = std::current_exception();
+                }
+            }
+            done(i, stats, io_error);
+            ticker.tick([&](Progress& p) {
+                p.files_done = i + 1;
+                p.files_total = inputs.size();
+            });
+        }
+    } catch (...) {
+        // The read-ahead tasks use `ahead` and its inputs: let them end first.
+        try {
+            workers.drain();
+        } catch (...) {
+        }
+        for (auto& a : ahead)
+            if (a->seg) release_ahead(a->seg);
+        throw;
+    }
 }
 
 // ---------------------------------------------------------------- Writer
@@ -965,6 +1191,10 @@ Writer::~Writer() = default;
 PutStats Writer::put_file(const FileMeta& meta, Source source, const ProgressFn& progress) {
     impl_->check_usable();
     return impl_->put_file(meta, std::move(source), progress);
+}
+void Writer::put_files(std::span<const Input> inputs, const InputDone& done, const ProgressFn& progress) {
+    impl_->check_usable();
+    impl_->put_files(inputs, done, progress);
 }
 ChunkPut Writer::put_chunk(std::span<const std::byte> raw) {
     impl_->check_usable();

@@ -690,6 +690,101 @@ TEST(Store, FilesSpanningMorePacksThanDescriptorsAreReadInTurns) {
     EXPECT_EQ(test::get_bytes(s, "kept", tmp), kept);
 }
 
+TEST(Store, PutFilesStoresWhatPutFileStores) {
+    // put_files reads small files ahead on the pool; the store must end up
+    // as a put_file of each in turn leaves it: same manifests, digests and
+    // chunks, every IoError reported for its file in order and the rest put.
+    // Inputs: small files (empty, one chunk, several, copies), a large one,
+    // one grown past its listed size, one that fails to open, one in memory.
+    test::TempDir tmp;
+    struct File {
+        std::string name;
+        std::vector<std::uint8_t> bytes;
+        std::uint64_t hint;
+        bool fails = false;
+        bool memory = false;
+    };
+    std::vector<File> files;
+    for (int i = 0; i < 40; ++i) {
+        const std::size_t n = i == 0 ? 0 : i == 1 ? 100 : static_cast<std::size_t>(i) * 7919;
+        auto b = test::mixed_bytes(n, 900 + static_cast<std::uint64_t>(i % 13));  // (repeats: dedup)
+        files.push_back({fmt::format("small/{:02}", i), b, b.size()});
+    }
+    const auto big = test::mixed_bytes(6'000'000, 950);
+    files.insert(files.begin() + 10, File{"big", big, big.size()});
+    const auto grown = test::mixed_bytes(5'000'000, 951);
+    files.insert(files.begin() + 20, File{"grown", grown, 1000});
+    files.insert(files.begin() + 25, File{"vanished", {}, 10, true});
+    files.insert(files.begin() + 30, File{"memory", test::mixed_bytes(50'000, 952), 50'000, false, true});
+    for (const auto& f : files)
+        if (!f.fails && !f.memory) tmp.write("in/" + f.name, f.bytes);
+
+    store::InitOptions init;
+    Store a = Store::init(tmp.path() / "a", init);
+    Store b = Store::init(tmp.path() / "b", init);
+    std::vector<Writer::Input> inputs;
+    for (const auto& f : files) {
+        Writer::Input in;
+        in.meta.name = f.name;
+        in.size_hint = f.hint;
+        const auto path = tmp.path() / "in" / f.name;
+        in.open = [&f, path](store::FileMeta& meta) {
+            meta.mode = 0600;
+            if (f.fails) throw IoError("cannot open: gone");
+            if (f.memory) return MemorySource(std::span<const std::uint8_t>(f.bytes));
+            return FileSource(path);
+        };
+        inputs.push_back(std::move(in));
+    }
+    std::vector<std::size_t> order;
+    std::uint64_t new_bytes_a = 0;
+    {
+        Writer w(a);
+        w.put_files(inputs, [&](std::size_t i, const store::PutStats& st, const std::exception_ptr& err) {
+            order.push_back(i);
+            EXPECT_EQ(err != nullptr, files[i].fails) << files[i].name;
+            if (!err) {
+                EXPECT_EQ(st.bytes, files[i].bytes.size()) << files[i].name;
+            }
+            new_bytes_a += st.new_bytes;
+        });
+        w.commit();
+    }
+    std::vector<std::size_t> expected(files.size());
+    for (std::size_t i = 0; i < expected.size(); ++i) expected[i] = i;
+    EXPECT_EQ(order, expected);
+    std::uint64_t new_bytes_b = 0;
+    {
+        Writer w(b);
+        for (std::size_t i = 0; i < files.size(); ++i) {
+            if (files[i].fails) continue;
+            store::FileMeta meta;
+            meta.name = files[i].name;
+            meta.mode = 0600;
+            new_bytes_b += w.put_file(meta, MemorySource(std::span<const std::uint8_t>(files[i].bytes))).new_bytes;
+        }
+        w.commit();
+    }
+    EXPECT_EQ(new_bytes_a, new_bytes_b);
+    for (const auto& f : files) {
+        const auto ma = a.find(f.name);
+        if (f.fails) {
+            EXPECT_FALSE(ma.has_value());
+            continue;
+        }
+        const auto mb = b.find(f.name);
+        ASSERT_TRUE(ma && mb) << f.name;
+        EXPECT_EQ(ma->digest, store::chunk_id_of(std::as_bytes(std::span(f.bytes)))) << f.name;
+        EXPECT_EQ(ma->digest, mb->digest) << f.name;
+        EXPECT_EQ(ma->chunks, mb->chunks) << f.name;
+        EXPECT_EQ(ma->size, f.bytes.size()) << f.name;
+        EXPECT_EQ(ma->mode, 0600u) << f.name;
+        EXPECT_EQ(test::get_bytes(a, f.name, tmp), f.bytes) << f.name;
+    }
+    EXPECT_EQ(a.stats().chunks, b.stats().chunks);
+    EXPECT_TRUE(a.verify(test::full_check()).damage.empty());
+}
+
 TEST(Store, LinksPutInASharedStoreAreNeverFollowed) {
     // In a store shared by a group, a member can put links among its files;
     // another member (or root) using the store must never write, truncate or

@@ -43,67 +43,82 @@ int run_put(const PutArgs& a) {
     store::PutStats total;
     nlohmann::json files = nlohmann::json::array();
     std::vector<InputIssue> errors = std::move(in.errors);
-    std::uint64_t done_files = 0;
-    for (const auto& f : in.files) {
-        const bool is_stdin = f.path == "-";
-        int fd = 0;
-        store::FileMeta meta;
-        meta.name = f.name;
-        struct stat st {};
-        if (!is_stdin) {
-            try {
-                fd = open_walked_file(f.path, f.inside_tree, a.follow_symlinks);
-            } catch (const IoError& e) {
-                errors.push_back({f.path, e.what()});
-                continue;
-            }
-        }
-        if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
-            meta.mode = static_cast<std::uint32_t>(st.st_mode & 07777);
-            meta.mtime_ns = mtime_ns(st);
-            ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-        } else {
+    // Each input opened when its turn comes, or ahead of it on a pool thread
+    // (a small file: read, cut and hashed while the ones before it are
+    // stored); closed once it is done.
+    std::vector<int> fds(in.files.size(), -1);
+    std::vector<store::Writer::Input> inputs(in.files.size());
+    for (std::size_t i = 0; i < in.files.size(); ++i) {
+        const PutInput& f = in.files[i];
+        inputs[i].meta.name = f.name;
+        if (!f.stream) inputs[i].size_hint = f.size;
+        inputs[i].open = [&, i](store::FileMeta& meta) {
+            const PutInput& file = in.files[i];
             meta.mode = 0644;
             meta.mtime_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                                 std::chrono::system_clock::now().time_since_epoch())
                                 .count();
-        }
-        const std::uint64_t base = total.bytes;
-        const std::uint64_t base_new = total.new_bytes;
-        store::ProgressFn progress;
-        if (line.enabled())
-            progress = [&](const store::Progress& p) {
-                const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-                const std::uint64_t doneb = base + p.bytes_done;
-                line.draw(fmt::format("put: {} / {}  {:.0f} MB/s  new {}  {}/{} files", mb(doneb), mb(in.bytes),
-                                      secs > 0 ? static_cast<double>(doneb) / secs / 1e6 : 0.0,
-                                      mb(base_new + p.new_bytes), done_files, in.files.size()));
-            };
-        try {
-            const auto r = w.put_file(meta, FileSource(fd, is_stdin ? std::string("stdin") : f.path), progress);
-            total.files += r.files;
-            total.bytes += r.bytes;
-            total.chunks += r.chunks;
-            total.new_chunks += r.new_chunks;
-            total.new_bytes += r.new_bytes;
-            total.unchanged_files += r.unchanged_files;
-            total.identical_files += r.identical_files;
-            if (a.json) {
-                nlohmann::json j = {{"size", r.bytes},
-                                    {"chunks", r.chunks},
-                                    {"new_chunks", r.new_chunks},
-                                    {"new_bytes", r.new_bytes},
-                                    {"unchanged", r.unchanged_files != 0},
-                                    {"identical", r.identical_files != 0}};
-                tools::put_name(j, "name", f.name);  // "name_bytes" / "path_bytes" when not UTF-8
-                tools::put_name(j, "path", f.path);
-                files.push_back(std::move(j));
+            if (file.path == "-") return FileSource(STDIN_FILENO, "stdin");
+            const int fd = open_walked_file(file.path, file.inside_tree, a.follow_symlinks);  // IoError: skipped
+            fds[i] = fd;
+            struct stat st {};
+            if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+                meta.mode = static_cast<std::uint32_t>(st.st_mode & 07777);
+                meta.mtime_ns = mtime_ns(st);
+                ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
             }
-        } catch (const IoError& e) {
-            errors.push_back({f.path, e.what()});
-        }
-        if (!is_stdin) ::close(fd);
+            return FileSource(fd, file.path);
+        };
+    }
+    auto close_input = [&](std::size_t i) {
+        if (fds[i] >= 0) ::close(std::exchange(fds[i], -1));
+    };
+    std::uint64_t done_files = 0;
+    store::ProgressFn progress;
+    if (line.enabled())
+        progress = [&](const store::Progress& p) {
+            const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+            const std::uint64_t doneb = total.bytes + p.bytes_done;
+            line.draw(fmt::format("put: {} / {}  {:.0f} MB/s  new {}  {}/{} files", mb(doneb), mb(in.bytes),
+                                  secs > 0 ? static_cast<double>(doneb) / secs / 1e6 : 0.0,
+                                  mb(total.new_bytes + p.new_bytes), done_files, in.files.size()));
+        };
+    auto done = [&](std::size_t i, const store::PutStats& r, const std::exception_ptr& io_error) {
+        close_input(i);
         ++done_files;
+        const PutInput& f = in.files[i];
+        if (io_error) {
+            try {
+                std::rethrow_exception(io_error);
+            } catch (const IoError& e) {
+                errors.push_back({f.path, e.what()});
+            }
+            return;
+        }
+        total.files += r.files;
+        total.bytes += r.bytes;
+        total.chunks += r.chunks;
+        total.new_chunks += r.new_chunks;
+        total.new_bytes += r.new_bytes;
+        total.unchanged_files += r.unchanged_files;
+        total.identical_files += r.identical_files;
+        if (a.json) {
+            nlohmann::json j = {{"size", r.bytes},
+                                {"chunks", r.chunks},
+                                {"new_chunks", r.new_chunks},
+                                {"new_bytes", r.new_bytes},
+                                {"unchanged", r.unchanged_files != 0},
+                                {"identical", r.identical_files != 0}};
+            tools::put_name(j, "name", f.name);  // "name_bytes" / "path_bytes" when not UTF-8
+            tools::put_name(j, "path", f.path);
+            files.push_back(std::move(j));
+        }
+    };
+    try {
+        w.put_files(inputs, done, progress);
+    } catch (...) {
+        for (std::size_t i = 0; i < fds.size(); ++i) close_input(i);
+        throw;
     }
     w.commit();
     total.stored_bytes = w.stats().stored_bytes;

@@ -35,7 +35,7 @@ public:
     // "-", a FIFO or /dev/stdin named on the command line: read as a stream.
     void stream(const std::string& path) override {
         if (path == "-" && name_.empty()) throw UsageError("standard input (-) needs --name");
-        in_.files.push_back({path, name_of(path), 0, false});
+        in_.files.push_back({path, name_of(path), 0, false, true});
     }
 
     void skipped(const std::string& path, WalkSkip why, std::string_view message) override {

@@ -17,6 +17,7 @@ struct PutInput {
     std::string name;
     std::uint64_t size = 0;
     bool inside_tree = false;  ///< found by walking a tree (open it with open_walked_file)
+    bool stream = false;       ///< stdin, or a FIFO named: read as a stream, size unknown
 };
 
 struct PutInputs {
