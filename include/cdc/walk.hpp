@@ -75,7 +75,8 @@ void walk(std::span<const std::string> roots, const WalkOptions& options, WalkVi
 /// while another user reads the tree): it is opened without blocking and
 /// must still be a regular file, and without `follow_symlinks` never
 /// through a link. IoError (the message without the path) otherwise.
-int open_walked_file(const std::string& path, bool inside_tree, bool follow_symlinks);
+/// `st`, if given, receives the opened file's fstat.
+int open_walked_file(const std::string& path, bool inside_tree, bool follow_symlinks, struct stat* st = nullptr);
 
 /// A description of a file type for messages: "FIFO", "socket",
 /// "character device", "block device", "directory", "regular file".

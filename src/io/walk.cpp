@@ -18,7 +18,7 @@
 
 namespace cdc {
 
-int open_walked_file(const std::string& path, bool inside_tree, bool follow_symlinks) {
+int open_walked_file(const std::string& path, bool inside_tree, bool follow_symlinks, struct stat* st_out) {
     int flags = O_RDONLY | O_CLOEXEC | O_NOCTTY;
     if (inside_tree) flags |= O_NONBLOCK | (follow_symlinks ? 0 : O_NOFOLLOW);
     const int fd = ::open(path.c_str(), flags);
@@ -27,14 +27,23 @@ int open_walked_file(const std::string& path, bool inside_tree, bool follow_syml
             throw IoError("became a symbolic link since it was listed: not read");
         throw IoError(fmt::format("cannot open: {}", std::strerror(errno)));
     }
+    struct stat st {};
+    const bool examined = ::fstat(fd, &st) == 0;
     if (inside_tree) {
-        struct stat st {};
-        if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        if (!examined || !S_ISREG(st.st_mode)) {
             const std::string what(file_type_name(st.st_mode));
             ::close(fd);
             throw IoError(fmt::format("became a {} since it was listed: not read", what));
         }
-        ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+        ::fcntl(fd, F_SETFL, 0);  // O_NONBLOCK off (the only status flag it was opened with)
+    }
+    if (st_out) {
+        if (!examined) {
+            const int e = errno;
+            ::close(fd);
+            throw IoError(fmt::format("cannot examine: {}", std::strerror(e)));
+        }
+        *st_out = st;
     }
     return fd;
 }

@@ -57,6 +57,7 @@ constexpr std::size_t kSinglesBatch = std::size_t{1} << 20;
 // ids saves SQLite's per-statement bind/step/reset, which cost more than the
 // B-tree seek itself when each chunk had a statement of its own.
 constexpr int kLookupBatch = 64;
+constexpr auto kLookupSnapshotAge = std::chrono::milliseconds(100);
 
 std::string lookup_sql() {
     std::string sql = "SELECT id FROM chunks WHERE id IN (?1";
@@ -174,6 +175,15 @@ struct Writer::Impl {
     int level;
     Stmt has_chunk;
     Stmt has_chunks;  // lookup_sql()
+    // One read transaction for the lookups of many segments and files (a
+    // BEGIN and COMMIT per file, with their shared-memory locks, cost a tree
+    // of small files more than its lookups): ended by a flush, at the end of
+    // put_file / put_files, and renewed after kLookupSnapshotAge, so that it
+    // never holds other writers' commits out of a checkpoint for long. Its
+    // snapshot may miss chunks another writer indexed since: those are
+    // stored again (garbage gc reclaims), as with two concurrent puts.
+    std::unique_ptr<Transaction> lookups;
+    std::chrono::steady_clock::time_point lookups_since;
     std::vector<ChunkId> lookup_ask;  // store_segment's, kept to reuse their memory
     std::unordered_set<ChunkId, IdHash> lookup_found;
     std::unordered_map<ChunkId, std::uint32_t, IdHash> session;  // put by this writer, not yet indexed
@@ -230,7 +240,22 @@ struct Writer::Impl {
         packs = std::make_unique<PackAppender>(s.dir, s.info.pack_size);
     }
 
+    void begin_lookups() {
+        const auto now = std::chrono::steady_clock::now();
+        if (lookups && now - lookups_since > kLookupSnapshotAge) end_lookups();
+        if (lookups) return;
+        lookups = std::make_unique<Transaction>(db, false);
+        lookups_since = now;
+    }
+
+    void end_lookups() {
+        if (!lookups) return;
+        const std::unique_ptr<Transaction> t = std::move(lookups);
+        t->commit();
+    }
+
     ~Impl() {
+        lookups.reset();  // (a read transaction: rolled back)
         if (pool) {
             try {
                 pool->drain();
@@ -381,6 +406,7 @@ struct Writer::Impl {
             packs->release_retired();  // no length to commit
             return;
         }
+        end_lookups();
         Transaction t(db, true);
         {
             Stmt ins(db, "INSERT OR IGNORE INTO chunks(id, pack, offset, raw_size, stored_size) VALUES(?1,?2,?3,?4,?5)");
@@ -559,6 +585,7 @@ struct Writer::Impl {
     std::uint64_t add_chunks(std::span<const ChunkId> ids) {
         ManifestState& m = open_manifest("add_chunks");
         std::uint64_t sum = 0;
+        end_lookups();
         Transaction read(db, false);  // one snapshot for the lookups
         for (const ChunkId& id : ids) {
             const auto size = known(id);
@@ -742,9 +769,8 @@ void Writer::Impl::store_segment(Segment& seg, ManifestState& m, PutStats& file,
             const ChunkId id = id_of(d);
             if (!session.contains(id)) ask.push_back(id);
         }
-        Transaction read(db, false);
+        begin_lookups();
         indexed(ask, found);
-        read.commit();
         for (std::size_t i = 0; i < seg.lengths.size(); ++i) {
             const ChunkId id = id_of(seg.digests[i]);
             add_ref(m, id, seg.lengths[i]);
@@ -1190,11 +1216,25 @@ Writer::~Writer() = default;
 
 PutStats Writer::put_file(const FileMeta& meta, Source source, const ProgressFn& progress) {
     impl_->check_usable();
-    return impl_->put_file(meta, std::move(source), progress);
+    PutStats r;
+    try {
+        r = impl_->put_file(meta, std::move(source), progress);
+    } catch (...) {
+        impl_->lookups.reset();
+        throw;
+    }
+    impl_->end_lookups();  // (a caller may wait long before the next put)
+    return r;
 }
 void Writer::put_files(std::span<const Input> inputs, const InputDone& done, const ProgressFn& progress) {
     impl_->check_usable();
-    impl_->put_files(inputs, done, progress);
+    try {
+        impl_->put_files(inputs, done, progress);
+    } catch (...) {
+        impl_->lookups.reset();
+        throw;
+    }
+    impl_->end_lookups();
 }
 ChunkPut Writer::put_chunk(std::span<const std::byte> raw) {
     impl_->check_usable();

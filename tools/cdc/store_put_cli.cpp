@@ -59,13 +59,13 @@ int run_put(const PutArgs& a) {
                                 std::chrono::system_clock::now().time_since_epoch())
                                 .count();
             if (file.path == "-") return FileSource(STDIN_FILENO, "stdin");
-            const int fd = open_walked_file(file.path, file.inside_tree, a.follow_symlinks);  // IoError: skipped
-            fds[i] = fd;
             struct stat st {};
-            if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+            const int fd = open_walked_file(file.path, file.inside_tree, a.follow_symlinks, &st);  // IoError: skipped
+            fds[i] = fd;
+            if (S_ISREG(st.st_mode)) {
                 meta.mode = static_cast<std::uint32_t>(st.st_mode & 07777);
                 meta.mtime_ns = mtime_ns(st);
-                ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+                if (st.st_size > (std::int64_t{4} << 20)) ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);  // (a read-ahead hint for what spans reads)
             }
             return FileSource(fd, file.path);
         };
