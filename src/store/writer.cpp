@@ -126,27 +126,6 @@ struct Segment {
 constexpr std::size_t kAheadBytes = std::size_t{16} << 20;
 constexpr std::size_t kAheadFiles = 16;
 
-// The bytes a read-ahead segment already holds, then the rest of its source
-// (a file that grew past its segment since it was listed).
-class ContinuedReader final : public Reader {
-public:
-    ContinuedReader(std::span<const std::byte> head, Reader& rest) : head_(head), rest_(rest) {}
-    ReadResult read(std::span<std::byte> buffer) override {
-        if (pos_ < head_.size()) {
-            const std::size_t n = std::min(buffer.size(), head_.size() - pos_);
-            std::memcpy(buffer.data(), head_.data() + pos_, n);
-            pos_ += n;
-            return {n, false};
-        }
-        return rest_.read(buffer);
-    }
-
-private:
-    std::span<const std::byte> head_;
-    Reader& rest_;
-    std::size_t pos_ = 0;
-};
-
 }  // namespace
 
 struct Writer::Impl {
@@ -632,12 +611,19 @@ struct Writer::Impl {
         });
     }
 
-    PutStats put_file(const FileMeta& meta, Source source, const ProgressFn& progress);
+    PutStats put_file(const FileMeta& meta, Source source, const ProgressFn& progress, Segment* first_read = nullptr,
+                      bool first_hashed = false);
     void put_files(std::span<const Writer::Input> inputs, const Writer::InputDone& done, const ProgressFn& progress);
     PutStats put_read_ahead(const FileMeta& meta, Segment& seg, const ChunkId& digest);
     PutStats end_file(const FileMeta& meta, ManifestState& m, PutStats file, std::optional<ChunkId> known = {});
     Segment* ahead_segment(std::size_t need);
     void release_ahead(Segment* seg);
+    void give_back_locked(Segment* seg) {
+        if (seg->read_ahead)
+            ahead_free.push_back(seg);
+        else
+            free_list.push_back(seg);
+    }
     Segment* take_segment(TaskPool& workers);
     void recycle_locked();
     bool any_busy_done();
@@ -665,10 +651,7 @@ void Writer::Impl::recycle_locked() {
     bool freed = false;
     for (auto it = busy.begin(); it != busy.end();) {
         if ((*it)->tasks_left.load() == 0) {
-            if ((*it)->read_ahead)
-                ahead_free.push_back(*it);
-            else
-                free_list.push_back(*it);
+            give_back_locked(*it);
             it = busy.erase(it);
             freed = true;
         } else {
@@ -836,7 +819,10 @@ void Writer::Impl::store_segment(Segment& seg, ManifestState& m, PutStats& file,
     }
 }
 
-PutStats Writer::Impl::put_file(const FileMeta& meta, Source source, const ProgressFn& progress) {
+// `first_read`: the file's first segment, filled and cut already from
+// `source` (put_files read it ahead; `first_hashed`: its chunks' digests too).
+PutStats Writer::Impl::put_file(const FileMeta& meta, Source source, const ProgressFn& progress, Segment* first_read,
+                                bool first_hashed) {
     ensure_started();
     begin(meta);
     look_similar = false;
@@ -881,24 +867,30 @@ PutStats Writer::Impl::put_file(const FileMeta& meta, Source source, const Progr
         if (reader_thread.joinable()) reader_thread.join();
     };
     try {
-        Segment* first = take_segment(workers);
-        try {
-            fill(*first, nullptr, *reader, meta.name);
-        } catch (...) {
-            std::lock_guard lock(qm);
-            free_list.push_back(first);
-            throw;
+        Segment* first = first_read;
+        if (!first) {
+            first = take_segment(workers);
+            try {
+                fill(*first, nullptr, *reader, meta.name);
+            } catch (...) {
+                std::lock_guard lock(qm);
+                free_list.push_back(first);
+                throw;
+            }
         }
         if (first->eof && first->chunk_bytes == first->size) {
-            hash_range(*first, 0, first->lengths.size(), 0);
+            if (!first_hashed) hash_range(*first, 0, first->lengths.size(), 0);
             store_segment(*first, m, file, workers);
             maybe_flush_between_segments();
         } else {
             // A larger file: the reader thread reads and cuts the next
             // segments while the pool hashes and this thread stores.
+            ready.push_back(first);  // (given back if what follows throws)
             open_base(meta.name, size_hint(source));
-            submit_hashing(*first, workers);
-            ready.push_back(first);
+            if (first_hashed)
+                first->hash_left.store(0);
+            else
+                submit_hashing(*first, workers);
             reader_thread = std::thread([&, first] {
                 const Segment* prev = first;
                 try {
@@ -981,7 +973,7 @@ PutStats Writer::Impl::put_file(const FileMeta& meta, Source source, const Progr
         {
             // Segments cut but not stored go back to the free list.
             std::lock_guard lock(qm);
-            for (Segment* r : ready) free_list.push_back(r);
+            for (Segment* r : ready) give_back_locked(r);
             recycle_locked();
         }
         abandon();
@@ -1102,11 +1094,13 @@ void Writer::Impl::put_files(std::span<const Writer::Input> inputs, const Writer
     const std::size_t slack = finder->profile().max_size + 1;  // (the end of input is seen in the segment)
     std::deque<std::unique_ptr<Ahead>> ahead;  // inputs[i], [i + 1], ... in order
     std::size_t next = 0;                      // the first input not read ahead
-    auto small = [&](std::size_t j) { return inputs[j].size_hint && *inputs[j].size_hint <= kReadSize; };
+    // A file of known size is read ahead: whole if it fits in a segment,
+    // else its first segment (put_file reads on from there in its turn).
     auto read_ahead = [&](std::size_t i) {
         next = std::max(next, i);
-        while (next < inputs.size() && next - i < kAheadFiles && small(next)) {
-            const std::size_t need = (static_cast<std::size_t>(*inputs[next].size_hint) + slack + 65535) & ~std::size_t{65535};
+        while (next < inputs.size() && next - i < kAheadFiles && inputs[next].size_hint) {
+            const std::size_t listed = static_cast<std::size_t>(std::min<std::uint64_t>(*inputs[next].size_hint, kReadSize));
+            const std::size_t need = (listed + slack + 65535) & ~std::size_t{65535};
             Segment* seg = ahead_segment(need);
             if (!seg) break;
             auto a = std::make_unique<Ahead>();
@@ -1125,15 +1119,17 @@ void Writer::Impl::put_files(std::span<const Writer::Input> inputs, const Writer
                         own = std::make_unique<SpanReader>(ap->source.memory_bytes());
                         reader = own.get();
                     }
-                    fill(*ap->seg, nullptr, *reader, ap->meta.name);
-                    ap->whole = ap->seg->eof && ap->seg->chunk_bytes == ap->seg->size;
+                    Segment& sg = *ap->seg;
+                    fill(sg, nullptr, *reader, ap->meta.name);
+                    ap->whole = sg.eof && sg.chunk_bytes == sg.size;
                     if (ap->whole) {
                         // Its digest too, here (no hand-over to the hasher
                         // thread per file): a file of one chunk is its id.
-                        Segment& sg = *ap->seg;
                         hash_range(sg, 0, sg.lengths.size(), 0);
                         ap->digest = sg.lengths.size() == 1 ? id_of(sg.digests[0])
                                                             : chunk_id_of({sg.data.get(), sg.size});
+                    } else if (!ap->source.is_memory()) {  // (a memory source is put afresh)
+                        hash_range(sg, 0, sg.lengths.size(), 0);
                     }
                 } catch (const IoError&) {
                     ap->io_error = std::current_exception();
@@ -1161,23 +1157,21 @@ void Writer::Impl::put_files(std::span<const Writer::Input> inputs, const Writer
                     release_ahead(seg);
                 } else if (a.whole) {
                     stats = put_read_ahead(a.meta, *seg, a.digest);
-                } else {
-                    // Grown past its segment since it was listed: put whole,
-                    // from the bytes read so far on.
+                } else if (a.source.is_memory()) {  // larger than a segment: put afresh
+                    release_ahead(seg);
                     try {
-                        if (a.source.is_memory()) {
-                            stats = put_file(a.meta, a.source, progress);
-                        } else {
-                            ContinuedReader r({seg->data.get(), seg->size}, *a.source.reader_ptr());
-                            stats = put_file(a.meta, Source::reader(r), progress);
-                        }
+                        stats = put_file(a.meta, a.source, progress);
                     } catch (const IoError&) {
                         io_error = std::current_exception();
-                    } catch (...) {
-                        release_ahead(seg);
-                        throw;
                     }
-                    release_ahead(seg);
+                } else {
+                    // Its first segment read (a large file, or one grown
+                    // since it was listed): put_file reads on from there.
+                    try {
+                        stats = put_file(a.meta, a.source, progress, seg, true);
+                    } catch (const IoError&) {
+                        io_error = std::current_exception();
+                    }
                 }
                 ahead.pop_front();
             } else {  // opened and put in turn (a large file, a stream)
