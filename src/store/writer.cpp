@@ -628,6 +628,16 @@ struct Writer::Impl {
     void recycle_locked();
     bool any_busy_done();
     void fill(Segment& seg, const Segment* prev, Reader& reader, const std::string& name);
+    /// fill(), giving `seg` back to the free segments if it throws.
+    void fill_or_give_back(Segment& seg, const Segment* prev, Reader& reader, const std::string& name) {
+        try {
+            fill(seg, prev, reader, name);
+        } catch (...) {
+            std::lock_guard lock(qm);
+            give_back_locked(&seg);
+            throw;
+        }
+    }
     void submit_hashing(Segment& seg, TaskPool& workers);
     void store_segment(Segment& seg, ManifestState& m, PutStats& file, TaskPool& workers, bool whole_hash = true);
 };
@@ -870,13 +880,7 @@ PutStats Writer::Impl::put_file(const FileMeta& meta, Source source, const Progr
         Segment* first = first_read;
         if (!first) {
             first = take_segment(workers);
-            try {
-                fill(*first, nullptr, *reader, meta.name);
-            } catch (...) {
-                std::lock_guard lock(qm);
-                free_list.push_back(first);
-                throw;
-            }
+            fill_or_give_back(*first, nullptr, *reader, meta.name);
         }
         if (first->eof && first->chunk_bytes == first->size) {
             if (!first_hashed) hash_range(*first, 0, first->lengths.size(), 0);
@@ -903,13 +907,7 @@ PutStats Writer::Impl::put_file(const FileMeta& meta, Source source, const Progr
                             seg = free_list.front();
                             free_list.pop_front();
                         }
-                        try {
-                            fill(*seg, prev, *reader, meta.name);
-                        } catch (...) {
-                            std::lock_guard lock(qm);
-                            free_list.push_back(seg);
-                            throw;
-                        }
+                        fill_or_give_back(*seg, prev, *reader, meta.name);
                         submit_hashing(*seg, workers);
                         const bool last = seg->eof && seg->chunk_bytes == seg->size;
                         {
