@@ -208,9 +208,11 @@ struct PutStats {
     std::uint64_t new_chunks = 0;
     std::uint64_t new_bytes = 0;    ///< raw bytes of the new chunks
     std::uint64_t stored_bytes = 0;
-    /// Files whose chunks were exactly those of the file already stored
-    /// under the same name: the stored whole-file digest was reused instead
-    /// of hashing the file a second time (large files only).
+    /// Files whose content is that of the file already stored under the
+    /// same name: a large file's chunks were compared with the stored ones
+    /// and its stored digest reused instead of hashing it a second time; a
+    /// small one read ahead by put_files was found by its digest (with its
+    /// metadata unchanged too, its manifest row is kept, not rewritten).
     std::uint64_t unchanged_files = 0;
     /// Files under a name the store did not hold whose chunks were exactly
     /// those of a stored file of another name that starts with the same

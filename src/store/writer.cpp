@@ -153,6 +153,7 @@ struct Writer::Impl {
     std::shared_ptr<const CutFinder> finder;
     int level;
     Stmt has_chunk;
+    Stmt stored_same;  // put_read_ahead: the stored file of that name, if it has this content
     Stmt has_chunks;  // lookup_sql()
     // One read transaction for the lookups of many segments and files (a
     // BEGIN and COMMIT per file, with their shared-memory locks, cost a tree
@@ -215,6 +216,8 @@ struct Writer::Impl {
         // writer (put, push): whoever looks files up by it holds a Writer.
         db.exec(kFirstChunkIndexSql, "adding the first-chunk index to the store");
         has_chunk = Stmt(db, "SELECT raw_size FROM chunks WHERE id = ?1");
+        stored_same = Stmt(db, "SELECT id, mode, mtime_ns, chunk_count FROM manifests WHERE name = ?1 AND digest = ?2 "
+                               "AND size = ?3");
         has_chunks = Stmt(db, lookup_sql().c_str());
         packs = std::make_unique<PackAppender>(s.dir, s.info.pack_size);
     }
@@ -1065,6 +1068,19 @@ PutStats Writer::Impl::put_read_ahead(const FileMeta& meta, Segment& seg, const 
     PutStats file;
     try {
         store_segment(seg, m, file, tasks(), false);  // (the segment is busy until its tasks are done)
+        // The same content under that name already: counted as unchanged,
+        // and with its metadata unchanged too its row is kept as it is
+        // rather than written again (write_manifests checks it once more).
+        begin_lookups();
+        stored_same.bind(1, meta.name).bind(2, std::span<const std::uint8_t>(digest)).bind(3, static_cast<std::int64_t>(m.size));
+        if (stored_same.step()) {
+            file.unchanged_files = 1;
+            ++totals.unchanged_files;
+            if (stored_same.i64(1) == std::int64_t{meta.mode} && stored_same.i64(2) == meta.mtime_ns &&
+                static_cast<std::uint64_t>(stored_same.i64(3)) == m.chunks)
+                m.keep_row = stored_same.i64(0);
+        }
+        stored_same.reset();
         if (flush_due()) flush();
     } catch (...) {
         release_ahead(&seg);  // unless it went busy

@@ -783,6 +783,24 @@ TEST(Store, PutFilesStoresWhatPutFileStores) {
     }
     EXPECT_EQ(a.stats().chunks, b.stats().chunks);
     EXPECT_TRUE(a.verify(test::full_check()).damage.empty());
+
+    // Put again unchanged: every file is counted so, and a small one's
+    // manifest row (metadata unchanged) is kept, not written anew.
+    const auto before = a.find("small/05");
+    std::uint64_t unchanged = 0;
+    {
+        Writer w(a);
+        w.put_files(inputs, [&](std::size_t, const store::PutStats& st, const std::exception_ptr&) {
+            unchanged += st.unchanged_files;
+        });
+        w.commit();
+        EXPECT_EQ(w.stats().unchanged_files, unchanged);
+    }
+    EXPECT_EQ(unchanged, files.size() - 1);  // all but the one that cannot be opened
+    ASSERT_TRUE(before);
+    EXPECT_EQ(a.find("small/05")->committed_ns, before->committed_ns);
+    EXPECT_EQ(a.stats().files, files.size() - 1);
+    EXPECT_TRUE(a.verify(test::full_check()).damage.empty());
 }
 
 TEST(Store, LinksPutInASharedStoreAreNeverFollowed) {
