@@ -30,24 +30,40 @@ std::unique_ptr<BaseList> BaseList::open(Db& db, const std::filesystem::path& di
 }
 
 std::unique_ptr<BaseList> BaseList::open_similar(Db& db, const std::filesystem::path& dir, const ChunkId& first,
-                                                  std::optional<std::uint64_t> size) {
+                                                  std::optional<std::uint64_t> size, std::string_view name) {
     std::unique_ptr<BaseList> b(new BaseList());
     b->dir_ = dir;
     b->db_ = &db;
     b->snapshot_ = std::make_unique<Transaction>(*b->db_, false);
     // (The terms seq = 0 and length(ids) >= 8192 as the partial index has them: it is used.)
+    // The most recent candidates only, in the index's order (no sort): SQLite
+    // reads each candidate's first row of ids whole (its overflow pages), so
+    // ranking all of them cost a file 22 MB of reads in a store holding 300
+    // versions of it; the newest few hold the latest snapshot's.
     Stmt m(*b->db_,
            "SELECT m.id, m.digest, m.size, m.chunk_count, m.mode, m.mtime_ns, m.name FROM manifest_chunks c "
            "JOIN manifests m ON m.id = c.manifest WHERE c.seq = 0 AND length(c.ids) >= 8192 AND "
-           "substr(c.ids, 1, 32) = ?1 AND m.name IS NOT NULL ORDER BY m.size IS ?2 DESC, m.committed_ns DESC LIMIT 1");
+           "substr(c.ids, 1, 32) = ?1 AND m.name IS NOT NULL ORDER BY c.manifest DESC LIMIT 16");
     m.bind(1, std::span<const std::uint8_t>(first));
-    if (size)
-        m.bind(2, static_cast<std::int64_t>(*size));
-    else
-        m.bind_null(2);
-    if (!m.step()) return nullptr;
-    b->name_ = m.text(6);
-    b->take_row(m);
+    // One of `size` first, then the longest common name suffix, then the newest.
+    auto common_suffix = [&](std::string_view other) {
+        std::size_t n = 0;
+        while (n < name.size() && n < other.size() && name[name.size() - 1 - n] == other[other.size() - 1 - n]) ++n;
+        return n;
+    };
+    bool found = false;
+    std::pair<bool, std::size_t> best{false, 0};
+    while (m.step()) {
+        const std::string candidate = m.text(6);
+        const std::pair<bool, std::size_t> score{size && static_cast<std::uint64_t>(m.i64(2)) == *size,
+                                                 common_suffix(candidate)};
+        if (found && score <= best) continue;
+        found = true;
+        best = score;
+        b->name_ = candidate;
+        b->take_row(m);
+    }
+    if (!found) return nullptr;
     return b;
 }
 

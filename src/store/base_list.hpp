@@ -44,9 +44,12 @@ public:
     /// large file put under a name the store does not hold may be one it
     /// holds under another (a new snapshot of a tree). Found by the store's
     /// first-chunk index (kFirstChunkIndexSql), which must exist.
-    /// Among several, one of `size` if given comes first.
+    /// Among several, one of `size` if given comes first, then the one whose
+    /// name ends most like `name` (the put's: a tree put again under a new
+    /// prefix finds each file's own earlier version, not a sibling version
+    /// of the same size that starts alike), then the most recent.
     static std::unique_ptr<BaseList> open_similar(Db& db, const std::filesystem::path& dir, const ChunkId& first,
-                                                  std::optional<std::uint64_t> size);
+                                                  std::optional<std::uint64_t> size, std::string_view name = {});
     ~BaseList();
     BaseList(const BaseList&) = delete;
     BaseList& operator=(const BaseList&) = delete;

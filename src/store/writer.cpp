@@ -744,7 +744,7 @@ void Writer::Impl::store_segment(Segment& seg, ManifestState& m, PutStats& file,
     if (look_similar) {
         look_similar = false;
         if (!seg.digests.empty())
-            base = BaseList::open_similar(*base_db, store.dir, id_of(seg.digests[0]), expected_size);
+            base = BaseList::open_similar(*base_db, store.dir, id_of(seg.digests[0]), expected_size, m.meta.name);
     }
     if (base) {
         in_base = base->match(seg.digests);

@@ -89,7 +89,7 @@ void PushSession::open_similar(const store::ChunkId& first) {
     look_similar_ = false;
     try {
         // (the store has the first-chunk index: writer_ made sure of it)
-        base_ = store::detail::BaseList::open_similar(*base_db_, dir_, first, std::nullopt);
+        base_ = store::detail::BaseList::open_similar(*base_db_, dir_, first, std::nullopt, name_);
         if (base_ && groups_read_ && !groups_) {
             if (!groups_db_)
                 groups_db_ = std::make_unique<store::detail::Db>((dir_ / store::detail::kDbName).string(), false);

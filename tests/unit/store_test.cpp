@@ -803,6 +803,39 @@ TEST(Store, PutFilesStoresWhatPutFileStores) {
     EXPECT_TRUE(a.verify(test::full_check()).damage.empty());
 }
 
+TEST(Store, ATreePutUnderANewPrefixFindsEachFilesOwnEarlierVersion) {
+    // Versions of one file that start alike and have one size (disk images
+    // v1..v3): put again under a new prefix, each is compared with its own
+    // earlier version (the longest common name suffix), not with the most
+    // recent sibling, and so is found identical (its digest reused).
+    test::TempDir tmp;
+    Store s = Store::init(tmp.path() / "s", {});
+    const auto head = test::random_bytes(200'000, 61);
+    std::vector<std::vector<std::uint8_t>> versions;
+    for (std::uint64_t v = 0; v < 3; ++v) {
+        auto b = head;
+        const auto rest = test::random_bytes(4'800'000, 62 + v);  // (over one 4 MiB segment: small files are not compared)
+        b.insert(b.end(), rest.begin(), rest.end());
+        versions.push_back(std::move(b));
+    }
+    auto put_tree = [&](const std::string& prefix) {
+        Writer w(s);
+        std::uint64_t identical = 0;
+        for (std::size_t v = 0; v < versions.size(); ++v) {
+            store::FileMeta meta;
+            meta.name = fmt::format("{}/images/disk-v{}.img", prefix, v + 1);
+            identical += w.put_file(meta, MemorySource(std::span<const std::uint8_t>(versions[v]))).identical_files;
+        }
+        w.commit();
+        return identical;
+    };
+    EXPECT_EQ(put_tree("day1"), 0u);
+    EXPECT_EQ(put_tree("day2"), versions.size());
+    for (std::size_t v = 0; v < versions.size(); ++v)
+        EXPECT_EQ(s.find(fmt::format("day2/images/disk-v{}.img", v + 1))->digest,
+                  store::chunk_id_of(std::as_bytes(std::span(versions[v]))));
+}
+
 TEST(Store, LinksPutInASharedStoreAreNeverFollowed) {
     // In a store shared by a group, a member can put links among its files;
     // another member (or root) using the store must never write, truncate or
