@@ -121,6 +121,16 @@ struct Segment {
     bool read_ahead = false;  // one of put_files' (sized to its file), not of the four
 };
 
+// The file stored under a name, as put_files finds it before reading a
+// small file of that name and size ahead.
+struct StoredVersion {
+    std::int64_t row = 0;
+    ChunkId digest{};
+    std::uint64_t chunks = 0;
+    std::uint32_t mode = 0;
+    std::int64_t mtime_ns = 0;
+};
+
 // put_files reads small files ahead into segments of their own, at most
 // this many bytes of them (stored ones whose compression still runs count).
 constexpr std::size_t kAheadBytes = std::size_t{16} << 20;
@@ -153,7 +163,8 @@ struct Writer::Impl {
     std::shared_ptr<const CutFinder> finder;
     int level;
     Stmt has_chunk;
-    Stmt stored_same;  // put_read_ahead: the stored file of that name, if it has this content
+    Stmt stored_by_name;  // put_files: the stored file of a name and size (read_ahead)
+    Stmt stored_ids;      // its chunk list
     Stmt has_chunks;  // lookup_sql()
     // One read transaction for the lookups of many segments and files (a
     // BEGIN and COMMIT per file, with their shared-memory locks, cost a tree
@@ -216,8 +227,12 @@ struct Writer::Impl {
         // writer (put, push): whoever looks files up by it holds a Writer.
         db.exec(kFirstChunkIndexSql, "adding the first-chunk index to the store");
         has_chunk = Stmt(db, "SELECT raw_size FROM chunks WHERE id = ?1");
-        stored_same = Stmt(db, "SELECT id, mode, mtime_ns, chunk_count FROM manifests WHERE name = ?1 AND digest = ?2 "
-                               "AND size = ?3");
+        stored_by_name = Stmt(db, "SELECT id, digest, chunk_count, mode, mtime_ns FROM manifests WHERE name = ?1 "
+                                  "AND size = ?2");
+        // (the row read must still be that version: a flush between the two
+        // queries renews the snapshot, and a row id may be reused)
+        stored_ids = Stmt(db, "SELECT ids FROM manifest_chunks WHERE manifest = ?1 AND EXISTS (SELECT 1 FROM manifests "
+                              "WHERE id = ?1 AND digest = ?2 AND chunk_count = ?3) ORDER BY seq");
         has_chunks = Stmt(db, lookup_sql().c_str());
         packs = std::make_unique<PackAppender>(s.dir, s.info.pack_size);
     }
@@ -617,7 +632,10 @@ struct Writer::Impl {
     PutStats put_file(const FileMeta& meta, Source source, const ProgressFn& progress, Segment* first_read = nullptr,
                       bool first_hashed = false);
     void put_files(std::span<const Writer::Input> inputs, const Writer::InputDone& done, const ProgressFn& progress);
-    PutStats put_read_ahead(const FileMeta& meta, Segment& seg, const ChunkId& digest);
+    PutStats put_read_ahead(const FileMeta& meta, Segment& seg, std::optional<ChunkId> digest,
+                            const std::optional<StoredVersion>& stored);
+    std::optional<StoredVersion> stored_version(const std::string& name, std::uint64_t size);
+    bool same_chunks(const StoredVersion& stored, const Segment& seg);
     PutStats end_file(const FileMeta& meta, ManifestState& m, PutStats file, std::optional<ChunkId> known = {});
     Segment* ahead_segment(std::size_t need);
     void release_ahead(Segment* seg);
@@ -1060,27 +1078,68 @@ void Writer::Impl::release_ahead(Segment* seg) {
     if (std::find(busy.begin(), busy.end(), seg) == busy.end()) ahead_free.push_back(seg);
 }
 
-PutStats Writer::Impl::put_read_ahead(const FileMeta& meta, Segment& seg, const ChunkId& digest) {
+std::optional<StoredVersion> Writer::Impl::stored_version(const std::string& name, std::uint64_t size) {
+    begin_lookups();
+    stored_by_name.bind(1, name).bind(2, static_cast<std::int64_t>(size));
+    std::optional<StoredVersion> v;
+    if (stored_by_name.step()) {
+        v.emplace();
+        v->row = stored_by_name.i64(0);
+        v->digest = to_id(stored_by_name.blob(1), fmt::format("the digest of '{}'", name));
+        v->chunks = static_cast<std::uint64_t>(stored_by_name.i64(2));
+        v->mode = static_cast<std::uint32_t>(stored_by_name.i64(3));
+        v->mtime_ns = stored_by_name.i64(4);
+    }
+    stored_by_name.reset();
+    return v;
+}
+
+bool Writer::Impl::same_chunks(const StoredVersion& stored, const Segment& seg) {
+    if (stored.chunks != seg.digests.size()) return false;
+    begin_lookups();
+    stored_ids.bind(1, stored.row)
+        .bind(2, std::span<const std::uint8_t>(stored.digest))
+        .bind(3, static_cast<std::int64_t>(stored.chunks));
+    std::size_t k = 0;
+    bool same = true;
+    while (same && stored_ids.step()) {
+        const auto ids = stored_ids.blob(0);
+        for (std::size_t off = 0; same && off + 32 <= ids.size(); off += 32, ++k)
+            same = k < seg.digests.size() && std::memcmp(ids.data() + off, seg.digests[k].bytes.data(), 32) == 0;
+    }
+    stored_ids.reset();
+    return same && k == seg.digests.size();
+}
+
+// A file read ahead whole: `digest` if the task made it; else (a file of a
+// name and size the store holds: `stored`) its chunk ids are compared with
+// the stored ones first, and only a file that differs is hashed whole.
+PutStats Writer::Impl::put_read_ahead(const FileMeta& meta, Segment& seg, std::optional<ChunkId> digest,
+                                      const std::optional<StoredVersion>& stored) {
     ensure_started();
     begin(meta);
     look_similar = false;
     ManifestState& m = manifests.back();
     PutStats file;
     try {
+        bool same = false;
+        if (stored) {
+            same = digest ? *digest == stored->digest : same_chunks(*stored, seg);
+            if (same)
+                digest = stored->digest;
+            else if (!digest)
+                digest = chunk_id_of({seg.data.get(), seg.size});
+        }
         store_segment(seg, m, file, tasks(), false);  // (the segment is busy until its tasks are done)
-        // The same content under that name already: counted as unchanged,
-        // and with its metadata unchanged too its row is kept as it is
-        // rather than written again (write_manifests checks it once more).
-        begin_lookups();
-        stored_same.bind(1, meta.name).bind(2, std::span<const std::uint8_t>(digest)).bind(3, static_cast<std::int64_t>(m.size));
-        if (stored_same.step()) {
+        if (same) {
+            // Its content is the stored version's: counted unchanged, and
+            // with its metadata unchanged too its row is kept as it is
+            // rather than written again (write_manifests checks it once more).
             file.unchanged_files = 1;
             ++totals.unchanged_files;
-            if (stored_same.i64(1) == std::int64_t{meta.mode} && stored_same.i64(2) == meta.mtime_ns &&
-                static_cast<std::uint64_t>(stored_same.i64(3)) == m.chunks)
-                m.keep_row = stored_same.i64(0);
+            if (stored->mode == meta.mode && stored->mtime_ns == meta.mtime_ns && stored->chunks == m.chunks)
+                m.keep_row = stored->row;
         }
-        stored_same.reset();
         if (flush_due()) flush();
     } catch (...) {
         release_ahead(&seg);  // unless it went busy
@@ -1100,7 +1159,8 @@ void Writer::Impl::put_files(std::span<const Writer::Input> inputs, const Writer
         Source source;
         Segment* seg = nullptr;
         bool whole = false;  // all of the file is in `seg`, cut and hashed
-        ChunkId digest{};    // then its whole-file digest
+        std::optional<StoredVersion> stored;  // a stored file of its name and listed size
+        std::optional<ChunkId> digest;        // its whole-file digest, unless `stored` may spare it
         std::exception_ptr io_error, other_error;
         std::atomic<bool> ready{false};
     };
@@ -1120,6 +1180,7 @@ void Writer::Impl::put_files(std::span<const Writer::Input> inputs, const Writer
             auto a = std::make_unique<Ahead>();
             a->meta = inputs[next].meta;
             a->seg = seg;
+            if (*inputs[next].size_hint <= kReadSize) a->stored = stored_version(a->meta.name, *inputs[next].size_hint);
             Ahead* ap = a.get();
             const Writer::Input* in = &inputs[next];
             ahead.push_back(std::move(a));
@@ -1140,8 +1201,10 @@ void Writer::Impl::put_files(std::span<const Writer::Input> inputs, const Writer
                         // Its digest too, here (no hand-over to the hasher
                         // thread per file): a file of one chunk is its id.
                         hash_range(sg, 0, sg.lengths.size(), 0);
-                        ap->digest = sg.lengths.size() == 1 ? id_of(sg.digests[0])
-                                                            : chunk_id_of({sg.data.get(), sg.size});
+                        if (sg.lengths.size() == 1)
+                            ap->digest = id_of(sg.digests[0]);
+                        else if (!ap->stored)  // (else compared with the stored ids first)
+                            ap->digest = chunk_id_of({sg.data.get(), sg.size});
                     } else if (!ap->source.is_memory()) {  // (a memory source is put afresh)
                         hash_range(sg, 0, sg.lengths.size(), 0);
                     }
@@ -1170,7 +1233,7 @@ void Writer::Impl::put_files(std::span<const Writer::Input> inputs, const Writer
                     io_error = a.io_error;
                     release_ahead(seg);
                 } else if (a.whole) {
-                    stats = put_read_ahead(a.meta, *seg, a.digest);
+                    stats = put_read_ahead(a.meta, *seg, a.digest, a.stored);
                 } else if (a.source.is_memory()) {  // larger than a segment: put afresh
                     release_ahead(seg);
                     try {

@@ -801,6 +801,34 @@ TEST(Store, PutFilesStoresWhatPutFileStores) {
     EXPECT_EQ(a.find("small/05")->committed_ns, before->committed_ns);
     EXPECT_EQ(a.stats().files, files.size() - 1);
     EXPECT_TRUE(a.verify(test::full_check()).damage.empty());
+
+    // Changed in place, same name and size (one byte, then a whole chunk's
+    // worth): not unchanged, and the manifest has the new digest.
+    for (const std::size_t i : {std::size_t{7}, std::size_t{8}}) {
+        File& f = files[i];
+        ASSERT_FALSE(f.fails || f.memory || f.bytes.size() < 20'000) << f.name;
+        if (i == 7)
+            f.bytes[f.bytes.size() / 2] ^= 1;
+        else
+            std::fill(f.bytes.begin(), f.bytes.begin() + 10'000, std::uint8_t{7});
+        tmp.write("in/" + f.name, f.bytes);
+    }
+    std::vector<std::uint64_t> unchanged_at(files.size());
+    {
+        Writer w(a);
+        w.put_files(inputs, [&](std::size_t i, const store::PutStats& st, const std::exception_ptr&) {
+            unchanged_at[i] = st.unchanged_files;
+        });
+        w.commit();
+    }
+    for (std::size_t i = 0; i < files.size(); ++i) {
+        if (files[i].fails) continue;
+        EXPECT_EQ(unchanged_at[i], i == 7 || i == 8 ? 0u : 1u) << files[i].name;
+        EXPECT_EQ(a.find(files[i].name)->digest, store::chunk_id_of(std::as_bytes(std::span(files[i].bytes))))
+            << files[i].name;
+    }
+    EXPECT_EQ(test::get_bytes(a, files[7].name, tmp), files[7].bytes);
+    EXPECT_TRUE(a.verify(test::full_check()).damage.empty());
 }
 
 TEST(Store, ATreePutUnderANewPrefixFindsEachFilesOwnEarlierVersion) {
