@@ -57,6 +57,7 @@ constexpr std::size_t kSinglesBatch = std::size_t{1} << 20;
 // ids saves SQLite's per-statement bind/step/reset, which cost more than the
 // B-tree seek itself when each chunk had a statement of its own.
 constexpr int kLookupBatch = 64;
+constexpr std::size_t kFewIds = 8;  // fewer left than this: looked up one by one
 constexpr auto kLookupSnapshotAge = std::chrono::milliseconds(100);
 
 std::string lookup_sql() {
@@ -285,8 +286,17 @@ struct Writer::Impl {
 
     /// Adds to `found` those of `ids` the index holds (not the session's).
     void indexed(std::span<const ChunkId> ids, std::unordered_set<ChunkId, IdHash>& found) {
-        for (std::size_t i = 0; i < ids.size(); i += kLookupBatch) {
-            const std::size_t n = std::min<std::size_t>(kLookupBatch, ids.size() - i);
+        // A few ids (a small file's) one statement each: binding a batch of
+        // kLookupBatch for them cost more than the lookups.
+        const std::size_t whole_batches = ids.size() / kLookupBatch * kLookupBatch;
+        for (std::size_t i = whole_batches; i < ids.size() && ids.size() - whole_batches < kFewIds; ++i) {
+            has_chunk.bind(1, std::span<const std::uint8_t>(ids[i]));
+            if (has_chunk.step()) found.insert(ids[i]);
+            has_chunk.reset();
+        }
+        const std::size_t batched = ids.size() - whole_batches < kFewIds ? whole_batches : ids.size();
+        for (std::size_t i = 0; i < batched; i += kLookupBatch) {
+            const std::size_t n = std::min<std::size_t>(kLookupBatch, batched - i);
             for (std::size_t k = 0; k < std::size_t{kLookupBatch}; ++k)  // a short batch repeats its last id
                 has_chunks.bind(static_cast<int>(k) + 1, std::span<const std::uint8_t>(ids[i + std::min(k, n - 1)]));
             while (has_chunks.step()) found.insert(to_id(has_chunks.blob(0), "a chunk row"));
@@ -660,7 +670,8 @@ struct Writer::Impl {
         }
     }
     void submit_hashing(Segment& seg, TaskPool& workers);
-    void store_segment(Segment& seg, ManifestState& m, PutStats& file, TaskPool& workers, bool whole_hash = true);
+    void store_segment(Segment& seg, ManifestState& m, PutStats& file, TaskPool& workers, bool whole_hash = true,
+                       bool stored_chunks = false);
 };
 
 Segment* Writer::Impl::take_segment(TaskPool& workers) {
@@ -753,12 +764,14 @@ void Writer::Impl::submit_hashing(Segment& seg, TaskPool& workers) {
 
 // `whole_hash`: the segment's bytes go to the whole-file hasher (not when the
 // file's digest is known: the stored version's, or a read-ahead file's).
-void Writer::Impl::store_segment(Segment& seg, ManifestState& m, PutStats& file, TaskPool& workers, bool whole_hash) {
+// `stored_chunks`: the segment's chunks are a committed file's (compared).
+void Writer::Impl::store_segment(Segment& seg, ManifestState& m, PutStats& file, TaskPool& workers, bool whole_hash,
+                                 bool stored_chunks) {
     // While the chunks are the stored version's (base_list.hpp), they are in
     // the store (a committed manifest's chunks are indexed, and gc waits for
     // this writer) and their bytes need no hashing now: the stored digest,
-    // or a read-back at the first difference, covers them.
-    bool in_base = false;
+    // or a read-back at the first difference, covers them. No lookups.
+    bool in_base = stored_chunks;
     if (look_similar) {
         look_similar = false;
         if (!seg.digests.empty())
@@ -1130,7 +1143,9 @@ PutStats Writer::Impl::put_read_ahead(const FileMeta& meta, Segment& seg, std::o
             else if (!digest)
                 digest = chunk_id_of({seg.data.get(), seg.size});
         }
-        store_segment(seg, m, file, tasks(), false);  // (the segment is busy until its tasks are done)
+        // (the same chunks as the stored version, which the index holds: no lookups)
+        const bool stored_chunks = same && stored->chunks == seg.digests.size();
+        store_segment(seg, m, file, tasks(), false, stored_chunks);  // (the segment is busy until its tasks are done)
         if (same) {
             // Its content is the stored version's: counted unchanged, and
             // with its metadata unchanged too its row is kept as it is
