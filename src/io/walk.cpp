@@ -2,6 +2,8 @@
 #include <cdc/error.hpp>
 #include <cdc/walk.hpp>
 
+#include "open_files.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -19,31 +21,24 @@
 namespace cdc {
 
 int open_walked_file(const std::string& path, bool inside_tree, bool follow_symlinks, struct stat* st_out) {
-    int flags = O_RDONLY | O_CLOEXEC | O_NOCTTY;
-    if (inside_tree) flags |= O_NONBLOCK | (follow_symlinks ? 0 : O_NOFOLLOW);
-    const int fd = ::open(path.c_str(), flags);
-    if (fd < 0) {
-        if (inside_tree && !follow_symlinks && errno == ELOOP)
-            throw IoError("became a symbolic link since it was listed: not read");
+    if (inside_tree) {
+        struct stat st {};
+        const int fd = detail::open_regular_file(AT_FDCWD, path.c_str(), O_RDONLY, 0, follow_symlinks, &st);
+        if (fd >= 0) {
+            if (st_out) *st_out = st;
+            return fd;
+        }
+        if (!follow_symlinks && errno == ELOOP) throw IoError("became a symbolic link since it was listed: not read");
+        if (errno == detail::kNotRegularFile)
+            throw IoError(fmt::format("became a {} since it was listed: not read", file_type_name(st.st_mode)));
         throw IoError(fmt::format("cannot open: {}", std::strerror(errno)));
     }
-    struct stat st {};
-    const bool examined = ::fstat(fd, &st) == 0;
-    if (inside_tree) {
-        if (!examined || !S_ISREG(st.st_mode)) {
-            const std::string what(file_type_name(st.st_mode));
-            ::close(fd);
-            throw IoError(fmt::format("became a {} since it was listed: not read", what));
-        }
-        ::fcntl(fd, F_SETFL, 0);  // O_NONBLOCK off (the only status flag it was opened with)
-    }
-    if (st_out) {
-        if (!examined) {
-            const int e = errno;
-            ::close(fd);
-            throw IoError(fmt::format("cannot examine: {}", std::strerror(e)));
-        }
-        *st_out = st;
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) throw IoError(fmt::format("cannot open: {}", std::strerror(errno)));
+    if (st_out && ::fstat(fd, st_out) != 0) {
+        const int e = errno;
+        ::close(fd);
+        throw IoError(fmt::format("cannot examine: {}", std::strerror(e)));
     }
     return fd;
 }

@@ -1,5 +1,7 @@
 #include "format.hpp"
 
+#include "../io/open_files.hpp"
+
 #include <fmt/format.h>
 #define XXH_STATIC_LINKING_ONLY  // XXH3_state_t on the stack
 #include <xxhash.h>
@@ -192,16 +194,7 @@ Fd& Fd::operator=(Fd&& o) noexcept {
 namespace {
 
 Fd open_regular_at(int dirfd, const char* name, int flags, unsigned mode) {
-    Fd fd(::openat(dirfd, name, flags | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW | O_NONBLOCK, static_cast<mode_t>(mode)));
-    if (!fd) return fd;
-    struct stat st {};
-    if (::fstat(fd.get(), &st) != 0) return Fd{};
-    if (!S_ISREG(st.st_mode)) {
-        errno = EFTYPE_STORE;
-        return Fd{};
-    }
-    ::fcntl(fd.get(), F_SETFL, ::fcntl(fd.get(), F_GETFL) & ~O_NONBLOCK);
-    return fd;
+    return Fd(cdc::detail::open_regular_file(dirfd, name, flags, static_cast<mode_t>(mode), false));
 }
 
 std::string pack_name(std::uint64_t id) { return fmt::format("{:08}.pack", id); }
@@ -252,7 +245,7 @@ void remove_pack_file(const std::filesystem::path& dir, std::uint64_t id) {
 std::string open_failure(int e) {
     if (e == ELOOP)
         return "it or the packs directory is a symbolic link (a store's files are never followed through links)";
-    if (e == EFTYPE_STORE) return "it is not a regular file";
+    if (e == cdc::detail::kNotRegularFile) return "it is not a regular file";
     return std::strerror(e);
 }
 

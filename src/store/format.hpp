@@ -103,11 +103,11 @@ private:
     int fd_ = -1;
 };
 
-/// Opens a file of the store (the lock) with `flags` (O_CLOEXEC added)
-/// never through a link and never blocking on a FIFO: a symbolic link fails
-/// with ELOOP and anything but a regular file with EFTYPE_STORE (errno), as a
-/// store shared by a group may hold what another member put there. Closed
-/// (empty) on failure, errno set; open_failure names it.
+/// Opens a file of the store (the lock) with `flags` never through a link
+/// and never blocking on a FIFO (cdc::detail::open_regular_file: ELOOP for
+/// a link, kNotRegularFile for anything but a regular file), as a store
+/// shared by a group may hold what another member put there. Closed (empty)
+/// on failure, errno set; open_failure names it.
 Fd open_store_file(const std::filesystem::path& p, int flags, unsigned mode = 0);
 /// Pack `id` of the store `dir`, as open_store_file, opened relative to
 /// DIR/packs which is itself never a link (ELOOP): a link put in place of
@@ -121,8 +121,6 @@ Fd open_packs_dir(const std::filesystem::path& dir);
 std::map<std::uint64_t, std::uint64_t> pack_files_on_disk(const std::filesystem::path& dir);
 /// Deletes pack `id`'s file (a link in its place: the link), if there.
 void remove_pack_file(const std::filesystem::path& dir, std::uint64_t id);
-/// errno value open_store_file sets for a special file.
-inline constexpr int EFTYPE_STORE = EINVAL;
 /// Why open_store_file or open_pack failed (errno `e`), for a message.
 std::string open_failure(int e);
 

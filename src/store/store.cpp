@@ -148,7 +148,7 @@ int PackFiles::fd(std::uint64_t pack) {
     if (!f) {
         const int e = errno;
         const auto text = fmt::format("pack '{}' cannot be opened: {}", path.string(), open_failure(e));
-        if (e == ENOENT || e == ELOOP || e == EFTYPE_STORE) throw DamageError(text);
+        if (e == ENOENT || e == ELOOP || e == cdc::detail::kNotRegularFile) throw DamageError(text);
         throw StoreError(text);
     }
     const int raw = f.get();
