@@ -286,15 +286,16 @@ struct Writer::Impl {
 
     /// Adds to `found` those of `ids` the index holds (not the session's).
     void indexed(std::span<const ChunkId> ids, std::unordered_set<ChunkId, IdHash>& found) {
-        // A few ids (a small file's) one statement each: binding a batch of
-        // kLookupBatch for them cost more than the lookups.
-        const std::size_t whole_batches = ids.size() / kLookupBatch * kLookupBatch;
-        for (std::size_t i = whole_batches; i < ids.size() && ids.size() - whole_batches < kFewIds; ++i) {
+        // Batches of kLookupBatch; a rest of fewer than kFewIds (a small
+        // file's ids) one statement each: binding a padded batch for them
+        // cost more than the lookups.
+        const std::size_t rest = ids.size() % kLookupBatch;
+        const std::size_t batched = rest < kFewIds ? ids.size() - rest : ids.size();
+        for (std::size_t i = batched; i < ids.size(); ++i) {
             has_chunk.bind(1, std::span<const std::uint8_t>(ids[i]));
             if (has_chunk.step()) found.insert(ids[i]);
             has_chunk.reset();
         }
-        const std::size_t batched = ids.size() - whole_batches < kFewIds ? whole_batches : ids.size();
         for (std::size_t i = 0; i < batched; i += kLookupBatch) {
             const std::size_t n = std::min<std::size_t>(kLookupBatch, batched - i);
             for (std::size_t k = 0; k < std::size_t{kLookupBatch}; ++k)  // a short batch repeats its last id
