@@ -27,13 +27,22 @@ if [[ -d "$file" ]]; then find "$file" -type f -exec cat {} + > /dev/null; else 
 results="$work/results.txt"
 : > "$results"
 
-timed() {  # binary-index step command...
+timed() {  # binary-index step command...: wall and user+sys CPU to the microsecond
   local b=$1 step=$2
   shift 2
-  /usr/bin/time -f '%e %U %S' -o "$work/time" "$@" > /dev/null 2> "$work/err" \
+  python3 - "$@" > "$work/time" 2> "$work/err" <<'PY' \
     || { echo "speed.sh: $step failed:" >&2; cat "$work/err" >&2; exit 1; }
-  read -r wall user sys < "$work/time"
-  echo "$b $step $wall $(awk -v u="$user" -v s="$sys" 'BEGIN { printf "%.2f", u + s }')" >> "$results"
+import os, subprocess, sys, time
+t0 = time.perf_counter()
+p = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL)
+_, status, ru = os.wait4(p.pid, 0)
+wall = time.perf_counter() - t0
+if status != 0:
+    sys.exit(1)
+print(f"{wall:.4f} {ru.ru_utime + ru.ru_stime:.4f}")
+PY
+  read -r wall cpu < "$work/time"
+  echo "$b $step $wall $cpu" >> "$results"
 }
 
 for ((r = 0; r < rounds; r++)); do
@@ -75,11 +84,11 @@ for i, b in enumerate(bins):
         if (i, step) not in med:
             continue
         w, c = med[(i, step)]
-        print(f"| {b} | {step} | {w:.2f} | {c:.2f} | {mb / w:.0f} | {mb / c:.0f} |")
+        print(f"| {b} | {step} | {w:.3f} | {c:.3f} | {mb / w:.0f} | {mb / c:.0f} |")
 # analyze is the same code in every binary: its runs are pooled (more samples, less noise).
 aw = statistics.median(w for (i, step), v in rows.items() if step == "analyze" for w, _ in v)
 ac = statistics.median(c for (i, step), v in rows.items() if step == "analyze" for _, c in v)
-print(f"- analyze (all binaries' runs): {aw:.2f} s wall, {ac:.2f} s CPU")
+print(f"- analyze (all binaries' runs): {aw:.3f} s wall, {ac:.3f} s CPU")
 for i, b in enumerate(bins):
     rw, rc = med[(i, "reput")]
     print(f"- {b}: re-put (another name) speed / analyze speed = {aw / rw:.2f}x wall, {ac / rc:.2f}x by CPU")

@@ -21,13 +21,21 @@ TaskPool::~TaskPool() {
 void TaskPool::submit(std::function<void()> task) {
     {
         std::lock_guard lock(mutex_);
-        queue_.push_back(std::move(task));
+        queue_.push_back({std::move(task), false});
+    }
+    work_.notify_one();
+}
+
+void TaskPool::submit_to_workers(std::function<void()> task) {
+    {
+        std::lock_guard lock(mutex_);
+        queue_.push_back({std::move(task), true});
     }
     work_.notify_one();
 }
 
 void TaskPool::run_one(std::unique_lock<std::mutex>& lock) {
-    auto task = std::move(queue_.front());
+    auto task = std::move(queue_.front().run);
     queue_.pop_front();
     ++running_;
     lock.unlock();
@@ -65,7 +73,7 @@ void TaskPool::wait(const std::function<bool()>& done) {
             std::rethrow_exception(failure_);
         }
         if (done()) return;
-        if (!queue_.empty()) {
+        if (!queue_.empty() && !queue_.front().workers_only) {
             run_one(lock);
             continue;
         }

@@ -2,8 +2,11 @@
 // put_file runs a pipeline: a reader thread reads and cuts segments of the
 // stream, the pool hashes their chunks (compute_digests) and compresses the
 // new ones, a hasher thread hashes the whole file (ordered_hasher.hpp), this
-// thread looks chunks up in the index and lists them in the manifest. Flushes follow docs/STORE.md: packs
-// fdatasync'ed, then one transaction with the chunk rows and manifests.
+// thread looks chunks up in the index and lists them in the manifest.
+// put_files reads files ahead on the pool (ReadAhead: small ones whole, a
+// large one in a chain of segments that put_file stores as they come).
+// Flushes follow docs/STORE.md: packs fdatasync'ed, then one transaction
+// with the chunk rows and manifests.
 #include "base_list.hpp"
 #include "codec.hpp"
 #include "ordered_hasher.hpp"
@@ -19,6 +22,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
@@ -31,6 +35,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include <sys/mman.h>
 #include <sys/stat.h>
 
 namespace cdc::store {
@@ -38,7 +43,6 @@ namespace cdc::store {
 using namespace detail;
 
 namespace {
-
 // Flush thresholds (docs/STORE.md): new record bytes, chunk references
 // waiting in manifest segments, finished manifests. CDC_STORE_FLUSH_BYTES
 // overrides the first (the crash tests flush often to kill between flushes).
@@ -109,8 +113,25 @@ ChunkId id_of(const Digest& d) {
     return id;
 }
 
+struct FreeBytes {
+    void operator()(std::byte* p) const noexcept { std::free(p); }
+};
+using Bytes = std::unique_ptr<std::byte[], FreeBytes>;
+constexpr std::size_t kHugePage = std::size_t{2} << 20;
+
+/// `n` uninitialised bytes. A buffer of whole 2 MiB pages asks for
+/// transparent huge pages: one page fault each rather than 512 (a process
+/// that faulted in its 48 MiB of read-ahead 4 KiB at a time spent more CPU
+/// in faults than in reading the files).
+Bytes alloc_bytes(std::size_t n) {
+    void* p = n >= kHugePage && n % kHugePage == 0 ? std::aligned_alloc(kHugePage, n) : std::malloc(n);
+    if (p == nullptr) throw std::bad_alloc();
+    if (n >= kHugePage && n % kHugePage == 0) ::madvise(p, n, MADV_HUGEPAGE);  // (a hint: no error matters)
+    return Bytes(static_cast<std::byte*>(p));
+}
+
 struct Segment {
-    std::unique_ptr<std::byte[]> data;
+    Bytes data;
     std::size_t capacity = 0;
     std::size_t size = 0;         // valid bytes
     std::size_t chunk_bytes = 0;  // bytes covered by `lengths` (from 0)
@@ -121,6 +142,17 @@ struct Segment {
     std::atomic<int> tasks_left{0};
     bool read_ahead = false;  // one of put_files' (sized to its file), not of the four
 };
+
+/// The bytes a segment could not cut yet (the next one starts with them).
+std::span<const std::byte> tail_of(const Segment& s) {
+    return {s.data.get() + s.chunk_bytes, s.size - s.chunk_bytes};
+}
+
+/// Copies `tail` to the start of `to`; returns its size (fill's `carried`).
+std::size_t carry_into(Segment& to, std::span<const std::byte> tail) {
+    if (!tail.empty()) std::memcpy(to.data.get(), tail.data(), tail.size());
+    return tail.size();
+}
 
 // The file stored under a name, as put_files finds it before reading a
 // small file of that name and size ahead.
@@ -134,8 +166,45 @@ struct StoredVersion {
 
 // put_files reads small files ahead into segments of their own, at most
 // this many bytes of them (stored ones whose compression still runs count).
-constexpr std::size_t kAheadBytes = std::size_t{16} << 20;
+constexpr std::size_t kAheadBytes = std::size_t{48} << 20;
+
+/// kAheadBytes, or CDC_STORE_AHEAD_BYTES (the tests lower it to make large
+/// files wait for their turn).
+std::size_t ahead_budget() {
+    const char* e = std::getenv("CDC_STORE_AHEAD_BYTES");
+    if (e == nullptr || *e == '\0') return kAheadBytes;
+    char* end = nullptr;
+    const unsigned long long n = std::strtoull(e, &end, 10);
+    return end && *end == '\0' ? static_cast<std::size_t>(n) : kAheadBytes;
+}
 constexpr std::size_t kAheadFiles = 16;
+// Bytes read per segment of a large file read ahead (plus slack for the
+// carried tail): a segment read, cut and hashed stays in a core's L2 cache
+// (4 MiB ones, read and then passed over twice, ran 1.8x slower per thread).
+constexpr std::size_t kChainBytes = std::size_t{4096} << 10;
+
+// A file put_files reads ahead on the pool: a small one whole into one
+// segment (its digest too), or a large one (listed over kReadSize) into a
+// chain of segments, each published (hash_left 0) as soon as it is cut and
+// hashed, so that put_file stores them while the task reads on. The task
+// owns everything below until `ended`, except the segments it published.
+struct ReadAhead {
+    FileMeta meta;  // (set by the task's open, before the first segment)
+    Source source;
+    std::unique_ptr<Reader> own_reader;  // a memory source's
+    Reader* reader = nullptr;
+    std::uint64_t listed = 0;  // the size it was listed with
+    bool chain = false;
+    std::vector<Segment*> segs;
+    std::size_t used = 0;            // segments filled
+    bool whole = false;              // a small file all in segs[0], cut and hashed
+    bool at_end = false;             // the file ended in the segments filled
+    std::vector<std::byte> carry;    // else the last one's uncut tail (the reader reads on after it)
+    std::optional<StoredVersion> stored;  // a stored file of its name and listed size (small files)
+    std::optional<ChunkId> digest;        // its whole-file digest, unless `stored` may spare it
+    std::exception_ptr io_error, other_error;
+    std::atomic<bool> ended{false};
+};
 
 }  // namespace
 
@@ -197,6 +266,7 @@ struct Writer::Impl {
     std::vector<std::unique_ptr<Segment>> ahead_segments;
     std::vector<Segment*> ahead_free;
     std::size_t ahead_bytes = 0;  // their capacity
+    const std::size_t ahead_limit = ahead_budget();
     bool started = false;
     // put_file's whole-file digests, one message per file (declared after
     // the segments, manifests and pool: its destructor runs queued callbacks).
@@ -209,6 +279,9 @@ struct Writer::Impl {
     // segment, a stored file that starts with the same chunk is looked for.
     bool look_similar = false;
     std::optional<std::uint64_t> expected_size;  // of the file being put, if known
+    // put_files: reads more files ahead (called by put_file between segments,
+    // as a large file's segments are stored and their memory freed).
+    std::function<void()> more_ahead;
 
     explicit Impl(const Store::Impl& s)
         : store(s), db(s.db_path(), false), store_lock(s.dir), level(s.info.zstd_level) {
@@ -640,8 +713,7 @@ struct Writer::Impl {
         });
     }
 
-    PutStats put_file(const FileMeta& meta, Source source, const ProgressFn& progress, Segment* first_read = nullptr,
-                      bool first_hashed = false);
+    PutStats put_file(const FileMeta& meta, Source source, const ProgressFn& progress, ReadAhead* ra = nullptr);
     void put_files(std::span<const Writer::Input> inputs, const Writer::InputDone& done, const ProgressFn& progress);
     PutStats put_read_ahead(const FileMeta& meta, Segment& seg, std::optional<ChunkId> digest,
                             const std::optional<StoredVersion>& stored);
@@ -657,13 +729,30 @@ struct Writer::Impl {
             free_list.push_back(seg);
     }
     Segment* take_segment(TaskPool& workers);
+    /// put_file's own segments (its reader thread's), allocated when first
+    /// needed: they live as long as the writer (a tree of small files does
+    /// not allocate and fault in 16 MiB per file; one whose files put_files
+    /// reads ahead never needs them).
+    void ensure_segments() {
+        if (segments) return;
+        segments = std::make_unique<std::array<Segment, kSegments>>();
+        std::lock_guard lock(qm);
+        for (auto& sg : *segments) {
+            sg.capacity = kReadSize + finder->profile().max_size;
+            sg.data = alloc_bytes(sg.capacity);
+            free_list.push_back(&sg);
+        }
+    }
+    void release_segments(std::span<Segment* const> segs) {
+        for (Segment* sg : segs) release_ahead(sg);
+    }
     void recycle_locked();
     bool any_busy_done();
-    void fill(Segment& seg, const Segment* prev, Reader& reader, const std::string& name);
+    void fill(Segment& seg, std::size_t carried, Reader& reader, const std::string& name);
     /// fill(), giving `seg` back to the free segments if it throws.
-    void fill_or_give_back(Segment& seg, const Segment* prev, Reader& reader, const std::string& name) {
+    void fill_or_give_back(Segment& seg, std::size_t carried, Reader& reader, const std::string& name) {
         try {
-            fill(seg, prev, reader, name);
+            fill(seg, carried, reader, name);
         } catch (...) {
             std::lock_guard lock(qm);
             give_back_locked(&seg);
@@ -711,14 +800,10 @@ bool Writer::Impl::any_busy_done() {
     return false;
 }
 
-void Writer::Impl::fill(Segment& seg, const Segment* prev, Reader& reader, const std::string& name) {
-    // The bytes the previous segment could not cut yet come first.
-    seg.size = 0;
-    if (prev) {
-        const std::size_t tail = prev->size - prev->chunk_bytes;
-        if (tail) std::memcpy(seg.data.get(), prev->data.get() + prev->chunk_bytes, tail);
-        seg.size = tail;
-    }
+// `carried`: the bytes the previous segment could not cut yet, at the
+// start of `seg` already (carry_into).
+void Writer::Impl::fill(Segment& seg, std::size_t carried, Reader& reader, const std::string& name) {
+    seg.size = carried;
     // The one read loop fills the segment (or stops at the end of input).
     FillResult got;
     try {
@@ -864,35 +949,38 @@ void Writer::Impl::store_segment(Segment& seg, ManifestState& m, PutStats& file,
     }
 }
 
-// `first_read`: the file's first segment, filled and cut already from
-// `source` (put_files read it ahead; `first_hashed`: its chunks' digests too).
-PutStats Writer::Impl::put_file(const FileMeta& meta, Source source, const ProgressFn& progress, Segment* first_read,
-                                bool first_hashed) {
+// `ra`: the file read ahead by put_files (its source, metadata and reader
+// are there): one segment (a file listed small that grew), or a chain its
+// task is still filling, stored here as each segment is ready. Unless the
+// file ended in them, the reader thread reads on from the carried tail.
+PutStats Writer::Impl::put_file(const FileMeta& meta_in, Source source, const ProgressFn& progress, ReadAhead* ra) {
     ensure_started();
+    TaskPool& workers = tasks();
+    if (ra) {
+        // Its task opens the file (and sets its metadata) before it fills
+        // the first segment.
+        workers.wait([&] { return ra->segs[0]->hash_left.load() == 0 || ra->ended.load(); });
+        if (ra->used == 0 && ra->ended.load()) {
+            release_segments(ra->segs);
+            ra->segs.clear();
+            std::rethrow_exception(ra->io_error ? ra->io_error : ra->other_error);
+        }
+    }
+    const FileMeta& meta = ra ? ra->meta : meta_in;
     begin(meta);
     look_similar = false;
-    TaskPool& workers = tasks();
     std::unique_ptr<Reader> own_reader;
-    Reader* reader = source.reader_ptr();
-    if (source.is_memory()) {
+    Reader* reader = ra ? ra->reader : source.reader_ptr();
+    if (!ra && source.is_memory()) {
         own_reader = std::make_unique<SpanReader>(source.memory_bytes());
         reader = own_reader.get();
     }
     PutStats file;
     ProgressTicker ticker(progress);
-    // The segments live as long as the writer: a tree of small files does
-    // not allocate (and fault in) 16 MiB per file.
-    if (!segments) {
-        segments = std::make_unique<std::array<Segment, kSegments>>();
-        for (auto& sg : *segments) {
-            sg.capacity = kReadSize + finder->profile().max_size;
-            sg.data = std::make_unique_for_overwrite<std::byte[]>(sg.capacity);
-            free_list.push_back(&sg);
-        }
-    }
     ManifestState& m = manifests.back();
-    auto maybe_flush_between_segments = [&] {
+    auto between_segments = [&] {
         if (flush_due()) flush();
+        if (more_ahead) more_ahead();
     };
 
     // The first segment is read here: a file that fits in it (most files of
@@ -900,7 +988,7 @@ PutStats Writer::Impl::put_file(const FileMeta& meta, Source source, const Progr
     // its compression goes to the pool and its whole-file digest to the
     // hasher thread, and the next file does not wait for either.
     std::thread reader_thread;
-    std::deque<Segment*> ready;  // cut, hashing queued (guarded by qm)
+    std::deque<Segment*> ready;  // cut, hashing queued or done (guarded by qm)
     bool reader_done = false, stop = false;
     std::exception_ptr read_error;
     auto stop_reader = [&] {
@@ -911,94 +999,132 @@ PutStats Writer::Impl::put_file(const FileMeta& meta, Source source, const Progr
         free_cv.notify_all();
         if (reader_thread.joinable()) reader_thread.join();
     };
-    try {
-        Segment* first = first_read;
-        if (!first) {
-            first = take_segment(workers);
-            fill_or_give_back(*first, nullptr, *reader, meta.name);
-        }
-        if (first->eof && first->chunk_bytes == first->size) {
-            if (!first_hashed) hash_range(*first, 0, first->lengths.size(), 0);
-            store_segment(*first, m, file, workers);
-            maybe_flush_between_segments();
-        } else {
-            // A larger file: the reader thread reads and cuts the next
-            // segments while the pool hashes and this thread stores.
-            ready.push_back(first);  // (given back if what follows throws)
-            open_base(meta.name, size_hint(source));
-            if (first_hashed)
-                first->hash_left.store(0);
-            else
-                submit_hashing(*first, workers);
-            reader_thread = std::thread([&, first] {
-                const Segment* prev = first;
-                try {
-                    for (;;) {
-                        Segment* seg;
-                        {
-                            std::unique_lock lock(qm);
-                            free_cv.wait(lock, [&] { return stop || !free_list.empty(); });
-                            if (stop) break;
-                            seg = free_list.front();
-                            free_list.pop_front();
-                        }
-                        fill_or_give_back(*seg, prev, *reader, meta.name);
-                        submit_hashing(*seg, workers);
-                        const bool last = seg->eof && seg->chunk_bytes == seg->size;
-                        {
-                            std::lock_guard lock(qm);
-                            ready.push_back(seg);
-                            if (last) reader_done = true;
-                        }
-                        workers.notify();
-                        prev = seg;
-                        if (last) break;
+    // The reader thread reads on after `carry` (the previous segment's uncut
+    // tail) into put_file's own segments, allocated at the first large file.
+    auto start_reader = [&](std::span<const std::byte> carry) {
+        ensure_segments();
+        reader_thread = std::thread([&, carry] {
+            const Segment* prev = nullptr;
+            try {
+                for (;;) {
+                    Segment* seg;
+                    {
+                        std::unique_lock lock(qm);
+                        free_cv.wait(lock, [&] { return stop || !free_list.empty(); });
+                        if (stop) break;
+                        seg = free_list.front();
+                        free_list.pop_front();
                     }
-                } catch (...) {
-                    std::lock_guard lock(qm);
-                    read_error = std::current_exception();
-                    reader_done = true;
+                    // (a segment goes back to the free list only once stored:
+                    // `prev`, still in `ready` or busy, keeps its bytes)
+                    fill_or_give_back(*seg, carry_into(*seg, prev ? tail_of(*prev) : carry), *reader, meta.name);
+                    submit_hashing(*seg, workers);
+                    const bool at_end = seg->eof && seg->chunk_bytes == seg->size;
+                    {
+                        std::lock_guard lock(qm);
+                        ready.push_back(seg);
+                        if (at_end) reader_done = true;
+                    }
+                    workers.notify();
+                    prev = seg;
+                    if (at_end) break;
                 }
-                workers.notify();
+            } catch (...) {
+                std::lock_guard lock(qm);
+                read_error = std::current_exception();
+                reader_done = true;
+            }
+            workers.notify();
+        });
+    };
+    bool ra_pending = ra != nullptr;  // its task may still fill segments
+    try {
+        bool large = true;
+        if (!ra) {
+            ensure_segments();
+            Segment* first = take_segment(workers);
+            fill_or_give_back(*first, 0, *reader, meta.name);
+            if (first->eof && first->chunk_bytes == first->size) {
+                large = false;
+                hash_range(*first, 0, first->lengths.size(), 0);
+                store_segment(*first, m, file, workers);
+                between_segments();
+            } else {
+                ready.push_back(first);  // (given back if what follows throws)
+                submit_hashing(*first, workers);
+                open_base(meta.name, size_hint(source));
+                start_reader(tail_of(*first));
+            }
+        } else {
+            {
+                std::lock_guard lock(qm);
+                for (Segment* sg : ra->segs) ready.push_back(sg);  // (given back if what follows throws)
+            }
+            open_base(meta.name, ra->listed);
+        }
+        while (large) {
+            Segment* seg = nullptr;
+            bool done = false;
+            bool chain_ended = false;
+            workers.wait([&] {
+                std::lock_guard lock(qm);
+                for (const Segment* b : busy)
+                    if (b->tasks_left.load() == 0) return true;  // one to recycle for the reader
+                if (ra_pending && ra->ended.load()) {
+                    chain_ended = true;
+                    return true;
+                }
+                if (!ready.empty() && ready.front()->hash_left.load() == 0) {
+                    seg = ready.front();
+                    return true;
+                }
+                if (ready.empty() && reader_done) {
+                    done = true;
+                    return true;
+                }
+                return false;
             });
-            for (;;) {
-                Segment* seg = nullptr;
-                bool done = false;
-                workers.wait([&] {
-                    std::lock_guard lock(qm);
-                    for (const Segment* b : busy)
-                        if (b->tasks_left.load() == 0) return true;  // one to recycle for the reader
-                    if (!ready.empty() && ready.front()->hash_left.load() == 0) {
-                        seg = ready.front();
-                        return true;
-                    }
-                    if (ready.empty() && reader_done) {
-                        done = true;
-                        return true;
-                    }
-                    return false;
-                });
+            if (chain_ended) {
+                // Its segments not filled go back; then the file ended in
+                // them, failed, or grew since it was listed (read on).
+                ra_pending = false;
                 {
                     std::lock_guard lock(qm);
-                    recycle_locked();
-                    if (seg) ready.pop_front();
+                    for (std::size_t k = ra->used; k < ra->segs.size(); ++k) {
+                        ready.pop_back();
+                        give_back_locked(ra->segs[k]);
+                    }
                 }
-                if (done) break;
-                if (!seg) continue;
-                store_segment(*seg, m, file, workers);
-                maybe_flush_between_segments();
-                ticker.tick([&](Progress& pr) {
-                    pr.bytes_done = file.bytes;
-                    pr.new_bytes = file.new_bytes;
-                });
+                if (ra->io_error || ra->other_error) {
+                    read_error = ra->io_error ? ra->io_error : ra->other_error;
+                    reader_done = true;
+                } else if (ra->at_end) {
+                    reader_done = true;
+                } else {
+                    start_reader(ra->carry);
+                }
+                continue;
             }
-            stop_reader();
-            if (read_error) std::rethrow_exception(read_error);
+            {
+                std::lock_guard lock(qm);
+                recycle_locked();
+                if (seg) ready.pop_front();
+            }
+            if (done) break;
+            if (!seg) continue;
+            store_segment(*seg, m, file, workers);
+            between_segments();
+            ticker.tick([&](Progress& pr) {
+                pr.bytes_done = file.bytes;
+                pr.new_bytes = file.new_bytes;
+            });
         }
+        stop_reader();
+        if (read_error) std::rethrow_exception(read_error);
     } catch (...) {
         stop_reader();
         try {
-            workers.drain();
+            workers.drain();  // (a chain's task too: its segments are in `ready`)
         } catch (...) {
         }
         base.reset();
@@ -1069,18 +1195,24 @@ Segment* Writer::Impl::ahead_segment(std::size_t need) {
         std::erase(ahead_free, best);
         return best;
     }
-    // A new one, within the budget: free ones too small make room first.
-    while (ahead_bytes + need > kAheadBytes && !ahead_free.empty()) {
+    // A new one, within the budget: free ones too small make room first,
+    // the smallest first (a large one is costlier to fault in again), and
+    // only if that makes enough room.
+    std::size_t free_bytes = 0;
+    for (const Segment* sg : ahead_free) free_bytes += sg->capacity;
+    if (ahead_bytes - free_bytes + need > ahead_limit) return nullptr;
+    std::sort(ahead_free.begin(), ahead_free.end(),
+              [](const Segment* x, const Segment* y) { return x->capacity > y->capacity; });
+    while (ahead_bytes + need > ahead_limit) {
         Segment* old = ahead_free.back();
         ahead_free.pop_back();
         ahead_bytes -= old->capacity;
         std::erase_if(ahead_segments, [&](const std::unique_ptr<Segment>& sp) { return sp.get() == old; });
     }
-    if (ahead_bytes + need > kAheadBytes) return nullptr;
     auto sg = std::make_unique<Segment>();
     sg->read_ahead = true;
     sg->capacity = need;
-    sg->data = std::make_unique_for_overwrite<std::byte[]>(need);
+    sg->data = alloc_bytes(need);
     ahead_bytes += need;
     best = sg.get();
     ahead_segments.push_back(std::move(sg));
@@ -1167,107 +1299,148 @@ PutStats Writer::Impl::put_read_ahead(const FileMeta& meta, Segment& seg, std::o
 
 void Writer::Impl::put_files(std::span<const Writer::Input> inputs, const Writer::InputDone& done,
                              const ProgressFn& progress) {
-    // Small files are read, cut and their chunks hashed on the pool, up to
-    // kAheadFiles / kAheadBytes ahead; this thread stores them in order
-    // (index lookups, manifests, compression queued) as put_file does.
-    struct Ahead {
-        FileMeta meta;
-        Source source;
-        Segment* seg = nullptr;
-        bool whole = false;  // all of the file is in `seg`, cut and hashed
-        std::optional<StoredVersion> stored;  // a stored file of its name and listed size
-        std::optional<ChunkId> digest;        // its whole-file digest, unless `stored` may spare it
-        std::exception_ptr io_error, other_error;
-        std::atomic<bool> ready{false};
-    };
+    // Files of known size are read, cut and their chunks hashed on the pool
+    // (ReadAhead), up to kAheadFiles / kAheadBytes ahead, each by one thread
+    // as analyze does; this thread stores them in order (index lookups,
+    // manifests, compression queued) as put_file does.
     TaskPool& workers = tasks();
     const std::size_t slack = finder->profile().max_size + 1;  // (the end of input is seen in the segment)
-    std::deque<std::unique_ptr<Ahead>> ahead;  // inputs[i], [i + 1], ... in order
-    std::size_t next = 0;                      // the first input not read ahead
-    // A file of known size is read ahead: whole if it fits in a segment,
-    // else its first segment (put_file reads on from there in its turn).
-    auto read_ahead = [&](std::size_t i) {
+    // (a power of two of whole huge pages, at least twice the slack: each
+    // segment reads more than it carries)
+    const std::size_t chain_bytes = std::bit_ceil(std::max(kChainBytes, 2 * slack));
+    std::deque<std::unique_ptr<ReadAhead>> ahead;  // inputs[i], [i + 1], ... in order
+    std::size_t next = 0;                          // the first input not read ahead
+    std::size_t current = 0;                       // the input being stored
+    // A small file is read ahead whole; a large one in a chain of segments
+    // if all of them fit in kAheadBytes now, else (the file being stored
+    // next) its first segment, put_file reading on from there in its turn.
+    // Segments are handed out on this thread only.
+    auto read_ahead = [&] {
+        const std::size_t i = current;
         next = std::max(next, i);
         while (next < inputs.size() && next - i < kAheadFiles && inputs[next].size_hint) {
-            const std::size_t listed = static_cast<std::size_t>(std::min<std::uint64_t>(*inputs[next].size_hint, kReadSize));
-            const std::size_t need = (listed + slack + 65535) & ~std::size_t{65535};
-            Segment* seg = ahead_segment(need);
-            if (!seg) break;
-            auto a = std::make_unique<Ahead>();
+            const std::uint64_t hint = *inputs[next].size_hint;
+            // A small file is read whole into one segment of a power of two
+            // (a few sizes, reused from file to file: each new one is
+            // faulted in again), a large one into chain segments.
+            const bool large = hint > chain_bytes - slack;
+            const std::size_t need =
+                large ? chain_bytes
+                      : std::bit_ceil(std::max<std::size_t>(static_cast<std::size_t>(hint) + slack, std::size_t{64} << 10));
+            // Each segment of a chain reads at least need - slack new bytes
+            // (the rest may be the previous one's tail): this many see the
+            // end of the listed size.
+            const std::uint64_t links = large ? hint / (need - slack) + 1 : 1;
+            const std::size_t count = links * need <= ahead_limit ? static_cast<std::size_t>(links) : 1;
+            std::vector<Segment*> segs;
+            while (segs.size() < count) {
+                Segment* sg = ahead_segment(need);
+                if (!sg) break;
+                sg->hash_left.store(1);  // (0 once filled)
+                segs.push_back(sg);
+            }
+            if (segs.size() < count) {
+                release_segments(segs);
+                break;
+            }
+            auto a = std::make_unique<ReadAhead>();
             a->meta = inputs[next].meta;
-            a->seg = seg;
-            if (*inputs[next].size_hint <= kReadSize) a->stored = stored_version(a->meta.name, *inputs[next].size_hint);
-            Ahead* ap = a.get();
+            a->listed = hint;
+            a->chain = large;
+            a->segs = std::move(segs);
+            if (!a->chain) a->stored = stored_version(a->meta.name, hint);
+            ReadAhead* ap = a.get();
             const Writer::Input* in = &inputs[next];
             ahead.push_back(std::move(a));
             ++next;
-            workers.submit([this, ap, in, &workers] {
+            // (a chain's task is long: this thread, waiting for the file it
+            // stores, must not be held up running it)
+            auto task = [this, ap, in, &workers, segs = ap->segs] {
                 try {
                     ap->source = in->open ? in->open(ap->meta) : Source{};
-                    std::unique_ptr<Reader> own;
-                    Reader* reader = ap->source.reader_ptr();
+                    ap->reader = ap->source.reader_ptr();
                     if (ap->source.is_memory()) {
-                        own = std::make_unique<SpanReader>(ap->source.memory_bytes());
-                        reader = own.get();
+                        ap->own_reader = std::make_unique<SpanReader>(ap->source.memory_bytes());
+                        ap->reader = ap->own_reader.get();
                     }
-                    Segment& sg = *ap->seg;
-                    fill(sg, nullptr, *reader, ap->meta.name);
-                    ap->whole = sg.eof && sg.chunk_bytes == sg.size;
-                    if (ap->whole) {
-                        // Its digest too, here (no hand-over to the hasher
-                        // thread per file): a file of one chunk is its id.
+                    std::size_t carried = 0;
+                    for (std::size_t k = 0; k < segs.size(); ++k) {
+                        Segment& sg = *segs[k];
+                        fill(sg, carried, *ap->reader, ap->meta.name);
                         hash_range(sg, 0, sg.lengths.size(), 0);
-                        if (sg.lengths.size() == 1)
-                            ap->digest = id_of(sg.digests[0]);
-                        else if (!ap->stored)  // (else compared with the stored ids first)
-                            ap->digest = chunk_id_of({sg.data.get(), sg.size});
-                    } else if (!ap->source.is_memory()) {  // (a memory source is put afresh)
-                        hash_range(sg, 0, sg.lengths.size(), 0);
+                        ap->at_end = sg.eof && sg.chunk_bytes == sg.size;
+                        ap->used = k + 1;
+                        if (ap->at_end && !ap->chain) {
+                            // Its digest too, here (no hand-over to the
+                            // hasher thread per file): a file of one chunk
+                            // is its id.
+                            ap->whole = true;
+                            if (sg.lengths.size() == 1)
+                                ap->digest = id_of(sg.digests[0]);
+                            else if (!ap->stored)  // (else compared with the stored ids first)
+                                ap->digest = chunk_id_of({sg.data.get(), sg.size});
+                        }
+                        // The tail goes on before the segment is published:
+                        // once stored, it may be handed out again.
+                        if (!ap->at_end) {
+                            if (k + 1 < segs.size())
+                                carried = carry_into(*segs[k + 1], tail_of(sg));
+                            else
+                                ap->carry.assign(tail_of(sg).begin(), tail_of(sg).end());
+                        }
+                        sg.hash_left.store(0);
+                        workers.notify();
+                        if (ap->at_end) break;
                     }
                 } catch (const IoError&) {
                     ap->io_error = std::current_exception();
                 } catch (...) {
                     ap->other_error = std::current_exception();
                 }
-                ap->ready.store(true);
+                ap->ended.store(true);
                 workers.notify();
-            });
+            };
+            if (ap->chain)
+                workers.submit_to_workers(std::move(task));
+            else
+                workers.submit(std::move(task));
         }
     };
+    more_ahead = read_ahead;
     ProgressTicker ticker(progress);
     try {
         for (std::size_t i = 0; i < inputs.size(); ++i) {
-            read_ahead(i);
+            current = i;
+            read_ahead();
             PutStats stats;
             std::exception_ptr io_error;
             if (!ahead.empty()) {  // inputs[i], read ahead
-                Ahead& a = *ahead.front();
-                workers.wait([&] { return a.ready.load(); });
-                if (a.other_error) std::rethrow_exception(a.other_error);
-                Segment* seg = std::exchange(a.seg, nullptr);
-                if (a.io_error) {
-                    io_error = a.io_error;
-                    release_ahead(seg);
-                } else if (a.whole) {
-                    stats = put_read_ahead(a.meta, *seg, a.digest, a.stored);
-                } else if (a.source.is_memory()) {  // larger than a segment: put afresh
-                    release_ahead(seg);
-                    try {
-                        stats = put_file(a.meta, a.source, progress);
-                    } catch (const IoError&) {
-                        io_error = std::current_exception();
+                ReadAhead& a = *ahead.front();
+                if (!a.chain) {  // (a chain is stored as it is read)
+                    workers.wait([&] { return a.ended.load(); });
+                    if (a.other_error) std::rethrow_exception(a.other_error);
+                }
+                try {
+                    if (a.whole) {
+                        Segment* seg = a.segs[0];
+                        a.segs.clear();
+                        stats = put_read_ahead(a.meta, *seg, a.digest, a.stored);
+                    } else {
+                        // A chain, a small file that grew since it was
+                        // listed (put_file reads on), or one that failed.
+                        // put_file gives the segments back, whatever happens.
+                        struct Handed {
+                            ReadAhead& r;
+                            ~Handed() { r.segs.clear(); }
+                        } handed{a};
+                        stats = put_file(a.meta, a.source, progress, &a);
                     }
-                } else {
-                    // Its first segment read (a large file, or one grown
-                    // since it was listed): put_file reads on from there.
-                    try {
-                        stats = put_file(a.meta, a.source, progress, seg, true);
-                    } catch (const IoError&) {
-                        io_error = std::current_exception();
-                    }
+                } catch (const IoError&) {
+                    io_error = std::current_exception();
                 }
                 ahead.pop_front();
             } else {  // opened and put in turn (a large file, a stream)
+                next = std::max(next, i + 1);  // (not read ahead by put_file's more_ahead either)
                 FileMeta meta = inputs[i].meta;
                 try {
                     Source source = inputs[i].open ? inputs[i].open(meta) : Source{};
@@ -1283,15 +1456,16 @@ void Writer::Impl::put_files(std::span<const Writer::Input> inputs, const Writer
             });
         }
     } catch (...) {
+        more_ahead = nullptr;
         // The read-ahead tasks use `ahead` and its inputs: let them end first.
         try {
             workers.drain();
         } catch (...) {
         }
-        for (auto& a : ahead)
-            if (a->seg) release_ahead(a->seg);
+        for (auto& a : ahead) release_segments(a->segs);
         throw;
     }
+    more_ahead = nullptr;
 }
 
 // ---------------------------------------------------------------- Writer

@@ -15,6 +15,8 @@
 #include <zstd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <optional>
 #include <csignal>
 #include <cstring>
 #include <random>
@@ -691,16 +693,20 @@ TEST(Store, FilesSpanningMorePacksThanDescriptorsAreReadInTurns) {
 }
 
 TEST(Store, PutFilesStoresWhatPutFileStores) {
-    // put_files reads small files ahead on the pool; the store must end up
+    // put_files reads files ahead on the pool (small ones whole, large ones
+    // in chains of segments stored as they are read); the store must end up
     // as a put_file of each in turn leaves it: same manifests, digests and
-    // chunks, every IoError reported for its file in order and the rest put.
-    // Inputs: small files (empty, one chunk, several, copies), a large one,
-    // one grown past its listed size, one that fails to open, one in memory.
+    // chunks, every IoError reported for its file in order, the rest put,
+    // and each input opened once. Inputs: small files (empty, one chunk,
+    // several, copies), large ones, small and large ones grown past their
+    // listed size, one shrunk below it, one listed larger than the
+    // read-ahead budget, a stream (no size: put in its turn, while files
+    // after it are read ahead), one that fails to open, one in memory.
     test::TempDir tmp;
     struct File {
         std::string name;
         std::vector<std::uint8_t> bytes;
-        std::uint64_t hint;
+        std::optional<std::uint64_t> hint;
         bool fails = false;
         bool memory = false;
     };
@@ -716,6 +722,11 @@ TEST(Store, PutFilesStoresWhatPutFileStores) {
     files.insert(files.begin() + 20, File{"grown", grown, 1000});
     files.insert(files.begin() + 25, File{"vanished", {}, 10, true});
     files.insert(files.begin() + 30, File{"memory", test::mixed_bytes(50'000, 952), 50'000, false, true});
+    files.insert(files.begin() + 2, File{"stream", test::mixed_bytes(6'000'000, 953), std::nullopt});
+    files.insert(files.begin() + 12, File{"shrunk", test::mixed_bytes(5'000'000, 954), 9'000'000});
+    files.insert(files.begin() + 14, File{"grown-large", test::mixed_bytes(10'000'000, 955), 4'500'000});
+    files.insert(files.begin() + 16, File{"listed-huge", test::mixed_bytes(2'000'000, 956), 200'000'000});
+    files.insert(files.begin() + 35, File{"big-memory", test::mixed_bytes(7'000'000, 957), 7'000'000, false, true});
     for (const auto& f : files)
         if (!f.fails && !f.memory) tmp.write("in/" + f.name, f.bytes);
 
@@ -723,12 +734,15 @@ TEST(Store, PutFilesStoresWhatPutFileStores) {
     Store a = Store::init(tmp.path() / "a", init);
     Store b = Store::init(tmp.path() / "b", init);
     std::vector<Writer::Input> inputs;
-    for (const auto& f : files) {
+    std::vector<std::atomic<int>> opens(files.size());
+    for (std::size_t i = 0; i < files.size(); ++i) {
+        const File& f = files[i];
         Writer::Input in;
         in.meta.name = f.name;
         in.size_hint = f.hint;
         const auto path = tmp.path() / "in" / f.name;
-        in.open = [&f, path](store::FileMeta& meta) {
+        in.open = [&f, path, &opens, i](store::FileMeta& meta) {
+            ++opens[i];
             meta.mode = 0600;
             if (f.fails) throw IoError("cannot open: gone");
             if (f.memory) return MemorySource(std::span<const std::uint8_t>(f.bytes));
@@ -753,6 +767,7 @@ TEST(Store, PutFilesStoresWhatPutFileStores) {
     std::vector<std::size_t> expected(files.size());
     for (std::size_t i = 0; i < expected.size(); ++i) expected[i] = i;
     EXPECT_EQ(order, expected);
+    for (std::size_t i = 0; i < files.size(); ++i) EXPECT_EQ(opens[i].load(), 1) << files[i].name;
     std::uint64_t new_bytes_b = 0;
     {
         Writer w(b);
@@ -829,6 +844,70 @@ TEST(Store, PutFilesStoresWhatPutFileStores) {
     }
     EXPECT_EQ(test::get_bytes(a, files[7].name, tmp), files[7].bytes);
     EXPECT_TRUE(a.verify(test::full_check()).damage.empty());
+}
+
+// An environment variable set for a scope (empty: unset).
+class ScopedEnv {
+public:
+    ScopedEnv(const char* name, const char* value) : name_(name) {
+        if (*value)
+            ::setenv(name, value, 1);
+        else
+            ::unsetenv(name);
+    }
+    ~ScopedEnv() { ::unsetenv(name_); }
+    ScopedEnv(const ScopedEnv&) = delete;
+    ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+private:
+    const char* name_;
+};
+
+TEST(Store, PutFilesOpensEachInputOnceWhateverTheReadAheadBudget) {
+    // Large files read ahead in chains of segments, or (a budget too small
+    // for them) put in their turn while the files after them are read
+    // ahead: either way each input is opened once and reported as itself.
+    // (A large file put in its turn was once also read ahead by the
+    // read-ahead its own put started: opened twice, its descriptor closed
+    // under the second reader, every report after it one file off.)
+    test::TempDir tmp;
+    std::vector<std::pair<std::string, std::vector<std::uint8_t>>> files;
+    for (std::size_t i = 0; i < 12; ++i) {
+        // (before each large file one almost a segment, whose compression
+        // holds its segment on: under a 5 MiB budget the large one must
+        // wait for its turn, the budget freed while it is put)
+        const std::size_t n = i % 4 == 0 ? 6'000'000 + i * 1000 : i % 4 == 3 ? 4'000'000 : 30'000 + i * 1000;
+        files.emplace_back(fmt::format("f{:02}", i), test::mixed_bytes(n, 1200 + i));
+        tmp.write("in/" + files.back().first, files.back().second);
+    }
+    for (const char* budget : {"", "1048576", "5242880"}) {
+        ScopedEnv env("CDC_STORE_AHEAD_BYTES", budget);
+        Store s = Store::init(tmp.path() / fmt::format("s{}", budget), {});
+        std::vector<std::atomic<int>> opens(files.size());
+        std::vector<Writer::Input> inputs(files.size());
+        for (std::size_t i = 0; i < files.size(); ++i) {
+            inputs[i].meta.name = files[i].first;
+            inputs[i].size_hint = files[i].second.size();
+            inputs[i].open = [&opens, i, path = tmp.path() / "in" / files[i].first](store::FileMeta&) {
+                ++opens[i];
+                return FileSource(path);
+            };
+        }
+        std::vector<std::uint64_t> bytes(files.size());
+        Writer w(s);
+        w.put_files(inputs, [&](std::size_t i, const store::PutStats& st, const std::exception_ptr& err) {
+            EXPECT_FALSE(err) << files[i].first;
+            bytes[i] = st.bytes;
+        });
+        w.commit();
+        for (std::size_t i = 0; i < files.size(); ++i) {
+            EXPECT_EQ(opens[i].load(), 1) << files[i].first << " budget '" << budget << "'";
+            EXPECT_EQ(bytes[i], files[i].second.size()) << files[i].first;
+            const auto m = s.find(files[i].first);
+            ASSERT_TRUE(m) << files[i].first;
+            EXPECT_EQ(m->digest, store::chunk_id_of(std::as_bytes(std::span(files[i].second)))) << files[i].first;
+        }
+    }
 }
 
 TEST(Store, ATreePutUnderANewPrefixFindsEachFilesOwnEarlierVersion) {
