@@ -236,6 +236,7 @@ struct Writer::Impl {
     Stmt stored_by_name;  // put_files: the stored file of a name and size (read_ahead)
     Stmt stored_ids;      // its chunk list
     Stmt has_chunks;  // lookup_sql()
+    Stmt similar_small;  // put_files: stored files a small one under a new name may equal
     // One read transaction for the lookups of many segments and files (a
     // BEGIN and COMMIT per file, with their shared-memory locks, cost a tree
     // of small files more than its lookups): ended by a flush, at the end of
@@ -300,6 +301,7 @@ struct Writer::Impl {
         // A store made before the first-chunk index gets it from its first
         // writer (put, push): whoever looks files up by it holds a Writer.
         db.exec(kFirstChunkIndexSql, "adding the first-chunk index to the store");
+        db.exec(kOldFirstChunkIndexSql, "dropping the large files' first-chunk index");
         has_chunk = Stmt(db, "SELECT raw_size FROM chunks WHERE id = ?1");
         stored_by_name = Stmt(db, "SELECT id, digest, chunk_count, mode, mtime_ns FROM manifests WHERE name = ?1 "
                                   "AND size = ?2");
@@ -308,6 +310,13 @@ struct Writer::Impl {
         stored_ids = Stmt(db, "SELECT ids FROM manifest_chunks WHERE manifest = ?1 AND EXISTS (SELECT 1 FROM manifests "
                               "WHERE id = ?1 AND digest = ?2 AND chunk_count = ?3) ORDER BY seq");
         has_chunks = Stmt(db, lookup_sql().c_str());
+        // (the newest few stored lists that start with the same id and hold
+        // as many: the index's order, no sort, a bounded scan however many
+        // files start alike)
+        similar_small = Stmt(db, "SELECT m.id, m.digest, m.chunk_count, m.mode, m.mtime_ns FROM (SELECT manifest FROM "
+                                 "manifest_chunks WHERE seq = 0 AND substr(ids, 1, 32) = ?1 AND length(ids) = ?2 "
+                                 "ORDER BY manifest DESC LIMIT 4) c JOIN manifests m ON m.id = c.manifest "
+                                 "WHERE m.size = ?3 AND m.chunk_count = ?4 AND m.name IS NOT NULL");
         packs = std::make_unique<PackAppender>(s.dir, s.info.pack_size);
     }
 
@@ -718,6 +727,7 @@ struct Writer::Impl {
     PutStats put_read_ahead(const FileMeta& meta, Segment& seg, std::optional<ChunkId> digest,
                             const std::optional<StoredVersion>& stored);
     std::optional<StoredVersion> stored_version(const std::string& name, std::uint64_t size);
+    std::optional<StoredVersion> similar_version(const Segment& seg);
     bool same_chunks(const StoredVersion& stored, const Segment& seg);
     PutStats end_file(const FileMeta& meta, ManifestState& m, PutStats file, std::optional<ChunkId> known = {});
     Segment* ahead_segment(std::size_t need);
@@ -1240,6 +1250,32 @@ std::optional<StoredVersion> Writer::Impl::stored_version(const std::string& nam
     return v;
 }
 
+// A stored file with the same chunks as a small file read whole (under
+// another name: a tree put under a new prefix, a copy), if one of the few
+// whose list starts alike is.
+std::optional<StoredVersion> Writer::Impl::similar_version(const Segment& seg) {
+    if (seg.digests.size() < 2 || seg.digests.size() >= kIdsPerSegment) return std::nullopt;
+    begin_lookups();
+    similar_small.bind(1, std::span<const std::uint8_t>(seg.digests[0].bytes.data(), 32))
+        .bind(2, static_cast<std::int64_t>(seg.digests.size() * 32))
+        .bind(3, static_cast<std::int64_t>(seg.chunk_bytes))
+        .bind(4, static_cast<std::int64_t>(seg.digests.size()));
+    std::vector<StoredVersion> candidates;
+    while (similar_small.step()) {
+        StoredVersion v;
+        v.row = similar_small.i64(0);
+        v.digest = to_id(similar_small.blob(1), "a stored digest");
+        v.chunks = static_cast<std::uint64_t>(similar_small.i64(2));
+        v.mode = static_cast<std::uint32_t>(similar_small.i64(3));
+        v.mtime_ns = similar_small.i64(4);
+        candidates.push_back(v);
+    }
+    similar_small.reset();
+    for (const StoredVersion& v : candidates)
+        if (same_chunks(v, seg)) return v;
+    return std::nullopt;
+}
+
 bool Writer::Impl::same_chunks(const StoredVersion& stored, const Segment& seg) {
     if (stored.chunks != seg.digests.size()) return false;
     begin_lookups();
@@ -1257,9 +1293,10 @@ bool Writer::Impl::same_chunks(const StoredVersion& stored, const Segment& seg) 
     return same && k == seg.digests.size();
 }
 
-// A file read ahead whole: `digest` if the task made it; else (a file of a
-// name and size the store holds: `stored`) its chunk ids are compared with
-// the stored ones first, and only a file that differs is hashed whole.
+// A file read ahead whole: `digest` if the task made it (one chunk); else
+// its chunk ids are compared with a stored list first (`stored`: the file
+// of its name and size; else one that starts alike), and only a file that
+// differs is hashed whole, by the hasher thread.
 PutStats Writer::Impl::put_read_ahead(const FileMeta& meta, Segment& seg, std::optional<ChunkId> digest,
                                       const std::optional<StoredVersion>& stored) {
     ensure_started();
@@ -1271,14 +1308,23 @@ PutStats Writer::Impl::put_read_ahead(const FileMeta& meta, Segment& seg, std::o
         bool same = false;
         if (stored) {
             same = digest ? *digest == stored->digest : same_chunks(*stored, seg);
-            if (same)
-                digest = stored->digest;
-            else if (!digest)
-                digest = chunk_id_of({seg.data.get(), seg.size});
+            if (same) digest = stored->digest;
         }
-        // (the same chunks as the stored version, which the index holds: no lookups)
-        const bool stored_chunks = same && stored->chunks == seg.digests.size();
-        store_segment(seg, m, file, tasks(), false, stored_chunks);  // (the segment is busy until its tasks are done)
+        // Under another name, a stored file with the same chunks: its
+        // digest, and no lookups either (else the hasher thread hashes it).
+        std::optional<StoredVersion> similar;
+        if (!stored && !digest) {
+            similar = similar_version(seg);
+            if (similar) digest = similar->digest;
+        }
+        // (the same chunks as a committed file, which the index holds: no lookups)
+        const bool stored_chunks = (same && stored->chunks == seg.digests.size()) || similar;
+        // (the segment is busy until its tasks are done)
+        store_segment(seg, m, file, tasks(), !digest, stored_chunks);
+        if (similar) {
+            file.identical_files = 1;
+            ++totals.identical_files;
+        }
         if (same) {
             // Its content is the stored version's: counted unchanged, and
             // with its metadata unchanged too its row is kept as it is
@@ -1371,14 +1417,12 @@ void Writer::Impl::put_files(std::span<const Writer::Input> inputs, const Writer
                         ap->at_end = sg.eof && sg.chunk_bytes == sg.size;
                         ap->used = k + 1;
                         if (ap->at_end && !ap->chain) {
-                            // Its digest too, here (no hand-over to the
-                            // hasher thread per file): a file of one chunk
-                            // is its id.
+                            // A file of one chunk: its id is its digest.
+                            // Others are compared with a stored list first
+                            // (one of its name and size, else one that
+                            // starts alike), and only hashed if that fails.
                             ap->whole = true;
-                            if (sg.lengths.size() == 1)
-                                ap->digest = id_of(sg.digests[0]);
-                            else if (!ap->stored)  // (else compared with the stored ids first)
-                                ap->digest = chunk_id_of({sg.data.get(), sg.size});
+                            if (sg.lengths.size() == 1) ap->digest = id_of(sg.digests[0]);
                         }
                         // The tail goes on before the segment is published:
                         // once stored, it may be handed out again.

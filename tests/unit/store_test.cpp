@@ -394,26 +394,53 @@ TEST(Store, PutUnderANewNameComparesWithAStoredFileStartingAlike) {
 }
 
 TEST(Store, AStoreWithoutTheFirstChunkIndexGetsIt) {
-    // A store made before the index: a writer adds it, and finds files by it.
+    // A store made before the index (without one, or with the earlier one
+    // of large files only): a writer adds it, drops the earlier one, and
+    // finds files by it.
     test::TempDir tmp;
-    const auto dir = tmp.path() / "s";
     const auto v = test::mixed_bytes(6'000'000, 75);
-    {
-        Store s = Store::init(dir, {});
+    for (const bool earlier : {false, true}) {
+        const auto dir = tmp.path() / (earlier ? "s-earlier" : "s-none");
+        {
+            Store s = Store::init(dir, {});
+            Writer w(s);
+            test::put_bytes(w, "a", v);
+            w.commit();
+        }
+        auto index_names = [&] {
+            sqlite3* db = nullptr;
+            EXPECT_EQ(sqlite3_open((dir / "index.db").c_str(), &db), SQLITE_OK);
+            std::set<std::string> names;
+            sqlite3_exec(
+                db, "SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'manifest_first%'",
+                [](void* out, int, char** row, char**) {
+                    static_cast<std::set<std::string>*>(out)->insert(row[0]);
+                    return 0;
+                },
+                &names, nullptr);
+            sqlite3_close(db);
+            return names;
+        };
+        EXPECT_EQ(index_names(), std::set<std::string>{"manifest_first_ids"});
+        sqlite3* db = nullptr;
+        ASSERT_EQ(sqlite3_open((dir / "index.db").c_str(), &db), SQLITE_OK);
+        ASSERT_EQ(sqlite3_exec(db, "DROP INDEX manifest_first_ids", nullptr, nullptr, nullptr), SQLITE_OK);
+        if (earlier) {
+            ASSERT_EQ(sqlite3_exec(db,
+                                   "CREATE INDEX manifest_first_chunk ON manifest_chunks(substr(ids, 1, 32)) "
+                                   "WHERE seq = 0 AND length(ids) >= 8192",
+                                   nullptr, nullptr, nullptr),
+                      SQLITE_OK);
+        }
+        sqlite3_close(db);
+        Store s = Store::open(dir);
         Writer w(s);
-        test::put_bytes(w, "a", v);
+        EXPECT_EQ(test::put_bytes(w, "b", v).identical_files, 1u);
         w.commit();
+        EXPECT_EQ(index_names(), std::set<std::string>{"manifest_first_ids"});
+        EXPECT_EQ(test::get_bytes(s, "b", tmp), v);
+        EXPECT_TRUE(s.verify(test::full_check()).ok());
     }
-    sqlite3* db = nullptr;
-    ASSERT_EQ(sqlite3_open((dir / "index.db").c_str(), &db), SQLITE_OK);
-    ASSERT_EQ(sqlite3_exec(db, "DROP INDEX manifest_first_chunk", nullptr, nullptr, nullptr), SQLITE_OK);
-    sqlite3_close(db);
-    Store s = Store::open(dir);
-    Writer w(s);
-    EXPECT_EQ(test::put_bytes(w, "b", v).identical_files, 1u);
-    w.commit();
-    EXPECT_EQ(test::get_bytes(s, "b", tmp), v);
-    EXPECT_TRUE(s.verify(test::full_check()).ok());
 }
 
 TEST(Store, PutAgainUnderItsNameComparesWithTheStoredVersion) {
@@ -908,6 +935,51 @@ TEST(Store, PutFilesOpensEachInputOnceWhateverTheReadAheadBudget) {
             EXPECT_EQ(m->digest, store::chunk_id_of(std::as_bytes(std::span(files[i].second)))) << files[i].first;
         }
     }
+}
+
+TEST(Store, ASmallFileUnderANewNameIsComparedWithAStoredFileThatStartsAlike) {
+    // A tree put again under a new prefix: a small file of several chunks
+    // whose list equals a stored file's (found by its first chunk and chunk
+    // count) takes that file's digest and needs no lookups; one that starts
+    // alike but differs (a byte at its end, or longer) is hashed and gets
+    // its own digest.
+    test::TempDir tmp;
+    std::vector<std::vector<std::uint8_t>> files;
+    for (std::uint64_t i = 0; i < 8; ++i) files.push_back(test::mixed_bytes(300'000 + i * 1000, 1300 + i));
+    auto put_tree = [&](Store& s, const std::string& prefix) {
+        for (std::size_t i = 0; i < files.size(); ++i) tmp.write(prefix + std::to_string(i), files[i]);
+        std::vector<Writer::Input> inputs(files.size());
+        for (std::size_t i = 0; i < files.size(); ++i) {
+            inputs[i].meta.name = prefix + std::to_string(i);
+            inputs[i].size_hint = files[i].size();
+            inputs[i].open = [path = tmp.path() / (prefix + std::to_string(i))](store::FileMeta&) {
+                return FileSource(path);
+            };
+        }
+        std::vector<std::uint64_t> identical(files.size());
+        Writer w(s);
+        w.put_files(inputs, [&](std::size_t i, const store::PutStats& st, const std::exception_ptr& err) {
+            EXPECT_FALSE(err);
+            identical[i] = st.identical_files;
+        });
+        w.commit();
+        for (std::size_t i = 0; i < files.size(); ++i) {
+            const auto m = s.find(prefix + std::to_string(i));
+            EXPECT_TRUE(m && m->digest == store::chunk_id_of(std::as_bytes(std::span(files[i])))) << prefix << i;
+            EXPECT_TRUE(m && m->chunks >= 2) << prefix << i;
+        }
+        return identical;
+    };
+    Store s = Store::init(tmp.path() / "s", {});
+    EXPECT_EQ(put_tree(s, "a/"), std::vector<std::uint64_t>(files.size(), 0));
+    files[2].back() ^= 1;                                   // the same size, first chunk and count
+    files[5].insert(files[5].end(), 5000, std::uint8_t{9});  // longer
+    auto want = std::vector<std::uint64_t>(files.size(), 1);
+    want[2] = want[5] = 0;
+    EXPECT_EQ(put_tree(s, "b/"), want);
+    EXPECT_EQ(test::get_bytes(s, "b/2", tmp), files[2]);
+    EXPECT_EQ(test::get_bytes(s, "b/5", tmp), files[5]);
+    EXPECT_TRUE(s.verify(test::full_check()).ok());
 }
 
 TEST(Store, ATreePutUnderANewPrefixFindsEachFilesOwnEarlierVersion) {
