@@ -267,7 +267,14 @@ struct Writer::Impl {
     std::vector<std::unique_ptr<Segment>> ahead_segments;
     std::vector<Segment*> ahead_free;
     std::size_t ahead_bytes = 0;  // their capacity
-    const std::size_t ahead_limit = ahead_budget();
+    const std::size_t ahead_budget_bytes = ahead_budget();
+    /// The read-ahead budget, less put_file's own segments once they exist
+    /// (a stream, or a file too large to read ahead, was put): all of the
+    /// writer's buffers stay within it.
+    std::size_t ahead_limit() const {
+        const std::size_t own = segments ? kSegments * (*segments)[0].capacity : 0;
+        return ahead_budget_bytes > own ? ahead_budget_bytes - own : 0;
+    }
     bool started = false;
     // put_file's whole-file digests, one message per file (declared after
     // the segments, manifests and pool: its destructor runs queued callbacks).
@@ -728,6 +735,7 @@ struct Writer::Impl {
                             const std::optional<StoredVersion>& stored);
     std::optional<StoredVersion> stored_version(const std::string& name, std::uint64_t size);
     std::optional<StoredVersion> similar_version(const Segment& seg);
+    void read_file_ahead(ReadAhead& a, const Writer::Input& in, std::span<Segment* const> segs, TaskPool& workers);
     bool same_chunks(const StoredVersion& stored, const Segment& seg);
     PutStats end_file(const FileMeta& meta, ManifestState& m, PutStats file, std::optional<ChunkId> known = {});
     Segment* ahead_segment(std::size_t need);
@@ -752,6 +760,14 @@ struct Writer::Impl {
             sg.data = alloc_bytes(sg.capacity);
             free_list.push_back(&sg);
         }
+        // (free read-ahead segments beyond the budget that remains go)
+        while (ahead_bytes > ahead_limit() && !ahead_free.empty()) free_ahead_locked(ahead_free.back());
+    }
+    /// Frees a free read-ahead segment (qm held).
+    void free_ahead_locked(Segment* old) {
+        std::erase(ahead_free, old);
+        ahead_bytes -= old->capacity;
+        std::erase_if(ahead_segments, [&](const std::unique_ptr<Segment>& sp) { return sp.get() == old; });
     }
     void release_segments(std::span<Segment* const> segs) {
         for (Segment* sg : segs) release_ahead(sg);
@@ -1210,15 +1226,11 @@ Segment* Writer::Impl::ahead_segment(std::size_t need) {
     // only if that makes enough room.
     std::size_t free_bytes = 0;
     for (const Segment* sg : ahead_free) free_bytes += sg->capacity;
-    if (ahead_bytes - free_bytes + need > ahead_limit) return nullptr;
+    const std::size_t limit = ahead_limit();
+    if (ahead_bytes - free_bytes + need > limit) return nullptr;
     std::sort(ahead_free.begin(), ahead_free.end(),
               [](const Segment* x, const Segment* y) { return x->capacity > y->capacity; });
-    while (ahead_bytes + need > ahead_limit) {
-        Segment* old = ahead_free.back();
-        ahead_free.pop_back();
-        ahead_bytes -= old->capacity;
-        std::erase_if(ahead_segments, [&](const std::unique_ptr<Segment>& sp) { return sp.get() == old; });
-    }
+    while (ahead_bytes + need > limit) free_ahead_locked(ahead_free.back());
     auto sg = std::make_unique<Segment>();
     sg->read_ahead = true;
     sg->capacity = need;
@@ -1343,6 +1355,54 @@ PutStats Writer::Impl::put_read_ahead(const FileMeta& meta, Segment& seg, std::o
     return end_file(meta, m, file, digest);
 }
 
+// A ReadAhead's task: opens the file, fills, cuts and hashes its segments
+// in turn and publishes each (a chain's as they come), then `ended`.
+// `segs`: the task's own copy of a.segs (put_file takes those over).
+void Writer::Impl::read_file_ahead(ReadAhead& a, const Writer::Input& in, std::span<Segment* const> segs,
+                                   TaskPool& workers) {
+    try {
+        a.source = in.open ? in.open(a.meta) : Source{};
+        a.reader = a.source.reader_ptr();
+        if (a.source.is_memory()) {
+            a.own_reader = std::make_unique<SpanReader>(a.source.memory_bytes());
+            a.reader = a.own_reader.get();
+        }
+        std::size_t carried = 0;
+        for (std::size_t k = 0; k < segs.size(); ++k) {
+            Segment& sg = *segs[k];
+            fill(sg, carried, *a.reader, a.meta.name);
+            hash_range(sg, 0, sg.lengths.size(), 0);
+            a.at_end = sg.eof && sg.chunk_bytes == sg.size;
+            a.used = k + 1;
+            if (a.at_end && !a.chain) {
+                // A file of one chunk: its id is its digest. Others are
+                // compared with a stored list first (one of its name and
+                // size, else one that starts alike), and only hashed if
+                // that fails.
+                a.whole = true;
+                if (sg.lengths.size() == 1) a.digest = id_of(sg.digests[0]);
+            }
+            // The tail goes on before the segment is published: once
+            // stored, it may be handed out again.
+            if (!a.at_end) {
+                if (k + 1 < segs.size())
+                    carried = carry_into(*segs[k + 1], tail_of(sg));
+                else
+                    a.carry.assign(tail_of(sg).begin(), tail_of(sg).end());
+            }
+            sg.hash_left.store(0);
+            if (a.chain) workers.notify();
+            if (a.at_end) break;
+        }
+    } catch (const IoError&) {
+        a.io_error = std::current_exception();
+    } catch (...) {
+        a.other_error = std::current_exception();
+    }
+    a.ended.store(true);
+    workers.notify();
+}
+
 void Writer::Impl::put_files(std::span<const Writer::Input> inputs, const Writer::InputDone& done,
                              const ProgressFn& progress) {
     // Files of known size are read, cut and their chunks hashed on the pool
@@ -1377,7 +1437,7 @@ void Writer::Impl::put_files(std::span<const Writer::Input> inputs, const Writer
             // (the rest may be the previous one's tail): this many see the
             // end of the listed size.
             const std::uint64_t links = large ? hint / (need - slack) + 1 : 1;
-            const std::size_t count = links * need <= ahead_limit ? static_cast<std::size_t>(links) : 1;
+            const std::size_t count = links * need <= ahead_limit() ? static_cast<std::size_t>(links) : 1;
             std::vector<Segment*> segs;
             while (segs.size() < count) {
                 Segment* sg = ahead_segment(need);
@@ -1399,52 +1459,8 @@ void Writer::Impl::put_files(std::span<const Writer::Input> inputs, const Writer
             const Writer::Input* in = &inputs[next];
             ahead.push_back(std::move(a));
             ++next;
-            // (a chain's task is long: this thread, waiting for the file it
-            // stores, must not be held up running it)
-            auto task = [this, ap, in, &workers, segs = ap->segs] {
-                try {
-                    ap->source = in->open ? in->open(ap->meta) : Source{};
-                    ap->reader = ap->source.reader_ptr();
-                    if (ap->source.is_memory()) {
-                        ap->own_reader = std::make_unique<SpanReader>(ap->source.memory_bytes());
-                        ap->reader = ap->own_reader.get();
-                    }
-                    std::size_t carried = 0;
-                    for (std::size_t k = 0; k < segs.size(); ++k) {
-                        Segment& sg = *segs[k];
-                        fill(sg, carried, *ap->reader, ap->meta.name);
-                        hash_range(sg, 0, sg.lengths.size(), 0);
-                        ap->at_end = sg.eof && sg.chunk_bytes == sg.size;
-                        ap->used = k + 1;
-                        if (ap->at_end && !ap->chain) {
-                            // A file of one chunk: its id is its digest.
-                            // Others are compared with a stored list first
-                            // (one of its name and size, else one that
-                            // starts alike), and only hashed if that fails.
-                            ap->whole = true;
-                            if (sg.lengths.size() == 1) ap->digest = id_of(sg.digests[0]);
-                        }
-                        // The tail goes on before the segment is published:
-                        // once stored, it may be handed out again.
-                        if (!ap->at_end) {
-                            if (k + 1 < segs.size())
-                                carried = carry_into(*segs[k + 1], tail_of(sg));
-                            else
-                                ap->carry.assign(tail_of(sg).begin(), tail_of(sg).end());
-                        }
-                        sg.hash_left.store(0);
-                        workers.notify();
-                        if (ap->at_end) break;
-                    }
-                } catch (const IoError&) {
-                    ap->io_error = std::current_exception();
-                } catch (...) {
-                    ap->other_error = std::current_exception();
-                }
-                ap->ended.store(true);
-                workers.notify();
-            };
-            if (ap->chain)
+            auto task = [this, ap, in, &workers, segs = ap->segs] { read_file_ahead(*ap, *in, segs, workers); };
+            if (ap->chain)  // (long: this thread, waiting for the file it stores, must not be held up running it)
                 workers.submit_to_workers(std::move(task));
             else
                 workers.submit(std::move(task));
