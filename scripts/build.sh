@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Configures and builds one flavour of the project with CMake + Ninja.
-#   scripts/build.sh [release|asan|fuzz|bench] [extra cmake args...]
-# Build folders: build/ (release), build-asan/, build-fuzz/, build-bench/.
+#   scripts/build.sh [release|asan|tsan|fuzz|bench] [extra cmake args...]
+# Build folders: build/ (release), build-asan/, build-tsan/, build-fuzz/, build-bench/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 flavour="${1:-release}"
@@ -19,8 +19,15 @@ case "$flavour" in
                                  "-DCMAKE_C_FLAGS=-fsanitize=fuzzer-no-link,address,undefined"
                                  "-DCMAKE_CXX_FLAGS=-fsanitize=fuzzer-no-link,address,undefined"
                                  -DCDC_BUILD_FUZZ=ON -DCDC_BUILD_TESTS=OFF -DCDC_BUILD_TOOLS=OFF) ;;
+  # ThreadSanitizer for the store's pipelines (scripts/test.sh builds and
+  # runs store_test only: threads publish segments and files to each other).
+  tsan)    dir=build-tsan; args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DCDC_WERROR=ON
+                                 "-DCMAKE_C_FLAGS=-fsanitize=thread" "-DCMAKE_CXX_FLAGS=-fsanitize=thread"
+                                 "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread"
+                                 "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG"
+                                 "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG") ;;
   bench)   dir=build-bench; args=(-DCMAKE_BUILD_TYPE=Release -DCDC_BUILD_BENCH=ON -DCDC_BUILD_TESTS=OFF) ;;
-  *) echo "usage: scripts/build.sh [release|asan|fuzz|bench] [cmake args...]" >&2; exit 2 ;;
+  *) echo "usage: scripts/build.sh [release|asan|tsan|fuzz|bench] [cmake args...]" >&2; exit 2 ;;
 esac
 # ccache, where installed (a developer's machine; CI builds once, without it).
 if command -v ccache >/dev/null 2>&1; then

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: installs what is missing; builds with warnings as
-# errors; runs every test; runs them again under ASan + UBSan; builds the
-# libFuzzer targets with clang and runs each for a short bounded time.
+# errors; runs every test; runs them again under ASan + UBSan; runs the
+# store's tests under TSan; builds the libFuzzer targets with clang and
+# runs each for a short bounded time.
 #   CDC_FUZZ_SECONDS (default 20) bounds each fuzz run. Each stage prints its
 # time, so that CI's budget (well under 30 minutes on 2 cores) can be watched.
 set -euo pipefail
@@ -22,6 +23,11 @@ scripts/build.sh asan
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   LSAN_OPTIONS="suppressions=$PWD/scripts/lsan.supp" ctest --test-dir build-asan --output-on-failure -j "$jobs"
 stage_end "ASan + UBSan build + tests"
+
+echo "== TSan: the store's pipelines (store_test)"
+CDC_TARGETS=tests/store_test scripts/build.sh tsan
+TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/store_test --gtest_brief=1
+stage_end "TSan build + store tests"
 
 echo "== fuzz (libFuzzer, ${CDC_FUZZ_SECONDS:-20}s per target)"
 scripts/build.sh fuzz

@@ -986,7 +986,7 @@ PutStats Writer::Impl::put_file(const FileMeta& meta_in, Source source, const Pr
         // Its task opens the file (and sets its metadata) before it fills
         // the first segment.
         workers.wait([&] { return ra->segs[0]->hash_left.load() == 0 || ra->ended.load(); });
-        if (ra->used == 0 && ra->ended.load()) {
+        if (ra->ended.load() && ra->used == 0) {  // (used: read once ended)
             release_segments(ra->segs);
             ra->segs.clear();
             std::rethrow_exception(ra->io_error ? ra->io_error : ra->other_error);
@@ -1493,7 +1493,9 @@ void Writer::Impl::put_files(std::span<const Writer::Input> inputs, const Writer
                             ReadAhead& r;
                             ~Handed() { r.segs.clear(); }
                         } handed{a};
-                        stats = put_file(a.meta, a.source, progress, &a);
+                        // (its task may still be opening the source: put_file
+                        // reads a's meta and reader once the first segment is in)
+                        stats = put_file(a.meta, Source{}, progress, &a);
                     }
                 } catch (const IoError&) {
                     io_error = std::current_exception();
