@@ -734,7 +734,7 @@ struct Writer::Impl {
     PutStats put_read_ahead(const FileMeta& meta, Segment& seg, std::optional<ChunkId> digest,
                             const std::optional<StoredVersion>& stored);
     std::optional<StoredVersion> stored_version(const std::string& name, std::uint64_t size);
-    std::optional<StoredVersion> similar_version(const Segment& seg);
+    std::optional<StoredVersion> similar_version(const Segment& seg, const ChunkId& digest);
     void read_file_ahead(ReadAhead& a, const Writer::Input& in, std::span<Segment* const> segs, TaskPool& workers);
     bool same_chunks(const StoredVersion& stored, const Segment& seg);
     PutStats end_file(const FileMeta& meta, ManifestState& m, PutStats file, std::optional<ChunkId> known = {});
@@ -1262,10 +1262,10 @@ std::optional<StoredVersion> Writer::Impl::stored_version(const std::string& nam
     return v;
 }
 
-// A stored file with the same chunks as a small file read whole (under
-// another name: a tree put under a new prefix, a copy), if one of the few
-// whose list starts alike is.
-std::optional<StoredVersion> Writer::Impl::similar_version(const Segment& seg) {
+// A stored file equal to a small file read whole (under another name: a
+// tree put under a new prefix, a copy), if one of the few whose list starts
+// alike has its size and digest.
+std::optional<StoredVersion> Writer::Impl::similar_version(const Segment& seg, const ChunkId& digest) {
     if (seg.digests.size() < 2 || seg.digests.size() >= kIdsPerSegment) return std::nullopt;
     begin_lookups();
     similar_small.bind(1, std::span<const std::uint8_t>(seg.digests[0].bytes.data(), 32))
@@ -1284,7 +1284,7 @@ std::optional<StoredVersion> Writer::Impl::similar_version(const Segment& seg) {
     }
     similar_small.reset();
     for (const StoredVersion& v : candidates)
-        if (same_chunks(v, seg)) return v;
+        if (v.digest == digest) return v;
     return std::nullopt;
 }
 
@@ -1305,10 +1305,11 @@ bool Writer::Impl::same_chunks(const StoredVersion& stored, const Segment& seg) 
     return same && k == seg.digests.size();
 }
 
-// A file read ahead whole: `digest` if the task made it (one chunk); else
-// its chunk ids are compared with a stored list first (`stored`: the file
-// of its name and size; else one that starts alike), and only a file that
-// differs is hashed whole, by the hasher thread.
+// A file read ahead whole: `digest` if the task made it; else (a file of a
+// name and size the store holds: `stored`) its chunk ids are compared with
+// the stored ones first, and only a file that differs is hashed whole (by
+// the hasher thread). Under a new name, a stored file of the same digest
+// spares its chunks' lookups.
 PutStats Writer::Impl::put_read_ahead(const FileMeta& meta, Segment& seg, std::optional<ChunkId> digest,
                                       const std::optional<StoredVersion>& stored) {
     ensure_started();
@@ -1322,13 +1323,10 @@ PutStats Writer::Impl::put_read_ahead(const FileMeta& meta, Segment& seg, std::o
             same = digest ? *digest == stored->digest : same_chunks(*stored, seg);
             if (same) digest = stored->digest;
         }
-        // Under another name, a stored file with the same chunks: its
-        // digest, and no lookups either (else the hasher thread hashes it).
+        // Under another name, a stored file with the same digest (so the
+        // same chunks): no lookups.
         std::optional<StoredVersion> similar;
-        if (!stored && !digest) {
-            similar = similar_version(seg);
-            if (similar) digest = similar->digest;
-        }
+        if (!stored && digest && seg.digests.size() > 1) similar = similar_version(seg, *digest);
         // (the same chunks as a committed file, which the index holds: no lookups)
         const bool stored_chunks = (same && stored->chunks == seg.digests.size()) || similar;
         // (the segment is busy until its tasks are done)
@@ -1375,12 +1373,15 @@ void Writer::Impl::read_file_ahead(ReadAhead& a, const Writer::Input& in, std::s
             a.at_end = sg.eof && sg.chunk_bytes == sg.size;
             a.used = k + 1;
             if (a.at_end && !a.chain) {
-                // A file of one chunk: its id is its digest. Others are
-                // compared with a stored list first (one of its name and
-                // size, else one that starts alike), and only hashed if
-                // that fails.
+                // Its digest too, here (on the hasher thread, a hand-over
+                // per file cost a first put of /usr/include 7% more CPU): a
+                // file of one chunk is its id; one whose name and size the
+                // store holds is compared with that file's list first.
                 a.whole = true;
-                if (sg.lengths.size() == 1) a.digest = id_of(sg.digests[0]);
+                if (sg.lengths.size() == 1)
+                    a.digest = id_of(sg.digests[0]);
+                else if (!a.stored)
+                    a.digest = chunk_id_of({sg.data.get(), sg.size});
             }
             // The tail goes on before the segment is published: once
             // stored, it may be handed out again.

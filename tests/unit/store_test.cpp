@@ -939,10 +939,10 @@ TEST(Store, PutFilesOpensEachInputOnceWhateverTheReadAheadBudget) {
 
 TEST(Store, ASmallFileUnderANewNameIsComparedWithAStoredFileThatStartsAlike) {
     // A tree put again under a new prefix: a small file of several chunks
-    // whose list equals a stored file's (found by its first chunk and chunk
-    // count) takes that file's digest and needs no lookups; one that starts
-    // alike but differs (a byte at its end, or longer) is hashed and gets
-    // its own digest.
+    // equal to a stored file (found by its first chunk and chunk count,
+    // then its size and digest) is counted identical and its chunks need no
+    // lookups; one that starts alike but differs (a byte at its end, or
+    // longer) is not, and gets its own digest.
     test::TempDir tmp;
     std::vector<std::vector<std::uint8_t>> files;
     for (std::uint64_t i = 0; i < 8; ++i) files.push_back(test::mixed_bytes(300'000 + i * 1000, 1300 + i));
