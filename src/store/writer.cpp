@@ -321,7 +321,7 @@ struct Writer::Impl {
         // as many: the index's order, no sort, a bounded scan however many
         // files start alike)
         similar_small = Stmt(db, "SELECT m.id, m.digest, m.chunk_count, m.mode, m.mtime_ns FROM (SELECT manifest FROM "
-                                 "manifest_chunks WHERE seq = 0 AND substr(ids, 1, 32) = ?1 AND length(ids) = ?2 "
+                                 "manifest_chunks WHERE seq = 0 AND length(ids) >= 64 AND substr(ids, 1, 32) = ?1 AND length(ids) / 32 = ?2 "
                                  "ORDER BY manifest DESC LIMIT 4) c JOIN manifests m ON m.id = c.manifest "
                                  "WHERE m.size = ?3 AND m.chunk_count = ?4 AND m.name IS NOT NULL");
         packs = std::make_unique<PackAppender>(s.dir, s.info.pack_size);
@@ -1269,7 +1269,7 @@ std::optional<StoredVersion> Writer::Impl::similar_version(const Segment& seg, c
     if (seg.digests.size() < 2 || seg.digests.size() >= kIdsPerSegment) return std::nullopt;
     begin_lookups();
     similar_small.bind(1, std::span<const std::uint8_t>(seg.digests[0].bytes.data(), 32))
-        .bind(2, static_cast<std::int64_t>(seg.digests.size() * 32))
+        .bind(2, static_cast<std::int64_t>(seg.digests.size()))
         .bind(3, static_cast<std::int64_t>(seg.chunk_bytes))
         .bind(4, static_cast<std::int64_t>(seg.digests.size()));
     std::vector<StoredVersion> candidates;
