@@ -25,6 +25,7 @@
 #include <bit>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -113,21 +114,40 @@ ChunkId id_of(const Digest& d) {
     return id;
 }
 
-struct FreeBytes {
-    void operator()(std::byte* p) const noexcept { std::free(p); }
+/// Buffers mapped for themselves (not from malloc, whose arenas kept freed
+/// segments resident: a put of many large and small files peaked 30-45 MB
+/// above its buffer budget), unmapped when freed.
+struct Unmap {
+    std::size_t length = 0;
+    void operator()(std::byte* p) const noexcept {
+        if (p != nullptr) ::munmap(p, length);
+    }
 };
-using Bytes = std::unique_ptr<std::byte[], FreeBytes>;
+using Bytes = std::unique_ptr<std::byte[], Unmap>;
 constexpr std::size_t kHugePage = std::size_t{2} << 20;
 
-/// `n` uninitialised bytes. A buffer of whole 2 MiB pages asks for
-/// transparent huge pages: one page fault each rather than 512 (a process
-/// that faulted in its 48 MiB of read-ahead 4 KiB at a time spent more CPU
-/// in faults than in reading the files).
+/// `n` bytes (zero-filled by the kernel as first touched). A buffer of
+/// whole 2 MiB pages is aligned to them and asks for transparent huge
+/// pages: one page fault each rather than 512 (a process that faulted in
+/// its 48 MiB of read-ahead 4 KiB at a time spent more CPU in faults than
+/// in reading the files).
 Bytes alloc_bytes(std::size_t n) {
-    void* p = n >= kHugePage && n % kHugePage == 0 ? std::aligned_alloc(kHugePage, n) : std::malloc(n);
-    if (p == nullptr) throw std::bad_alloc();
-    if (n >= kHugePage && n % kHugePage == 0) ::madvise(p, n, MADV_HUGEPAGE);  // (a hint: no error matters)
-    return Bytes(static_cast<std::byte*>(p));
+    const std::size_t length = (n + 4095) & ~std::size_t{4095};
+    const bool huge = length >= kHugePage && length % kHugePage == 0;
+    const std::size_t mapped = huge ? length + kHugePage : length;
+    void* raw = ::mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (raw == MAP_FAILED) throw std::bad_alloc();
+    auto* p = static_cast<std::byte*>(raw);
+    if (huge) {
+        // (the aligned part kept, the rest unmapped)
+        const auto at = reinterpret_cast<std::uintptr_t>(p);
+        const std::size_t head = ((at + kHugePage - 1) & ~(kHugePage - 1)) - at;
+        if (head != 0) ::munmap(p, head);
+        if (kHugePage - head != 0) ::munmap(p + head + length, kHugePage - head);
+        p += head;
+        ::madvise(p, length, MADV_HUGEPAGE);  // (a hint: no error matters)
+    }
+    return Bytes(p, Unmap{length});
 }
 
 struct Segment {
@@ -169,7 +189,8 @@ struct StoredVersion {
 constexpr std::size_t kAheadBytes = std::size_t{48} << 20;
 
 /// kAheadBytes, or CDC_STORE_AHEAD_BYTES (the tests lower it to make large
-/// files wait for their turn).
+/// files wait for their turn): put_file's four segments and put_files'
+/// read-ahead, all of a writer's buffers.
 std::size_t ahead_budget() {
     const char* e = std::getenv("CDC_STORE_AHEAD_BYTES");
     if (e == nullptr || *e == '\0') return kAheadBytes;
@@ -268,11 +289,11 @@ struct Writer::Impl {
     std::vector<Segment*> ahead_free;
     std::size_t ahead_bytes = 0;  // their capacity
     const std::size_t ahead_budget_bytes = ahead_budget();
-    /// The read-ahead budget, less put_file's own segments once they exist
-    /// (a stream, or a file too large to read ahead, was put): all of the
-    /// writer's buffers stay within it.
+    /// The read-ahead budget: the buffer budget less put_file's own
+    /// segments (kept for them even before a stream or a file too large to
+    /// read ahead needs them: all of a writer's buffers stay within it).
     std::size_t ahead_limit() const {
-        const std::size_t own = segments ? kSegments * (*segments)[0].capacity : 0;
+        const std::size_t own = kSegments * (kReadSize + finder->profile().max_size);
         return ahead_budget_bytes > own ? ahead_budget_bytes - own : 0;
     }
     bool started = false;
@@ -760,8 +781,6 @@ struct Writer::Impl {
             sg.data = alloc_bytes(sg.capacity);
             free_list.push_back(&sg);
         }
-        // (free read-ahead segments beyond the budget that remains go)
-        while (ahead_bytes > ahead_limit() && !ahead_free.empty()) free_ahead_locked(ahead_free.back());
     }
     /// Frees a free read-ahead segment (qm held).
     void free_ahead_locked(Segment* old) {

@@ -901,13 +901,15 @@ TEST(Store, PutFilesOpensEachInputOnceWhateverTheReadAheadBudget) {
     std::vector<std::pair<std::string, std::vector<std::uint8_t>>> files;
     for (std::size_t i = 0; i < 12; ++i) {
         // (before each large file one almost a segment, whose compression
-        // holds its segment on: under a 5 MiB budget the large one must
-        // wait for its turn, the budget freed while it is put)
+        // holds its segment on: under 5.75 MiB of read-ahead the large one
+        // must wait for its turn, the budget freed while it is put)
         const std::size_t n = i % 4 == 0 ? 6'000'000 + i * 1000 : i % 4 == 3 ? 4'000'000 : 30'000 + i * 1000;
         files.emplace_back(fmt::format("f{:02}", i), test::mixed_bytes(n, 1200 + i));
         tmp.write("in/" + files.back().first, files.back().second);
     }
-    for (const char* budget : {"", "1048576", "5242880"}) {
+    // (budgets of all buffers: put_file's four segments, 4 x (4 MiB + 64 KiB)
+    // here, then 1.75 MiB or 5.75 MiB of read-ahead)
+    for (const char* budget : {"", "18874368", "23068672"}) {
         ScopedEnv env("CDC_STORE_AHEAD_BYTES", budget);
         Store s = Store::init(tmp.path() / fmt::format("s{}", budget), {});
         std::vector<std::atomic<int>> opens(files.size());
