@@ -12,7 +12,7 @@
 # /tmp/cdc-store-bench) holds the repositories; the page cache is warmed
 # first. Each tool stores every version in order (one backup per day), then
 # stores the last day again (unchanged data), then restores it; each step is
-# timed with /usr/bin/time (wall, user+sys CPU, peak RSS). The same on the
+# timed by bench/store/timed.py (wall, user+sys CPU, peak RSS, from wait4). The same on the
 # sample corpus (cdc sample: a tree of 312 files). Prints a markdown table
 # per corpus; docs/BENCHMARKS.md has the figures and what bounds them.
 set -euo pipefail
@@ -35,11 +35,11 @@ results="$work/results.jsonl"
 run() {
   local tool=$1 corpus=$2 step=$3 bytes=$4
   shift 5
-  /usr/bin/time -f '%e %U %S %M' -o "$work/time" "$@" > "$work/out" 2> "$work/err" \
+  bench/store/timed.py "$work/out" "$@" > "$work/time" 2> "$work/err" \
     || { echo "run.sh: $tool $step failed:" >&2; cat "$work/err" >&2; exit 1; }
-  read -r wall user sys rss < "$work/time"
+  read -r wall cpu rss < "$work/time"
   printf '{"tool":"%s","corpus":"%s","step":"%s","bytes":%s,"wall":%s,"cpu":%s,"rss_kb":%s}\n' \
-    "$tool" "$corpus" "$step" "$bytes" "$wall" "$(awk -v u="$user" -v s="$sys" 'BEGIN { printf "%.2f", u + s }')" "$rss" >> "$results"
+    "$tool" "$corpus" "$step" "$bytes" "$wall" "$cpu" "$rss" >> "$results"
 }
 size_of() { du -sb "$1" | cut -f1; }
 record_size() {  # tool corpus bytes

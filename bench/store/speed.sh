@@ -15,6 +15,7 @@
 #
 # ROUNDS (default 3) rounds; WORK (default /tmp/cdc-store-speed) holds the stores.
 set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
 file=$1
 opts=$2
 shift 2
@@ -30,18 +31,9 @@ results="$work/results.txt"
 timed() {  # binary-index step command...: wall and user+sys CPU to the microsecond
   local b=$1 step=$2
   shift 2
-  python3 - "$@" > "$work/time" 2> "$work/err" <<'PY' \
+  "$here/timed.py" - "$@" > "$work/time" 2> "$work/err" \
     || { echo "speed.sh: $step failed:" >&2; cat "$work/err" >&2; exit 1; }
-import os, subprocess, sys, time
-t0 = time.perf_counter()
-p = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL)
-_, status, ru = os.wait4(p.pid, 0)
-wall = time.perf_counter() - t0
-if status != 0:
-    sys.exit(1)
-print(f"{wall:.4f} {ru.ru_utime + ru.ru_stime:.4f}")
-PY
-  read -r wall cpu < "$work/time"
+  read -r wall cpu _ < "$work/time"
   echo "$b $step $wall $cpu" >> "$results"
 }
 

@@ -39,7 +39,7 @@ public:
     /// exists with at least `min_chunks` chunks; nullptr otherwise.
     static std::unique_ptr<BaseList> open(Db& db, const std::filesystem::path& dir, const std::string& name,
                                           std::uint64_t min_chunks);
-    /// A committed file whose chunk list starts with `first` and has 256
+    /// A committed file whose chunk list starts with `first` and has 2
     /// chunks or more (the most recently committed if several), if any: a
     /// large file put under a name the store does not hold may be one it
     /// holds under another (a new snapshot of a tree). Found by the store's

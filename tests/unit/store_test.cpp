@@ -984,6 +984,36 @@ TEST(Store, ASmallFileUnderANewNameIsComparedWithAStoredFileThatStartsAlike) {
     EXPECT_TRUE(s.verify(test::full_check()).ok());
 }
 
+TEST(Store, ALargeFileOfFewChunksUnderANewNameFindsItsStoredCopy) {
+    // A file over one segment (4 MiB) but of fewer than 256 chunks (64 KiB
+    // average): put again under another name, it is compared with its
+    // stored copy (identical, no lookups), as a file of many chunks is.
+    test::TempDir tmp;
+    store::InitOptions init;
+    init.chunking.min_size = 16 << 10;
+    init.chunking.normal_size = 64 << 10;
+    init.chunking.max_size = 256 << 10;
+    Store s = Store::init(tmp.path() / "s", init);
+    const auto v = test::mixed_bytes(6'000'000, 1400);
+    tmp.write("in/f", v);
+    for (const char* name : {"a/f", "b/f"}) {
+        std::vector<Writer::Input> inputs(1);
+        inputs[0].meta.name = name;
+        inputs[0].size_hint = v.size();
+        inputs[0].open = [path = tmp.path() / "in" / "f"](store::FileMeta&) { return FileSource(path); };
+        store::PutStats got;
+        Writer w(s);
+        w.put_files(inputs, [&](std::size_t, const store::PutStats& st, const std::exception_ptr& err) {
+            EXPECT_FALSE(err);
+            got = st;
+        });
+        w.commit();
+        EXPECT_LT(s.find(name)->chunks, 256u);
+        EXPECT_EQ(got.identical_files, std::string(name) == "b/f" ? 1u : 0u) << name;
+        EXPECT_EQ(s.find(name)->digest, store::chunk_id_of(std::as_bytes(std::span(v))));
+    }
+}
+
 TEST(Store, ATreePutUnderANewPrefixFindsEachFilesOwnEarlierVersion) {
     // Versions of one file that start alike and have one size (disk images
     // v1..v3): put again under a new prefix, each is compared with its own
