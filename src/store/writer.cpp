@@ -1388,7 +1388,7 @@ void Writer::Impl::read_file_ahead(ReadAhead& a, const Writer::Input& in, std::s
         for (std::size_t k = 0; k < segs.size(); ++k) {
             Segment& sg = *segs[k];
             fill(sg, carried, *a.reader, a.meta.name);
-            hash_range(sg, 0, sg.lengths.size(), 0);
+            if (!a.chain) hash_range(sg, 0, sg.lengths.size(), 0);
             a.at_end = sg.eof && sg.chunk_bytes == sg.size;
             a.used = k + 1;
             if (a.at_end && !a.chain) {
@@ -1410,8 +1410,13 @@ void Writer::Impl::read_file_ahead(ReadAhead& a, const Writer::Input& in, std::s
                 else
                     a.carry.assign(tail_of(sg).begin(), tail_of(sg).end());
             }
-            sg.hash_left.store(0);
-            if (a.chain) workers.notify();
+            // A chain's segment is hashed by another task (published, hash_left
+            // 0, once hashed) while this one cuts the next: a file read ahead
+            // alone keeps two cores busy, as put_file's reader and pool do.
+            if (a.chain)
+                submit_hashing(sg, workers);
+            else
+                sg.hash_left.store(0);
             if (a.at_end) break;
         }
     } catch (const IoError&) {
