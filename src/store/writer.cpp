@@ -207,10 +207,10 @@ constexpr std::size_t kAheadFiles = 16;
 constexpr std::size_t kChainBytes = std::size_t{2} << 20;
 
 // A file put_files reads ahead on the pool: a small one whole into one
-// segment (its digest too), or a large one (listed over kReadSize) into a
-// chain of segments, each published (hash_left 0) as soon as it is cut and
-// hashed, so that put_file stores them while the task reads on. The task
-// owns everything below until `ended`, except the segments it published.
+// segment (its digest too), or a large one (listed over a chain segment)
+// into a chain of segments, each published (hash_left 0) as soon as it is
+// cut and hashed, so that put_file stores them while the task reads on. The
+// task owns everything below until `ended`, except the segments it published.
 struct ReadAhead {
     FileMeta meta;  // (set by the task's open, before the first segment)
     Source source;
@@ -343,10 +343,11 @@ struct Writer::Impl {
         // (the newest few stored lists that start with the same id and hold
         // as many: the index's order, no sort, a bounded scan however many
         // files start alike)
-        similar_small = Stmt(db, "SELECT m.id, m.digest, m.chunk_count, m.mode, m.mtime_ns FROM (SELECT manifest FROM "
-                                 "manifest_chunks WHERE seq = 0 AND length(ids) >= 64 AND substr(ids, 1, 32) = ?1 AND length(ids) / 32 = ?2 "
-                                 "ORDER BY manifest DESC LIMIT 4) c JOIN manifests m ON m.id = c.manifest "
-                                 "WHERE m.size = ?3 AND m.chunk_count = ?4 AND m.name IS NOT NULL");
+        similar_small = Stmt(db,
+                             "SELECT m.id, m.digest, m.chunk_count, m.mode, m.mtime_ns FROM (SELECT manifest FROM "
+                             "manifest_chunks WHERE seq = 0 AND length(ids) >= 64 AND substr(ids, 1, 32) = ?1 AND "
+                             "length(ids) / 32 = ?2 ORDER BY manifest DESC LIMIT 4) c JOIN manifests m ON m.id = "
+                             "c.manifest WHERE m.size = ?3 AND m.chunk_count = ?4 AND m.name IS NOT NULL");
         packs = std::make_unique<PackAppender>(s.dir, s.info.pack_size);
     }
 
