@@ -35,18 +35,16 @@ std::unique_ptr<BaseList> BaseList::open_similar(Db& db, const std::filesystem::
     b->dir_ = dir;
     b->db_ = &db;
     b->snapshot_ = std::make_unique<Transaction>(*b->db_, false);
-    // (The terms seq = 0 and length(ids) >= 64 as the partial index has them:
-    // it is used.) The most recent candidates only, taken from the index and
-    // the manifests, never from their lists of ids: a filter on a list's
-    // length read each candidate's first row of ids whole (its overflow
-    // pages), 22 MB of reads per file in a store holding 300 versions of it;
-    // the newest few hold the latest snapshot's. Any file of two chunks or
-    // more may be one (a file over one segment with fewer than 256 chunks,
-    // 4-16 MiB at 64 KiB, was once left out: hashed whole and looked up).
+    // The most recent candidates only, from the first-id index and the
+    // manifests (small rows), never from their lists of ids: reading each
+    // candidate's first row of ids (its overflow pages) cost 22 MB of reads
+    // per file in a store holding 300 versions of it; the newest few hold
+    // the latest snapshot's. Any file of two chunks or more may be one (a
+    // file over one segment with fewer than 256 chunks, 4-16 MiB at 64 KiB,
+    // was once left out: hashed whole and looked up).
     Stmt m(*b->db_,
-           "SELECT m.id, m.digest, m.size, m.chunk_count, m.mode, m.mtime_ns, m.name FROM manifest_chunks c "
-           "JOIN manifests m ON m.id = c.manifest WHERE c.seq = 0 AND length(c.ids) >= 64 AND "
-           "substr(c.ids, 1, 32) = ?1 AND m.name IS NOT NULL ORDER BY c.manifest DESC LIMIT 16");
+           "SELECT id, digest, size, chunk_count, mode, mtime_ns, name FROM manifests WHERE first_id = ?1 AND name "
+           "IS NOT NULL ORDER BY id DESC LIMIT 16");
     m.bind(1, std::span<const std::uint8_t>(first));
     // One of `size` first, then the longest common name suffix, then the newest.
     auto common_suffix = [&](std::string_view other) {

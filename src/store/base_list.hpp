@@ -43,7 +43,7 @@ public:
     /// chunks or more (the most recently committed if several), if any: a
     /// large file put under a name the store does not hold may be one it
     /// holds under another (a new snapshot of a tree). Found by the store's
-    /// first-chunk index (kFirstChunkIndexSql), which must exist.
+    /// first-id index (kFirstIdIndexSql), which must exist.
     /// Among several, one of `size` if given comes first, then the one whose
     /// name ends most like `name` (the put's: a tree put again under a new
     /// prefix finds each file's own earlier version, not a sibling version

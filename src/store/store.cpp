@@ -209,6 +209,27 @@ void read_chunk_into(int fd, const Location& loc, const ChunkId& id, std::vector
     decode_record_into(buf, loc, id, out, context);
 }
 
+void add_first_ids(Db& db) {
+    auto has_column = [&] {
+        Stmt q(db, "SELECT 1 FROM pragma_table_info('manifests') WHERE name = 'first_id'");
+        return q.step();
+    };
+    if (has_column()) {
+        db.exec(kFirstIdIndexSql, "adding the first-id index to the store");  // (a store made in between)
+        return;
+    }
+    Transaction t(db, true);
+    if (has_column()) return;  // another writer did it meanwhile
+    db.exec("ALTER TABLE manifests ADD COLUMN first_id BLOB", "adding first_id to the store's manifests");
+    db.exec(fmt::format("UPDATE manifests SET first_id = {} WHERE name IS NOT NULL AND chunk_count >= 2", kFirstIdOfSql)
+                .c_str(),
+            "filling in the manifests' first ids");
+    db.exec(kFirstIdIndexSql, "adding the first-id index to the store");
+    db.exec("DROP INDEX IF EXISTS manifest_first_ids; DROP INDEX IF EXISTS manifest_first_chunk",
+            "dropping the earlier first-chunk indexes");
+    t.commit();
+}
+
 }  // namespace detail
 
 // ================================================================ init / open
@@ -222,7 +243,8 @@ CREATE TABLE chunks(id BLOB PRIMARY KEY, pack INTEGER NOT NULL, offset INTEGER N
                     raw_size INTEGER NOT NULL, stored_size INTEGER NOT NULL) WITHOUT ROWID;
 CREATE TABLE manifests(id INTEGER PRIMARY KEY, name TEXT UNIQUE, pending_name TEXT, size INTEGER, mode INTEGER,
                        mtime_ns INTEGER, digest BLOB, algorithm TEXT, min_size INTEGER, normal_size INTEGER,
-                       max_size INTEGER, keyed INTEGER, chunk_count INTEGER, committed_ns INTEGER);
+                       max_size INTEGER, keyed INTEGER, chunk_count INTEGER, committed_ns INTEGER,
+                       first_id BLOB);
 CREATE TABLE manifest_chunks(manifest INTEGER NOT NULL, seq INTEGER NOT NULL, ids BLOB NOT NULL,
                              PRIMARY KEY(manifest, seq)) WITHOUT ROWID;
 )sql";
@@ -312,7 +334,7 @@ Store Store::init(const std::filesystem::path& dir, const InitOptions& options) 
         if (!made) throw StoreError(fmt::format("cannot create '{}': {}", db_path.string(), std::strerror(errno)));
         Db db(db_path.string(), true);
         db.exec(kSchema);
-        db.exec(kFirstChunkIndexSql);
+        db.exec(kFirstIdIndexSql);
         Transaction t(db, true);
         Stmt put(db, "INSERT INTO meta(key, value) VALUES(?1, ?2)");
         auto set = [&](std::string_view k, const std::string& v) {

@@ -83,6 +83,13 @@ void for_each_listed_chunk(Db& db, const std::filesystem::path& dir, std::string
 std::uint64_t for_each_listed_chunk(Db& db, std::int64_t manifest, std::string_view name, std::uint64_t limit,
                                     const std::function<void(const ChunkId&, const Location&, std::uint64_t)>& f);
 
+/// Gives a store made before manifests.first_id the column, filled in for
+/// its committed lists, and the index kFirstIdIndexSql, and drops the
+/// earlier first-chunk indexes of manifest_chunks; nothing if it has them.
+/// One write transaction: a crash leaves the store as it was or done.
+/// Called by a writer (put, push), which is what looks files up by it.
+void add_first_ids(Db& db);
+
 /// Pack files one reader keeps open at once by default: an eighth of the
 /// soft RLIMIT_NOFILE, at most 512 (a file can span thousands of packs, a
 /// server runs several readers). Beyond, a reader finishes what is in flight

@@ -242,6 +242,7 @@ struct Writer::Impl {
         std::uint64_t size = 0;
         bool finished = false;
         ChunkId digest{};
+        ChunkId first{};  // its first chunk's id (manifests.first_id of a list of two or more)
         // The row of the stored file this one equals (chunks, digest, mode,
         // mtime): kept as it is at the flush if it is still there unchanged.
         std::int64_t keep_row = 0;
@@ -328,10 +329,9 @@ struct Writer::Impl {
         }
         finder = make_cut_finder(s.info.algorithm, s.chunking_options());
         store_lock.lock(false);
-        // A store made before the first-chunk index gets it from its first
+        // A store made before manifests.first_id gets it from its first
         // writer (put, push): whoever looks files up by it holds a Writer.
-        db.exec(kFirstChunkIndexSql, "adding the first-chunk index to the store");
-        db.exec(kOldFirstChunkIndexSql, "dropping the large files' first-chunk index");
+        add_first_ids(db);
         has_chunk = Stmt(db, "SELECT raw_size FROM chunks WHERE id = ?1");
         stored_by_name = Stmt(db, "SELECT id, digest, chunk_count, mode, mtime_ns FROM manifests WHERE name = ?1 "
                                   "AND size = ?2");
@@ -340,14 +340,13 @@ struct Writer::Impl {
         stored_ids = Stmt(db, "SELECT ids FROM manifest_chunks WHERE manifest = ?1 AND EXISTS (SELECT 1 FROM manifests "
                               "WHERE id = ?1 AND digest = ?2 AND chunk_count = ?3) ORDER BY seq");
         has_chunks = Stmt(db, lookup_sql().c_str());
-        // (the newest few stored lists that start with the same id and hold
-        // as many: the index's order, no sort, a bounded scan however many
-        // files start alike)
+        // (of the newest stored files whose lists start with the same id,
+        // those of its size and chunk count: the index's order, no sort, a
+        // bounded scan however many files start alike)
         similar_small = Stmt(db,
-                             "SELECT m.id, m.digest, m.chunk_count, m.mode, m.mtime_ns FROM (SELECT manifest FROM "
-                             "manifest_chunks WHERE seq = 0 AND length(ids) >= 64 AND substr(ids, 1, 32) = ?1 AND "
-                             "length(ids) / 32 = ?2 ORDER BY manifest DESC LIMIT 4) c JOIN manifests m ON m.id = "
-                             "c.manifest WHERE m.size = ?3 AND m.chunk_count = ?4 AND m.name IS NOT NULL");
+                             "SELECT id, digest, chunk_count, mode, mtime_ns FROM (SELECT id, digest, chunk_count, "
+                             "mode, mtime_ns, size, name FROM manifests WHERE first_id = ?1 ORDER BY id DESC LIMIT "
+                             "16) WHERE size = ?2 AND chunk_count = ?3 AND name IS NOT NULL");
         packs = std::make_unique<PackAppender>(s.dir, s.info.pack_size);
     }
 
@@ -439,6 +438,7 @@ struct Writer::Impl {
     }
 
     void add_ref(ManifestState& m, const ChunkId& id, std::uint32_t raw_size) {
+        if (m.chunks == 0) m.first = id;
         m.current.insert(m.current.end(), id.begin(), id.end());
         ++m.chunks;
         m.size += raw_size;
@@ -566,7 +566,7 @@ struct Writer::Impl {
         Stmt publish(db,
                      "UPDATE manifests SET name = ?2, pending_name = NULL, size = ?3, mode = ?4, mtime_ns = ?5, "
                      "digest = ?6, algorithm = ?7, min_size = ?8, normal_size = ?9, max_size = ?10, keyed = ?11, "
-                     "chunk_count = ?12, committed_ns = ?13 WHERE id = ?1");
+                     "chunk_count = ?12, committed_ns = ?13, first_id = ?14 WHERE id = ?1");
         const auto now = std::chrono::duration_cast<std::chrono::nanoseconds>(
                              std::chrono::system_clock::now().time_since_epoch())
                              .count();
@@ -632,6 +632,10 @@ struct Writer::Impl {
                 .bind(11, std::int64_t{p.keyed})
                 .bind(12, static_cast<std::int64_t>(m.chunks))
                 .bind(13, now);
+            if (m.chunks >= 2)
+                publish.bind(14, std::span<const std::uint8_t>(m.first));
+            else
+                publish.bind_null(14);
             publish.run();
         }
         for (const std::int64_t id : abandoned) {
@@ -1291,9 +1295,8 @@ std::optional<StoredVersion> Writer::Impl::similar_version(const Segment& seg, c
     if (seg.digests.size() < 2 || seg.digests.size() >= kIdsPerSegment) return std::nullopt;
     begin_lookups();
     similar_small.bind(1, std::span<const std::uint8_t>(seg.digests[0].bytes.data(), 32))
-        .bind(2, static_cast<std::int64_t>(seg.digests.size()))
-        .bind(3, static_cast<std::int64_t>(seg.chunk_bytes))
-        .bind(4, static_cast<std::int64_t>(seg.digests.size()));
+        .bind(2, static_cast<std::int64_t>(seg.chunk_bytes))
+        .bind(3, static_cast<std::int64_t>(seg.digests.size()));
     std::vector<StoredVersion> candidates;
     while (similar_small.step()) {
         StoredVersion v;

@@ -19,6 +19,7 @@
 #include <optional>
 #include <csignal>
 #include <cstring>
+#include <fstream>
 #include <random>
 #include <set>
 #include <thread>
@@ -393,54 +394,123 @@ TEST(Store, PutUnderANewNameComparesWithAStoredFileStartingAlike) {
     EXPECT_TRUE(s.verify(test::full_check()).ok());
 }
 
-TEST(Store, AStoreWithoutTheFirstChunkIndexGetsIt) {
-    // A store made before the index (without one, or with the earlier one
-    // of large files only): a writer adds it, drops the earlier one, and
-    // finds files by it.
+TEST(Store, AStoreWithoutTheFirstIdsGetsThem) {
+    // A store made before manifests.first_id (with the earlier first-chunk
+    // index of manifest_chunks, of any length or of large files only, or
+    // none): a writer adds the column, fills it in for the stored files,
+    // adds its index, drops the earlier ones, and finds files by it.
     test::TempDir tmp;
     const auto v = test::mixed_bytes(6'000'000, 75);
-    for (const bool earlier : {false, true}) {
-        const auto dir = tmp.path() / (earlier ? "s-earlier" : "s-none");
+    const auto small = test::mixed_bytes(40'000, 76);
+    const char* earlier_indexes[] = {
+        "",
+        "CREATE INDEX manifest_first_ids ON manifest_chunks(substr(ids, 1, 32), length(ids) / 32) "
+        "WHERE seq = 0 AND length(ids) >= 64",
+        "CREATE INDEX manifest_first_chunk ON manifest_chunks(substr(ids, 1, 32)) "
+        "WHERE seq = 0 AND length(ids) >= 8192",
+    };
+    for (std::size_t e = 0; e < std::size(earlier_indexes); ++e) {
+        const auto dir = tmp.path() / fmt::format("s{}", e);
         {
             Store s = Store::init(dir, {});
             Writer w(s);
             test::put_bytes(w, "a", v);
+            test::put_bytes(w, "small", small);
+            test::put_bytes(w, "one", test::mixed_bytes(100, 77));
             w.commit();
         }
-        auto index_names = [&] {
+        auto query = [&](const char* sql) {
             sqlite3* db = nullptr;
             EXPECT_EQ(sqlite3_open((dir / "index.db").c_str(), &db), SQLITE_OK);
-            std::set<std::string> names;
-            sqlite3_exec(
-                db, "SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'manifest_first%'",
-                [](void* out, int, char** row, char**) {
-                    static_cast<std::set<std::string>*>(out)->insert(row[0]);
-                    return 0;
-                },
-                &names, nullptr);
-            sqlite3_close(db);
-            return names;
-        };
-        EXPECT_EQ(index_names(), std::set<std::string>{"manifest_first_ids"});
-        sqlite3* db = nullptr;
-        ASSERT_EQ(sqlite3_open((dir / "index.db").c_str(), &db), SQLITE_OK);
-        ASSERT_EQ(sqlite3_exec(db, "DROP INDEX manifest_first_ids", nullptr, nullptr, nullptr), SQLITE_OK);
-        if (earlier) {
-            ASSERT_EQ(sqlite3_exec(db,
-                                   "CREATE INDEX manifest_first_chunk ON manifest_chunks(substr(ids, 1, 32)) "
-                                   "WHERE seq = 0 AND length(ids) >= 8192",
-                                   nullptr, nullptr, nullptr),
+            std::set<std::string> rows;
+            EXPECT_EQ(sqlite3_exec(
+                          db, sql,
+                          [](void* out, int n, char** row, char**) {
+                              std::string r;
+                              for (int k = 0; k < n; ++k) r += std::string(k ? "|" : "") + (row[k] ? row[k] : "NULL");
+                              static_cast<std::set<std::string>*>(out)->insert(r);
+                              return 0;
+                          },
+                          &rows, nullptr),
                       SQLITE_OK);
-        }
-        sqlite3_close(db);
+            sqlite3_close(db);
+            return rows;
+        };
+        const char* indexes = "SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'manifest%'";
+        const char* firsts =
+            "SELECT name, CASE WHEN first_id IS NULL THEN 'NULL' ELSE hex(first_id) END FROM manifests";
+        EXPECT_EQ(query(indexes), std::set<std::string>{"manifests_first_id"});
+        const auto stored_firsts = query(firsts);
+        EXPECT_EQ(stored_firsts.size(), 3u);
+        EXPECT_TRUE(stored_firsts.count("one|NULL")) << "a one-chunk list has none";
+        query("DROP INDEX manifests_first_id");
+        query("ALTER TABLE manifests DROP COLUMN first_id");
+        if (*earlier_indexes[e]) query(earlier_indexes[e]);
         Store s = Store::open(dir);
-        Writer w(s);
-        EXPECT_EQ(test::put_bytes(w, "b", v).identical_files, 1u);
-        w.commit();
-        EXPECT_EQ(index_names(), std::set<std::string>{"manifest_first_ids"});
+        {
+            Writer w(s);
+            EXPECT_EQ(test::put_bytes(w, "b", v).identical_files, 1u);
+            w.commit();
+        }
+        EXPECT_EQ(query(indexes), std::set<std::string>{"manifests_first_id"});
+        const auto after = query(firsts);
+        EXPECT_EQ(after.size(), 4u);
+        for (const auto& r : stored_firsts) EXPECT_TRUE(after.count(r)) << r << " filled in";
         EXPECT_EQ(test::get_bytes(s, "b", tmp), v);
         EXPECT_TRUE(s.verify(test::full_check()).ok());
     }
+}
+
+// What this process has read so far with read(2) and pread(2) (/proc/self/io).
+std::uint64_t bytes_read_so_far() {
+    std::ifstream io("/proc/self/io");
+    std::string key;
+    std::uint64_t value = 0;
+    while (io >> key >> value)
+        if (key == "rchar:") return value;
+    ADD_FAILURE() << "no rchar in /proc/self/io";
+    return 0;
+}
+
+TEST(Store, AFilePutUnderANewNameIsFoundWithoutReadingTheVersionsThatStartAlike) {
+    // A tree put again under a new prefix (a new snapshot) finds each file's
+    // stored copy by its first chunk. How much of the index that reads must
+    // not grow with the versions the store holds: the candidates' lists of
+    // ids (many pages each) were once read whole, 40 versions of a file 40
+    // times what one version cost, and a re-put of a store with months of
+    // snapshots ran at a fraction of its first speed.
+    test::TempDir tmp;
+    Store s = Store::init(tmp.path() / "s", {});
+    std::vector<std::vector<std::uint8_t>> files;
+    files.push_back(test::mixed_bytes(5'000'000, 81));  // over one segment: compared as it is read
+    for (std::uint64_t i = 0; i < 12; ++i) files.push_back(test::mixed_bytes(30'000 + i * 7'000, 82 + i));
+    auto put_tree = [&](const std::string& prefix) {
+        std::vector<Writer::Input> inputs;
+        for (std::size_t i = 0; i < files.size(); ++i) {
+            Writer::Input in;
+            in.meta.name = fmt::format("{}/f{:02}", prefix, i);
+            in.size_hint = files[i].size();
+            in.open = [&, i](store::FileMeta&) { return MemorySource(std::span<const std::uint8_t>(files[i])); };
+            inputs.push_back(std::move(in));
+        }
+        const std::uint64_t before = bytes_read_so_far();
+        Writer w(s);
+        w.put_files(inputs, [](std::size_t, const store::PutStats&, const std::exception_ptr& err) {
+            EXPECT_FALSE(err);
+        });
+        w.commit();
+        return std::pair{bytes_read_so_far() - before, w.stats().identical_files};
+    };
+    put_tree("v0");
+    const auto [read_one, identical_one] = put_tree("new1");
+    EXPECT_EQ(identical_one, files.size());  // each found by its first chunk, not hashed whole and looked up
+    for (int v = 1; v < 40; ++v) put_tree(fmt::format("v{}", v));
+    const auto [read_many, identical_many] = put_tree("new2");
+    EXPECT_EQ(identical_many, files.size());
+    EXPECT_LT(read_many, 2 * read_one + 256 * 1024) << "one version stored: " << read_one << " bytes read";
+    fmt::print("read {} / {}\n", read_one, read_many);
+    for (std::size_t i = 0; i < files.size(); ++i)
+        EXPECT_EQ(test::get_bytes(s, fmt::format("new2/f{:02}", i), tmp), files[i]) << i;
 }
 
 TEST(Store, PutAgainUnderItsNameComparesWithTheStoredVersion) {
