@@ -508,7 +508,8 @@ TEST(Store, AFilePutUnderANewNameIsFoundWithoutReadingTheVersionsThatStartAlike)
     const auto [read_many, identical_many] = put_tree("new2");
     EXPECT_EQ(identical_many, files.size());
     EXPECT_LT(read_many, 2 * read_one + 256 * 1024) << "one version stored: " << read_one << " bytes read";
-    fmt::print("read {} / {}\n", read_one, read_many);
+    RecordProperty("bytes_read_one_version", std::to_string(read_one));
+    RecordProperty("bytes_read_40_versions", std::to_string(read_many));
     for (std::size_t i = 0; i < files.size(); ++i)
         EXPECT_EQ(test::get_bytes(s, fmt::format("new2/f{:02}", i), tmp), files[i]) << i;
 }
