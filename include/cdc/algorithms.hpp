@@ -101,7 +101,7 @@ KernelLevel default_kernel_level();
 /// One candidate kernel of a family, as the calibration measured it.
 struct KernelMeasurement {
     KernelLevel level = KernelLevel::scalar;
-    double mb_s = 0;  ///< best of its passes over the in-cache calibration buffer (MB = 10^6 bytes)
+    double mb_s = 0;  ///< its median pass over the in-cache calibration buffer (MB = 10^6 bytes)
 };
 
 /// How the kernel of one family (the algorithm names that share a scanner)

@@ -28,14 +28,14 @@ struct CalibrationCandidate {
 
 struct CalibrationLimits {
     double budget_seconds = 0.002;  ///< a round starts only if it can end within this (judged by the last one)
-    int min_rounds = 2;             ///< ... but each candidate is timed at least this often
-    int max_rounds = 9;
+    int min_rounds = 7;             ///< ... but each candidate is timed at least this often (a median of 7)
+    int max_rounds = 11;
 };
 
 /// Times the candidates in rounds (each round runs every candidate once,
 /// starting with a different one each round, so that a slow spell of the
 /// machine does not fall on one candidate only) and keeps each candidate's
-/// best pass; `chosen` is the fastest (the earlier candidate on a tie).
+/// median pass; `chosen` is the fastest (the earlier candidate on a tie).
 /// `candidates` must not be empty.
 KernelCalibration run_calibration(std::string_view family, std::span<const CalibrationCandidate> candidates,
                                   std::size_t bytes, CalibrationClock clock, const CalibrationLimits& limits = {});

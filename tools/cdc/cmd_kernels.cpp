@@ -83,7 +83,7 @@ int run(bool json) {
             fmt::print("CDC_KERNEL={} forces the level (the measurements below are not used)\n", forced);
         else
             fmt::print("each family uses the fastest kernel measured below (CDC_KERNEL or --kernel force a level)\n");
-        fmt::print("calibration: each kernel's best pass over a pseudo-random buffer in cache (KIB), kernels "
+        fmt::print("calibration: each kernel's median pass over a pseudo-random buffer in cache (KIB), kernels "
                    "alternating; MB = 10^6 bytes\n");
         std::size_t family_width = 6;
         for (const auto& r : rows) family_width = std::max(family_width, std::string_view(r.calibration.family).size());
