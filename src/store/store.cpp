@@ -214,8 +214,12 @@ void add_first_ids(Db& db) {
         Stmt q(db, "SELECT 1 FROM pragma_table_info('manifests') WHERE name = 'first_id'");
         return q.step();
     };
+    // The earlier indexes, which an older writer adds back; a no-op without them.
+    constexpr const char* kDropEarlier =
+        "DROP INDEX IF EXISTS manifest_first_ids; DROP INDEX IF EXISTS manifest_first_chunk";
     if (has_column()) {
-        db.exec(kFirstIdIndexSql, "adding the first-id index to the store");  // (a store made in between)
+        db.exec(kFirstIdIndexSql, "adding the first-id index to the store");
+        db.exec(kDropEarlier, "dropping the earlier first-chunk indexes");
         return;
     }
     Transaction t(db, true);
@@ -225,8 +229,7 @@ void add_first_ids(Db& db) {
                 .c_str(),
             "filling in the manifests' first ids");
     db.exec(kFirstIdIndexSql, "adding the first-id index to the store");
-    db.exec("DROP INDEX IF EXISTS manifest_first_ids; DROP INDEX IF EXISTS manifest_first_chunk",
-            "dropping the earlier first-chunk indexes");
+    db.exec(kDropEarlier, "dropping the earlier first-chunk indexes");
     t.commit();
 }
 
