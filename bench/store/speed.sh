@@ -24,13 +24,20 @@ work=${WORK:-/tmp/cdc-store-speed}
 rm -rf "$work"
 mkdir -p "$work"
 bytes=$(du -sb "$file" | cut -f1)
-if [[ -d "$file" ]]; then find "$file" -type f -exec cat {} + > /dev/null; else cat "$file" > /dev/null; fi
+# PATH is read again before every timed step: some VMs evict page cache
+# continually (one here lost ~5 MB/s of it while idle, so a tree read
+# minutes earlier was partly read from disk again by the step timed).
+warm() {
+  if [[ -d "$file" ]]; then find "$file" -type f -exec cat {} + > /dev/null; else cat "$file" > /dev/null; fi
+}
+warm
 results="$work/results.txt"
 : > "$results"
 
 timed() {  # binary-index step command...: wall and user+sys CPU to the microsecond
   local b=$1 step=$2
   shift 2
+  warm
   "$here/timed.py" - "$@" > "$work/time" 2> "$work/err" \
     || { echo "speed.sh: $step failed:" >&2; cat "$work/err" >&2; exit 1; }
   read -r wall cpu _ < "$work/time"
