@@ -19,7 +19,6 @@ import shutil
 import statistics
 import subprocess
 import sys
-import time
 
 
 def main():
@@ -35,16 +34,16 @@ def main():
         env = dict(kv.split("=", 1) for kv in envs.split(",") if kv)
         variants.append((name, env, os.path.realpath(binary)))
 
-    def timed(cmd, env=None):
+    timer = os.path.join(os.path.dirname(os.path.realpath(__file__)), "timed.py")
+
+    def timed(cmd, env=None):  # (wall, CPU) seconds, from timed.py
         full = dict(os.environ)
         full.update(env or {})
-        t0 = time.perf_counter()
-        p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=full)
-        _, status, usage = os.wait4(p.pid, 0)
-        wall = time.perf_counter() - t0
-        if status != 0:
-            sys.exit(f"reput_ab: {' '.join(cmd)} failed: {p.stderr.read().decode(errors='replace')}")
-        return wall, usage.ru_utime + usage.ru_stime
+        p = subprocess.run([timer, "-", *cmd], capture_output=True, text=True, env=full)
+        if p.returncode != 0:
+            sys.exit(f"reput_ab: {' '.join(cmd)} failed: {p.stderr}")
+        wall, cpu, _ = p.stdout.split()
+        return float(wall), float(cpu)
 
     def warm():
         subprocess.run(["sh", "-c", 'find "$1" -type f -exec cat {} + > /dev/null', "-", path], check=True)

@@ -6,8 +6,9 @@
 // fmt as headers plus a shared library only, and the cdc tool is static, so
 // the out-of-line definitions come from here: format-inl.h without
 // FMT_HEADER_ONLY defines fmt's non-template functions, and the templates
-// that format.h declares but does not define are instantiated below for
-// char (the only character type the project formats).
+// that format.h declares but does not define are instantiated below: for
+// char (the only character type the project formats), and the wchar_t
+// twins that format.h declares `extern template` too.
 #include <fmt/format-inl.h>
 
 FMT_BEGIN_NAMESPACE
