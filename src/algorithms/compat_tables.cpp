@@ -1,5 +1,5 @@
 // The tables of the compatibility chunkers (COMPAT.md), generated once from
-// shared/spec/gear-fastcdc-rs.txt, ronomon-fastcdc-rs.txt, buzhash-borg.txt
+// docs/spec/gear-fastcdc-rs.txt, ronomon-fastcdc-rs.txt, buzhash-borg.txt
 // and buzhash-casync.txt (tests/unit/compat_tables_test.cpp checks them
 // against those files and their derivation rules). They are part of other
 // projects' storage formats: never edit them.

@@ -1,4 +1,4 @@
-// Gear tables, generated once from shared/spec/gear-plakar.txt and
+// Gear tables, generated once from docs/spec/gear-plakar.txt and
 // gear-stadia.txt (tests/tables_test.cpp checks them against the spec files).
 // Tables are part of the storage format: never edit them.
 #include "params.hpp"

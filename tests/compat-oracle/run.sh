@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Cross-checks restic-rabin, borg-buzhash and casync-buzhash against their
 # origins (Debian packages; never linked, never needed by CI) on random files
-# and random valid parameters, beyond shared/testvectors/compat:
+# and random valid parameters, beyond tests/vectors/compat:
 #   tests/compat-oracle/run.sh [ROUNDS] [SEED]     (default 60 rounds, seed 1)
 # needs a built cdc (CDC=path, default build/cdc). Exit 1 on any difference.
 set -euo pipefail

@@ -19,13 +19,18 @@
 
 namespace cdc::test {
 
-std::filesystem::path shared_dir() {
-    std::filesystem::path p = CDC_SHARED_DIR;
-    if (const char* env = std::getenv("CDC_SHARED_DIR")) p = env;
-    if (!std::filesystem::exists(p / "testvectors" / "vectors.jsonl"))
-        throw std::runtime_error("shared/ not found at " + p.string() + " (set CDC_SHARED_DIR)");
+namespace {
+std::filesystem::path data_dir(const char* built_in, const char* env_name, const char* probe) {
+    std::filesystem::path p = built_in;
+    if (const char* env = std::getenv(env_name)) p = env;
+    if (!std::filesystem::exists(p / probe))
+        throw std::runtime_error(std::string(probe) + " not found in " + p.string() + " (set " + env_name + ")");
     return p;
 }
+}  // namespace
+
+std::filesystem::path vectors_dir() { return data_dir(CDC_VECTORS_DIR, "CDC_VECTORS_DIR", "vectors.jsonl"); }
+std::filesystem::path spec_dir() { return data_dir(CDC_SPEC_DIR, "CDC_SPEC_DIR", "ALGORITHMS.md"); }
 
 
 Options vector_case_options(const nlohmann::json& c) {

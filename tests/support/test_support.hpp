@@ -15,8 +15,11 @@
 
 namespace cdc::test {
 
-/// shared/ (spec and test vectors); the tests fail if it is missing.
-std::filesystem::path shared_dir();
+/// The repository's copy of the boundary contract's test vectors
+/// (tests/vectors; CDC_VECTORS_DIR overrides it, e.g. to run a larger set).
+std::filesystem::path vectors_dir();
+/// The boundary contract's tables (docs/spec; CDC_SPEC_DIR overrides it).
+std::filesystem::path spec_dir();
 
 std::vector<nlohmann::json> read_jsonl(const std::filesystem::path& path);
 /// The Options of one test-vector case (min, normal, max, key_hex).

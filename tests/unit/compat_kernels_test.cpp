@@ -22,7 +22,7 @@ const std::vector<std::string> kCompatNames = {"fastcdc-rs-v2020", "fastcdc-rs-v
                                                "restic-rabin",     "borg-buzhash",     "casync-buzhash"};
 
 TEST(CompatKernels, EveryVectorAtEveryLevel) {
-    const auto cases = read_jsonl(shared_dir() / "testvectors" / "compat" / "vectors.jsonl");
+    const auto cases = read_jsonl(vectors_dir() / "compat" / "vectors.jsonl");
     ASSERT_EQ(cases.size(), 509u);
     std::size_t checked = 0;
     for (const auto& c : cases) {

@@ -14,7 +14,7 @@
 namespace cdc::test {
 namespace {
 
-std::filesystem::path compat_dir() { return shared_dir() / "testvectors" / "compat"; }
+std::filesystem::path compat_dir() { return vectors_dir() / "compat"; }
 
 const std::vector<nlohmann::json>& all_cases() {
     static const std::vector<nlohmann::json> cases = read_jsonl(compat_dir() / "vectors.jsonl");
@@ -86,11 +86,11 @@ INSTANTIATE_TEST_SUITE_P(All, CompatVectors, ::testing::ValuesIn(kCompatNames), 
 // ---- the crate's own test cases (testvectors/fastcdc-rs)
 
 nlohmann::json crate_vectors() {
-    return nlohmann::json::parse(read_text(shared_dir() / "testvectors" / "fastcdc-rs" / "fastcdc-rs-vectors.json"));
+    return nlohmann::json::parse(read_text(vectors_dir() / "fastcdc-rs" / "fastcdc-rs-vectors.json"));
 }
 
 std::vector<std::uint8_t> sekien() {
-    const std::string bytes = read_text(shared_dir() / "testvectors" / "fastcdc-rs" / "SekienAkashita.jpg");
+    const std::string bytes = read_text(vectors_dir() / "fastcdc-rs" / "SekienAkashita.jpg");
     return {bytes.begin(), bytes.end()};
 }
 

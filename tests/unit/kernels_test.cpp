@@ -385,7 +385,7 @@ TEST(Kernels, ManyRandomProfilesAndKeysMatchScalar) {
 }
 
 TEST(Kernels, EveryTestVectorAtEveryLevel) {
-    const auto cases = read_jsonl(shared_dir() / "testvectors" / "vectors.jsonl");
+    const auto cases = read_jsonl(vectors_dir() / "vectors.jsonl");
     ASSERT_GT(cases.size(), 1000u);
     std::size_t checked = 0;
     for (const auto& c : cases) {
@@ -405,7 +405,7 @@ TEST(Kernels, EveryTestVectorAtEveryLevel) {
 
 /// Every distinct test-vector profile on the adversarial datasets too.
 TEST(Kernels, TestVectorProfilesOnAdversarialData) {
-    const auto cases = read_jsonl(shared_dir() / "testvectors" / "vectors.jsonl");
+    const auto cases = read_jsonl(vectors_dir() / "vectors.jsonl");
     std::set<std::tuple<std::string, std::size_t, std::size_t, std::size_t, std::string>> seen;
     const auto data = datasets(300000);
     for (const auto& c : cases) {

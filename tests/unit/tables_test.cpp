@@ -21,19 +21,19 @@ std::vector<std::uint64_t> parse_table(const std::filesystem::path& path) {
 }
 
 TEST(Tables, GearTableMatchesSpec) {
-    const auto expected = parse_table(shared_dir() / "spec" / "gear-plakar.txt");
+    const auto expected = parse_table(spec_dir() / "gear-plakar.txt");
     ASSERT_EQ(expected.size(), 256u);
     for (std::size_t i = 0; i < 256; ++i) EXPECT_EQ(gear_table()[i], expected[i]) << i;
 }
 
 TEST(Tables, StadiaTableMatchesSpec) {
-    const auto expected = parse_table(shared_dir() / "spec" / "gear-stadia.txt");
+    const auto expected = parse_table(spec_dir() / "gear-stadia.txt");
     ASSERT_EQ(expected.size(), 256u);
     for (std::size_t i = 0; i < 256; ++i) EXPECT_EQ(stadia_gear_table()[i], expected[i]) << i;
 }
 
 TEST(Tables, KeyedTableMatchesSharedVector) {
-    const auto j = nlohmann::json::parse(read_text(shared_dir() / "testvectors" / "keyed_gear_table.json"));
+    const auto j = nlohmann::json::parse(read_text(vectors_dir() / "keyed_gear_table.json"));
     const Key key = parse_key_hex(j["key_hex"].get<std::string>());
     const auto table = keyed_gear_table(key);
     ASSERT_EQ(j["table"].size(), 256u);

@@ -13,7 +13,6 @@
 namespace cdc::test {
 namespace {
 
-std::filesystem::path vectors_dir() { return shared_dir() / "testvectors"; }
 
 const std::vector<nlohmann::json>& all_cases() {
     static const std::vector<nlohmann::json> cases = read_jsonl(vectors_dir() / "vectors.jsonl");

@@ -57,7 +57,7 @@ void add_gen_command(CLI::App& app, int& exit_code) {
     auto output = std::make_shared<std::string>("-");
     auto* cmd = app.add_subcommand(
         "gen", "write deterministic data: empty, byte42, zeros:LEN, repeat:WORD:LEN, splitmix64:SEED:LEN, text:SEED:LEN");
-    cmd->add_option("SPEC", *spec, "input spec (shared/testvectors/README.md)")->required();
+    cmd->add_option("SPEC", *spec, "input spec (tests/vectors/README.md)")->required();
     cmd->add_option("-o,--output", *output, "output file (- for stdout; an existing file is not overwritten)")
         ->capture_default_str();
     cmd->callback([spec, output, &exit_code] {

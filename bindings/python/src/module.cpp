@@ -55,7 +55,7 @@ points it reproduces) and a one-line summary.
             return py::bytes(reinterpret_cast<const char*>(data.data()), data.size());
         },
         py::arg("spec"), R"doc(
-The bytes of a test-vector input spec (shared/testvectors/README.md):
+The bytes of a test-vector input spec (tests/vectors/README.md):
 "empty", "byte42", "zeros:LEN", "repeat:WORD:LEN", "splitmix64:SEED:LEN",
 "text:SEED:LEN". Raises ValueError for a malformed spec.
 )doc");

@@ -1,7 +1,7 @@
-"""Shared fixtures: the test vectors (shared/testvectors), the cdc tool.
+"""Shared fixtures: the test vectors (tests/vectors), the cdc tool.
 
 Environment (set by CTest; defaults for a run from the source tree):
-  CDC_SHARED_DIR  the shared/ folder (default: ../shared beside the repo)
+  CDC_VECTORS_DIR the test vectors (default: tests/vectors of the repository)
   CDC_TOOL        the built cdc program (default: build/cdc)
 """
 import hashlib
@@ -14,8 +14,7 @@ import pytest
 import cdc_chunkers
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
-SHARED = pathlib.Path(os.environ.get("CDC_SHARED_DIR", ROOT.parent / "shared"))
-VECTORS = SHARED / "testvectors"
+VECTORS = pathlib.Path(os.environ.get("CDC_VECTORS_DIR", ROOT / "tests" / "vectors"))
 
 
 def load_jsonl(path):

@@ -1,6 +1,6 @@
 """The names that reproduce other projects' chunkers (fastcdc-rs, restic,
 borg, casync), with their parameters: every case of
-shared/testvectors/compat through chunk() and iter_chunks(), the parameters
+tests/vectors/compat through chunk() and iter_chunks(), the parameters
 as the C++ library resolves them, and the cuts of `cdc chunk` (the C++
 library) for parameters the vectors do not hold."""
 import csv

@@ -1,4 +1,4 @@
-"""Every case of shared/testvectors through chunk() and iter_chunks()."""
+"""Every case of tests/vectors through chunk() and iter_chunks()."""
 import io
 
 import numpy as np

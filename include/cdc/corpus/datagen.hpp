@@ -1,4 +1,4 @@
-// Deterministic data: the input specs of shared/testvectors/README.md
+// Deterministic data: the input specs of tests/vectors/README.md
 // (empty, byte42, zeros:LEN, repeat:WORD:LEN, splitmix64:SEED:LEN,
 // text:SEED:LEN), used by tests, benchmarks, `cdc gen` and sample corpora.
 #pragma once
