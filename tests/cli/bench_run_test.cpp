@@ -1,4 +1,4 @@
-// The engine of cdc bench run (tools/common/bench_run.hpp).
+// The engine of cdc bench run (tools/cdc/bench_run.hpp).
 #include "test_support.hpp"
 
 #include "bench_run.hpp"

@@ -1,6 +1,6 @@
 // cdc analyze — dedup figures of files, trees and stdin for one or more
 // algorithms, streamed through a pool of workers.
-#include "analyze_cli.hpp"
+#include "corpus_options.hpp"
 #include "cli_common.hpp"
 #include "commands.hpp"
 #include "sizes.hpp"

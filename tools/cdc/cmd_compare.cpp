@@ -1,6 +1,6 @@
 // cdc compare — two algorithms (or two profiles) side by side on one corpus,
 // with deltas; exit 1 when B deduplicates worse than A beyond a tolerance.
-#include "analyze_cli.hpp"
+#include "corpus_options.hpp"
 #include "cli_common.hpp"
 #include "commands.hpp"
 #include "sizes.hpp"

@@ -2,7 +2,7 @@
 // directory: init, put, get, ls, rm, gc, verify, stats (docs/STORE.md).
 #include "commands.hpp"
 #include "sizes.hpp"
-#include "store_cli.hpp"
+#include "cmd_store.hpp"
 #include "time_text.hpp"
 
 #include <fmt/format.h>

@@ -9,7 +9,7 @@
 #include "child_process.hpp"
 #include "plot.hpp"
 #include "sizes.hpp"
-#include "transfer_cli.hpp"
+#include "commands.hpp"
 
 #include <cdc/corpus/splitmix64.hpp>
 #include <cdc/store.hpp>

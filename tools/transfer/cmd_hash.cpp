@@ -1,6 +1,6 @@
 // cdc hash: the BLAKE3 of a file computed by a cdc serve while the bytes
 // stream in (the seed's hashing service; nothing is stored).
-#include "transfer_cli.hpp"
+#include "commands.hpp"
 
 #include <cdc/source.hpp>
 

@@ -1,6 +1,6 @@
 // cdc ls: the files in the store of a cdc serve.
 #include "time_text.hpp"
-#include "transfer_cli.hpp"
+#include "commands.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>

@@ -1,6 +1,6 @@
 // cdc pull: one file out of the store of a cdc serve, fetching only the
 // chunks that no local seed holds.
-#include "transfer_cli.hpp"
+#include "commands.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>

@@ -1,7 +1,7 @@
 // cdc push: files, trees and stdin into the store of a cdc serve, sending
 // only the chunks it lacks.
 #include "put_inputs.hpp"
-#include "transfer_cli.hpp"
+#include "commands.hpp"
 
 #include <protocol.hpp>
 

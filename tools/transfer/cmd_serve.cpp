@@ -1,7 +1,7 @@
 // cdc serve: a chunk store served over gRPC (push, pull, ls, hash) until
 // SIGINT or SIGTERM.
 #include "secret_files.hpp"
-#include "transfer_cli.hpp"
+#include "commands.hpp"
 
 #include <service.hpp>
 

@@ -1,7 +1,7 @@
 // cdc-transfer: the program behind `cdc serve`, `push`, `pull`, `ls`, `hash`
 // and `cdc bench transfer` (the cdc tool runs it in its place: it links gRPC,
 // which the static cdc binary does not). Its first argument is the command.
-#include "transfer_cli.hpp"
+#include "commands.hpp"
 
 #include <cdc/version.hpp>
 

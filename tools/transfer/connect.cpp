@@ -1,4 +1,4 @@
-#include "transfer_cli.hpp"
+#include "connect.hpp"
 
 #include "secret_files.hpp"
 

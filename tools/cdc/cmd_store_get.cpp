@@ -1,5 +1,5 @@
 // cdc store get: restore one file (checked before OUT is touched).
-#include "store_cli.hpp"
+#include "cmd_store.hpp"
 
 #include <fmt/format.h>
 

@@ -5,7 +5,7 @@
 // library's dupes engine and no CLI11, so a run keeps little code resident
 // (the kernel maps a binary's cached text in large folios: resident size
 // follows program size). Options are parsed with getopt_long.
-#include "dupes_cli.hpp"
+#include "cmd_dupes.hpp"
 
 #include "cli_basics.hpp"
 #include "escape.hpp"

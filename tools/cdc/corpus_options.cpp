@@ -1,4 +1,4 @@
-#include "analyze_cli.hpp"
+#include "corpus_options.hpp"
 
 #include "escape.hpp"
 #include "sizes.hpp"

@@ -1,9 +1,9 @@
 // cdc store put: files, trees and stdin into a store. Names: --name, else a
 // file's path as given, a tree's files by their path inside the tree (under
 // --name/ when given).
-#include "analyze_cli.hpp"
+#include "corpus_options.hpp"
 #include "put_inputs.hpp"
-#include "store_cli.hpp"
+#include "cmd_store.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
