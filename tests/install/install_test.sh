@@ -9,6 +9,10 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 cmake --install "$build" --prefix "$tmp/prefix" >/dev/null
 test -f "$tmp/prefix/include/cdc/cdc.hpp"
 test -x "$tmp/prefix/bin/cdc"
+# The license travels with the package, and its metadata says it.
+cmp "$src/LICENSE" "$tmp/prefix/share/doc/cdc/LICENSE"
+test -f "$tmp/prefix/share/doc/cdc/NOTICE"
+for pc in cdc cdc-c; do grep -qx 'License: Apache-2.0' "$(find "$tmp/prefix" -name "$pc.pc")"; done
 cmake -S "$src/tests/install/consumer" -B "$tmp/cmake" -G Ninja -DCMAKE_PREFIX_PATH="$tmp/prefix" >/dev/null
 cmake --build "$tmp/cmake" >/dev/null
 a=$("$tmp/cmake/consumer")
