@@ -182,8 +182,8 @@ TEST(ServeCli, RoundTripsFilesTreesEmptyFilesAndStdin) {
     j = json_of(run_tool({"pull", "--from", s.address(), "t/x/a.bin", "-o", "a.bin", "--json"}));
     EXPECT_EQ(j["bytes_sent"], 0);
     EXPECT_EQ(j["bytes_reused"], a.size());
-    // --seed
-    j = json_of(run_tool({"pull", "--from", s.address(), "single", "-o", "s.bin", "--seed", single.string(), "--json"}));
+    // --basis
+    j = json_of(run_tool({"pull", "--from", s.address(), "single", "-o", "s.bin", "--basis", single.string(), "--json"}));
     EXPECT_EQ(j["bytes_sent"], 0);
     EXPECT_EQ(test::read_bytes(tmp.path() / "outdir/s.bin"), b);
     // hash: the server's BLAKE3 of the streamed bytes, stored nowhere
@@ -246,7 +246,9 @@ TEST(ServeCli, VersionsGroupsNewNamesAndFilesOneHas) {
     for (const char* name : {"f", "h", "new"}) {
         const auto got = tmp.path() / "got";
         fs::remove(got);
-        EXPECT_EQ(run_tool({"pull", "--from", s.address(), name, "-o", got.string(), "-q"}).exit_code, 0);
+        const auto quiet = run_tool({"pull", "--from", s.address(), name, "-o", got.string(), "-q"});
+        EXPECT_EQ(quiet.exit_code, 0);
+        EXPECT_EQ(quiet.out + quiet.err, "") << "-q prints nothing but errors";
         EXPECT_EQ(test::read_bytes(got), v2) << name;
     }
     EXPECT_EQ(s.log().find("failed"), std::string::npos) << s.log();

@@ -48,7 +48,7 @@ echo "C API: pkg-config and find_package programs agree with the installed cdc"
 test -x "$tmp/prefix/libexec/cdc/cdc-plot"
 mkdir "$tmp/in"
 "$tmp/prefix/bin/cdc" gen splitmix64:1:300000 -o "$tmp/in/a.bin"
-env -u CDC_PLOT "$tmp/prefix/bin/cdc" plot -q --kind cdf -a fastcdc --out "$tmp/graphs" "$tmp/in"
+env -u CDC_PLOT "$tmp/prefix/bin/cdc" plot -q --chart cdf -a fastcdc -o "$tmp/graphs" "$tmp/in"
 head -c 8 "$tmp/graphs/compare-cdf.png" | od -An -c | grep -q 'P   N   G'
 echo "installed cdc plot: $tmp/graphs/compare-cdf.png"
 # ... and its installed dupes helper (../libexec/cdc/cdc-dupes), which runs

@@ -3,6 +3,8 @@
 #pragma once
 
 #include "cli_basics.hpp"
+#include "cli_docs.hpp"
+#include "cli_options.hpp"
 #include "escape.hpp"
 #include "progress_line.hpp"
 
