@@ -17,6 +17,7 @@ PKGS=(
   python3-dev python3-pybind11 pybind11-dev python3-numpy python3-pytest  # the Python package
   python3-pip python3-venv python3-setuptools python3-wheel  # pip install of it (offline)
   xfsprogs  # the reflink test formats a loop-mounted XFS image
+  groff-base man-db zsh fish  # the man pages and the shell completions are checked in each shell
 )
 # Optional groups: peers for benchmarks (bench/peers) and duplicate finders.
 if [[ "${1:-}" == "--peers" ]]; then

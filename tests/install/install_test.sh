@@ -13,6 +13,21 @@ test -x "$tmp/prefix/bin/cdc"
 cmp "$src/LICENSE" "$tmp/prefix/share/doc/cdc/LICENSE"
 test -f "$tmp/prefix/share/doc/cdc/NOTICE"
 for pc in cdc cdc-c; do grep -qx 'License: Apache-2.0' "$(find "$tmp/prefix" -name "$pc.pc")"; done
+# A man page for every command of the installed cdc (its helpers' included),
+# found by man, and the bash, zsh and fish completions (docs/CLI.md).
+pages=$("$tmp/prefix/bin/cdc" --cli-definitions | python3 -c '
+import json, sys
+def walk(c, path):
+    yield "-".join(["cdc"] + path)
+    for s in c.get("subcommands", []):
+        yield from walk(s, path + [s["name"]])
+print("\n".join(walk(json.load(sys.stdin), [])))')
+[[ $(wc -l <<<"$pages") -gt 25 ]]
+for page in $pages; do MANPATH="$tmp/prefix/share/man" man -w "$page" >/dev/null; done
+test -f "$tmp/prefix/share/bash-completion/completions/cdc"
+test -f "$tmp/prefix/share/zsh/site-functions/_cdc"
+test -f "$tmp/prefix/share/fish/vendor_completions.d/cdc.fish"
+echo "man pages and completions: $(wc -l <<<"$pages") commands"
 cmake -S "$src/tests/install/consumer" -B "$tmp/cmake" -G Ninja -DCMAKE_PREFIX_PATH="$tmp/prefix" >/dev/null
 cmake --build "$tmp/cmake" >/dev/null
 a=$("$tmp/cmake/consumer")

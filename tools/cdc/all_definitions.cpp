@@ -2,6 +2,8 @@
 
 #include "cli_definitions.hpp"
 
+#include <cdc/version.hpp>
+
 #include <cerrno>
 #include <fcntl.h>
 #include <spawn.h>
@@ -105,6 +107,7 @@ tools::HelperPath find_helper(const Helper& helper) {
 
 nlohmann::ordered_json all_definitions(const CLI::App& app) {
     nlohmann::ordered_json root = definitions(app);
+    root["version"] = cdc::kVersionString;
     std::vector<std::string> path;
     replace_helpers(root, path);
     return root;

@@ -47,7 +47,7 @@ int exec_helper(const cdc::cli::Helper& helper, char** argv) {
 int main(int argc, char** argv) {
     using namespace cdc::cli;
     if (const Helper* helper = helper_of(argc, argv)) return exec_helper(*helper, argv);
-    CLI::App app{"cdc — content-defined chunking and deduplication: chunk, analyze, compare, resync, bench, "
+    CLI::App app{"content-defined chunking and deduplication: chunk, analyze, compare, resync, bench, "
                  "plot, speed, find duplicate files, store them, and transfer them (serve, push, pull).\n",
                  "cdc"};
     app.require_subcommand(1);

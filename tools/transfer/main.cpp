@@ -11,7 +11,7 @@
 
 int main(int argc, char** argv) {
     using namespace cdc::cli;
-    CLI::App app{"cdc — transfer files to and from a chunk store server over gRPC, sending only missing chunks.\n",
+    CLI::App app{"transfer files to and from a chunk store server over gRPC, sending only missing chunks.\n",
                  "cdc"};
     app.require_subcommand(1);
     set_help_flags(app);
