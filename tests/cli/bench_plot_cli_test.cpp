@@ -98,6 +98,35 @@ TEST(CliBench, PlotDirectAndFromSavedRuns) {
     expect_png(out.path() / "saved" / "cpu-over-time.png");
 }
 
+// A short run (a few samples) is drawn as what was measured: CPU as steps
+// (an average over each interval between samples), memory with a marker on
+// each sample, and the subtitle says how many there are. The charts are
+// read from what the tool hands the cdc-plot helper.
+TEST(CliBench, ShortRunsShowTheirSamples) {
+    TempDir out;
+    const auto real = tool_path().parent_path() / "cdc-plot";
+    const auto spy = out.path() / "spy-plot";
+    std::ofstream(spy) << "#!/bin/sh\nmkdir -p \"$(dirname \"$2\")\" && cp \"$1\" \"$2.json\" || exit 1\nexec '"
+                       << real.string() << "' \"$@\"\n";
+    std::filesystem::permissions(spy, std::filesystem::perms::owner_all);
+    ::setenv("CDC_PLOT", spy.c_str(), 1);
+    const auto r = run_tool({"bench", "run", "-q", "--sample-ms", "3600000", "--plot", (out.path() / "g").string(),
+                             tree().path().string()});
+    ::unsetenv("CDC_PLOT");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto cpu = nlohmann::json::parse(read_text(out.path() / "g" / "cpu-over-time.png.json"));
+    const auto mem = nlohmann::json::parse(read_text(out.path() / "g" / "memory-over-time.png.json"));
+    EXPECT_EQ(cpu["kind"], "steps");
+    EXPECT_EQ(cpu["series"][0]["x"].size(), cpu["series"][0]["y"].size() + 1) << cpu.dump();
+    EXPECT_EQ(mem["kind"], "lines");
+    EXPECT_TRUE(mem["markers"].get<bool>());
+    const std::size_t samples = mem["series"][0]["x"].size();
+    EXPECT_LE(samples, 3u) << "one sample an hour: the first and the last";
+    EXPECT_NE(mem["subtitle"].get<std::string>().find(fmt::format("({} samples)", samples)), std::string::npos)
+        << mem["subtitle"];
+    expect_png(out.path() / "g" / "cpu-over-time.png");
+}
+
 TEST(CliBench, UsageErrors) {
     TempDir out;
     EXPECT_EQ(run_tool({"bench", "run", (out.path() / "nope").string()}).exit_code, 2);

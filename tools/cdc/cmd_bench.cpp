@@ -59,12 +59,30 @@ std::string default_label(const tools::BenchSummary& s) {
 
 std::string common_subtitle(const std::vector<tools::BenchResult>& runs) {
     const auto& s = runs.front().summary;
-    std::string text = fmt::format("{}, {} files, {}", s.algorithm, s.files,
-                                   tools::format_size(static_cast<double>(s.bytes)));
+    std::string text = fmt::format("{}, {} files, {}; a sample every {} ms", s.algorithm, s.files,
+                                   tools::format_size(static_cast<double>(s.bytes)), s.sample_ms);
     for (const auto& r : runs)
-        if (r.summary.algorithm != s.algorithm || r.summary.files != s.files || r.summary.bytes != s.bytes)
+        if (r.summary.algorithm != s.algorithm || r.summary.files != s.files || r.summary.bytes != s.bytes ||
+            r.summary.sample_ms != s.sample_ms)
             return "";
     return text;
+}
+
+// Fewer samples than this in a run: each is marked on the memory chart (a
+// line between a few points would read as measured all along).
+constexpr std::size_t kMarkedSamples = 60;
+
+// CPU use between consecutive samples, as steps: the rate is an average over
+// each interval, not a value at a point. x: the interval edges.
+plot::Series cpu_steps(const std::string& label, const std::vector<tools::BenchSample>& samples) {
+    plot::Series c{label, {}, {}};
+    for (const auto& p : tools::cpu_utilisation(samples)) {
+        if (c.x.empty()) c.x.push_back(p.from_s);  // the intervals follow each other
+        c.x.push_back(p.t_s);
+        c.y.push_back(p.percent);
+    }
+    if (c.y.empty()) c.x = {0, samples.empty() ? 1e-3 : std::max(samples.back().t_s, 1e-3)}, c.y = {0};
+    return c;
 }
 
 // The two charts of a set of runs: resident memory and CPU over time; the
@@ -80,14 +98,16 @@ std::vector<std::string> plot_runs(const std::vector<tools::BenchResult>& runs, 
     plot::Chart cpu = mem;
     cpu.title = "CPU over time (cdc bench)";
     cpu.y_label = "CPU (% of one core, user + sys)";
+    if (runs.size() == 1 && runs.front().samples.size() < kMarkedSamples)  // (one run: a subtitle)
+        mem.subtitle = fmt::format("{} ({} samples)", mem.subtitle, runs.front().samples.size());
+    cpu.subtitle = mem.subtitle;
+    cpu.kind = plot::Kind::steps;
     for (std::size_t i = 0; i < runs.size(); ++i) {
         plot::Series m{labels[i], {}, {}};
         for (const auto& p : runs[i].samples) m.x.push_back(p.t_s), m.y.push_back(p.rss_mb);
+        mem.markers = mem.markers || m.x.size() < kMarkedSamples;
         mem.series.push_back(std::move(m));
-        plot::Series c{labels[i], {}, {}};
-        for (const auto& p : tools::cpu_utilisation(runs[i].samples)) c.x.push_back(p.t_s), c.y.push_back(p.percent);
-        if (c.x.empty()) c.x = {0}, c.y = {0};
-        cpu.series.push_back(std::move(c));
+        cpu.series.push_back(cpu_steps(labels[i], runs[i].samples));
     }
     plot::render_png(mem, dir / "memory-over-time.png");
     plot::render_png(cpu, dir / "cpu-over-time.png");
