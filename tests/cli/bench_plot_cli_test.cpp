@@ -102,13 +102,19 @@ TEST(CliBench, PlotDirectAndFromSavedRuns) {
 // (an average over each interval between samples), memory with a marker on
 // each sample, and the subtitle says how many there are. The charts are
 // read from what the tool hands the cdc-plot helper.
-TEST(CliBench, ShortRunsShowTheirSamples) {
-    TempDir out;
+// A cdc-plot that keeps each chart it is handed as PNG.json beside the PNG.
+std::filesystem::path spy_plot(const std::filesystem::path& dir) {
     const auto real = tool_path().parent_path() / "cdc-plot";
-    const auto spy = out.path() / "spy-plot";
+    const auto spy = dir / "spy-plot";
     std::ofstream(spy) << "#!/bin/sh\nmkdir -p \"$(dirname \"$2\")\" && cp \"$1\" \"$2.json\" || exit 1\nexec '"
                        << real.string() << "' \"$@\"\n";
     std::filesystem::permissions(spy, std::filesystem::perms::owner_all);
+    return spy;
+}
+
+TEST(CliBench, ShortRunsShowTheirSamples) {
+    TempDir out;
+    const auto spy = spy_plot(out.path());
     ::setenv("CDC_PLOT", spy.c_str(), 1);
     const auto r = run_tool({"bench", "run", "-q", "--sample-ms", "3600000", "--plot", (out.path() / "g").string(),
                              tree().path().string()});
@@ -125,6 +131,18 @@ TEST(CliBench, ShortRunsShowTheirSamples) {
     EXPECT_NE(mem["subtitle"].get<std::string>().find(fmt::format("({} samples)", samples)), std::string::npos)
         << mem["subtitle"];
     expect_png(out.path() / "g" / "cpu-over-time.png");
+}
+
+TEST(CliPlot, TheDedupSweepSaysLowerIsBetter) {
+    TempDir out;
+    const auto spy = spy_plot(out.path());
+    ::setenv("CDC_PLOT", spy.c_str(), 1);
+    const auto p = run_tool({"plot", "-q", "--chart", "dedup-sweep", "-a", "fastcdc", "--scales", "0.5,1", "-o",
+                             (out.path() / "s").string(), tree().path().string()});
+    ::unsetenv("CDC_PLOT");
+    ASSERT_EQ(p.exit_code, 0) << p.err;
+    const auto sweep = nlohmann::json::parse(read_text(out.path() / "s" / "compare-dedup-sweep.png.json"));
+    EXPECT_NE(sweep["y_label"].get<std::string>().find("lower is better"), std::string::npos) << sweep["y_label"];
 }
 
 TEST(CliBench, UsageErrors) {
