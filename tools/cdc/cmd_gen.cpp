@@ -78,29 +78,32 @@ int write_file(InputGenerator& gen, const std::string& path) {
 }  // namespace
 
 void add_gen_command(CLI::App& app, int& exit_code) {
-    auto spec = std::make_shared<std::string>();
-    auto output = std::make_shared<std::string>("-");
-    auto quiet = std::make_shared<bool>(false);
+    struct Args {
+        std::string spec, output = "-";
+        bool quiet = false;  // (nothing but the data and errors is printed anyway)
+    };
+    auto args = std::make_shared<Args>();  // (the callback holds it: the options write into it)
     auto* cmd = app.add_subcommand(
         "gen", "write deterministic data: empty, byte42, zeros:LEN, repeat:WORD:LEN, splitmix64:SEED:LEN, text:SEED:LEN");
-    cmd->add_option("SPEC", *spec, "input spec (tests/vectors/README.md); LEN takes size suffixes (32M)")
+    cmd->add_option("SPEC", args->spec, "input spec (tests/vectors/README.md); LEN takes size suffixes (32M)")
         ->required()
         ->type_name("");
-    cmd->add_option("-o,--output", *output,
+    cmd->add_option("-o,--output", args->output,
                     "output file, created whole or not at all (an existing file is not overwritten); - for standard "
                     "output; a device or FIFO is written as a stream")
         ->type_name("FILE")
         ->capture_default_str();
-    add_quiet_flag(*cmd, *quiet);
+    add_quiet_flag(*cmd, args->quiet);
     document(*cmd, {.notes = "The same SPEC always gives the same bytes (the test vectors' inputs).",
                     .examples = {{"cdc gen splitmix64:1:1G -o random.bin", "1 GiB of pseudo-random bytes"},
                                  {"cdc gen text:7:32M | cdc chunk --csv -", "32 MiB of text, chunked"}},
                     .exit_codes = exit_codes()});
-    cmd->callback([spec, output, &exit_code] {
-        InputGenerator gen(expand_length(*spec));  // validates the spec before creating anything
-        exit_code = *output == "-"                    ? write_stream(gen, STDOUT_FILENO, "stdout")
-                    : tools::is_stream_path(*output) ? write_to_stream_path(gen, *output)
-                                                      : write_file(gen, *output);
+    cmd->callback([args, &exit_code] {
+        InputGenerator gen(expand_length(args->spec));  // validates the spec before creating anything
+        const std::string& out = args->output;
+        exit_code = out == "-"                    ? write_stream(gen, STDOUT_FILENO, "stdout")
+                    : tools::is_stream_path(out) ? write_to_stream_path(gen, out)
+                                                  : write_file(gen, out);
     });
 }
 
