@@ -62,12 +62,12 @@ int run_put(const PutArgs& a) {
             struct stat st {};
             const int fd = open_walked_file(file.path, file.inside_tree, a.follow_symlinks, &st);  // IoError: skipped
             fds[i] = fd;
-            if (S_ISREG(st.st_mode)) {
-                meta.mode = static_cast<std::uint32_t>(st.st_mode & 07777);
-                meta.mtime_ns = mtime_ns(st);
-                if (st.st_size > (std::int64_t{4} << 20)) ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);  // (a read-ahead hint for what spans reads)
-            }
-            return FileSource(fd, file.path);
+            if (!S_ISREG(st.st_mode)) return FileSource(fd, file.path);  // a FIFO named: a stream
+            meta.mode = static_cast<std::uint32_t>(st.st_mode & 07777);
+            meta.mtime_ns = mtime_ns(st);
+            if (st.st_size > (std::int64_t{4} << 20)) ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);  // (a read-ahead hint for what spans reads)
+            // A file changed while it is read is skipped, not stored torn.
+            return Source::reader(std::make_unique<SteadyFileReader>(fd, st, file.path));
         };
     }
     auto close_input = [&](std::size_t i) {
