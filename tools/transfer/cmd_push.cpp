@@ -26,10 +26,10 @@ struct PushArgs {
 int run_push(const PushArgs& a) {
     // --name is the user's: a name the server refuses is a usage error (a
     // tree's file whose name it refuses is skipped, the rest pushed).
-    if (!a.name.empty())
-        if (const std::string why = transfer::name_problem(a.name); !why.empty())
-            throw UsageError(fmt::format("name refused: {}", why));
     const PutInputs in = collect_put_inputs(a.paths, a.name, a.follow_symlinks);
+    if (!a.name.empty())
+        if (const std::string why = transfer::name_problem(in.name); !why.empty())
+            throw UsageError(fmt::format("name refused: {}", why));
     auto client = make_client(a.connect);
     std::vector<transfer::PushInput> inputs;
     for (const auto& f : in.files) inputs.push_back({f.path, f.name, f.size, f.inside_tree, a.follow_symlinks});

@@ -30,6 +30,8 @@ int main(int argc, char** argv) {
         return report_current_exception([](std::string_view field) -> std::string_view {
             if (field == "key") return "--key-file";
             if (field == "max_streams") return "--max-streams";
+            if (field == "max_client_streams") return "--max-client-streams";
+            if (field == "idle_timeout") return "--idle-timeout";
             return {};
         });
     }
