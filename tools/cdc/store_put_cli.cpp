@@ -165,13 +165,16 @@ void add_store_put(CLI::App& st, int& exit_code) {
                 "one JSON object: {files: [{name, path, size, chunks, new_chunks, new_bytes, unchanged, identical}], "
                 "bytes, new_bytes, stored_bytes, unchanged_files, identical_files, ..., errors}");
     c->add_flag("-q,--quiet", a->quiet, "no progress line, no warnings");
-    c->footer("Without --name, a file is stored under its path as given, a tree's files under their paths inside it. "
+    c->footer("Without --name, a file is stored under its path made relative (as tar does: /srv/a as srv/a, ../f as f), "
+              "a tree's files under their paths inside it; --name follows the rule of the names a tree restore "
+              "writes (relative, no empty, . or .. component, no trailing /; a tree's prefix may end with /). "
               "A name already in the store is replaced; a large file whose chunks are all those of the stored file of that "
               "name is not hashed a second time (its stored digest is kept: 'unchanged'; with the same mode and mtime, its "
               "stored manifest too); under a new name, the same holds for a stored file that starts with the same "
               "chunk ('identical': a tree put again under a new prefix). Files are committed in batches: an interrupted put keeps "
-              "what was committed and leaves unreferenced data that gc reclaims. Exit code 3 if some inputs were "
-              "skipped after errors.");
+              "what was committed and leaves unreferenced data that gc reclaims. A file that changes while it is read "
+              "(its size, mtime or ctime) is named and not stored, nor are the store's own files. Exit code 3 if some "
+              "inputs were skipped after errors.");
     c->callback([a, &exit_code] { exit_code = with_store_errors([&] { return run_put(*a); }); });
 }
 

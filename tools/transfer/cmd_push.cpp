@@ -115,10 +115,11 @@ void add_push_command(CLI::App& app, int& exit_code) {
                 "one JSON object: {files: [...], bytes_read, bytes_sent, bytes_reused, chunks, chunks_sent, "
                 "payload_sent, wire_bytes_sent, wire_bytes_received, seconds, errors}");
     c->add_flag("-q,--quiet", a->quiet, "no progress line, no warnings");
-    c->footer("Names as with cdc store put: a file by its path as given, a tree's files by their paths inside it. "
+    c->footer("Names as with cdc store put: a file by its path made relative, a tree's files by their paths inside it. "
               "Each file is chunked with the store's parameters; the server checks every chunk it receives "
               "(BLAKE3) and the whole file's BLAKE3 before the file appears. An interrupted push, run again, sends "
-              "only what the server still lacks. Exit code 3 if some inputs were skipped after errors.\n" +
+              "only what the server still lacks. A file that changes while it is read is named and not committed. Exit "
+              "code 3 if some inputs were skipped after errors.\n" +
               std::string(kExitCodesHelp));
     c->callback([a, &exit_code] { exit_code = with_transfer_errors([&] { return run_push(*a); }); });
 }

@@ -162,7 +162,10 @@ void add_serve_command(CLI::App& app, int& exit_code) {
     c->add_option("--bench-max-message", a->bench_max_message)->group("");  // cdc bench transfer only
     c->add_flag("-q,--quiet", a->quiet, "no log lines on stderr");
     c->footer("Runs until SIGINT or SIGTERM (streams in flight get 5 s to finish). Messages are limited to gRPC's "
-              "default 4 MiB: files travel as chunks. Logs one line per stream on stderr.\n" +
+              "default 4 MiB: files travel as chunks. Logs one line per stream on stderr. A token is required on the "
+              "loopback interface too: without --token-file, the user's own (made at first start), which the user's "
+              "own clients send there by themselves; other local users need it (or --no-token). A keyed store "
+              "served without its --key-file refuses pushes.\n" +
               std::string(kExitCodesHelp));
     c->callback([a, &exit_code] { exit_code = with_transfer_errors([&] { return run_serve(*a); }); });
 }
