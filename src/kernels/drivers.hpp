@@ -241,9 +241,9 @@ struct FirstSeq {
 };
 
 /// Bookkeeping of the lane kernels (First over kLanes consecutive segments
-/// of `seg` bytes, 8 positions per lane per group): the group where each
-/// lane first matched; lane 0's first match is the earliest of all.
-template <std::size_t kLanes>
+/// of `seg` bytes, kGroup positions per lane per group): the group where
+/// each lane first matched; lane 0's first match is the earliest of all.
+template <std::size_t kLanes, std::size_t kGroup = 8>
 struct LaneHits {
     unsigned found = 0;
     std::size_t first_group[kLanes] = {};
@@ -259,10 +259,10 @@ struct LaneHits {
         found |= fresh;
         return (found & 1u) != 0;
     }
-    /// The first 8-byte group holding a match, as a position (found != 0).
+    /// The first group holding a match, as a position (found != 0).
     std::size_t first(std::size_t pos, std::size_t seg) const noexcept {
         const unsigned l = lowest(found);
-        return pos + l * seg + first_group[l] * 8;
+        return pos + l * seg + first_group[l] * kGroup;
     }
 };
 
@@ -448,7 +448,7 @@ std::size_t stadia_lanes_run(const StadiaParams& p, const u8* w, std::size_t n) 
         }
         if (i < end) {
             // From here H(k) = W(k-1): the first j in [i-1, end-1) with W(j) <= thresh.
-            const std::size_t j = Lanes::find(g, w, i - 1, end - 1, AtMost{p.thresh});
+            const std::size_t j = Lanes::find(g, p.shifted, w, i - 1, end - 1, AtMost{p.thresh});
             if (j < end - 1) return j + 1;
         }
     }

@@ -17,7 +17,7 @@ void add_corpus_options(CLI::App& cmd, CorpusArgs& args) {
     cmd.add_flag("--follow-symlinks", args.follow_symlinks,
                  "follow symbolic links inside directories (links named on the command line are always followed)");
     cmd.add_flag("-q,--quiet", args.quiet, "no progress line, no warnings (errors are still printed)");
-    cmd.add_option("--kernel", args.kernel, "force a kernel level: auto, scalar, wide, avx2, avx512")
+    cmd.add_option("--kernel", args.kernel, "force a kernel level: auto, scalar, wide, avx2, avx512, avx512vbmi")
         ->capture_default_str();
     cmd.add_option("PATH", args.paths, "files, directories (walked recursively) or - for standard input")
         ->required();

@@ -97,7 +97,7 @@ void add_chunk_command(CLI::App& app, int& exit_code) {
     auto* csv = cmd->add_flag("--csv", args->csv, "CSV: header offset,length,digest then one row per chunk");
     auto* json = cmd->add_flag("--json", args->json, "one JSON object with the profile and the chunk list");
     csv->excludes(json);
-    cmd->add_option("--kernel", args->kernel, "force a kernel level: auto, scalar, wide, avx2, avx512")
+    cmd->add_option("--kernel", args->kernel, "force a kernel level: auto, scalar, wide, avx2, avx512, avx512vbmi")
         ->capture_default_str();
     cmd->add_option("PATH", args->path, "file to chunk, or - for standard input")->required();
     cmd->footer(kExitCodesHelp);
