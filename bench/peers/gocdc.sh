@@ -51,12 +51,17 @@ data="$work/random.bin"
 # The same bytes as `cdc speed --data random` (SplitMix64, seed 1).
 "$cdc" gen "splitmix64:1:$((size_mib * 1048576))" -o "$data"
 results="$work/results.jsonl"
-for ((r = 1; r <= rounds; r++)); do
-  # shellcheck disable=SC2086
-  "$cdc" speed --json --size "${size_mib}MiB" --runs 3 --key "$key" -a "$algorithms" ${CDC_SPEED_ARGS:-} \
-    | python3 -c 'import json,sys; d=json.load(sys.stdin)
+to_rows='import json,sys; d=json.load(sys.stdin)
 for r in d["results"]: print(json.dumps({"who":"cdc","algorithm":r["algorithm"],"mb_s":r["mb_s"],"chunks":r["chunks"],"kernel":r["kernel"]}))
-print(json.dumps({"who":"memory-read","algorithm":"-","mb_s":d["baseline_mb_s"]}))' >> "$results"
+print(json.dumps({"who":"memory-read","algorithm":"-","mb_s":d["baseline_mb_s"]}))'
+for ((r = 1; r <= rounds; r++)); do
+  # (a key makes every Gear name keyed: kfastcdc alone gets one, as in the Go program)
+  # shellcheck disable=SC2086
+  "$cdc" speed --json --size "${size_mib}MiB" --runs 3 -a "${algorithms/kfastcdc,/}" ${CDC_SPEED_ARGS:-} \
+    | python3 -c "$to_rows" >> "$results"
+  # shellcheck disable=SC2086
+  "$cdc" speed --json --size "${size_mib}MiB" --runs 3 --key "$key" -a kfastcdc ${CDC_SPEED_ARGS:-} \
+    | python3 -c "$to_rows" >> "$results"
   "$work/gocdc-bench" -runs 3 -key "$key" "$data" ${algorithms//,/ } \
     | python3 -c 'import json,sys
 for l in sys.stdin: r=json.loads(l); r["who"]="go"; print(json.dumps(r))' >> "$results"

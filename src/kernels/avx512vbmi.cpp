@@ -41,7 +41,6 @@ namespace {
 constexpr std::size_t kLanes = 8;
 constexpr std::size_t kBlock = 64;                // bytes of each lane per step of the loop
 constexpr std::size_t kRound = kLanes * kBlock;  // the shortest round of lanes
-constexpr std::size_t kAhead = 4;                // blocks read ahead (prefetch)
 
 template <class F, int... E>
 inline void each_position(F&& f, std::integer_sequence<int, E...>) noexcept {
@@ -49,12 +48,15 @@ inline void each_position(F&& f, std::integer_sequence<int, E...>) noexcept {
 }
 constexpr auto kEight = std::make_integer_sequence<int, 8>{};
 
-/// The table as byte planes in registers: plane k in four 64-byte quarters.
+/// The table as byte planes in registers: plane k in four 64-byte quarters;
+/// only the kPlanes low planes (a test that reads bits up to 8 kPlanes - 1
+/// of the hash only needs those bits of the entries).
+template <int kPlanes>
 struct Planes {
-    __m512i q[8][4];
+    __m512i q[static_cast<std::size_t>(kPlanes)][4];
     explicit Planes(const u8* planes) noexcept {
-        for (int k = 0; k < 8; ++k)
-            for (int h = 0; h < 4; ++h) q[k][h] = _mm512_loadu_si512(planes + 256 * k + 64 * h);
+        for (int k = 0; k < kPlanes; ++k)
+            for (int h = 0; h < 4; ++h) q[k][h] = _mm512_loadu_si512(planes + 256 * static_cast<std::size_t>(k) + 64 * static_cast<std::size_t>(h));
     }
 };
 
@@ -81,8 +83,9 @@ inline void load_rows(const u8* p, std::size_t seg, __m512i y[8]) noexcept {
 }
 
 /// The table entries of the 64 bytes of y: c[e] holds, in 64-bit lane l,
-/// G[byte e of lane l of y].
-inline void lookup(const Planes& t, __m512i y, __m512i c[8]) noexcept {
+/// G[byte e of lane l of y] (its kPlanes low bytes; the others zero).
+template <int kPlanes>
+inline void lookup(const Planes<kPlanes>& t, __m512i y, __m512i c[8]) noexcept {
     // Bytes e and 8 + e of each 128-bit lane side by side: after the three
     // unpack stages below, byte e of lane l lands in lane l of c[e].
     const __m512i interleave =
@@ -90,7 +93,8 @@ inline void lookup(const Planes& t, __m512i y, __m512i c[8]) noexcept {
     const __m512i x = _mm512_shuffle_epi8(y, interleave);
     const __mmask64 high = _mm512_movepi8_mask(x);  // index >= 128: the upper half of a plane
     __m512i p[8];
-    for (int k = 0; k < 8; ++k) {
+    for (int k = kPlanes; k < 8; ++k) p[k] = _mm512_setzero_si512();
+    for (int k = 0; k < kPlanes; ++k) {
         const __m512i lo = _mm512_permutex2var_epi8(t.q[k][0], x, t.q[k][1]);
         const __m512i hi = _mm512_permutex2var_epi8(t.q[k][2], x, t.q[k][3]);
         p[k] = _mm512_mask_blend_epi8(high, lo, hi);
@@ -190,15 +194,18 @@ struct FirstVbmi {
     static constexpr bool kContinues = false;  // lanes need exact window hashes
 
     static std::size_t run(const u64* g, const u64* shifted, const u8* w, std::size_t from, std::size_t to,
-                           u64 mask) noexcept {
-        if (shifted_fits(shifted, mask)) return scan(g, shifted, w, from, to, MaskZero{mask}, ShiftedChain(mask));
-        return find(g, shifted, w, from, to, MaskZero{mask});
+                           u64 mask, std::size_t readable) noexcept {
+        // shifted_fits: the mask's top bit is at most 55, and bits up to 55
+        // of the hash only need the 7 low bytes of the entries.
+        if (shifted_fits(shifted, mask))
+            return scan<7>(g, shifted, w, from, to, readable, MaskZero{mask}, ShiftedChain(mask));
+        return find(g, shifted, w, from, to, MaskZero{mask}, readable);
     }
 
     template <class Test>
     static std::size_t find(const u64* g, const u64* shifted, const u8* w, std::size_t from, std::size_t to,
-                            Test test) noexcept {
-        return scan(g, shifted, w, from, to, test, PlainChain<Test>(test));
+                            Test test, std::size_t readable) noexcept {
+        return scan<8>(g, shifted, w, from, to, readable, test, PlainChain<Test>(test));
     }
 
     /// Rounds of eight lanes over eight consecutive segments of [pos, pos +
@@ -206,55 +213,62 @@ struct FirstVbmi {
     /// test reads at most bit 63, which depends on the last 64 bytes only);
     /// a round stops when lane 0 matches, and the earliest lane's first
     /// matching block is scanned again exactly. The last round of a range
-    /// that is not a whole number of rounds ends at `to`, going over
-    /// positions the rounds before found without a match.
-    template <class Test, class Chain>
+    /// that is not a whole number of rounds runs past `to` where the bytes
+    /// are there (`readable`; matches past `to` do not count: only the last
+    /// lanes reach there, after every position of the range), else ends at
+    /// `to`, going over positions the rounds before found without a match.
+    template <int kPlanes, class Test, class Chain>
     static std::size_t scan(const u64* g, const u64* shifted, const u8* w, std::size_t from, std::size_t to,
-                            Test test, const Chain& chain) noexcept {
+                            std::size_t readable, Test test, const Chain& chain) noexcept {
         if (from >= to) return to;
         if (test.always()) return from;
         if (to - from < kRound) return sequential(g, shifted, w, from, to, test);
-        const Planes planes(gear_planes(shifted));
+        const Planes<kPlanes> planes(gear_planes(shifted));
         const std::size_t seg_max = max_size(kBlock, segment_for(test) & ~(kBlock - 1));
         std::size_t pos = from;
         while (pos < to) {
-            std::size_t seg;
-            if (to - pos >= kRound) {
-                seg = min_size(seg_max, ((to - pos) / kLanes) & ~(kBlock - 1));
-            } else {
+            std::size_t seg = min_size(seg_max, ((to - pos) / kLanes) & ~(kBlock - 1));
+            const std::size_t whole = ((to - pos + kRound - 1) / kRound) * kBlock;  // rounded up
+            if (whole <= seg_max && pos + kLanes * whole <= readable) {
+                seg = whole;  // the rest of the range in one round
+            } else if (seg == 0) {
                 seg = kBlock;
                 pos = to - kRound;  // >= from: the first round was a whole one
             }
             const u8* base = w + pos;
             const std::size_t blocks = seg / kBlock;
-            // Each lane's first blocks now, then each block kAhead blocks
-            // ahead of use: a round is often the first read of its bytes (a
-            // chunk's MaskS part), and eight short streams give the hardware
+            // The whole round is asked for now, in the order it is read: a
+            // round is often the first read of its bytes (a chunk's MaskS
+            // part), a block of the lanes takes far less time than a read
+            // from memory, and eight short streams give the hardware
             // prefetchers little to learn from.
-            for (std::size_t b = 0; b <= kAhead && b <= blocks; ++b)
+            for (std::size_t b = 0; b <= blocks; ++b)
                 for (std::size_t l = 0; l < kLanes; ++l) __builtin_prefetch(base + l * seg + b * kBlock - kBlock);
             __m512i u = _mm512_setzero_si512();
             __m512i y[8], c[8];
             load_rows(base - kBlock, seg, y);
             for (int q = 0; q < 8; ++q) {
-                lookup(planes, y[q], c);
+                lookup<kPlanes>(planes, y[q], c);
                 chain.template group<false>(u, c);
             }
             LaneHits<kLanes, kBlock> hits;
             for (std::size_t b = 0; b < blocks; ++b) {
-                if (b + kAhead < blocks)
-                    for (std::size_t l = 0; l < kLanes; ++l) __builtin_prefetch(base + l * seg + (b + kAhead) * kBlock);
+                // ... and as many bytes after the round as it reads: the next
+                // round, or the next chunk's bytes past its MinSize skip.
+                const u8* after = base + kLanes * seg + b * kLanes * kBlock;
+                for (std::size_t l = 0; l < kLanes; ++l) __builtin_prefetch(after + l * kBlock);
                 load_rows(base + b * kBlock, seg, y);
                 __mmask8 unmatched = 0xFF;
                 for (int q = 0; q < 8; ++q) {
-                    lookup(planes, y[q], c);
+                    lookup<kPlanes>(planes, y[q], c);
                     unmatched &= chain.template group<true>(u, c);
                 }
                 if (hits.add(static_cast<unsigned>(static_cast<__mmask8>(~unmatched)), b)) break;
             }
             if (hits.found) {
                 const std::size_t a = hits.first(pos, seg);
-                return sequential(g, shifted, w, a, a + kBlock, test);
+                if (a >= to) return to;
+                return sequential(g, shifted, w, a, min_size(a + kBlock, to), test);
             }
             pos += kLanes * seg;
         }
@@ -265,7 +279,7 @@ struct FirstVbmi {
 }  // namespace
 
 std::size_t fastcdc_avx512vbmi(const FastCdcParams& p, const std::uint8_t* w, std::size_t n) noexcept {
-    return fastcdc_run<FirstVbmi, FirstSeq>(p, w, n);
+    return fastcdc_run<FirstVbmi, FirstVbmi>(p, w, n);
 }
 std::size_t stadia_avx512vbmi(const StadiaParams& p, const std::uint8_t* w, std::size_t n) noexcept {
     return stadia_lanes_run<FirstVbmi, FirstSeq>(p, w, n);
