@@ -161,12 +161,12 @@ ShiftedGear shift_gear(const GearTable& g) noexcept {
 }
 
 const ShiftedGear& shifted_gear_table() {
-    static const ShiftedGear s = shift_gear(kGear);
+    alignas(kShiftedGearAlign) static const ShiftedGear s = shift_gear(kGear);
     return s;
 }
 
 const ShiftedGear& shifted_stadia_gear_table() {
-    static const ShiftedGear s = shift_gear(kStadiaGear);
+    alignas(kShiftedGearAlign) static const ShiftedGear s = shift_gear(kStadiaGear);
     return s;
 }
 }  // namespace detail

@@ -28,25 +28,6 @@ namespace fs = std::filesystem;
 using detail::CalibrationFile;
 using detail::CalibrationIdentity;
 
-/// A fresh directory of its own per test, removed afterwards.
-class TempDir {
-public:
-    TempDir() {
-        std::string t = (fs::temp_directory_path() / "cdc-calcache-XXXXXX").string();
-        if (::mkdtemp(t.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-        path_ = t;
-    }
-    ~TempDir() {
-        std::error_code ec;
-        fs::permissions(path_, fs::perms::owner_all, ec);
-        fs::remove_all(path_, ec);
-    }
-    const fs::path& path() const { return path_; }
-
-private:
-    fs::path path_;
-};
-
 const CalibrationIdentity kIdentity{"x86 TestVendor family 1 model 2 stepping 3", "version 9 build-id ab kernels cd"};
 
 KernelCalibration sample(std::string_view family = "fastcdc", KernelLevel chosen = KernelLevel::wide) {
