@@ -25,10 +25,12 @@
 #include "drivers.hpp"
 #include "kernels.hpp"
 
-// g++ 12's AVX-512 headers trip -Wmaybe-uninitialized on their own
-// _mm512_undefined_* helpers (a known false positive); nothing of ours is hidden.
+// g++ 12's AVX-512 headers trip -Wmaybe-uninitialized (and at -O1
+// -Wuninitialized) on their own _mm512_undefined_* helpers (a known false
+// positive); nothing of ours is hidden.
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
 #include <immintrin.h>
 
