@@ -63,7 +63,7 @@ void add_edit_options(CLI::App& cmd, std::size_t& edits, std::uint64_t& edit_siz
 
 /// --digest NAME (blake3, sha256, xxh3, and none when `with_none`).
 CLI::Option* add_digest_option(CLI::App& cmd, std::string& target, bool with_none);
-/// --kernel LEVEL (auto, scalar, wide, avx2, avx512).
+/// --kernel LEVEL (auto, scalar, wide, avx2, avx512, avx512vbmi).
 CLI::Option* add_kernel_option(CLI::App& cmd, std::string& target);
 
 /// "8K/16K/64K": a profile's min, avg and max as sizes are written on the
