@@ -2,6 +2,7 @@
 // (the same document: tools/common/analyze_json.hpp builds both).
 #include "module.hpp"
 #include "options.hpp"
+#include "paths.hpp"
 
 #include "algorithm_list.hpp"
 #include "analyze_json.hpp"
@@ -20,22 +21,19 @@ namespace cdc::python {
 
 namespace {
 
-// A str, or an iterable of them (paths: str or os.PathLike).
-std::vector<std::string> string_list(const py::object& value, const char* what, bool paths) {
-    const py::object fspath = py::module_::import("os").attr("fspath");
+// A name, or an iterable of them.
+std::vector<std::string> name_list(const py::object& value) {
     auto one = [&](py::handle item) {
-        const py::object s = paths ? fspath(item) : py::reinterpret_borrow<py::object>(item);
-        if (!py::isinstance<py::str>(s))
-            throw OptionError(fmt::format("{} must be str (or a list of them)", what));
-        return s.cast<std::string>();
+        if (!py::isinstance<py::str>(item)) throw OptionError("algorithms must be str (or a list of them)");
+        return item.cast<std::string>();
     };
     std::vector<std::string> out;
-    if (py::isinstance<py::str>(value) || (paths && py::hasattr(value, "__fspath__"))) {
+    if (py::isinstance<py::str>(value)) {
         out.push_back(one(value));
     } else {
         for (py::handle item : value) out.push_back(one(item));
     }
-    if (out.empty()) throw OptionError(fmt::format("{} is empty", what));
+    if (out.empty()) throw OptionError("algorithms is empty");
     return out;
 }
 
@@ -50,7 +48,7 @@ void add_analyze(py::module_& m) {
             AnalyzeOptions options;
             // The names resolved as `cdc analyze -a` resolves them ("all", and
             // each parameter to the names that take it), before any file is read.
-            const std::vector<std::string> names = string_list(algorithms, "algorithms", false);
+            const std::vector<std::string> names = name_list(algorithms);
             options.algorithms = tools::resolve_algorithm_list(
                 fmt::format("{}", fmt::join(names, ",")),
                 make_options({min_size, avg_size, max_size, std::move(key), std::move(level), std::move(seed),
@@ -61,7 +59,7 @@ void add_analyze(py::module_& m) {
                 throw OptionError(fmt::format("jobs = {} is invalid: must be 0 (every core) .. 4096", jobs));
             options.jobs = static_cast<unsigned>(jobs);
             options.follow_symlinks = follow_symlinks;
-            const std::vector<std::string> inputs = string_list(paths, "paths", true);
+            const std::vector<std::string> inputs = path_list(paths);
             std::string json;
             {
                 py::gil_scoped_release nogil;
@@ -76,8 +74,8 @@ void add_analyze(py::module_& m) {
 Dedup figures of files and directory trees, for one or more algorithms in
 one pass: the document `cdc analyze --json` prints, as a dict.
 
-paths       a path or a list of paths: files, directories (walked
-            recursively) or "-" (standard input).
+paths       a path or a list of paths (str, bytes or os.PathLike): files,
+            directories (walked recursively) or "-" (standard input).
 algorithms  an algorithm name, a list of names, or "all" (each with the
             same min_size, avg_size, max_size and key; level, seed,
             polynomial and window go to the names that take them, as with

@@ -4,8 +4,10 @@
 // max(2 x max_size, 256 KiB)) with readinto: memory does not grow with the
 // stream.
 #include "chunks.hpp"
+#include "lease.hpp"
 #include "module.hpp"
 #include "options.hpp"
+#include "paths.hpp"
 #include "pinned_buffer.hpp"
 #include "python_error.hpp"
 
@@ -25,10 +27,12 @@ namespace {
 
 // A binary file object: readinto() into the scan buffer (no copy), or
 // read() for objects that have no readinto. Called without the GIL, from
-// Chunker::next: takes it for the call.
+// Chunker::next: takes it for the call. The part of the scan buffer given to
+// readinto() is lent (lease.hpp): a reader that keeps a view of it stops the
+// stream with BufferError, and the memory outlives whatever it kept.
 class FileReader final : public Reader {
 public:
-    explicit FileReader(py::object file) : file_(std::move(file)) {
+    FileReader(py::object file, py::object scan_owner) : file_(std::move(file)), owner_(std::move(scan_owner)) {
         if (py::hasattr(file_, "readinto"))
             readinto_ = file_.attr("readinto");
         else
@@ -39,6 +43,7 @@ public:
         readinto_ = py::object();
         read_ = py::object();
         file_ = py::object();
+        owner_ = py::object();
     }
     FileReader(const FileReader&) = delete;
     FileReader& operator=(const FileReader&) = delete;
@@ -53,18 +58,22 @@ public:
     }
 
 private:
+    static constexpr const char* kKept =
+        "readinto() kept a view of the buffer it was given (a slice, or an array made of it): the chunker "
+        "reuses that buffer, so the stream stops here";
+
     ReadResult read_locked(std::span<std::byte> buffer) {
         if (readinto_) {
-            auto view = py::reinterpret_steal<py::object>(PyMemoryView_FromMemory(
-                reinterpret_cast<char*>(buffer.data()), static_cast<py::ssize_t>(buffer.size()), PyBUF_WRITE));
-            if (!view) throw py::error_already_set();
-            const py::object n = readinto_(view);
-            view.attr("release")();  // the file must not keep a view of the scan buffer
-            if (n.is_none()) return {0, false};  // a non-blocking stream with no data yet
-            const auto got = n.cast<long long>();
-            if (got < 0 || static_cast<unsigned long long>(got) > buffer.size())
-                throw IoError(fmt::format("readinto returned {} for a {}-byte buffer", got, buffer.size()));
-            return {static_cast<std::size_t>(got), got == 0};
+            Lease lease(owner_, buffer, false);
+            py::object n;
+            try {
+                n = readinto_(lease.view());
+            } catch (...) {
+                lease.end(kKept, false);
+                throw;
+            }
+            lease.end(kKept);
+            return count_read(n, buffer.size());
         }
         const py::object data = read_(buffer.size());
         if (data.is_none()) return {0, false};
@@ -75,7 +84,22 @@ private:
         return {bytes.bytes().size(), bytes.bytes().empty()};
     }
 
-    py::object file_, readinto_, read_;
+    // readinto's result: a count of bytes (0 = the end), or None for a
+    // non-blocking stream with no data yet.
+    static ReadResult count_read(const py::object& n, std::size_t size) {
+        if (n.is_none()) return {0, false};
+        if (!py::isinstance<py::int_>(n) || py::isinstance<py::bool_>(n)) {
+            PyErr_Format(PyExc_TypeError, "readinto() returned %s, not an int or None", Py_TYPE(n.ptr())->tp_name);
+            throw py::error_already_set();
+        }
+        int overflow = 0;
+        const long long got = PyLong_AsLongLongAndOverflow(n.ptr(), &overflow);
+        if (overflow != 0 || got < 0 || static_cast<unsigned long long>(got) > size)
+            throw IoError(fmt::format("readinto returned {} for a {}-byte buffer", py::str(n).cast<std::string>(), size));
+        return {static_cast<std::size_t>(got), got == 0};
+    }
+
+    py::object file_, owner_, readinto_, read_;
 };
 
 // A C-contiguous memoryview of `object` cast to bytes (a numpy array of any
@@ -97,10 +121,6 @@ ByteView byte_view(py::handle object, bool writable) {
     // Chunks are handed out read-only: they are views of data the caller
     // must not change under the chunker (or of its scan buffer).
     return {view.attr("toreadonly")(), {static_cast<std::byte*>(b->buf), static_cast<std::size_t>(b->len)}};
-}
-
-bool is_path(py::handle source) {
-    return py::isinstance<py::str>(source) || py::hasattr(source, "__fspath__");
 }
 
 }  // namespace
@@ -129,17 +149,17 @@ public:
             source_ = byte_view(source, false);
             ensure_chunker(false).reset(MemorySource(std::span<const std::byte>(source_.bytes)));
         } else if (is_path(source)) {
-            const py::object path = py::module_::import("os").attr("fspath")(source);
-            if (!py::isinstance<py::str>(path)) throw OptionError("a path must be a str or os.PathLike of str");
-            const std::string name = path.cast<std::string>();
+            const std::string name = path_bytes(source, false);
             fd_ = ::open(name.c_str(), O_RDONLY | O_CLOEXEC);
             if (fd_ < 0) {
+                const py::object path = py::module_::import("os").attr("fspath")(source);
                 PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, path.ptr());
                 throw py::error_already_set();
             }
             ensure_chunker(true).reset(FileSource(fd_, name));
         } else if (py::hasattr(source, "readinto") || py::hasattr(source, "read")) {
-            ensure_chunker(true).reset(Source::reader(std::make_unique<FileReader>(source)));
+            Chunker& chunker = ensure_chunker(true);
+            chunker.reset(Source::reader(std::make_unique<FileReader>(source, scan_.view)));
         } else {
             throw py::type_error(fmt::format(
                 "source must be a path, a binary file or a bytes-like object, not {}",

@@ -2,6 +2,7 @@
 // (groups, linked files, summary) as a dict. Report only: the actions that
 // change files (hard link, reflink, delete) stay with the command line.
 #include "module.hpp"
+#include "paths.hpp"
 
 #include <cdc/dupes.hpp>
 #include <cdc/error.hpp>
@@ -57,14 +58,7 @@ void add_dupes(py::module_& m) {
             opt.min_size = static_cast<std::uint64_t>(min_size);
             opt.follow_symlinks = follow_symlinks;
             opt.one_file_system = one_file_system;
-            std::vector<std::string> roots;
-            const py::object fspath = py::module_::import("os").attr("fsencode");
-            auto add = [&](py::handle p) { roots.push_back(fspath(p).cast<std::string>()); };
-            if (py::isinstance<py::str>(paths) || py::isinstance<py::bytes>(paths) || py::hasattr(paths, "__fspath__"))
-                add(paths);
-            else
-                for (py::handle p : paths) add(p);
-            if (roots.empty()) throw OptionError("paths is empty");
+            const std::vector<std::string> roots = path_list(paths);
 
             std::mutex warnings_mutex;
             std::vector<std::string> warnings;

@@ -1,6 +1,7 @@
 // The _core extension module of the cdc_chunkers package: errors, the
 // algorithm list, test data, and the pieces in chunk.cpp, chunker.cpp,
 // analyze.cpp and dupes.cpp.
+#include "lease.hpp"
 #include "module.hpp"
 #include "python_error.hpp"
 
@@ -31,6 +32,7 @@ PYBIND11_MODULE(_core, m) {
     });
 
     m.attr("__version__") = cdc::kVersionString;
+    cdc::python::Lease::register_type(m);
 
     m.def(
         "algorithms", [] { return py::module_::import("json").attr("loads")(cdc::tools::algorithms_json().dump()); },
