@@ -67,10 +67,12 @@ void add_analyze(py::module_& m) {
             }
             return py::module_::import("json").attr("loads")(json);
         },
-        py::arg("paths"), py::arg("algorithms") = "fastcdc", py::kw_only(),
-        py::arg("min_size") = 0, py::arg("avg_size") = 0, py::arg("max_size") = 0, py::arg("key") = py::none(),
+        py::arg("paths"), py::arg("algorithms") = "fastcdc", py::arg("min_size") = 0, py::arg("avg_size") = 0,
+        py::arg("max_size") = 0, py::kw_only(), py::arg("key") = py::none(),
         py::arg("level") = py::none(), py::arg("seed") = py::none(), py::arg("polynomial") = py::none(),
-        py::arg("window") = py::none(), py::arg("digest") = "blake3", py::arg("jobs") = 0, py::arg("follow_symlinks") = false, R"doc(
+        py::arg("window") = py::none(), py::arg("digest") = "blake3", py::arg("jobs") = 0, py::arg("follow_symlinks") = false, R"doc(analyze(paths, algorithms='fastcdc', min_size=0, avg_size=0, max_size=0, *, key=None, level=None, seed=None, polynomial=None, window=None, digest='blake3', jobs=0, follow_symlinks=False)
+--
+
 Dedup figures of files and directory trees, for one or more algorithms in
 one pass: the document `cdc analyze --json` prints, as a dict.
 

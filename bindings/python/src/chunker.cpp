@@ -127,8 +127,9 @@ ByteView byte_view(py::handle object, bool writable) {
 
 class PyChunker {
 public:
-    PyChunker(const std::string& algorithm, const ProfileArgs& profile, const py::object& buffer)
-        : finder_(make_finder(algorithm, profile)) {
+    PyChunker(const std::string& algorithm, const ProfileArgs& profile, const py::object& buffer, bool views,
+              const py::object& digest)
+        : finder_(make_finder(algorithm, profile)), views_(views), digest_(parse_digest(digest)) {
         if (!buffer.is_none()) {
             scan_ = byte_view(buffer, true);
             chunker_.emplace(finder_, Source{}, scan_.bytes);  // checks the size
@@ -140,6 +141,7 @@ public:
 
     void reset(const py::object& source) {
         const Busy busy(*this);
+        end_view(true);
         close_fd();
         ended_ = false;
         source_ = ByteView{};
@@ -171,6 +173,7 @@ public:
     py::object next() {
         const Busy busy(*this);
         if (!chunker_ || ended_) throw py::stop_iteration();
+        end_view(true);  // the scan buffer is about to change under it
         Chunk c;
         bool got;
         if (streaming_) {
@@ -188,10 +191,22 @@ public:
             close_fd();
             throw py::stop_iteration();
         }
-        const ByteView& base = streaming_ ? scan_ : source_;
-        const auto start = static_cast<py::ssize_t>(c.bytes.data() - base.bytes.data());
-        py::object view = base.view[py::slice(start, start + static_cast<py::ssize_t>(c.size()), 1)];
-        return py::make_tuple(c.offset, std::move(view));
+        py::object data;
+        if (!views_) {
+            data = py::bytes(reinterpret_cast<const char*>(c.bytes.data()), static_cast<py::ssize_t>(c.size()));
+        } else if (!streaming_) {
+            // A view of the source itself: valid for as long as it is kept.
+            const auto start = static_cast<py::ssize_t>(c.bytes.data() - source_.bytes.data());
+            data = source_.view[py::slice(start, start + static_cast<py::ssize_t>(c.size()), 1)];
+        } else {
+            const auto start = static_cast<std::size_t>(c.bytes.data() - scan_.bytes.data());
+            view_ = Lease(scan_.view, scan_.bytes.subspan(start, c.size()), true);
+            data = view_.view();
+        }
+        if (digest_ == DigestKind::none) return py::make_tuple(c.offset, std::move(data));
+        const Digest d = compute_digest(digest_, c.bytes);
+        return py::make_tuple(c.offset, std::move(data),
+                              py::bytes(reinterpret_cast<const char*>(d.bytes.data()), d.size));
     }
 
     Chunks chunk(const py::buffer& data, const py::object& digest) const {
@@ -200,6 +215,7 @@ public:
 
     void close() {
         const Busy busy(*this);
+        end_view(false);
         close_fd();
         source_ = ByteView{};
         if (chunker_) chunker_->reset(Source{});
@@ -210,6 +226,10 @@ public:
     const CutFinder& finder() const noexcept { return *finder_; }
     std::uint64_t offset() const noexcept { return ended_ ? end_offset_ : (chunker_ ? chunker_->offset() : 0); }
     std::size_t buffer_size() const noexcept { return scan_.bytes.size(); }
+    bool views() const noexcept { return views_; }
+    py::object digest() const {
+        return digest_ == DigestKind::none ? py::object(py::none()) : py::object(py::str(std::string(to_string(digest_))));
+    }
 
 private:
     // One thread at a time: the GIL is released while a stream is read.
@@ -226,6 +246,16 @@ private:
     private:
         PyChunker& c_;
     };
+
+    // Ends the loan of the last chunk view of a stream (views=True): the
+    // view is released, and a slice or array of it still alive stops the
+    // step (BufferError) rather than see the next bytes.
+    void end_view(bool strict) {
+        view_.end("a view of the previous chunk is still in use (a slice, or an array made of it) and its bytes "
+                  "are about to be replaced: copy what you keep (bytes(view)) and drop the rest before the next "
+                  "step, or iterate without views=True",
+                  strict);
+    }
 
     Chunker& ensure_chunker(bool stream) {
         if (stream && scan_.bytes.empty()) {
@@ -249,8 +279,11 @@ private:
     }
 
     std::shared_ptr<const CutFinder> finder_;
+    bool views_;
+    DigestKind digest_;
     ByteView scan_;    // the stream buffer (caller's or ours)
     ByteView source_;  // the memory source, if any
+    Lease view_;       // the last chunk view of a stream lent out (views=True)
     std::optional<Chunker> chunker_;
     int fd_ = -1;      // a path source, opened here
     bool streaming_ = false;
@@ -259,40 +292,57 @@ private:
     bool busy_ = false;
 };
 
+namespace {
+
+std::unique_ptr<PyChunker> make_chunker(const std::string& algorithm, std::int64_t min_size, std::int64_t avg_size,
+                                        std::int64_t max_size, py::object key, py::object level, py::object seed,
+                                        py::object polynomial, py::object window, const py::object& buffer,
+                                        bool views, const py::object& digest) {
+    return std::make_unique<PyChunker>(algorithm,
+                                       ProfileArgs{min_size, avg_size, max_size, std::move(key), std::move(level),
+                                                   std::move(seed), std::move(polynomial), std::move(window)},
+                                       buffer, views, digest);
+}
+
+}  // namespace
+
 void add_chunker(py::module_& m) {
     py::class_<PyChunker>(m, "Chunker", R"doc(
 A reusable chunker: one algorithm and profile, one scan buffer, many streams.
 
-    c = Chunker("fastcdc-v1.0.0", avg_size=16384)
-    for offset, view in c.reset("big.iso"):     # a path, read with read(2)
-        store(offset, bytes(view))              # view: valid until the next step
-    for offset, view in c.reset(open("x", "rb")):   # any binary file (readinto)
+    c = Chunker("fastcdc-v1.0.0", 4096, 16384, 65536)   # sizes: min, avg, max
+    for offset, data in c.reset("big.iso"):     # a path, read with read(2)
+        store(offset, data)                     # data: bytes of its own
+    for offset, data in c.reset(open("x", "rb")):   # any binary file (readinto)
         ...
-    for offset, view in c.reset(b"..."):        # a bytes-like object: in place
+    for offset, data in c.reset(b"..."):        # a bytes-like object
         ...
     c.chunk(data, digest="blake3")              # a whole buffer at once (Chunks)
+
+Each step yields (offset, data), or (offset, data, digest) when a digest
+is asked for (digest="blake3", "sha256" or "xxh3": the digest of each chunk,
+as bytes). data is a bytes object of its own by default.
+
+views=True yields zero-copy, read-only memoryviews instead: of the source
+itself for a bytes-like source (valid for as long as they are kept), of the
+scan buffer for a stream. A view of the scan buffer is released at the next
+step (using it then raises ValueError), and a slice or an array made of it
+that is still alive then stops the step with BufferError: no view ever shows
+bytes other than its chunk's. Copy what you keep (bytes(view)).
 
 A stream is read into one bounded scan buffer: `buffer`, a writable
 bytes-like object of at least max_size bytes that you own (one per worker,
 reused), or else a bytearray of max(2 x max_size, 256 KiB) allocated at the
-first stream. The memoryviews handed out are read-only views of that buffer
-(or of the bytes-like source): a view is valid until the next step; copy it
-(bytes(view)) to keep it. A chunker is used by one thread at a time; reading
-a stream releases the GIL.
+first stream. A chunker is used by one thread at a time; reading a stream
+releases the GIL.
 )doc")
-        .def(py::init([](const std::string& algorithm, std::int64_t min_size, std::int64_t avg_size,
-                         std::int64_t max_size, py::object key, py::object level, py::object seed,
-                         py::object polynomial, py::object window, const py::object& buffer) {
-                 return std::make_unique<PyChunker>(
-                     algorithm,
-                     ProfileArgs{min_size, avg_size, max_size, std::move(key), std::move(level), std::move(seed),
-                                 std::move(polynomial), std::move(window)},
-                     buffer);
-             }),
-             py::arg("algorithm") = "fastcdc-v1.0.0", py::kw_only(), py::arg("min_size") = 0,
-             py::arg("avg_size") = 0, py::arg("max_size") = 0, py::arg("key") = py::none(),
+        .def(py::init(&make_chunker), py::arg("algorithm") = "fastcdc-v1.0.0", py::arg("min_size") = 0,
+             py::arg("avg_size") = 0, py::arg("max_size") = 0, py::kw_only(), py::arg("key") = py::none(),
              py::arg("level") = py::none(), py::arg("seed") = py::none(), py::arg("polynomial") = py::none(),
-             py::arg("window") = py::none(), py::arg("buffer") = py::none(),
+             py::arg("window") = py::none(), py::arg("buffer") = py::none(), py::arg("views") = false,
+             py::arg("digest") = py::none(),
+             "__init__(self, algorithm='fastcdc-v1.0.0', min_size=0, avg_size=0, max_size=0, *, key=None, "
+             "level=None, seed=None, polynomial=None, window=None, buffer=None, views=False, digest=None)\n--\n\n"
              "Creates a chunker (ValueError for an invalid algorithm, option or buffer); see the class help.")
         .def(
             "reset",
@@ -300,17 +350,21 @@ a stream releases the GIL.
                 self.cast<PyChunker&>().reset(source);
                 return self;
             },
-            py::arg("source"), R"doc(
+            py::arg("source"), R"doc(reset(self, source)
+--
+
 Moves the chunker onto a new stream and returns it (an iterator of
-(offset, memoryview) pairs). `source`: a path (str or os.PathLike: opened
-here, OSError if it cannot be), a binary file object (readinto, or read),
-a bytes-like object (chunked in place), or None (an empty stream).
+(offset, data) pairs). `source`: a path (str or os.PathLike, of str or
+bytes: opened here, OSError if it cannot be), a binary file object
+(readinto, or read), a bytes-like object (chunked in place; bytes are data,
+never a path), or None (an empty stream).
 )doc")
         .def("__iter__", [](py::object self) { return self; })
         .def("__next__", &PyChunker::next)
         .def("chunk", &PyChunker::chunk, py::arg("data"), py::kw_only(), py::arg("digest") = py::none(),
+             "chunk(self, data, *, digest=None)\n--\n\n"
              "Cuts a whole buffer with this chunker's algorithm: like chunk() (the stream is not touched).")
-        .def("close", &PyChunker::close, "Drops the current stream (closes a file opened from a path).")
+        .def("close", &PyChunker::close, "close(self)\n--\n\nDrops the current stream (closes a file opened from a path).")
         .def("__enter__", [](py::object self) { return self; })
         .def("__exit__", [](PyChunker& c, const py::args&) { c.close(); })
         .def_property_readonly("algorithm", [](const PyChunker& c) { return std::string(c.finder().name()); })
@@ -322,6 +376,9 @@ a bytes-like object (chunked in place), or None (an empty stream).
             "parameters", [](const PyChunker& c) { return parameters_in_use(c.finder()); },
             "The parameters the name takes, with their values in use: {'level': 1, 'seed': 0} for "
             "fastcdc-rs-v2020, {} for fastcdc-v1.0.0 (keys: level, seed, polynomial, window).")
+        .def_property_readonly("views", &PyChunker::views, "True if steps yield memoryviews instead of bytes.")
+        .def_property_readonly("digest", &PyChunker::digest,
+                               "The digest yielded with each chunk ('blake3', 'sha256', 'xxh3'), or None.")
         .def_property_readonly("offset", &PyChunker::offset,
                                "Bytes of the current stream consumed so far (the next chunk's offset).")
         .def_property_readonly("buffer_size", &PyChunker::buffer_size,
@@ -336,31 +393,41 @@ a bytes-like object (chunked in place), or None (an empty stream).
         "iter_chunks",
         [](const py::object& source, const std::string& algorithm, std::int64_t min_size, std::int64_t avg_size,
            std::int64_t max_size, py::object key, py::object level, py::object seed, py::object polynomial,
-           py::object window, const py::object& buffer) {
-            py::object chunker = py::cast(std::make_unique<PyChunker>(
-                algorithm,
-                ProfileArgs{min_size, avg_size, max_size, std::move(key), std::move(level), std::move(seed),
-                            std::move(polynomial), std::move(window)},
-                buffer));
+           py::object window, const py::object& buffer, bool views, const py::object& digest) {
+            py::object chunker = py::cast(make_chunker(algorithm, min_size, avg_size, max_size, std::move(key),
+                                                       std::move(level), std::move(seed), std::move(polynomial),
+                                                       std::move(window), buffer, views, digest));
             chunker.cast<PyChunker&>().reset(source);
             return chunker;
         },
-        py::arg("source"), py::arg("algorithm") = "fastcdc-v1.0.0", py::kw_only(), py::arg("min_size") = 0,
-        py::arg("avg_size") = 0, py::arg("max_size") = 0, py::arg("key") = py::none(), py::arg("level") = py::none(),
-        py::arg("seed") = py::none(), py::arg("polynomial") = py::none(), py::arg("window") = py::none(),
-        py::arg("buffer") = py::none(), R"doc(
-Yields (offset, memoryview) for every chunk of a stream of any size.
+        py::arg("source"), py::arg("algorithm") = "fastcdc-v1.0.0", py::arg("min_size") = 0,
+        py::arg("avg_size") = 0, py::arg("max_size") = 0, py::kw_only(), py::arg("key") = py::none(),
+        py::arg("level") = py::none(), py::arg("seed") = py::none(), py::arg("polynomial") = py::none(),
+        py::arg("window") = py::none(), py::arg("buffer") = py::none(), py::arg("views") = false,
+        py::arg("digest") = py::none(), R"doc(iter_chunks(source, algorithm='fastcdc-v1.0.0', min_size=0, avg_size=0, max_size=0, *, key=None, level=None, seed=None, polynomial=None, window=None, buffer=None, views=False, digest=None)
+--
 
-source     a path (str or os.PathLike), a binary file object (read with
-           readinto into one bounded buffer) or a bytes-like object.
+Yields (offset, data) for every chunk of a stream of any size, or
+(offset, data, digest) when a digest is asked for.
+
+    for offset, data in iter_chunks("big.iso", "fastcdc", 4096, 16384, 65536):
+        store(offset, data)
+    for offset, data, digest in iter_chunks(f, digest="blake3"): ...
+
+source     a path (str or os.PathLike, of str or bytes), a binary file
+           object (read with readinto into one bounded buffer) or a
+           bytes-like object (bytes are data, never a path).
 algorithm, min_size, avg_size, max_size, key, level, seed, polynomial, window
            as for chunk().
 buffer     optional writable bytes-like scan buffer (>= max_size bytes).
+views      False (default): data is a bytes object of its own. True:
+           zero-copy read-only memoryviews; those of a stream's scan buffer
+           are released at the next step (see help(Chunker)).
+digest     None, "blake3", "sha256" or "xxh3": each chunk's digest (bytes).
 
-Each memoryview is read-only and valid until the next step (copy it with
-bytes(view) to keep it). Memory stays bounded by the scan buffer
-(max(2 x max_size, 256 KiB) by default). Returns a Chunker (an iterator).
-Raises ValueError for invalid options, OSError if the stream fails.
+Memory stays bounded by the scan buffer (max(2 x max_size, 256 KiB) by
+default). Returns a Chunker (an iterator). Raises ValueError for invalid
+options, OSError if the stream fails.
 )doc");
 }
 

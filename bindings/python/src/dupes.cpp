@@ -98,7 +98,9 @@ void add_dupes(py::module_& m) {
             return out;
         },
         py::arg("paths"), py::kw_only(), py::arg("min_size") = 1, py::arg("mode") = "auto",
-        py::arg("hash") = "blake3", py::arg("follow_symlinks") = false, py::arg("one_file_system") = false, R"doc(
+        py::arg("hash") = "blake3", py::arg("follow_symlinks") = false, py::arg("one_file_system") = false, R"doc(dupes(paths, *, min_size=1, mode='auto', hash='blake3', follow_symlinks=False, one_file_system=False)
+--
+
 Whole-file duplicates under files and directory trees: the report of
 `cdc dupes --json`, as a dict. Nothing is changed on disk (the actions that
 merge duplicates are the command line's: cdc dupes --action).
