@@ -23,7 +23,7 @@ inline constexpr const char* kExitCodesHelp =
     "Exit codes: 0 success; 1 compare found a regression; 2 usage error (bad option, algorithm or path); "
     "3 finished but some inputs were skipped after errors; 4 an I/O error stopped the run.";
 
-/// How names (paths) appear in output (tools/common/escape.hpp).
+/// How names (paths) appear in output (src/report/escape.hpp).
 inline constexpr const char* kNamesHelp =
     "Names: text output and messages show a control byte, a backslash or a byte of invalid UTF-8 in a name as "
     "\\xHH (\\\\ for a backslash); JSON gives a name \"K\" as UTF-8 (U+FFFD for invalid bytes) and, only when the "
