@@ -123,8 +123,6 @@ ByteView byte_view(py::handle object, bool writable) {
     return {view.attr("toreadonly")(), {static_cast<std::byte*>(b->buf), static_cast<std::size_t>(b->len)}};
 }
 
-}  // namespace
-
 class PyChunker {
 public:
     PyChunker(const std::string& algorithm, const ProfileArgs& profile, const py::object& buffer, bool views,
@@ -291,8 +289,6 @@ private:
     std::uint64_t end_offset_ = 0;
     bool busy_ = false;
 };
-
-namespace {
 
 std::unique_ptr<PyChunker> make_chunker(const std::string& algorithm, std::int64_t min_size, std::int64_t avg_size,
                                         std::int64_t max_size, py::object key, py::object level, py::object seed,
