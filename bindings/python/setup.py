@@ -141,7 +141,7 @@ setup(
     license="see the project's repository",
     python_requires=">=3.9",
     install_requires=["numpy"],
-    packages=["cdc_chunkers"],
+    packages=["cdc_chunkers", "cdc_chunkers.distributed"],
     package_data={"cdc_chunkers": ["__init__.pyi", "py.typed"]},
     ext_modules=[Extension("cdc_chunkers._core", sources=[])],
     cmdclass={"build_ext": CMakeBuild},

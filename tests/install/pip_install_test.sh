@@ -28,6 +28,7 @@ venv = pathlib.Path(sys.argv[1]).resolve()
 where = pathlib.Path(cdc_chunkers.__file__).resolve()
 assert venv in where.parents, f"imported {where}, not the venv's package"
 assert where.with_name("__init__.pyi").is_file() and where.with_name("py.typed").is_file()
+assert (where.parent / "distributed" / "__main__.py").is_file()
 c = cdc_chunkers.chunk(cdc_chunkers.generate("splitmix64:1:1000000"), "fastcdc-v1.0.0", digest="blake3")
 assert len(c) > 10 and int(c.lengths.sum()) == 1000000 and c.digests.shape == (len(c), 32)
 print(f"pip install: cdc_chunkers {cdc_chunkers.__version__} from {where.parent}, {len(c)} chunks")

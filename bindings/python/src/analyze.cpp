@@ -1,10 +1,9 @@
 // analyze(paths, ...): the dedup figures of `cdc analyze --json`, as a dict
-// (the same document: tools/common/analyze_json.hpp builds both).
+// (the same document: src/report/analyze_json.hpp builds both).
 #include "module.hpp"
 #include "options.hpp"
 #include "paths.hpp"
 
-#include "algorithm_list.hpp"
 #include "analyze_json.hpp"
 
 #include <cdc/corpus/analyze.hpp>
@@ -19,26 +18,6 @@ namespace py = pybind11;
 
 namespace cdc::python {
 
-namespace {
-
-// A name, or an iterable of them.
-std::vector<std::string> name_list(const py::object& value) {
-    auto one = [&](py::handle item) {
-        if (!py::isinstance<py::str>(item)) throw OptionError("algorithms must be str (or a list of them)");
-        return item.cast<std::string>();
-    };
-    std::vector<std::string> out;
-    if (py::isinstance<py::str>(value)) {
-        out.push_back(one(value));
-    } else {
-        for (py::handle item : value) out.push_back(one(item));
-    }
-    if (out.empty()) throw OptionError("algorithms is empty");
-    return out;
-}
-
-}  // namespace
-
 void add_analyze(py::module_& m) {
     m.def(
         "analyze",
@@ -46,14 +25,9 @@ void add_analyze(py::module_& m) {
            std::int64_t max_size, py::object key, py::object level, py::object seed, py::object polynomial,
            py::object window, const std::string& digest, std::int64_t jobs, bool follow_symlinks) {
             AnalyzeOptions options;
-            // The names resolved as `cdc analyze -a` resolves them ("all", and
-            // each parameter to the names that take it), before any file is read.
-            const std::vector<std::string> names = name_list(algorithms);
-            options.algorithms = tools::resolve_algorithm_list(
-                fmt::format("{}", fmt::join(names, ",")),
-                make_options({min_size, avg_size, max_size, std::move(key), std::move(level), std::move(seed),
-                              std::move(polynomial), std::move(window)}),
-                /*quiet=*/true);
+            options.algorithms = resolve_algorithms(algorithms, {min_size, avg_size, max_size, std::move(key),
+                                                                 std::move(level), std::move(seed),
+                                                                 std::move(polynomial), std::move(window)});
             options.digest = parse_digest_kind(digest);
             if (jobs < 0 || jobs > 4096)
                 throw OptionError(fmt::format("jobs = {} is invalid: must be 0 (every core) .. 4096", jobs));

@@ -77,4 +77,5 @@ The bytes of a test-vector input spec (tests/vectors/README.md):
     cdc::python::add_chunker(m);
     cdc::python::add_analyze(m);
     cdc::python::add_dupes(m);
+    cdc::python::add_distributed(m);
 }
