@@ -76,7 +76,7 @@ std::string profile_sizes(const cdc::Profile& p);
 nlohmann::json parameters_json(const cdc::AlgorithmInfo& a, const cdc::Profile& p);
 
 // parameters_for, split_comma_list, parse_algorithm_list and
-// resolve_algorithm_list live in tools/common (the Python binding uses them).
+// resolve_algorithm_list live in src/report (the Python binding uses them).
 using tools::parameters_for;
 using tools::parse_algorithm_list;
 using tools::resolve_algorithm_list;
