@@ -125,6 +125,7 @@
 
 #include <cdc/digest.hpp>
 #include <cdc/enum_names.hpp>
+#include <cdc/exclude.hpp>
 
 #include <array>
 #include <cstddef>
@@ -163,6 +164,7 @@ struct DupesOptions {
     std::uint64_t min_size = 1;            ///< smaller files are ignored (0 groups empty files)
     bool one_file_system = false;          ///< do not descend into other file systems
     bool follow_symlinks = false;          ///< follow symlinks to files and directories (reports only)
+    WalkExcludes exclude;                  ///< what the walk leaves out (cdc/exclude.hpp)
     /// Merge (hardlink, reflink) files whatever their owner, group, mode and
     /// extended attributes ("who may be merged" above): dangerous.
     bool ignore_metadata = false;

@@ -16,7 +16,14 @@
 // are reported as skipped, never walked twice. Files are reported each time
 // a path reaches them (hard links are several paths): callers that count
 // files once dedup by (st_dev, st_ino).
+//
+// Exclusions (WalkOptions::exclude, cdc/exclude.hpp): an entry a pattern
+// excludes, or a directory tagged as a cache or holding a marker file, is
+// not reported as a file or skip and a directory is not entered; the
+// visitor hears of it through excluded().
 #pragma once
+
+#include <cdc/exclude.hpp>
 
 #include <sys/stat.h>
 
@@ -31,12 +38,25 @@ struct WalkOptions {
     /// Follow symbolic links inside trees (to files and directories). Roots
     /// given by the caller are always followed.
     bool follow_symlinks = false;
-    /// Do not enter directories on another file system than their root.
+    /// Do not enter directories on another file system than their root (the
+    /// path given): reported as WalkSkip::other_fs.
     bool one_file_system = false;
     /// Directories never entered, whatever path leads to them (matched by
     /// device and inode; one that does not exist is ignored): reported as
     /// WalkSkip::excluded. E.g. a store whose own files must not be put into it.
     std::vector<std::string> exclude_dirs;
+    /// Patterns, cache directories and marker files (cdc/exclude.hpp):
+    /// reported to WalkVisitor::excluded. Patterns are matched against
+    /// paths relative to each root (a root itself by its name); the marker
+    /// tests are made on each directory, roots included, once it is open.
+    WalkExcludes exclude;
+};
+
+/// Why an entry was left out by WalkOptions::exclude.
+enum class WalkExclusion {
+    pattern,     ///< a pattern matched it (WalkExcludes::patterns)
+    cache_dir,   ///< a directory tagged with CACHEDIR.TAG (WalkExcludes::caches)
+    marker,      ///< a directory holding an entry of WalkExcludes::if_present
 };
 
 /// Why an entry was not reported as a file.
@@ -62,12 +82,17 @@ public:
     virtual void stream(const std::string& path);
     /// An entry inside a tree that is not reported as a file, and why.
     virtual void skipped(const std::string& path, WalkSkip why, std::string_view message) = 0;
+    /// An entry left out by WalkOptions::exclude (a directory: with all
+    /// it holds). Not an error nor a skip; the default ignores it.
+    virtual void excluded(const std::string& path, bool is_dir, WalkExclusion why);
 };
 
 /// Walks `roots` (files, directories, "-"). Throws IoError naming the root
 /// if a root does not exist or cannot be examined, before reporting any
 /// entry of it; problems inside trees go to visitor.skipped and the walk
 /// goes on. A root given with trailing slashes is reported without them.
+/// Throws OptionError (field "exclude_if_present") for a marker name that
+/// is not one component, before anything is reported.
 void walk(std::span<const std::string> roots, const WalkOptions& options, WalkVisitor& visitor);
 
 /// Opens for reading a file a walk reported. One found inside a tree

@@ -80,6 +80,8 @@ public:
         }
     }
 
+    void excluded(const std::string&, bool, WalkExclusion) override { ++out_.excluded; }
+
 private:
     WalkResult& out_;
     std::set<std::string> roots_;  // a file reported under one of these was named, not found in a tree
@@ -433,6 +435,8 @@ AnalyzeReport analyze(const std::vector<std::string>& paths, const AnalyzeOption
     check_options(options);
     WalkOptions w;
     w.follow_symlinks = options.follow_symlinks;
+    w.one_file_system = options.one_file_system;
+    w.exclude = options.exclude;
     return analyze(walk_inputs(paths, w), options);
 }
 
@@ -509,6 +513,7 @@ AnalyzeReport analyze(const WalkResult& walk, const AnalyzeOptions& options) {
     report.wall_seconds = wall;
     report.symlinks_skipped = walk.symlinks_skipped;
     report.duplicates_skipped = walk.duplicates_skipped;
+    report.excluded = walk.excluded;
     report.errors = walk.errors;
     report.warnings = walk.warnings;
     for (auto& w : workers) report.errors.insert(report.errors.end(), w->errors().begin(), w->errors().end());

@@ -120,6 +120,7 @@ DupesScan scan_dupes(std::span<const std::string> roots, const DupesOptions& opt
     WalkOptions walk_options;
     walk_options.follow_symlinks = options.follow_symlinks;
     walk_options.one_file_system = options.one_file_system;
+    walk_options.exclude = options.exclude;
     DupesCollector collector(options, scan);
     try {
         walk(roots, walk_options, collector);

@@ -7,8 +7,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <set>
 #include <utility>
 #include <vector>
@@ -58,6 +60,8 @@ void WalkVisitor::stream(const std::string& path) {
     throw IoError(fmt::format("'{}' is neither a regular file nor a directory", path));
 }
 
+void WalkVisitor::excluded(const std::string&, bool, WalkExclusion) {}
+
 namespace {
 
 using DirId = std::pair<dev_t, ino_t>;
@@ -65,6 +69,12 @@ using DirId = std::pair<dev_t, ino_t>;
 class Walker {
 public:
     Walker(const WalkOptions& options, WalkVisitor& visitor) : options_(options), visitor_(visitor) {
+        for (const auto& name : options.exclude.if_present)
+            if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos)
+                throw OptionError(fmt::format("exclude-if-present name '{}' is invalid: it must be one file name "
+                                              "(not empty, . or .., no /)",
+                                              name),
+                                  "exclude_if_present");
         for (const auto& d : options.exclude_dirs) {
             struct stat st {};
             if (::stat(d.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) excluded_.insert({st.st_dev, st.st_ino});
@@ -81,6 +91,12 @@ public:
         struct stat st {};
         if (::stat(path.c_str(), &st) != 0)
             throw IoError(fmt::format("cannot read '{}': {}", given, std::strerror(errno)));
+        if (const auto name = root_name(path);
+            !name.empty() && options_.exclude.patterns.root_excluded(name, S_ISDIR(st.st_mode))) {
+            visitor_.excluded(path, S_ISDIR(st.st_mode), WalkExclusion::pattern);
+            return;
+        }
+        rel_start_ = path.ends_with('/') ? path.size() : path.size() + 1;
         if (S_ISREG(st.st_mode))
             visitor_.file(path, st);
         else if (S_ISDIR(st.st_mode))
@@ -90,6 +106,47 @@ public:
     }
 
 private:
+    // The last component of a root ("" for ".", ".." and "/": no name).
+    static std::string_view root_name(std::string_view path) {
+        const std::size_t slash = path.rfind('/');
+        const std::string_view name = slash == std::string_view::npos ? path : path.substr(slash + 1);
+        return name == "." || name == ".." ? std::string_view() : name;
+    }
+
+    bool pattern_excluded(const std::string& path, bool is_dir) {
+        if (options_.exclude.patterns.empty()) return false;
+        if (!options_.exclude.patterns.excluded(std::string_view(path).substr(rel_start_), is_dir)) return false;
+        visitor_.excluded(path, is_dir, WalkExclusion::pattern);
+        return true;
+    }
+
+    // A directory tagged as a cache: a regular CACHEDIR.TAG (never a link
+    // or a FIFO, which could block) that starts with the signature.
+    static bool cache_tagged(int dfd) {
+        const int fd = detail::open_regular_file(dfd, "CACHEDIR.TAG", O_RDONLY, 0, false);
+        if (fd < 0) return false;
+        std::array<char, kCacheDirTagSignature.size()> head{};
+        std::size_t got = 0;
+        while (got < head.size()) {
+            const ssize_t n = ::read(fd, head.data() + got, head.size() - got);
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) break;
+            got += static_cast<std::size_t>(n);
+        }
+        ::close(fd);
+        return got == head.size() && std::string_view(head.data(), got) == kCacheDirTagSignature;
+    }
+
+    // Whether the open directory `dfd` is left out as a cache or by a marker.
+    std::optional<WalkExclusion> marked(int dfd) const {
+        if (options_.exclude.caches && cache_tagged(dfd)) return WalkExclusion::cache_dir;
+        for (const auto& name : options_.exclude.if_present) {
+            struct stat st {};
+            if (::fstatat(dfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) return WalkExclusion::marker;
+        }
+        return std::nullopt;
+    }
+
     void enter(const std::string& dir, const struct stat& st, dev_t root_dev) {
         if (options_.one_file_system && st.st_dev != root_dev) {
             visitor_.skipped(dir, WalkSkip::other_fs, "on another file system");
@@ -124,6 +181,11 @@ private:
             if (dfd >= 0) ::close(dfd);
             return subdirs;
         }
+        if (const auto why = marked(dfd)) {
+            visitor_.excluded(dir, true, *why);
+            ::closedir(d);
+            return subdirs;
+        }
         std::vector<std::string> names;
         errno = 0;
         while (const dirent* e = ::readdir(d)) {
@@ -142,6 +204,7 @@ private:
             const int flags = options_.follow_symlinks ? 0 : AT_SYMLINK_NOFOLLOW;
             if (::fstatat(dfd, name.c_str(), &st, flags) != 0) {
                 const int err = errno;
+                if (pattern_excluded(path, false)) continue;  // (its type unknown: directory-only patterns do not apply)
                 struct stat link {};
                 const bool dangling = options_.follow_symlinks && err == ENOENT &&
                                       ::fstatat(dfd, name.c_str(), &link, AT_SYMLINK_NOFOLLOW) == 0 &&
@@ -152,6 +215,7 @@ private:
                     visitor_.skipped(path, WalkSkip::error, fmt::format("cannot examine: {}", std::strerror(err)));
                 continue;
             }
+            if (pattern_excluded(path, S_ISDIR(st.st_mode))) continue;
             if (S_ISREG(st.st_mode))
                 visitor_.file(path, st);
             else if (S_ISDIR(st.st_mode))
@@ -170,6 +234,7 @@ private:
     std::vector<DirId> ancestors_;  // the directories being walked (loops)
     std::set<DirId> walked_;        // every directory entered (overlaps)
     std::set<DirId> excluded_;      // WalkOptions::exclude_dirs
+    std::size_t rel_start_ = 0;     // where a path inside the current root starts being relative to it
 };
 
 }  // namespace

@@ -56,6 +56,7 @@ nlohmann::json analyze_report_json(const AnalyzeReport& report, std::string_view
     doc["warnings"] = issues_json(report.warnings);
     doc["symlinks_skipped"] = report.symlinks_skipped;
     doc["duplicates_skipped"] = report.duplicates_skipped;
+    doc["excluded"] = report.excluded;
     doc["files"] = report.files;
     doc["bytes"] = report.bytes;
     doc["jobs"] = report.jobs;

@@ -285,6 +285,24 @@ TEST(Analyze, DanglingSymlinkIsAnErrorAndTheRunGoesOn) {
     expect_matches(r.algorithms[0], expected(c.files, "fastcdc"));
 }
 
+TEST(Analyze, ExclusionsLeaveFilesOutAndAreCounted) {
+    Corpus c;
+    auto o = options_for({"fastcdc"}, 2);
+    const auto all = analyze({c.tmp.path().string()}, o);
+    ASSERT_GT(all.files, 1u);
+    o.exclude.patterns.add("*.bin");
+    o.exclude.patterns.add("!small.bin");
+    const auto some = analyze({c.tmp.path().string()}, o);
+    EXPECT_EQ(some.files, 3u);  // two/deep/t.txt, two/deep/empty, small.bin
+    EXPECT_EQ(some.excluded, 3u);
+    EXPECT_EQ(some.algorithms[0].bytes, 300'000u + 100u);
+    EXPECT_TRUE(some.errors.empty());
+    EXPECT_TRUE(some.warnings.empty());
+    AnalyzeOptions marked = options_for({"fastcdc"}, 2);
+    marked.exclude.if_present = {"a-name-no-corpus-file-has"};
+    EXPECT_EQ(analyze({c.tmp.path().string()}, marked).files, all.files);
+}
+
 TEST(Analyze, ReadErrorInsideATreeIsRecordedAndSkipped) {
     // Tests run as root, for whom chmod 000 makes nothing unreadable. A real
     // read(2) failure that root gets too: /proc/self/mem at offset 0 (EIO).

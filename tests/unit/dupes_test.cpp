@@ -280,6 +280,12 @@ TEST(DupesGroups, OneFileSystemStopsAtOtherFileSystems) {
     EXPECT_EQ(groups_of(res), (Groups{{r + "/a/x", r + "/a/y"}}));
     EXPECT_EQ(res.summary.files_scanned, 2u);
     EXPECT_EQ(res.summary.skipped, 0u);
+    // The walk's exclusions too: a file left out is no duplicate.
+    o.exclude.patterns.add("/a/y");
+    res = find_dupes(std::vector<std::string>{r}, o);
+    EXPECT_TRUE(groups_of(res).empty());
+    EXPECT_EQ(res.summary.files_scanned, 1u);
+    EXPECT_EQ(res.summary.skipped, 0u);
 }
 
 TEST(DupesGroups, VanishedAndChangedFilesAreLeftOut) {

@@ -71,6 +71,9 @@ struct WalkResult {
     std::vector<InputIssue> warnings;   ///< special files (FIFO, socket, device) skipped; files reached twice
     std::uint64_t symlinks_skipped = 0; ///< links not followed
     std::uint64_t duplicates_skipped = 0; ///< paths to a file already listed (same device and inode)
+    /// Entries left out by WalkOptions::exclude (an excluded directory
+    /// counts once): neither errors nor warnings.
+    std::uint64_t excluded = 0;
     std::uint64_t total_bytes = 0;      ///< sum of the files' sizes at walk time
 };
 
@@ -102,6 +105,8 @@ struct AnalyzeOptions {
     DigestKind digest = DigestKind::blake3; ///< not none
     unsigned jobs = 0;                      ///< workers; 0 = every core
     bool follow_symlinks = false;
+    bool one_file_system = false;  ///< WalkOptions::one_file_system
+    WalkExcludes exclude;          ///< WalkOptions::exclude
     /// Bytes read per buffer fill; each of a worker's two buffers is this
     /// plus the largest MaxSize of the algorithms. 0 = 2 MiB.
     std::size_t read_size = 0;
@@ -149,6 +154,7 @@ struct AnalyzeReport {
     std::vector<InputIssue> warnings;         ///< sorted by path: special files skipped, files reached twice
     std::uint64_t symlinks_skipped = 0;
     std::uint64_t duplicates_skipped = 0;     ///< paths to files already counted (WalkResult)
+    std::uint64_t excluded = 0;               ///< entries left out by the exclusions (WalkResult)
     std::uint64_t files = 0;                  ///< files chunked to their end
     std::uint64_t bytes = 0;                  ///< bytes chunked (errored files included up to the error)
     unsigned jobs = 0;
