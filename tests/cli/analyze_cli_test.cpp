@@ -123,6 +123,51 @@ TEST(CliAnalyze, StdinEqualsFileAndCsv) {
     EXPECT_TRUE(table.err.empty()) << "no progress line when stderr is not a terminal: " << table.err;
 }
 
+// --exclude, --exclude-file, --exclude-caches, --exclude-if-present: what
+// they leave out is counted (JSON "excluded"), neither an error nor a
+// warning, and the figures are those of the files left in.
+TEST(CliAnalyze, ExcludesLeaveFilesOutWithoutWarnings) {
+    Corpus c;
+    const auto only_x = run_json({"analyze", "--json", (c.tmp.path() / "x").string()});
+    auto ex = run_tool({"analyze", "--json", "--exclude", "/y", c.dir()});
+    ASSERT_EQ(ex.exit_code, 0) << ex.err;
+    EXPECT_EQ(ex.err, "");
+    auto j = nlohmann::json::parse(ex.out);
+    EXPECT_EQ(j["excluded"], 1);  // the directory y, once
+    EXPECT_EQ(j["warnings"], nlohmann::json::array());
+    EXPECT_EQ(j["files"], 2);
+    EXPECT_EQ(j["algorithms"][0]["distinct_bytes"], only_x["algorithms"][0]["distinct_bytes"]);
+
+    // A pattern file with a comment and a negation; --exclude after it.
+    const std::string text = "# binaries\n*.bin\n!a-copy.bin\n";
+    c.tmp.write("patterns", std::vector<std::uint8_t>(text.begin(), text.end()));
+    j = run_json({"analyze", "--json", "--exclude-file", (c.tmp.path() / "patterns").string(), "--exclude",
+                  "t.txt", "--exclude", "patterns", c.dir()});
+    EXPECT_EQ(j["files"], 1);  // y/a-copy.bin
+    EXPECT_EQ(j["excluded"], 4);
+    EXPECT_EQ(j["bytes"], 600'000);
+
+    // A cache directory and a marker.
+    const std::string tag = "Signature: 8a477f597d28d172789f06886806bc55\n";
+    c.tmp.write("x/CACHEDIR.TAG", std::vector<std::uint8_t>(tag.begin(), tag.end()));
+    c.tmp.write("y/.nobackup", {});
+    j = run_json({"analyze", "--json", "--exclude-caches", "--exclude-if-present", ".nobackup", "--exclude",
+                  "patterns", c.dir()});
+    EXPECT_EQ(j["files"], 0);
+    EXPECT_EQ(j["excluded"], 3);
+
+    // Bad input: usage errors naming the flag.
+    for (const std::vector<std::string>& bad :
+         {std::vector<std::string>{"--exclude", "a[b"}, {"--exclude", ""}, {"--exclude-file", "/no/such/file"},
+          {"--exclude-if-present", "a/b"}}) {
+        std::vector<std::string> args = {"analyze", c.dir()};
+        args.insert(args.end(), bad.begin(), bad.end());
+        const auto r = run_tool(args);
+        EXPECT_EQ(r.exit_code, 2) << bad[0] << " " << bad[1];
+        EXPECT_NE(r.err.find(bad[0]), std::string::npos) << r.err;
+    }
+}
+
 TEST(CliAnalyze, ErrorsAreReportedSkippedAndCounted) {
     Corpus c;
     fs::create_symlink(c.tmp.path() / "gone", c.tmp.path() / "x/dangling");

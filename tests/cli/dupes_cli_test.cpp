@@ -58,6 +58,25 @@ TEST(DupesCli, JsonShapeAndSortedGroups) {
     EXPECT_NE(t.out.find("2 groups, 3 duplicate files, 52000 bytes wasted"), std::string::npos) << t.out;
 }
 
+TEST(DupesCli, ExcludedFilesAreNoDuplicates) {
+    TempDir tmp;
+    const auto r = tmp.path().string();
+    const auto big = random_bytes(50000, 3);
+    write_file(tmp.path() / "a/big", big);
+    write_file(tmp.path() / "b/big", big);
+    write_file(tmp.path() / "c/big", big);
+    write_file(tmp.path() / "c/.nobackup", {});
+    auto j = run_tool({"dupes", "--json", "--exclude-if-present", ".nobackup", r});
+    ASSERT_EQ(j.exit_code, 0) << j.err;
+    EXPECT_EQ(nlohmann::json::parse(j.out)["groups"][0]["files"], nlohmann::json::array({r + "/a/big", r + "/b/big"}));
+    j = run_tool({"dupes", "--json", "--exclude", "/b", "--exclude-if-present", ".nobackup", r});
+    ASSERT_EQ(j.exit_code, 0) << j.err;
+    EXPECT_EQ(nlohmann::json::parse(j.out)["groups"], nlohmann::json::array());
+    const auto bad = run_tool({"dupes", "--exclude", "x\\", r});
+    EXPECT_EQ(bad.exit_code, 2);
+    EXPECT_NE(bad.err.find("--exclude"), std::string::npos) << bad.err;
+}
+
 TEST(DupesCli, UsageErrorsAndHelp) {
     TempDir tmp;
     EXPECT_EQ(run_tool({"dupes", (tmp.path() / "missing").string()}).exit_code, 2);

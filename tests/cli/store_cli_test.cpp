@@ -214,6 +214,36 @@ TEST(StoreCli, APutOfATreeHoldingTheStoreSkipsTheStore) {
     EXPECT_EQ(names_in(dir), (std::map<std::string, std::uint64_t>{{"h1/doc", data.size()}, {"h2/doc", data.size()}}));
 }
 
+TEST(StoreCli, PutLeavesOutWhatIsExcluded) {
+    test::TempDir tmp;
+    const auto data = test::random_bytes(20'000, 9);
+    for (const char* f : {"src/main.c", "src/main.o", "src/lib/util.o", "src/lib/keep.o", "build/out.bin",
+                          "cache/blob", "notes.txt", "private/secret", "private/.nobackup"})
+        tmp.write(std::string("home/") + f, data);
+    const std::string tag = "Signature: 8a477f597d28d172789f06886806bc55";
+    tmp.write("home/cache/CACHEDIR.TAG", std::vector<std::uint8_t>(tag.begin(), tag.end()));
+    const std::string dir = (tmp.path() / "s").string(), home = (tmp.path() / "home").string();
+    ASSERT_EQ(run_tool({"store", "init", dir}).exit_code, 0);
+    const auto r = run_tool({"store", "put", dir, home, "--name", "h", "--json", "--exclude", "*.o", "--exclude",
+                             "!keep.o", "--exclude", "/build/", "--exclude-caches", "--exclude-if-present",
+                             ".nobackup"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.err, "");  // no warning for what was excluded
+    const auto j = json_of(r);
+    EXPECT_EQ(j["excluded"], 5);  // main.o, util.o, build, cache, private
+    EXPECT_EQ(names_in(dir), (std::map<std::string, std::uint64_t>{{"h/notes.txt", data.size()},
+                                                                   {"h/src/lib/keep.o", data.size()},
+                                                                   {"h/src/main.c", data.size()}}));
+    // An anchored pattern is relative to the PATH walked, not to the name stored.
+    const auto r2 = run_tool({"store", "put", dir, home + "/src", "--name", "s", "--exclude", "/lib"});
+    ASSERT_EQ(r2.exit_code, 0) << r2.err;
+    EXPECT_EQ(names_in(dir).count("s/main.c") + names_in(dir).count("s/main.o"), 2u);
+    EXPECT_EQ(names_in(dir).count("s/lib/keep.o"), 0u);
+    const auto bad = run_tool({"store", "put", dir, home, "--name", "x", "--exclude", "[oops"});
+    EXPECT_EQ(bad.exit_code, 2);
+    EXPECT_NE(bad.err.find("unterminated ["), std::string::npos) << bad.err;
+}
+
 TEST(StoreCli, KeyFileAndFormatErrors) {
     test::TempDir tmp;
     const auto key = tmp.write("key", std::vector<std::uint8_t>(64, '7'));

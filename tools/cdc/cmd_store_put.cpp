@@ -28,6 +28,7 @@ struct PutArgs {
     bool json = false;
     bool quiet = false;
     bool follow_symlinks = false;
+    WalkArgs walk;
 };
 
 std::int64_t mtime_ns(const struct stat& st) {
@@ -35,7 +36,11 @@ std::int64_t mtime_ns(const struct stat& st) {
 }
 
 int run_put(const PutArgs& a) {
-    PutInputs in = collect_put_inputs(a.paths, a.name, a.follow_symlinks, a.dir);
+    WalkOptions walk;
+    walk.follow_symlinks = a.follow_symlinks;
+    walk.one_file_system = a.walk.one_file_system;
+    walk.exclude = walk_excludes(a.walk);
+    PutInputs in = collect_put_inputs(a.paths, a.name, walk, a.dir);
     store::Store s = open_store(a.dir, a.key_file);
     store::Writer w(s);
     ProgressLine line(!a.quiet && !a.json && stderr_is_tty());
@@ -138,6 +143,7 @@ int run_put(const PutArgs& a) {
                             {"unchanged_files", total.unchanged_files},
                             {"identical_files", total.identical_files},
                             {"seconds", secs},
+                            {"excluded", in.excluded},
                             {"errors", issues_json(errors)}};
         fmt::print("{}\n", tools::json_text(j));
     } else if (!a.quiet) {
@@ -162,9 +168,10 @@ void add_store_put(CLI::App& st, int& exit_code) {
         ->type_name("NAME");
     c->add_option("--key-file", a->key_file, "the key of a keyed store")->type_name("FILE");
     c->add_flag("--follow-symlinks", a->follow_symlinks, "follow symbolic links inside directories");
+    add_walk_options(*c, a->walk);
     add_json_flag(*c, a->json,
                   "{files: [{name, path, size, chunks, new_chunks, new_bytes, unchanged, identical}], bytes, "
-                  "new_bytes, stored_bytes, unchanged_files, identical_files, ..., errors}");
+                  "new_bytes, stored_bytes, unchanged_files, identical_files, ..., excluded, errors}");
     add_quiet_flag(*c, a->quiet);
     document(*c, {.notes = "Without --name, a file is stored under its path made relative (as tar does: /srv/a "
                            "as srv/a, ../f as f), a tree's files under their paths inside it; --name follows the "

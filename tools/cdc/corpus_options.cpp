@@ -17,6 +17,7 @@ void add_corpus_options(CLI::App& cmd, CorpusArgs& args) {
     add_count_option(cmd, "-j,--jobs", args.jobs, 0, limits::kJobs, "worker threads (0 = every core)");
     cmd.add_flag("--follow-symlinks", args.follow_symlinks,
                  "follow symbolic links inside directories (links named on the command line are always followed)");
+    add_walk_options(cmd, args.walk);
     add_quiet_flag(cmd, args.quiet);
     cmd.add_option("PATH", args.paths, "files, directories (walked recursively) or - for standard input")
         ->required()
@@ -31,6 +32,8 @@ AnalyzeOptions corpus_options(const CorpusArgs& args) {
     (void)corpus_kernel(args);  // a bad --kernel fails with the other options
     o.jobs = args.jobs;
     o.follow_symlinks = args.follow_symlinks;
+    o.one_file_system = args.walk.one_file_system;
+    o.exclude = walk_excludes(args.walk);
     return o;
 }
 

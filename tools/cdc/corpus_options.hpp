@@ -21,11 +21,13 @@ struct CorpusArgs {
     std::string kernel = "auto";
     unsigned jobs = 0;
     bool follow_symlinks = false;
+    WalkArgs walk;
     bool quiet = false;
     std::vector<std::string> paths;
 };
 
-/// Adds --digest, --kernel, --jobs, --follow-symlinks, --quiet and PATH...
+/// Adds --digest, --kernel, --jobs, --follow-symlinks, the walk's options
+/// (add_walk_options), --quiet and PATH...
 /// (the profile options are added by the caller).
 void add_corpus_options(CLI::App& cmd, CorpusArgs& args);
 

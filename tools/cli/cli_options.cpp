@@ -1,6 +1,7 @@
 #include "cli_options.hpp"
 
 #include <cdc/algorithms.hpp>
+#include <cdc/error.hpp>
 #include <cdc/version.hpp>
 
 #include <fmt/format.h>
@@ -61,6 +62,54 @@ CLI::Option* add_list_option(CLI::App& cmd, const std::string& names, std::strin
 
 CLI::Option* add_algorithm_list_option(CLI::App& cmd, std::string& target, const std::string& help) {
     return with_choices(add_list_option(cmd, "-a,--algorithm", target, "NAME", help), algorithm_choices(true));
+}
+
+void add_walk_options(CLI::App& cmd, WalkArgs& args) {
+    cmd.add_option("--exclude", args.exclude,
+                   "leave out what matches a gitignore-like PATTERN (repeatable): * ? [...] within a name, ** any "
+                   "directories, a leading / anchors it to the PATH walked, a trailing / matches directories only, "
+                   "a leading ! takes it back; without a / it matches a name at any depth")
+        ->type_name("PATTERN")
+        ->allow_extra_args(false);
+    cmd.add_option("--exclude-file", args.exclude_files,
+                   "read --exclude patterns from FILE, one a line (# comments, blank lines ignored; repeatable)")
+        ->type_name("FILE")
+        ->allow_extra_args(false);
+    cmd.add_flag("--exclude-caches", args.exclude_caches,
+                 "leave out directories holding a CACHEDIR.TAG file with its standard signature (the tag too)");
+    cmd.add_option("--exclude-if-present", args.exclude_if_present,
+                   "leave out directories holding an entry called NAME (repeatable)")
+        ->type_name("NAME")
+        ->allow_extra_args(false);
+    cmd.add_flag("--one-file-system", args.one_file_system,
+                 "do not enter directories on another file system than the PATH they are found under");
+}
+
+WalkExcludes walk_excludes(const WalkArgs& args) {
+    WalkExcludes ex;
+    for (const auto& f : args.exclude_files) {
+        try {
+            ex.patterns.add_file(f);
+        } catch (const Error& e) {  // IoError or OptionError: both the user's to fix
+            throw UsageError(fmt::format("{} (--exclude-file)", e.what()));
+        }
+    }
+    for (const auto& p : args.exclude) {
+        try {
+            ex.patterns.add(p);
+        } catch (const OptionError& e) {
+            throw UsageError(fmt::format("{} (--exclude)", e.what()));
+        }
+    }
+    ex.caches = args.exclude_caches;
+    for (const auto& name : args.exclude_if_present)
+        if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos)
+            throw UsageError(
+                fmt::format("--exclude-if-present = '{}' is invalid: it must be one file name (not empty, . or .., "
+                            "no /)",
+                            name));
+    ex.if_present = args.exclude_if_present;
+    return ex;
 }
 
 CLI::Option* add_json_flag(CLI::App& cmd, bool& target, const std::string& what) {

@@ -9,6 +9,8 @@
 #include "cli_basics.hpp"
 #include "sizes.hpp"
 
+#include <cdc/exclude.hpp>
+
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
@@ -51,6 +53,22 @@ CLI::Option* add_algorithm_list_option(CLI::App& cmd, std::string& target, const
 /// (`--chart cdf --chart resync` = `--chart cdf,resync`), joined with commas.
 CLI::Option* add_list_option(CLI::App& cmd, const std::string& names, std::string& target, const std::string& type,
                              const std::string& help);
+
+/// What a command that walks trees leaves out (docs/CLI.md, "Excludes"):
+/// --exclude PATTERN and --exclude-file FILE (repeatable, in the order
+/// given: patterns of files first, then --exclude), --exclude-caches,
+/// --exclude-if-present NAME (repeatable) and --one-file-system.
+struct WalkArgs {
+    std::vector<std::string> exclude;
+    std::vector<std::string> exclude_files;
+    bool exclude_caches = false;
+    std::vector<std::string> exclude_if_present;
+    bool one_file_system = false;
+};
+void add_walk_options(CLI::App& cmd, WalkArgs& args);
+/// The exclusions of `args`, the pattern files read: a UsageError naming the
+/// flag for a bad pattern, a file that cannot be read or a bad NAME.
+WalkExcludes walk_excludes(const WalkArgs& args);
 
 /// --json: `what` is the document printed (one JSON value on stdout).
 CLI::Option* add_json_flag(CLI::App& cmd, bool& target, const std::string& what);

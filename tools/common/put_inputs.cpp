@@ -114,6 +114,8 @@ public:
         }
     }
 
+    void excluded(const std::string&, bool, WalkExclusion) override { ++in_.excluded; }
+
 private:
     std::string name_of(const std::string& path) const {
         if (tree_root_.empty()) return name_.empty() ? name_of_path(path) : name_;
@@ -130,15 +132,15 @@ private:
 
 }  // namespace
 
-PutInputs collect_put_inputs(const std::vector<std::string>& paths, const std::string& name, bool follow_symlinks,
+PutInputs collect_put_inputs(const std::vector<std::string>& paths, const std::string& name, const WalkOptions& walk_options,
                              const std::string& store_dir) {
     if (!name.empty() && paths.size() > 1)
         throw UsageError("--name applies to one PATH (a file, a tree: its prefix, or -)");
     if (std::count(paths.begin(), paths.end(), "-") > 1)
         throw UsageError("'-' (standard input) may be given only once");
     PutInputs in;
-    WalkOptions wo;
-    wo.follow_symlinks = follow_symlinks;
+    const bool follow_symlinks = walk_options.follow_symlinks;
+    WalkOptions wo = walk_options;
     if (!store_dir.empty()) wo.exclude_dirs.push_back(store_dir);
     const std::string store_real = store_dir.empty() ? std::string() : real_path(store_dir).value_or(std::string());
     for (const auto& p : paths) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cdc/corpus/analyze.hpp>  // InputIssue
+#include <cdc/walk.hpp>
 
 #include <cstdint>
 #include <string>
@@ -25,6 +26,7 @@ struct PutInputs {
     std::vector<InputIssue> errors;    ///< inside trees: skipped
     std::vector<InputIssue> warnings;  ///< special files skipped on purpose
     std::uint64_t bytes = 0;           ///< sizes at walk time
+    std::uint64_t excluded = 0;        ///< entries left out by the walk's exclusions (not warnings)
     std::string name;                  ///< --name as used (a tree's prefix: without trailing slashes)
 };
 
@@ -36,8 +38,8 @@ struct PutInputs {
 /// file whose name the rule refuses is an error (skipped). `store_dir`
 /// (put's store; empty for push) is never entered, by any path (a PATH in
 /// it is a UsageError): its live database and growing packs are not data to
-/// put into it.
-PutInputs collect_put_inputs(const std::vector<std::string>& paths, const std::string& name, bool follow_symlinks,
+/// put into it. `walk`: links followed, file systems, exclusions.
+PutInputs collect_put_inputs(const std::vector<std::string>& paths, const std::string& name, const WalkOptions& walk,
                              const std::string& store_dir = {});
 
 }  // namespace cdc::cli

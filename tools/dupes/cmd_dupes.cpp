@@ -41,7 +41,7 @@ struct DupesArgs {
     std::string mode = "auto";
     std::string hash = "blake3";
     std::uint64_t min_size = 1;
-    bool one_file_system = false;
+    WalkArgs walk;
     bool follow_symlinks = false;
     bool ignore_metadata = false;
     bool json = false;
@@ -234,7 +234,8 @@ DupesRequest request_of(const DupesArgs& args) {
     opt.hash = parse_digest_kind(args.hash);
     if (opt.hash == DigestKind::none) throw UsageError("--digest = 'none' is invalid: must be blake3, sha256 or xxh3");
     opt.min_size = args.min_size;
-    opt.one_file_system = args.one_file_system;
+    opt.one_file_system = args.walk.one_file_system;
+    opt.exclude = walk_excludes(args.walk);
     opt.follow_symlinks = args.follow_symlinks;
     opt.ignore_metadata = args.ignore_metadata;
     opt.max_open_files = args.max_open;
@@ -341,7 +342,7 @@ void add_dupes(CLI::App& app, DupesArgs& args, int& exit_code) {
                  {"blake3", "sha256", "xxh3"});
     add_size_option(*cmd, "--min-size", args.min_size, 0, std::numeric_limits<std::uint64_t>::max(),
                     "ignore files smaller than this (0 groups empty files)");
-    cmd->add_flag("--one-file-system", args.one_file_system, "do not descend into other file systems");
+    add_walk_options(*cmd, args.walk);
     cmd->add_flag("--follow-symlinks", args.follow_symlinks,
                   "follow symbolic links to files and directories (with --action report only)");
     auto* json = add_json_flag(*cmd, args.json, "{\"groups\": [{\"size\", \"files\"}], \"linked\": [...], "

@@ -17,6 +17,7 @@ struct PushArgs {
     std::vector<std::string> paths;
     std::string name;
     bool follow_symlinks = false;
+    WalkArgs walk;
     unsigned threads = 0;
     bool id_lists = false;
     bool json = false;
@@ -26,7 +27,11 @@ struct PushArgs {
 int run_push(const PushArgs& a) {
     // --name is the user's: a name the server refuses is a usage error (a
     // tree's file whose name it refuses is skipped, the rest pushed).
-    const PutInputs in = collect_put_inputs(a.paths, a.name, a.follow_symlinks);
+    WalkOptions walk;
+    walk.follow_symlinks = a.follow_symlinks;
+    walk.one_file_system = a.walk.one_file_system;
+    walk.exclude = walk_excludes(a.walk);
+    const PutInputs in = collect_put_inputs(a.paths, a.name, walk);
     if (!a.name.empty())
         if (const std::string why = transfer::name_problem(in.name); !why.empty())
             throw UsageError(fmt::format("name refused: {}", why));
@@ -85,6 +90,7 @@ int run_push(const PushArgs& a) {
                                   {"wire_bytes_sent", r.wire_sent},
                                   {"wire_bytes_received", r.wire_received},
                                   {"seconds", r.seconds},
+                                  {"excluded", in.excluded},
                                   {"errors", errs}};
         fmt::print("{}\n", tools::json_text(j));
     } else if (!a.quiet) {
@@ -108,13 +114,14 @@ void add_push_command(CLI::App& app, int& exit_code) {
                   "the name on the server (one PATH; for a tree, the prefix of its files' names; required for -)")
         ->type_name("NAME");
     c->add_flag("--follow-symlinks", a->follow_symlinks, "follow symbolic links inside directories");
+    add_walk_options(*c, a->walk);
     add_count_option(*c, "--threads", a->threads, 0, 4096, "compression threads (0: one per core)");
     c->add_flag("--id-lists", a->id_lists,
                 "list every chunk id (~34 bytes a chunk) instead of digests of groups of chunks the server "
                 "compares with its file of that name (~2-3 bytes a chunk where they equal); for comparison");
     add_json_flag(*c, a->json,
                   "{files: [...], bytes_read, bytes_sent, bytes_reused, chunks, chunks_sent, payload_sent, "
-                  "wire_bytes_sent, wire_bytes_received, seconds, errors}");
+                  "wire_bytes_sent, wire_bytes_received, seconds, excluded, errors}");
     add_quiet_flag(*c, a->quiet);
     document(*c, {.notes = "Names as with cdc store put: a file by its path made relative, a tree's files by their paths "
                            "inside it. Each file is chunked with the store's parameters; the server checks every "
