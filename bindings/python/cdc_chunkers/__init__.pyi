@@ -131,6 +131,11 @@ def analyze(
     digest: DigestName = "blake3",
     jobs: int = 0,
     follow_symlinks: bool = False,
+    exclude: Union[str, bytes, Iterable[Union[str, bytes]], None] = None,
+    exclude_file: Union[Path, bytes, Iterable[Union[Path, bytes]], None] = None,
+    exclude_caches: bool = False,
+    exclude_if_present: Union[str, bytes, Iterable[Union[str, bytes]], None] = None,
+    one_file_system: bool = False,
 ) -> dict[str, Any]: ...
 
 def generate(spec: str) -> bytes: ...
@@ -143,4 +148,8 @@ def dupes(
     hash: Literal["blake3", "xxh3", "sha256"] = "blake3",
     follow_symlinks: bool = False,
     one_file_system: bool = False,
+    exclude: Union[str, bytes, Iterable[Union[str, bytes]], None] = None,
+    exclude_file: Union[Path, bytes, Iterable[Union[Path, bytes]], None] = None,
+    exclude_caches: bool = False,
+    exclude_if_present: Union[str, bytes, Iterable[Union[str, bytes]], None] = None,
 ) -> dict[str, Any]: ...

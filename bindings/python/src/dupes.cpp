@@ -49,7 +49,8 @@ void add_dupes(py::module_& m) {
     m.def(
         "dupes",
         [](const py::object& paths, std::int64_t min_size, const std::string& mode, const std::string& hash,
-           bool follow_symlinks, bool one_file_system) {
+           bool follow_symlinks, bool one_file_system, const py::object& exclude, const py::object& exclude_file,
+           bool exclude_caches, const py::object& exclude_if_present) {
             DupesOptions opt;
             opt.mode = parse_dupes_mode(mode);
             opt.hash = parse_digest_kind(hash);
@@ -58,6 +59,7 @@ void add_dupes(py::module_& m) {
             opt.min_size = static_cast<std::uint64_t>(min_size);
             opt.follow_symlinks = follow_symlinks;
             opt.one_file_system = one_file_system;
+            opt.exclude = walk_excludes(exclude, exclude_file, exclude_caches, exclude_if_present);
             const std::vector<std::string> roots = path_list(paths);
 
             std::mutex warnings_mutex;
@@ -98,7 +100,9 @@ void add_dupes(py::module_& m) {
             return out;
         },
         py::arg("paths"), py::kw_only(), py::arg("min_size") = 1, py::arg("mode") = "auto",
-        py::arg("hash") = "blake3", py::arg("follow_symlinks") = false, py::arg("one_file_system") = false, R"doc(dupes(paths, *, min_size=1, mode='auto', hash='blake3', follow_symlinks=False, one_file_system=False)
+        py::arg("hash") = "blake3", py::arg("follow_symlinks") = false, py::arg("one_file_system") = false,
+        py::arg("exclude") = py::none(), py::arg("exclude_file") = py::none(), py::arg("exclude_caches") = false,
+        py::arg("exclude_if_present") = py::none(), R"doc(dupes(paths, *, min_size=1, mode='auto', hash='blake3', follow_symlinks=False, one_file_system=False, exclude=None, exclude_file=None, exclude_caches=False, exclude_if_present=None)
 --
 
 Whole-file duplicates under files and directory trees: the report of
@@ -109,15 +113,19 @@ paths      a path or a list of paths (str, bytes or os.PathLike).
 min_size   smaller files are ignored (0 also groups empty files).
 mode       "auto", "compare" (byte by byte) or "hash".
 hash       "blake3" or "xxh3" (hash mode and large classes).
-follow_symlinks, one_file_system   as in cdc dupes.
+follow_symlinks, one_file_system, exclude, exclude_file, exclude_caches,
+exclude_if_present   as in cdc dupes (--exclude PATTERN ...: docs/CLI.md,
+           Excludes); exclude, exclude_file and exclude_if_present take one
+           str (or bytes) or a list.
 
 Returns {"groups": [{"size", "files": [path, ...]}] (by wasted bytes),
 "linked": [{"size", "files"}] (one inode, several paths), "summary":
 {"files_scanned", "bytes_scanned", "candidates", "bytes_read", "groups",
 "duplicate_files", "wasted_bytes", "linked_paths", "skipped", "mode"},
 "warnings": [message, ...]}. Paths are decoded like os.fsdecode. The GIL is
-released during the scan. Raises ValueError for invalid options or a path
-that does not exist.
+released during the scan. Raises ValueError for invalid options (a bad
+pattern) or a path that does not exist, OSError for an exclude file that
+cannot be read.
 )doc");
 }
 

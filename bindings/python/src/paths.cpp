@@ -43,4 +43,31 @@ std::vector<std::string> path_list(py::handle paths) {
     return out;
 }
 
+namespace {
+// None, one item, or an iterable of items (possibly empty), each as bytes.
+std::vector<std::string> byte_strings(py::handle value, const char* what) {
+    std::vector<std::string> out;
+    if (value.is_none()) return out;
+    if (is_path(value) || py::isinstance<py::bytes>(value)) {
+        out.push_back(path_bytes(value, true));
+        return out;
+    }
+    if (!py::hasattr(value, "__iter__"))
+        throw py::type_error(fmt::format("{} must be a str, bytes or an iterable of them, not {}", what,
+                                         type_name(value)));
+    for (py::handle item : value) out.push_back(path_bytes(item, true));
+    return out;
+}
+}  // namespace
+
+WalkExcludes walk_excludes(py::handle exclude, py::handle exclude_file, bool exclude_caches,
+                           py::handle exclude_if_present) {
+    WalkExcludes ex;
+    for (const auto& f : byte_strings(exclude_file, "exclude_file")) ex.patterns.add_file(f);
+    for (const auto& p : byte_strings(exclude, "exclude")) ex.patterns.add(p);
+    ex.caches = exclude_caches;
+    ex.if_present = byte_strings(exclude_if_present, "exclude_if_present");
+    return ex;
+}
+
 }  // namespace cdc::python

@@ -53,6 +53,28 @@ def test_analyze_equals_cdc_analyze_json(tree, cdc_tool, algorithms, extra, kwar
     assert first["distinct_bytes"] < first["bytes"]  # the copy deduplicates
 
 
+def test_analyze_excludes_as_cdc_analyze(tree, cdc_tool, tmp_path_factory):
+    patterns = tmp_path_factory.mktemp("p") / "patterns"
+    patterns.write_text("# the copy\na-copy.bin\n")
+    (tree / "sub" / "CACHEDIR.TAG").write_bytes(b"Signature: 8a477f597d28d172789f06886806bc55")
+    args = ["--exclude", "*.bin", "--exclude", "!/sub/ab.bin", "--exclude-file", str(patterns)]
+    cli = json.loads(subprocess.run([cdc_tool, "analyze", "--json", "-q", *args, str(tree)],
+                                    check=True, capture_output=True, text=True).stdout)
+    py = cdc_chunkers.analyze(tree, exclude=["*.bin", "!/sub/ab.bin"], exclude_file=patterns)
+    assert strip_timings({**py, "jobs": 0}) == strip_timings({**cli, "jobs": 0})
+    assert py["files"] == 4 and py["excluded"] == 2  # a.bin, sub/a-copy.bin
+    assert cdc_chunkers.analyze(tree, exclude_caches=True)["files"] == 2  # sub left out, its tag too
+    assert cdc_chunkers.analyze(tree, exclude_if_present="b.txt", exclude=b"empty")["excluded"] == 2
+    with pytest.raises(ValueError, match="unterminated"):
+        cdc_chunkers.analyze(tree, exclude="[x")
+    with pytest.raises(ValueError, match="exclude-if-present"):
+        cdc_chunkers.analyze(tree, exclude_if_present=["a/b"])
+    with pytest.raises(OSError):
+        cdc_chunkers.analyze(tree, exclude_file=tree / "no-such-file")
+    with pytest.raises(TypeError):
+        cdc_chunkers.analyze(tree, exclude=3)
+
+
 def test_analyze_takes_paths_and_lists(tree):
     one = cdc_chunkers.analyze(tree / "a.bin")  # os.PathLike
     two = cdc_chunkers.analyze([str(tree / "a.bin"), tree / "sub" / "a-copy.bin"])

@@ -42,6 +42,15 @@ def test_dupes_equals_cdc_dupes_json(tree, cdc_tool, mode, extra):
     assert py["linked"][0]["files"] == [str(tree / "a1"), str(tree / "d" / "a1-link")]
 
 
+def test_dupes_excludes(tree):
+    both = cdc_chunkers.dupes(tree, exclude="/d")
+    assert [g["files"] for g in both["groups"]] == []  # a1 alone, b1 alone
+    (tree / "d" / ".nobackup").write_bytes(b"")
+    assert cdc_chunkers.dupes(tree, exclude_if_present=[".nobackup"]) == both
+    kept = cdc_chunkers.dupes(tree, exclude=["/d/*", "!a3"])
+    assert [g["files"] for g in kept["groups"]] == [[str(tree / "a1"), str(tree / "d" / "a3")]]
+
+
 def test_dupes_keeps_paths_that_are_not_utf8(tmp_path):
     name = os.fsdecode(b"caf\xe9")  # latin-1 bytes: not UTF-8
     (tmp_path / name).write_bytes(b"same")
