@@ -478,6 +478,22 @@ TEST(ServeCli, ATreesFilesWithNamesTheServerRefusesAreSkipped) {
     EXPECT_EQ(listed[0]["name"], "t/good");
 }
 
+TEST(ServeCli, APushLeavesOutWhatIsExcluded) {
+    test::TempDir tmp;
+    const auto dir = init_store(tmp);
+    const auto data = test::random_bytes(3000, 26);
+    for (const char* f : {"tree/keep.c", "tree/drop.o", "tree/sub/deep.o", "tree/marked/x", "tree/marked/.nobackup"})
+        tmp.write(f, data);
+    Serve s(dir, tmp.path() / "serve");
+    const auto j = json_of(run_tool({"push", "--to", s.address(), (tmp.path() / "tree").string(), "--name", "t",
+                                     "--json", "--exclude", "*.o", "--exclude-if-present", ".nobackup"}));
+    EXPECT_EQ(j["file_count"], 1);
+    EXPECT_EQ(j["excluded"], 3);  // drop.o, sub/deep.o, marked
+    const auto listed = json_of(run_tool({"ls", "--from", s.address(), "--json"}));
+    ASSERT_EQ(listed.size(), 1u) << listed.dump();
+    EXPECT_EQ(listed[0]["name"], "t/keep.c");
+}
+
 // ---------------------------------------------------------------- through the raw stub
 
 std::unique_ptr<v1::Transfer::Stub> stub(const Serve& s, int max_send = 0) {
