@@ -29,7 +29,8 @@
 //   hours). Snapshots dated in the future (after now_ns) are never the
 //   newest: they do not move the window, and they are within it.
 // - within_hourly ... within_yearly D: the newest snapshot of each hour
-//   (day, week, month, year) within D, and the oldest snapshot within D.
+//   (day, week, month, year) within D, and the oldest snapshot of the
+//   group too if it is within D.
 // - tags: every snapshot that has all the tags of one of the lists (a list
 //   {""} matches the snapshots without any tag).
 // A snapshot is kept if any rule keeps it (each rule that does gives a
