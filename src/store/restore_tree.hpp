@@ -22,7 +22,11 @@
 //   directory is restored is replaced by the directory; a directory where a
 //   non-directory is restored is left alone and the entry reported;
 // - metadata goes through the descriptor or with AT_SYMLINK_NOFOLLOW /
-//   the l* xattr calls on the name inside a directory descriptor.
+//   the l* xattr calls on the name inside a directory descriptor
+//   (/proc/self/fd/DIR/NAME; the mode of a FIFO or device through
+//   /proc/self/fd of an O_PATH descriptor of the node made: chmod cannot
+//   refuse to follow a link). Without /proc those are reported as metadata
+//   problems.
 //
 // File contents come from the caller (RestoreSource: the store supplies the
 // chunks), so this layer has no store dependency. Directories are made 0700

@@ -24,7 +24,10 @@
 //   system.posix_acl_default, kept as the kernel gives them (its binary
 //   format): their raw bytes round-trip through getxattr/setxattr, so no
 //   libacl is needed. Every namespace listxattr shows is kept (user., and
-//   trusted. when root, security., system.).
+//   trusted. when root, security., system.). The xattrs of a symlink, FIFO,
+//   device or socket are read through /proc/self/fd/DIR/NAME (never opening
+//   the node: opening a device may act on it), so they need /proc; without
+//   it each such entry is kept and reported without its xattrs.
 // - Sparse files: when a file has fewer blocks than its size, its data
 //   extents (SEEK_DATA / SEEK_HOLE) are recorded and its content is the bytes
 //   of those extents only, concatenated: holes are neither read nor stored,
