@@ -7,6 +7,8 @@
 #include "test_support.hpp"
 
 #include <atomic>
+#include <grp.h>
+#include <pwd.h>
 #include <thread>
 
 #include <stdio.h>  // renameat2
@@ -77,7 +79,13 @@ Entry symlink(std::string name, std::string target) {
     return e;
 }
 
-Entry root_of(const tr::BlobId& id) { return directory("", id, 0755); }
+/// A root directory owned by the running user.
+Entry root_of(const tr::BlobId& id) {
+    Entry e = directory("", id, 0755);
+    e.uid = ::geteuid();
+    e.gid = ::getegid();
+    return e;
+}
 
 /// Every path below `p` (links not followed), relative.
 std::vector<std::string> listing(const fs::path& p) {
@@ -421,12 +429,19 @@ bool non_root_rules(const fs::path& out) {
     Entry sock;
     sock.name = "sock";
     sock.type = EntryType::socket;
-    const Entry root = root_of(h.tree({suid, dev, sock}));
+    Entry attrs = file("attrs", "x");
+    attrs.xattrs = {{"trusted.t", "root only"}, {"user.u", "anyone"}};
+    const Entry root = root_of(h.tree({suid, dev, sock, attrs}));
     const auto r = tr::restore(out / "a", root, h.source());
     struct stat st {};
     bool ok = ::stat((out / "a/suid").c_str(), &st) == 0 && (st.st_mode & 07777) == 0755 && st.st_uid == ::geteuid();
-    ok = ok && r.problems.size() == 2 && problem_at(r, "null") && problem_at(r, "null")->kind == Kind::not_restored &&
+    ok = ok && r.problems.size() == 3 && problem_at(r, "null") && problem_at(r, "null")->kind == Kind::not_restored &&
          problem_at(r, "sock") && problem_at(r, "sock")->kind == Kind::not_restored;
+    // An xattr that cannot be set is reported; the file and its other xattrs stay.
+    char value[16] = {};
+    ok = ok && problem_at(r, "attrs") && problem_at(r, "attrs")->kind == Kind::metadata &&
+         problem_at(r, "attrs")->why.find("xattr 'trusted.t'") != std::string::npos &&
+         ::getxattr((out / "a/attrs").c_str(), "user.u", value, sizeof value) == 6 && std::string(value) == "anyone";
     ok = ok && !fs::exists(fs::symlink_status(out / "a/null"));
     tr::RestoreOptions o;
     o.setid = true;
@@ -436,7 +451,7 @@ bool non_root_rules(const fs::path& out) {
     o.owner = true;
     const auto r3 = tr::restore(out / "c", root, h.source(), o);
     ok = ok && problem_at(r3, "suid") && problem_at(r3, "suid")->kind == Kind::metadata &&
-         ::stat((out / "c/suid").c_str(), &st) == 0;
+         problem_at(r3, "suid")->why.find("owner 4242:4242") != std::string::npos && ::stat((out / "c/suid").c_str(), &st) == 0;
     if (!ok) std::fprintf(stderr, "%s---\n%s---\n%s", problems_text(r).c_str(), problems_text(r2).c_str(), problems_text(r3).c_str());
     return ok;
 }
@@ -473,6 +488,74 @@ TEST(Restore, AUserWhoIsNotRootGetsNoOwnerNoSetIdBitsNoDevices) {
     } else {
         EXPECT_TRUE(non_root_rules(s.tmp.path()));
     }
+}
+
+std::string own_name(bool group_name) {
+    if (group_name) {
+        const group* g = ::getgrgid(::getegid());
+        return g ? g->gr_name : "";
+    }
+    const passwd* p = ::getpwuid(::geteuid());
+    return p ? p->pw_name : "";
+}
+
+TEST(Restore, OwnersByNameWhereTheNameExistsHere) {
+    // An entry made elsewhere: ids 4242 there, names of the running user
+    // and group here. By name it is the running user's (allowed for anyone);
+    // numerically, only root may give it uid 4242.
+    Scene s;
+    Hand h;
+    Entry f = file("f", "x");
+    f.uid = 4242;
+    f.gid = 4343;
+    f.user = own_name(false);
+    f.group = own_name(true);
+    ASSERT_FALSE(f.user.empty());
+    ASSERT_FALSE(f.group.empty());
+    Entry unknown = file("unknown", "y");
+    unknown.uid = ::geteuid();
+    unknown.gid = ::getegid();
+    unknown.user = "no-such-user-here";
+    tr::RestoreOptions o;
+    o.owner = true;
+    o.owner_by_name = true;
+    const auto r = tr::restore(s.out, root_of(h.tree({f, unknown})), h.source(), o);
+    EXPECT_TRUE(r.problems.empty()) << problems_text(r);
+    struct stat st {};
+    ASSERT_EQ(::stat((s.out / "f").c_str(), &st), 0);
+    EXPECT_EQ(st.st_uid, ::geteuid());
+    EXPECT_EQ(st.st_gid, ::getegid());
+    ASSERT_EQ(::stat((s.out / "unknown").c_str(), &st), 0);
+    EXPECT_EQ(st.st_uid, ::geteuid()) << "an unknown name falls back to the number";
+    o.owner_by_name = false;
+    fs::remove_all(s.out);
+    const auto numeric = tr::restore(s.out, root_of(h.tree({f})), h.source(), o);
+    ASSERT_EQ(::stat((s.out / "f").c_str(), &st), 0);
+    if (::geteuid() == 0) {
+        EXPECT_TRUE(numeric.problems.empty()) << problems_text(numeric);
+        EXPECT_EQ(st.st_uid, 4242u);
+        EXPECT_EQ(st.st_gid, 4343u);
+    } else {
+        ASSERT_EQ(numeric.problems.size(), 1u) << problems_text(numeric);
+        EXPECT_EQ(numeric.problems[0].kind, Kind::metadata);
+        EXPECT_EQ(st.st_uid, ::geteuid());
+    }
+}
+
+TEST(Restore, TimesAndXattrsOnlyWhenAsked) {
+    Scene s;
+    Hand h;
+    Entry f = file("f", "x");
+    f.xattrs = {{"user.k", "v"}};
+    tr::RestoreOptions o;
+    o.times = false;
+    o.xattrs = false;
+    const auto r = tr::restore(s.out, root_of(h.tree({f})), h.source(), o);
+    EXPECT_TRUE(r.problems.empty()) << problems_text(r);
+    struct stat st {};
+    ASSERT_EQ(::stat((s.out / "f").c_str(), &st), 0);
+    EXPECT_GT(st.st_mtim.tv_sec, 1'234'567'890) << "the mtime was restored though not asked";
+    EXPECT_LT(::getxattr((s.out / "f").c_str(), "user.k", nullptr, 0), 0);
 }
 
 }  // namespace
