@@ -542,6 +542,33 @@ TEST(Restore, OwnersByNameWhereTheNameExistsHere) {
     }
 }
 
+TEST(Restore, HardLinksOfAPartOfASnapshotFollowItsPathInTheSnapshot) {
+    // The snapshot holds a/first and a/second, a link to it; only "a" is
+    // restored. Link paths are from the snapshot's root: with tree_path
+    // {"a"} the link is made, without it the link's own content is written.
+    Scene s;
+    Hand h;
+    Entry first = file("first", "shared");
+    first.nlink = 2;
+    Entry second = first;
+    second.name = "second";
+    second.type = EntryType::hardlink;
+    second.link = {"a", "first"};
+    const Entry a = directory("a", h.tree({first, second}));
+    tr::RestoreOptions o;
+    o.tree_path = {"a"};
+    auto r = tr::restore(s.out, root_of(a.subtree), h.source(), o);
+    EXPECT_TRUE(r.problems.empty()) << problems_text(r);
+    EXPECT_EQ(r.hardlinks, 1u);
+    EXPECT_EQ(fs::hard_link_count(s.out / "second"), 2u);
+    fs::remove_all(s.out);
+    r = tr::restore(s.out, root_of(a.subtree), h.source());
+    EXPECT_TRUE(r.problems.empty()) << problems_text(r);
+    EXPECT_EQ(r.hardlinks, 0u);
+    EXPECT_EQ(fs::hard_link_count(s.out / "second"), 1u);
+    EXPECT_EQ(read_bytes(s.out / "second"), "shared");
+}
+
 TEST(Restore, TimesAndXattrsOnlyWhenAsked) {
     Scene s;
     Hand h;
