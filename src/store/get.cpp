@@ -5,9 +5,9 @@
 // kept until hashed. With a path, the output goes to a temporary file
 // renamed over OUT only once the size and whole-file BLAKE3 match.
 #include "ordered_decoder.hpp"
-#include "ordered_hasher.hpp"
+#include "../common/ordered_hasher.hpp"
 #include "store_impl.hpp"
-#include "task_pool.hpp"
+#include "../common/task_pool.hpp"
 
 #include <cdc/digest.hpp>
 
@@ -30,6 +30,7 @@
 namespace cdc::store {
 
 using namespace detail;
+using common::OrderedHasher;
 
 namespace {
 

@@ -16,7 +16,7 @@
 #pragma once
 
 #include "store_impl.hpp"
-#include "task_pool.hpp"
+#include "../common/task_pool.hpp"
 
 #include <atomic>
 #include <cstddef>

@@ -4,7 +4,7 @@
 
 #include "format.hpp"
 #include "sqlite.hpp"
-#include "task_pool.hpp"
+#include "../common/task_pool.hpp"
 
 #include <cdc/store.hpp>
 
@@ -19,6 +19,8 @@
 #include <vector>
 
 namespace cdc::store::detail {
+
+using common::TaskPool;
 
 /// Calls a ProgressFn at most every 200 ms, with the seconds since its start.
 class ProgressTicker {

@@ -2,7 +2,7 @@
 // lengths, every indexed record (header, sizes, checksum; with full, the
 // decompressed bytes against the id), and every manifest against the index.
 #include "store_impl.hpp"
-#include "task_pool.hpp"
+#include "../common/task_pool.hpp"
 
 #include <fmt/format.h>
 

@@ -9,10 +9,10 @@
 // with the chunk rows and manifests.
 #include "base_list.hpp"
 #include "codec.hpp"
-#include "ordered_hasher.hpp"
+#include "../common/ordered_hasher.hpp"
 #include "pack_writer.hpp"
 #include "store_impl.hpp"
-#include "task_pool.hpp"
+#include "../common/task_pool.hpp"
 
 #include <cdc/chunker.hpp>
 #include <cdc/digest.hpp>
@@ -42,6 +42,7 @@
 namespace cdc::store {
 
 using namespace detail;
+using common::OrderedHasher;
 
 namespace {
 // Flush thresholds (docs/STORE.md): new record bytes, chunk references

@@ -11,7 +11,7 @@
 #include "progress.hpp"
 
 #include "../store/codec.hpp"
-#include "../store/task_pool.hpp"
+#include "../common/task_pool.hpp"
 
 #include <cdc/digest.hpp>
 #include <cdc/error.hpp>
@@ -48,7 +48,7 @@ std::int64_t now_ns() {
 class FileSender {
 public:
     FileSender(PushStream& stream, const ServerParams& params, std::shared_ptr<const CutFinder> finder,
-               store::detail::TaskPool& pool, ProgressThrottle& progress, bool group_lists)
+               common::TaskPool& pool, ProgressThrottle& progress, bool group_lists)
         : stream_(stream),
           params_(params),
           finder_(std::move(finder)),
@@ -313,7 +313,7 @@ private:
     PushStream& stream_;
     const ServerParams& params_;
     std::shared_ptr<const CutFinder> finder_;
-    store::detail::TaskPool& pool_;
+    common::TaskPool& pool_;
     ProgressThrottle& progress_;
     const bool group_lists_;
     const std::size_t group_digest_bytes_;
@@ -332,7 +332,7 @@ PushReport push_files(const std::function<std::unique_ptr<PushStream>()>& open_s
                       const std::vector<PushInput>& inputs, const PushOptions& options) {
     const auto t0 = std::chrono::steady_clock::now();
     auto finder = client_finder(params, options.key);
-    store::detail::TaskPool pool(options.threads);
+    common::TaskPool pool(options.threads);
     PushReport report;
     std::uint64_t total = 0;
     for (const auto& in : inputs) total += in.size;

@@ -392,7 +392,7 @@ store::detail::OrderedDecoder& PushSession::read_back() {
         // (made at first use: a stream of small files never needs it)
         read_db_ = std::make_unique<store::detail::Db>((dir_ / store::detail::kDbName).string(), false);
         lookup_ = std::make_unique<store::detail::ChunkLookup>(*read_db_);
-        pool_ = std::make_unique<store::detail::TaskPool>(2);
+        pool_ = std::make_unique<common::TaskPool>(2);
         // Blocks of 256 KiB: a list's chunks (a few MiB) keep both threads busy.
         read_back_ = std::make_unique<store::detail::OrderedDecoder>(
             *pool_, "",

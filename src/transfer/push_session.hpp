@@ -43,8 +43,8 @@
 
 #include "../store/base_list.hpp"
 #include "../store/ordered_decoder.hpp"
-#include "../store/ordered_hasher.hpp"
-#include "../store/task_pool.hpp"
+#include "../common/ordered_hasher.hpp"
+#include "../common/task_pool.hpp"
 
 #include <cdc/digest.hpp>
 #include <cdc/store.hpp>
@@ -201,11 +201,11 @@ private:
     std::unique_ptr<store::detail::Db> read_db_;
     std::unique_ptr<store::detail::ChunkLookup> lookup_;
     store::detail::PackFiles packs_;
-    std::unique_ptr<store::detail::TaskPool> pool_;
+    std::unique_ptr<common::TaskPool> pool_;
     std::unique_ptr<store::detail::OrderedDecoder> read_back_;
     // The whole-file BLAKE3, on a thread of its own (declared after
     // read_back_: destroyed first, once what it holds is hashed and given back).
-    store::detail::CopyingHasher whole_;
+    common::CopyingHasher whole_;
 };
 
 }  // namespace cdc::transfer

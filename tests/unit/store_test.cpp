@@ -3,7 +3,7 @@
 #include "store_support.hpp"
 
 #include "store/ordered_decoder.hpp"
-#include "store/ordered_hasher.hpp"
+#include "common/ordered_hasher.hpp"
 #include "store/pack_writer.hpp"
 
 #include <cdc/algorithms.hpp>
@@ -1667,7 +1667,7 @@ TEST(PackAppender, AFullPackStaysLockedUntilItsLengthIsCommitted) {
 // message after message; reset() drops a message begun.
 TEST(CopyingHasher, DigestEqualsOneShotForAnyPieces) {
     std::mt19937_64 rng(7);
-    cdc::store::detail::CopyingHasher h(1000, 3);
+    cdc::common::CopyingHasher h(1000, 3);
     for (int message = 0; message < 6; ++message) {
         std::vector<std::byte> data(static_cast<std::size_t>(rng() % 20'000));
         for (auto& b : data) b = static_cast<std::byte>(rng());
@@ -1691,7 +1691,7 @@ TEST(CopyingHasher, DigestEqualsOneShotForAnyPieces) {
 // hash in the order given; each kept span's `done` runs once it is hashed.
 TEST(CopyingHasher, KeptSpansTakeTheirPlaceAmongCopies) {
     std::mt19937_64 rng(11);
-    cdc::store::detail::CopyingHasher h(1000, 2);
+    cdc::common::CopyingHasher h(1000, 2);
     std::vector<std::byte> data(50'000);
     for (auto& b : data) b = static_cast<std::byte>(rng());
     std::atomic<int> given_back{0};
@@ -1721,6 +1721,7 @@ TEST(CopyingHasher, KeptSpansTakeTheirPlaceAmongCopies) {
 // the whole.
 TEST(OrderedDecoder, BytesInHandKeepTheirPlaceAmongStoredChunks) {
     using namespace cdc::store::detail;
+    using cdc::common::CopyingHasher;
     cdc::test::TempDir tmp;
     cdc::store::Store s = cdc::store::Store::init(tmp.path() / "s", {});
     std::mt19937_64 rng(5);

@@ -24,7 +24,7 @@
 #include <utility>
 #include <vector>
 
-namespace cdc::store::detail {
+namespace cdc::common {
 
 class OrderedHasher {
 public:
@@ -188,4 +188,4 @@ private:
     OrderedHasher hasher_;  // last: destroyed first, once its queue is hashed
 };
 
-}  // namespace cdc::store::detail
+}  // namespace cdc::common
