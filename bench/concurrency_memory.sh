@@ -15,7 +15,7 @@ for max in 64K 1M; do
   for c in 1 100 1000; do
     for mode in unpooled pooled; do
       flag=""; [[ $mode == pooled ]] && flag="--pooled"
-      "$cdc" bench run -a fastcdc --root "$tree" --max "$max" -c "$c" $flag --format json >"$out/run-$max-c$c-$mode.json"
+      "$cdc" bench run -a fastcdc --max "$max" -c "$c" $flag --json "$tree" >"$out/run-$max-c$c-$mode.json"
     done
   done
 done

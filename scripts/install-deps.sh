@@ -13,10 +13,11 @@ PKGS=(
   libzstd-dev libsqlite3-dev  # cdc store: chunk compression, index and manifests
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc  # cdc serve/push/pull (the cdc-transfer helper)
   openssl  # the transfer tests make a self-signed TLS certificate
-  libplplot-dev plplot-driver-cairo
+  libplplot-dev plplot-driver-cairo libpng-dev  # (libpng: a test reads the pixels of a chart)
   python3-dev python3-pybind11 pybind11-dev python3-numpy python3-pytest  # the Python package
   python3-pip python3-venv python3-setuptools python3-wheel  # pip install of it (offline)
   xfsprogs  # the reflink test formats a loop-mounted XFS image
+  groff-base man-db zsh fish  # the man pages and the shell completions are checked in each shell
 )
 # Optional groups: peers for benchmarks (bench/peers) and duplicate finders.
 if [[ "${1:-}" == "--peers" ]]; then

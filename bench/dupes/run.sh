@@ -36,7 +36,7 @@ find "$corpus" -type f -print0 | xargs -0 cat > /dev/null
 tools=(
   "cdc dupes --mode compare|$cdc dupes -q --mode compare --json $corpus > \$res|cdc-json"
   "cdc dupes --mode hash (blake3)|$cdc dupes -q --mode hash --json $corpus > \$res|cdc-json"
-  "cdc dupes --mode hash --hash xxh3|$cdc dupes -q --mode hash --hash xxh3 --json $corpus > \$res|cdc-json"
+  "cdc dupes --mode hash --digest xxh3|$cdc dupes -q --mode hash --digest xxh3 --json $corpus > \$res|cdc-json"
   "cdc dupes (auto)|$cdc dupes -q --json $corpus > \$res|cdc-json"
   "fdupes -r -q|fdupes -r -q $corpus > \$res|fdupes"
   "jdupes -r -q|jdupes -r -q $corpus > \$res|fdupes"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # cdc push / pull over loopback, side by side in one run (docs/BENCHMARKS.md,
-# "Transfer"):
+# "Chunked transfer"):
 #   1. new data: `cdc push` into a fresh store vs `cdc store put` of the same
 #      file into a fresh store (ROUNDS alternating rounds; CPU of the server
 #      read from /proc);

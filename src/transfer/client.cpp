@@ -5,7 +5,9 @@
 #include "progress.hpp"
 
 #include "cdc_transfer.grpc.pb.h"
+#include "grpc_log.hpp"
 #include "grpc_status.hpp"
+#include "tls_probe.hpp"
 
 #include <cdc/digest.hpp>
 
@@ -33,8 +35,35 @@ struct Client::Impl {
         if (!options.token.empty()) ctx.AddMetadata("authorization", bearer_header(options.token));
     }
 
+    bool tls() const { return options.tls || !options.ca_pem.empty(); }
+
     [[noreturn]] void fail(const grpc::Status& st, std::string_view what) const {
         std::string message = st.error_message();
+        // A client and a server that disagree on TLS: one sentence that says
+        // which, instead of gRPC's "Socket closed" or OpenSSL's "wrong
+        // version number".
+        if (tls() && message.find("andshake failed") != std::string::npos &&
+            message.find("wrong version number") != std::string::npos)
+            throw TransferError(Code::invalid_argument,
+                                fmt::format("{}: the server at {} does not use TLS: connect without --tls and --tls-ca",
+                                            what, options.address));
+        if (!tls() && st.error_code() == grpc::StatusCode::UNAVAILABLE &&
+            message.find("Socket closed") != std::string::npos && speaks_tls(options.address))
+            throw TransferError(Code::invalid_argument,
+                                fmt::format("{}: the server at {} uses TLS: connect with --tls or --tls-ca FILE (its "
+                                            "certificate)",
+                                            what, options.address));
+        if (tls() && message.find("certificate verify failed") != std::string::npos)
+            throw TransferError(code_of(st.error_code()),
+                                fmt::format("{}: the server at {} has a certificate this client does not trust: pass "
+                                            "it with --tls-ca FILE (and with --tls-server-name the name it carries, "
+                                            "if that is not the one connected to)",
+                                            what, options.address));
+        if (tls() && message.find("is not in peer certificate") != std::string::npos)
+            throw TransferError(code_of(st.error_code()),
+                                fmt::format("{}: the server at {} has a certificate for other names: connect by a "
+                                            "name it carries, or give one with --tls-server-name",
+                                            what, options.address));
         if (st.error_code() == grpc::StatusCode::UNAVAILABLE)
             message = fmt::format("cannot reach the server at {}: {}", options.address, message);
         throw TransferError(code_of(st.error_code()), fmt::format("{}: {}", what, message));
@@ -102,6 +131,7 @@ private:
 }  // namespace
 
 Client::Client(const ClientOptions& options) : impl_(std::make_unique<Impl>()) {
+    quiet_grpc_log();  // a client's errors come back as statuses
     impl_->options = options;
     const bool tls = options.tls || !options.ca_pem.empty();
     if (!options.token.empty() && !tls && !is_loopback_address(options.address))

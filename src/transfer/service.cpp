@@ -3,6 +3,7 @@
 #include "service.hpp"
 
 #include "cdc_transfer.grpc.pb.h"
+#include "grpc_log.hpp"
 #include "grpc_status.hpp"
 #include "protocol.hpp"
 #include "pull_session.hpp"
@@ -311,6 +312,7 @@ Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>()) {
     if (const std::string why = listen_problem(o.listen, tls, !o.token.empty()); !why.empty()) throw OptionError(why);
     if (o.max_streams == 0) throw OptionError("max streams 0 is invalid: at least 1", "max_streams");
     impl_->service = std::make_unique<Service>(o);
+    route_grpc_log(o.log);  // gRPC's lines as sentences of this server's log
     grpc::ServerBuilder b;
     std::shared_ptr<grpc::ServerCredentials> creds;
     if (tls) {
@@ -344,6 +346,7 @@ Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>()) {
 
 Server::~Server() {
     if (impl_->server) impl_->server->Shutdown(std::chrono::system_clock::now());
+    route_grpc_log(nullptr);
 }
 
 int Server::port() const noexcept { return impl_->port; }

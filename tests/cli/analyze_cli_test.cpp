@@ -247,21 +247,21 @@ TEST(CliResync, ZeroEditsAndFormats) {
     }
     // Many inserts: fixed-size chunking loses almost everything, fastcdc not.
     doc = run_json({"resync", "-a", "fastcdc,fixed-v1.0.0", "--edits", "3", "--edit-size", "1", "--trials", "3",
-                    "--seed", "5", "--json", path.string()});
+                    "--edit-seed", "5", "--json", path.string()});
     EXPECT_GT(doc["results"][0]["shared_pct"].get<double>(), 80.0);
     EXPECT_LT(doc["results"][1]["shared_pct"].get<double>(), doc["results"][0]["shared_pct"].get<double>());
     EXPECT_EQ(doc["trials"], 3);
     // Same seed, same figures; stdin works.
     const auto again = run_tool({"resync", "-a", "fastcdc,fixed-v1.0.0", "--edits", "3", "--edit-size", "1",
-                                 "--trials", "3", "--seed", "5", "--json", "-"},
+                                 "--trials", "3", "--edit-seed", "5", "--json", "-"},
                                 path.string());
     ASSERT_EQ(again.exit_code, 0) << again.err;
     EXPECT_EQ(nlohmann::json::parse(again.out)["results"], doc["results"]);
     for (const char* kind : {"delete", "overwrite", "mixed"}) {
-        const auto r = run_tool({"resync", "--kind", kind, "--edits", "4", "--edit-size", "1K", path.string()});
+        const auto r = run_tool({"resync", "--edit-kind", kind, "--edits", "4", "--edit-size", "1K", path.string()});
         EXPECT_EQ(r.exit_code, 0) << kind << r.err;
     }
-    EXPECT_EQ(run_tool({"resync", "--kind", "append", path.string()}).exit_code, 2);
+    EXPECT_EQ(run_tool({"resync", "--edit-kind", "append", path.string()}).exit_code, 2);
     EXPECT_EQ(run_tool({"resync", "--trials", "0", path.string()}).exit_code, 2);
     EXPECT_EQ(run_tool({"resync", (tmp.path() / "missing").string()}).exit_code, 2);
     EXPECT_EQ(run_tool({"resync", tmp.path().string()}).exit_code, 2);

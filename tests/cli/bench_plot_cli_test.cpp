@@ -34,8 +34,8 @@ void expect_png(const std::filesystem::path& p) {
 }
 
 TEST(CliBench, JsonHasSummaryAndSampledSeries) {
-    const auto r = run_tool({"bench", "run", "--root", tree().path().string(), "-c", "8", "--sample-ms", "10",
-                             "--format", "json"});
+    const auto r = run_tool({"bench", "run", tree().path().string(), "-c", "8", "--sample-ms", "10",
+                             "--json"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     const auto j = nlohmann::json::parse(r.out);
     const auto& s = j.at("summary");
@@ -67,11 +67,11 @@ TEST(CliBench, JsonHasSummaryAndSampledSeries) {
 }
 
 TEST(CliBench, PooledTextAndCsv) {
-    auto r = run_tool({"bench", "run", "--root", tree().path().string(), "-c", "20", "--pooled"});
+    auto r = run_tool({"bench", "run", tree().path().string(), "-c", "20", "--pooled"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     for (const char* key : {"files        150", "peak RSS", "allocations  20 buffers", "throughput", "CPU"})
         EXPECT_NE(r.out.find(key), std::string::npos) << key << "\n" << r.out;
-    r = run_tool({"bench", "run", "--root", tree().path().string(), "--format", "csv", "--sample-ms", "5"});
+    r = run_tool({"bench", "run", tree().path().string(), "--csv", "--sample-ms", "5"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_EQ(r.out.substr(0, r.out.find('\n')), "t_s,files,bytes,chunks,rss_mb,cpu_user_s,cpu_sys_s");
     EXPECT_GE(std::count(r.out.begin(), r.out.end(), '\n'), 3);
@@ -79,36 +79,85 @@ TEST(CliBench, PooledTextAndCsv) {
 
 TEST(CliBench, PlotDirectAndFromSavedRuns) {
     TempDir out;
-    auto a = run_tool({"bench", "run", "--root", tree().path().string(), "-c", "4", "--format", "json", "--plot",
+    auto a = run_tool({"bench", "run", tree().path().string(), "-c", "4", "--json", "--plot",
                        (out.path() / "direct").string()});
     ASSERT_EQ(a.exit_code, 0) << a.err;
     expect_png(out.path() / "direct" / "memory-over-time.png");
     expect_png(out.path() / "direct" / "cpu-over-time.png");
-    auto b = run_tool({"bench", "run", "--root", tree().path().string(), "-c", "4", "--pooled", "--format", "json"});
+    auto b = run_tool({"bench", "run", tree().path().string(), "-c", "4", "--pooled", "--json"});
     ASSERT_EQ(b.exit_code, 0) << b.err;
     std::ofstream(out.path() / "a.json") << a.out;
     std::ofstream(out.path() / "b.json") << b.out;
-    const auto r = run_tool({"bench", "plot", "--in", fmt::format("{},{}", (out.path() / "a.json").string(),
-                                                                  (out.path() / "b.json").string()),
-                             "--labels", "unpooled,pooled", "--out", (out.path() / "saved").string()});
+    const auto r = run_tool({"bench", "plot", (out.path() / "a.json").string(), (out.path() / "b.json").string(),
+                             "--labels", "unpooled", "--labels", "pooled", "-o", (out.path() / "saved").string()});
     ASSERT_EQ(r.exit_code, 0) << r.err;
+    // The files written, one per line (as cdc plot names them).
+    EXPECT_EQ(r.out, fmt::format("{}\n{}\n", (out.path() / "saved" / "memory-over-time.png").string(),
+                                 (out.path() / "saved" / "cpu-over-time.png").string()));
     expect_png(out.path() / "saved" / "memory-over-time.png");
     expect_png(out.path() / "saved" / "cpu-over-time.png");
 }
 
+// A short run (a few samples) is drawn as what was measured: CPU as steps
+// (an average over each interval between samples), memory with a marker on
+// each sample, and the subtitle says how many there are. The charts are
+// read from what the tool hands the cdc-plot helper.
+// A cdc-plot that keeps each chart it is handed as PNG.json beside the PNG.
+std::filesystem::path spy_plot(const std::filesystem::path& dir) {
+    const auto real = tool_path().parent_path() / "cdc-plot";
+    const auto spy = dir / "spy-plot";
+    std::ofstream(spy) << "#!/bin/sh\nmkdir -p \"$(dirname \"$2\")\" && cp \"$1\" \"$2.json\" || exit 1\nexec '"
+                       << real.string() << "' \"$@\"\n";
+    std::filesystem::permissions(spy, std::filesystem::perms::owner_all);
+    return spy;
+}
+
+TEST(CliBench, ShortRunsShowTheirSamples) {
+    TempDir out;
+    const auto spy = spy_plot(out.path());
+    ::setenv("CDC_PLOT", spy.c_str(), 1);
+    const auto r = run_tool({"bench", "run", "-q", "--sample-ms", "3600000", "--plot", (out.path() / "g").string(),
+                             tree().path().string()});
+    ::unsetenv("CDC_PLOT");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto cpu = nlohmann::json::parse(read_text(out.path() / "g" / "cpu-over-time.png.json"));
+    const auto mem = nlohmann::json::parse(read_text(out.path() / "g" / "memory-over-time.png.json"));
+    EXPECT_EQ(cpu["kind"], "steps");
+    EXPECT_EQ(cpu["series"][0]["x"].size(), cpu["series"][0]["y"].size() + 1) << cpu.dump();
+    EXPECT_EQ(mem["kind"], "lines");
+    EXPECT_TRUE(mem["markers"].get<bool>());
+    const std::size_t samples = mem["series"][0]["x"].size();
+    EXPECT_LE(samples, 3u) << "one sample an hour: the first and the last";
+    EXPECT_NE(mem["subtitle"].get<std::string>().find(fmt::format("({} samples)", samples)), std::string::npos)
+        << mem["subtitle"];
+    expect_png(out.path() / "g" / "cpu-over-time.png");
+}
+
+TEST(CliPlot, TheDedupSweepSaysLowerIsBetter) {
+    TempDir out;
+    const auto spy = spy_plot(out.path());
+    ::setenv("CDC_PLOT", spy.c_str(), 1);
+    const auto p = run_tool({"plot", "-q", "--chart", "dedup-sweep", "-a", "fastcdc", "--scales", "0.5,1", "-o",
+                             (out.path() / "s").string(), tree().path().string()});
+    ::unsetenv("CDC_PLOT");
+    ASSERT_EQ(p.exit_code, 0) << p.err;
+    const auto sweep = nlohmann::json::parse(read_text(out.path() / "s" / "compare-dedup-sweep.png.json"));
+    EXPECT_NE(sweep["y_label"].get<std::string>().find("lower is better"), std::string::npos) << sweep["y_label"];
+}
+
 TEST(CliBench, UsageErrors) {
     TempDir out;
-    EXPECT_EQ(run_tool({"bench", "run", "--root", (out.path() / "nope").string()}).exit_code, 2);
-    EXPECT_EQ(run_tool({"bench", "run", "--root", tree().path().string(), "--format", "xml"}).exit_code, 2);
-    EXPECT_EQ(run_tool({"bench", "run", "--root", tree().path().string(), "-c", "0"}).exit_code, 2);
-    EXPECT_EQ(run_tool({"bench", "run", "--root", tree().path().string(), "-a", "nope"}).exit_code, 2);
-    EXPECT_EQ(run_tool({"bench", "run", "--root", tree().path().string(), "--pooled", "--buffer", "1K"}).exit_code, 2);
+    EXPECT_EQ(run_tool({"bench", "run", (out.path() / "nope").string()}).exit_code, 2);
+    EXPECT_EQ(run_tool({"bench", "run", tree().path().string(), "--json", "--csv"}).exit_code, 2);
+    EXPECT_EQ(run_tool({"bench", "run", tree().path().string(), "-c", "0"}).exit_code, 2);
+    EXPECT_EQ(run_tool({"bench", "run", tree().path().string(), "-a", "nope"}).exit_code, 2);
+    EXPECT_EQ(run_tool({"bench", "run", tree().path().string(), "--pooled", "--buffer", "1K"}).exit_code, 2);
     EXPECT_EQ(run_tool({"bench"}).exit_code, 2);
     std::ofstream(out.path() / "x.json") << "{}";
-    const auto r = run_tool({"bench", "plot", "--in", (out.path() / "x.json").string(), "--out", out.path().string()});
+    const auto r = run_tool({"bench", "plot", (out.path() / "x.json").string(), "-o", out.path().string()});
     EXPECT_EQ(r.exit_code, 2);
     EXPECT_NE(r.err.find("not a cdc bench run"), std::string::npos) << r.err;
-    EXPECT_EQ(run_tool({"bench", "plot", "--in", (out.path() / "x.json").string(), "--labels", "a,b", "--out",
+    EXPECT_EQ(run_tool({"bench", "plot", (out.path() / "x.json").string(), "--labels", "a,b", "-o",
                         out.path().string()})
                   .exit_code,
               2);
@@ -121,7 +170,7 @@ TEST(CliPlot, AllKindsWriteEveryGraph) {
     in.write("copy/a.bin", data);
     in.write("b.bin", random_bytes(300000, 78));
     const auto r = run_tool({"plot", "-a", "fastcdc,jc-v1.1.0", "--edits", "4", "--trials", "1", "--scales",
-                             "0.5,1,2", "--out", out.path().string(), in.path().string()});
+                             "0.5,1,2", "-o", out.path().string(), in.path().string()});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     for (const char* algo : {"fastcdc", "jc-v1.1.0"})
         for (const char* file : {"chunk-distribution.png", "chunk-size-cdf.png", "resync-impact.png", "dedup-sweep.png"})
@@ -134,7 +183,7 @@ TEST(CliPlot, AllKindsWriteEveryGraph) {
 TEST(CliPlot, OneKindOnly) {
     TempDir in, out;
     in.write("a.bin", random_bytes(200000, 1));
-    const auto r = run_tool({"plot", "-q", "--kind", "cdf", "-a", "ultracdc", "--out", out.path().string(),
+    const auto r = run_tool({"plot", "-q", "--chart", "cdf", "-a", "ultracdc", "-o", out.path().string(),
                              in.path().string()});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_TRUE(r.out.empty());
@@ -147,13 +196,13 @@ TEST(CliPlot, OneKindOnly) {
 TEST(CliPlot, UsageErrors) {
     TempDir in, out;
     in.write("a.bin", random_bytes(1000, 1));
-    EXPECT_EQ(run_tool({"plot", "--kind", "pie", "--out", out.path().string(), in.path().string()}).exit_code, 2);
-    EXPECT_EQ(run_tool({"plot", "-a", "nope", "--out", out.path().string(), in.path().string()}).exit_code, 2);
-    EXPECT_EQ(run_tool({"plot", "--out", out.path().string(), (in.path() / "missing").string()}).exit_code, 2);
-    EXPECT_EQ(run_tool({"plot", "--scales", "1,x", "--out", out.path().string(), in.path().string()}).exit_code, 2);
+    EXPECT_EQ(run_tool({"plot", "--chart", "pie", "-o", out.path().string(), in.path().string()}).exit_code, 2);
+    EXPECT_EQ(run_tool({"plot", "-a", "nope", "-o", out.path().string(), in.path().string()}).exit_code, 2);
+    EXPECT_EQ(run_tool({"plot", "-o", out.path().string(), (in.path() / "missing").string()}).exit_code, 2);
+    EXPECT_EQ(run_tool({"plot", "--scales", "1,x", "-o", out.path().string(), in.path().string()}).exit_code, 2);
     TempDir empty;
     empty.write("e.bin", {});
-    EXPECT_EQ(run_tool({"plot", "--out", out.path().string(), empty.path().string()}).exit_code, 2);
+    EXPECT_EQ(run_tool({"plot", "-o", out.path().string(), empty.path().string()}).exit_code, 2);
 }
 
 // The tool draws its PNGs through the cdc-plot helper process: a missing or
@@ -161,7 +210,7 @@ TEST(CliPlot, UsageErrors) {
 TEST(CliPlot, MissingOrFailingHelperIsAClearError) {
     TempDir in, out;
     in.write("a.bin", random_bytes(200000, 1));
-    const std::vector<std::string> args{"plot", "-q", "--kind", "cdf", "-a", "fastcdc", "--out", out.path().string(),
+    const std::vector<std::string> args{"plot", "-q", "--chart", "cdf", "-a", "fastcdc", "-o", out.path().string(),
                                         in.path().string()};
     ::setenv("CDC_PLOT", "/nonexistent/cdc-plot", 1);
     const auto missing = run_tool(args);

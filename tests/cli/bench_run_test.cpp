@@ -1,4 +1,4 @@
-// The engine of cdc bench run (tools/common/bench_run.hpp).
+// The engine of cdc bench run (tools/cdc/bench_run.hpp).
 #include "test_support.hpp"
 
 #include "bench_run.hpp"
@@ -134,6 +134,8 @@ TEST(BenchRun, CpuUtilisationFromCumulativeSamples) {
     const auto cpu = tools::cpu_utilisation(s);
     ASSERT_EQ(cpu.size(), 2u);
     EXPECT_DOUBLE_EQ(cpu[0].t_s, 0.5);
+    EXPECT_DOUBLE_EQ(cpu[0].from_s, 0.0);
+    EXPECT_DOUBLE_EQ(cpu[1].from_s, 0.5);
     EXPECT_NEAR(cpu[0].percent, 100.0, 1e-9);
     EXPECT_NEAR(cpu[1].percent, 200.0, 1e-9);
     EXPECT_TRUE(tools::cpu_utilisation({}).empty());

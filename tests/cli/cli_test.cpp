@@ -124,13 +124,13 @@ TEST(CliGen, WritesSpecsAndRefusesToOverwrite) {
 TEST(Cli, OptionErrorsNameTheCommandsOwnFlag) {
     TempDir tmp;
     const auto f = tmp.write("f", random_bytes(10000, 1));
-    const auto plot = run_tool({"plot", "--edit-kind", "bogus", "--out", (tmp.path() / "g").string(), f.string()});
+    const auto plot = run_tool({"plot", "--edit-kind", "bogus", "-o", (tmp.path() / "g").string(), f.string()});
     EXPECT_EQ(plot.exit_code, 2);
     EXPECT_NE(plot.err.find("edit_kind = 'bogus' is invalid"), std::string::npos) << plot.err;
     EXPECT_NE(plot.err.find("(option --edit-kind)"), std::string::npos) << plot.err;
-    const auto resync = run_tool({"resync", "--kind", "bogus", f.string()});
+    const auto resync = run_tool({"resync", "--edit-kind", "bogus", f.string()});
     EXPECT_EQ(resync.exit_code, 2);
-    EXPECT_NE(resync.err.find("(option --kind)"), std::string::npos) << resync.err;
+    EXPECT_NE(resync.err.find("(option --edit-kind)"), std::string::npos) << resync.err;
     const auto chunk = run_tool({"chunk", "-a", "fastcdc", "--avg", "1000", f.string()});
     EXPECT_EQ(chunk.exit_code, 2);
     EXPECT_NE(chunk.err.find("normal_size = 1000 is invalid"), std::string::npos) << chunk.err;

@@ -136,8 +136,8 @@ TEST(CompatCli, AllAndCompareGiveEachNameOnlyWhatItTakes) {
     EXPECT_NE(r.err.find("none of jc,casync-buzhash takes one"), std::string::npos) << r.err;
     // resync keeps --seed for its edits; the chunker's is --chunker-seed.
     const auto file = (tmp.path() / "d" / "a.bin").string();
-    r = run_tool({"resync", "--json", "-a", "borg-buzhash", "--chunker-seed", "5", "--min", "1K", "--avg", "4K",
-                  "--max", "64K", "--seed", "3", file});
+    r = run_tool({"resync", "--json", "-a", "borg-buzhash", "--seed", "5", "--min", "1K", "--avg", "4K",
+                  "--max", "64K", "--edit-seed", "3", file});
     EXPECT_EQ(r.exit_code, 0) << r.err;
 }
 

@@ -123,12 +123,12 @@ TEST(CliNames, ChunkResyncBenchPlotAndErrors) {
     expect_clean(r.out + r.err, "resync");
     EXPECT_EQ(nlohmann::json::parse(run_tool({"resync", "--json", t.path(kEscapes)}).out)["bytes"], 40000);
 
-    const auto b = run_tool({"bench", "run", "--root", t.root.string(), "--format", "json"});
+    const auto b = run_tool({"bench", "run", t.root.string(), "--json"});
     expect_clean(b.err, "bench stderr");
     EXPECT_EQ(nlohmann::json::parse(b.out)["summary"]["files"], 3) << b.out;
 
     const fs::path out = t.tmp.path() / ("graphs" + kBadUtf8);
-    const auto p = run_tool({"plot", "--kind", "cdf", "-a", "fastcdc", "--out", out.string(), t.path("plain")});
+    const auto p = run_tool({"plot", "--chart", "cdf", "-a", "fastcdc", "-o", out.string(), t.path("plain")});
     ASSERT_EQ(p.exit_code, 0) << p.err;
     expect_clean(p.out + p.err, "plot");
     EXPECT_TRUE(fs::exists(out / "compare-cdf.png"));

@@ -29,14 +29,14 @@ TEST(CliNumbers, BadValuesAreUsageErrorsNamingOptionAndValue) {
     const std::string file = tmp.write("in/f", random_bytes(100'000, 5)).string();
     const std::string dir = (tmp.path() / "in").string(), out = (tmp.path() / "g").string();
     const std::vector<Case> cases = {
-        {{"bench", "run", "--root", "DIR", "-c", "-1"}, "--concurrency = '-1' is invalid"},
-        {{"bench", "run", "--root", "DIR", "-c", "18446744073709551617"}, "--concurrency = '18446744073709551617' is invalid"},
-        {{"bench", "run", "--root", "DIR", "-c", "1000000"}, "--concurrency = '1000000' is invalid"},  // the buffers don't fit
-        {{"bench", "run", "--root", "DIR", "--pooled", "--buffer", "1T"}, "--buffer = '1T' is invalid"},
-        {{"bench", "run", "--root", "DIR", "--pooled", "--buffer", "16K"}, "--buffer = '16K' is invalid"},  // < max
-        {{"bench", "run", "--root", "DIR", "--threads", "100000000"}, "--threads = '100000000' is invalid"},
-        {{"bench", "run", "--root", "DIR", "--sample-ms", "0"}, "--sample-ms = '0' is invalid"},
-        {{"bench", "run", "--root", "DIR", "--sample-ms", "99999999999999"}, "--sample-ms = '99999999999999' is invalid"},
+        {{"bench", "run", "DIR", "-c", "-1"}, "--concurrency = '-1' is invalid"},
+        {{"bench", "run", "DIR", "-c", "18446744073709551617"}, "--concurrency = '18446744073709551617' is invalid"},
+        {{"bench", "run", "DIR", "-c", "1000000"}, "--concurrency = '1000000' is invalid"},  // the buffers don't fit
+        {{"bench", "run", "DIR", "--pooled", "--buffer", "1T"}, "--buffer = '1T' is invalid"},
+        {{"bench", "run", "DIR", "--pooled", "--buffer", "16K"}, "--buffer = '16K' is invalid"},  // < max
+        {{"bench", "run", "DIR", "--threads", "100000000"}, "--threads = '100000000' is invalid"},
+        {{"bench", "run", "DIR", "--sample-ms", "0"}, "--sample-ms = '0' is invalid"},
+        {{"bench", "run", "DIR", "--sample-ms", "99999999999999"}, "--sample-ms = '99999999999999' is invalid"},
         {{"speed", "--size", "1T", "-a", "fastcdc"}, "--size = '1T' is invalid"},
         {{"speed", "--size", "0", "-a", "fastcdc"}, "--size = '0' is invalid"},
         {{"speed", "--runs", "-5"}, "--runs = '-5' is invalid"},
@@ -46,25 +46,26 @@ TEST(CliNumbers, BadValuesAreUsageErrorsNamingOptionAndValue) {
         {{"resync", "--edits", "100001", "FILE"}, "--edits = '100001' is invalid"},  // 100001 x 1 byte > 100 kB
         {{"resync", "--edit-size", "0", "FILE"}, "--edit-size = '0' is invalid"},
         {{"resync", "--trials", "1000000000000", "FILE"}, "--trials = '1000000000000' is invalid"},
+        {{"resync", "--edit-seed", "-1", "FILE"}, "--edit-seed = '-1' is invalid"},
         {{"resync", "--seed", "-1", "FILE"}, "--seed = '-1' is invalid"},
-        {{"plot", "--scales", "1e300", "--out", "OUT", "FILE"}, "--scales = '1e300' is invalid"},
-        {{"plot", "--scales", "1,nan", "--out", "OUT", "FILE"}, "--scales = 'nan' is invalid"},
-        {{"plot", "--scales", "0.001", "-a", "fastcdc", "--out", "OUT", "FILE"}, "--scales = '0.001' is invalid"},
-        {{"plot", "--edits", "100000000000", "--out", "OUT", "FILE"}, "--edits = '100000000000' is invalid"},
-        {{"plot", "--kind", "resync", "--edits", "1000", "--edit-size", "1K", "--out", "OUT", "FILE"},
+        {{"plot", "--scales", "1e300", "-o", "OUT", "FILE"}, "--scales = '1e300' is invalid"},
+        {{"plot", "--scales", "1,nan", "-o", "OUT", "FILE"}, "--scales = 'nan' is invalid"},
+        {{"plot", "--scales", "0.001", "-a", "fastcdc", "-o", "OUT", "FILE"}, "--scales = '0.001' is invalid"},
+        {{"plot", "--edits", "100000000000", "-o", "OUT", "FILE"}, "--edits = '100000000000' is invalid"},
+        {{"plot", "--chart", "resync", "--edits", "1000", "--edit-size", "1K", "-o", "OUT", "FILE"},
          "--edits = '1000' is invalid"},  // 1000 x 1 KiB > the 100 kB of input
-        {{"plot", "--edit-size", "1T", "--out", "OUT", "FILE"}, "--edit-size = '1T' is invalid"},
-        {{"plot", "--kind", "resync", "--resync-bytes", "1T", "--out", "OUT", "FILE"}, "--resync-bytes = '1T' is invalid"},
-        {{"plot", "--bins", "-1", "--out", "OUT", "FILE"}, "--bins = '-1' is invalid"},
-        {{"plot", "--trials", "0", "--out", "OUT", "FILE"}, "--trials = '0' is invalid"},
-        {{"plot", "-j", "99999", "--out", "OUT", "FILE"}, "--jobs = '99999' is invalid"},
+        {{"plot", "--edit-size", "1T", "-o", "OUT", "FILE"}, "--edit-size = '1T' is invalid"},
+        {{"plot", "--chart", "resync", "--resync-bytes", "1T", "-o", "OUT", "FILE"}, "--resync-bytes = '1T' is invalid"},
+        {{"plot", "--bins", "-1", "-o", "OUT", "FILE"}, "--bins = '-1' is invalid"},
+        {{"plot", "--trials", "0", "-o", "OUT", "FILE"}, "--trials = '0' is invalid"},
+        {{"plot", "-j", "99999", "-o", "OUT", "FILE"}, "--jobs = '99999' is invalid"},
         {{"analyze", "--jobs", "-1", "DIR"}, "--jobs = '-1' is invalid"},
         {{"compare", "-a", "fastcdc", "-b", "jc", "--jobs", "1x", "DIR"}, "--jobs = '1x' is invalid"},
         {{"compare", "-a", "fastcdc", "-b", "jc", "--tolerance", "abc", "DIR"}, "--tolerance = 'abc' is invalid"},
         {{"compare", "-a", "fastcdc", "-b", "jc", "--tolerance", "-1", "DIR"}, "--tolerance = '-1' is invalid"},
         {{"dupes", "--max-open", "99999999999999999", "DIR"}, "--max-open = '99999999999999999' is invalid"},
         {{"dupes", "--max-open", "0", "DIR"}, "--max-open = '0' is invalid"},
-        {{"gen", "zeros:18446744073709551616"}, "'18446744073709551616' is not a number"},
+        {{"gen", "zeros:18446744073709551616"}, "SPEC's length = '18446744073709551616' is invalid: too large"},
     };
     for (const Case& c : cases) {
         std::vector<std::string> args;

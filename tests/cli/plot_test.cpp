@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <gtest/gtest.h>
+#include <png.h>
 
 #include <cmath>
 #include <fstream>
@@ -44,7 +45,37 @@ std::size_t files_in(const std::filesystem::path& dir) {
     return n;
 }
 
+// Pixels darker than mid-grey (text, lines) in the box [x0, x1) x [y0, y1)
+// of a PNG.
+std::size_t dark_pixels(const std::filesystem::path& p, std::uint32_t x0, std::uint32_t y0, std::uint32_t x1,
+                        std::uint32_t y1) {
+    png_image image{};
+    image.version = PNG_IMAGE_VERSION;
+    if (!png_image_begin_read_from_file(&image, p.c_str())) return SIZE_MAX;
+    image.format = PNG_FORMAT_GRAY;
+    std::vector<png_byte> gray(PNG_IMAGE_SIZE(image));
+    if (!png_image_finish_read(&image, nullptr, gray.data(), 0, nullptr)) return SIZE_MAX;
+    std::size_t n = 0;
+    for (std::uint32_t y = y0; y < std::min(y1, image.height); ++y)
+        for (std::uint32_t x = x0; x < std::min(x1, image.width); ++x) n += gray[std::size_t{y} * image.width + x] < 128;
+    return n;
+}
+
 TEST(Plot, PngDeviceIsAvailable) { EXPECT_TRUE(plot::png_device_available()); }
+
+// Large values are labelled in full: no "(x10^5)" past the end of an axis,
+// cut at the image's edge (the right margin and the top-left corner stay
+// blank).
+TEST(Plot, LargeValuesKeepTheirLabelsInsideTheImage) {
+    TempDir tmp;
+    plot::Chart c = line_chart();
+    c.series = {{"a", {0, 50000, 123456}, {0, 150000, 320000}}};
+    const auto png = tmp.path() / "large.png";
+    plot::render_png(c, png);
+    EXPECT_EQ(dark_pixels(png, 1190, 0, 1200, 700), 0u) << "text reaches the right edge";
+    EXPECT_EQ(dark_pixels(png, 0, 20, 120, 80), 0u) << "an exponent above the y axis";
+    EXPECT_GT(dark_pixels(png, 0, 0, 1200, 700), 1000u) << "the chart itself";
+}
 
 TEST(Plot, LinesWithLegendAre1200x700) {
     TempDir tmp;

@@ -94,7 +94,7 @@ TEST(CliSampleSafety, RepairsVerifiesAndRefusesOnlyForeignDirectories) {
     }
     fs::resize_file(dir / "logs/app-v2.log", 100);
     fs::remove(dir / "src-v2/module001.txt");
-    r = run_tool({"sample", "-q", dir.string()});
+    r = run_tool({"sample", dir.string()});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_NE(r.out.find("repaired the sample (3 files rewritten)"), std::string::npos) << r.out;
     EXPECT_EQ(digests(dir), want);
@@ -102,10 +102,17 @@ TEST(CliSampleSafety, RepairsVerifiesAndRefusesOnlyForeignDirectories) {
     // A manifest of the first version (sizes only): ours, verified and upgraded.
     std::string v1 = "cdc-sample 1\n16777216 images/disk-v1.img\n";
     std::ofstream(dir / ".cdc-sample", std::ios::trunc) << v1;
-    r = run_tool({"sample", "-q", dir.string()});
+    r = run_tool({"sample", dir.string()});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_NE(r.out.find("every file verified, manifest rewritten"), std::string::npos) << r.out;
     EXPECT_EQ(digests(dir), want);
+    // -q: nothing but errors; --json: the state.
+    r = run_tool({"sample", "-q", dir.string()});
+    EXPECT_EQ(r.exit_code, 0);
+    EXPECT_EQ(r.out + r.err, "");
+    const auto j = json_of(run_tool({"sample", "--json", dir.string()}));
+    EXPECT_EQ(j["state"], "verified");
+    EXPECT_EQ(j["written"], 0);
 
     // A foreign directory is refused and left as it was; an empty one is fine.
     const fs::path other = tmp.path() / "other";

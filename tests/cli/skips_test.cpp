@@ -48,7 +48,7 @@ void expect_named(const std::string& err, const std::vector<std::string>& names)
 TEST(CliSkips, BenchRunReportsWhatItCannotRead) {
     CDC_REQUIRE_ROOT();
     Tree t;
-    const auto r = run_tool_as(kNobody, kNobody, {"bench", "run", "--root", t.root.string(), "--format", "json"});
+    const auto r = run_tool_as(kNobody, kNobody, {"bench", "run", t.root.string(), "--json"});
     ASSERT_NE(r.exit_code, 100) << "cannot drop to nobody";
     EXPECT_EQ(r.exit_code, 3) << r.err;
     expect_named(r.err, {"secret", "locked", "File name too long"});
@@ -66,8 +66,8 @@ TEST(CliSkips, PlotReportsWhatItCannotRead) {
     // unreadable there was left out in silence.
     for (const char* kind : {"resync", "dedup-sweep", "cdf"}) {
         const auto r = run_tool_as(kNobody, kNobody,
-                                   {"plot", "-q", "--kind", kind, "-a", "fastcdc", "--edits", "4", "--scales", "0.5,1",
-                                    "--out", (t.out / kind).string(), t.root.string()});
+                                   {"plot", "-q", "--chart", kind, "-a", "fastcdc", "--edits", "4", "--scales", "0.5,1",
+                                    "-o", (t.out / kind).string(), t.root.string()});
         ASSERT_NE(r.exit_code, 100) << "cannot drop to nobody";
         EXPECT_EQ(r.exit_code, 3) << kind << ": " << r.err;
         expect_named(r.err, {"secret", "locked", "File name too long"});
@@ -85,7 +85,7 @@ TEST(CliSkips, PlotWithoutDataWritesNothingAndFails) {
     // Only inputs nobody can read: their sizes are known (stat works), their
     // bytes are not.
     const auto r = run_tool_as(kNobody, kNobody,
-                               {"plot", "-a", "fastcdc", "--out", graphs.string(), (t.root / "secret").string()});
+                               {"plot", "-a", "fastcdc", "-o", graphs.string(), (t.root / "secret").string()});
     ASSERT_NE(r.exit_code, 100) << "cannot drop to nobody";
     EXPECT_NE(r.exit_code, 0) << r.err;
     EXPECT_NE(r.err.find("no graph written"), std::string::npos) << r.err;

@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <fstream>
 #include <map>
 #include <csignal>
 #include <thread>
@@ -182,8 +183,8 @@ TEST(ServeCli, RoundTripsFilesTreesEmptyFilesAndStdin) {
     j = json_of(run_tool({"pull", "--from", s.address(), "t/x/a.bin", "-o", "a.bin", "--json"}));
     EXPECT_EQ(j["bytes_sent"], 0);
     EXPECT_EQ(j["bytes_reused"], a.size());
-    // --seed
-    j = json_of(run_tool({"pull", "--from", s.address(), "single", "-o", "s.bin", "--seed", single.string(), "--json"}));
+    // --basis
+    j = json_of(run_tool({"pull", "--from", s.address(), "single", "-o", "s.bin", "--basis", single.string(), "--json"}));
     EXPECT_EQ(j["bytes_sent"], 0);
     EXPECT_EQ(test::read_bytes(tmp.path() / "outdir/s.bin"), b);
     // hash: the server's BLAKE3 of the streamed bytes, stored nowhere
@@ -246,7 +247,9 @@ TEST(ServeCli, VersionsGroupsNewNamesAndFilesOneHas) {
     for (const char* name : {"f", "h", "new"}) {
         const auto got = tmp.path() / "got";
         fs::remove(got);
-        EXPECT_EQ(run_tool({"pull", "--from", s.address(), name, "-o", got.string(), "-q"}).exit_code, 0);
+        const auto quiet = run_tool({"pull", "--from", s.address(), name, "-o", got.string(), "-q"});
+        EXPECT_EQ(quiet.exit_code, 0);
+        EXPECT_EQ(quiet.out + quiet.err, "") << "-q prints nothing but errors";
         EXPECT_EQ(test::read_bytes(got), v2) << name;
     }
     EXPECT_EQ(s.log().find("failed"), std::string::npos) << s.log();
@@ -445,9 +448,64 @@ TEST(ServeCli, OutsideTheLoopbackTlsAndATokenAreRequired) {
                   cert.string(), "--token-file", token_file.string()});
     EXPECT_EQ(r.exit_code, 0) << r.err;
     EXPECT_EQ(test::read_bytes(tmp.path() / "back"), data);
-    // Plaintext to a TLS server fails.
+    // Plaintext to a TLS server: one sentence on each side, no gRPC internals.
     r = run_tool({"ls", "--from", s.address(), "--token-file", token_file.string()});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_TRUE(r.err.ends_with(fmt::format("\ncdc: error: ls: the server at {} uses TLS: connect with --tls or "
+                                            "--tls-ca FILE (its certificate)\n",
+                                            s.address())))
+        << r.err;  // (after the token file's warning)
+    EXPECT_TRUE(s.wait_log("a client connected without TLS and was refused")) << s.log();
+    EXPECT_EQ(s.log().find(".cc:"), std::string::npos) << "a gRPC line: " << s.log();
+    // TLS to a plaintext server.
+    Serve plain(dir, tmp.path() / "plain");
+    r = run_tool({"ls", "--from", plain.address(), "--tls-ca", cert.string()});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_EQ(r.err, fmt::format("cdc: error: ls: the server at {} does not use TLS: connect without --tls and "
+                                 "--tls-ca\n",
+                                 plain.address()));
+}
+
+// docs/TRANSFER.md's certificate and token, made by its own lines: a server
+// serves with them, a client trusts the certificate under the name it
+// carries, and refuses it under another.
+TEST(ServeCli, TheDocumentedCertificateWorks) {
+    test::TempDir tmp;
+    const std::string doc = test::read_text(fs::path(CDC_SPEC_DIR) / ".." / "TRANSFER.md");
+    const auto section = doc.find("## Serving the network");
+    ASSERT_NE(section, std::string::npos);
+    const auto start = doc.find("```sh\n", section);
+    const auto end = doc.find("```\n", start + 6);
+    ASSERT_NE(end, std::string::npos);
+    const std::string lines = doc.substr(start + 6, end - start - 6);
+    EXPECT_NE(lines.find("openssl req"), std::string::npos) << lines;
+    test::TempDir work;
+    std::ofstream(work.path() / "make.sh") << "set -e\ncd \"$(dirname \"$0\")\"\n" << lines;
+    ASSERT_EQ(std::system(fmt::format("bash '{}' 2>/dev/null", (work.path() / "make.sh").string()).c_str()), 0)
+        << lines;
+    const auto cert = work.path() / "cert.pem", key = work.path() / "key.pem", token = work.path() / "token";
+    EXPECT_EQ(fs::status(key).permissions() & fs::perms::all, fs::perms::owner_read | fs::perms::owner_write);
+    const auto dir = init_store(tmp);
+    Serve s(dir, tmp.path() / "serve",
+            {"--tls-cert", cert.string(), "--tls-key", key.string(), "--token-file", token.string()});
+    const auto data = test::random_bytes(100'000, 3);
+    const auto file = tmp.write("f", data);
+    auto r = run_tool({"push", "--to", s.address(), file.string(), "--name", "f", "--tls-ca", cert.string(),
+                       "--tls-server-name", "store.example", "--token-file", token.string()});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    r = run_tool({"pull", "--from", s.address(), "f", "-o", (tmp.path() / "back").string(), "--tls-ca",
+                  cert.string(), "--tls-server-name", "store.example", "--token-file", token.string()});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(test::read_bytes(tmp.path() / "back"), data);
+    // 127.0.0.1 is not a name the certificate carries.
+    r = run_tool({"ls", "--from", s.address(), "--tls-ca", cert.string(), "--token-file", token.string()});
     EXPECT_EQ(r.exit_code, 4);
+    EXPECT_NE(r.err.find("has a certificate for other names"), std::string::npos) << r.err;
+    // A certificate the client was not given.
+    r = run_tool({"ls", "--from", s.address(), "--tls", "--tls-server-name", "store.example", "--token-file",
+                  token.string()});
+    EXPECT_EQ(r.exit_code, 4);
+    EXPECT_NE(r.err.find("has a certificate this client does not trust"), std::string::npos) << r.err;
 }
 
 TEST(ServeCli, BadNames) {

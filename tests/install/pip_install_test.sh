@@ -14,8 +14,10 @@ CDC_PYTHON_BUILD_DIR="$build" "$tmp/venv/bin/pip" install -q --no-build-isolatio
     --no-cache-dir --disable-pip-version-check "$src/bindings/python"
 cd "$tmp"
 env -u PYTHONPATH "$tmp/venv/bin/python" - "$tmp/venv" <<'PY'
-import pathlib, sys
+import importlib.metadata, pathlib, sys
 import cdc_chunkers
+license = importlib.metadata.metadata("cdc_chunkers")["License"]
+assert license == "Apache-2.0", f"License: {license!r}"
 venv = pathlib.Path(sys.argv[1]).resolve()
 where = pathlib.Path(cdc_chunkers.__file__).resolve()
 assert venv in where.parents, f"imported {where}, not the venv's package"

@@ -3,11 +3,14 @@
 
 #include "sizes.hpp"
 
+#include <cdc/corpus/resync.hpp>
+
 #include <fmt/format.h>
 
 #include <fmt/ranges.h>
 
 #include <charconv>
+#include <limits>
 #include <map>
 #include <cerrno>
 #include <cstring>
@@ -38,15 +41,15 @@ std::uint64_t parse_number(std::string_view text, std::string_view flag, int bas
 
 cdc::Options ProfileArgs::options() const {
     cdc::Options o;
-    if (!min.empty()) o.min_size = static_cast<std::size_t>(tools::parse_size(min, prefix + "min"));
-    if (!avg.empty()) o.normal_size = static_cast<std::size_t>(tools::parse_size(avg, prefix + "avg"));
-    if (!max.empty()) o.max_size = static_cast<std::size_t>(tools::parse_size(max, prefix + "max"));
+    if (min) o.min_size = static_cast<std::size_t>(*min);
+    if (avg) o.normal_size = static_cast<std::size_t>(*avg);
+    if (max) o.max_size = static_cast<std::size_t>(*max);
     if (key_given) {
         try {
             o.key = cdc::parse_key_hex(key);  // "" too: an empty --key is an error, not "no key"
         } catch (const cdc::OptionError& e) {
             const std::string_view why = e.what();  // "key is invalid: ..." (without the key)
-            throw cdc::OptionError(fmt::format("{}{}{}", prefix, why.starts_with("key ") ? "" : "key: ", why));
+            throw cdc::OptionError(fmt::format("--{}{}", why.starts_with("key ") ? "" : "key: ", why));
         }
     }
     if (!level.empty()) {
@@ -54,30 +57,67 @@ cdc::Options ProfileArgs::options() const {
         if (v > 1000) throw cdc::OptionError(fmt::format("--level = {} is invalid: levels are 0..3", v));
         o.normalization_level = static_cast<int>(v);
     }
-    if (!seed.empty()) o.seed = parse_number(seed, "seed");
+    if (!seed.empty()) o.seed = parse_number(seed, "--seed");
     if (!poly.empty()) o.polynomial = parse_number(poly, "--poly", 16);
-    if (!window.empty()) o.window_size = static_cast<std::size_t>(tools::parse_size(window, "--window"));
+    if (window) o.window_size = static_cast<std::size_t>(*window);
     return o;
 }
 
-void add_profile_options(CLI::App& cmd, ProfileArgs& args, bool with_key, std::string_view seed_flag) {
-    cmd.add_option("--min", args.min, "minimum chunk size (4096, 8K, 8KiB, 1M...; default: the algorithm's)");
-    cmd.add_option("--avg,--normal", args.avg, "average (normal) chunk size (default: the algorithm's)");
-    cmd.add_option("--max", args.max, "maximum chunk size (default: the algorithm's)");
+void add_profile_options(CLI::App& cmd, ProfileArgs& args, bool with_key) {
+    constexpr std::uint64_t kMost = std::numeric_limits<std::uint64_t>::max();
+    add_size_option(cmd, "--min", args.min, 0, kMost, "minimum chunk size (default: the algorithm's)");
+    add_size_option(cmd, "--avg,--normal", args.avg, 0, kMost, "average (normal) chunk size (default: the algorithm's)");
+    add_size_option(cmd, "--max", args.max, 0, kMost, "maximum chunk size (default: the algorithm's)");
     if (with_key)
         cmd.add_option_function<std::string>(
-            "--key",
-            [&args](const std::string& v) {
-                args.key = v;
-                args.key_given = true;
-            },
-            "32-byte key as 64 hex digits (Gear-based algorithms)");
-    cmd.add_option("--level", args.level, "normalization level 0..3 (fastcdc-rs-v2016, fastcdc-rs-v2020; default 1)");
-    cmd.add_option(std::string(seed_flag), args.seed,
-                   "chunker seed, decimal or 0x hex (fastcdc-rs-v2020: 64 bits, borg-buzhash: 32 bits; default 0)");
+               "--key",
+               [&args](const std::string& v) {
+                   args.key = v;
+                   args.key_given = true;
+               },
+               "32-byte key as 64 hex digits (Gear-based algorithms)")
+            ->type_name("HEX");
+    cmd.add_option("--level", args.level, "normalization level 0..3 (fastcdc-rs-v2016, fastcdc-rs-v2020; default 1)")
+        ->type_name("N");
+    cmd.add_option("--seed", args.seed,
+                   "chunker seed, decimal or 0x hex (fastcdc-rs-v2020: 64 bits, borg-buzhash: 32 bits; default 0)")
+        ->type_name("N");
     cmd.add_option("--poly", args.poly,
-                   "Rabin polynomial in hex, irreducible, degree 8..53 (restic-rabin; default 3DA3358B4DC173)");
-    cmd.add_option("--window", args.window, "hash window in bytes (borg-buzhash; default 4095)");
+                   "Rabin polynomial in hex, irreducible, degree 8..53 (restic-rabin; default 3DA3358B4DC173)")
+        ->type_name("HEX");
+    add_size_option(cmd, "--window", args.window, 0, kMost, "hash window in bytes (borg-buzhash; default 4095)");
+}
+
+void add_edit_options(CLI::App& cmd, std::size_t& edits, std::uint64_t& edit_size, std::string& kind,
+                      std::uint64_t& seed, const std::string& edits_help) {
+    add_count_option(cmd, "--edits", edits, 0, limits::kEdits, edits_help);
+    add_size_option(cmd, "--edit-size", edit_size, 1, limits::kEditSize, "bytes per edit");
+    with_choices(cmd.add_option("--edit-kind", kind, "insert, delete, overwrite or mixed")
+                     ->type_name("KIND")
+                     ->capture_default_str(),
+                 names_of(kEditKindNames));
+    add_count_option(cmd, "--edit-seed", seed, 0, std::numeric_limits<std::uint64_t>::max(),
+                     "seed of the edits' positions and contents");
+}
+
+CLI::Option* add_digest_option(CLI::App& cmd, std::string& target, bool with_none) {
+    auto names = names_of(kDigestKindNames);
+    if (!with_none) std::erase(names, "none");
+    return with_choices(cmd.add_option("--digest", target,
+                                       with_none ? "chunk fingerprint: blake3, sha256, xxh3 or none"
+                                                 : "chunk fingerprint: blake3, sha256 or xxh3")
+                            ->type_name("NAME")
+                            ->capture_default_str(),
+                        names);
+}
+
+CLI::Option* add_kernel_option(CLI::App& cmd, std::string& target) {
+    return with_choices(cmd.add_option("--kernel", target,
+                                       "force a kernel level: auto, scalar, wide, avx2, avx512 (auto: CDC_KERNEL, "
+                                       "else the fastest measured)")
+                            ->type_name("LEVEL")
+                            ->capture_default_str(),
+                        names_of(kKernelLevelNames));
 }
 
 void check_edits_fit(const EditSpec& spec, std::string_view option, std::uint64_t data_size, std::string_view what) {
@@ -85,6 +125,11 @@ void check_edits_fit(const EditSpec& spec, std::string_view option, std::uint64_
         throw UsageError(fmt::format("{} = '{}' is invalid: {} edits of {} bytes are more than {} allows ({} bytes; edits x "
                                      "--edit-size must be at most its size)",
                                      option, spec.count, spec.count, spec.size, what, data_size));
+}
+
+std::string profile_sizes(const cdc::Profile& p) {
+    return fmt::format("{}/{}/{}", tools::format_size_exact(p.min_size), tools::format_size_exact(p.normal_size),
+                       tools::format_size_exact(p.max_size));
 }
 
 nlohmann::json parameters_json(const cdc::AlgorithmInfo& a, const cdc::Profile& p) {
@@ -106,13 +151,9 @@ struct FieldFlag {
 // Library fields (OptionError::field()) and the flags that set them.
 // Command-specific rows come before the general ones.
 constexpr FieldFlag kFieldFlags[] = {
-    {"resync", "edit_kind", "--kind"},
-    {"plot", "edit_kind", "--edit-kind"},
     {"plot", "scale_factors", "--scales"},
     {"plot", "edits", "--edits"},
     {"plot", "bins", "--bins"},
-    {"resync", "seed", "--chunker-seed"},
-    {"plot", "seed", "--chunker-seed"},
     {"compare", "algorithm", "-a / -b"},
     {"compare", "min_size", ""},  // compare names the side itself (--min, --a-min, --b-min)
     {"compare", "normal_size", ""},
@@ -129,6 +170,7 @@ constexpr FieldFlag kFieldFlags[] = {
     {"", "window_size", "--window"},
     {"", "algorithm", "--algorithm"},
     {"", "algorithms", "--algorithm"},
+    {"", "edit_kind", "--edit-kind"},
     {"", "kernel", "--kernel"},
     {"", "digest", "--digest"},
     {"", "trials", "--trials"},

@@ -4,6 +4,9 @@
 
 #include "algorithm_list.hpp"
 #include "cli_basics.hpp"
+#include "cli_docs.hpp"
+#include "cli_options.hpp"
+#include "cli_run.hpp"
 #include "sizes.hpp"
 
 #include <cdc/corpus.hpp>
@@ -12,20 +15,21 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace cdc::cli {
 
-/// --min/--avg/--max/--key/--level/--seed/--poly/--window as strings,
-/// parsed on use.
+/// --min/--avg/--max/--window (sizes, parsed with the command line) and
+/// --key/--level/--seed/--poly (parsed on use).
 struct ProfileArgs {
-    std::string min, avg, max, key, level, seed, poly, window;
-    bool key_given = false;        ///< --key was on the command line (even as "")
-    std::string prefix = "--";     ///< of the size flags in messages ("--b-" for compare's --b-min...)
-    /// Parsed options (sizes with suffixes, the hex key, decimal or 0x
-    /// numbers); throws OptionError naming the flag (never the key's value).
+    std::optional<std::uint64_t> min, avg, max, window;
+    std::string key, level, seed, poly;
+    bool key_given = false;  ///< --key was on the command line (even as "")
+    /// The options (the hex key, decimal or 0x numbers); throws OptionError
+    /// naming the flag (never the key's value).
     cdc::Options options() const;
 };
 
@@ -44,31 +48,27 @@ inline constexpr std::uint64_t kBuffer = 1ull << 30;       ///< bench run --buff
 inline constexpr double kMinScale = 1.0 / 1024, kMaxScale = 1024;  ///< plot --scales
 }  // namespace limits
 
-/// A whole-number option read by tools::parse_count: a bad value is a usage
-/// error naming the option and the value (exit 2), never CLI11's own text,
-/// never a wrap ("-1" for an unsigned). The message names the last (long)
-/// name of `names`.
-template <class T>
-CLI::Option* add_count_option(CLI::App& cmd, const std::string& names, T& target, std::uint64_t min, std::uint64_t max,
-                              const std::string& help) {
-    const std::string flag = names.substr(names.rfind(',') + 1);
-    return cmd
-        .add_option_function<std::string>(
-            names, [&target, flag, min, max](const std::string& v) { target = static_cast<T>(tools::parse_count(v, flag, min, max)); },
-            help)
-        ->type_name("N")
-        ->default_str(std::to_string(target));
-}
-
 /// Throws UsageError unless `spec.count` edits of `spec.size` bytes fit in
 /// `data_size` bytes (edits x size <= size: what the data allows).
 void check_edits_fit(const EditSpec& spec, std::string_view option, std::uint64_t data_size, std::string_view what);
 
 /// Adds --min, --avg, --max, --level, --seed, --poly, --window (and --key
-/// when `with_key`) to `cmd`. A command whose --seed means something else
-/// (resync, plot: the edits' seed) passes "--chunker-seed" as `seed_flag`.
-void add_profile_options(CLI::App& cmd, ProfileArgs& args, bool with_key = true,
-                         std::string_view seed_flag = "--seed");
+/// when `with_key`) to `cmd`.
+void add_profile_options(CLI::App& cmd, ProfileArgs& args, bool with_key = true);
+
+/// --edits N, --edit-size SIZE, --edit-kind KIND, --edit-seed N (resync
+/// and plot); `edits_help` says what --edits counts.
+void add_edit_options(CLI::App& cmd, std::size_t& edits, std::uint64_t& edit_size, std::string& kind,
+                      std::uint64_t& seed, const std::string& edits_help);
+
+/// --digest NAME (blake3, sha256, xxh3, and none when `with_none`).
+CLI::Option* add_digest_option(CLI::App& cmd, std::string& target, bool with_none);
+/// --kernel LEVEL (auto, scalar, wide, avx2, avx512).
+CLI::Option* add_kernel_option(CLI::App& cmd, std::string& target);
+
+/// "8K/16K/64K": a profile's min, avg and max as sizes are written on the
+/// command line (analyze's table, compare's columns, store stats).
+std::string profile_sizes(const cdc::Profile& p);
 
 /// The parameters beyond the sizes that `a` takes, with their values in
 /// `p`, as JSON fields ("level", "seed", "polynomial", "window"); nothing

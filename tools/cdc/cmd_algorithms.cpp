@@ -23,20 +23,29 @@ std::string parameters_text(const AlgorithmInfo& a) {
 
 void add_algorithms_command(CLI::App& app, int& exit_code) {
     auto* cmd = app.add_subcommand("algorithms", "list every algorithm name with its defaults and parameters");
-    auto json = std::make_shared<bool>(false);
-    cmd->add_flag("--json", *json, "print JSON");
-    cmd->footer("Sizes take --min/--avg/--max; the parameters column lists the other flags a name takes "
-                "(--level, --seed, --poly HEX, --window) with their defaults. ORIGIN is the project whose cut "
-                "points the name reproduces byte for byte.");
-    cmd->callback([json, &exit_code] {
-        if (*json) {
+    struct Flags {
+        bool json = false, quiet = false;
+    };
+    auto flags = std::make_shared<Flags>();  // (the callback holds them: the flags write into them)
+    add_json_flag(*cmd, flags->json,
+                  "[{name, min, avg, max, key, parameters, sizes, content_defined, origin, summary}]");
+    add_quiet_flag(*cmd, flags->quiet);
+    document(*cmd, {.notes = "Sizes take --min/--avg/--max; the parameters column lists the other flags a name "
+                             "takes (--level, --seed, --poly HEX, --window) with their defaults. ORIGIN is the "
+                             "project whose cut points the name reproduces byte for byte.",
+                    .examples = {{"cdc algorithms", "the table"},
+                                 {"cdc algorithms --json | jq -r '.[].name'", "every name, one per line"}},
+                    .exit_codes = exit_codes()});
+    cmd->callback([flags, &exit_code] {
+        if (flags->json) {
             fmt::print("{}\n", tools::algorithms_json().dump(2));
         } else {
             constexpr std::string_view kRow = "{:<18} {:>7} {:>7} {:>7}  {:<8}  {:<24}  {}\n";
             fmt::print(kRow, "NAME", "MIN", "AVG", "MAX", "KEY", "PARAMETERS", "ORIGIN: SUMMARY");
             for (const auto& a : algorithms())
-                fmt::print(kRow, a.name, a.default_min, a.default_normal, a.default_max, tools::key_rule(a),
-                           parameters_text(a), fmt::format("{}: {}", a.origin, a.summary));
+                fmt::print(kRow, a.name, tools::format_size_exact(a.default_min),
+                           tools::format_size_exact(a.default_normal), tools::format_size_exact(a.default_max),
+                           tools::key_rule(a), parameters_text(a), fmt::format("{}: {}", a.origin, a.summary));
         }
         finish_stdout();
         exit_code = kExitOk;

@@ -1,6 +1,6 @@
 // cdc analyze — dedup figures of files, trees and stdin for one or more
 // algorithms, streamed through a pool of workers.
-#include "analyze_cli.hpp"
+#include "corpus_options.hpp"
 #include "cli_common.hpp"
 #include "commands.hpp"
 #include "sizes.hpp"
@@ -17,12 +17,6 @@ struct AnalyzeArgs {
     bool csv = false;
 };
 
-std::string short_size(std::size_t n) {
-    if (n % (1024 * 1024) == 0) return fmt::format("{}M", n / (1024 * 1024));
-    if (n % 1024 == 0) return fmt::format("{}K", n / 1024);
-    return fmt::format("{}", n);
-}
-
 void print_table(const AnalyzeReport& report, DigestKind digest) {
     fmt::print("{} files, {} ({} bytes) in {:.2f} s; {} jobs, digest {}\n", report.files,
                tools::format_size(static_cast<double>(report.bytes)), report.bytes, report.wall_seconds, report.jobs,
@@ -35,8 +29,7 @@ void print_table(const AnalyzeReport& report, DigestKind digest) {
         fmt::print("{:<18} {:>14} {:>10} {:>10} {:>7.2f} {:>10} {:>6} {:>6} {:>7.0f} {:>6} {:>7} {:>7.0f} {:>9.0f} "
                    "{:>9.0f}\n",
                    r.algorithm,
-                   fmt::format("{}/{}/{}", short_size(r.profile.min_size), short_size(r.profile.normal_size),
-                               short_size(r.profile.max_size)),
+                   profile_sizes(r.profile),
                    r.chunks, r.distinct_chunks, 100.0 * r.dedup_ratio(),
                    tools::format_size(static_cast<double>(r.saved_bytes())), s.min(), s.p50(), s.mean(), s.p95(),
                    s.max(), s.stddev(), r.chunk_mb_s(), r.wall_mb_s());
@@ -73,23 +66,25 @@ void add_analyze_command(CLI::App& app, int& exit_code) {
     auto args = std::make_shared<AnalyzeArgs>();
     auto* cmd = app.add_subcommand(
         "analyze", "dedup figures of files, directory trees or - (stdin) for one or more algorithms");
-    cmd->add_option("-a,--algorithm", args->algorithm, "algorithm name, a comma-separated list, or all")
-        ->capture_default_str();
+    add_algorithm_list_option(*cmd, args->algorithm, "algorithms to measure: names, comma-separated or repeated, or all");
     add_profile_options(*cmd, args->corpus.profile);
     add_corpus_options(*cmd, args->corpus);
-    auto* csv = cmd->add_flag("--csv", args->csv, "CSV: a header then one row per algorithm");
-    auto* json = cmd->add_flag("--json", args->json,
-                               "one JSON object: {\"algorithms\": [{algorithm, files, bytes, chunks, distinct_chunks, "
-                               "distinct_bytes, dedup_ratio, size: {min, p50, mean, p95, max, stddev}, chunk_mb_s, "
-                               "wall_mb_s, ...}], \"errors\": [{path, error}], ...}");
+    auto* csv = add_csv_flag(*cmd, args->csv, "a header, then one row per algorithm");
+    auto* json = add_json_flag(*cmd, args->json,
+                               "{\"algorithms\": [{algorithm, files, bytes, chunks, distinct_chunks, distinct_bytes, "
+                               "dedup_ratio, size: {min, p50, mean, p95, max, stddev}, chunk_mb_s, wall_mb_s, ...}], "
+                               "\"errors\": [{path, error}], ...}");
     csv->excludes(json);
-    cmd->footer(std::string("Dedup is measured across the whole corpus; dedup_ratio = distinct bytes / total bytes "
-                            "(lower is better). Directories are walked recursively; symbolic links inside them are "
-                            "skipped unless --follow-symlinks; special files (FIFOs, sockets, devices) are skipped "
-                            "with a warning. A file that cannot be read is reported, skipped and counted; the run "
-                            "goes on and exits with 3. Memory: the dedup index (about 20-40 bytes per distinct "
-                            "chunk and algorithm) + jobs x 2 x (2 MiB + MaxSize).\n")
-                    .append(kExitCodesHelp));
+    document(*cmd, {.notes = "Dedup is measured across the whole corpus; dedup_ratio = distinct bytes / total bytes "
+                             "(lower is better). Directories are walked recursively; symbolic links inside them are "
+                             "skipped unless --follow-symlinks; special files (FIFOs, sockets, devices) are skipped "
+                             "with a warning. A file that cannot be read is reported, skipped and counted; the run "
+                             "goes on and exits with 3. Memory: the dedup index (about 20-40 bytes per distinct "
+                             "chunk and algorithm) + jobs x 2 x (2 MiB + MaxSize).",
+                    .examples = {{"cdc analyze -a all ~/backups", "every algorithm's dedup on a tree"},
+                                 {"cdc analyze -a fastcdc-v1.0.0 -a ultracdc --avg 16K --json disk1.img disk2.img",
+                                  "two algorithms at 16 KiB on two images, as JSON"}},
+                    .exit_codes = exit_codes({partial_exit()})});
     cmd->callback([args, &exit_code] { exit_code = run(*args); });
 }
 

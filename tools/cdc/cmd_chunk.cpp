@@ -20,6 +20,7 @@ struct ChunkArgs {
     std::string kernel = "auto";
     bool csv = false;
     bool json = false;
+    bool quiet = false;
     std::string path;
 };
 
@@ -90,17 +91,22 @@ int run(const ChunkArgs& args) {
 void add_chunk_command(CLI::App& app, int& exit_code) {
     auto args = std::make_shared<ChunkArgs>();
     auto* cmd = app.add_subcommand("chunk", "print the chunks of one file (or - for stdin): offset, length, digest");
-    cmd->add_option("-a,--algorithm", args->algorithm, "algorithm name (see cdc algorithms)")->capture_default_str();
+    add_algorithm_option(*cmd, args->algorithm, "the algorithm (cdc algorithms lists them)");
     add_profile_options(*cmd, args->profile);
-    cmd->add_option("--digest", args->digest, "chunk fingerprint: blake3, sha256, xxh3 or none")
-        ->capture_default_str();
-    auto* csv = cmd->add_flag("--csv", args->csv, "CSV: header offset,length,digest then one row per chunk");
-    auto* json = cmd->add_flag("--json", args->json, "one JSON object with the profile and the chunk list");
+    add_digest_option(*cmd, args->digest, true);
+    add_kernel_option(*cmd, args->kernel);
+    auto* csv = add_csv_flag(*cmd, args->csv, "the header offset,length,digest, then one row per chunk");
+    auto* json = add_json_flag(*cmd, args->json,
+                               "{algorithm, min, avg, max, keyed, digest, path, chunks: [{offset, length, digest}], "
+                               "count, bytes}");
     csv->excludes(json);
-    cmd->add_option("--kernel", args->kernel, "force a kernel level: auto, scalar, wide, avx2, avx512")
-        ->capture_default_str();
-    cmd->add_option("PATH", args->path, "file to chunk, or - for standard input")->required();
-    cmd->footer(kExitCodesHelp);
+    add_quiet_flag(*cmd, args->quiet);
+    cmd->add_option("PATH", args->path, "file to chunk, or - for standard input")->required()->type_name("");
+    document(*cmd, {.notes = "Text output: one line per chunk, offset, length and the digest in hex.",
+                    .examples = {{"cdc chunk -a fastcdc-v1.0.0 --avg 16K disk.img",
+                                  "the chunks of disk.img, 16 KiB on average, with their BLAKE3"},
+                                 {"tar c dir | cdc chunk --digest none --csv -", "the cut points of a stream, as CSV"}},
+                    .exit_codes = exit_codes()});
     cmd->callback([args, &exit_code] { exit_code = run(*args); });
 }
 

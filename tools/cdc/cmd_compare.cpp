@@ -1,6 +1,6 @@
 // cdc compare — two algorithms (or two profiles) side by side on one corpus,
 // with deltas; exit 1 when B deduplicates worse than A beyond a tolerance.
-#include "analyze_cli.hpp"
+#include "corpus_options.hpp"
 #include "cli_common.hpp"
 #include "commands.hpp"
 #include "sizes.hpp"
@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <limits>
 
 namespace cdc::cli {
 
@@ -47,17 +48,18 @@ Options for_side(const AlgorithmInfo& side, const AlgorithmInfo& other, const Op
 
 void print_side_by_side(const AlgorithmResult& a, const AlgorithmResult& b, double delta_pp, bool regression,
                         double tolerance) {
-    auto label = [](const AlgorithmResult& r) {
-        return fmt::format("{} {}/{}/{}", r.algorithm, r.profile.min_size, r.profile.normal_size,
-                           r.profile.max_size);
+    const auto label = [](const AlgorithmResult& r) {
+        return fmt::format("{} {}", r.algorithm, profile_sizes(r.profile));
     };
-    fmt::print("{:<22} {:>28} {:>28} {:>14}\n", "", "A: " + label(a), "B: " + label(b), "B - A");
-    auto row_u = [](std::string_view name, std::uint64_t x, std::uint64_t y) {
-        fmt::print("{:<22} {:>28} {:>28} {:>+14}\n", name, x, y,
+    const std::string la = "A: " + label(a), lb = "B: " + label(b);
+    const std::size_t w = std::max<std::size_t>({la.size(), lb.size(), 16});  // columns fit their labels
+    fmt::print("{:<22} {:>{}} {:>{}} {:>14}\n", "", la, w, lb, w, "B - A");
+    auto row_u = [w](std::string_view name, std::uint64_t x, std::uint64_t y) {
+        fmt::print("{:<22} {:>{}} {:>{}} {:>+14}\n", name, x, w, y, w,
                    static_cast<std::int64_t>(y) - static_cast<std::int64_t>(x));
     };
-    auto row_d = [](std::string_view name, double x, double y, int prec) {
-        fmt::print("{:<22} {:>28.{}f} {:>28.{}f} {:>+14.{}f}\n", name, x, prec, y, prec, y - x, prec);
+    auto row_d = [w](std::string_view name, double x, double y, int prec) {
+        fmt::print("{:<22} {:>{}.{}f} {:>{}.{}f} {:>+14.{}f}\n", name, x, w, prec, y, w, prec, y - x, prec);
     };
     row_u("files", a.files, b.files);
     row_u("bytes", a.bytes, b.bytes);
@@ -73,7 +75,8 @@ void print_side_by_side(const AlgorithmResult& a, const AlgorithmResult& b, doub
     row_u("size max", a.sizes.max(), b.sizes.max());
     row_d("size stddev", a.sizes.stddev(), b.sizes.stddev(), 0);
     row_d("chunking MB/s", a.chunk_mb_s(), b.chunk_mb_s(), 0);
-    fmt::print("{}: B's dedup ratio is {:+.3f} percentage points from A's (tolerance {} points; lower is better)\n",
+    fmt::print("{}: B's dedup ratio is {:+.3f} percentage points from A's (tolerance {} points; dedup ratio = "
+               "distinct / total bytes, lower is better)\n",
                regression ? "REGRESSION" : "ok", delta_pp, tolerance);
 }
 
@@ -140,31 +143,38 @@ void add_compare_command(CLI::App& app, int& exit_code) {
     auto args = std::make_shared<CompareArgs>();
     auto* cmd = app.add_subcommand("compare", "two algorithms or profiles side by side on a corpus; exit 1 when B "
                                               "deduplicates worse than A");
-    cmd->add_option("-a", args->a, "algorithm A (the reference)")->required();
-    cmd->add_option("-b", args->b, "algorithm B (the candidate)")->required();
+    with_choices(cmd->add_option("-a,--algorithm", args->a, "algorithm A (the reference)")->required()->type_name("NAME"),
+                 algorithm_choices(false));
+    with_choices(cmd->add_option("-b,--b-algorithm", args->b, "algorithm B (the candidate)")->required()->type_name("NAME"),
+                 algorithm_choices(false));
     add_profile_options(*cmd, args->corpus.profile);
-    args->a_profile.prefix = "--a-";
-    args->b_profile.prefix = "--b-";
-    cmd->add_option("--a-min", args->a_profile.min, "minimum size for A only");
-    cmd->add_option("--a-avg", args->a_profile.avg, "average size for A only");
-    cmd->add_option("--a-max", args->a_profile.max, "maximum size for A only");
-    cmd->add_option("--b-min", args->b_profile.min, "minimum size for B only");
-    cmd->add_option("--b-avg", args->b_profile.avg, "average size for B only");
-    cmd->add_option("--b-max", args->b_profile.max, "maximum size for B only");
+    constexpr std::uint64_t kMost = std::numeric_limits<std::uint64_t>::max();
+    add_size_option(*cmd, "--a-min", args->a_profile.min, 0, kMost, "minimum size for A only");
+    add_size_option(*cmd, "--a-avg", args->a_profile.avg, 0, kMost, "average size for A only");
+    add_size_option(*cmd, "--a-max", args->a_profile.max, 0, kMost, "maximum size for A only");
+    add_size_option(*cmd, "--b-min", args->b_profile.min, 0, kMost, "minimum size for B only");
+    add_size_option(*cmd, "--b-avg", args->b_profile.avg, 0, kMost, "average size for B only");
+    add_size_option(*cmd, "--b-max", args->b_profile.max, 0, kMost, "maximum size for B only");
     cmd->add_option("--tolerance", args->tolerance,
                     "allowed worsening of B's dedup ratio, in percentage points (0..100)")
+        ->type_name("POINTS")
         ->capture_default_str();
     add_corpus_options(*cmd, args->corpus);
-    auto* csv = cmd->add_flag("--csv", args->csv, "CSV: a header then rows a and b");
-    auto* json = cmd->add_flag("--json", args->json,
-                               "one JSON object: {\"a\": {...}, \"b\": {...}, \"regression\": bool, ...} with the "
-                               "fields of cdc analyze --json");
+    auto* csv = add_csv_flag(*cmd, args->csv, "a header, then rows a and b");
+    auto* json = add_json_flag(*cmd, args->json,
+                               "{\"a\": {...}, \"b\": {...}, \"regression\": bool, \"dedup_ratio_delta_pp\", ...} "
+                               "with the fields of cdc analyze --json");
     csv->excludes(json);
-    cmd->footer(std::string("Both run in one pass over the data. --min/--avg/--max/--key apply to both; "
-                            "--a-*/--b-* override them for one side. Regression: 100 x (ratio B - ratio A) > "
-                            "--tolerance, where ratio = distinct bytes / total bytes.\nExit codes: 0 no regression; "
-                            "1 regression; 2 usage error; 3 no regression but some inputs were skipped after errors; "
-                            "4 an I/O error stopped the run."));
+    document(*cmd,
+             {.notes = "Both run in one pass over the data. --min/--avg/--max/--key apply to both; --a-*/--b-* "
+                       "override them for one side. Regression: 100 x (ratio B - ratio A) > --tolerance, where "
+                       "ratio = distinct bytes / total bytes.",
+              .examples = {{"cdc compare -a restic-rabin -b fastcdc ~/data",
+                            "what switching from restic's chunker to FastCDC would cost"},
+                           {"cdc compare -a fastcdc -b fastcdc --b-avg 16K --tolerance 0.5 ~/data",
+                            "the same algorithm at 8 KiB and 16 KiB; exit 1 if 16 KiB loses over half a point"}},
+              .exit_codes = exit_codes({{kExitRegression, "B deduplicates worse than A beyond --tolerance"},
+                                        {kExitPartial, "no regression, but some inputs were skipped after errors"}})});
     cmd->callback([args, &exit_code] { exit_code = run(*args); });
 }
 

@@ -1,6 +1,7 @@
 // cdc gen — write deterministic test data (the test-vector input specs).
 #include "cli_common.hpp"
 #include "commands.hpp"
+#include "output_path.hpp"
 #include <cdc/corpus/datagen.hpp>
 
 #include <fmt/format.h>
@@ -21,6 +22,30 @@ int write_stream(InputGenerator& gen, int fd, const std::string& name) {
     FdWriter writer(fd, name);
     std::vector<std::uint8_t> block(std::size_t{1} << 20);
     while (const std::size_t n = gen.read(block)) writer.write(std::as_bytes(std::span(block).first(n)));
+    return kExitOk;
+}
+
+// A SPEC's length with a size suffix (zeros:32M) as the decimal number the
+// generator reads (tests/vectors/README.md: the specs of the vectors).
+std::string expand_length(const std::string& spec) {
+    const auto kind = spec.substr(0, spec.find(':'));
+    const auto last = spec.rfind(':');
+    if (last == std::string::npos || (kind != "zeros" && kind != "repeat" && kind != "splitmix64" && kind != "text"))
+        return spec;
+    return fmt::format("{}{}", spec.substr(0, last + 1), tools::parse_size(spec.substr(last + 1), "SPEC's length"));
+}
+
+// A device or FIFO (/dev/null, a pipe) is written as a stream.
+int write_to_stream_path(InputGenerator& gen, const std::string& path) {
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) throw UsageError(fmt::format("cannot write '{}': {}", path, std::strerror(errno)));
+    try {
+        write_stream(gen, fd, path);
+    } catch (...) {
+        ::close(fd);
+        throw;
+    }
+    if (::close(fd) != 0) throw IoError(fmt::format("close '{}': {}", path, std::strerror(errno)));
     return kExitOk;
 }
 
@@ -53,16 +78,32 @@ int write_file(InputGenerator& gen, const std::string& path) {
 }  // namespace
 
 void add_gen_command(CLI::App& app, int& exit_code) {
-    auto spec = std::make_shared<std::string>();
-    auto output = std::make_shared<std::string>("-");
+    struct Args {
+        std::string spec, output = "-";
+        bool quiet = false;  // (nothing but the data and errors is printed anyway)
+    };
+    auto args = std::make_shared<Args>();  // (the callback holds it: the options write into it)
     auto* cmd = app.add_subcommand(
         "gen", "write deterministic data: empty, byte42, zeros:LEN, repeat:WORD:LEN, splitmix64:SEED:LEN, text:SEED:LEN");
-    cmd->add_option("SPEC", *spec, "input spec (tests/vectors/README.md)")->required();
-    cmd->add_option("-o,--output", *output, "output file (- for stdout; an existing file is not overwritten)")
+    cmd->add_option("SPEC", args->spec, "input spec (tests/vectors/README.md); LEN takes size suffixes (32M)")
+        ->required()
+        ->type_name("");
+    cmd->add_option("-o,--output", args->output,
+                    "output file, created whole or not at all (an existing file is not overwritten); - for standard "
+                    "output; a device or FIFO is written as a stream")
+        ->type_name("FILE")
         ->capture_default_str();
-    cmd->callback([spec, output, &exit_code] {
-        InputGenerator gen(*spec);  // validates the spec before creating anything
-        exit_code = *output == "-" ? write_stream(gen, STDOUT_FILENO, "stdout") : write_file(gen, *output);
+    add_quiet_flag(*cmd, args->quiet);
+    document(*cmd, {.notes = "The same SPEC always gives the same bytes (the test vectors' inputs).",
+                    .examples = {{"cdc gen splitmix64:1:1G -o random.bin", "1 GiB of pseudo-random bytes"},
+                                 {"cdc gen text:7:32M | cdc chunk --csv -", "32 MiB of text, chunked"}},
+                    .exit_codes = exit_codes()});
+    cmd->callback([args, &exit_code] {
+        InputGenerator gen(expand_length(args->spec));  // validates the spec before creating anything
+        const std::string& out = args->output;
+        exit_code = out == "-"                    ? write_stream(gen, STDOUT_FILENO, "stdout")
+                    : tools::is_stream_path(out) ? write_to_stream_path(gen, out)
+                                                  : write_file(gen, out);
     });
 }
 

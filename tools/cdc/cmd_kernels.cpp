@@ -112,13 +112,21 @@ int run(bool json) {
 void add_kernels_command(CLI::App& app, int& exit_code) {
     auto* cmd = app.add_subcommand(
         "kernels", "the exact kernels this CPU runs for each algorithm family, their measured speed and the choice");
-    auto json = std::make_shared<bool>(false);
-    cmd->add_flag("--json", *json,
-                  "JSON: {\"best_level\", \"forced\", \"families\": [{\"family\", \"algorithms\", \"candidates\": "
+    struct Flags {
+        bool json = false, quiet = false;
+    };
+    auto flags = std::make_shared<Flags>();  // (the callback holds them: the flags write into them)
+    add_json_flag(*cmd, flags->json,
+                  "{\"best_level\", \"forced\", \"families\": [{\"family\", \"algorithms\", \"candidates\": "
                   "[{\"kernel\", \"mb_s\", \"relative_to_scalar\"}], \"chosen\", \"used\", \"bytes\", \"rounds\", "
                   "\"seconds\"}]}");
-    cmd->footer(kExitCodesHelp);
-    cmd->callback([json, &exit_code] { exit_code = run(*json); });
+    add_quiet_flag(*cmd, flags->quiet);
+    document(*cmd, {.notes = "Each family times its kernels on first use in a process; CDC_KERNEL (or a command's "
+                             "--kernel) forces a level instead.",
+                    .examples = {{"cdc kernels", "the kernels of each family and the one used"},
+                                 {"CDC_KERNEL=scalar cdc kernels --json", "what forcing the scalar level does"}},
+                    .exit_codes = exit_codes()});
+    cmd->callback([flags, &exit_code] { exit_code = run(flags->json); });
 }
 
 }  // namespace cdc::cli

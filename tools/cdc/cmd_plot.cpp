@@ -12,6 +12,7 @@
 #include <cdc/corpus/sweep.hpp>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cerrno>
@@ -37,13 +38,14 @@ struct PlotArgs {
     std::size_t bins = 64;
     std::size_t max_edits = 64;
     std::string edit_kind = "insert";
-    std::string edit_size = "1";
+    std::uint64_t edit_size = 1;
     std::size_t trials = 3;
     std::uint64_t seed = 1;
-    std::string resync_bytes = "16MiB";
+    std::uint64_t resync_bytes = std::uint64_t{16} << 20;
     std::string scales = "0.125,0.25,0.5,1,2,4,8";
     unsigned jobs = 0;
     bool quiet = false;
+    bool json = false;
 };
 
 std::set<std::string> parse_kinds(const std::string& text) {
@@ -54,7 +56,7 @@ std::set<std::string> parse_kinds(const std::string& text) {
             continue;
         }
         if (std::find(std::begin(kKinds), std::end(kKinds), k) == std::end(kKinds))
-            throw UsageError(fmt::format("--kind = '{}' is invalid: distribution, cdf, resync, dedup-sweep or all", k));
+            throw UsageError(fmt::format("--chart = '{}' is invalid: distribution, cdf, resync, dedup-sweep or all", k));
         kinds.insert(k);
     }
     return kinds;
@@ -80,16 +82,7 @@ std::vector<double> parse_scales(const std::string& text, const std::vector<Algo
 
 double kib(double bytes) { return bytes / 1024.0; }
 
-std::string compact_size(std::size_t v) {
-    if (v % (1024 * 1024) == 0) return fmt::format("{}M", v / (1024 * 1024));
-    if (v % 1024 == 0) return fmt::format("{}K", v / 1024);
-    return fmt::format("{}", v);
-}
-
-std::string profile_text(const Profile& p) {
-    return fmt::format("min/avg/max {}/{}/{}", compact_size(p.min_size), compact_size(p.normal_size),
-                       compact_size(p.max_size));
-}
+std::string profile_text(const Profile& p) { return fmt::format("min/avg/max {}", profile_sizes(p)); }
 
 // The bytes resync edits: the corpus files concatenated in walk order, up to
 // `limit` bytes (a tar-like stream). A file that cannot be read is reported
@@ -124,20 +117,24 @@ std::vector<std::uint8_t> resync_input(const WalkResult& walk, std::uint64_t lim
     return data;
 }
 
+// Each PNG as it is written is named on stdout (unless quiet or JSON, which
+// lists them all at the end).
 class PngWriter {
 public:
-    explicit PngWriter(std::filesystem::path out, bool quiet) : out_(std::move(out)), quiet_(quiet) {}
+    PngWriter(std::filesystem::path out, bool quiet, bool json) : out_(std::move(out)), quiet_(quiet), json_(json) {}
     void write(const plot::Chart& chart, const std::filesystem::path& relative) {
         plot::render_png(chart, out_ / relative);
-        ++written_;
-        if (!quiet_) fmt::print("{}\n", tools::escape_text((out_ / relative).string()));
+        files_.push_back((out_ / relative).string());
+        if (!quiet_ && !json_) fmt::print("{}\n", tools::escape_text(files_.back()));
     }
-    std::size_t written() const noexcept { return written_; }
+    std::size_t written() const noexcept { return files_.size(); }
+    const std::vector<std::string>& files() const noexcept { return files_; }
 
 private:
     std::filesystem::path out_;
     bool quiet_;
-    std::size_t written_ = 0;
+    bool json_;
+    std::vector<std::string> files_;
 };
 
 // The options, validated before any file is read.
@@ -157,12 +154,13 @@ PlotPlan plan_of(const PlotArgs& args) {
     p.runs = parse_algorithm_list(args.algorithms, args.profile.options(), args.quiet);
     p.scales = parse_scales(args.scales, p.runs);
     p.edit_spec.kind = parse_edit_kind(args.edit_kind);
-    p.edit_spec.size = static_cast<std::size_t>(tools::parse_size(args.edit_size, "--edit-size", 1, limits::kEditSize));
+    p.edit_spec.size = static_cast<std::size_t>(args.edit_size);
     p.edit_spec.seed = args.seed;
     p.edit_spec.count = args.max_edits;
     p.edit_counts = doubling_counts(args.max_edits);
-    p.resync_limit = tools::parse_size(args.resync_bytes, "--resync-bytes", 1, std::numeric_limits<std::uint64_t>::max());
-    if (p.kinds.count("resync")) tools::check_fits_in_memory(2 * p.resync_limit, "--resync-bytes", args.resync_bytes);
+    p.resync_limit = args.resync_bytes;
+    if (p.kinds.count("resync"))
+        tools::check_fits_in_memory(2 * p.resync_limit, "--resync-bytes", tools::format_size_exact(args.resync_bytes));
     for (const auto& r : p.runs) p.finders.push_back(make_cut_finder(r));
     for (const auto& path : args.paths)
         if (path == "-") throw UsageError("cdc plot reads files and directories, not standard input");
@@ -322,7 +320,7 @@ void plot_resync(const PlotRun& run) {
 
 plot::Chart sweep_chart(std::string title, std::string subtitle) {
     plot::Chart c = chart(std::move(title), std::move(subtitle), "measured mean chunk size (KiB, log scale)",
-                          "dedup ratio: distinct / total bytes");
+                          "dedup ratio: distinct / total bytes (lower is better)");
     c.x_log = true;
     c.markers = true;
     c.y_from_zero = false;
@@ -362,7 +360,7 @@ int run(const PlotArgs& args) {
     const PlotPlan plan = plan_of(args);
     Skips skip;
     const WalkResult walk = walk_corpus(args, skip);
-    PngWriter writer(args.out, args.quiet);
+    PngWriter writer(args.out, args.quiet, args.json);
     const PlotRun run{args, plan, walk,
                       fmt::format("{} file{}, {}", walk.files.size(), walk.files.size() == 1 ? "" : "s",
                                   tools::format_size(static_cast<double>(walk.total_bytes))),
@@ -370,6 +368,11 @@ int run(const PlotArgs& args) {
     if (plan.kinds.count("distribution") || plan.kinds.count("cdf")) plot_sizes(run);
     if (plan.kinds.count("resync")) plot_resync(run);
     if (plan.kinds.count("dedup-sweep")) plot_dedup_sweep(run);
+    if (args.json) {
+        nlohmann::json files = nlohmann::json::array();
+        for (const auto& f : writer.files()) files.push_back(tools::escape_text(f));
+        fmt::print("{}\n", nlohmann::json{{"files", files}, {"skipped", skip.size()}}.dump());
+    }
     finish_stdout();
     // No data could be read: nothing is written, and that is a failure.
     if (writer.written() == 0)
@@ -385,29 +388,34 @@ void add_plot_command(CLI::App& app, int& exit_code) {
     auto* cmd = app.add_subcommand(
         "plot",
         "PNG graphs per algorithm (OUT/<algorithm>/chunk-distribution.png, chunk-size-cdf.png, resync-impact.png, "
-        "dedup-sweep.png) and OUT/compare-<kind>.png overlaying them");
-    cmd->add_option("-a,--algorithm", args->algorithms, "comma-separated algorithm names, or all")->capture_default_str();
-    cmd->add_option("--kind", args->kinds, "distribution, cdf, resync, dedup-sweep or all (comma-separated)")
-        ->capture_default_str();
-    add_profile_options(*cmd, args->profile, true, "--chunker-seed");
-    cmd->add_option("--out", args->out, "output directory")->required();
+        "dedup-sweep.png) and OUT/compare-<chart>.png overlaying them");
+    add_algorithm_list_option(*cmd, args->algorithms, "algorithms to draw: names, comma-separated or repeated, or all");
+    with_choices(add_list_option(*cmd, "--chart", args->kinds, "CHART",
+                                 "distribution, cdf, resync, dedup-sweep or all (comma-separated or repeated)"),
+                 {"distribution", "cdf", "resync", "dedup-sweep", "all"});
+    add_profile_options(*cmd, args->profile);
+    cmd->add_option("-o,--output", args->out, "output directory")->required()->type_name("DIR");
     add_count_option(*cmd, "--bins", args->bins, 1, limits::kBins, "histogram bins over [0, max]");
-    add_count_option(*cmd, "--edits", args->max_edits, 0, limits::kEdits,
+    add_edit_options(*cmd, args->max_edits, args->edit_size, args->edit_kind, args->seed,
                      "resync: up to this many edits (1, 2, 4, ... n; 0: the point n = 0 only, no edits)");
-    cmd->add_option("--edit-kind", args->edit_kind, "resync: insert, delete, overwrite or mixed")->capture_default_str();
-    cmd->add_option("--edit-size", args->edit_size, "resync: bytes per edit")->capture_default_str();
-    add_count_option(*cmd, "--trials", args->trials, 1, limits::kTrials, "resync: trials (seeds) averaged per point");
-    add_count_option(*cmd, "--seed", args->seed, 0, std::numeric_limits<std::uint64_t>::max(), "resync: first seed");
-    cmd->add_option("--resync-bytes", args->resync_bytes,
-                    "resync: edit the first this-many bytes of the inputs, concatenated")
-        ->capture_default_str();
+    add_count_option(*cmd, "--trials", args->trials, 1, limits::kTrials, "resync: trials (edit seeds) averaged per point");
+    add_size_option(*cmd, "--resync-bytes", args->resync_bytes, 1, std::numeric_limits<std::uint64_t>::max(),
+                    "resync: edit the first this-many bytes of the inputs, concatenated");
     cmd->add_option("--scales", args->scales,
                     "dedup-sweep: factors (1/1024..1024) applied to min, avg and max together")
+        ->type_name("LIST")
         ->capture_default_str();
     add_count_option(*cmd, "-j,--jobs", args->jobs, 0, limits::kJobs, "analysis workers (0: every core)");
-    cmd->add_flag("-q,--quiet", args->quiet, "do not list the files written");
-    cmd->add_option("PATH", args->paths, "files or directories (recursive)")->required();
-    cmd->footer(kExitCodesHelp);
+    add_json_flag(*cmd, args->json, "{files: [the PNG files written], skipped}");
+    add_quiet_flag(*cmd, args->quiet);
+    cmd->add_option("PATH", args->paths, "files or directories (recursive)")->required()->type_name("");
+    document(*cmd, {.notes = "Text output: each PNG file as it is written. The resync graphs edit the first "
+                             "--resync-bytes of the inputs n = 1, 2, 4 ... --edits times; the dedup sweep scales "
+                             "each algorithm's min, avg and max together (lower dedup ratio is better).",
+                    .examples = {{"cdc plot -o graphs ~/data", "every chart for three algorithms"},
+                                 {"cdc plot -a restic-rabin,fastcdc --chart cdf,dedup-sweep -o graphs ~/data",
+                                  "two charts comparing restic's chunker with FastCDC"}},
+                    .exit_codes = exit_codes({partial_exit()})});
     cmd->callback([args, &exit_code] { exit_code = run(*args); });
 }
 

@@ -25,7 +25,7 @@ struct ResyncArgs {
     ProfileArgs profile;
     std::string digest = "blake3";
     std::size_t edits = 1;
-    std::string edit_size = "16";
+    std::uint64_t edit_size = 16;
     std::string kind = "insert";
     std::uint64_t seed = 1;
     std::size_t trials = 1;
@@ -74,7 +74,7 @@ int run(const ResyncArgs& args) {
     EditSpec spec;
     spec.kind = parse_edit_kind(args.kind);
     spec.count = args.edits;
-    spec.size = static_cast<std::size_t>(tools::parse_size(args.edit_size, "--edit-size", 1, limits::kEditSize));
+    spec.size = static_cast<std::size_t>(args.edit_size);
     spec.seed = args.seed;
     const auto finders = resolve_algorithm_list(args.algorithm, base, args.quiet || args.json || args.csv);
 
@@ -134,28 +134,29 @@ void add_resync_command(CLI::App& app, int& exit_code) {
     auto args = std::make_shared<ResyncArgs>();
     auto* cmd = app.add_subcommand("resync", "apply random edits to a file and measure, per algorithm, how much of "
                                              "the edited file is still in the original's chunks");
-    cmd->add_option("-a,--algorithm", args->algorithm, "algorithm name, a comma-separated list, or all")
-        ->capture_default_str();
-    add_profile_options(*cmd, args->profile, true, "--chunker-seed");
-    add_count_option(*cmd, "--edits", args->edits, 0, limits::kEdits,
+    add_algorithm_list_option(*cmd, args->algorithm, "algorithms to measure: names, comma-separated or repeated, or all");
+    add_profile_options(*cmd, args->profile);
+    add_edit_options(*cmd, args->edits, args->edit_size, args->kind, args->seed,
                      "number of edits (0: none; edits x edit size at most the file's size)");
-    cmd->add_option("--edit-size", args->edit_size, "bytes per edit (suffixes: 1K, 4KiB...)")->capture_default_str();
-    cmd->add_option("--kind", args->kind, "insert, delete, overwrite or mixed")->capture_default_str();
-    add_count_option(*cmd, "--seed", args->seed, 0, std::numeric_limits<std::uint64_t>::max(),
-                     "seed of the edit positions and contents");
     add_count_option(*cmd, "--trials", args->trials, 1, limits::kTrials,
-                     "trials with seeds seed, seed+1, ... (reports mean and minimum)");
-    cmd->add_option("--digest", args->digest, "chunk fingerprint: blake3, sha256 or xxh3")->capture_default_str();
-    cmd->add_flag("-q,--quiet", args->quiet, "no notes on stderr");
-    auto* csv = cmd->add_flag("--csv", args->csv, "CSV: a header then one row per algorithm");
-    auto* json = cmd->add_flag("--json", args->json,
-                               "one JSON object: {\"results\": [{algorithm, shared_pct, chunks_orig, chunks_edited, "
-                               "...}], ...}");
+                     "trials with the edit seeds S, S+1, ... (reports mean and minimum)");
+    add_digest_option(*cmd, args->digest, false);
+    add_quiet_flag(*cmd, args->quiet);
+    auto* csv = add_csv_flag(*cmd, args->csv, "a header, then one row per algorithm");
+    auto* json = add_json_flag(*cmd, args->json,
+                               "{\"results\": [{algorithm, shared_pct, shared_pct_min, chunks_orig, chunks_edited, "
+                               "...}], kind, edits, edit_size, seed, trials, digest, bytes}");
     csv->excludes(json);
-    cmd->add_option("FILE", args->path, "the file (read whole into memory), or - for standard input")->required();
-    cmd->footer(std::string("Every algorithm sees the same edited data in a trial. With --trials, shared_pct is the "
-                            "mean and shared_pct_min the worst trial.\n")
-                    .append(kExitCodesHelp));
+    cmd->add_option("FILE", args->path, "the file (read whole into memory), or - for standard input")
+        ->required()
+        ->type_name("");
+    document(*cmd, {.notes = "Every algorithm sees the same edited data in a trial. With --trials, shared_pct is the "
+                             "mean and shared_pct_min the worst trial.",
+                    .examples = {{"cdc resync -a all --edits 10 --edit-size 1K disk.img",
+                                  "how much of disk.img survives ten 1 KiB insertions, per algorithm"},
+                                 {"cdc resync -a fastcdc,jc --edit-kind mixed --trials 5 --json notes.txt",
+                                  "mixed edits, five trials, as JSON"}},
+                    .exit_codes = exit_codes()});
     cmd->callback([args, &exit_code] { exit_code = run(*args); });
 }
 

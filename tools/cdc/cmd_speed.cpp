@@ -26,12 +26,13 @@ namespace {
 struct SpeedArgs {
     std::string algorithms = "all";
     ProfileArgs profile;
-    std::string size = "1GiB";
+    std::uint64_t size = std::uint64_t{1} << 30;
     std::string data = "random";
     std::string digest = "none";
     std::string kernel = "auto";
     unsigned runs = 1;
     bool json = false;
+    bool quiet = false;
 };
 
 // Time is the CPU time of the measuring thread: on a shared machine other
@@ -187,8 +188,8 @@ int run(const SpeedArgs& args) {
     const Options base = args.profile.options();
     const DigestKind digest = parse_digest_kind(args.digest);
     const KernelLevel level = parse_kernel_level(args.kernel);
-    const std::uint64_t size64 = tools::parse_size(args.size, "--size", 1, std::numeric_limits<std::uint64_t>::max());
-    tools::check_fits_in_memory(size64, "--size", args.size);  // the buffer is allocated whole
+    const std::uint64_t size64 = args.size;
+    tools::check_fits_in_memory(size64, "--size", tools::format_size_exact(size64));  // the buffer is allocated whole
     if (args.data != "random" && args.data != "text" && args.data != "zeros")
         throw UsageError(fmt::format("--data = '{}' is invalid: must be random, text or zeros", args.data));
     const auto runs = speed_runs(args, base);
@@ -203,9 +204,9 @@ int run(const SpeedArgs& args) {
     std::vector<SpeedRow> rows;
     for (const auto& r : runs) {
         rows.push_back(measure(r, level, buf, digest, args.runs));
-        if (!args.json && stderr_is_tty()) fmt::print(stderr, "\r{} done\x1b[K", r.name);
+        if (!args.json && !args.quiet && stderr_is_tty()) fmt::print(stderr, "\r{} done\x1b[K", r.name);
     }
-    if (!args.json && stderr_is_tty()) fmt::print(stderr, "\r\x1b[K");
+    if (!args.json && !args.quiet && stderr_is_tty()) fmt::print(stderr, "\r\x1b[K");
     print_rows(args, rows, baseline, size, checksum);
     finish_stdout();
     return kExitOk;
@@ -216,21 +217,26 @@ void add_speed_command(CLI::App& app, int& exit_code) {
     auto args = std::make_shared<SpeedArgs>();
     auto* cmd = app.add_subcommand(
         "speed", "in-memory chunking throughput of each algorithm beside a memory-read baseline (same buffer, same run)");
-    cmd->add_option("-a,--algorithms", args->algorithms, "comma-separated names, or all")->capture_default_str();
+    add_algorithm_list_option(*cmd, args->algorithms, "algorithms to measure: names, comma-separated or repeated, or all");
     add_profile_options(*cmd, args->profile);
-    cmd->add_option("--size", args->size, "buffer size (suffixes K, M, G, KiB, MiB, GiB)")->capture_default_str();
-    cmd->add_option("--data", args->data, "buffer content: random, text or zeros")->capture_default_str();
-    cmd->add_option("--digest", args->digest, "also fingerprint every chunk: blake3, sha256, xxh3 or none")
-        ->capture_default_str();
-    cmd->add_option("--kernel", args->kernel,
-                    "force a kernel level: auto, scalar, wide, avx2, avx512 (default: CDC_KERNEL, else the fastest measured)")
-        ->capture_default_str();
+    add_size_option(*cmd, "--size", args->size, 1, std::numeric_limits<std::uint64_t>::max(), "buffer size");
+    with_choices(cmd->add_option("--data", args->data, "buffer content: random, text or zeros")
+                     ->type_name("KIND")
+                     ->capture_default_str(),
+                 {"random", "text", "zeros"});
+    add_digest_option(*cmd, args->digest, true)->description("also fingerprint every chunk: blake3, sha256, xxh3 or none");
+    add_kernel_option(*cmd, args->kernel);
     add_count_option(*cmd, "--runs", args->runs, 1, limits::kRuns,
                      "measure each algorithm this many times and report the best");
-    cmd->add_flag("--json", args->json,
-                  "JSON: {\"baseline_mb_s\", \"results\": [{\"algorithm\", \"mb_s\", \"chunks\", "
-                  "\"fraction_of_baseline\", \"scalar_mb_s\", \"relative_to_scalar\", \"kernel\"}]}");
-    cmd->footer(kExitCodesHelp);
+    add_json_flag(*cmd, args->json,
+                  "{\"baseline_mb_s\", \"results\": [{\"algorithm\", \"mb_s\", \"chunks\", "
+                  "\"fraction_of_baseline\", \"scalar_mb_s\", \"relative_to_scalar\", \"kernel\"}], ...}");
+    add_quiet_flag(*cmd, args->quiet);
+    document(*cmd, {.notes = "Times are the measuring thread's CPU time, best of --runs; MB = 10^6 bytes.",
+                    .examples = {{"cdc speed", "every algorithm on 1 GiB of random data"},
+                                 {"cdc speed -a fastcdc-v1.0.0,ultracdc --size 256M --digest blake3 --runs 3",
+                                  "two algorithms with BLAKE3 of every chunk, best of three"}},
+                    .exit_codes = exit_codes()});
     cmd->callback([args, &exit_code] { exit_code = run(*args); });
 }
 

@@ -2,7 +2,7 @@
 // directory: init, put, get, ls, rm, gc, verify, stats (docs/STORE.md).
 #include "commands.hpp"
 #include "sizes.hpp"
-#include "store_cli.hpp"
+#include "cmd_store.hpp"
 #include "time_text.hpp"
 
 #include <fmt/format.h>
@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstring>
 #include <ctime>
+#include <limits>
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -32,18 +33,24 @@ Store open_store(const std::string& dir, const std::string& key_file) {
 
 namespace {
 
-std::string short_size(std::size_t n) {
-    if (n % (1024 * 1024) == 0) return fmt::format("{}M", n / (1024 * 1024));
-    if (n % 1024 == 0) return fmt::format("{}K", n / 1024);
-    return fmt::format("{}", n);
-}
-
 std::string profile_text(const std::string& algorithm, const Profile& p) {
-    return fmt::format("{} {}/{}/{}{}", algorithm, short_size(p.min_size), short_size(p.normal_size),
-                       short_size(p.max_size), p.keyed ? " keyed" : "");
+    return fmt::format("{} {}{}", algorithm, profile_sizes(p), p.keyed ? " keyed" : "");
 }
 
 double ratio(std::uint64_t a, std::uint64_t b) { return b == 0 ? 0.0 : static_cast<double>(a) / static_cast<double>(b); }
+
+// The share of `before` that `after` does not take (0.73: 73% saved; below
+// zero when `after` is larger).
+double space_saved(std::uint64_t before, std::uint64_t after) { return before == 0 ? 0.0 : 1.0 - ratio(after, before); }
+
+// "3.70x smaller, 73.0% saved" (as restic reports compression): how many
+// times smaller `after` is than `before`, and the space that saves.
+std::string saving_text(std::uint64_t before, std::uint64_t after) {
+    if (before == 0 || after == 0) return "nothing to compare";
+    const double saved = space_saved(before, after);
+    if (saved < 0) return fmt::format("{:.2f}x larger, {:.1f}% more space", ratio(after, before), -100.0 * saved);
+    return fmt::format("{:.2f}x smaller, {:.1f}% space saved", ratio(before, after), 100.0 * saved);
+}
 
 // ---------------------------------------------------------------- init
 
@@ -53,7 +60,9 @@ struct InitArgs {
     ProfileArgs profile;
     std::string key_file;
     int zstd_level = 3;
-    std::string pack_size = "64M";
+    std::uint64_t pack_size = std::uint64_t{64} << 20;
+    bool json = false;
+    bool quiet = false;
 };
 
 int run_init(const InitArgs& a) {
@@ -62,12 +71,22 @@ int run_init(const InitArgs& a) {
     o.chunking = a.profile.options();
     if (!a.key_file.empty()) o.chunking.key = read_key_file(a.key_file);
     o.zstd_level = a.zstd_level;
-    o.pack_size = tools::parse_size(a.pack_size, "--pack-size");
+    o.pack_size = a.pack_size;
     const Store s = Store::init(a.dir, o);
     const auto& i = s.info();
-    fmt::print("initialised store '{}': {}, zstd level {}, packs of {}, format {}\n", a.dir,
-               profile_text(i.algorithm, i.profile), i.zstd_level, tools::format_size(static_cast<double>(i.pack_size)),
-               i.format_version);
+    if (a.json) {
+        nlohmann::json j = {{"store_id", i.store_id},     {"format_version", i.format_version},
+                            {"algorithm", i.algorithm},   {"min_size", i.profile.min_size},
+                            {"avg_size", i.profile.normal_size}, {"max_size", i.profile.max_size},
+                            {"keyed", i.profile.keyed},   {"zstd_level", i.zstd_level},
+                            {"pack_size", i.pack_size}};
+        tools::put_name(j, "dir", a.dir);
+        fmt::print("{}\n", tools::json_text(j));
+    } else if (!a.quiet) {
+        fmt::print("initialised store '{}': {}, zstd level {}, packs of {}, format {}\n", a.dir,
+                   profile_text(i.algorithm, i.profile), i.zstd_level,
+                   tools::format_size(static_cast<double>(i.pack_size)), i.format_version);
+    }
     finish_stdout();
     return kExitOk;
 }
@@ -94,6 +113,7 @@ struct LsArgs {
     std::string dir;
     std::string prefix;
     bool json = false;
+    bool quiet = false;
 };
 
 int run_ls(const LsArgs& a) {
@@ -116,12 +136,20 @@ int run_ls(const LsArgs& a) {
 struct RmArgs {
     std::string dir;
     std::vector<std::string> names;
+    bool json = false;
+    bool quiet = false;
 };
 
 int run_rm(const RmArgs& a) {
     Store s = open_store(a.dir);
     s.remove(a.names);
-    fmt::print("removed {} file(s); cdc store gc reclaims their space\n", a.names.size());
+    if (a.json) {
+        nlohmann::json j = nlohmann::json::object();
+        tools::put_names(j, "removed", a.names);
+        fmt::print("{}\n", tools::json_text(j));
+    } else if (!a.quiet) {
+        fmt::print("removed {} file(s); cdc store gc reclaims their space\n", a.names.size());
+    }
     finish_stdout();
     return kExitOk;
 }
@@ -131,6 +159,7 @@ int run_rm(const RmArgs& a) {
 struct StatsArgs {
     std::string dir;
     bool json = false;
+    bool quiet = false;
 };
 
 int run_stats(const StatsArgs& a) {
@@ -165,20 +194,23 @@ int run_stats(const StatsArgs& a) {
                             {"chunk_table_bytes_per_chunk", table_per_chunk},
                             {"dedup_ratio", ratio(st.chunk_bytes, st.logical_bytes)},
                             {"compression_ratio", ratio(st.stored_bytes, st.chunk_bytes)},
-                            {"store_ratio", ratio(st.pack_bytes + st.index_bytes, st.logical_bytes)}};
+                            {"store_ratio", ratio(st.pack_bytes + st.index_bytes, st.logical_bytes)},
+                            {"dedup_space_saved", space_saved(st.logical_bytes, st.chunk_bytes)},
+                            {"compression_space_saved", space_saved(st.chunk_bytes, st.stored_bytes)},
+                            {"space_saved", space_saved(st.logical_bytes, st.pack_bytes + st.index_bytes)}};
         fmt::print("{}\n", tools::json_text(j));
     } else {
         fmt::print("store      {} (format {}, id {})\n", a.dir, i.format_version, i.store_id);
         fmt::print("chunking   {}, zstd level {}\n", profile_text(i.algorithm, i.profile), i.zstd_level);
         fmt::print("files      {} ({} in {} chunk references)\n", st.files, mb(st.logical_bytes), st.references);
-        fmt::print("chunks     {} distinct, {} raw (dedup {:.2f}%)\n", st.chunks, mb(st.chunk_bytes),
-                   100.0 * ratio(st.chunk_bytes, st.logical_bytes));
-        fmt::print("stored     {} in {} pack(s) of {} (compression {:.2f}%, garbage {})\n", mb(st.stored_bytes),
-                   st.packs, mb(st.pack_bytes), 100.0 * ratio(st.stored_bytes, st.chunk_bytes), mb(st.garbage_bytes));
+        fmt::print("chunks     {} distinct, {} raw; dedup: {}\n", st.chunks, mb(st.chunk_bytes),
+                   saving_text(st.logical_bytes, st.chunk_bytes));
+        fmt::print("stored     {} in {} pack(s) of {}, garbage {}; compression: {}\n", mb(st.stored_bytes), st.packs,
+                   mb(st.pack_bytes), mb(st.garbage_bytes), saving_text(st.chunk_bytes, st.stored_bytes));
         fmt::print("index      {} ({:.1f} bytes per distinct chunk; chunk table {:.1f})\n", mb(st.index_bytes),
                    per_chunk, table_per_chunk);
-        fmt::print("total      {} on disk for {} of files ({:.2f}%)\n", mb(st.pack_bytes + st.index_bytes),
-                   mb(st.logical_bytes), 100.0 * ratio(st.pack_bytes + st.index_bytes, st.logical_bytes));
+        fmt::print("total      {} on disk for {} of files; {}\n", mb(st.pack_bytes + st.index_bytes),
+                   mb(st.logical_bytes), saving_text(st.logical_bytes, st.pack_bytes + st.index_bytes));
     }
     finish_stdout();
     return kExitOk;
@@ -224,9 +256,10 @@ int run_verify(const VerifyArgs& a) {
         if (r.damage.size() > kShown) fmt::print(stderr, "cdc: ... and {} more\n", r.damage.size() - kShown);
         if (!a.quiet)
             for (const auto& n : r.notes) print_message("cdc: note: ", n.what);
-        fmt::print("{}: {} pack(s), {} chunk(s) ({}) {}, {} file(s): {}\n", a.dir, r.packs, r.chunks_checked,
-                   mb(r.bytes_checked), a.full ? "decompressed and hashed" : "checksummed", r.manifests,
-                   r.ok() ? "ok" : fmt::format("{} problem(s)", r.damage.size()));
+        if (!a.quiet)
+            fmt::print("{}: {} pack(s), {} chunk(s) ({}) {}, {} file(s): {}\n", a.dir, r.packs, r.chunks_checked,
+                       mb(r.bytes_checked), a.full ? "decompressed and hashed" : "checksummed", r.manifests,
+                       r.ok() ? "ok" : fmt::format("{} problem(s)", r.damage.size()));
     }
     finish_stdout();
     return r.ok() ? kExitOk : kExitFailure;
@@ -252,7 +285,7 @@ int run_gc(const GcArgs& a) {
                             {"packs_deleted", r.packs_deleted},         {"bytes_before", r.bytes_before},
                             {"bytes_after", r.bytes_after}};
         fmt::print("{}\n", tools::json_text(j));
-    } else {
+    } else if (!a.quiet) {
         fmt::print("gc: {} chunk(s) removed ({}), {} pack(s) rewritten, {} deleted, {} pending manifest(s) dropped; "
                    "packs {} -> {}\n",
                    r.chunks_removed, mb(r.bytes_removed), r.packs_rewritten, r.packs_deleted, r.manifests_dropped,
@@ -268,15 +301,25 @@ void add_store_subcommands(CLI::App& st, int& exit_code) {
     {
         auto a = std::make_shared<InitArgs>();
         auto* c = st.add_subcommand("init", "create a store in DIR (absent or empty) with its chunking parameters");
-        c->add_option("DIR", a->dir, "the store's directory")->required();
-        c->add_option("-a,--algorithm", a->algorithm, "algorithm name (see cdc algorithms)")->capture_default_str();
+        c->add_option("DIR", a->dir, "the store's directory")->required()->type_name("");
+        add_algorithm_option(*c, a->algorithm, "the store's chunking algorithm (cdc algorithms lists them)");
         add_profile_options(*c, a->profile, false);
         c->add_option("--key-file", a->key_file,
                       "key for a keyed algorithm: 64 hex digits or 32 bytes (never written into the store, only a "
-                      "check value)");
-        c->add_option("--zstd-level", a->zstd_level, "zstd level, 1..19; 0 stores chunks uncompressed")
-            ->capture_default_str();
-        c->add_option("--pack-size", a->pack_size, "bound of a pack file (1M .. 4G)")->capture_default_str();
+                      "check value)")
+            ->type_name("FILE");
+        add_count_option(*c, "--zstd-level", a->zstd_level, 0, 19, "zstd level, 1..19; 0 stores chunks uncompressed");
+        add_size_option(*c, "--pack-size", a->pack_size, 1, std::numeric_limits<std::uint64_t>::max(),
+                        "bound of a pack file (1M .. 4G)");
+        add_json_flag(*c, a->json, "{dir, store_id, format_version, algorithm, min_size, avg_size, max_size, keyed, "
+                                   "zstd_level, pack_size}");
+        add_quiet_flag(*c, a->quiet);
+        document(*c, {.notes = "The chunking parameters are fixed for the store's life: every file put is cut "
+                               "with them, and cdc push chunks alike.",
+                      .examples = {{"cdc store init /srv/store", "a store with fastcdc's defaults"},
+                                   {"cdc store init -a fastcdc-v1.0.0 --avg 16K --zstd-level 9 /srv/store",
+                                    "16 KiB chunks, stronger compression"}},
+                      .exit_codes = exit_codes()});
         c->callback([a, &exit_code] { exit_code = with_store_errors([&] { return run_init(*a); }); });
     }
     add_store_put(st, exit_code);
@@ -284,41 +327,71 @@ void add_store_subcommands(CLI::App& st, int& exit_code) {
     {
         auto a = std::make_shared<LsArgs>();
         auto* c = st.add_subcommand("ls", "list the files of the store (name, size, chunks, mtime, mode)");
-        c->add_option("DIR", a->dir, "the store's directory")->required();
-        c->add_option("PREFIX", a->prefix, "only names that start with PREFIX");
-        c->add_flag("--json", a->json, "a JSON array of {name, size, mode, mtime_ns, digest, algorithm, ..., chunks}");
+        c->add_option("DIR", a->dir, "the store's directory")->required()->type_name("");
+        c->add_option("PREFIX", a->prefix, "only names that start with PREFIX")->type_name("");
+        add_json_flag(*c, a->json, "[{name, size, mode, mtime_ns, digest, algorithm, ..., chunks, committed_ns}]");
+        add_quiet_flag(*c, a->quiet);
+        document(*c, {.notes = "Text output: size, chunks, mtime, mode and name, one file per line.",
+                      .examples = {{"cdc store ls /srv/store", "every file"},
+                                   {"cdc store ls /srv/store project/ --json", "the files of a tree, as JSON"}},
+                      .exit_codes = exit_codes()});
         c->callback([a, &exit_code] { exit_code = with_store_errors([&] { return run_ls(*a); }); });
     }
     {
         auto a = std::make_shared<RmArgs>();
         auto* c = st.add_subcommand("rm", "remove files from the store (their space is reclaimed by gc)");
-        c->add_option("DIR", a->dir, "the store's directory")->required();
-        c->add_option("NAME", a->names, "names to remove (all or none: an unknown name removes nothing)")->required();
+        c->add_option("DIR", a->dir, "the store's directory")->required()->type_name("");
+        c->add_option("NAME", a->names, "names to remove (all or none: an unknown name removes nothing)")
+            ->required()
+            ->type_name("");
+        add_json_flag(*c, a->json, "{removed: [names]}");
+        add_quiet_flag(*c, a->quiet);
+        document(*c, {.notes = "",
+                      .examples = {{"cdc store rm /srv/store old.img && cdc store gc /srv/store",
+                                    "remove a file and reclaim its chunks"}},
+                      .exit_codes = exit_codes({{kExitUsage, "usage error, or a NAME not in the store (nothing "
+                                                             "removed)"}})});
         c->callback([a, &exit_code] { exit_code = with_store_errors([&] { return run_rm(*a); }); });
     }
     {
         auto a = std::make_shared<GcArgs>();
         auto* c = st.add_subcommand("gc", "reclaim unreferenced chunks, rewrite sparse packs (waits for writers)");
-        c->add_option("DIR", a->dir, "the store's directory")->required();
-        c->add_flag("--json", a->json, "one JSON object with the figures");
-        c->add_flag("-q,--quiet", a->quiet, "no waiting message");
+        c->add_option("DIR", a->dir, "the store's directory")->required()->type_name("");
+        add_json_flag(*c, a->json, "{manifests_dropped, chunks_removed, bytes_removed, packs_rewritten, "
+                                   "packs_deleted, bytes_before, bytes_after}");
+        add_quiet_flag(*c, a->quiet);
+        document(*c, {.notes = "",
+                      .examples = {{"cdc store gc /srv/store", "reclaim the space of removed and replaced files"}},
+                      .exit_codes = exit_codes()});
         c->callback([a, &exit_code] { exit_code = with_store_errors([&] { return run_gc(*a); }); });
     }
     {
         auto a = std::make_shared<VerifyArgs>();
         auto* c = st.add_subcommand("verify", "check the database, the packs, every record and every file's chunk list");
-        c->add_option("DIR", a->dir, "the store's directory")->required();
+        c->add_option("DIR", a->dir, "the store's directory")->required()->type_name("");
         c->add_flag("--full", a->full, "also decompress every chunk and check its BLAKE3");
-        c->add_flag("--json", a->json, "one JSON object: {ok, damage: [...], notes: [...], ...}");
-        c->add_flag("-q,--quiet", a->quiet, "no progress, no notes");
-        c->footer("Exit code 4 when damage is found.");
+        add_json_flag(*c, a->json, "{ok, full, packs, chunks_checked, bytes_checked, manifests, damage: [...], "
+                                   "notes: [...]}");
+        add_quiet_flag(*c, a->quiet);
+        document(*c, {.notes = "Damage is listed on stderr (the first 50 lines).",
+                      .examples = {{"cdc store verify /srv/store", "checksums of every record"},
+                                   {"cdc store verify --full /srv/store", "every chunk decompressed and hashed"}},
+                      .exit_codes = exit_codes({{kExitFailure, "damage found, or an error stopped the run"}})});
         c->callback([a, &exit_code] { exit_code = with_store_errors([&] { return run_verify(*a); }); });
     }
     {
         auto a = std::make_shared<StatsArgs>();
         auto* c = st.add_subcommand("stats", "sizes: files, distinct chunks, stored bytes, index bytes per chunk");
-        c->add_option("DIR", a->dir, "the store's directory")->required();
-        c->add_flag("--json", a->json, "one JSON object with every figure");
+        c->add_option("DIR", a->dir, "the store's directory")->required()->type_name("");
+        add_json_flag(*c, a->json, "every figure: {files, logical_bytes, chunks, chunk_bytes, stored_bytes, "
+                                   "pack_bytes, ..., dedup_space_saved, compression_space_saved, space_saved}");
+        add_quiet_flag(*c, a->quiet);
+        document(*c, {.notes = "Dedup compares the files' bytes with the distinct chunks' bytes, compression the "
+                               "chunks with what the packs hold, total the files with the packs and the index: "
+                               "\"3.70x smaller, 73.0% space saved\" (the JSON's *_ratio fields are the share "
+                               "kept: 0.27).",
+                      .examples = {{"cdc store stats /srv/store", "what the store holds and saves"}},
+                      .exit_codes = exit_codes()});
         c->callback([a, &exit_code] { exit_code = with_store_errors([&] { return run_stats(*a); }); });
     }
 }
@@ -327,10 +400,12 @@ void add_store_command(CLI::App& app, int& exit_code) {
     auto* st = app.add_subcommand("store", "a deduplicating, compressed, crash-safe chunk store in a directory: init, "
                                            "put, get, ls, rm, gc, verify, stats");
     st->require_subcommand(1);
-    st->footer(std::string("The store keeps each distinct chunk once (BLAKE3-256 ids), zstd-compressed, in pack "
-                           "files, with an SQLite index; see docs/STORE.md.\n")
-                   .append(kExitCodesHelp));
     add_store_subcommands(*st, exit_code);
+    document(*st, {.notes = "The store keeps each distinct chunk once (BLAKE3-256 ids), zstd-compressed, in pack "
+                            "files, with an SQLite index; see docs/STORE.md.",
+                   .examples = {{"cdc store init /srv/store && cdc store put /srv/store ~/project",
+                                 "create a store and put a tree into it"}},
+                   .exit_codes = {}});
 }
 
 }  // namespace cdc::cli

@@ -1,6 +1,6 @@
 // What every cdc command line shares and that needs no argument parser:
-// exit codes, usage errors, stdout and stderr helpers (used by the cdc tool
-// and by its lean cdc-dupes helper, which links no CLI11).
+// exit codes, usage errors, stdout and stderr helpers (the CLI11 side is
+// tools/cli).
 #pragma once
 
 #include <cstdint>
@@ -10,7 +10,7 @@
 
 namespace cdc::cli {
 
-/// Exit codes of every subcommand (documented in `cdc --help`).
+/// Exit codes (each command's --help lists the ones it returns).
 enum ExitCode : int {
     kExitOk = 0,          ///< success
     kExitRegression = 1,  ///< compare: B is worse than A beyond the tolerance
@@ -18,10 +18,6 @@ enum ExitCode : int {
     kExitPartial = 3,     ///< finished, but some inputs were skipped after errors
     kExitFailure = 4,     ///< an I/O error stopped the run
 };
-
-inline constexpr const char* kExitCodesHelp =
-    "Exit codes: 0 success; 1 compare found a regression; 2 usage error (bad option, algorithm or path); "
-    "3 finished but some inputs were skipped after errors; 4 an I/O error stopped the run.";
 
 /// How names (paths) appear in output (tools/common/escape.hpp).
 inline constexpr const char* kNamesHelp =

@@ -93,4 +93,16 @@ std::string format_size(double bytes) {
     return fmt::format("{:.{}f} {}", bytes, bytes < 10 ? 2 : (bytes < 100 ? 1 : 0), kUnits[unit]);
 }
 
+std::string format_size_exact(std::uint64_t bytes) {
+    static constexpr std::array<char, 4> kUnits = {'K', 'M', 'G', 'T'};
+    if (bytes == 0 || bytes % 1024 != 0) return fmt::format("{}", bytes);
+    std::size_t unit = 0;
+    bytes /= 1024;
+    while (bytes % 1024 == 0 && unit + 1 < kUnits.size()) {
+        bytes /= 1024;
+        ++unit;
+    }
+    return fmt::format("{}{}", bytes, kUnits[unit]);
+}
+
 }  // namespace cdc::tools

@@ -31,4 +31,8 @@ void check_fits_in_memory(std::uint64_t bytes, std::string_view option, std::str
 /// "8 KiB", "1.5 MiB", "512 B".
 std::string format_size(double bytes);
 
+/// A size as parse_size reads it, in the largest unit that divides it
+/// exactly: "512K", "1M", "8G", "4095" (chunking profiles: "8K/16K/64K").
+std::string format_size_exact(std::uint64_t bytes);
+
 }  // namespace cdc::tools

@@ -1,4 +1,4 @@
-// cdc-dupes: the lean helper program behind `cdc dupes` (see dupes_cli.cpp).
-#include "dupes_cli.hpp"
+// cdc-dupes: the lean helper program behind `cdc dupes` (see cmd_dupes.cpp).
+#include "cmd_dupes.hpp"
 
 int main(int argc, char** argv) { return cdc::cli::dupes_main(argc, argv); }

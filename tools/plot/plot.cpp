@@ -183,9 +183,16 @@ void draw(plstream& pls, const Chart& chart) {
     if (chart.y_max) yr.hi = *chart.y_max;
     if (!(xhi > xlo) || !(yr.hi > yr.lo)) throw PlotError(fmt::format("chart '{}': empty axis range", chart.title));
 
+    // Wide tick labels (300000) push the y axis title and the frame's left
+    // edge right, and its right edge left (the last x label is centred on it).
+    const auto extra_chars = [](double lo, double hi) {
+        const double widest = std::max(std::abs(lo), std::abs(hi));
+        return widest >= 1000 ? std::floor(std::log10(widest)) - 2 : 0.0;
+    };
+    const double extra_y = extra_chars(yr.lo, yr.hi), extra_x = chart.x_log ? 0.0 : extra_chars(xlo, xhi);
     pls.adv(0);
     pls.schr(0, 1.15);
-    pls.vpor(0.11, 0.97, 0.14, chart.subtitle.empty() ? 0.89 : 0.85);
+    pls.vpor(0.11 + 0.013 * extra_y, 0.97 - 0.007 * extra_x, 0.14, chart.subtitle.empty() ? 0.89 : 0.85);
     const bool legend = chart.legend != LegendPosition::none &&
                         std::any_of(chart.series.begin(), chart.series.end(), [](const Series& s) { return !s.label.empty(); });
     Place where = place_of(chart.legend);
@@ -206,6 +213,10 @@ void draw(plstream& pls, const Chart& chart) {
     const PLINT nxsub = chart.x_log ? 1 : 0;
     if (chart.x_log) pls.slabelfunc(&pow2_label, nullptr);
     const std::string xopt = chart.x_log ? "bcnsto" : "bcnst";
+    // Tick labels in full up to ten digits: PLplot would otherwise switch to
+    // "(x10^5)" labels, written past the end of the axis, outside the image.
+    pls.sxax(10, 0);
+    pls.syax(10, 0);
     pls.col0(2);
     pls.width(1);
     pls.box("g", xtick, nxsub, "g", 0, 0);
@@ -213,7 +224,7 @@ void draw(plstream& pls, const Chart& chart) {
     pls.box(xopt.c_str(), xtick, nxsub, "bcnstv", 0, 0);
     if (chart.x_log) pls.slabelfunc(nullptr, nullptr);
     pls.mtex("b", 2.8, 0.5, 0.5, chart.x_label.c_str());
-    pls.mtex("l", 4.6, 0.5, 0.5, chart.y_label.c_str());
+    pls.mtex("l", 4.6 + 0.8 * extra_y, 0.5, 0.5, chart.y_label.c_str());
     // Long titles shrink rather than run off the page (about 70 title or 120
     // subtitle characters fit across a 1200-pixel chart).
     auto fit = [&](const std::string& text, double scale, double chars) {

@@ -9,7 +9,7 @@
 #include "child_process.hpp"
 #include "plot.hpp"
 #include "sizes.hpp"
-#include "transfer_cli.hpp"
+#include "commands.hpp"
 
 #include <cdc/corpus/splitmix64.hpp>
 #include <cdc/store.hpp>
@@ -48,6 +48,7 @@ struct BenchArgs {
     bool json = false;
     std::string plot_dir;
     bool keep = false;
+    bool quiet = false;
 };
 
 struct Series {
@@ -179,12 +180,12 @@ public:
             while (!err.empty() && err.back() == '\n') err.pop_back();
             r.note = fmt::format("exit {}: {}", ce.code, err);
         }
-        if (!a_.json && stderr_is_tty()) fmt::print(stderr, "\r\033[K");
+        if (!a_.json && !a_.quiet && stderr_is_tty()) fmt::print(stderr, "\r\033[K");
         return r;
     }
 
     void progress(const std::string& what) const {
-        if (!a_.json && stderr_is_tty()) {
+        if (!a_.json && !a_.quiet && stderr_is_tty()) {
             fmt::print(stderr, "\r\033[Kbench transfer: {}", what);
             std::fflush(stderr);
         }
@@ -277,7 +278,7 @@ int run_bench(const BenchArgs& a) {
     one_input("small", small);
     if (big > 0) one_input("big", big);
     bench.progress("");
-    if (!a.json && stderr_is_tty()) fmt::print(stderr, "\r\033[K");
+    if (!a.json && !a.quiet && stderr_is_tty()) fmt::print(stderr, "\r\033[K");
 
     if (a.json) {
         nlohmann::json arr = nlohmann::json::array();
@@ -360,19 +361,27 @@ void add_bench_transfer_command(CLI::App& app, int& exit_code) {
     auto* c = bench->add_subcommand(
         "transfer", "the seed's experiment: N MB as one gRPC message vs as a stream, push and pull of a few GB; "
                     "client and server memory over time");
-    c->add_option("--size", a->size, "the input sent as one message and as a stream (suffixes K, M, G)")
+    c->add_option("--size", a->size, "the input sent as one message and as a stream")
+        ->type_name("SIZE")
         ->capture_default_str();
-    c->add_option("--big", a->big, "the large input hashed, pushed and pulled (0: skip)")->capture_default_str();
-    c->add_option("-a,--algorithm", a->algorithm, "the stores' chunking algorithm")->capture_default_str();
-    c->add_option("--dir", a->dir, "work directory (default: a temporary one, removed afterwards)");
-    c->add_option("--sample-ms", a->sample_ms, "memory sampling interval (ms)")->capture_default_str();
-    c->add_flag("--json", a->json, "one JSON object with every run and its samples");
+    c->add_option("--big", a->big, "the large input hashed, pushed and pulled (0: skip)")
+        ->type_name("SIZE")
+        ->capture_default_str();
+    add_algorithm_option(*c, a->algorithm, "the stores' chunking algorithm");
+    c->add_option("--dir", a->dir, "work directory (default: a temporary one, removed afterwards)")->type_name("DIR");
+    add_count_option(*c, "--sample-ms", a->sample_ms, 1, 3'600'000, "memory sampling interval (ms)");
+    add_json_flag(*c, a->json, "{algorithm, small_bytes, big_bytes, sample_ms, runs: [{input, way, bytes, seconds, "
+                               "mb_s, ok, client_peak_rss_mb, server_peak_rss_mb, samples, ...}]}");
+    add_quiet_flag(*c, a->quiet);
     c->add_option("--plot", a->plot_dir,
-                  "draw transfer-memory-small.png and transfer-memory-big.png (memory over time) into this directory");
-    c->add_flag("--keep", a->keep, "keep the inputs and stores in the work directory");
-    c->footer("Needs free disk for about three times --big (input, store, pulled copy). Peaks come from wait4 "
-              "(ru_maxrss); the curves from /proc/PID/status.\n" +
-              std::string(kExitCodesHelp));
+                  "draw transfer-memory-small.png and transfer-memory-big.png (memory over time) into this directory")
+        ->type_name("DIR");
+    c->add_flag("--keep-files", a->keep, "keep the inputs and stores in the work directory");
+    document(*c, {.notes = "Needs free disk for about three times --big (input, store, pulled copy). Peaks come "
+                           "from wait4 (ru_maxrss); the curves from /proc/PID/status.",
+                  .examples = {{"cdc bench transfer --big 0", "200 MB as one message and as a stream"},
+                               {"cdc bench transfer --size 64M --big 1G --plot graphs", "with the graphs of memory"}},
+                  .exit_codes = exit_codes()});
     c->callback([a, &exit_code] { exit_code = with_transfer_errors([&] { return run_bench(*a); }); });
 
     auto u = std::make_shared<UnaryArgs>();

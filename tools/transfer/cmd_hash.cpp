@@ -1,6 +1,6 @@
 // cdc hash: the BLAKE3 of a file computed by a cdc serve while the bytes
 // stream in (the seed's hashing service; nothing is stored).
-#include "transfer_cli.hpp"
+#include "commands.hpp"
 
 #include <cdc/source.hpp>
 
@@ -67,12 +67,14 @@ void add_hash_command(CLI::App& app, int& exit_code) {
     auto a = std::make_shared<HashArgs>();
     auto* c = app.add_subcommand("hash", "BLAKE3 of a file (or -) computed by a cdc serve as the bytes stream in");
     add_connect_options(*c, a->connect, "--via", "HOST:PORT of the server");
-    c->add_option("FILE", a->path, "a file, or - for standard input")->required();
-    c->add_flag("--json", a->json, "one JSON object: {digest, path, bytes_read, bytes_sent, bytes_reused, seconds}");
-    c->add_flag("-q,--quiet", a->quiet, "only the digest line");
-    c->footer("Prints 'DIGEST  FILE' like b3sum. The bytes travel in messages of 1 MiB and are hashed as they arrive: "
-              "the server's memory does not grow with the file (cdc bench transfer shows the one-message way).\n" +
-              std::string(kExitCodesHelp));
+    c->add_option("FILE", a->path, "a file, or - for standard input")->required()->type_name("");
+    add_json_flag(*c, a->json, "{digest, path, bytes_read, bytes_sent, bytes_reused, wire_bytes_sent, seconds}");
+    add_quiet_flag(*c, a->quiet);
+    document(*c, {.notes = "Prints 'DIGEST  FILE' like b3sum. The bytes travel in messages of 1 MiB and are hashed "
+                           "as they arrive: the server's memory does not grow with the file (cdc bench transfer "
+                           "shows the one-message way).",
+                  .examples = {{"cdc hash --via 127.0.0.1:7777 big.iso", "the server's BLAKE3 of big.iso"}},
+                  .exit_codes = exit_codes()});
     c->callback([a, &exit_code] { exit_code = with_transfer_errors([&] { return run_hash(*a); }); });
 }
 

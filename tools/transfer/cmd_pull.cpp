@@ -1,6 +1,6 @@
 // cdc pull: one file out of the store of a cdc serve, fetching only the
 // chunks that no local seed holds.
-#include "transfer_cli.hpp"
+#include "commands.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -20,7 +20,7 @@ struct PullArgs {
     ConnectArgs connect;
     std::string name;
     std::string out;
-    std::vector<std::string> seeds;
+    std::vector<std::string> seeds;  ///< --basis
     bool no_metadata = false;
     bool keep_setid = false;
     bool json = false;
@@ -30,8 +30,8 @@ struct PullArgs {
 int run_pull(const PullArgs& a) {
     for (const auto& s : a.seeds) {
         struct stat st {};
-        if (::stat(s.c_str(), &st) != 0) throw UsageError(fmt::format("cannot read the seed '{}': {}", s, std::strerror(errno)));
-        if (!S_ISREG(st.st_mode)) throw UsageError(fmt::format("the seed '{}' is not a regular file", s));
+        if (::stat(s.c_str(), &st) != 0) throw UsageError(fmt::format("cannot read the basis file '{}': {}", s, std::strerror(errno)));
+        if (!S_ISREG(st.st_mode)) throw UsageError(fmt::format("the basis file '{}' is not a regular file", s));
     }
     std::string out = a.out;
     const std::string base = std::filesystem::path(a.name).filename().string();
@@ -76,11 +76,11 @@ int run_pull(const PullArgs& a) {
         tools::put_name(j, "output", out);
         // With -o -, the file went to stdout: the report goes to stderr.
         fmt::print(out == "-" ? stderr : stdout, "{}\n", tools::json_text(j));
-    } else if (r.up_to_date) {
+    } else if (r.up_to_date && !a.quiet) {
         fmt::print("'{}' is up to date in '{}' ({}, the same BLAKE3): nothing fetched, nothing written\n",
                    tools::escape_text(a.name), tools::escape_text(out),
                    mb(r.bytes));
-    } else if (out != "-" || !a.quiet) {
+    } else if (!a.quiet) {
         fmt::print(out == "-" ? stderr : stdout,
                    "pulled '{}' to '{}': {}, {} fetched ({} compressed, {} on the wire), {} reused; {} chunks ({} "
                    "fetched) in {:.2f} s ({})\n",
@@ -97,25 +97,33 @@ void add_pull_command(CLI::App& app, int& exit_code) {
     auto a = std::make_shared<PullArgs>();
     auto* c = app.add_subcommand("pull", "fetch a file from a cdc serve, only the chunks no local file holds");
     add_connect_options(*c, a->connect, "--from", "HOST:PORT of the server");
-    c->add_option("NAME", a->name, "the file's name on the server")->required();
+    c->add_option("NAME", a->name, "the file's name on the server")->required()->type_name("");
     c->add_option("-o,--output", a->out,
                   "OUT: a file (replaced), a directory (NAME's last component inside it) or - for standard output "
-                  "(default: NAME's last component here, which must not exist)");
-    c->add_option("--seed", a->seeds, "a local file whose chunks may be reused (repeatable)");
+                  "(default: NAME's last component here, which must not exist)")
+        ->type_name("PATH");
+    c->add_option("--basis", a->seeds, "a local file whose chunks may be reused (repeatable)")
+        ->type_name("FILE")
+        ->allow_extra_args(false);
     c->add_flag("--no-metadata", a->no_metadata, "do not apply the file's mode and mtime");
     c->add_flag("--keep-setid", a->keep_setid,
                 "apply the setuid, setgid and sticky bits too (stripped by default: a file pushed by someone else "
                 "must not become a set-id program of yours)");
-    c->add_flag("--json", a->json,
-                "one JSON object: {bytes_read, bytes_sent, bytes_reused, chunks, chunks_sent, payload_sent, "
-                "seed_bytes, up_to_date, wire_bytes_sent, wire_bytes_received, seconds}");
-    c->add_flag("-q,--quiet", a->quiet, "no progress line");
-    c->footer("OUT (when it exists), the seeds and what an interrupted pull left are chunked with the store's "
-              "parameters; their chunks are checked (BLAKE3) and not fetched. The file is written to .OUT.cdc-pull "
-              "beside OUT and renamed over OUT once its size and BLAKE3 match; a broken transfer leaves that file, "
-              "whose chunks the next pull reuses. An OUT that is the file already (size and BLAKE3) is left as it is "
-              "(its mode and mtime set): 'up to date'.\n" +
-              std::string(kExitCodesHelp));
+    add_json_flag(*c, a->json,
+                  "{name, output, bytes_read, bytes_sent, bytes_reused, chunks, chunks_sent, payload_sent, "
+                  "seed_bytes, up_to_date, wire_bytes_sent, wire_bytes_received, seconds} (on stderr with -o -)");
+    add_quiet_flag(*c, a->quiet);
+    document(*c, {.notes = "OUT (when it exists), the --basis files and what an interrupted pull left are chunked "
+                           "with the store's parameters; their chunks are checked (BLAKE3) and not fetched. The file "
+                           "is written to .OUT.cdc-pull beside OUT and renamed over OUT once its size and BLAKE3 "
+                           "match; a broken transfer leaves that file, whose chunks the next pull reuses. An OUT "
+                           "that is the file already (size and BLAKE3) is left as it is (its mode and mtime set): "
+                           "'up to date'.",
+                  .examples = {{"cdc pull --from 127.0.0.1:7777 disk.img -o disk.img",
+                                "update disk.img: fetch only the chunks it lacks"},
+                               {"cdc pull --from 127.0.0.1:7777 v2.img -o v2.img --basis v1.img",
+                                "a new version, reusing the chunks of the old one"}},
+                  .exit_codes = exit_codes()});
     c->callback([a, &exit_code] { exit_code = with_transfer_errors([&] { return run_pull(*a); }); });
 }
 

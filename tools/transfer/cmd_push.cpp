@@ -1,7 +1,7 @@
 // cdc push: files, trees and stdin into the store of a cdc serve, sending
 // only the chunks it lacks.
 #include "put_inputs.hpp"
-#include "transfer_cli.hpp"
+#include "commands.hpp"
 
 #include <protocol.hpp>
 
@@ -87,7 +87,7 @@ int run_push(const PushArgs& a) {
                                   {"seconds", r.seconds},
                                   {"errors", errs}};
         fmt::print("{}\n", tools::json_text(j));
-    } else {
+    } else if (!a.quiet) {
         fmt::print("pushed {} file(s): {} read, {} sent ({} compressed, {} on the wire), {} reused; {} chunks ({} "
                    "sent) in {:.2f} s ({})\n",
                    r.files.size(), mb(r.bytes_read), mb(r.bytes_sent), mb(r.payload_sent), mb(r.wire_sent),
@@ -103,23 +103,28 @@ void add_push_command(CLI::App& app, int& exit_code) {
     auto a = std::make_shared<PushArgs>();
     auto* c = app.add_subcommand("push", "send files, trees or - (stdin) to a cdc serve, only the chunks it lacks");
     add_connect_options(*c, a->connect, "--to", "HOST:PORT of the server");
-    c->add_option("PATH", a->paths, "files, directories or - for standard input")->required();
+    c->add_option("PATH", a->paths, "files, directories or - for standard input")->required()->type_name("");
     c->add_option("--name", a->name,
-                  "the name on the server (one PATH; for a tree, the prefix of its files' names; required for -)");
+                  "the name on the server (one PATH; for a tree, the prefix of its files' names; required for -)")
+        ->type_name("NAME");
     c->add_flag("--follow-symlinks", a->follow_symlinks, "follow symbolic links inside directories");
-    c->add_option("--threads", a->threads, "compression threads (default: one per core)");
+    add_count_option(*c, "--threads", a->threads, 0, 4096, "compression threads (0: one per core)");
     c->add_flag("--id-lists", a->id_lists,
                 "list every chunk id (~34 bytes a chunk) instead of digests of groups of chunks the server "
                 "compares with its file of that name (~2-3 bytes a chunk where they equal); for comparison");
-    c->add_flag("--json", a->json,
-                "one JSON object: {files: [...], bytes_read, bytes_sent, bytes_reused, chunks, chunks_sent, "
-                "payload_sent, wire_bytes_sent, wire_bytes_received, seconds, errors}");
-    c->add_flag("-q,--quiet", a->quiet, "no progress line, no warnings");
-    c->footer("Names as with cdc store put: a file by its path as given, a tree's files by their paths inside it. "
-              "Each file is chunked with the store's parameters; the server checks every chunk it receives "
-              "(BLAKE3) and the whole file's BLAKE3 before the file appears. An interrupted push, run again, sends "
-              "only what the server still lacks. Exit code 3 if some inputs were skipped after errors.\n" +
-              std::string(kExitCodesHelp));
+    add_json_flag(*c, a->json,
+                  "{files: [...], bytes_read, bytes_sent, bytes_reused, chunks, chunks_sent, payload_sent, "
+                  "wire_bytes_sent, wire_bytes_received, seconds, errors}");
+    add_quiet_flag(*c, a->quiet);
+    document(*c, {.notes = "Names as with cdc store put: a file by its path as given, a tree's files by their paths "
+                           "inside it. Each file is chunked with the store's parameters; the server checks every "
+                           "chunk it receives (BLAKE3) and the whole file's BLAKE3 before the file appears. An "
+                           "interrupted push, run again, sends only what the server still lacks.",
+                  .examples = {{"cdc push --to 127.0.0.1:7777 disk.img", "send the chunks the server lacks"},
+                               {"cdc push --to store.example:7777 --tls-ca cert.pem --token-file token ~/project "
+                                "--name p",
+                                "a tree, over TLS, as p/<path inside it>"}},
+                  .exit_codes = exit_codes({partial_exit()})});
     c->callback([a, &exit_code] { exit_code = with_transfer_errors([&] { return run_push(*a); }); });
 }
 

@@ -1,7 +1,7 @@
 // cdc serve: a chunk store served over gRPC (push, pull, ls, hash) until
 // SIGINT or SIGTERM.
 #include "secret_files.hpp"
-#include "transfer_cli.hpp"
+#include "commands.hpp"
 
 #include <service.hpp>
 
@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <csignal>
 #include <cstring>
+#include <limits>
 #include <thread>
 
 #include <fcntl.h>
@@ -29,7 +30,7 @@ struct ServeArgs {
     unsigned max_streams = 16;
     double idle_timeout = 600;
     std::string port_file;
-    std::string bench_max_message;
+    std::uint64_t bench_max_message = 0;
     bool quiet = false;
 };
 
@@ -57,7 +58,7 @@ int run_serve(const ServeArgs& a) {
     o.max_streams = a.max_streams;
     if (!(a.idle_timeout >= 0)) throw UsageError(fmt::format("--idle-timeout = {} is invalid: must be >= 0", a.idle_timeout));
     o.idle_timeout_seconds = a.idle_timeout;
-    if (!a.bench_max_message.empty()) o.max_message_bytes = std::stoull(a.bench_max_message);
+    o.max_message_bytes = a.bench_max_message;
     if (!a.quiet) o.log = [](const std::string& line) { fmt::print(stderr, "cdc serve: {}\n", line); };
 
     // Each stream reading a large file keeps up to an eighth of the soft
@@ -104,28 +105,37 @@ int run_serve(const ServeArgs& a) {
 void add_serve_command(CLI::App& app, int& exit_code) {
     auto a = std::make_shared<ServeArgs>();
     auto* c = app.add_subcommand("serve", "serve a chunk store (cdc store init) over gRPC: push, pull, ls, hash");
-    c->add_option("--store", a->store, "the store's directory")->required();
+    c->add_option("--store", a->store, "the store's directory")->required()->type_name("DIR");
     c->add_option("--listen", a->listen,
                   "HOST:PORT to listen on (port 0: any free port); outside the loopback interface TLS and a token "
                   "are required")
+        ->type_name("HOST:PORT")
         ->capture_default_str();
-    c->add_option("--tls-cert", a->tls_cert, "TLS: the server's certificate chain (PEM)");
-    c->add_option("--tls-key", a->tls_key, "TLS: the server's private key (PEM)");
+    c->add_option("--tls-cert", a->tls_cert, "TLS: the server's certificate chain (PEM)")->type_name("FILE");
+    c->add_option("--tls-key", a->tls_key, "TLS: the server's private key (PEM)")->type_name("FILE");
     c->add_option("--token-file", a->token_file,
-                  "clients must send this token (a file with one line of 16 to 4096 printable characters)");
-    c->add_option("--key-file", a->key_file, "the key of a keyed store (needed to push into it)");
-    c->add_option("--max-streams", a->max_streams, "streams served at once; more are refused (busy)")
-        ->capture_default_str();
+                  "clients must send this token (a file with one line of 16 to 4096 printable characters)")
+        ->type_name("FILE");
+    c->add_option("--key-file", a->key_file, "the key of a keyed store (needed to push into it)")->type_name("FILE");
+    add_count_option(*c, "--max-streams", a->max_streams, 1, 1'000'000, "streams served at once; more are refused (busy)");
     c->add_option("--idle-timeout", a->idle_timeout,
                   "cancel a stream that receives nothing for this many seconds (0: never); a push holds the "
                   "store's shared lock, which gc waits for")
+        ->type_name("SECONDS")
         ->capture_default_str();
-    c->add_option("--port-file", a->port_file, "write the port listened on to this file once listening");
-    c->add_option("--bench-max-message", a->bench_max_message)->group("");  // cdc bench transfer only
-    c->add_flag("-q,--quiet", a->quiet, "no log lines on stderr");
-    c->footer("Runs until SIGINT or SIGTERM (streams in flight get 5 s to finish). Messages are limited to gRPC's "
-              "default 4 MiB: files travel as chunks. Logs one line per stream on stderr.\n" +
-              std::string(kExitCodesHelp));
+    c->add_option("--port-file", a->port_file, "write the port listened on to this file once listening")
+        ->type_name("FILE");
+    add_size_option(*c, "--bench-max-message", a->bench_max_message, 0, std::uint64_t{2} << 30, "")
+        ->group("");  // cdc bench transfer only
+    add_quiet_flag(*c, a->quiet);
+    document(*c, {.notes = "Runs until SIGINT or SIGTERM (streams in flight get 5 s to finish). Messages are "
+                           "limited to gRPC's default 4 MiB: files travel as chunks. Logs one line per stream on "
+                           "stderr. docs/TRANSFER.md shows how to make a certificate.",
+                  .examples = {{"cdc serve --store /srv/store", "serve on 127.0.0.1:7777"},
+                               {"cdc serve --store /srv/store --listen 0.0.0.0:7777 --tls-cert cert.pem --tls-key "
+                                "key.pem --token-file token",
+                                "serve the network: TLS and a token"}},
+                  .exit_codes = exit_codes()});
     c->callback([a, &exit_code] { exit_code = with_transfer_errors([&] { return run_serve(*a); }); });
 }
 

@@ -25,12 +25,12 @@ def tree(tmp_path):
     return tmp_path
 
 
-@pytest.mark.parametrize("mode, extra", [("auto", []), ("hash", ["--hash", "xxh3"]), ("compare", ["--min-size", "0"])])
+@pytest.mark.parametrize("mode, extra", [("auto", []), ("hash", ["--digest", "xxh3"]), ("compare", ["--min-size", "0"])])
 def test_dupes_equals_cdc_dupes_json(tree, cdc_tool, mode, extra):
     cli = json.loads(subprocess.run([cdc_tool, "dupes", "--json", "-q", "--mode", mode, *extra, str(tree)],
                                     check=True, capture_output=True, text=True).stdout)
     kwargs = {"mode": mode}
-    if "--hash" in extra:
+    if "--digest" in extra:
         kwargs["hash"] = "xxh3"
     if "--min-size" in extra:
         kwargs["min_size"] = 0

@@ -2,12 +2,16 @@
 // reflink, delete). The engine is cdc/dupes.hpp. This is the whole command
 // line of the lean `cdc-dupes` helper that `cdc dupes` runs (main.cpp of the
 // cdc tool hands it the arguments before parsing anything): it links the
-// library's dupes engine and no CLI11, so a run keeps little code resident
-// (the kernel maps a binary's cached text in large folios: resident size
-// follows program size). Options are parsed with getopt_long.
-#include "dupes_cli.hpp"
+// library's dupes engine and none of the other commands, so a run keeps
+// little code resident (the kernel maps a binary's cached text in large
+// folios: resident size follows program size). Its grammar is the other
+// commands' (tools/cli).
+#include "cmd_dupes.hpp"
 
 #include "cli_basics.hpp"
+#include "cli_docs.hpp"
+#include "cli_options.hpp"
+#include "cli_run.hpp"
 #include "escape.hpp"
 #include "sizes.hpp"
 
@@ -21,11 +25,9 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <charconv>
 #include <chrono>
 #include <cstdio>
-#include <getopt.h>
-#include <set>
+#include <limits>
 #include <sys/resource.h>
 #include <ranges>
 #include <string>
@@ -38,7 +40,7 @@ namespace {
 struct DupesArgs {
     std::string mode = "auto";
     std::string hash = "blake3";
-    std::string min_size = "1";
+    std::uint64_t min_size = 1;
     bool one_file_system = false;
     bool follow_symlinks = false;
     bool ignore_metadata = false;
@@ -230,8 +232,8 @@ DupesRequest request_of(const DupesArgs& args) {
     DupesOptions& opt = r.options;
     opt.mode = parse_dupes_mode(args.mode);
     opt.hash = parse_digest_kind(args.hash);
-    if (opt.hash == DigestKind::none) throw UsageError("--hash = 'none' is invalid: must be blake3 or xxh3");
-    opt.min_size = tools::parse_size(args.min_size, "--min-size");
+    if (opt.hash == DigestKind::none) throw UsageError("--digest = 'none' is invalid: must be blake3, sha256 or xxh3");
+    opt.min_size = args.min_size;
     opt.one_file_system = args.one_file_system;
     opt.follow_symlinks = args.follow_symlinks;
     opt.ignore_metadata = args.ignore_metadata;
@@ -249,7 +251,7 @@ DupesRequest request_of(const DupesArgs& args) {
 // report (or dry run) says they are there.
 void note_stale_temporaries(const DupesResult& res, const DupesArgs& args, DupesAction action) {
     if (res.stale_temporaries().empty() || (action != DupesAction::report && !args.dry_run) || args.quiet) return;
-    fmt::print(stderr, "cdc dupes: note: {} temporary name(s) left by an interrupted run (.cdc-dupes-tmp.*, extra "
+    fmt::print(stderr, "cdc: note: {} temporary name(s) left by an interrupted run (.cdc-dupes-tmp.*, extra "
                        "links of kept files); the next --action run removes them\n",
                res.stale_temporaries().size());
 }
@@ -274,7 +276,7 @@ int run(const DupesArgs& args) {
     opt.progress = [&progress](const DupesProgress& p) { progress.update(p); };
     opt.warning = [&progress](const std::string& msg) {
         progress.clear();
-        print_message("cdc dupes: warning: ", msg);
+        print_warning(msg);
     };
 
     DupesResult res = resolve_dupes(scan_dupes(args.paths, opt), opt);
@@ -294,35 +296,7 @@ int run(const DupesArgs& args) {
     return res.summary.skipped > 0 || any_skipped ? kExitPartial : kExitOk;
 }
 
-constexpr const char* kUsage =
-    "find duplicate files (byte comparison or hashing) and merge them safely\n"
-    "Usage: cdc dupes [OPTIONS] PATH...\n"
-    "\n"
-    "Positionals:\n"
-    "  PATH ...                    files and directories to search (recursively); required\n"
-    "\n"
-    "Options:\n"
-    "  -h,--help                   print this help message and exit\n"
-    "  --mode TEXT=auto            compare (lockstep byte comparison, stops at the first difference), hash (partial\n"
-    "                              then full hash) or auto (compare; hash classes with more files than --max-open)\n"
-    "  --hash TEXT=blake3          digest for hashing: blake3 or xxh3\n"
-    "  --min-size SIZE=1           ignore files smaller than this (0 groups empty files)\n"
-    "  --one-file-system           do not descend into other file systems\n"
-    "  --follow-symlinks           follow symbolic links to files and directories (with --action report only)\n"
-    "  --json                      JSON: {\"groups\": [{\"size\", \"files\"}], \"linked\": [...], \"summary\": {...}}\n"
-    "  --csv                       CSV: kind,group,size,path (with --action: and action,kept,status,reason, one\n"
-    "                              'action' row per step); excludes --json\n"
-    "  --action TEXT=report        report, hardlink (same file system), reflink (FIDEDUPERANGE) or delete; every\n"
-    "                              file is verified byte for byte right before it is changed\n"
-    "  --keep TEXT=oldest          file kept in each group: oldest (mtime), first (path order) or a glob pattern\n"
-    "                              matching its path\n"
-    "  --ignore-metadata           DANGEROUS: hardlink/reflink files whatever their owner, group, mode and extended\n"
-    "                              attributes (a duplicate path then takes the kept file's owner, mode and ACLs)\n"
-    "  --dry-run                   print what the action would do; change nothing\n"
-    "  -q,--quiet                  no progress line and no notes on stderr\n"
-    "  --max-open N                open-file bound while comparing (default: half the soft RLIMIT_NOFILE, at most\n"
-    "                              512)\n"
-    "\n"
+constexpr const char* kNotes =
     "Groups are sorted by wasted bytes; paths of one inode are listed as linked, never as waste. A file that changes "
     "during the run is left out with a warning. Temporaries of an interrupted hardlink run are named "
     ".cdc-dupes-tmp.PID.N and removed by the next acting run.\n"
@@ -333,29 +307,10 @@ constexpr const char* kUsage =
     "per set. A file left apart is reported as 'kept' with the keys that differ. What a path keeps: after hardlink, "
     "the kept file's inode with all its metadata (owner, mode, attributes, mtime: the oldest with --keep oldest); "
     "after reflink, its own inode and metadata (mtime included), sharing the data extents; delete keeps the chosen "
-    "file whatever its owner (choose it with --keep PATTERN) and removes only byte-identical copies.\n";
-
-/// A command-line error: printed with a hint to --help, exit code 2.
-class ParseError : public std::runtime_error {
-public:
-    using std::runtime_error::runtime_error;
-};
-
-// At most the soft limit of open files (a larger bound would only turn into
-// "too many open files" errors on the way).
-std::size_t parse_max_open(const char* text) {
-    rlimit rl{};
-    std::uint64_t most = 1 << 20;
-    if (::getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) most = rl.rlim_cur;
-    try {
-        return static_cast<std::size_t>(tools::parse_count(text, "--max-open", 1, most));
-    } catch (const OptionError& e) {
-        throw ParseError(e.what());
-    }
-}
+    "file whatever its owner (choose it with --keep PATTERN) and removes only byte-identical copies.";
 
 // The flags that set the library's fields named by an OptionError.
-std::string_view flag_of(std::string_view field) noexcept {
+std::string_view flag_of(std::string_view, std::string_view field) noexcept {
     static constexpr std::pair<std::string_view, std::string_view> kFlags[] = {
         {"mode", "--mode"}, {"action", "--action"}, {"keep", "--keep"}, {"follow_symlinks", "--follow-symlinks"}};
     for (const auto& [f, flag] : kFlags)
@@ -363,95 +318,75 @@ std::string_view flag_of(std::string_view field) noexcept {
     return {};
 }
 
-enum Opt : int { kMode = 256, kHash, kMinSize, kOneFs, kFollow, kIgnoreMeta, kJson, kCsv, kAction, kKeep, kDryRun, kMaxOpen };
-
-// getopt_long takes any unambiguous prefix of a long option (--act for
-// --action) and lets an option with a value repeat (the last one wins); the
-// other cdc commands (CLI11) refuse both, and so does this one.
-void check_long_options(int argc, char** argv, const option* options) {
-    std::set<std::string_view> seen;
-    for (int i = 1; i < argc; ++i) {
-        const std::string_view a = argv[i];
-        if (a == "--") break;
-        if (!a.starts_with("--")) continue;  // a short option, a path
-        const auto eq = a.find('=');
-        const std::string_view name = a.substr(2, eq == std::string_view::npos ? std::string_view::npos : eq - 2);
-        const option* o = options;
-        while (o->name != nullptr && name != o->name) ++o;
-        if (o->name == nullptr) throw ParseError(fmt::format("The following argument was not expected: {}", a));
-        if (o->has_arg != required_argument) continue;
-        if (!seen.insert(name).second) throw ParseError(fmt::format("--{}: given more than once", name));
-        if (eq == std::string_view::npos) ++i;  // its value, whatever it looks like
-    }
+// At most the soft limit of open files (a larger bound would only turn into
+// "too many open files" errors on the way).
+std::uint64_t max_open_files() {
+    rlimit rl{};
+    std::uint64_t most = 1 << 20;
+    if (::getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) most = rl.rlim_cur;
+    return most;
 }
 
-/// Parses the arguments after `cdc dupes`; returns false for --help.
-bool parse(int argc, char** argv, DupesArgs& args) {
-    static const option kOptions[] = {
-        {"help", no_argument, nullptr, 'h'},          {"quiet", no_argument, nullptr, 'q'},
-        {"mode", required_argument, nullptr, kMode},  {"hash", required_argument, nullptr, kHash},
-        {"min-size", required_argument, nullptr, kMinSize},
-        {"one-file-system", no_argument, nullptr, kOneFs},
-        {"follow-symlinks", no_argument, nullptr, kFollow},
-        {"ignore-metadata", no_argument, nullptr, kIgnoreMeta},
-        {"json", no_argument, nullptr, kJson},        {"csv", no_argument, nullptr, kCsv},
-        {"action", required_argument, nullptr, kAction},
-        {"keep", required_argument, nullptr, kKeep},  {"dry-run", no_argument, nullptr, kDryRun},
-        {"max-open", required_argument, nullptr, kMaxOpen},
-        {nullptr, 0, nullptr, 0},
-    };
-    check_long_options(argc, argv, kOptions);
-    opterr = 0;  // our own messages
-    optind = 1;
-    for (;;) {
-        const int before = optind;
-        const int c = ::getopt_long(argc, argv, ":hq", kOptions, nullptr);
-        if (c == -1) break;
-        switch (c) {
-            case 'h': return false;
-            case 'q': args.quiet = true; break;
-            case kMode: args.mode = optarg; break;
-            case kHash: args.hash = optarg; break;
-            case kMinSize: args.min_size = optarg; break;
-            case kOneFs: args.one_file_system = true; break;
-            case kFollow: args.follow_symlinks = true; break;
-            case kIgnoreMeta: args.ignore_metadata = true; break;
-            case kJson: args.json = true; break;
-            case kCsv: args.csv = true; break;
-            case kAction: args.action = optarg; break;
-            case kKeep: args.keep = optarg; break;
-            case kDryRun: args.dry_run = true; break;
-            case kMaxOpen: args.max_open = parse_max_open(optarg); break;
-            case ':': throw ParseError(fmt::format("{}: a value is required", argv[optind - 1]));
-            default: {
-                const char* arg = argv[std::min(before, argc - 1)];
-                throw ParseError(fmt::format("The following argument was not expected: {}", arg));
-            }
-        }
-    }
-    for (int i = optind; i < argc; ++i) args.paths.emplace_back(argv[i]);
-    if (args.paths.empty()) throw ParseError("PATH is required");
-    if (args.json && args.csv) throw ParseError("--json excludes --csv");
-    return true;
+void add_dupes(CLI::App& app, DupesArgs& args, int& exit_code) {
+    auto* cmd = app.add_subcommand("dupes", "find duplicate files (byte comparison or hashing) and merge them safely");
+    with_choices(cmd->add_option("--mode", args.mode,
+                                 "compare (lockstep byte comparison, stops at the first difference), hash (partial "
+                                 "then full hash) or auto (compare; hash classes with more files than --max-open)")
+                     ->type_name("MODE")
+                     ->capture_default_str(),
+                 names_of(kDupesModeNames));
+    with_choices(cmd->add_option("--digest", args.hash, "digest for hashing: blake3, sha256 or xxh3")
+                     ->type_name("NAME")
+                     ->capture_default_str(),
+                 {"blake3", "sha256", "xxh3"});
+    add_size_option(*cmd, "--min-size", args.min_size, 0, std::numeric_limits<std::uint64_t>::max(),
+                    "ignore files smaller than this (0 groups empty files)");
+    cmd->add_flag("--one-file-system", args.one_file_system, "do not descend into other file systems");
+    cmd->add_flag("--follow-symlinks", args.follow_symlinks,
+                  "follow symbolic links to files and directories (with --action report only)");
+    auto* json = add_json_flag(*cmd, args.json, "{\"groups\": [{\"size\", \"files\"}], \"linked\": [...], "
+                                                "\"summary\": {...}, \"actions\": [...]}");
+    auto* csv = add_csv_flag(*cmd, args.csv, "kind,group,size,path (with --action: and action,kept,status,reason, "
+                                             "one 'action' row per step)");
+    csv->excludes(json);
+    with_choices(cmd->add_option("--action", args.action,
+                                 "report, hardlink (same file system), reflink (FIDEDUPERANGE) or delete; every file "
+                                 "is verified byte for byte right before it is changed")
+                     ->type_name("ACTION")
+                     ->capture_default_str(),
+                 names_of(kDupesActionNames));
+    cmd->add_option("--keep", args.keep,
+                    "file kept in each group: oldest (mtime), first (path order) or a glob pattern matching its path")
+        ->type_name("RULE")
+        ->capture_default_str();
+    cmd->add_flag("--ignore-metadata", args.ignore_metadata,
+                  "DANGEROUS: hardlink/reflink files whatever their owner, group, mode and extended attributes (a "
+                  "duplicate path then takes the kept file's owner, mode and ACLs)");
+    cmd->add_flag("--dry-run", args.dry_run, "print what the action would do; change nothing");
+    add_quiet_flag(*cmd, args.quiet);
+    add_count_option(*cmd, "--max-open", args.max_open, 1, max_open_files(),
+                     "open-file bound while comparing (0, the default: half the soft RLIMIT_NOFILE, at most 512)")
+        ->default_str("");
+    cmd->add_option("PATH", args.paths, "files and directories to search (recursively)")->required()->type_name("");
+    document(*cmd, {.notes = kNotes,
+                    .examples = {{"cdc dupes ~/photos", "the groups of identical files, largest waste first"},
+                                 {"cdc dupes --action hardlink --dry-run ~/photos",
+                                  "what merging them into hard links would do"}},
+                    .exit_codes = exit_codes({partial_exit()})});
+    cmd->callback([&args, &exit_code] { exit_code = run(args); });
 }
 
 }  // namespace
 
 int dupes_main(int argc, char** argv) {
-    try {
-        DupesArgs args;
-        if (!parse(argc, argv, args)) {
-            fmt::print("{}\n{}\n{}\n", kUsage, kNamesHelp, kExitCodesHelp);
-            return kExitOk;
-        }
-        return run(args);
-    } catch (const ParseError& e) {
-        print_message("", e.what());
-        fmt::print(stderr, "Run with --help for more information.\n");
-        return kExitUsage;
-    } catch (...) {
-        return report_current_exception(flag_of);
-    }
+    CLI::App app{"cdc dupes: find duplicate files and merge them safely.\n", "cdc"};
+    app.require_subcommand(1);
+    set_help_flags(app);
+    DupesArgs args;
+    int exit_code = kExitOk;
+    add_dupes(app, args, exit_code);
+    add_version_flags(app);
+    return run_app(app, argc, argv, exit_code, flag_of);
 }
 
 }  // namespace cdc::cli

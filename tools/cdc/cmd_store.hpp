@@ -1,5 +1,5 @@
 // Pieces shared by the `cdc store` subcommands (cmd_store.cpp,
-// store_put_cli.cpp, store_get_cli.cpp): opening a store with its key file,
+// cmd_store_put.cpp, cmd_store_get.cpp): opening a store with its key file,
 // error mapping (the key file and the progress line: tools/common).
 #pragma once
 

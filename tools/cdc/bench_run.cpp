@@ -294,7 +294,7 @@ std::vector<CpuPoint> cpu_utilisation(const std::vector<BenchSample>& samples) {
         if (dt <= 0) continue;
         const double cpu = (samples[i].cpu_user_s + samples[i].cpu_sys_s) -
                            (samples[i - 1].cpu_user_s + samples[i - 1].cpu_sys_s);
-        out.push_back({samples[i].t_s, std::max(0.0, cpu / dt * 100.0)});
+        out.push_back({samples[i].t_s, std::max(0.0, cpu / dt * 100.0), samples[i - 1].t_s});
     }
     return out;
 }

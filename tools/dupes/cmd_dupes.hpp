@@ -3,8 +3,8 @@
 
 namespace cdc::cli {
 
-/// Runs `cdc dupes` with the arguments that follow "dupes" (argv[0] is the
-/// program); prints errors itself; returns the exit code.
+/// Runs `cdc dupes ...` (argv[1] is "dupes"; argv[0] the program); prints
+/// errors itself; returns the exit code.
 int dupes_main(int argc, char** argv);
 
 }  // namespace cdc::cli

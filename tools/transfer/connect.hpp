@@ -1,9 +1,10 @@
-// Pieces the commands of cdc-transfer share: the connection options of the
-// clients (address, token, TLS, key), the error mapping to exit codes, the
-// subcommand list.
+// What the clients of cdc-transfer share: the connection options (address,
+// token, TLS, key), the error mapping to exit codes.
 #pragma once
 
 #include "cli_basics.hpp"
+#include "cli_docs.hpp"
+#include "cli_options.hpp"
 #include "escape.hpp"
 #include "progress_line.hpp"
 
@@ -41,13 +42,5 @@ int with_transfer_errors(const std::function<int()>& f);
 
 /// "12.3 MB/s" of `bytes` in `seconds`.
 std::string rate(std::uint64_t bytes, double seconds);
-
-using AddCommand = void (*)(CLI::App& app, int& exit_code);
-void add_serve_command(CLI::App& app, int& exit_code);
-void add_push_command(CLI::App& app, int& exit_code);
-void add_pull_command(CLI::App& app, int& exit_code);
-void add_ls_command(CLI::App& app, int& exit_code);
-void add_hash_command(CLI::App& app, int& exit_code);
-void add_bench_transfer_command(CLI::App& app, int& exit_code);
 
 }  // namespace cdc::cli

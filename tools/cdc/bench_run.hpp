@@ -105,10 +105,11 @@ struct FileList {
 FileList list_files(const std::filesystem::path& root);
 
 /// CPU utilisation between consecutive samples, in percent of one core
-/// (200 = two cores busy), placed at the end time of each interval.
+/// (200 = two cores busy): an average over the interval [from_s, t_s].
 struct CpuPoint {
     double t_s = 0;
     double percent = 0;
+    double from_s = 0;
 };
 std::vector<CpuPoint> cpu_utilisation(const std::vector<BenchSample>& samples);
 

@@ -1,9 +1,9 @@
 // cdc store put: files, trees and stdin into a store. Names: --name, else a
 // file's path as given, a tree's files by their path inside the tree (under
 // --name/ when given).
-#include "analyze_cli.hpp"
+#include "corpus_options.hpp"
 #include "put_inputs.hpp"
-#include "store_cli.hpp"
+#include "cmd_store.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -140,7 +140,7 @@ int run_put(const PutArgs& a) {
                             {"seconds", secs},
                             {"errors", issues_json(errors)}};
         fmt::print("{}\n", tools::json_text(j));
-    } else {
+    } else if (!a.quiet) {
         fmt::print("put {} file(s): {} read, {} new, {} stored after compression; {} chunks ({} new) in {:.2f} s "
                    "({:.0f} MB/s)\n",
                    total.files, mb(total.bytes), mb(total.new_bytes), mb(total.stored_bytes), total.chunks,
@@ -155,23 +155,27 @@ int run_put(const PutArgs& a) {
 void add_store_put(CLI::App& st, int& exit_code) {
     auto a = std::make_shared<PutArgs>();
     auto* c = st.add_subcommand("put", "store files, directory trees (recursively) or - (stdin)");
-    c->add_option("DIR", a->dir, "the store's directory")->required();
-    c->add_option("PATH", a->paths, "files, directories or - for standard input")->required();
+    c->add_option("DIR", a->dir, "the store's directory")->required()->type_name("");
+    c->add_option("PATH", a->paths, "files, directories or - for standard input")->required()->type_name("");
     c->add_option("--name", a->name,
-                  "the stored name (one PATH; for a tree, the prefix of its files' names; required for -)");
-    c->add_option("--key-file", a->key_file, "the key of a keyed store");
+                  "the stored name (one PATH; for a tree, the prefix of its files' names; required for -)")
+        ->type_name("NAME");
+    c->add_option("--key-file", a->key_file, "the key of a keyed store")->type_name("FILE");
     c->add_flag("--follow-symlinks", a->follow_symlinks, "follow symbolic links inside directories");
-    c->add_flag("--json", a->json,
-                "one JSON object: {files: [{name, path, size, chunks, new_chunks, new_bytes, unchanged, identical}], "
-                "bytes, new_bytes, stored_bytes, unchanged_files, identical_files, ..., errors}");
-    c->add_flag("-q,--quiet", a->quiet, "no progress line, no warnings");
-    c->footer("Without --name, a file is stored under its path as given, a tree's files under their paths inside it. "
-              "A name already in the store is replaced; a large file whose chunks are all those of the stored file of that "
-              "name is not hashed a second time (its stored digest is kept: 'unchanged'; with the same mode and mtime, its "
-              "stored manifest too); under a new name, the same holds for a stored file that starts with the same "
-              "chunk ('identical': a tree put again under a new prefix). Files are committed in batches: an interrupted put keeps "
-              "what was committed and leaves unreferenced data that gc reclaims. Exit code 3 if some inputs were "
-              "skipped after errors.");
+    add_json_flag(*c, a->json,
+                  "{files: [{name, path, size, chunks, new_chunks, new_bytes, unchanged, identical}], bytes, "
+                  "new_bytes, stored_bytes, unchanged_files, identical_files, ..., errors}");
+    add_quiet_flag(*c, a->quiet);
+    document(*c, {.notes = "Without --name, a file is stored under its path as given, a tree's files under their "
+                           "paths inside it. A name already in the store is replaced; a large file whose chunks are "
+                           "all those of the stored file of that name is not hashed a second time (its stored "
+                           "digest is kept: 'unchanged'; with the same mode and mtime, its stored manifest too); "
+                           "under a new name, the same holds for a stored file that starts with the same chunk "
+                           "('identical': a tree put again under a new prefix). Files are committed in batches: an "
+                           "interrupted put keeps what was committed and leaves unreferenced data that gc reclaims.",
+                  .examples = {{"cdc store put /srv/store disk.img", "store one file under its name"},
+                               {"tar c dir | cdc store put /srv/store - --name dir.tar", "store a stream"}},
+                  .exit_codes = exit_codes({partial_exit()})});
     c->callback([a, &exit_code] { exit_code = with_store_errors([&] { return run_put(*a); }); });
 }
 

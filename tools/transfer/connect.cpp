@@ -1,4 +1,4 @@
-#include "transfer_cli.hpp"
+#include "connect.hpp"
 
 #include "secret_files.hpp"
 
@@ -11,15 +11,19 @@
 namespace cdc::cli {
 
 void add_connect_options(CLI::App& cmd, ConnectArgs& a, const std::string& flag, const std::string& help) {
-    cmd.add_option(flag, a.address, help)->required();
+    cmd.add_option(flag, a.address, help)->required()->type_name("HOST:PORT");
     cmd.add_option("--token-file", a.token_file,
-                   "file holding the server's token (default: the CDC_TOKEN environment variable, if set)");
+                   "file holding the server's token (default: the CDC_TOKEN environment variable, if set)")
+        ->type_name("FILE");
     cmd.add_flag("--tls", a.tls, "use TLS, trusting the system's certificate authorities");
-    cmd.add_option("--tls-ca", a.tls_ca, "use TLS, trusting the certificate(s) in this PEM file (e.g. the server's own)");
+    cmd.add_option("--tls-ca", a.tls_ca, "use TLS, trusting the certificate(s) in this PEM file (e.g. the server's own)")
+        ->type_name("FILE");
     cmd.add_option("--tls-server-name", a.tls_server_name,
-                   "the name the server's certificate must carry (default: HOST)");
+                   "the name the server's certificate must carry (default: HOST)")
+        ->type_name("NAME");
     cmd.add_option("--key-file", a.key_file,
-                   "the key of a keyed store (64 hex digits or 32 bytes), to chunk like the server");
+                   "the key of a keyed store (64 hex digits or 32 bytes), to chunk like the server")
+        ->type_name("FILE");
 }
 
 std::unique_ptr<transfer::Client> make_client(const ConnectArgs& a) {

@@ -1,4 +1,4 @@
-#include "analyze_cli.hpp"
+#include "corpus_options.hpp"
 
 #include "escape.hpp"
 #include "sizes.hpp"
@@ -12,15 +12,15 @@
 namespace cdc::cli {
 
 void add_corpus_options(CLI::App& cmd, CorpusArgs& args) {
-    cmd.add_option("--digest", args.digest, "chunk fingerprint: blake3, sha256 or xxh3")->capture_default_str();
+    add_digest_option(cmd, args.digest, false);
+    add_kernel_option(cmd, args.kernel);
     add_count_option(cmd, "-j,--jobs", args.jobs, 0, limits::kJobs, "worker threads (0 = every core)");
     cmd.add_flag("--follow-symlinks", args.follow_symlinks,
                  "follow symbolic links inside directories (links named on the command line are always followed)");
-    cmd.add_flag("-q,--quiet", args.quiet, "no progress line, no warnings (errors are still printed)");
-    cmd.add_option("--kernel", args.kernel, "force a kernel level: auto, scalar, wide, avx2, avx512")
-        ->capture_default_str();
+    add_quiet_flag(cmd, args.quiet);
     cmd.add_option("PATH", args.paths, "files, directories (walked recursively) or - for standard input")
-        ->required();
+        ->required()
+        ->type_name("");
 }
 
 AnalyzeOptions corpus_options(const CorpusArgs& args) {

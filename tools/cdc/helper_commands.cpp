@@ -1,10 +1,19 @@
-// cdc serve / push / pull / ls / hash: their entries in `cdc --help`. The
-// commands themselves are the cdc-transfer helper's (tools/transfer/: gRPC,
-// dynamically linked), which main.cpp runs in place of this process before
-// any parsing; so is `cdc bench transfer` (listed by cmd_bench.cpp).
+// The commands that helper programs run, as entries of `cdc --help`: `cdc
+// dupes` (the lean cdc-dupes, tools/dupes/) and serve / push / pull / ls /
+// hash (cdc-transfer, tools/transfer/: gRPC, dynamically linked). main.cpp
+// runs the helper in place of this process before any parsing, so that a
+// dupes run never maps this binary's code (the kernel maps cached program
+// text in large folios: resident size follows program size); so is `cdc
+// bench transfer` (listed by cmd_bench.cpp).
 #include "commands.hpp"
 
 namespace cdc::cli {
+
+void add_dupes_command(CLI::App& app, int&) {
+    app.add_subcommand("dupes", "find duplicate files (byte comparison or hashing) and merge them safely "
+                                "(`cdc dupes --help` for its options)")
+        ->prefix_command();
+}
 
 void add_transfer_commands(CLI::App& app, int&) {
     app.add_subcommand("serve", "serve a chunk store over gRPC (`cdc serve --help` for its options)")->prefix_command();

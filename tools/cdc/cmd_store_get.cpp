@@ -1,7 +1,9 @@
 // cdc store get: restore one file (checked before OUT is touched).
-#include "store_cli.hpp"
+#include "cmd_store.hpp"
+#include "output_path.hpp"
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <chrono>
 #include <filesystem>
@@ -17,15 +19,7 @@ namespace cdc::cli {
 
 namespace {
 
-// OUT that is not a file to replace: a device or FIFO (/dev/null, a pipe),
-// or a path under /dev or /proc (/dev/stdout is a link to /proc/self/fd/1:
-// renaming a temporary file over it would replace the link, not write to
-// standard output). Such an OUT is written as a stream, like -o -.
-bool is_stream_path(const std::string& out) {
-    if (out.starts_with("/dev/") || out.starts_with("/proc/")) return true;
-    struct stat st {};
-    return ::stat(out.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
-}
+using tools::is_stream_path;
 
 struct GetArgs {
     std::string dir;
@@ -34,6 +28,7 @@ struct GetArgs {
     bool no_metadata = false;
     bool keep_setid = false;
     bool quiet = false;
+    bool json = false;
 };
 
 /// The options of a get: metadata as asked, progress drawn on `line` (files
@@ -73,12 +68,26 @@ int run_get_tree(const store::Store& s, const GetArgs& a) {
     const store::TreeGetReport r = s.get_tree(all ? std::string() : a.name, out, o);
     line.clear();
     for (const auto& k : r.skipped) print_error(fmt::format("{}: {} (skipped)", k.name, k.why));
+    if (a.json) {
+        nlohmann::json skipped = nlohmann::json::array();
+        for (const auto& k : r.skipped) {
+            nlohmann::json j{{"error", tools::escape_text(k.why)}};
+            tools::put_name(j, "name", k.name);
+            skipped.push_back(std::move(j));
+        }
+        nlohmann::json j{{"files", r.files}, {"bytes", r.bytes}, {"skipped", skipped}};
+        tools::put_name(j, "name", a.name);
+        tools::put_name(j, "output", out);
+        fmt::print("{}\n", tools::json_text(j));
+        finish_stdout();
+    }
     return r.skipped.empty() ? kExitOk : kExitPartial;
 }
 
 int run_get(const GetArgs& a) {
     const store::Store s = open_store(a.dir);
-    if (!s.find(a.name)) {
+    const auto found = s.find(a.name);
+    if (!found) {
         std::string under = a.name;
         while (!under.empty() && under.back() == '/') under.pop_back();
         if (a.name == "." || (!under.empty() && !s.list(under + "/").empty())) return run_get_tree(s, a);
@@ -108,6 +117,14 @@ int run_get(const GetArgs& a) {
     } else {
         s.get(a.name, std::filesystem::path(out), o);
     }
+    if (a.json) {
+        nlohmann::json j{{"files", 1}, {"bytes", found->size}, {"skipped", nlohmann::json::array()}};
+        tools::put_name(j, "name", a.name);
+        tools::put_name(j, "output", out);
+        // With -o -, the file went to stdout: the report goes to stderr.
+        fmt::print(out == "-" ? stderr : stdout, "{}\n", tools::json_text(j));
+        finish_stdout();
+    }
     return kExitOk;
 }
 
@@ -117,25 +134,33 @@ void add_store_get(CLI::App& st, int& exit_code) {
     auto a = std::make_shared<GetArgs>();
     auto* c = st.add_subcommand(
         "get", "restore a file or a tree: each to a temporary file renamed into place once its BLAKE3 matched");
-    c->add_option("DIR", a->dir, "the store's directory")->required();
+    c->add_option("DIR", a->dir, "the store's directory")->required()->type_name("");
     c->add_option("NAME", a->name,
                   "the stored name; a tree (the files NAME/..., as put with --name NAME; '.': every file) is "
                   "restored below the directory OUT")
-        ->required();
+        ->required()
+        ->type_name("NAME");
     c->add_option("-o,--output", a->out,
                   "OUT: a file (replaced), a directory (NAME's last component inside it), - for standard output, "
                   "or a device, FIFO or path under /dev or /proc (written as a stream, like -); for a tree, the "
                   "directory to restore it into (created if absent) "
-                  "(default: NAME's last component here, which must not exist)");
+                  "(default: NAME's last component here, which must not exist)")
+        ->type_name("PATH");
     c->add_flag("--no-metadata", a->no_metadata, "do not restore the mode and mtime");
     c->add_flag("--keep-setid", a->keep_setid,
                 "restore the setuid, setgid and sticky bits too (stripped by default: a file put by someone else "
                 "must not become a set-id program of yours)");
-    c->add_flag("-q,--quiet", a->quiet, "no progress line");
-    c->footer("Every chunk is checked (record checksum, size) and the whole file's BLAKE3 before OUT is replaced; "
-              "with -o -, bytes go out chunk by chunk as they are checked and a final mismatch is an error. A tree's "
-              "names with an empty, '.' or '..' component are skipped, and its directories are entered without "
-              "following links; a damaged or blocked file is skipped and reported (exit 3).");
+    add_json_flag(*c, a->json, "{name, output, files, bytes, skipped: [{name, error}]} (on stderr with -o -)");
+    add_quiet_flag(*c, a->quiet);
+    document(*c, {.notes = "Every chunk is checked (record checksum, size) and the whole file's BLAKE3 before OUT is "
+                           "replaced; with -o -, bytes go out chunk by chunk as they are checked and a final mismatch "
+                           "is an error. A tree's names with an empty, '.' or '..' component are skipped, and its "
+                           "directories are entered without following links; a damaged or blocked file is skipped "
+                           "and reported (exit 3).",
+                  .examples = {{"cdc store get /srv/store disk.img -o restored.img", "restore one file"},
+                               {"cdc store get /srv/store project -o /tmp/project", "restore a tree put with --name project"}},
+                  .exit_codes = exit_codes({{kExitPartial, "a tree was restored, but some files were skipped (each "
+                                                           "named on stderr)"}})});
     c->callback([a, &exit_code] { exit_code = with_store_errors([&] { return run_get(*a); }); });
 }
 
