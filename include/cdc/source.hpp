@@ -2,11 +2,14 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <memory>
 #include <span>
 #include <string>
+
+#include <sys/stat.h>
 
 namespace cdc {
 
@@ -52,6 +55,26 @@ public:
 private:
     int fd_;
     std::string name_;
+};
+
+/// Reads a regular file the caller opened (and keeps open) and checks, at
+/// its end, that the bytes read are the file as it was when opened: as many
+/// as its size then, and its size, mtime and ctime unchanged after the last
+/// read (fstat). A file that shrank, grew or was written to meanwhile would
+/// give old bytes followed by new ones, a state it never had: its end is an
+/// IoError ("changed while it was read") instead, so that no copy of it is
+/// taken for the file. Does not own `fd`.
+class SteadyFileReader final : public Reader {
+public:
+    /// `at_open`: the file's fstat from when it was opened, before any read.
+    SteadyFileReader(int fd, const struct stat& at_open, std::string name = {});
+    ReadResult read(std::span<std::byte> buffer) override;
+    int fd() const noexcept { return inner_.fd(); }
+
+private:
+    FdReader inner_;
+    struct stat at_open_;
+    std::uint64_t bytes_read_ = 0;
 };
 
 /// Adapts a callable `ReadResult(std::span<std::byte>)` to a Reader.

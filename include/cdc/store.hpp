@@ -127,6 +127,22 @@ ChunkId chunk_id_from_hex(std::string_view hex);
 /// a store and a client of a store's server chunk alike.
 Options chunking_options(std::string_view algorithm, const Profile& profile, const std::optional<Key>& key);
 
+/// Longest name a file may be stored under.
+inline constexpr std::size_t kMaxNameBytes = 4096;
+
+/// Empty if `name` may be stored, else why not: the rule of the names a
+/// tree restore (Store::get_tree) writes below its directory, which `cdc
+/// store put` and the transfer server apply before storing. Not empty, at
+/// most kMaxNameBytes, relative (no leading /), no NUL byte, no empty, "."
+/// or ".." component, no trailing "/". (Other bytes are allowed: listings
+/// escape them.)
+std::string name_problem(std::string_view name);
+
+/// The keyed BLAKE3 check value of a key (64 hex digits): what a keyed
+/// store keeps instead of its key (StoreInfo::key_check), and what proves a
+/// key is the store's without revealing it.
+std::string key_check_value(const Key& key);
+
 /// How a chunk's bytes are kept in a pack.
 enum class Codec : std::uint8_t { raw = 0, zstd = 1 };
 
@@ -156,6 +172,9 @@ struct StoreInfo {
     Profile profile;          ///< resolved sizes; keyed when the store has a key
     int zstd_level = 0;
     std::uint64_t pack_size = 0;
+    /// A keyed store's key check value (key_check_value of its key; never
+    /// the key), empty for an unkeyed store.
+    std::string key_check;
 };
 
 /// File metadata kept in a manifest.
@@ -460,7 +479,9 @@ public:
     void put_files(std::span<const Input> inputs, const InputDone& done, const ProgressFn& progress = {});
 
     // --- single chunks (the transfer service)
-    /// Stores raw bytes as one chunk (no chunking).
+    /// Stores raw bytes as one chunk (no chunking). A chunk is at most the
+    /// store's max chunk size (OptionError otherwise), for this and the
+    /// calls below: its readers refuse index rows beyond it as damage.
     ChunkPut put_chunk(std::span<const std::byte> raw);
     /// Stores a chunk that arrives as one zstd frame (with its content size,
     /// as ZSTD_compress writes it): decompressed to check that it has raw_size

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace cdc {
@@ -74,6 +75,28 @@ ReadResult FdReader::read(std::span<std::byte> buffer) {
         }
         throw IoError(fmt::format("read {}: {}", describe(name_, fd_), std::strerror(errno)));
     }
+}
+
+SteadyFileReader::SteadyFileReader(int fd, const struct stat& at_open, std::string name)
+    : inner_(fd, std::move(name)), at_open_(at_open) {}
+
+ReadResult SteadyFileReader::read(std::span<std::byte> buffer) {
+    const ReadResult r = inner_.read(buffer);
+    bytes_read_ += r.bytes;
+    if (!r.end) return r;
+    const auto size = static_cast<std::uint64_t>(at_open_.st_size);
+    if (bytes_read_ != size)
+        throw IoError(fmt::format("changed while it was read: {} bytes when opened, {} read to its end (not taken: "
+                                  "its bytes would mix two states of the file)",
+                                  size, bytes_read_));
+    struct stat now {};
+    if (::fstat(inner_.fd(), &now) != 0) throw IoError(fmt::format("cannot examine it: {}", std::strerror(errno)));
+    const auto same_time = [](const timespec& a, const timespec& b) { return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec; };
+    if (now.st_size != at_open_.st_size || !same_time(now.st_mtim, at_open_.st_mtim) ||
+        !same_time(now.st_ctim, at_open_.st_ctim))
+        throw IoError("changed while it was read: written to (its size, mtime or ctime changed) since it was "
+                      "opened (not taken: its bytes would mix two states of the file)");
+    return r;
 }
 
 Source Source::memory(std::span<const std::byte> bytes) noexcept {

@@ -36,6 +36,10 @@ void Compressor::compress_frame(std::span<const std::byte> raw, std::vector<std:
     out.resize(n);
 }
 
+std::uint64_t stored_size_bound(std::uint64_t raw_size) noexcept {
+    return ZSTD_compressBound(static_cast<std::size_t>(raw_size));
+}
+
 Compressor& thread_compressor(int level) {
     thread_local std::unique_ptr<Compressor> c;
     thread_local int c_level = -1;

@@ -54,6 +54,10 @@ private:
     ZSTD_DCtx_s* ctx_ = nullptr;
 };
 
+/// The largest payload a record of `raw_size` bytes may have (zstd's bound:
+/// a record is never larger; one kept raw has exactly raw_size).
+std::uint64_t stored_size_bound(std::uint64_t raw_size) noexcept;
+
 /// Valid levels: 0 (store raw) .. ZSTD_maxCLevel(); OptionError otherwise.
 void check_zstd_level(int level);
 

@@ -50,14 +50,26 @@ std::string marker_text(std::uint32_t version) { return fmt::format("cdc-store\n
 
 std::uint32_t read_marker(const std::filesystem::path& dir) {
     const auto path = dir / kMarkerName;
-    std::ifstream in(path);
-    if (!in) {
-        std::error_code ec;
-        if (!std::filesystem::is_directory(dir, ec))
-            throw VersionError(fmt::format("'{}' is not a store: no such directory", dir.string()));
-        throw VersionError(fmt::format("'{}' is not a store (no {} file; create one with cdc store init)",
-                                       dir.string(), kMarkerName));
+    // Only a marker that is not there says "not a store": one that cannot
+    // be read (a store of another user: EACCES) is that error.
+    if (::access(path.c_str(), R_OK) != 0) {
+        const int e = errno;
+        struct stat st {};
+        if (::stat(dir.c_str(), &st) != 0) {
+            if (errno == ENOENT) throw VersionError(fmt::format("'{}' is not a store: no such directory", dir.string()));
+            throw StoreError(fmt::format("cannot open the store '{}': {}", dir.string(), std::strerror(errno)));
+        }
+        if (!S_ISDIR(st.st_mode))
+            throw VersionError(fmt::format("'{}' is not a store: not a directory", dir.string()));
+        if (e == ENOENT)
+            throw VersionError(fmt::format("'{}' is not a store (no {} file; create one with cdc store init)",
+                                           dir.string(), kMarkerName));
+        throw StoreError(fmt::format("cannot open the store '{}': {} ('{}')", dir.string(), std::strerror(e),
+                                     path.string()));
     }
+    std::ifstream in(path);
+    if (!in)
+        throw StoreError(fmt::format("cannot open the store '{}': cannot read '{}'", dir.string(), path.string()));
     std::string magic, word;
     std::uint64_t version = 0;
     in >> magic >> word >> version;

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
+#include <ctime>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -91,6 +92,18 @@ void write_all(int fd, const void* data, std::size_t n, const std::string& what)
 std::size_t pread_full(int fd, void* data, std::size_t n, std::uint64_t offset, const std::string& what);
 void fsync_fd(int fd, const std::string& what, bool data_only);
 void fsync_dir(const std::filesystem::path& dir);
+/// Nanoseconds since the epoch as a timespec for futimens: tv_nsec in
+/// [0, 1e9) as it requires, so a time before 1970 with a fraction of a
+/// second has the second below it (-1.5 s: -2 s + 0.5 s).
+inline timespec timespec_of_ns(std::int64_t ns) noexcept {
+    std::int64_t sec = ns / 1'000'000'000;
+    std::int64_t frac = ns % 1'000'000'000;
+    if (frac < 0) {
+        frac += 1'000'000'000;
+        --sec;
+    }
+    return {static_cast<time_t>(sec), static_cast<long>(frac)};
+}
 /// The size of `p` itself (a link is not followed), 0 if it cannot be examined.
 std::uint64_t file_size_or_zero(const std::filesystem::path& p);
 

@@ -176,10 +176,11 @@ GcReport Store::gc(const GcOptions& options) {
             out.append(batch);
             batch.clear();
         };
+        CatalogCheck check(db);
         while (q.step()) {
             const ChunkId id = to_id(q.blob(0), impl_->db_path());
-            const Location loc{static_cast<std::uint64_t>(q.i64(1)), static_cast<std::uint64_t>(q.i64(2)),
-                               static_cast<std::uint32_t>(q.i64(3)), static_cast<std::uint32_t>(q.i64(4))};
+            // (A damaged row stops gc as a damaged record does.)
+            const Location loc = check.location(id, q.i64(1), q.i64(2), q.i64(3), q.i64(4), "gc: ");
             if (loc.pack != current) {
                 append_batch();
                 if (current != 0) done_packs.push_back(current);

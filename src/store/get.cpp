@@ -34,6 +34,14 @@ using common::OrderedHasher;
 
 namespace {
 
+/// A failure of the output (creating, writing, closing or renaming OUT or
+/// its temporary file, making its directory): a tree restore skips that
+/// file and goes on; a single get reports it as any StoreError.
+class OutputError : public StoreError {
+public:
+    using StoreError::StoreError;
+};
+
 struct Restored {
     std::uint32_t mode = 0;
     std::int64_t mtime_ns = 0;
@@ -75,7 +83,13 @@ Restored restore_to_fd(const Store::Impl& s, Readers& readers, std::string_view 
         [&](OrderedDecoder::Delivery& d) {
             const void* token = d.keep();
             whole.update(d.bytes, [token, &decoder] { decoder->release(token); });
-            write_all(out_fd, d.bytes.data(), d.bytes.size(), out_desc);  // reads the block while it is hashed
+            try {
+                write_all(out_fd, d.bytes.data(), d.bytes.size(), out_desc);  // reads the block while it is hashed
+            } catch (const OutputError&) {
+                throw;
+            } catch (const StoreError& e) {
+                throw OutputError(e.what());
+            }
             written += d.bytes.size();
             ticker.tick([&](Progress& p) {
                 p.bytes_done = written;
@@ -102,18 +116,11 @@ Restored restore_to_fd(const Store::Impl& s, Readers& readers, std::string_view 
 void apply_metadata(int fd, const Restored& info, const GetOptions& options, const std::string& desc) {
     const mode_t kept_bits = options.keep_setid ? 07777 : 0777;
     const mode_t mode = options.restore_metadata ? static_cast<mode_t>(info.mode & kept_bits) : mode_t{0644};
-    if (::fchmod(fd, mode) != 0) throw StoreError(fmt::format("chmod '{}': {}", desc, std::strerror(errno)));
+    if (::fchmod(fd, mode) != 0) throw OutputError(fmt::format("chmod '{}': {}", desc, std::strerror(errno)));
     if (!options.restore_metadata) return;
-    timespec ts[2];
-    ts[0].tv_sec = 0;
-    ts[0].tv_nsec = UTIME_OMIT;
-    ts[1].tv_sec = info.mtime_ns / 1'000'000'000;
-    ts[1].tv_nsec = info.mtime_ns % 1'000'000'000;
-    if (ts[1].tv_nsec < 0) {
-        ts[1].tv_nsec += 1'000'000'000;
-        --ts[1].tv_sec;
-    }
-    ::futimens(fd, ts);
+    const timespec ts[2] = {{0, UTIME_OMIT}, timespec_of_ns(info.mtime_ns)};
+    if (::futimens(fd, ts) != 0)
+        throw OutputError(fmt::format("cannot set the mtime of '{}': {}", desc, std::strerror(errno)));
 }
 
 /// A path below the tree's prefix made of plain components, or nullopt.
@@ -130,12 +137,13 @@ std::optional<std::vector<std::string>> safe_components(std::string_view rel) {
     }
 }
 
-/// A random suffix for a temporary name (openat has no mkstemp).
-std::string random_suffix() {
+/// A temporary name beside OUT (openat has no mkstemp): short and of one
+/// length whatever OUT's name, which may take all of NAME_MAX itself.
+std::string temporary_name() {
     std::uint64_t v = 0;
     if (::getrandom(&v, sizeof v, 0) != static_cast<ssize_t>(sizeof v))
         v = static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
-    return fmt::format("{:012x}", v & 0xffffffffffffULL);
+    return fmt::format(".cdc-get-{:016x}", v);
 }
 
 /// Why a file of the tree cannot be restored (it is skipped), as opposed
@@ -153,17 +161,17 @@ void restore_into(const Store::Impl& s, Readers& readers, std::string_view name,
     std::string tmp;
     Fd fd;
     for (int attempt = 0; !fd; ++attempt) {
-        tmp = std::string(".").append(base).append(".cdc-get-").append(random_suffix());
+        tmp = temporary_name();
         fd = Fd(::openat(dir, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
         if (!fd && (errno != EEXIST || attempt > 8))
-            throw StoreError(fmt::format("cannot create a temporary file beside '{}': {}", shown, std::strerror(errno)));
+            throw OutputError(fmt::format("cannot create a temporary file beside '{}': {}", shown, std::strerror(errno)));
     }
     try {
         const Restored info = restore_to_fd(s, readers, name, fd.get(), fmt::format("'{}'", shown), options);
         apply_metadata(fd.get(), info, options, shown);
-        if (::close(fd.release()) != 0) throw StoreError(fmt::format("closing '{}': {}", shown, std::strerror(errno)));
+        if (::close(fd.release()) != 0) throw OutputError(fmt::format("closing '{}': {}", shown, std::strerror(errno)));
         if (::renameat(dir, tmp.c_str(), dir, base.c_str()) != 0)
-            throw StoreError(fmt::format("cannot rename into '{}': {}", shown, std::strerror(errno)));
+            throw OutputError(fmt::format("cannot rename into '{}': {}", shown, std::strerror(errno)));
     } catch (...) {
         ::unlinkat(dir, tmp.c_str(), 0);
         throw;
@@ -238,12 +246,12 @@ TreeGetReport Store::get_tree(std::string_view prefix, const std::filesystem::pa
             for (std::size_t i = 0; i + 1 < parts->size(); ++i) {
                 const char* c = (*parts)[i].c_str();
                 if (::mkdirat(dir.get(), c, 0777) != 0 && errno != EEXIST)
-                    throw StoreError(fmt::format("cannot create a directory for '{}': {}", shown, std::strerror(errno)));
+                    throw OutputError(fmt::format("cannot create a directory for '{}': {}", shown, std::strerror(errno)));
                 Fd next(::openat(dir.get(), c, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
                 if (!next) {
                     if (errno == ENOTDIR || errno == ELOOP)
                         throw Blocked(fmt::format("'{}' is in the way (a file or a link, not a directory)", (*parts)[i]));
-                    throw StoreError(fmt::format("cannot open a directory for '{}': {}", shown, std::strerror(errno)));
+                    throw OutputError(fmt::format("cannot open a directory for '{}': {}", shown, std::strerror(errno)));
                 }
                 dir = std::move(next);
             }
@@ -254,6 +262,8 @@ TreeGetReport Store::get_tree(std::string_view prefix, const std::filesystem::pa
             ++report.files;
             report.bytes += m.size;
         } catch (const Blocked& e) {
+            report.skipped.push_back({m.name, e.what()});
+        } catch (const OutputError& e) {
             report.skipped.push_back({m.name, e.what()});
         } catch (const DamageError& e) {
             report.skipped.push_back({m.name, e.what()});

@@ -74,6 +74,10 @@ void PackAppender::roll() {
             if (errno == EEXIST) continue;  // another writer's, or an orphan gc will reclaim
             throw StoreError(fmt::format("cannot create pack '{}': {}", path.string(), open_failure(errno)));
         }
+        // The store's mode, whatever the umask: in a store shared by a group
+        // the members append to each other's packs.
+        if (::fchmod(fd.get(), file_mode_) != 0)
+            throw StoreError(fmt::format("cannot chmod new pack '{}': {}", path.string(), std::strerror(errno)));
         if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0)
             throw StoreError(fmt::format("cannot lock new pack '{}': {}", path.string(), std::strerror(errno)));
         const auto header = pack_header(id);

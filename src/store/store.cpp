@@ -9,6 +9,7 @@
 #include <blake3.h>
 #include <fmt/format.h>
 
+#include <charconv>
 #include <limits>
 
 #include <cerrno>
@@ -65,6 +66,23 @@ std::string key_check_value(const Key& key) {
     return to_hex(out);
 }
 
+std::string name_problem(std::string_view name) {
+    if (name.empty()) return "the name is empty";
+    if (name.size() > kMaxNameBytes) return fmt::format("the name is longer than {} bytes", kMaxNameBytes);
+    if (name.front() == '/') return "the name is absolute (starts with /)";
+    if (name.find('\0') != std::string_view::npos) return "the name holds a NUL byte";
+    std::size_t start = 0;
+    for (;;) {
+        const std::size_t slash = name.find('/', start);
+        const std::string_view part = name.substr(start, slash == std::string_view::npos ? name.npos : slash - start);
+        if (part.empty()) return slash == std::string_view::npos ? "the name ends with /" : "the name has an empty component (//)";
+        if (part == "." || part == "..") return fmt::format("the name has a '{}' component", part);
+        if (slash == std::string_view::npos) break;
+        start = slash + 1;
+    }
+    return {};
+}
+
 Options chunking_options(std::string_view algorithm, const Profile& profile, const std::optional<Key>& key) {
     Options o;
     o.min_size = profile.min_size;
@@ -98,14 +116,69 @@ ChunkId to_id(std::span<const std::uint8_t> blob, const std::string& context) {
     return id;
 }
 
-ChunkLookup::ChunkLookup(Db& db) : stmt_(db, "SELECT pack, offset, raw_size, stored_size FROM chunks WHERE id = ?1") {}
+CatalogCheck::CatalogCheck(Db& db) : lengths_stmt_(db, "SELECT size FROM packs WHERE id = ?1") {
+    // Bounded by the library's limit too: a crafted max_size must not let
+    // any size through.
+    max_raw_ = kMaxChunkSizeLimit;
+    Stmt q(db, "SELECT value FROM meta WHERE key = 'max_size'");
+    if (q.step()) {
+        const std::string v = q.text(0);
+        std::uint64_t n = 0;
+        const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+        if (ec == std::errc() && end == v.data() + v.size() && n > 0) max_raw_ = std::min<std::uint64_t>(n, max_raw_);
+    }
+}
 
-std::optional<Location> ChunkLookup::find(const ChunkId& id) {
+std::uint64_t CatalogCheck::pack_length(std::uint64_t pack, bool fresh) {
+    if (!fresh)
+        if (const auto it = lengths_.find(pack); it != lengths_.end()) return it->second;
+    lengths_stmt_.bind(1, static_cast<std::int64_t>(pack));
+    const std::int64_t n = lengths_stmt_.step() ? lengths_stmt_.i64(0) : 0;
+    lengths_stmt_.reset();
+    const std::uint64_t length = n > 0 ? static_cast<std::uint64_t>(n) : 0;
+    lengths_[pack] = length;
+    return length;
+}
+
+Location CatalogCheck::location(const ChunkId& id, std::int64_t pack, std::int64_t offset, std::int64_t raw_size,
+                                std::int64_t stored_size, std::string_view context) {
+    Location loc;
+    loc.pack = static_cast<std::uint64_t>(pack);
+    loc.offset = static_cast<std::uint64_t>(offset);
+    auto damage = [&](const std::string& why) {
+        throw DamageError(chunk_problem(context, id, loc, fmt::format("the index is damaged: {}", why)));
+    };
+    if (pack <= 0 || offset < 0) damage(fmt::format("pack {}, offset {}", pack, offset));
+    if (raw_size < 0 || static_cast<std::uint64_t>(raw_size) > max_raw_)
+        damage(fmt::format("a raw size of {} bytes (the store's chunks have at most {})", raw_size, max_raw_));
+    loc.raw_size = static_cast<std::uint32_t>(raw_size);
+    const std::uint64_t bound = stored_size_bound(loc.raw_size);
+    if (stored_size < 0 || static_cast<std::uint64_t>(stored_size) > bound)
+        damage(fmt::format("a stored size of {} bytes for {} raw bytes (at most {})", stored_size, raw_size, bound));
+    loc.stored_size = static_cast<std::uint32_t>(stored_size);
+    const std::uint64_t end = loc.offset + kRecordHeaderSize + loc.stored_size;
+    if (loc.offset < kPackHeaderSize) damage(fmt::format("a record at offset {}, inside the pack's header", offset));
+    // (A pack another writer appended to since it was cached: asked again.)
+    if (end > pack_length(loc.pack, false) && end > pack_length(loc.pack, true)) {
+        const std::uint64_t length = pack_length(loc.pack, false);
+        damage(length == 0 ? std::string("its pack is not in the index")
+                           : fmt::format("a record ending at {}, beyond its pack's committed length {}", end, length));
+    }
+    return loc;
+}
+
+ChunkLookup::ChunkLookup(Db& db)
+    : stmt_(db, "SELECT pack, offset, raw_size, stored_size FROM chunks WHERE id = ?1"), check_(db) {}
+
+std::optional<Location> ChunkLookup::find(const ChunkId& id, std::string_view context) {
     stmt_.bind(1, std::span<const std::uint8_t>(id));
     std::optional<Location> r;
-    if (stmt_.step())
-        r = Location{static_cast<std::uint64_t>(stmt_.i64(0)), static_cast<std::uint64_t>(stmt_.i64(1)),
-                     static_cast<std::uint32_t>(stmt_.i64(2)), static_cast<std::uint32_t>(stmt_.i64(3))};
+    try {
+        if (stmt_.step()) r = check_.location(id, stmt_.i64(0), stmt_.i64(1), stmt_.i64(2), stmt_.i64(3), context);
+    } catch (...) {
+        stmt_.reset();
+        throw;
+    }
     stmt_.reset();
     return r;
 }
@@ -129,7 +202,7 @@ std::uint64_t for_each_listed_chunk(Db& db, std::int64_t manifest, std::string_v
         const auto blob = segs.blob(0);
         for (std::size_t i = 0; i + 32 <= blob.size() && index < limit; i += 32, ++index) {
             const ChunkId id = to_id(blob.subspan(i, 32), context);
-            const auto loc = lookup.find(id);
+            const auto loc = lookup.find(id, fmt::format("'{}': ", name));
             if (!loc)
                 throw DamageError(fmt::format("'{}': chunk {} (number {} of the file) is missing from the index", name,
                                               to_hex(id), index));
@@ -423,6 +496,7 @@ Store Store::open(const std::filesystem::path& dir, const OpenOptions& options) 
     info.zstd_level = static_cast<int>(meta_int(meta, "zstd_level", db));
     info.pack_size = static_cast<std::uint64_t>(meta_int(meta, "pack_size", db));
     impl->key_check = meta["key_check"];
+    if (info.profile.keyed) info.key_check = impl->key_check;
     if (info.profile.keyed) impl->key = options.key;
     if (find_algorithm(info.algorithm) == nullptr)
         throw VersionError(fmt::format("the store '{}' uses the algorithm '{}', unknown to this cdc", dir.string(),

@@ -64,14 +64,41 @@ struct IdHash {
 
 ChunkId to_id(std::span<const std::uint8_t> blob, const std::string& context);
 
-/// "SELECT pack, offset, raw_size, stored_size FROM chunks WHERE id = ?".
+/// The checks of a chunk's index row (the catalog, which a damaged or
+/// crafted index.db may fill with anything) before anything is allocated
+/// for it or read: a raw size the store's chunks may have (its max chunk
+/// size), a stored size within the compressor's bound of it, a record that
+/// lies inside its pack's committed length. Every reader of locations goes
+/// through it (lookups, verify, gc).
+class CatalogCheck {
+public:
+    /// Reads the store's max chunk size from `db`.
+    explicit CatalogCheck(Db& db);
+    /// The row's columns as a Location, or DamageError naming the chunk
+    /// (after `context`, e.g. "'name': ") and what is wrong.
+    Location location(const ChunkId& id, std::int64_t pack, std::int64_t offset, std::int64_t raw_size,
+                      std::int64_t stored_size, std::string_view context);
+    std::uint64_t max_raw_size() const noexcept { return max_raw_; }
+
+private:
+    /// A pack's committed length (0: no such pack), cached; `fresh` asks again.
+    std::uint64_t pack_length(std::uint64_t pack, bool fresh);
+    Stmt lengths_stmt_;
+    std::uint64_t max_raw_;
+    std::unordered_map<std::uint64_t, std::uint64_t> lengths_;
+};
+
+/// "SELECT pack, offset, raw_size, stored_size FROM chunks WHERE id = ?",
+/// the row checked (CatalogCheck).
 class ChunkLookup {
 public:
     explicit ChunkLookup(Db& db);
-    std::optional<Location> find(const ChunkId& id);
+    /// DamageError for a row that fails the checks (`context` before the chunk).
+    std::optional<Location> find(const ChunkId& id, std::string_view context = {});
 
 private:
     Stmt stmt_;
+    CatalogCheck check_;
 };
 
 /// Calls f(id, location, index in the file) for each chunk of the committed
@@ -161,8 +188,5 @@ struct Store::Impl {
     Options chunking_options() const;
     std::string db_path() const { return (dir / detail::kDbName).string(); }
 };
-
-/// Keyed BLAKE3 check value of a key (hex).
-std::string key_check_value(const Key& key);
 
 }  // namespace cdc::store

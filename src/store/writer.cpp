@@ -76,10 +76,11 @@ std::string lookup_sql() {
 /// preference among stored files that start alike, never trusted.
 std::optional<std::uint64_t> size_hint(const Source& source) {
     if (source.is_memory()) return source.memory_bytes().size();
-    if (const auto* fr = dynamic_cast<const FdReader*>(source.reader_ptr())) {
-        struct stat st {};
-        if (::fstat(fr->fd(), &st) == 0 && S_ISREG(st.st_mode)) return static_cast<std::uint64_t>(st.st_size);
-    }
+    int fd = -1;
+    if (const auto* fr = dynamic_cast<const FdReader*>(source.reader_ptr())) fd = fr->fd();
+    if (const auto* sr = dynamic_cast<const SteadyFileReader*>(source.reader_ptr())) fd = sr->fd();
+    struct stat st {};
+    if (fd >= 0 && ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) return static_cast<std::uint64_t>(st.st_size);
     return std::nullopt;
 }
 
@@ -674,10 +675,14 @@ struct Writer::Impl {
         return {id, true, record};
     }
 
+    /// The largest chunk the store keeps: its max chunk size (what its
+    /// readers check the index against).
+    std::uint64_t max_chunk() const noexcept { return store.info.profile.max_size; }
+
     ChunkPut put_chunk(std::span<const std::byte> raw) {
-        if (raw.size() > kMaxChunkSizeLimit)
-            throw OptionError(fmt::format("a chunk of {} bytes is too large (at most {})", raw.size(),
-                                          kMaxChunkSizeLimit));
+        if (raw.size() > max_chunk())
+            throw OptionError(fmt::format("a chunk of {} bytes is too large for the store (at most {})", raw.size(),
+                                          max_chunk()));
         const ChunkId id = chunk_id_of(raw);
         ++totals.chunks;
         totals.bytes += raw.size();
@@ -690,9 +695,9 @@ struct Writer::Impl {
 
     ChunkPut put_chunk_compressed(const ChunkId& id, std::uint32_t raw_size, std::span<const std::byte> frame,
                                   std::vector<std::byte>& raw, bool lacking) {
-        if (raw_size > kMaxChunkSizeLimit)
-            throw OptionError(fmt::format("chunk {}: raw size {} is too large (at most {})", to_hex(id), raw_size,
-                                          kMaxChunkSizeLimit));
+        if (raw_size > max_chunk())
+            throw OptionError(fmt::format("chunk {}: raw size {} is too large for the store (at most {})", to_hex(id),
+                                          raw_size, max_chunk()));
         ++totals.chunks;
         totals.bytes += raw_size;
         raw.resize(raw_size);

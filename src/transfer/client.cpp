@@ -14,14 +14,81 @@
 #include <fmt/format.h>
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
+
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
+#include <mutex>
+#include <thread>
 
 namespace cdc::transfer {
 
 namespace {
 
 constexpr std::size_t kFrameHeader = 5;  // gRPC's length-prefixed message header
+
+/// Cancels a call once one of its reads or writes has waited for the server
+/// longer than the client's timeout (ClientOptions::timeout_seconds); the
+/// client's own work between them does not count. Hold a Wait around each
+/// call that blocks on the server.
+class StallWatch {
+public:
+    StallWatch(grpc::ClientContext& ctx, double seconds) : ctx_(ctx) {
+        if (seconds <= 0) return;
+        limit_ns_ = static_cast<std::int64_t>(seconds * 1e9);
+        thread_ = std::thread([this] { watch(); });
+    }
+    ~StallWatch() {
+        {
+            std::lock_guard lock(mutex_);
+            stop_ = true;
+        }
+        cv_.notify_all();
+        if (thread_.joinable()) thread_.join();
+    }
+    StallWatch(const StallWatch&) = delete;
+    StallWatch& operator=(const StallWatch&) = delete;
+
+    class Wait {
+    public:
+        explicit Wait(StallWatch& w) : w_(w) { w_.since_ns_.store(now_ns()); }
+        ~Wait() { w_.since_ns_.store(0); }
+        Wait(const Wait&) = delete;
+        Wait& operator=(const Wait&) = delete;
+
+    private:
+        StallWatch& w_;
+    };
+
+    /// Whether the call was cancelled for waiting too long.
+    bool fired() const noexcept { return fired_.load(); }
+
+private:
+    static std::int64_t now_ns() {
+        return std::chrono::duration_cast<std::chrono::nanoseconds>(
+                   std::chrono::steady_clock::now().time_since_epoch())
+            .count();
+    }
+    void watch() {
+        const auto period = std::chrono::nanoseconds(std::clamp<std::int64_t>(limit_ns_ / 4, 1'000'000, 1'000'000'000));
+        std::unique_lock lock(mutex_);
+        while (!cv_.wait_for(lock, period, [&] { return stop_; })) {
+            const std::int64_t since = since_ns_.load();
+            if (since != 0 && now_ns() - since > limit_ns_ && !fired_.exchange(true)) ctx_.TryCancel();
+        }
+    }
+
+    grpc::ClientContext& ctx_;
+    std::int64_t limit_ns_ = 0;
+    std::atomic<std::int64_t> since_ns_{0};
+    std::atomic<bool> fired_{false};
+    std::mutex mutex_;
+    std::condition_variable cv_;
+    bool stop_ = false;
+    std::thread thread_;
+};
 
 }  // namespace
 
@@ -37,7 +104,19 @@ struct Client::Impl {
 
     bool tls() const { return options.tls || !options.ca_pem.empty(); }
 
-    [[noreturn]] void fail(const grpc::Status& st, std::string_view what) const {
+    /// A unary call's deadline: the timeout (60 s without one).
+    void set_deadline(grpc::ClientContext& ctx) const {
+        const double s = options.timeout_seconds > 0 ? options.timeout_seconds : 60;
+        ctx.set_deadline(std::chrono::system_clock::now() +
+                         std::chrono::milliseconds(static_cast<std::int64_t>(s * 1000)));
+    }
+
+    /// `stalled`: the call was cancelled by its StallWatch (or its deadline passed).
+    [[noreturn]] void fail(const grpc::Status& st, std::string_view what, bool stalled = false) const {
+        if (stalled || st.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED)
+            throw TransferError(Code::unavailable,
+                                fmt::format("{}: the server at {} left the call waiting for {} s: gave up (--timeout)",
+                                            what, options.address, options.timeout_seconds));
         std::string message = st.error_message();
         // A client and a server that disagree on TLS: one sentence that says
         // which, instead of gRPC's "Socket closed" or OpenSSL's "wrong
@@ -76,7 +155,8 @@ template <class Out, class In>
 class GrpcStream final : public MessageStream<Out, In> {
 public:
     using Open = std::function<std::unique_ptr<grpc::ClientReaderWriter<Out, In>>(grpc::ClientContext*)>;
-    GrpcStream(const Client::Impl& client, const Open& open, std::string what) : client_(client), what_(std::move(what)) {
+    GrpcStream(const Client::Impl& client, const Open& open, std::string what)
+        : client_(client), what_(std::move(what)), stall_(ctx_, client.options.timeout_seconds) {
         client_.prepare(ctx_);
         rw_ = open(&ctx_);
     }
@@ -84,20 +164,35 @@ public:
         if (!finished_) cancel();
     }
     void write(const Out& m) override {
-        if (!rw_->Write(m)) fail_broken();
+        bool ok;
+        {
+            StallWatch::Wait w(stall_);
+            ok = rw_->Write(m);
+        }
+        if (!ok) fail_broken();
         this->wire_sent += m.ByteSizeLong() + kFrameHeader;
     }
     bool read(In& m) override {
-        if (!rw_->Read(&m)) return false;
+        {
+            StallWatch::Wait w(stall_);
+            if (!rw_->Read(&m)) return false;
+        }
         this->wire_received += m.ByteSizeLong() + kFrameHeader;
         return true;
     }
-    void writes_done() override { rw_->WritesDone(); }
+    void writes_done() override {
+        StallWatch::Wait w(stall_);
+        rw_->WritesDone();
+    }
     void finish() override {
         if (finished_) return;
         finished_ = true;
-        const grpc::Status st = rw_->Finish();
-        if (!st.ok()) client_.fail(st, what_);
+        grpc::Status st;
+        {
+            StallWatch::Wait w(stall_);
+            st = rw_->Finish();
+        }
+        if (!st.ok()) client_.fail(st, what_, stall_.fired());
     }
     void cancel() override {
         if (finished_) return;
@@ -112,18 +207,23 @@ public:
 private:
     [[noreturn]] void fail_broken() {
         // The server ended the stream: drain what it sent, then its status.
-        In m;
-        while (rw_->Read(&m)) {
+        grpc::Status st;
+        {
+            StallWatch::Wait w(stall_);
+            In m;
+            while (rw_->Read(&m)) {
+            }
+            finished_ = true;
+            st = rw_->Finish();
         }
-        finished_ = true;
-        const grpc::Status st = rw_->Finish();
-        if (!st.ok()) client_.fail(st, what_);
+        if (!st.ok()) client_.fail(st, what_, stall_.fired());
         throw TransferError(Code::unavailable, fmt::format("{}: the server closed the stream", what_));
     }
 
     const Client::Impl& client_;
     std::string what_;
     grpc::ClientContext ctx_;
+    StallWatch stall_;  // (after ctx_, which it cancels; before rw_, which it outlives)
     std::unique_ptr<grpc::ClientReaderWriter<Out, In>> rw_;
     bool finished_ = false;
 };
@@ -168,7 +268,7 @@ const ServerParams& Client::params() {
     if (impl_->params) return *impl_->params;
     grpc::ClientContext ctx;
     impl_->prepare(ctx);
-    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+    impl_->set_deadline(ctx);
     v1::InfoRequest req;
     v1::InfoReply reply;
     const grpc::Status st = impl_->stub->Info(&ctx, req, &reply);
@@ -178,18 +278,24 @@ const ServerParams& Client::params() {
                             fmt::format("the server at {} speaks protocol {}, this client {}", impl_->options.address,
                                         reply.protocol(), kProtocolVersion));
     impl_->params = params_from(reply);
+    impl_->params->address = impl_->options.address;
     return *impl_->params;
 }
 
 std::vector<RemoteFile> Client::list(const std::string& prefix) {
     grpc::ClientContext ctx;
     impl_->prepare(ctx);
+    StallWatch stall(ctx, impl_->options.timeout_seconds);
     v1::ListRequest req;
     req.set_prefix(prefix);
     auto reader = impl_->stub->List(&ctx, req);
     std::vector<RemoteFile> out;
     v1::ListReply page;
-    while (reader->Read(&page)) {
+    auto next = [&] {
+        StallWatch::Wait w(stall);
+        return reader->Read(&page);
+    };
+    while (next()) {
         for (const auto& f : page.files()) {
             RemoteFile r;
             r.name = f.name();
@@ -202,8 +308,12 @@ std::vector<RemoteFile> Client::list(const std::string& prefix) {
             out.push_back(std::move(r));
         }
     }
-    const grpc::Status st = reader->Finish();
-    if (!st.ok()) impl_->fail(st, "ls");
+    grpc::Status st;
+    {
+        StallWatch::Wait w(stall);
+        st = reader->Finish();
+    }
+    if (!st.ok()) impl_->fail(st, "ls", stall.fired());
     return out;
 }
 
@@ -211,6 +321,7 @@ HashResult Client::hash(Reader& reader, const TransferProgressFn& progress) {
     const auto t0 = std::chrono::steady_clock::now();
     grpc::ClientContext ctx;
     impl_->prepare(ctx);
+    StallWatch stall(ctx, impl_->options.timeout_seconds);
     v1::HashReply reply;
     auto writer = impl_->stub->Hash(&ctx, &reply);
     HashResult r;
@@ -227,15 +338,20 @@ HashResult Client::hash(Reader& reader, const TransferProgressFn& progress) {
         }
         if (n) {
             piece.set_data(buf.data(), n);
+            StallWatch::Wait w(stall);
             if (!writer->Write(piece)) break;
             r.wire_sent += piece.ByteSizeLong() + kFrameHeader;
             throttle.file_bytes(r.wire_sent, r.wire_sent);
         }
         if (end) break;
     }
-    writer->WritesDone();
-    const grpc::Status st = writer->Finish();
-    if (!st.ok()) impl_->fail(st, "hash");
+    grpc::Status st;
+    {
+        StallWatch::Wait w(stall);
+        writer->WritesDone();
+        st = writer->Finish();
+    }
+    if (!st.ok()) impl_->fail(st, "hash", stall.fired());
     if (reply.digest().size() != 32) throw TransferError(Code::internal, "hash: the server's digest is not 32 bytes");
     std::memcpy(r.digest.data(), reply.digest().data(), 32);
     r.bytes = reply.size();
@@ -247,6 +363,7 @@ HashResult Client::hash_unary(std::span<const std::byte> bytes) {
     const auto t0 = std::chrono::steady_clock::now();
     grpc::ClientContext ctx;
     impl_->prepare(ctx);
+    impl_->set_deadline(ctx);
     v1::HashData req;
     req.set_data(bytes.data(), bytes.size());
     v1::HashReply reply;

@@ -21,6 +21,11 @@ struct ClientOptions {
     /// The largest message the client sends / accepts (default: gRPC's 4 MiB
     /// receive limit; `cdc bench transfer` raises it for the seed's unary call).
     std::size_t max_message_bytes = 0;
+    /// A call gives up when the server has let one of its reads or writes
+    /// wait this long (the client's own work between them does not count):
+    /// a server that accepts a stream and never answers cannot hold the
+    /// client forever. 0: never.
+    double timeout_seconds = 300;
 };
 
 /// One file on the server.

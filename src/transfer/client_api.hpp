@@ -53,9 +53,13 @@ struct ServerParams {
     bool group_lists = false;  ///< the server takes GroupLists in a push
     std::size_t group_digest_bytes = 32;  ///< of each group digest sent (16 where the server takes 16)
     bool data_ids_optional = false;       ///< pushed chunk data may go without ids (the chunk due)
+    std::string key_check;                ///< a keyed store's key check value (store::key_check_value), if sent
+    bool key_missing = false;             ///< keyed, and the server lacks the key: it takes no push
+    std::string address;                  ///< the server's (for messages)
 };
 ServerParams params_from(const v1::InfoReply& info);
-/// The cut finder a client chunks with (OptionError for a keyed store without `key`).
+/// The cut finder a client chunks with (OptionError for a keyed store
+/// without `key`, or with a key whose check value is not the store's).
 std::shared_ptr<const CutFinder> client_finder(const ServerParams& params, const std::optional<Key>& key);
 
 /// Progress of a push or pull (called at most ~5 times a second).
@@ -132,6 +136,10 @@ struct PullOptions {
     std::optional<Key> key;
     std::vector<std::filesystem::path> seeds;  ///< files whose chunks may be reused
     bool restore_metadata = true;              ///< mode and mtime from the server
+    /// The mode exactly as the server has it; else masked by the umask, as
+    /// a file one creates is (whoever pushed chose it: 0777 must not make it
+    /// writable by everyone here).
+    bool keep_modes = false;
     bool keep_setid = false;                   ///< with them the setuid, setgid, sticky bits (GetOptions)
     TransferProgressFn progress;
 };
@@ -151,7 +159,9 @@ struct PullReport {
 };
 
 /// The hidden partial file a pull into `out` writes to (kept when the
-/// transfer breaks: the next pull reuses its chunks).
+/// transfer breaks: the next pull reuses its chunks): ".OUT.cdc-pull", or
+/// ".cdc-pull-" and 16 hex digits of OUT's name's BLAKE3 where that name
+/// would pass NAME_MAX (with ".old", which the next pull renames it to).
 std::filesystem::path partial_path(const std::filesystem::path& out);
 
 /// Pulls `name` into `out`: written to partial_path(out), checked (size and

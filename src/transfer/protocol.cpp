@@ -7,6 +7,7 @@
 #include <openssl/crypto.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cstring>
 
 namespace cdc::transfer {
@@ -30,26 +31,14 @@ std::string_view code_name(Code code) noexcept {
 }
 
 std::string name_problem(std::string_view name) {
-    if (name.empty()) return "the name is empty";
-    if (name.size() > kMaxNameBytes) return fmt::format("the name is longer than {} bytes", kMaxNameBytes);
-    if (name.front() == '/') return "the name is absolute (starts with /)";
+    if (std::string why = store::name_problem(name); !why.empty()) return why;
     for (const char ch : name) {
         const auto c = static_cast<unsigned char>(ch);
-        if (c == 0) return "the name holds a NUL byte";
         if (c < 0x20 || c == 0x7f) return fmt::format("the name holds a control byte (0x{:02x})", c);
     }
     // The protocol's names are protobuf strings: UTF-8, or the message does not parse.
     if (!google::protobuf::internal::IsStructurallyValidUTF8(name.data(), static_cast<int>(name.size())))
         return "the name is not UTF-8";
-    std::size_t start = 0;
-    for (;;) {
-        const std::size_t slash = name.find('/', start);
-        const std::string_view part = name.substr(start, slash == std::string_view::npos ? name.npos : slash - start);
-        if (part.empty()) return slash == std::string_view::npos ? "the name ends with /" : "the name has an empty component (//)";
-        if (part == "." || part == "..") return fmt::format("the name has a '{}' component", part);
-        if (slash == std::string_view::npos) break;
-        start = slash + 1;
-    }
     return {};
 }
 
@@ -145,7 +134,26 @@ bool is_loopback_address(std::string_view address) {
     return parts == 4;
 }
 
+std::string address_problem(std::string_view address) {
+    if (address.starts_with("unix:") || address.starts_with("unix-abstract:"))
+        return address.substr(address.find(':') + 1).empty() ? fmt::format("'{}' names no socket path", address)
+                                                               : std::string();
+    std::string_view rest = address;
+    if (rest.starts_with("ipv4:") || rest.starts_with("ipv6:")) rest.remove_prefix(5);
+    const std::size_t bracket = rest.rfind(']');
+    const std::size_t colon = rest.rfind(':');
+    if (colon == std::string_view::npos || (bracket != std::string_view::npos && colon < bracket) || colon == 0)
+        return fmt::format("'{}' is not HOST:PORT (a port is needed: 0 for any free one)", address);
+    const std::string_view port = rest.substr(colon + 1);
+    unsigned value = 0;
+    const auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
+    if (port.empty() || ec != std::errc() || end != port.data() + port.size() || value > 65535)
+        return fmt::format("'{}': the port '{}' is not a number from 0 to 65535", address, port);
+    return {};
+}
+
 std::string listen_problem(std::string_view address, bool tls, bool token) {
+    if (std::string why = address_problem(address); !why.empty()) return why;
     if (is_loopback_address(address)) return {};
     if (!tls && !token)
         return fmt::format("'{}' is not a loopback address: serving it needs TLS (--tls-cert, --tls-key) and a token "

@@ -39,8 +39,8 @@ inline constexpr std::size_t kMaxGroupChunks = 64;
 /// 16: the server keys its groups by them, so 32 bytes bought nothing).
 inline constexpr std::uint32_t kShortGroupDigest = 16;
 inline constexpr std::uint32_t kGroupModulus = 16;
-/// Longest name accepted.
-inline constexpr std::size_t kMaxNameBytes = 4096;
+/// Longest name accepted (the store's).
+inline constexpr std::size_t kMaxNameBytes = store::kMaxNameBytes;
 
 /// Hash of a chunk id for unordered containers (ids are uniform already).
 struct IdHash {
@@ -80,9 +80,9 @@ private:
     Code code_;
 };
 
-/// Empty if `name` may be stored, else why not: empty, longer than
-/// kMaxNameBytes, absolute, a NUL or control byte (< 0x20, 0x7f), an empty,
-/// "." or ".." component, a trailing "/".
+/// Empty if `name` may travel and be stored, else why not: the store's
+/// rule (store::name_problem: what a tree restore accepts), and no control
+/// byte (< 0x20, 0x7f) and UTF-8 (a protobuf string).
 std::string name_problem(std::string_view name);
 
 /// The raw bytes a ChunkList may cover for a store whose max chunk size is `max_size`.
@@ -138,8 +138,13 @@ std::vector<bool> read_bitmap(std::string_view bitmap, std::size_t count, std::u
 /// 127.x.y.z, [::1], localhost (with a port), unix: paths.
 bool is_loopback_address(std::string_view address);
 
+/// Empty if `address` is one a server can listen on: HOST:PORT with a port
+/// from 0 to 65535 (gRPC takes a missing port for 443 and a larger one
+/// modulo 65536), [V6]:PORT, or unix:PATH; else why not.
+std::string address_problem(std::string_view address);
+
 /// Empty if a server may listen on `address` with these settings, else why
-/// not: outside the loopback interface it needs TLS and a token.
+/// not: address_problem, and outside the loopback interface TLS and a token.
 std::string listen_problem(std::string_view address, bool tls, bool token);
 
 /// The "authorization" metadata value a client sends.

@@ -10,6 +10,7 @@
 #include "seed_index.hpp"
 
 #include "../store/codec.hpp"
+#include "../store/format.hpp"
 
 #include <cdc/digest.hpp>
 #include <cdc/error.hpp>
@@ -17,6 +18,7 @@
 #include <fmt/format.h>
 
 #include <cerrno>
+#include <climits>
 #include <chrono>
 #include <cstring>
 #include <deque>
@@ -24,6 +26,7 @@
 #include <limits>
 #include <optional>
 #include <unordered_map>
+#include <utility>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -72,6 +75,8 @@ public:
         const v1::FileHeader header = reply.header();
         report.bytes = header.size();
         report.chunks = header.chunks();
+        announced_bytes_ = header.size();
+        announced_chunks_ = header.chunks();
         if (have_ && header.size() == have_->first && header.digest().size() == 32 &&
             std::memcmp(header.digest().data(), have_->second.bytes.data(), 32) == 0) {
             // The server ends the file here (an older server lists it: then the stream is dropped).
@@ -156,6 +161,16 @@ private:
         }
         if (bytes > max_list_bytes(params_.profile.max_size))
             throw TransferError(Code::internal, fmt::format("'{}': a chunk list of {} bytes", name_, bytes));
+        // Nothing beyond what the header announced is asked for or written
+        // (a lying server's stream would be, up to its end).
+        listed_bytes_ += bytes;
+        listed_chunks_ += count;
+        if (listed_bytes_ > announced_bytes_ || listed_chunks_ > announced_chunks_)
+            throw TransferError(Code::data_loss,
+                                fmt::format("'{}': the server lists more than the {} bytes in {} chunks its header "
+                                            "announced (at least {} bytes, {} chunks): refused",
+                                            name_, announced_bytes_, announced_chunks_, listed_bytes_,
+                                            listed_chunks_));
         l.wanted.assign(count, false);
         l.slot.assign(count, kNoSlot);
         std::unordered_map<store::ChunkId, std::size_t, IdHash> first;  // id -> its first index in the list
@@ -231,6 +246,8 @@ private:
     }
 
     void put(std::span<const std::byte> bytes) {
+        if (written_ + bytes.size() > announced_bytes_)  // (the lists are bounded so already)
+            throw TransferError(Code::data_loss, fmt::format("'{}': more bytes than the header announced", name_));
         write_all_fd(fd_, bytes, what_);
         whole_.update(bytes);
         written_ += bytes.size();
@@ -250,6 +267,8 @@ private:
     std::vector<std::byte> raw_;
     Hasher whole_{DigestKind::blake3};
     std::uint64_t written_ = 0;
+    std::uint64_t announced_bytes_ = 0, announced_chunks_ = 0;  // the header's
+    std::uint64_t listed_bytes_ = 0, listed_chunks_ = 0;
 };
 
 bool is_regular(const std::filesystem::path& p) {
@@ -285,13 +304,21 @@ void fsync_parent(const std::filesystem::path& p) {
     ::close(fd);
 }
 
-/// The stored file's mode and mtime on the open file `fd`.
-void restore_metadata(int fd, const v1::FileHeader& header, bool keep_setid) {
-    ::fchmod(fd, static_cast<mode_t>(header.mode() & (keep_setid ? 07777u : 0777u)));
-    const timespec times[2] = {{0, UTIME_OMIT},
-                               {static_cast<time_t>(header.mtime_ns() / 1'000'000'000),
-                                static_cast<long>(header.mtime_ns() % 1'000'000'000)}};
-    ::futimens(fd, times);
+mode_t current_umask() {
+    const mode_t mask = ::umask(0);
+    ::umask(mask);
+    return mask;
+}
+
+/// The stored file's mode (masked by the umask unless keep_modes) and mtime
+/// on the open file `fd` (`what`: it, for messages).
+void restore_metadata(int fd, const v1::FileHeader& header, const PullOptions& options, const std::string& what) {
+    mode_t mode = static_cast<mode_t>(header.mode() & (options.keep_setid ? 07777u : 0777u));
+    if (!options.keep_modes) mode &= ~current_umask();
+    if (::fchmod(fd, mode) != 0) throw IoError(fmt::format("cannot chmod {}: {}", what, std::strerror(errno)));
+    const timespec times[2] = {{0, UTIME_OMIT}, store::detail::timespec_of_ns(header.mtime_ns())};
+    if (::futimens(fd, times) != 0)
+        throw IoError(fmt::format("cannot set the mtime of {}: {}", what, std::strerror(errno)));
 }
 
 /// The chunker of the seeds: none for a keyed store without its key (then
@@ -307,7 +334,14 @@ std::shared_ptr<const CutFinder> seed_finder(const ServerParams& params, const P
 
 std::filesystem::path partial_path(const std::filesystem::path& out) {
     // (append: g++ 12 warns wrongly about "literal" + std::string, DEVELOPING.md)
-    return out.parent_path() / std::string(".").append(out.filename().string()).append(".cdc-pull");
+    const std::string base = out.filename().string();
+    std::string name = std::string(".").append(base).append(".cdc-pull");
+    if (name.size() + std::string_view(".old").size() > NAME_MAX) {
+        // One name per OUT all the same (the next pull finds it), of a fixed length.
+        const Digest d = compute_digest(DigestKind::blake3, std::as_bytes(std::span(base.data(), base.size())));
+        name = std::string(".cdc-pull-").append(d.hex().substr(0, 16));
+    }
+    return out.parent_path() / name;
 }
 
 PullReport pull_file(PullStream& stream, const ServerParams& params, const std::string& name,
@@ -347,23 +381,22 @@ PullReport pull_file(PullStream& stream, const ServerParams& params, const std::
     seeds.seal();
 
     // A new file of ours: never through a link someone put there meanwhile.
-    const int fd = ::open(partial.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    int fd = ::open(partial.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0) throw IoError(fmt::format("cannot create '{}': {}", partial.string(), std::strerror(errno)));
     v1::FileHeader header;
     try {
         Puller p(stream, params, name, fd, fmt::format("'{}'", partial.string()), seeds, options, have);
         header = p.run(report);
         if (report.up_to_date) {
-            ::close(fd);
+            ::close(std::exchange(fd, -1));
             ::unlink(partial.c_str());
             ::unlink(previous.c_str());
             if (options.restore_metadata) {
-                const int ofd = ::open(out.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+                const store::detail::Fd ofd(::open(out.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY));
                 struct stat now {};
-                const bool same = ofd >= 0 && ::fstat(ofd, &now) == 0 && S_ISREG(now.st_mode) &&
+                const bool same = ofd && ::fstat(ofd.get(), &now) == 0 && S_ISREG(now.st_mode) &&
                                   now.st_dev == hashed.st_dev && now.st_ino == hashed.st_ino;
-                if (same) restore_metadata(ofd, header, options.keep_setid);
-                if (ofd >= 0) ::close(ofd);
+                if (same) restore_metadata(ofd.get(), header, options, fmt::format("'{}'", out.string()));
                 if (!same)
                     throw IoError(fmt::format("'{}' was replaced while it was compared: its mode and mtime are not "
                                               "set (pull again)",
@@ -375,21 +408,19 @@ PullReport pull_file(PullStream& stream, const ServerParams& params, const std::
         if (::fsync(fd) != 0)
             throw IoError(fmt::format("cannot write '{}': {}", partial.string(), std::strerror(errno)));
         if (options.restore_metadata) {
-            restore_metadata(fd, header, options.keep_setid);
-        } else {
-            const mode_t mask = ::umask(0);
-            ::umask(mask);
-            ::fchmod(fd, 0666 & ~mask);
+            restore_metadata(fd, header, options, fmt::format("'{}'", partial.string()));
+        } else if (::fchmod(fd, 0666 & ~current_umask()) != 0) {
+            throw IoError(fmt::format("cannot chmod '{}': {}", partial.string(), std::strerror(errno)));
         }
     } catch (const TransferError& e) {
-        ::close(fd);
+        if (fd >= 0) ::close(fd);
         // A broken transfer keeps its prefix for the next pull; bytes that
         // failed a check do not stay.
         if (e.code() == Code::data_loss || e.code() == Code::not_found || e.code() == Code::invalid_argument)
             ::unlink(partial.c_str());
         throw;
     } catch (...) {
-        ::close(fd);
+        if (fd >= 0) ::close(fd);
         ::unlink(partial.c_str());
         throw;
     }

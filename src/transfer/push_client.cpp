@@ -25,6 +25,7 @@
 #include <cstring>
 #include <deque>
 #include <new>
+#include <optional>
 #include <stdexcept>
 
 #include <fcntl.h>
@@ -59,7 +60,9 @@ public:
           data_ids_optional_(params.data_ids_optional) {}
 
     /// Sends one file; TransferError from the server, IoError from the input.
-    PushedFile send(const PushInput& in, int fd, const store::FileMeta& meta) {
+    /// `opened`: the input's fstat when opened (a regular file is read by a
+    /// SteadyFileReader: one that changes meanwhile is an IoError).
+    PushedFile send(const PushInput& in, int fd, const struct stat& opened, const store::FileMeta& meta) {
         file_ = {};
         file_.name = in.name;
         file_.path = in.path;
@@ -70,8 +73,10 @@ public:
         st->set_mtime_ns(meta.mtime_ns);
         stream_.write(req);
 
-        FdReader reader(fd, in.path == "-" ? std::string("stdin") : in.path);
-        ChunkFeed feed(finder_, reader);
+        FdReader stream(fd, in.path == "-" ? std::string("stdin") : in.path);
+        std::optional<SteadyFileReader> file;
+        if (S_ISREG(opened.st_mode) && in.path != "-") file.emplace(fd, opened, in.path);
+        ChunkFeed feed(finder_, file ? static_cast<Reader&>(*file) : stream);
         Hasher whole(DigestKind::blake3);
         const std::uint64_t list_bytes = max_list_bytes(params_.profile.max_size);
         const std::size_t list_chunks = std::min<std::size_t>(kMaxListChunks, params_.max_list_chunks ? params_.max_list_chunks : kMaxListChunks);
@@ -332,6 +337,11 @@ PushReport push_files(const std::function<std::unique_ptr<PushStream>()>& open_s
                       const std::vector<PushInput>& inputs, const PushOptions& options) {
     const auto t0 = std::chrono::steady_clock::now();
     auto finder = client_finder(params, options.key);
+    if (params.profile.keyed && params.key_missing)
+        throw TransferError(Code::failed_precondition,
+                            fmt::format("the server{} holds no key for its keyed store (it was started without "
+                                        "--key-file): it takes no push; start cdc serve with the store's --key-file",
+                                        params.address.empty() ? std::string() : " at " + params.address));
     common::TaskPool pool(options.threads);
     PushReport report;
     std::uint64_t total = 0;
@@ -378,7 +388,7 @@ PushReport push_files(const std::function<std::unique_ptr<PushStream>()>& open_s
             sender = std::make_unique<FileSender>(*stream, params, finder, pool, progress, options.group_lists);
         }
         try {
-            PushedFile f = sender->send(in, fd, meta);
+            PushedFile f = sender->send(in, fd, st, meta);
             progress.file_done(f.bytes);
             report.bytes_read += f.bytes;
             report.bytes_sent += f.bytes_sent;

@@ -23,11 +23,16 @@ ServerParams params_from(const v1::InfoReply& r) {
     p.group_lists = r.group_lists();
     p.group_digest_bytes = r.group_digest_bytes() == 16 ? 16 : 32;
     p.data_ids_optional = r.data_ids_optional();
+    p.key_check = r.key_check();
+    p.key_missing = r.key_missing();
     return p;
 }
 
 std::shared_ptr<const CutFinder> client_finder(const ServerParams& params, const std::optional<Key>& key) {
     if (params.profile.keyed && !key) throw OptionError("the server's store is keyed: give its key to chunk like it", "key");
+    // A wrong key cuts elsewhere: files the store could not dedup, under its name.
+    if (params.profile.keyed && !params.key_check.empty() && store::key_check_value(*key) != params.key_check)
+        throw OptionError("this is not the key of the server's store (its key check value differs): wrong key", "key");
     return make_cut_finder(params.algorithm, store::chunking_options(params.algorithm, params.profile, key));
 }
 

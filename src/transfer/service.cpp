@@ -22,6 +22,7 @@
 #include <mutex>
 #include <set>
 #include <thread>
+#include <unordered_map>
 
 namespace cdc::transfer {
 
@@ -53,7 +54,10 @@ store::ChunkId id_of(const Digest& d) {
 
 class Service final : public v1::Transfer::Service {
 public:
-    explicit Service(const ServerOptions& o) : o_(o), info_(store::Store::open(o.store_dir, o.open).info()) {
+    explicit Service(const ServerOptions& o)
+        : o_(o),
+          info_(store::Store::open(o.store_dir, o.open).info()),
+          max_client_streams_(o.max_client_streams ? o.max_client_streams : std::max(1u, (o.max_streams + 1) / 2)) {
         if (o_.idle_timeout_seconds > 0) watchdog_ = std::thread([this] { watch(); });
     }
     ~Service() override {
@@ -64,6 +68,8 @@ public:
         watch_cv_.notify_all();
         if (watchdog_.joinable()) watchdog_.join();
     }
+
+    bool key_missing() const noexcept { return info_.profile.keyed && !o_.open.key; }
 
     grpc::Status Info(grpc::ServerContext* ctx, const v1::InfoRequest*, v1::InfoReply* r) override {
         if (auto st = authenticate(ctx); !st.ok()) return st;
@@ -84,6 +90,8 @@ public:
         r->set_group_lists(true);
         r->set_group_digest_bytes(kShortGroupDigest);
         r->set_data_ids_optional(true);
+        r->set_key_check(info_.key_check);
+        r->set_key_missing(key_missing());
         return grpc::Status::OK;
     }
 
@@ -91,6 +99,10 @@ public:
                       grpc::ServerReaderWriter<v1::PushReply, v1::PushRequest>* stream) override {
         Slot slot(*this, ctx);
         if (auto st = admit(ctx, slot); !st.ok()) return st;
+        if (key_missing())
+            return {grpc::StatusCode::FAILED_PRECONDITION,
+                    "this server holds no key for its keyed store (it was started without --key-file): it takes no "
+                    "push (pull, ls and hash work)"};
         const auto t0 = std::chrono::steady_clock::now();
         std::unique_ptr<PushSession> session;
         grpc::Status st = guarded([&] {
@@ -204,13 +216,26 @@ public:
     }
 
 private:
-    /// A stream being served: counted against max_streams, watched for idleness.
+    /// A stream being served: counted against max_streams and against its
+    /// client's share (max_client_streams), watched for idleness.
     struct Slot {
-        Slot(Service& s, grpc::ServerContext* ctx)
-            : s_(s), ctx_(ctx), taken_(s.active_.fetch_add(1) < s.o_.max_streams) {
+        Slot(Service& s, grpc::ServerContext* ctx) : s_(s), ctx_(ctx), client_(client_of(ctx->peer())) {
             touch();
             std::lock_guard lock(s_.slots_mutex_);
             s_.slots_.insert(this);
+            unsigned& mine = s_.per_client_[client_];
+            if (s_.active_ >= s_.o_.max_streams) {
+                refusal_ = fmt::format("the server is busy ({} streams at once at most); try again", s_.o_.max_streams);
+            } else if (mine >= s_.max_client_streams_) {
+                refusal_ = fmt::format("the server is busy for this client ({} streams from one client at once at "
+                                       "most); try again",
+                                       s_.max_client_streams_);
+            } else {
+                ++s_.active_;
+                ++mine;
+                taken_ = true;
+            }
+            if (!taken_ && mine == 0) s_.per_client_.erase(client_);
         }
         ~Slot() {
             {
@@ -222,16 +247,34 @@ private:
         Slot(const Slot&) = delete;
         Slot& operator=(const Slot&) = delete;
         void release() {
-            if (!released_) s_.active_.fetch_sub(1);
+            std::lock_guard lock(s_.slots_mutex_);
+            if (taken_ && !released_) {
+                --s_.active_;
+                if (--s_.per_client_[client_] == 0) s_.per_client_.erase(client_);
+            }
             released_ = true;
         }
         void touch() { last_ns_.store(now_ns()); }
         Service& s_;
         grpc::ServerContext* ctx_;
-        bool taken_;
+        std::string client_;
+        bool taken_ = false;
+        std::string refusal_;  ///< why it was not taken
         bool released_ = false;
         std::atomic<std::int64_t> last_ns_{0};
     };
+
+    /// A client, for the per-client bound: the peer's address without its
+    /// port ("ipv4:10.0.0.7", "ipv6:[::1]"; every local unix: client is one).
+    static std::string client_of(const std::string& peer) {
+        if (peer.starts_with("unix:") || peer.starts_with("unix-abstract:")) return "unix:";
+        const std::size_t colon = peer.rfind(':');
+        const std::size_t bracket = peer.rfind(']');
+        if (colon == std::string::npos || (bracket != std::string::npos && colon < bracket)) return peer;
+        return peer.substr(0, colon);
+    }
+
+
 
     static std::int64_t now_ns() {
         return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
@@ -269,9 +312,7 @@ private:
 
     grpc::Status admit(grpc::ServerContext* ctx, const Slot& slot) const {
         if (auto st = authenticate(ctx); !st.ok()) return st;
-        if (!slot.taken_)
-            return {grpc::StatusCode::RESOURCE_EXHAUSTED,
-                    fmt::format("the server is busy ({} streams at once at most); try again", o_.max_streams)};
+        if (!slot.taken_) return {grpc::StatusCode::RESOURCE_EXHAUSTED, slot.refusal_};
         return grpc::Status::OK;
     }
 
@@ -288,7 +329,9 @@ private:
 
     const ServerOptions& o_;
     store::StoreInfo info_;
-    std::atomic<unsigned> active_{0};
+    unsigned max_client_streams_ = 1;
+    unsigned active_ = 0;                                 // (slots_mutex_)
+    std::unordered_map<std::string, unsigned> per_client_;  // (slots_mutex_)
     std::mutex slots_mutex_;
     std::condition_variable watch_cv_;
     std::set<Slot*> slots_;
@@ -311,6 +354,15 @@ Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>()) {
     const bool tls = !o.tls_cert_pem.empty() && !o.tls_key_pem.empty();
     if (const std::string why = listen_problem(o.listen, tls, !o.token.empty()); !why.empty()) throw OptionError(why);
     if (o.max_streams == 0) throw OptionError("max streams 0 is invalid: at least 1", "max_streams");
+    if (o.max_client_streams > o.max_streams)
+        throw OptionError(fmt::format("max client streams {} is invalid: at most max streams ({})",
+                                      o.max_client_streams, o.max_streams),
+                          "max_client_streams");
+    // (a bound the watchdog's nanoseconds hold; inf, nan or 1e300 would not)
+    if (!(o.idle_timeout_seconds >= 0 && o.idle_timeout_seconds <= kMaxIdleTimeoutSeconds))
+        throw OptionError(fmt::format("idle timeout {} is invalid: 0 (never) to {} seconds", o.idle_timeout_seconds,
+                                      kMaxIdleTimeoutSeconds),
+                          "idle_timeout");
     impl_->service = std::make_unique<Service>(o);
     route_grpc_log(o.log);  // gRPC's lines as sentences of this server's log
     grpc::ServerBuilder b;
@@ -350,6 +402,8 @@ Server::~Server() {
 }
 
 int Server::port() const noexcept { return impl_->port; }
+
+bool Server::key_missing() const noexcept { return impl_->service->key_missing(); }
 
 void Server::wait() { impl_->server->Wait(); }
 

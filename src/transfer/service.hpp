@@ -13,6 +13,9 @@
 
 namespace cdc::transfer {
 
+/// The longest idle timeout (a year).
+inline constexpr double kMaxIdleTimeoutSeconds = 365.0 * 24 * 3600;
+
 struct ServerOptions {
     std::filesystem::path store_dir;
     store::OpenOptions open;          ///< a keyed store's key (needed to push into it)
@@ -21,8 +24,12 @@ struct ServerOptions {
     std::string tls_key_pem;
     std::string token;                ///< required from clients when set
     unsigned max_streams = 16;        ///< concurrent push/pull/hash/ls streams; more are refused
+    /// Streams one client (a peer address, its port aside) may hold at once,
+    /// so that one cannot take every slot; 0: half of max_streams (at least 1).
+    unsigned max_client_streams = 0;
     /// A stream that receives nothing for this long is cancelled (a push
-    /// holds the store's shared lock: gc waits for it). 0: never.
+    /// holds the store's shared lock: gc waits for it). 0: never; at most
+    /// kMaxIdleTimeoutSeconds (OptionError beyond, inf or nan).
     double idle_timeout_seconds = 600;
     /// The largest message accepted: gRPC's 4 MiB default. Raised only by
     /// `cdc bench transfer`, to reproduce the seed's single huge message.
@@ -43,6 +50,8 @@ public:
 
     /// The port listened on (useful with port 0: any free port).
     int port() const noexcept;
+    /// The store is keyed and the server has no key: it refuses pushes.
+    bool key_missing() const noexcept;
     /// Blocks until shutdown() (from another thread or a signal handler thread).
     void wait();
     /// Stops accepting streams, cancels those running after `grace_seconds`.

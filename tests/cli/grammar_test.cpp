@@ -135,6 +135,7 @@ const std::map<std::string, Meaning>& shared_flags() {
         {"--tls-ca", {"", {"FILE"}, "trusted certificates"}},
         {"--tls-server-name", {"", {"NAME"}, "the server certificate's name"}},
         {"--from", {"", {"HOST:PORT"}, "the server"}},
+        {"--timeout", {"", {"SECONDS"}, "give up on a silent server"}},
         {"--no-metadata", {"", {""}, "do not restore mode and mtime"}},
         {"--keep-setid", {"", {""}, "restore set-id bits"}},
         {"--plot", {"", {"DIR"}, "also draw the graphs into DIR"}},

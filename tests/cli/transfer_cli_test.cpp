@@ -3,8 +3,9 @@
 // trees, empty files, stdin, stdout), what travels on a second push, resumed
 // pushes after kill -9 of the client and of the server, tokens, the TLS
 // policy, bad names, and requests no client of ours sends (a forged chunk,
-// an oversized message, too many streams) through the raw gRPC stub.
-#include "cli_support.hpp"
+// an oversized message, too many streams) through the raw gRPC stub, with
+// the user's own token (a server without --token-file requires it).
+#include "serve_support.hpp"
 #include "store_support.hpp"
 
 #include "cdc_transfer.grpc.pb.h"
@@ -32,8 +33,11 @@ namespace cdc {
 namespace {
 
 namespace fs = std::filesystem;
+using test::authorize;
+using test::init_store;
 using test::json_of;
 using test::run_tool;
+using test::Serve;
 namespace v1 = transfer::v1;
 
 std::uint64_t dir_bytes(const fs::path& dir) {
@@ -42,75 +46,6 @@ std::uint64_t dir_bytes(const fs::path& dir) {
     for (auto it = fs::recursive_directory_iterator(dir, ec); it != fs::recursive_directory_iterator(); ++it)
         if (it->is_regular_file(ec)) n += it->file_size(ec);
     return n;
-}
-
-/// A `cdc serve` on 127.0.0.1 with a port of its choosing.
-class Serve {
-public:
-    Serve(const fs::path& store, const fs::path& log_dir, std::vector<std::string> extra = {},
-          std::vector<std::pair<std::string, std::string>> env = {})
-        : log_dir_(log_dir) {
-        fs::create_directories(log_dir);
-        const auto port_file = log_dir / "port";
-        fs::remove(port_file);
-        std::vector<std::string> args{"serve", "--store", store.string(), "--port-file", port_file.string()};
-        if (std::find(extra.begin(), extra.end(), "--listen") == extra.end())
-            args.insert(args.end(), {"--listen", "127.0.0.1:0"});
-        args.insert(args.end(), extra.begin(), extra.end());
-        pid_ = test::spawn_tool(args, log_dir, env);
-        for (int i = 0; i < 2000; ++i) {
-            const std::string text = fs::exists(port_file) ? test::read_text(port_file) : "";
-            if (!text.empty() && text.back() == '\n') {
-                port_ = text.substr(0, text.size() - 1);
-                return;
-            }
-            int status = 0;
-            if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-                pid_ = 0;
-                break;
-            }
-            std::this_thread::sleep_for(std::chrono::milliseconds(10));
-        }
-        ADD_FAILURE() << "the server did not start: " << log();
-    }
-    ~Serve() { stop(SIGTERM); }
-    Serve(const Serve&) = delete;
-    Serve& operator=(const Serve&) = delete;
-
-    std::string address() const { return "127.0.0.1:" + port_; }
-    std::string port() const { return port_; }
-    pid_t pid() const { return pid_; }
-    std::string log() const { return fs::exists(log_dir_ / "err") ? test::read_text(log_dir_ / "err") : ""; }
-    int stop(int sig) {
-        if (pid_ <= 0) return -1;
-        ::kill(pid_, sig);
-        const int code = test::wait_exit(pid_);
-        pid_ = 0;
-        return code;
-    }
-    /// Waits until the server's log has `n` lines containing `text`.
-    bool wait_log(const std::string& text, std::size_t n = 1) const {
-        for (int i = 0; i < 1000; ++i) {
-            const std::string l = log();
-            std::size_t count = 0;
-            for (auto p = l.find(text); p != std::string::npos; p = l.find(text, p + 1)) ++count;
-            if (count >= n) return true;
-            std::this_thread::sleep_for(std::chrono::milliseconds(10));
-        }
-        return false;
-    }
-
-private:
-    fs::path log_dir_;
-    pid_t pid_ = 0;
-    std::string port_;
-};
-
-fs::path init_store(const test::TempDir& tmp, const std::string& avg = "4K") {
-    const auto dir = tmp.path() / "store";
-    const auto r = run_tool({"store", "init", dir.string(), "--avg", avg});
-    EXPECT_EQ(r.exit_code, 0) << r.err;
-    return dir;
 }
 
 std::string hex_blake3(const std::vector<std::uint8_t>& bytes) {
@@ -566,6 +501,7 @@ TEST(ServeCli, AForgedChunkIsRefusedAndNothingIsStored) {
     Serve s(dir, tmp.path() / "serve");
     const auto chunk = test::random_bytes(3000, 10);
     grpc::ClientContext ctx;
+    authorize(ctx);
     auto st = stub(s);
     auto rw = st->Push(&ctx);
     v1::PushRequest start;
@@ -602,6 +538,7 @@ TEST(ServeCli, AnOversizedMessageIsRefused) {
     auto st = stub(s, 16 << 20);
     {
         grpc::ClientContext ctx;
+        authorize(ctx);
         v1::HashData big;
         big.set_data(std::string(5 << 20, 'x'));
         v1::HashReply reply;
@@ -610,6 +547,7 @@ TEST(ServeCli, AnOversizedMessageIsRefused) {
     }
     {
         grpc::ClientContext ctx;
+        authorize(ctx);
         auto rw = st->Push(&ctx);
         v1::PushRequest start;
         start.mutable_start()->set_name("f");
@@ -623,6 +561,7 @@ TEST(ServeCli, AnOversizedMessageIsRefused) {
     }
     // Below the limit, the server still answers.
     grpc::ClientContext ctx;
+    authorize(ctx);
     v1::HashData small;
     small.set_data(std::string(1 << 20, 'x'));
     v1::HashReply reply;
@@ -636,6 +575,7 @@ TEST(ServeCli, StreamsBeyondTheBoundAreRefused) {
     Serve s(dir, tmp.path() / "serve", {"--max-streams", "1"});
     const auto file = tmp.write("f", test::random_bytes(1000, 11));
     grpc::ClientContext ctx;
+    authorize(ctx);
     auto st = stub(s);
     auto rw = st->Push(&ctx);
     v1::PushRequest start;
@@ -684,6 +624,7 @@ TEST(ServeCli, AnIdleStreamIsCancelled) {
     const auto dir = init_store(tmp);
     Serve s(dir, tmp.path() / "serve", {"--idle-timeout", "0.3"});
     grpc::ClientContext ctx;
+    authorize(ctx);
     auto st = stub(s);
     auto rw = st->Push(&ctx);
     v1::PushRequest start;

@@ -62,12 +62,12 @@ int run_put(const PutArgs& a) {
             struct stat st {};
             const int fd = open_walked_file(file.path, file.inside_tree, a.follow_symlinks, &st);  // IoError: skipped
             fds[i] = fd;
-            if (S_ISREG(st.st_mode)) {
-                meta.mode = static_cast<std::uint32_t>(st.st_mode & 07777);
-                meta.mtime_ns = mtime_ns(st);
-                if (st.st_size > (std::int64_t{4} << 20)) ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);  // (a read-ahead hint for what spans reads)
-            }
-            return FileSource(fd, file.path);
+            if (!S_ISREG(st.st_mode)) return FileSource(fd, file.path);  // a FIFO named: a stream
+            meta.mode = static_cast<std::uint32_t>(st.st_mode & 07777);
+            meta.mtime_ns = mtime_ns(st);
+            if (st.st_size > (std::int64_t{4} << 20)) ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);  // (a read-ahead hint for what spans reads)
+            // A file changed while it is read is skipped, not stored torn.
+            return Source::reader(std::make_unique<SteadyFileReader>(fd, st, file.path));
         };
     }
     auto close_input = [&](std::size_t i) {
@@ -166,13 +166,17 @@ void add_store_put(CLI::App& st, int& exit_code) {
                   "{files: [{name, path, size, chunks, new_chunks, new_bytes, unchanged, identical}], bytes, "
                   "new_bytes, stored_bytes, unchanged_files, identical_files, ..., errors}");
     add_quiet_flag(*c, a->quiet);
-    document(*c, {.notes = "Without --name, a file is stored under its path as given, a tree's files under their "
-                           "paths inside it. A name already in the store is replaced; a large file whose chunks are "
+    document(*c, {.notes = "Without --name, a file is stored under its path made relative (as tar does: /srv/a "
+                           "as srv/a, ../f as f), a tree's files under their paths inside it; --name follows the "
+                           "rule of the names a tree restore writes (relative, no empty, . or .. component, no "
+                           "trailing /; a tree's prefix may end with /). A name already in the store is replaced; a large file whose chunks are "
                            "all those of the stored file of that name is not hashed a second time (its stored "
                            "digest is kept: 'unchanged'; with the same mode and mtime, its stored manifest too); "
                            "under a new name, the same holds for a stored file that starts with the same chunk "
                            "('identical': a tree put again under a new prefix). Files are committed in batches: an "
-                           "interrupted put keeps what was committed and leaves unreferenced data that gc reclaims.",
+                           "interrupted put keeps what was committed and leaves unreferenced data that gc reclaims. "
+                           "A file that changes while it is read (its size, mtime or ctime) is named and not stored, "
+                           "nor are the store's own files.",
                   .examples = {{"cdc store put /srv/store disk.img", "store one file under its name"},
                                {"tar c dir | cdc store put /srv/store - --name dir.tar", "store a stream"}},
                   .exit_codes = exit_codes({partial_exit()})});

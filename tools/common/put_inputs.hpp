@@ -25,12 +25,18 @@ struct PutInputs {
     std::vector<InputIssue> errors;    ///< inside trees: skipped
     std::vector<InputIssue> warnings;  ///< special files skipped on purpose
     std::uint64_t bytes = 0;           ///< sizes at walk time
+    std::string name;                  ///< --name as used (a tree's prefix: without trailing slashes)
 };
 
 /// UsageError for a top-level path that cannot be read, - given twice or
-/// without a name, a name with several paths, or two inputs that would get
-/// the same name. `store_dir` (put's store; empty for push) is never entered:
-/// its live database and growing packs are not data to put into it.
+/// without a name, a name with several paths, a name the store's rule
+/// refuses (store::name_problem; a tree's prefix may end with "/"), or two
+/// inputs that would get the same name. A file named by its path gets it
+/// made relative (the leading "/" and "../" dropped, as tar does); a tree's
+/// file whose name the rule refuses is an error (skipped). `store_dir`
+/// (put's store; empty for push) is never entered, by any path (a PATH in
+/// it is a UsageError): its live database and growing packs are not data to
+/// put into it.
 PutInputs collect_put_inputs(const std::vector<std::string>& paths, const std::string& name, bool follow_symlinks,
                              const std::string& store_dir = {});
 

@@ -11,7 +11,11 @@
 #include <cerrno>
 #include <cstring>
 
+#include <cstdlib>
+
 #include <fcntl.h>
+#include <pwd.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -104,6 +108,63 @@ std::string check_token(const std::string& token, const std::string& origin) {
 
 std::string read_token_file(const std::string& path) {
     return check_token(read_small_file(path, "token"), fmt::format("the file '{}'", path));
+}
+
+std::string default_token_path() {
+    if (const char* x = std::getenv("XDG_CONFIG_HOME"); x != nullptr && x[0] == '/')
+        return std::string(x).append("/cdc/token");
+    std::string home;
+    if (const char* h = std::getenv("HOME"); h != nullptr && h[0] == '/') {
+        home = h;
+    } else if (const passwd* pw = ::getpwuid(::getuid()); pw != nullptr && pw->pw_dir != nullptr) {
+        home = pw->pw_dir;
+    }
+    return home.empty() ? std::string() : home.append("/.config/cdc/token");
+}
+
+std::string default_token(bool create) {
+    const std::string path = default_token_path();
+    if (path.empty()) {
+        if (!create) return {};
+        throw UsageError("no home directory to keep the server's token in: give --token-file (or --no-token)");
+    }
+    if (!create) return ::access(path.c_str(), R_OK) == 0 ? read_token_file(path) : std::string();
+    if (::access(path.c_str(), F_OK) == 0) return read_token_file(path);
+    // The directories private to the user (as ~/.ssh), then the token
+    // written aside and linked into place: two servers starting at once
+    // end with one token.
+    const std::string dir = path.substr(0, path.rfind('/'));
+    const std::string parent = dir.substr(0, dir.rfind('/'));
+    for (const std::string& d : {parent, dir})
+        if (::mkdir(d.c_str(), 0700) != 0 && errno != EEXIST)
+            throw UsageError(fmt::format("cannot create '{}' for the server's token: {}", d, std::strerror(errno)));
+    unsigned char random[32];
+    std::size_t got = 0;
+    while (got < sizeof random) {
+        const ssize_t n = ::getrandom(random + got, sizeof random - got, 0);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) throw UsageError(fmt::format("getrandom: {}", std::strerror(errno)));
+        got += static_cast<std::size_t>(n);
+    }
+    std::string token;
+    for (const unsigned char b : random) token.append(fmt::format("{:02x}", b));
+    token.push_back('\n');
+    const std::string tmp = fmt::format("{}.{}.tmp", path, ::getpid());
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) throw UsageError(fmt::format("cannot create '{}': {}", tmp, std::strerror(errno)));
+    const bool written = ::write(fd, token.data(), token.size()) == static_cast<ssize_t>(token.size()) &&
+                         ::fsync(fd) == 0;
+    const int e = errno;
+    ::close(fd);
+    if (!written) {
+        ::unlink(tmp.c_str());
+        throw UsageError(fmt::format("cannot write '{}': {}", tmp, std::strerror(e)));
+    }
+    const bool linked = ::link(tmp.c_str(), path.c_str()) == 0 || errno == EEXIST;
+    const int link_error = errno;
+    ::unlink(tmp.c_str());
+    if (!linked) throw UsageError(fmt::format("cannot create '{}': {}", path, std::strerror(link_error)));
+    return read_token_file(path);
 }
 
 }  // namespace cdc::cli

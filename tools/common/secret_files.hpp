@@ -30,4 +30,16 @@ std::string read_pem_file(const std::string& path, const char* what, bool secret
 /// UsageError naming the variable.
 std::string check_token(const std::string& token, const std::string& origin);
 
+/// The user's own transfer token file: $XDG_CONFIG_HOME/cdc/token, else
+/// ~/.config/cdc/token (HOME, else the password database's home). Empty if
+/// neither is known.
+std::string default_token_path();
+
+/// The token of default_token_path(), made at first use when `create`
+/// (64 random hex digits, a 0600 file in a 0700 directory: what a `cdc
+/// serve` on the loopback interface requires by default, and what the
+/// user's own clients send there). Empty without `create` if there is
+/// none; UsageError if it cannot be made or read.
+std::string default_token(bool create);
+
 }  // namespace cdc::cli

@@ -9,7 +9,11 @@
 namespace cdc::cli {
 
 std::string local_time_text(std::int64_t ns) {
-    const std::time_t t = static_cast<std::time_t>(ns / 1'000'000'000);
+    // The second the time falls in: floored (-1.5 s is in the second -2),
+    // not truncated toward 0.
+    std::int64_t sec = ns / 1'000'000'000;
+    if (ns % 1'000'000'000 < 0) --sec;
+    const std::time_t t = static_cast<std::time_t>(sec);
     std::tm tm{};
     ::localtime_r(&t, &tm);
     char buf[32];

@@ -131,7 +131,8 @@ public:
         r.bytes = bytes;
         const fs::path port_file = work_ / "port";
         fs::remove(port_file);
-        std::vector<std::string> sargv{self_, "serve", "--store", store.string(), "--listen", "127.0.0.1:0",
+        // (--no-token: the benchmark's own servers, whose clients include the seed's unary one)
+        std::vector<std::string> sargv{self_, "serve", "--store", store.string(), "--listen", "127.0.0.1:0", "--no-token",
                                        "--port-file", port_file.string(), "-q"};
         sargv.insert(sargv.end(), server_extra.begin(), server_extra.end());
         const pid_t server = spawn_process(sargv, (work_ / "server.out").string(), (work_ / "server.err").string());

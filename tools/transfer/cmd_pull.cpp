@@ -22,6 +22,7 @@ struct PullArgs {
     std::string out;
     std::vector<std::string> seeds;  ///< --basis
     bool no_metadata = false;
+    bool keep_modes = false;
     bool keep_setid = false;
     bool json = false;
     bool quiet = false;
@@ -50,6 +51,7 @@ int run_pull(const PullArgs& a) {
     o.key = key_of(a.connect);
     for (const auto& s : a.seeds) o.seeds.emplace_back(s);
     o.restore_metadata = !a.no_metadata;
+    o.keep_modes = a.keep_modes;
     o.keep_setid = a.keep_setid;
     ProgressLine line(!a.quiet && !a.json && out != "-" && stderr_is_tty());
     if (line.enabled())
@@ -106,6 +108,9 @@ void add_pull_command(CLI::App& app, int& exit_code) {
         ->type_name("FILE")
         ->allow_extra_args(false);
     c->add_flag("--no-metadata", a->no_metadata, "do not apply the file's mode and mtime");
+    c->add_flag("--keep-modes", a->keep_modes,
+                "apply the file's permission bits as they are on the server (default: masked by the umask, as for a "
+                "file one creates: whoever pushed it chose them)");
     c->add_flag("--keep-setid", a->keep_setid,
                 "apply the setuid, setgid and sticky bits too (stripped by default: a file pushed by someone else "
                 "must not become a set-id program of yours)");
@@ -115,10 +120,13 @@ void add_pull_command(CLI::App& app, int& exit_code) {
     add_quiet_flag(*c, a->quiet);
     document(*c, {.notes = "OUT (when it exists), the --basis files and what an interrupted pull left are chunked "
                            "with the store's parameters; their chunks are checked (BLAKE3) and not fetched. The file "
-                           "is written to .OUT.cdc-pull beside OUT and renamed over OUT once its size and BLAKE3 "
+                           "is written to .OUT.cdc-pull beside OUT (.cdc-pull-HASH where OUT's name is too long "
+                           "for that) and renamed over OUT once its size and BLAKE3 "
                            "match; a broken transfer leaves that file, whose chunks the next pull reuses. An OUT "
                            "that is the file already (size and BLAKE3) is left as it is (its mode and mtime set): "
-                           "'up to date'.",
+                           "'up to date'. The mode is the file's masked by the umask (--keep-modes: as it "
+                           "is). Nothing beyond the size and chunk count the server announced is asked for or "
+                           "written.",
                   .examples = {{"cdc pull --from 127.0.0.1:7777 disk.img -o disk.img",
                                 "update disk.img: fetch only the chunks it lacks"},
                                {"cdc pull --from 127.0.0.1:7777 v2.img -o v2.img --basis v1.img",

@@ -26,10 +26,10 @@ struct PushArgs {
 int run_push(const PushArgs& a) {
     // --name is the user's: a name the server refuses is a usage error (a
     // tree's file whose name it refuses is skipped, the rest pushed).
-    if (!a.name.empty())
-        if (const std::string why = transfer::name_problem(a.name); !why.empty())
-            throw UsageError(fmt::format("name refused: {}", why));
     const PutInputs in = collect_put_inputs(a.paths, a.name, a.follow_symlinks);
+    if (!a.name.empty())
+        if (const std::string why = transfer::name_problem(in.name); !why.empty())
+            throw UsageError(fmt::format("name refused: {}", why));
     auto client = make_client(a.connect);
     std::vector<transfer::PushInput> inputs;
     for (const auto& f : in.files) inputs.push_back({f.path, f.name, f.size, f.inside_tree, a.follow_symlinks});
@@ -116,10 +116,11 @@ void add_push_command(CLI::App& app, int& exit_code) {
                   "{files: [...], bytes_read, bytes_sent, bytes_reused, chunks, chunks_sent, payload_sent, "
                   "wire_bytes_sent, wire_bytes_received, seconds, errors}");
     add_quiet_flag(*c, a->quiet);
-    document(*c, {.notes = "Names as with cdc store put: a file by its path as given, a tree's files by their paths "
+    document(*c, {.notes = "Names as with cdc store put: a file by its path made relative, a tree's files by their paths "
                            "inside it. Each file is chunked with the store's parameters; the server checks every "
                            "chunk it receives (BLAKE3) and the whole file's BLAKE3 before the file appears. An "
-                           "interrupted push, run again, sends only what the server still lacks.",
+                           "interrupted push, run again, sends only what the server still lacks. A file that changes while "
+                           "it is read is named and not committed.",
                   .examples = {{"cdc push --to 127.0.0.1:7777 disk.img", "send the chunks the server lacks"},
                                {"cdc push --to store.example:7777 --tls-ca cert.pem --token-file token ~/project "
                                 "--name p",

@@ -3,6 +3,7 @@
 #include "secret_files.hpp"
 #include "commands.hpp"
 
+#include <protocol.hpp>
 #include <service.hpp>
 
 #include <fmt/format.h>
@@ -26,8 +27,10 @@ struct ServeArgs {
     std::string listen = "127.0.0.1:7777";
     std::string tls_cert, tls_key;
     std::string token_file;
+    bool no_token = false;
     std::string key_file;
     unsigned max_streams = 16;
+    unsigned max_client_streams = 0;
     double idle_timeout = 600;
     std::string port_file;
     std::uint64_t bench_max_message = 0;
@@ -54,11 +57,23 @@ int run_serve(const ServeArgs& a) {
         o.tls_cert_pem = read_pem_file(a.tls_cert, "certificate file", false);
         o.tls_key_pem = read_pem_file(a.tls_key, "private key file", true);
     }
-    if (!a.token_file.empty()) o.token = read_token_file(a.token_file);
+    // A token by default, on the loopback interface too: any local user can
+    // reach 127.0.0.1. The user's own token (made at first start, 0600),
+    // which the user's clients send there; --no-token for none.
+    std::string token_origin;
+    if (!a.token_file.empty() && a.no_token) throw UsageError("--token-file and --no-token exclude each other");
+    if (!a.token_file.empty()) {
+        o.token = read_token_file(a.token_file);
+        token_origin = a.token_file;
+    } else if (!a.no_token && transfer::is_loopback_address(a.listen) && transfer::address_problem(a.listen).empty()) {
+        o.token = default_token(true);
+        token_origin = default_token_path();
+    }
     o.max_streams = a.max_streams;
     if (!(a.idle_timeout >= 0)) throw UsageError(fmt::format("--idle-timeout = {} is invalid: must be >= 0", a.idle_timeout));
-    o.idle_timeout_seconds = a.idle_timeout;
-    o.max_message_bytes = a.bench_max_message;
+    o.max_client_streams = a.max_client_streams;
+    o.idle_timeout_seconds = a.idle_timeout;  // (bounded by the server: inf or 1e300 is a usage error)
+    o.max_message_bytes = a.bench_max_message;  // (gRPC takes an int: bounded by the option)
     if (!a.quiet) o.log = [](const std::string& line) { fmt::print(stderr, "cdc serve: {}\n", line); };
 
     // Each stream reading a large file keeps up to an eighth of the soft
@@ -83,11 +98,16 @@ int run_serve(const ServeArgs& a) {
     }
     const std::string host = a.listen.substr(0, a.listen.rfind(':'));
     const std::string where = fmt::format("{}:{}", host, server->port());
-    if (!a.quiet)
+    if (!a.quiet) {
         fmt::print(stderr, "cdc serve: store '{}' on {} ({}, {}{})\n", a.store, where,
-                   o.tls_cert_pem.empty() ? "plaintext" : "TLS", o.token.empty() ? "no token" : "token required",
+                   o.tls_cert_pem.empty() ? "plaintext" : "TLS",
+                   o.token.empty() ? std::string("no token: any local user may use it")
+                                   : fmt::format("token required: {}", token_origin),
                    o.max_message_bytes ? fmt::format(", messages up to {} bytes for the benchmark", o.max_message_bytes)
                                        : "");
+        if (server->key_missing())
+            fmt::print(stderr, "cdc serve: the store is keyed and no --key-file was given: pushes are refused\n");
+    }
     if (!a.port_file.empty()) write_file_atomically(a.port_file, fmt::format("{}\n", server->port()));
     std::thread waiter([&] {
         int sig = 0;
@@ -114,24 +134,35 @@ void add_serve_command(CLI::App& app, int& exit_code) {
     c->add_option("--tls-cert", a->tls_cert, "TLS: the server's certificate chain (PEM)")->type_name("FILE");
     c->add_option("--tls-key", a->tls_key, "TLS: the server's private key (PEM)")->type_name("FILE");
     c->add_option("--token-file", a->token_file,
-                  "clients must send this token (a file with one line of 16 to 4096 printable characters)")
+                  "clients must send this token (a file with one line of 16 to 4096 printable characters); default "
+                  "on the loopback interface: the user's own token, ~/.config/cdc/token ($XDG_CONFIG_HOME/cdc/token), "
+                  "made at first start (0600), which the user's clients send to loopback servers")
         ->type_name("FILE");
+    c->add_flag("--no-token", a->no_token,
+                "on the loopback interface, require no token: any local user may push, pull and list");
     c->add_option("--key-file", a->key_file, "the key of a keyed store (needed to push into it)")->type_name("FILE");
     add_count_option(*c, "--max-streams", a->max_streams, 1, 1'000'000, "streams served at once; more are refused (busy)");
+    add_count_option(*c, "--max-client-streams", a->max_client_streams, 0, 1'000'000,
+                     "streams one client (an address, every port of it; all local clients are one) may hold at once "
+                     "(0, the default: half of --max-streams), so that one cannot take every slot");
     c->add_option("--idle-timeout", a->idle_timeout,
-                  "cancel a stream that receives nothing for this many seconds (0: never); a push holds the "
-                  "store's shared lock, which gc waits for")
+                  "cancel a stream that receives nothing for this many seconds (0: never, at most a year); a push "
+                  "holds the store's shared lock, which gc waits for")
         ->type_name("SECONDS")
         ->capture_default_str();
     c->add_option("--port-file", a->port_file, "write the port listened on to this file once listening")
         ->type_name("FILE");
-    add_size_option(*c, "--bench-max-message", a->bench_max_message, 0, std::uint64_t{2} << 30, "")
+    add_size_option(*c, "--bench-max-message", a->bench_max_message, 0,
+                    static_cast<std::uint64_t>(std::numeric_limits<int>::max()), "")
         ->group("");  // cdc bench transfer only
     add_quiet_flag(*c, a->quiet);
     document(*c, {.notes = "Runs until SIGINT or SIGTERM (streams in flight get 5 s to finish). Messages are "
                            "limited to gRPC's default 4 MiB: files travel as chunks. Logs one line per stream on "
-                           "stderr. docs/TRANSFER.md shows how to make a certificate.",
-                  .examples = {{"cdc serve --store /srv/store", "serve on 127.0.0.1:7777"},
+                           "stderr. A token is required on the loopback interface too: without --token-file, the "
+                           "user's own (made at first start), which the user's own clients send there by "
+                           "themselves; other local users need it (or --no-token). A keyed store served without its "
+                           "--key-file refuses pushes. docs/TRANSFER.md shows how to make a certificate.",
+                  .examples = {{"cdc serve --store /srv/store", "serve on 127.0.0.1:7777 (the user's own token)"},
                                {"cdc serve --store /srv/store --listen 0.0.0.0:7777 --tls-cert cert.pem --tls-key "
                                 "key.pem --token-file token",
                                 "serve the network: TLS and a token"}},

@@ -22,8 +22,13 @@ void add_connect_options(CLI::App& cmd, ConnectArgs& a, const std::string& flag,
                    "the name the server's certificate must carry (default: HOST)")
         ->type_name("NAME");
     cmd.add_option("--key-file", a.key_file,
-                   "the key of a keyed store (64 hex digits or 32 bytes), to chunk like the server")
+                   "the key of a keyed store (64 hex digits or 32 bytes), to chunk like the server (checked against "
+                   "the store's key check value)")
         ->type_name("FILE");
+    cmd.add_option("--timeout", a.timeout,
+                   "give up when the server leaves a read or write waiting this many seconds (0: never)")
+        ->type_name("SECONDS")
+        ->capture_default_str();
 }
 
 std::unique_ptr<transfer::Client> make_client(const ConnectArgs& a) {
@@ -36,6 +41,11 @@ std::unique_ptr<transfer::Client> make_client(const ConnectArgs& a) {
         o.token = read_token_file(a.token_file);
     else if (const char* env = std::getenv("CDC_TOKEN"); env != nullptr && *env != '\0')
         o.token = check_token(env, "CDC_TOKEN");
+    else if (transfer::is_loopback_address(a.address))
+        o.token = default_token(false);  // what the user's own loopback server requires
+    if (!(a.timeout >= 0 && a.timeout <= 86400 * 365))
+        throw UsageError(fmt::format("--timeout {} is invalid: 0 (never) to {} seconds", a.timeout, 86400 * 365));
+    o.timeout_seconds = a.timeout;
     return std::make_unique<transfer::Client>(o);
 }
 

@@ -25,13 +25,15 @@ struct ConnectArgs {
     std::string tls_ca;
     std::string tls_server_name;
     std::string key_file;
+    double timeout = 300;
 };
 
 /// Adds `flag` (--to, --from or --via: HOST:PORT, required), --token-file,
-/// --tls, --tls-ca, --tls-server-name and --key-file.
+/// --tls, --tls-ca, --tls-server-name, --key-file and --timeout.
 void add_connect_options(CLI::App& cmd, ConnectArgs& args, const std::string& flag, const std::string& help);
 
-/// The client for these options: the token from --token-file or CDC_TOKEN.
+/// The client for these options: the token from --token-file or CDC_TOKEN,
+/// else, to a loopback address, the user's own token (default_token), if any.
 std::unique_ptr<transfer::Client> make_client(const ConnectArgs& args);
 /// The key of --key-file, if given.
 std::optional<Key> key_of(const ConnectArgs& args);

@@ -24,6 +24,8 @@ int main(int argc, char** argv) {
     return run_app(app, argc, argv, exit_code, [](std::string_view, std::string_view field) -> std::string_view {
         if (field == "key") return "--key-file";
         if (field == "max_streams") return "--max-streams";
+        if (field == "max_client_streams") return "--max-client-streams";
+        if (field == "idle_timeout") return "--idle-timeout";
         return {};
     });
 }
