@@ -13,10 +13,10 @@ namespace {
 constexpr const char* kRowsSql = "SELECT ids FROM manifest_chunks WHERE manifest = ?1 ORDER BY seq";
 }  // namespace
 
-std::unique_ptr<BaseList> BaseList::open(Db& db, const std::filesystem::path& dir, const std::string& name,
+std::unique_ptr<BaseList> BaseList::open(Db& db, const PackStorage& packs, const std::string& name,
                                          std::uint64_t min_chunks) {
     std::unique_ptr<BaseList> b(new BaseList());
-    b->dir_ = dir;
+    b->packs_ = &packs;
     b->name_ = name;
     b->db_ = &db;
     b->snapshot_ = std::make_unique<Transaction>(*b->db_, false);
@@ -29,10 +29,10 @@ std::unique_ptr<BaseList> BaseList::open(Db& db, const std::filesystem::path& di
     return b;
 }
 
-std::unique_ptr<BaseList> BaseList::open_similar(Db& db, const std::filesystem::path& dir, const ChunkId& first,
+std::unique_ptr<BaseList> BaseList::open_similar(Db& db, const PackStorage& packs, const ChunkId& first,
                                                   std::optional<std::uint64_t> size, std::string_view name) {
     std::unique_ptr<BaseList> b(new BaseList());
-    b->dir_ = dir;
+    b->packs_ = &packs;
     b->db_ = &db;
     b->snapshot_ = std::make_unique<Transaction>(*b->db_, false);
     // The most recent candidates only, from the first-id index and the
@@ -109,7 +109,7 @@ bool BaseList::complete() {
 void BaseList::read_matched(const std::function<void(std::span<const std::byte>)>& f) {
     rows_.reset();
     if (matched_chunks_ > 0) {
-        PackFiles packs(dir_);
+        PackFiles packs(*packs_);
         TaskPool pool(2);
         OrderedDecoder decoder(pool, fmt::format("'{}' (the stored version, read back to hash the new one): ", name_),
                                [&](OrderedDecoder::Delivery& d) { f(d.bytes); });

@@ -16,6 +16,7 @@
 // blocks of 2 MiB.
 #pragma once
 
+#include "pack_storage.hpp"
 #include "sqlite.hpp"
 
 #include <cdc/digest.hpp>
@@ -37,7 +38,7 @@ public:
     /// The committed file `name` of the store at `dir`, read on `db` (a
     /// connection used by nothing else until the BaseList is gone), if it
     /// exists with at least `min_chunks` chunks; nullptr otherwise.
-    static std::unique_ptr<BaseList> open(Db& db, const std::filesystem::path& dir, const std::string& name,
+    static std::unique_ptr<BaseList> open(Db& db, const PackStorage& packs, const std::string& name,
                                           std::uint64_t min_chunks);
     /// A committed file whose chunk list starts with `first` and has 2
     /// chunks or more (the most recently committed if several), if any: a
@@ -48,7 +49,7 @@ public:
     /// name ends most like `name` (the put's: a tree put again under a new
     /// prefix finds each file's own earlier version, not a sibling version
     /// of the same size that starts alike), then the most recent.
-    static std::unique_ptr<BaseList> open_similar(Db& db, const std::filesystem::path& dir, const ChunkId& first,
+    static std::unique_ptr<BaseList> open_similar(Db& db, const PackStorage& packs, const ChunkId& first,
                                                   std::optional<std::uint64_t> size, std::string_view name = {});
     ~BaseList();
     BaseList(const BaseList&) = delete;
@@ -105,7 +106,7 @@ private:
         return true;
     }
 
-    std::filesystem::path dir_;
+    const PackStorage* packs_ = nullptr;
     std::string name_;
     Db* db_ = nullptr;
     std::unique_ptr<Transaction> snapshot_;

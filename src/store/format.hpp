@@ -135,19 +135,7 @@ private:
 /// shared by a group may hold what another member put there. Closed (empty)
 /// on failure, errno set; open_failure names it.
 Fd open_store_file(const std::filesystem::path& p, int flags, unsigned mode = 0);
-/// Pack `id` of the store `dir`, as open_store_file, opened relative to
-/// DIR/packs which is itself never a link (ELOOP): a link put in place of
-/// DIR/packs never sends a writer, gc or a reader to another directory.
-Fd open_pack(const std::filesystem::path& dir, std::uint64_t id, int flags, unsigned mode = 0);
-/// DIR/packs (O_DIRECTORY, never through a link), for listing and deleting
-/// packs relative to it; empty with errno set on failure.
-Fd open_packs_dir(const std::filesystem::path& dir);
-/// The pack files in DIR/packs (names NNNNNNNN.pack), with their sizes (a
-/// link's own size). Empty if DIR/packs cannot be opened.
-std::map<std::uint64_t, std::uint64_t> pack_files_on_disk(const std::filesystem::path& dir);
-/// Deletes pack `id`'s file (a link in its place: the link), if there.
-void remove_pack_file(const std::filesystem::path& dir, std::uint64_t id);
-/// Why open_store_file or open_pack failed (errno `e`), for a message.
+/// Why open_store_file or a pack's open failed (errno `e`), for a message.
 std::string open_failure(int e);
 
 /// flock(2) on DIR/lock: shared for writers and readers, exclusive for gc.

@@ -44,9 +44,9 @@ std::uint64_t sum_values(const std::map<std::uint64_t, std::uint64_t>& m) {
 GcReport Store::gc(const GcOptions& options) {
     ExclusiveGuard guard(impl_->lock, options.on_wait);
     Db& db = impl_->db;
-    const auto& dir = impl_->dir;
     GcReport report;
-    report.bytes_before = sum_values(pack_files_on_disk(dir));
+    PackStorage& storage = *impl_->packs;
+    report.bytes_before = sum_values(storage.list());
 
     // 1. Pending manifests: their writers are gone (we hold the lock).
     {
@@ -136,8 +136,8 @@ GcReport Store::gc(const GcOptions& options) {
                     "WHERE pack IN (SELECT pack FROM temp.rewrite)");
             t.commit();
         }
-        PackAppender out(dir, impl_->info.pack_size);  // new packs only (never start()ed)
-        PackFiles files(dir);
+        PackAppender out(storage, impl_->info.pack_size);  // new packs only (never start()ed)
+        PackFiles files(storage);
         std::vector<std::uint64_t> done_packs;
         std::uint64_t copied = 0;
         auto commit_moves = [&] {
@@ -162,7 +162,7 @@ GcReport Store::gc(const GcOptions& options) {
             }
             t.commit();
             out.release_retired();
-            for (const auto id : done_packs) remove_pack_file(dir, id);
+            for (const auto id : done_packs) storage.remove(id);
             report.packs_rewritten += done_packs.size();
             done_packs.clear();
             files.close_all();
@@ -188,7 +188,7 @@ GcReport Store::gc(const GcOptions& options) {
                 current = loc.pack;
             }
             // A damaged record stops gc before anything of it is dropped.
-            const Codec codec = read_record(files.read_fd(loc.pack), loc, id, buf, "gc: ");
+            const Codec codec = read_record(files.read(loc.pack), loc, id, buf, "gc: ");
             batch.add(id, codec, loc.raw_size, std::span<const std::byte>(buf).subspan(kRecordHeaderSize));
             copied += kRecordHeaderSize + loc.stored_size;
             if (batch.bytes.size() >= (std::size_t{1} << 20)) append_batch();
@@ -205,20 +205,19 @@ GcReport Store::gc(const GcOptions& options) {
         std::map<std::uint64_t, std::uint64_t> rows;
         Stmt q(db, "SELECT id, size FROM packs");
         while (q.step()) rows.emplace(q.i64(0), q.i64(1));
-        for (const auto& [id, size] : pack_files_on_disk(dir)) {
+        for (const auto& [id, size] : storage.list()) {
             const auto it = rows.find(id);
             if (it == rows.end()) {
-                remove_pack_file(dir, id);
+                storage.remove(id);
                 if (!empty.count(id)) ++report.packs_deleted;
             } else if (size > it->second) {
-                // (through the file itself: truncate(2) would follow a link put in its place)
-                if (const Fd f = open_pack(dir, id, O_WRONLY)) (void)::ftruncate(f.get(), static_cast<off_t>(it->second));
+                storage.truncate(id, it->second);
             }
         }
-        fsync_dir(dir / kPacksDir);
+        storage.sync_names();
     }
     db.exec("PRAGMA wal_checkpoint(TRUNCATE)");
-    report.bytes_after = sum_values(pack_files_on_disk(dir));
+    report.bytes_after = sum_values(storage.list());
     return report;
 }
 

@@ -50,7 +50,7 @@ struct Restored {
 /// What restoring reads with: the pack files and the decoding threads,
 /// made once for all the files of a tree.
 struct Readers {
-    explicit Readers(const std::filesystem::path& dir) : files(dir) {}
+    explicit Readers(const PackStorage& storage) : files(storage) {}
     PackFiles files;
     TaskPool pool;
 };
@@ -182,7 +182,7 @@ void restore_into(const Store::Impl& s, Readers& readers, std::string_view name,
 
 void Store::get(std::string_view name, int fd, const GetOptions& options) const {
     SharedLockGuard guard(impl_->lock);
-    Readers readers(impl_->dir);
+    Readers readers(*impl_->packs);
     restore_to_fd(*impl_, readers, name, fd, fmt::format("the output of '{}'", name), options);
 }
 
@@ -195,7 +195,7 @@ void Store::get(std::string_view name, const std::filesystem::path& out_path, co
     const Fd dir(::open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (!dir)
         throw StoreError(fmt::format("cannot open the directory of '{}': {}", out.string(), std::strerror(errno)));
-    Readers readers(impl_->dir);
+    Readers readers(*impl_->packs);
     restore_into(*impl_, readers, name, dir.get(), out.filename().string(), out.string(), options);
 }
 
@@ -232,7 +232,7 @@ TreeGetReport Store::get_tree(std::string_view prefix, const std::filesystem::pa
             options.progress(p);
         };
     ProgressTicker ticker(options.progress);
-    Readers readers(impl_->dir);
+    Readers readers(*impl_->packs);
     for (const ManifestInfo& m : files) {
         ticker.tick([&](Progress& p) { fill(p, 0); });
         const std::string rel = m.name.substr(under.size());

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "format.hpp"
+#include "pack_storage.hpp"
 #include "sqlite.hpp"
 
 #include <cdc/store.hpp>
@@ -52,7 +53,8 @@ inline constexpr std::size_t kMaxRetiredPacks = 16;
 
 class PackAppender {
 public:
-    PackAppender(std::filesystem::path dir, std::uint64_t pack_limit);
+    /// `storage` outlives the appender.
+    PackAppender(PackStorage& storage, std::uint64_t pack_limit);
     ~PackAppender();
     PackAppender(const PackAppender&) = delete;
     PackAppender& operator=(const PackAppender&) = delete;
@@ -79,22 +81,18 @@ public:
 
 private:
     struct Open {
-        std::uint64_t id = 0;
-        Fd fd;
-        std::uint64_t size = 0;
+        std::unique_ptr<PackSink> sink;
         bool dirty = false;
     };
     void roll();  // mutex held
 
-    std::filesystem::path dir_;
+    PackStorage& storage_;
     std::uint64_t limit_;
-    unsigned file_mode_;  // store_file_mode(dir_)
     mutable std::mutex mutex_;
     Open current_;
     std::vector<Open> retired_;
     std::size_t synced_retired_ = 0;  // the first ones of retired_, synced by the last sync()
     std::uint64_t next_id_ = 1;
-    bool created_ = false;  // a pack file was created since the last sync
     std::uint64_t unsynced_ = 0;
     std::vector<PendingRow> rows_;
 };

@@ -22,7 +22,7 @@ void Store::read_chunks(std::span<const ChunkId> ids, ChunkForm form,
     SharedLockGuard guard(impl_->lock);
     Transaction read(impl_->db, false);
     ChunkLookup lookup(impl_->db);
-    PackFiles files(impl_->dir);
+    PackFiles files(*impl_->packs);
     std::vector<std::byte> record;
     StoredChunk out;
     // Raw: decoded on a pool (ordered_decoder.hpp), handed over in order.
@@ -51,7 +51,7 @@ void Store::read_chunks(std::span<const ChunkId> ids, ChunkForm form,
             continue;
         }
         out.raw_size = loc->raw_size;
-        out.codec = read_record(files.read_fd(loc->pack), *loc, id, record, "");
+        out.codec = read_record(files.read(loc->pack), *loc, id, record, "");
         out.bytes.assign(record.begin() + static_cast<std::ptrdiff_t>(kRecordHeaderSize), record.end());
         f(next++, out);
     }

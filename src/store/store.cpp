@@ -2,6 +2,7 @@
 // helpers the store's parts share (store_impl.hpp).
 #include "../io/open_files.hpp"
 #include "codec.hpp"
+#include "dir_packs.hpp"
 #include "store_impl.hpp"
 
 #include <cdc/digest.hpp>
@@ -214,30 +215,22 @@ std::uint64_t for_each_listed_chunk(Db& db, std::int64_t manifest, std::string_v
 
 std::size_t default_max_open_packs() { return cdc::detail::open_files_budget(8, 512); }
 
-int PackFiles::fd(std::uint64_t pack) {
-    if (auto it = fds_.find(pack); it != fds_.end()) return it->second.get();
-    const auto path = pack_path(dir_, pack);
-    Fd f = open_pack(dir_, pack, O_RDONLY);
-    if (!f) {
-        const int e = errno;
-        const auto text = fmt::format("pack '{}' cannot be opened: {}", path.string(), open_failure(e));
-        if (e == ENOENT || e == ELOOP || e == cdc::detail::kNotRegularFile) throw DamageError(text);
-        throw StoreError(text);
-    }
-    const int raw = f.get();
-    fds_.emplace(pack, std::move(f));
-    return raw;
+const PackReader& PackFiles::reader(std::uint64_t pack) {
+    if (auto it = open_.find(pack); it != open_.end()) return *it->second;
+    auto reader = storage_.open(pack);
+    if (!reader) throw DamageError(fmt::format("pack '{}' is missing", storage_.describe(pack)));
+    return *open_.emplace(pack, std::move(reader)).first->second;
 }
 
 std::string chunk_problem(std::string_view context, const ChunkId& id, const Location& loc, std::string_view reason) {
     return fmt::format("{}chunk {} (pack {:08}, offset {}): {}", context, to_hex(id), loc.pack, loc.offset, reason);
 }
 
-Codec read_record(int fd, const Location& loc, const ChunkId& id, std::vector<std::byte>& buf,
+Codec read_record(const PackReader& pack, const Location& loc, const ChunkId& id, std::vector<std::byte>& buf,
                   std::string_view context) {
     const std::size_t n = kRecordHeaderSize + loc.stored_size;
     buf.resize(n);
-    const std::size_t got = pread_full(fd, buf.data(), n, loc.offset, fmt::format("pack {:08}", loc.pack));
+    const std::size_t got = pack.read_at(loc.offset, buf);
     return check_record(std::span<const std::byte>(buf).first(got), loc, id, context);
 }
 
@@ -276,9 +269,9 @@ void decode_record_into(std::span<const std::byte> record, const Location& loc, 
                                                                       loc.raw_size)));
 }
 
-void read_chunk_into(int fd, const Location& loc, const ChunkId& id, std::vector<std::byte>& buf,
+void read_chunk_into(const PackReader& pack, const Location& loc, const ChunkId& id, std::vector<std::byte>& buf,
                      std::span<std::byte> out, std::string_view context) {
-    read_record(fd, loc, id, buf, context);
+    read_record(pack, loc, id, buf, context);
     decode_record_into(buf, loc, id, out, context);
 }
 
@@ -501,6 +494,7 @@ Store Store::open(const std::filesystem::path& dir, const OpenOptions& options) 
     if (find_algorithm(info.algorithm) == nullptr)
         throw VersionError(fmt::format("the store '{}' uses the algorithm '{}', unknown to this cdc", dir.string(),
                                        info.algorithm));
+    impl->packs = std::make_unique<DirPackStorage>(dir);
     impl->lock = StoreLock(dir);
     return Store(std::move(impl));
 }

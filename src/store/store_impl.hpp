@@ -3,6 +3,7 @@
 #pragma once
 
 #include "format.hpp"
+#include "pack_storage.hpp"
 #include "sqlite.hpp"
 #include "../common/task_pool.hpp"
 
@@ -125,38 +126,37 @@ void add_first_ids(Db& db);
 /// and closes them.
 std::size_t default_max_open_packs();
 
-/// Read-only pack descriptors of one operation, opened on demand, at most
-/// `max_open` at once: a reader whose reads are still in flight asks
-/// needs_room() first and, if so, waits for them and calls close_all(); one
-/// that reads each descriptor at once uses read_fd().
+/// The packs one operation reads, opened on demand, at most `max_open` at
+/// once: a reader whose reads are still in flight asks needs_room() first
+/// and, if so, waits for them and calls close_all(); one that reads each
+/// pack at once uses read().
 class PackFiles {
 public:
-    explicit PackFiles(std::filesystem::path dir, std::size_t max_open = default_max_open_packs())
-        : dir_(std::move(dir)), max_open_(std::max<std::size_t>(max_open, 1)) {}
-    /// DamageError if the pack file is missing, StoreError if it cannot be
+    explicit PackFiles(const PackStorage& storage, std::size_t max_open = default_max_open_packs())
+        : storage_(storage), max_open_(std::max<std::size_t>(max_open, 1)) {}
+    /// DamageError if the pack is missing, StoreError if it cannot be
     /// opened otherwise (EMFILE: needs_room() was not asked).
-    int fd(std::uint64_t pack);
+    const PackReader& reader(std::uint64_t pack);
     /// Whether opening `pack` would pass the bound.
-    bool needs_room(std::uint64_t pack) const { return fds_.size() >= max_open_ && !fds_.contains(pack); }
-    /// fd() for a caller done with every descriptor it got before: at the
+    bool needs_room(std::uint64_t pack) const { return open_.size() >= max_open_ && !open_.contains(pack); }
+    /// reader() for a caller done with every pack it got before: at the
     /// bound, closes them first.
-    int read_fd(std::uint64_t pack) {
+    const PackReader& read(std::uint64_t pack) {
         if (needs_room(pack)) close_all();
-        return fd(pack);
+        return reader(pack);
     }
-    void close_all() { fds_.clear(); }
-    std::size_t open_count() const noexcept { return fds_.size(); }
+    void close_all() { open_.clear(); }
+    std::size_t open_count() const noexcept { return open_.size(); }
 
 private:
-    std::filesystem::path dir_;
+    const PackStorage& storage_;
     std::size_t max_open_;
-    std::unordered_map<std::uint64_t, Fd> fds_;
+    std::unordered_map<std::uint64_t, std::unique_ptr<PackReader>> open_;
 };
-
 /// Reads the record of `id` at `loc` into buf (header + payload) and checks
 /// it: header, id, sizes, checksum. Throws DamageError("<context>chunk <id>
 /// (pack P, offset O): <reason>"). Returns the codec.
-Codec read_record(int fd, const Location& loc, const ChunkId& id, std::vector<std::byte>& buf,
+Codec read_record(const PackReader& pack, const Location& loc, const ChunkId& id, std::vector<std::byte>& buf,
                   std::string_view context);
 /// The checks of read_record on a record read already (its bytes from
 /// loc.offset; fewer than the record: truncated).
@@ -166,7 +166,7 @@ Codec check_record(std::span<const std::byte> record, const Location& loc, const
 void decode_record_into(std::span<const std::byte> record, const Location& loc, const ChunkId& id,
                         std::span<std::byte> out, std::string_view context);
 /// read_record, then the raw bytes into `out` (out.size() == loc.raw_size).
-void read_chunk_into(int fd, const Location& loc, const ChunkId& id, std::vector<std::byte>& buf,
+void read_chunk_into(const PackReader& pack, const Location& loc, const ChunkId& id, std::vector<std::byte>& buf,
                      std::span<std::byte> out, std::string_view context);
 /// The DamageError text for a chunk.
 std::string chunk_problem(std::string_view context, const ChunkId& id, const Location& loc, std::string_view reason);
@@ -181,6 +181,9 @@ struct Store::Impl {
     std::optional<Key> key;
     std::string key_check;  ///< hex; empty for an unkeyed store
     mutable detail::Db db;
+    /// The packs (a directory today); shared by the store's readers and
+    /// writers, each of which opens its own packs through it.
+    std::unique_ptr<detail::PackStorage> packs;
     mutable detail::StoreLock lock;
     /// read_chunks' decoding threads (raw form), started on first use.
     mutable std::unique_ptr<detail::TaskPool> decode_pool;

@@ -54,19 +54,23 @@ VerifyReport Store::verify(const VerifyOptions& options) const {
     }
     std::set<std::uint64_t> bad_packs;
     std::uint64_t total_bytes = 0;
+    const PackStorage& storage = *impl_->packs;
+    const std::map<std::uint64_t, std::uint64_t> present = storage.list();
     for (const auto& [id, committed] : packs) {
-        const auto path = pack_path(impl_->dir, id);
-        Fd fd = open_pack(impl_->dir, id, O_RDONLY);
-        if (!fd) {
-            const int e = errno;
-            report.damage.push_back({e == ENOENT ? fmt::format("pack {:08} ('{}') is missing", id, path.string())
-                                                 : fmt::format("pack {:08} ('{}') cannot be read: {}", id,
-                                                               path.string(), open_failure(e))});
+        std::unique_ptr<PackReader> pack;
+        try {
+            pack = storage.open(id);
+        } catch (const StoreError& e) {
+            report.damage.push_back({fmt::format("pack {:08} cannot be read: {}", id, e.what())});
             bad_packs.insert(id);
             continue;
         }
-        struct stat st {};
-        const std::uint64_t on_disk = ::fstat(fd.get(), &st) == 0 ? static_cast<std::uint64_t>(st.st_size) : 0;
+        if (!pack) {
+            report.damage.push_back({fmt::format("pack {:08} ('{}') is missing", id, storage.describe(id))});
+            bad_packs.insert(id);
+            continue;
+        }
+        const std::uint64_t on_disk = pack->size();
         if (on_disk < committed)
             report.damage.push_back({fmt::format("pack {:08} is truncated: {} bytes on disk, {} committed", id, on_disk,
                                                  committed)});
@@ -74,19 +78,20 @@ VerifyReport Store::verify(const VerifyOptions& options) const {
             report.notes.push_back({fmt::format("pack {:08}: {} bytes beyond its committed length (an interrupted "
                                                 "writer's; cut off by the next writer or gc)",
                                                 id, on_disk - committed)});
-        std::array<std::uint8_t, kPackHeaderSize> h{};
-        const std::size_t got = pread_full(fd.get(), h.data(), h.size(), 0, path.string());
-        const std::string bad = check_pack_header(std::span<const std::uint8_t>(h.data(), got), id);
+        std::array<std::byte, kPackHeaderSize> h{};
+        const std::size_t got = pack->read_at(0, h);
+        const std::string bad =
+            check_pack_header(std::span<const std::uint8_t>(reinterpret_cast<const std::uint8_t*>(h.data()), got), id);
         if (!bad.empty()) report.damage.push_back({fmt::format("pack {:08}: {}", id, bad)});
         total_bytes += committed;
         ++report.packs;
     }
-    for (const auto& [id, size] : pack_files_on_disk(impl_->dir)) {
+    for (const auto& [id, size] : present) {
         (void)size;
         if (!packs.count(id))
-            report.notes.push_back({fmt::format("pack file {} is not in the index (a running writer's, or an "
+            report.notes.push_back({fmt::format("pack {} is not in the index (a running writer's, or an "
                                                 "interrupted writer's or gc's: gc deletes it)",
-                                                pack_path(impl_->dir, id).filename().string())});
+                                                storage.describe(id))});
     }
 
     // Records, in pack order, checked by the pool.
@@ -95,23 +100,23 @@ VerifyReport Store::verify(const VerifyOptions& options) const {
     std::atomic<std::uint64_t> checked_bytes{0};
     std::atomic<std::uint64_t> checked_chunks{0};
     {
-        PackFiles files(impl_->dir);
+        PackFiles files(storage);
         std::vector<std::unique_ptr<std::vector<Row>>> batches;
         TaskPool pool;
         const bool full = options.full;
-        auto run_batch = [&](std::vector<Row>* rows, int fd) {
-            pool.submit([&, rows, fd] {
+        auto run_batch = [&](std::vector<Row>* rows, const PackReader* pack) {
+            pool.submit([&, rows, pack] {
                 thread_local std::vector<std::byte> buf;
                 thread_local std::vector<std::byte> raw;
                 for (const Row& r : *rows) {
                     try {
                         if (full) {
                             raw.resize(r.loc.raw_size);
-                            read_chunk_into(fd, r.loc, r.id, buf, raw, "");
+                            read_chunk_into(*pack, r.loc, r.id, buf, raw, "");
                             if (chunk_id_of(raw) != r.id)
                                 throw DamageError(chunk_problem("", r.id, r.loc, "its bytes have another BLAKE3"));
                         } else {
-                            read_record(fd, r.loc, r.id, buf, "");
+                            read_record(*pack, r.loc, r.id, buf, "");
                         }
                     } catch (const DamageError& e) {
                         std::lock_guard lock(mutex);
@@ -133,7 +138,7 @@ VerifyReport Store::verify(const VerifyOptions& options) const {
                 batches.clear();
                 files.close_all();
             }
-            run_batch(batch.get(), files.fd(batch_pack));
+            run_batch(batch.get(), &files.reader(batch_pack));
             batches.push_back(std::move(batch));
             batch = std::make_unique<std::vector<Row>>();
             batch_bytes = 0;

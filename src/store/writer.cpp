@@ -349,7 +349,7 @@ struct Writer::Impl {
                              "SELECT id, digest, chunk_count, mode, mtime_ns FROM (SELECT id, digest, chunk_count, "
                              "mode, mtime_ns, size, name FROM manifests WHERE first_id = ?1 ORDER BY id DESC LIMIT "
                              "16) WHERE size = ?2 AND chunk_count = ?3 AND name IS NOT NULL");
-        packs = std::make_unique<PackAppender>(s.dir, s.info.pack_size);
+        packs = std::make_unique<PackAppender>(*s.packs, s.info.pack_size);
     }
 
     void begin_lookups() {
@@ -748,7 +748,7 @@ struct Writer::Impl {
     void open_base(const std::string& name, std::optional<std::uint64_t> size) {
         base.reset();
         if (!base_db) base_db = std::make_unique<Db>(store.db_path(), false);
-        base = BaseList::open(*base_db, store.dir, name, 0);
+        base = BaseList::open(*base_db, *store.packs, name, 0);
         look_similar = !base;
         expected_size = size;
     }
@@ -919,7 +919,7 @@ void Writer::Impl::store_segment(Segment& seg, ManifestState& m, PutStats& file,
     if (look_similar) {
         look_similar = false;
         if (!seg.digests.empty())
-            base = BaseList::open_similar(*base_db, store.dir, id_of(seg.digests[0]), expected_size, m.meta.name);
+            base = BaseList::open_similar(*base_db, *store.packs, id_of(seg.digests[0]), expected_size, m.meta.name);
     }
     if (base) {
         in_base = base->match(seg.digests);

@@ -32,7 +32,8 @@ PushSession::PushSession(const std::filesystem::path& store_dir, const store::Op
     : dir_(store_dir),
       store_(store::Store::open(store_dir, options)),
       assembler_(store_.info().profile.max_size),
-      packs_(store_dir) {
+      pack_storage_(store_dir),
+      packs_(pack_storage_) {
     writer_ = std::make_unique<store::Writer>(store_);
     decompressor_ = std::make_unique<store::detail::Decompressor>();
     max_chunk_ = store_.info().profile.max_size;
@@ -81,7 +82,7 @@ void PushSession::start(const v1::FileStart& m) {
     groups_next_ = 0;
     // (Small files are read back in no time: comparing costs more.)
     if (!base_db_) base_db_ = std::make_unique<store::detail::Db>((dir_ / store::detail::kDbName).string(), false);
-    base_ = store::detail::BaseList::open(*base_db_, dir_, name_, kBaseMinChunks);
+    base_ = store::detail::BaseList::open(*base_db_, pack_storage_, name_, kBaseMinChunks);
     look_similar_ = !base_;  // (a small file of that name: a large stored file may still match the new version)
 }
 
@@ -89,7 +90,7 @@ void PushSession::open_similar(const store::ChunkId& first) {
     look_similar_ = false;
     try {
         // (the store has the first-chunk index: writer_ made sure of it)
-        base_ = store::detail::BaseList::open_similar(*base_db_, dir_, first, std::nullopt, name_);
+        base_ = store::detail::BaseList::open_similar(*base_db_, pack_storage_, first, std::nullopt, name_);
         if (base_ && groups_read_ && !groups_) {
             if (!groups_db_)
                 groups_db_ = std::make_unique<store::detail::Db>((dir_ / store::detail::kDbName).string(), false);

@@ -42,6 +42,7 @@
 #include "base_groups.hpp"
 
 #include "../store/base_list.hpp"
+#include "../store/dir_packs.hpp"
 #include "../store/ordered_decoder.hpp"
 #include "../common/ordered_hasher.hpp"
 #include "../common/task_pool.hpp"
@@ -200,6 +201,7 @@ private:
     // busy 95% of a version's push, decoding and waiting for decodes).
     std::unique_ptr<store::detail::Db> read_db_;
     std::unique_ptr<store::detail::ChunkLookup> lookup_;
+    store::detail::DirPackStorage pack_storage_;
     store::detail::PackFiles packs_;
     std::unique_ptr<common::TaskPool> pool_;
     std::unique_ptr<store::detail::OrderedDecoder> read_back_;

@@ -2,6 +2,7 @@
 // and versions, the transfer-service calls, rm + gc, keys.
 #include "store_support.hpp"
 
+#include "store/dir_packs.hpp"
 #include "store/ordered_decoder.hpp"
 #include "common/ordered_hasher.hpp"
 #include "store/pack_writer.hpp"
@@ -1625,7 +1626,8 @@ TEST(PackAppender, AFullPackStaysLockedUntilItsLengthIsCommitted) {
     // length sync() returned (release_retired): else records synced but not
     // yet indexed could be cut off, and the index then points past the end.
     test::TempDir tmp;
-    store::detail::PackAppender packs(tmp.path(), 1 << 20);
+    store::detail::DirPackStorage storage(tmp.path());
+    store::detail::PackAppender packs(storage, 1 << 20);
     auto batch_of = [](std::uint64_t seed) {
         const auto bytes = test::random_bytes(700'000, seed);
         const auto raw = std::as_bytes(std::span(bytes));
@@ -1740,7 +1742,8 @@ TEST(OrderedDecoder, BytesInHandKeepTheirPlaceAmongStoredChunks) {
     }
     Db db((tmp.path() / "s" / kDbName).string(), false);
     ChunkLookup lookup(db);
-    PackFiles packs(tmp.path() / "s");
+    DirPackStorage storage(tmp.path() / "s");
+    PackFiles packs(storage);
     TaskPool pool(2);
     std::vector<std::byte> expected, got;
     std::vector<std::uint32_t> sizes;
@@ -1759,7 +1762,7 @@ TEST(OrderedDecoder, BytesInHandKeepTheirPlaceAmongStoredChunks) {
         for (std::size_t i = 0; i < ids.size(); ++i) {
             const auto loc = lookup.find(ids[i]);
             ASSERT_TRUE(loc);
-            decoder.add(ids[i], *loc, packs.fd(loc->pack));
+            decoder.add(ids[i], *loc, packs.reader(loc->pack));
             expected.insert(expected.end(), pieces[i].begin(), pieces[i].end());
             added.push_back(static_cast<std::uint32_t>(pieces[i].size()));
             for (std::size_t k = 0; k < i % 3; ++k) {  // chunks just received, in hand
