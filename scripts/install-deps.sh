@@ -16,6 +16,7 @@ PKGS=(
   libplplot-dev plplot-driver-cairo libpng-dev  # (libpng: a test reads the pixels of a chart)
   python3-dev python3-pybind11 pybind11-dev python3-numpy python3-pytest  # the Python package
   python3-pip python3-venv python3-setuptools python3-wheel  # pip install of it (offline)
+  python3-distributed  # cdc_chunkers.distributed (Dask) and its tests
   xfsprogs  # the reflink test formats a loop-mounted XFS image
   groff-base man-db zsh fish  # the man pages and the shell completions are checked in each shell
 )

@@ -78,13 +78,15 @@ std::string algorithm_names();
 /// keeps the fastest (see kernel_calibration). The others force a level
 /// (falling back to the best available kernel not above it). `scalar` is
 /// the plain reference of the spec; every level returns its cut points.
-enum class KernelLevel { automatic, scalar, wide, avx2, avx512 };
+/// `avx512vbmi` is `avx512` plus the byte permutes of VBMI (table lookups
+/// without gathers).
+enum class KernelLevel { automatic, scalar, wide, avx2, avx512, avx512vbmi };
 inline constexpr std::array kKernelLevelNames = {
     EnumName<KernelLevel>{KernelLevel::automatic, "auto"}, EnumName<KernelLevel>{KernelLevel::scalar, "scalar"},
     EnumName<KernelLevel>{KernelLevel::wide, "wide"}, EnumName<KernelLevel>{KernelLevel::avx2, "avx2"},
-    EnumName<KernelLevel>{KernelLevel::avx512, "avx512"}};
+    EnumName<KernelLevel>{KernelLevel::avx512, "avx512"}, EnumName<KernelLevel>{KernelLevel::avx512vbmi, "avx512vbmi"}};
 
-/// Parses "auto", "scalar", "wide", "avx2", "avx512"; throws OptionError.
+/// Parses "auto", "scalar", "wide", "avx2", "avx512", "avx512vbmi"; throws OptionError.
 KernelLevel parse_kernel_level(std::string_view text);
 std::string_view to_string(KernelLevel level) noexcept;
 
@@ -93,7 +95,7 @@ KernelLevel best_kernel_level() noexcept;
 
 /// The level used when a finder is created with KernelLevel::automatic:
 /// the level forced by the environment variable CDC_KERNEL ("scalar",
-/// "wide", "avx2", "avx512"; "auto" or unset: KernelLevel::automatic, i.e.
+/// "wide", "avx2", "avx512", "avx512vbmi"; "auto" or unset: KernelLevel::automatic, i.e.
 /// the calibrated choice). Read once per process; throws OptionError for an
 /// invalid value.
 KernelLevel default_kernel_level();
@@ -113,14 +115,29 @@ struct KernelCalibration {
     std::size_t bytes = 0;                    ///< size of the calibration buffer (pseudo-random, in cache)
     int rounds = 0;                           ///< timed passes per candidate (candidates alternating)
     double seconds = 0;                       ///< CPU time the calibration took
+    bool cached = false;                      ///< read from the calibration cache, measured by an earlier process
 };
 
 /// The calibration of `algorithm`'s kernel family: run on the first use of
 /// the family in this process (by this call, or by a finder created with
 /// KernelLevel::automatic), bounded to ~2 ms, then cached; thread-safe.
+/// Calibrations are also kept between processes, per CPU and build, in
+/// kernel_calibration_cache_file(): a later process reads the choice
+/// instead of measuring (`cached` is then true).
 /// std::nullopt for a name without kernels (fixed-v1.0.0). Throws
 /// OptionError for an unknown name.
 std::optional<KernelCalibration> kernel_calibration(std::string_view algorithm);
+
+/// The file kernel calibrations are kept in between processes:
+/// $XDG_CACHE_HOME/cdc-chunkers/ (an absolute XDG_CACHE_HOME) or
+/// ~/.cache/cdc-chunkers/, one file per CPU (vendor, family, model,
+/// stepping, feature flags) and build (version, build ID, kernels); written
+/// 0600 in a 0700 directory through a temporary file and a rename. A file
+/// that is missing, damaged, foreign or names a kernel this CPU or build
+/// cannot run only means "calibrate again". std::nullopt when the
+/// environment variable CDC_KERNEL_CACHE is 0, off, no or false (or there
+/// is no home directory).
+std::optional<std::string> kernel_calibration_cache_file();
 
 /// Finds cut points in windows; see the file comment.
 class CutFinder {

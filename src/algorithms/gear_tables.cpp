@@ -3,6 +3,8 @@
 // Tables are part of the storage format: never edit them.
 #include "params.hpp"
 
+#include <cstring>
+
 namespace cdc {
 
 namespace {
@@ -149,11 +151,22 @@ ShiftedGear shift_gear(const GearTable& g) noexcept {
     ShiftedGear s{};
     for (std::size_t k = 0; k < 8; ++k)
         for (std::size_t b = 0; b < 256; ++b) s[k * 256 + b] = g[b] << k;
+    // The byte planes, 256 bytes each, stored as bytes in the words after
+    // the shifted copies (gear_planes reads them back as bytes).
+    std::array<std::uint8_t, 8 * 256> planes{};
+    for (std::size_t k = 0; k < 8; ++k)
+        for (std::size_t b = 0; b < 256; ++b) planes[k * 256 + b] = static_cast<std::uint8_t>(g[b] >> (8 * k));
+    std::memcpy(s.data() + 8 * 256, planes.data(), planes.size());
     return s;
 }
 
 const ShiftedGear& shifted_gear_table() {
-    static const ShiftedGear s = shift_gear(kGear);
+    alignas(kShiftedGearAlign) static const ShiftedGear s = shift_gear(kGear);
+    return s;
+}
+
+const ShiftedGear& shifted_stadia_gear_table() {
+    alignas(kShiftedGearAlign) static const ShiftedGear s = shift_gear(kStadiaGear);
     return s;
 }
 }  // namespace detail

@@ -30,17 +30,32 @@ constexpr int floor_log2(std::size_t x) noexcept { return static_cast<int>(std::
 /// A Gear table's copies shifted left by 0..7 bits: entry s * 256 + b is
 /// G[b] << s. The portable sequential scan (FirstSeq, src/kernels/drivers.hpp)
 /// and the AVX-512 FastCDC lanes add these pre-shifted values instead of
-/// shifting the hash at every position.
-using ShiftedGear = std::array<std::uint64_t, 8 * 256>;
+/// shifting the hash at every position. They are followed by the table's
+/// byte planes (gear_planes): the AVX-512 VBMI kernels look entries up one
+/// byte plane at a time with byte permutes instead of 64-bit gathers.
+using ShiftedGear = std::array<std::uint64_t, 8 * 256 + 256>;
 ShiftedGear shift_gear(const GearTable& g) noexcept;
+/// Where every ShiftedGear is placed: on a page of its own. The AVX-512
+/// gather lanes read the copies at random; at some offsets within a page
+/// they ran 14% slower on 128 MiB (AMD Zen 5; the same in cache), at a page
+/// boundary as fast as ever.
+inline constexpr std::size_t kShiftedGearAlign = 4096;
 /// shift_gear(gear_table()), built on first use.
 const ShiftedGear& shifted_gear_table();
+/// shift_gear(stadia_gear_table()), built on first use.
+const ShiftedGear& shifted_stadia_gear_table();
+
+/// The byte planes that follow the shifted copies of a ShiftedGear (given
+/// its data()): byte k * 256 + b is byte k (bits 8k..8k+7) of G[b].
+inline const std::uint8_t* gear_planes(const std::uint64_t* shifted) noexcept {
+    return reinterpret_cast<const std::uint8_t*>(shifted + 8 * 256);
+}
 
 /// A keyed (or seeded) table and its shifted copies, derived once per key
 /// and shared while anyone holds them (keyed_gear_table() hands out `table`).
 struct KeyedGear {
     GearTable table;
-    ShiftedGear shifted;
+    alignas(kShiftedGearAlign) ShiftedGear shifted;
 };
 std::shared_ptr<const KeyedGear> keyed_gear(const Key& key);
 
@@ -73,6 +88,7 @@ struct JcParams {
 
 struct StadiaParams {
     const std::uint64_t* gear;
+    const std::uint64_t* shifted;  // shift_gear(gear): its byte planes (the kernels)
     std::size_t min, normal, max;
     std::uint64_t thresh;
 };

@@ -28,7 +28,7 @@ std::size_t stadia_scalar(const StadiaParams& p, const std::uint8_t* w, std::siz
 namespace {
 
 std::shared_ptr<const CutFinder> make(const AlgorithmInfo& info, const Profile& p, const Options&, KernelLevel level) {
-    const StadiaParams params{stadia_gear_table().data(), p.min_size, p.normal_size, p.max_size,
+    const StadiaParams params{stadia_gear_table().data(), shifted_stadia_gear_table().data(), p.min_size, p.normal_size, p.max_size,
                               ~std::uint64_t{0} / (p.normal_size - p.min_size + 1)};
     return make_family_finder(info, p, level, params, &select_stadia);
 }

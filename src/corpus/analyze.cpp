@@ -532,6 +532,7 @@ AnalyzeReport analyze(const WalkResult& walk, const AnalyzeOptions& options) {
         r.distinct_chunks = algos[k].index->distinct_chunks();
         r.distinct_bytes = algos[k].index->distinct_bytes();
         r.index_memory_bytes = algos[k].index->memory_bytes();
+        if (options.keep_indexes) r.index = std::move(algos[k].index);
         r.cut_seconds = static_cast<double>(cut_ns) / 1e9;
         r.hash_seconds = static_cast<double>(hash_ns) / 1e9;
         r.wall_seconds = wall;

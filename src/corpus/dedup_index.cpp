@@ -12,7 +12,6 @@
 namespace cdc {
 
 namespace {
-constexpr std::uint32_t kOccupied = 0x80000000u;
 constexpr std::size_t kMinSlots = 64;
 // Grow at 80% full: linear probing stays short (expected probes for a hit
 // ~ (1 + 1/(1-a)) / 2 = 3) and a table never holds more than 2x its entries.

@@ -95,7 +95,7 @@ std::size_t last_chunk_blocks(const Message& msg) { return (last_chunk_len(msg) 
 // Whether the CPU can run the 16-lane compression: the library's own CPU
 // check (AVX-512 F/BW/VL/DQ, as the chunking kernels; the compression needs
 // only F). The CPU's, not CDC_KERNEL's choice: that one picks cut kernels.
-bool has_chunk_lanes() { return best_kernel_level() == KernelLevel::avx512; }
+bool has_chunk_lanes() { return best_kernel_level() >= KernelLevel::avx512; }
 
 // A message's partial last chunk: its bytes, its CV slot and its counter.
 Blake3LaneChunk last_chunk(const Message& msg, std::uint8_t* cvs) {

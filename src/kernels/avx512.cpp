@@ -93,13 +93,14 @@ struct First512 {
     static constexpr bool kContinues = false;  // lanes need exact window hashes
 
     static std::size_t run(const u64* g, const u64* shifted, const u8* w, std::size_t from, std::size_t to,
-                           u64 mask) noexcept {
+                           u64 mask, std::size_t /*readable*/ = 0) noexcept {
         if (shifted_fits(shifted, mask)) return scan(g, w, from, to, MaskZero{mask}, ShiftedLanes(shifted, mask));
-        return find(g, w, from, to, MaskZero{mask});
+        return find(g, shifted, w, from, to, MaskZero{mask});
     }
 
     template <class Test>
-    static std::size_t find(const u64* g, const u8* w, std::size_t from, std::size_t to, Test test) noexcept {
+    static std::size_t find(const u64* g, const u64*, const u8* w, std::size_t from, std::size_t to, Test test,
+                            std::size_t /*readable*/ = 0) noexcept {
         const PlainLanes<Test> lanes{reinterpret_cast<const long long*>(g),
                                      _mm512_set1_epi64(static_cast<long long>(test.operand()))};
         return scan(g, w, from, to, test, lanes);

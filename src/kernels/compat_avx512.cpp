@@ -91,6 +91,8 @@ std::size_t borg_avx512(const BorgParams& p, const std::uint8_t* w, std::size_t 
         if (hit != 0) return c + static_cast<std::size_t>(__builtin_ctz(hit));
         h = rol(h, 16) ^ static_cast<std::uint32_t>(_mm_extract_epi32(_mm512_extracti32x4_epi32(z, 3), 3));
     }
+    // The steps may end one past the last candidate, whose hash is no candidate's.
+    if (c > last) return end;
     for (;; ++c) {
         if ((h & p.mask) == 0) return c;
         if (c + 1 > last) return end;

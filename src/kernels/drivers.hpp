@@ -12,9 +12,10 @@
 // byte absorbed at r) the running fp equals W(j) at every j >= r + 63, and
 // (fp & mask) equals (W(j) & mask) already at j >= r + top_bit(mask), since
 // the bits up to the mask's top bit only depend on that many last bytes.
-//   First::run(G, S, w, from, to, mask): the first j in [from, to) with
-//   (W(j) & mask) == 0, or `to`. Requires from >= 64 (it reads from
-//   w[from - 64] on).
+//   First::run(G, S, w, from, to, mask, readable): the first j in [from, to)
+//   with (W(j) & mask) == 0, or `to`. Requires from >= 64 (it reads from
+//   w[from - 64] on); it may read up to w[readable - 1] (readable >= to; a
+//   lane First may then scan past `to` instead of over positions twice).
 //   First::run_seeded(G, S, w, from, to, mask, fp, &hash) continues from a
 //   known hash fp (at from - 1) and also returns the hash at the result.
 //   S is shift_gear(G) (params.hpp) or nullptr; a First may use it or not.
@@ -136,7 +137,7 @@ struct FirstSeq {
 
     /// First::run (the FastCDC driver): from > top_bit(mask).
     static std::size_t run(const u64* g, const u64* shifted, const u8* w, std::size_t from, std::size_t to,
-                           u64 mask) noexcept {
+                           u64 mask, std::size_t /*readable*/ = 0) noexcept {
         if (from >= to) return to;
         if (mask == 0) return from;
         u64 fp = 0;  // W(from-1), exact in the bits up to top_bit(mask)
@@ -241,9 +242,9 @@ struct FirstSeq {
 };
 
 /// Bookkeeping of the lane kernels (First over kLanes consecutive segments
-/// of `seg` bytes, 8 positions per lane per group): the group where each
-/// lane first matched; lane 0's first match is the earliest of all.
-template <std::size_t kLanes>
+/// of `seg` bytes, kGroup positions per lane per group): the group where
+/// each lane first matched; lane 0's first match is the earliest of all.
+template <std::size_t kLanes, std::size_t kGroup = 8>
 struct LaneHits {
     unsigned found = 0;
     std::size_t first_group[kLanes] = {};
@@ -259,10 +260,10 @@ struct LaneHits {
         found |= fresh;
         return (found & 1u) != 0;
     }
-    /// The first 8-byte group holding a match, as a position (found != 0).
+    /// The first group holding a match, as a position (found != 0).
     std::size_t first(std::size_t pos, std::size_t seg) const noexcept {
         const unsigned l = lowest(found);
-        return pos + l * seg + first_group[l] * 8;
+        return pos + l * seg + first_group[l] * kGroup;
     }
 };
 
@@ -308,11 +309,11 @@ std::size_t fastcdc_run(const FastCdcParams& p, const u8* w, std::size_t n) noex
         }
         if (i >= n) return n;
         if (i < normal) {
-            const std::size_t j = First::run(g, p.shifted, w, i, normal, p.mask_s);
+            const std::size_t j = First::run(g, p.shifted, w, i, normal, p.mask_s, n);
             if (j < normal) return j;
             i = normal;
         }
-        return FirstL::run(g, p.shifted, w, i, n, p.mask_l);
+        return FirstL::run(g, p.shifted, w, i, n, p.mask_l, n);
     }
 }
 
@@ -448,7 +449,7 @@ std::size_t stadia_lanes_run(const StadiaParams& p, const u8* w, std::size_t n) 
         }
         if (i < end) {
             // From here H(k) = W(k-1): the first j in [i-1, end-1) with W(j) <= thresh.
-            const std::size_t j = Lanes::find(g, w, i - 1, end - 1, AtMost{p.thresh});
+            const std::size_t j = Lanes::find(g, p.shifted, w, i - 1, end - 1, AtMost{p.thresh}, n);
             if (j < end - 1) return j + 1;
         }
     }

@@ -42,6 +42,12 @@ std::size_t fastcdc_rs_v2016_avx512(const FastCdcRsParams& p, const std::uint8_t
 std::size_t fastcdc_rs_v2020_avx512(const FastCdcRsParams& p, const std::uint8_t* w, std::size_t n) noexcept {
     return v2020_via<&fastcdc_avx512>(p, w, n);
 }
+std::size_t fastcdc_rs_v2016_avx512vbmi(const FastCdcRsParams& p, const std::uint8_t* w, std::size_t n) noexcept {
+    return v2016_via<&fastcdc_avx512vbmi>(p, w, n);
+}
+std::size_t fastcdc_rs_v2020_avx512vbmi(const FastCdcRsParams& p, const std::uint8_t* w, std::size_t n) noexcept {
+    return v2020_via<&fastcdc_avx512vbmi>(p, w, n);
+}
 #endif
 
 }  // namespace cdc::detail

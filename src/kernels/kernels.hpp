@@ -1,7 +1,8 @@
 // Internal: the accelerated scanners of every family, one set per ISA level.
 // Each is compiled in its own translation unit with its own flags
 // (wide.cpp: baseline x86-64 / any CPU; avx2.cpp: -mavx2; avx512.cpp:
-// -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512bitalg) and chosen at run
+// -mavx512f -mavx512bw -mavx512vl -mavx512dq; avx512vbmi.cpp: the same and
+// -mavx512vbmi) and chosen at run
 // time by dispatch.cpp. Every one of them returns exactly the cut point of the
 // scalar reference in src/algorithms/ for every input (tests/kernels_test.cpp,
 // tests/fuzz/kernel_equals_reference.cpp).
@@ -43,6 +44,12 @@ std::size_t ultra_avx512(const UltraParams& p, const std::uint8_t* w, std::size_
 std::size_t borg_avx512(const BorgParams& p, const std::uint8_t* w, std::size_t n) noexcept;
 std::size_t fastcdc_rs_v2016_avx512(const FastCdcRsParams& p, const std::uint8_t* w, std::size_t n) noexcept;
 std::size_t fastcdc_rs_v2020_avx512(const FastCdcRsParams& p, const std::uint8_t* w, std::size_t n) noexcept;
+
+// avx512vbmi.cpp
+std::size_t fastcdc_avx512vbmi(const FastCdcParams& p, const std::uint8_t* w, std::size_t n) noexcept;
+std::size_t stadia_avx512vbmi(const StadiaParams& p, const std::uint8_t* w, std::size_t n) noexcept;
+std::size_t fastcdc_rs_v2016_avx512vbmi(const FastCdcRsParams& p, const std::uint8_t* w, std::size_t n) noexcept;
+std::size_t fastcdc_rs_v2020_avx512vbmi(const FastCdcRsParams& p, const std::uint8_t* w, std::size_t n) noexcept;
 #endif
 
 }  // namespace cdc::detail

@@ -72,5 +72,39 @@ TEST(KernelsCli, TextTableAndAForcedLevel) {
     EXPECT_NE(invalid.err.find("sse9"), std::string::npos) << invalid.err;
 }
 
+TEST(KernelsCli, ASecondProcessReadsTheCalibrationsTheFirstStored) {
+    const TempDir tmp;
+    const std::string home = tmp.path().string();
+    const char* before = std::getenv("XDG_CACHE_HOME");
+    const std::string saved = before ? before : "";
+    ::setenv("XDG_CACHE_HOME", home.c_str(), 1);
+    const auto first = run_tool({"kernels", "--json"});
+    const auto second = run_tool({"kernels", "--json"});
+    ::setenv("CDC_KERNEL_CACHE", "off", 1);
+    const auto off = run_tool({"kernels", "--json"});
+    ::unsetenv("CDC_KERNEL_CACHE");
+    if (before) ::setenv("XDG_CACHE_HOME", saved.c_str(), 1);
+    else ::unsetenv("XDG_CACHE_HOME");
+    ASSERT_EQ(first.exit_code, 0) << first.err;
+    ASSERT_EQ(second.exit_code, 0) << second.err;
+    ASSERT_EQ(off.exit_code, 0) << off.err;
+    const auto a = nlohmann::json::parse(first.out), b = nlohmann::json::parse(second.out),
+               c = nlohmann::json::parse(off.out);
+    ASSERT_TRUE(a["cache"].is_string());
+    EXPECT_EQ(a["cache"].get<std::string>().rfind(home + "/cdc-chunkers/kernels-", 0), 0u) << a["cache"];
+    EXPECT_EQ(b["cache"], a["cache"]);
+    EXPECT_TRUE(c["cache"].is_null());
+    ASSERT_EQ(a["families"].size(), b["families"].size());
+    for (std::size_t k = 0; k < a["families"].size(); ++k) {
+        const auto& fa = a["families"][k];
+        const auto& fb = b["families"][k];
+        EXPECT_FALSE(fa["cached"].get<bool>()) << fa["family"];
+        EXPECT_TRUE(fb["cached"].get<bool>()) << fb["family"];
+        EXPECT_EQ(fb["chosen"], fa["chosen"]) << fb["family"];  // what the first measured
+        EXPECT_EQ(fb["candidates"], fa["candidates"]) << fb["family"];
+        EXPECT_FALSE(c["families"][k]["cached"].get<bool>()) << c["families"][k]["family"];
+    }
+}
+
 }  // namespace
 }  // namespace cdc::test

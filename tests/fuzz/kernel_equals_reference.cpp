@@ -13,7 +13,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const std::span<const std::uint8_t> in = ref.data;
     const std::uint8_t* base = in.data();
     const std::size_t max = ref.finder->profile().max_size;
-    for (KernelLevel level : {KernelLevel::automatic, KernelLevel::wide, KernelLevel::avx2, KernelLevel::avx512}) {
+    for (KernelLevel level : {KernelLevel::automatic, KernelLevel::wide, KernelLevel::avx2, KernelLevel::avx512,
+                              KernelLevel::avx512vbmi}) {
         if (static_cast<int>(level) > static_cast<int>(cdc::best_kernel_level())) break;
         const auto fast = cdc::fuzz::decode(data, size, level).finder;
         // The stream's windows.

@@ -67,7 +67,7 @@ const std::vector<std::uint8_t>& cached_input(const std::string& spec) {
 
 std::vector<KernelLevel> accelerated_levels() {
     std::vector<KernelLevel> out;
-    for (KernelLevel l : {KernelLevel::wide, KernelLevel::avx2, KernelLevel::avx512})
+    for (KernelLevel l : {KernelLevel::wide, KernelLevel::avx2, KernelLevel::avx512, KernelLevel::avx512vbmi})
         if (static_cast<int>(l) <= static_cast<int>(best_kernel_level())) out.push_back(l);
     return out;
 }

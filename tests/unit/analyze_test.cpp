@@ -132,6 +132,37 @@ TEST(Analyze, IdenticalForAnyJobsAndBufferSize) {
     }
 }
 
+TEST(Analyze, KeptIndexesMergeIntoTheFiguresOfOneRun) {
+    // The files analyzed in two halves, their indexes merged, give the
+    // distinct figures of one run over all of them.
+    Corpus c;
+    const std::vector<std::string> names = {"fastcdc", "ultracdc"};
+    const auto whole = analyze({c.tmp.path().string()}, options_for(names, 2));
+    auto o = options_for(names, 1);
+    o.keep_indexes = true;
+    std::vector<std::string> halves[2];
+    for (std::size_t i = 0; i < c.files.size(); ++i) halves[i % 2].push_back(c.files[i].string());
+    const auto first = analyze(halves[0], o);   // a.bin, b.bin, ...
+    const auto second = analyze(halves[1], o);  // copy-of-a.bin, ...
+    for (std::size_t k = 0; k < names.size(); ++k) {
+        ASSERT_TRUE(first.algorithms[k].index && second.algorithms[k].index);
+        EXPECT_EQ(first.algorithms[k].index->distinct_chunks(), first.algorithms[k].distinct_chunks);
+        DedupIndex merged;
+        for (const auto* r : {&first, &second}) {
+            r->algorithms[k].index->for_each([&](const DedupIndex::Entry& e) {
+                Digest d;
+                std::memcpy(d.bytes.data(), e.key.data(), e.key.size());
+                d.size = DedupIndex::kKeyBytes;
+                merged.insert(d, e.size);
+            });
+        }
+        EXPECT_EQ(merged.distinct_chunks(), whole.algorithms[k].distinct_chunks) << names[k];
+        EXPECT_EQ(merged.distinct_bytes(), whole.algorithms[k].distinct_bytes) << names[k];
+        EXPECT_LT(merged.distinct_bytes(), first.algorithms[k].distinct_bytes + second.algorithms[k].distinct_bytes);
+    }
+    EXPECT_FALSE(whole.algorithms[0].index) << "kept only when asked";
+}
+
 TEST(Analyze, OneFileIsHashedByEveryWorker) {
     // One file, several jobs: the owner cuts, the others fingerprint its
     // buffers; small buffers make many hand-overs.

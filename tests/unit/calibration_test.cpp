@@ -136,7 +136,8 @@ TEST(Calibration, CacheComputesOnceWhateverTheThreads) {
 /// itself back (a family without a kernel at a level reports the one below).
 std::vector<KernelLevel> distinct_levels(const std::string& name, const Options& o) {
     std::vector<KernelLevel> out;
-    for (KernelLevel l : {KernelLevel::scalar, KernelLevel::wide, KernelLevel::avx2, KernelLevel::avx512})
+    for (KernelLevel l :
+         {KernelLevel::scalar, KernelLevel::wide, KernelLevel::avx2, KernelLevel::avx512, KernelLevel::avx512vbmi})
         if (make_cut_finder(name, o, l)->kernel_level() == l) out.push_back(l);
     return out;
 }

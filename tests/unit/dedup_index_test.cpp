@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <map>
 #include <set>
 #include <thread>
 #include <vector>
@@ -32,6 +33,37 @@ TEST(DedupIndex, InsertReportsNewAndCounts) {
     EXPECT_EQ(index.distinct_chunks(), 0u);
     EXPECT_FALSE(index.contains(digest_of(1)));
     EXPECT_TRUE(index.insert(digest_of(1), 100));
+}
+
+TEST(DedupIndex, ForEachVisitsEveryDistinctEntryOnce) {
+    DedupIndex index;
+    std::map<std::array<std::uint8_t, DedupIndex::kKeyBytes>, std::uint32_t> want;
+    for (std::uint64_t i = 0; i < 5000; ++i) {
+        const Digest d = digest_of(i % 3000);  // 2000 repeats
+        const auto size = static_cast<std::uint32_t>(i % 3000 + 1);
+        index.insert(d, size);
+        std::array<std::uint8_t, DedupIndex::kKeyBytes> key{};
+        std::memcpy(key.data(), d.bytes.data(), key.size());
+        want[key] = size;
+    }
+    std::map<std::array<std::uint8_t, DedupIndex::kKeyBytes>, std::uint32_t> seen;
+    std::uint64_t visits = 0;
+    index.for_each([&](const DedupIndex::Entry& e) {
+        ++visits;
+        seen[e.key] = e.size;
+    });
+    EXPECT_EQ(visits, 3000u);
+    EXPECT_EQ(seen, want);
+    // Re-inserting what for_each gives rebuilds the same set.
+    DedupIndex copy;
+    index.for_each([&](const DedupIndex::Entry& e) {
+        Digest d;
+        std::memcpy(d.bytes.data(), e.key.data(), e.key.size());
+        d.size = DedupIndex::kKeyBytes;
+        EXPECT_TRUE(copy.insert(d, e.size));
+    });
+    EXPECT_EQ(copy.distinct_chunks(), index.distinct_chunks());
+    EXPECT_EQ(copy.distinct_bytes(), index.distinct_bytes());
 }
 
 TEST(DedupIndex, GrowthKeepsEveryEntry) {

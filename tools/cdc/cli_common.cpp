@@ -113,7 +113,7 @@ CLI::Option* add_digest_option(CLI::App& cmd, std::string& target, bool with_non
 
 CLI::Option* add_kernel_option(CLI::App& cmd, std::string& target) {
     return with_choices(cmd.add_option("--kernel", target,
-                                       "force a kernel level: auto, scalar, wide, avx2, avx512 (auto: CDC_KERNEL, "
+                                       "force a kernel level: auto, scalar, wide, avx2, avx512, avx512vbmi (auto: CDC_KERNEL, "
                                        "else the fastest measured)")
                             ->type_name("LEVEL")
                             ->capture_default_str(),

@@ -63,7 +63,7 @@ void add_edit_options(CLI::App& cmd, std::size_t& edits, std::uint64_t& edit_siz
 
 /// --digest NAME (blake3, sha256, xxh3, and none when `with_none`).
 CLI::Option* add_digest_option(CLI::App& cmd, std::string& target, bool with_none);
-/// --kernel LEVEL (auto, scalar, wide, avx2, avx512).
+/// --kernel LEVEL (auto, scalar, wide, avx2, avx512, avx512vbmi).
 CLI::Option* add_kernel_option(CLI::App& cmd, std::string& target);
 
 /// "8K/16K/64K": a profile's min, avg and max as sizes are written on the
@@ -76,7 +76,7 @@ std::string profile_sizes(const cdc::Profile& p);
 nlohmann::json parameters_json(const cdc::AlgorithmInfo& a, const cdc::Profile& p);
 
 // parameters_for, split_comma_list, parse_algorithm_list and
-// resolve_algorithm_list live in tools/common (the Python binding uses them).
+// resolve_algorithm_list live in src/report (the Python binding uses them).
 using tools::parameters_for;
 using tools::parse_algorithm_list;
 using tools::resolve_algorithm_list;

@@ -71,10 +71,13 @@ int run(bool json) {
                                 {"used", to_string(r.used)},
                                 {"bytes", r.calibration.bytes},
                                 {"rounds", r.calibration.rounds},
-                                {"seconds", r.calibration.seconds}});
+                                {"seconds", r.calibration.seconds},
+                                {"cached", r.calibration.cached}});
         }
+        const auto cache = kernel_calibration_cache_file();
         nlohmann::json out = {{"best_level", to_string(best_kernel_level())},
                               {"forced", is_forced ? nlohmann::json(forced) : nlohmann::json(nullptr)},
+                              {"cache", cache ? nlohmann::json(*cache) : nlohmann::json(nullptr)},
                               {"families", families}};
         fmt::print("{}\n", out.dump(2));
     } else {
@@ -85,16 +88,26 @@ int run(bool json) {
             fmt::print("each family uses the fastest kernel measured below (CDC_KERNEL or --kernel force a level)\n");
         fmt::print("calibration: each kernel's median pass over a pseudo-random buffer in cache (KIB), kernels "
                    "alternating; MB = 10^6 bytes\n");
+        const auto cache = kernel_calibration_cache_file();
+        const bool any_cached =
+            std::any_of(rows.begin(), rows.end(), [](const FamilyRow& r) { return r.calibration.cached; });
+        if (!cache)
+            fmt::print("calibration cache: off (CDC_KERNEL_CACHE)\n");
+        else
+            fmt::print("calibration cache: {}{}\n", *cache,
+                       any_cached ? " (families marked * were measured by an earlier process)" : "");
         std::size_t family_width = 6;
         for (const auto& r : rows) family_width = std::max(family_width, std::string_view(r.calibration.family).size());
-        fmt::print("{:<{}} {:>4} {:<7} {:>8} {:>9}  {:<4} {}\n", "FAMILY", family_width, "KIB", "KERNEL", "MB/S", "X SCALAR", "USED",
+        fmt::print("{:<{}} {:>4} {:<10} {:>8} {:>9}  {:<4} {}\n", "FAMILY", family_width + 1, "KIB", "KERNEL", "MB/S", "X SCALAR", "USED",
                    "ALGORITHMS");
         for (const auto& r : rows) {
             const double scalar = scalar_mb_s(r.calibration);
             bool first = true;
             for (const auto& m : r.calibration.candidates) {
                 std::string line = fmt::format(
-                    "{:<{}} {:>4} {:<7} {:>8.0f} {:>8.2f}x  {:<4} {}", first ? r.calibration.family : "", family_width,
+                    "{:<{}} {:>4} {:<10} {:>8.0f} {:>8.2f}x  {:<4} {}",
+                    first ? fmt::format("{}{}", r.calibration.family, r.calibration.cached ? "*" : "") : "",
+                    family_width + 1,
                     first ? std::to_string(r.calibration.bytes / 1024) : "", to_string(m.level), m.mb_s,
                     scalar > 0 ? m.mb_s / scalar : 0.0, m.level == r.used ? "<-" : "", first ? fmt::format("{}", fmt::join(r.algorithms, ", ")) : "");
                 line.erase(line.find_last_not_of(' ') + 1);

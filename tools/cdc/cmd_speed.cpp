@@ -176,11 +176,11 @@ void print_rows(const SpeedArgs& args, const std::vector<SpeedRow>& rows, double
     fmt::print("{} of {} data in memory, digest {}, best of {} run(s); MB = 10^6 bytes; X SCALAR: against the "
                "scalar reference, measured side by side\n",
                tools::format_size(static_cast<double>(size)), args.data, args.digest, args.runs);
-    fmt::print("{:<18} {:<7} {:>10} {:>10} {:>9} {:>9}\n", "ALGORITHM", "KERNEL", "MB/S", "CHUNKS", "BASELINE",
+    fmt::print("{:<18} {:<10} {:>10} {:>10} {:>9} {:>9}\n", "ALGORITHM", "KERNEL", "MB/S", "CHUNKS", "BASELINE",
                "X SCALAR");
-    fmt::print("{:<18} {:<7} {:>10.0f} {:>10} {:>8.1f}% {:>9}\n", "memory-read", "-", baseline, "-", 100.0, "-");
+    fmt::print("{:<18} {:<10} {:>10.0f} {:>10} {:>8.1f}% {:>9}\n", "memory-read", "-", baseline, "-", 100.0, "-");
     for (const auto& row : rows)
-        fmt::print("{:<18} {:<7} {:>10.0f} {:>10} {:>8.1f}% {:>8.2f}x\n", row.name, to_string(row.used), row.mb_s,
+        fmt::print("{:<18} {:<10} {:>10.0f} {:>10} {:>8.1f}% {:>8.2f}x\n", row.name, to_string(row.used), row.mb_s,
                    row.chunks, 100.0 * row.mb_s / baseline, row.mb_s / row.scalar_mb_s);
 }
 

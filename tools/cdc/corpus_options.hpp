@@ -44,7 +44,7 @@ AnalyzeReport run_analysis(const CorpusArgs& args, AnalyzeOptions options);
 /// Prints the errors (always) and warnings (unless quiet) to stderr.
 void report_issues(const AnalyzeReport& report, bool quiet);
 
-// The JSON of analyze and compare (tools/common/analyze_json.hpp).
+// The JSON of analyze and compare (src/report/analyze_json.hpp).
 using tools::issues_json;
 using tools::result_json;
 

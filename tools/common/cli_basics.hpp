@@ -19,7 +19,7 @@ enum ExitCode : int {
     kExitFailure = 4,     ///< an I/O error stopped the run
 };
 
-/// How names (paths) appear in output (tools/common/escape.hpp).
+/// How names (paths) appear in output (src/report/escape.hpp).
 inline constexpr const char* kNamesHelp =
     "Names: text output and messages show a control byte, a backslash or a byte of invalid UTF-8 in a name as "
     "\\xHH (\\\\ for a backslash); JSON gives a name \"K\" as UTF-8 (U+FFFD for invalid bytes) and, only when the "

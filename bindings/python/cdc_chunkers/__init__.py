@@ -5,12 +5,14 @@ GIL released while cutting and hashing.
 
     import cdc_chunkers as cdc
 
-    chunks = cdc.chunk(data, "fastcdc-v1.0.0", avg_size=16384, digest="blake3")
+    chunks = cdc.chunk(data, "fastcdc-v1.0.0", 4096, 16384, 65536, digest="blake3")
     chunks.offsets, chunks.lengths     # numpy uint64 arrays
     chunks.digests                     # numpy uint8 array, shape (n, 32)
+    chunks[0], chunks[-10:]            # (offset, length); a slice is a Chunks
 
-    for offset, view in cdc.iter_chunks("big.iso"):   # bounded memory
-        store(offset, bytes(view))
+    for offset, data in cdc.iter_chunks("big.iso"):   # bounded memory
+        store(offset, data)                           # bytes of its own
+    for offset, data, digest in cdc.iter_chunks(f, digest="blake3"): ...
 
     cdc.chunk(data, "restic-rabin", polynomial=0x3DA3358B4DC173)
     cdc.algorithms()                   # every name, its defaults and parameters

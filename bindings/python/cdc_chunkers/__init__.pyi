@@ -1,6 +1,6 @@
 # Type stubs of cdc_chunkers (the extension module cdc_chunkers._core).
 import os
-from typing import Any, BinaryIO, Iterable, Iterator, Literal, Optional, Tuple, Union
+from typing import Any, BinaryIO, Iterable, Iterator, Literal, Optional, SupportsIndex, Tuple, Union, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -12,7 +12,7 @@ __version__: str
 Buffer = Any
 Key = Union[str, bytes, bytearray, memoryview]
 DigestName = Literal["blake3", "sha256", "xxh3"]
-StrPath = Union[str, "os.PathLike[str]"]
+Path = Union[str, "os.PathLike[str]", "os.PathLike[bytes]"]
 
 class Chunks:
     """The chunks of a buffer: numpy offsets, lengths and optional digests."""
@@ -28,14 +28,18 @@ class Chunks:
     def digest(self) -> str: ...
     def __len__(self) -> int: ...
     def __iter__(self) -> Iterator[Tuple[int, int]]: ...
+    @overload
+    def __getitem__(self, index: SupportsIndex) -> Tuple[int, int]: ...
+    @overload
+    def __getitem__(self, index: slice) -> "Chunks": ...
 
 def chunk(
     data: Buffer,
     algorithm: str = "fastcdc-v1.0.0",
-    *,
     min_size: int = 0,
     avg_size: int = 0,
     max_size: int = 0,
+    *,
     key: Optional[Key] = None,
     level: Optional[int] = None,
     seed: Optional[int] = None,
@@ -44,24 +48,30 @@ def chunk(
     digest: Optional[DigestName] = None,
 ) -> Chunks: ...
 
-class Chunker(Iterator[Tuple[int, memoryview]]):
+# A step of iter_chunks()/Chunker: (offset, data), or (offset, data, digest)
+# when a digest was asked for; data is bytes, or a memoryview with views=True.
+Step = Union[Tuple[int, Union[bytes, memoryview]], Tuple[int, Union[bytes, memoryview], bytes]]
+
+class Chunker(Iterator[Step]):
     def __init__(
         self,
         algorithm: str = "fastcdc-v1.0.0",
-        *,
         min_size: int = 0,
         avg_size: int = 0,
         max_size: int = 0,
+        *,
         key: Optional[Key] = None,
-    level: Optional[int] = None,
-    seed: Optional[int] = None,
-    polynomial: Optional[int] = None,
-    window: Optional[int] = None,
+        level: Optional[int] = None,
+        seed: Optional[int] = None,
+        polynomial: Optional[int] = None,
+        window: Optional[int] = None,
         buffer: Optional[Buffer] = None,
+        views: bool = False,
+        digest: Optional[DigestName] = None,
     ) -> None: ...
-    def reset(self, source: Union[StrPath, BinaryIO, Buffer, None]) -> "Chunker": ...
+    def reset(self, source: Union[Path, BinaryIO, Buffer, None]) -> "Chunker": ...
     def __iter__(self) -> "Chunker": ...
-    def __next__(self) -> Tuple[int, memoryview]: ...
+    def __next__(self) -> Step: ...
     def chunk(self, data: Buffer, *, digest: Optional[DigestName] = None) -> Chunks: ...
     def close(self) -> None: ...
     def __enter__(self) -> "Chunker": ...
@@ -79,34 +89,40 @@ class Chunker(Iterator[Tuple[int, memoryview]]):
     @property
     def parameters(self) -> dict[str, int]: ...
     @property
+    def views(self) -> bool: ...
+    @property
+    def digest(self) -> Optional[str]: ...
+    @property
     def offset(self) -> int: ...
     @property
     def buffer_size(self) -> int: ...
 
 def iter_chunks(
-    source: Union[StrPath, BinaryIO, Buffer],
+    source: Union[Path, BinaryIO, Buffer],
     algorithm: str = "fastcdc-v1.0.0",
-    *,
     min_size: int = 0,
     avg_size: int = 0,
     max_size: int = 0,
+    *,
     key: Optional[Key] = None,
     level: Optional[int] = None,
     seed: Optional[int] = None,
     polynomial: Optional[int] = None,
     window: Optional[int] = None,
     buffer: Optional[Buffer] = None,
+    views: bool = False,
+    digest: Optional[DigestName] = None,
 ) -> Chunker: ...
 
 def algorithms() -> list[dict[str, Any]]: ...
 
 def analyze(
-    paths: Union[StrPath, Iterable[StrPath]],
+    paths: Union[Path, bytes, Iterable[Union[Path, bytes]]],
     algorithms: Union[str, Iterable[str]] = "fastcdc",
-    *,
     min_size: int = 0,
     avg_size: int = 0,
     max_size: int = 0,
+    *,
     key: Optional[Key] = None,
     level: Optional[int] = None,
     seed: Optional[int] = None,
@@ -120,7 +136,7 @@ def analyze(
 def generate(spec: str) -> bytes: ...
 
 def dupes(
-    paths: Union[StrPath, bytes, Iterable[Union[StrPath, bytes]]],
+    paths: Union[Path, bytes, Iterable[Union[Path, bytes]]],
     *,
     min_size: int = 1,
     mode: Literal["auto", "compare", "hash"] = "auto",

@@ -1,9 +1,9 @@
 // analyze(paths, ...): the dedup figures of `cdc analyze --json`, as a dict
-// (the same document: tools/common/analyze_json.hpp builds both).
+// (the same document: src/report/analyze_json.hpp builds both).
 #include "module.hpp"
 #include "options.hpp"
+#include "paths.hpp"
 
-#include "algorithm_list.hpp"
 #include "analyze_json.hpp"
 
 #include <cdc/corpus/analyze.hpp>
@@ -18,29 +18,6 @@ namespace py = pybind11;
 
 namespace cdc::python {
 
-namespace {
-
-// A str, or an iterable of them (paths: str or os.PathLike).
-std::vector<std::string> string_list(const py::object& value, const char* what, bool paths) {
-    const py::object fspath = py::module_::import("os").attr("fspath");
-    auto one = [&](py::handle item) {
-        const py::object s = paths ? fspath(item) : py::reinterpret_borrow<py::object>(item);
-        if (!py::isinstance<py::str>(s))
-            throw OptionError(fmt::format("{} must be str (or a list of them)", what));
-        return s.cast<std::string>();
-    };
-    std::vector<std::string> out;
-    if (py::isinstance<py::str>(value) || (paths && py::hasattr(value, "__fspath__"))) {
-        out.push_back(one(value));
-    } else {
-        for (py::handle item : value) out.push_back(one(item));
-    }
-    if (out.empty()) throw OptionError(fmt::format("{} is empty", what));
-    return out;
-}
-
-}  // namespace
-
 void add_analyze(py::module_& m) {
     m.def(
         "analyze",
@@ -48,20 +25,15 @@ void add_analyze(py::module_& m) {
            std::int64_t max_size, py::object key, py::object level, py::object seed, py::object polynomial,
            py::object window, const std::string& digest, std::int64_t jobs, bool follow_symlinks) {
             AnalyzeOptions options;
-            // The names resolved as `cdc analyze -a` resolves them ("all", and
-            // each parameter to the names that take it), before any file is read.
-            const std::vector<std::string> names = string_list(algorithms, "algorithms", false);
-            options.algorithms = tools::resolve_algorithm_list(
-                fmt::format("{}", fmt::join(names, ",")),
-                make_options({min_size, avg_size, max_size, std::move(key), std::move(level), std::move(seed),
-                              std::move(polynomial), std::move(window)}),
-                /*quiet=*/true);
+            options.algorithms = resolve_algorithms(algorithms, {min_size, avg_size, max_size, std::move(key),
+                                                                 std::move(level), std::move(seed),
+                                                                 std::move(polynomial), std::move(window)});
             options.digest = parse_digest_kind(digest);
             if (jobs < 0 || jobs > 4096)
                 throw OptionError(fmt::format("jobs = {} is invalid: must be 0 (every core) .. 4096", jobs));
             options.jobs = static_cast<unsigned>(jobs);
             options.follow_symlinks = follow_symlinks;
-            const std::vector<std::string> inputs = string_list(paths, "paths", true);
+            const std::vector<std::string> inputs = path_list(paths);
             std::string json;
             {
                 py::gil_scoped_release nogil;
@@ -69,15 +41,17 @@ void add_analyze(py::module_& m) {
             }
             return py::module_::import("json").attr("loads")(json);
         },
-        py::arg("paths"), py::arg("algorithms") = "fastcdc", py::kw_only(),
-        py::arg("min_size") = 0, py::arg("avg_size") = 0, py::arg("max_size") = 0, py::arg("key") = py::none(),
+        py::arg("paths"), py::arg("algorithms") = "fastcdc", py::arg("min_size") = 0, py::arg("avg_size") = 0,
+        py::arg("max_size") = 0, py::kw_only(), py::arg("key") = py::none(),
         py::arg("level") = py::none(), py::arg("seed") = py::none(), py::arg("polynomial") = py::none(),
-        py::arg("window") = py::none(), py::arg("digest") = "blake3", py::arg("jobs") = 0, py::arg("follow_symlinks") = false, R"doc(
+        py::arg("window") = py::none(), py::arg("digest") = "blake3", py::arg("jobs") = 0, py::arg("follow_symlinks") = false, R"doc(analyze(paths, algorithms='fastcdc', min_size=0, avg_size=0, max_size=0, *, key=None, level=None, seed=None, polynomial=None, window=None, digest='blake3', jobs=0, follow_symlinks=False)
+--
+
 Dedup figures of files and directory trees, for one or more algorithms in
 one pass: the document `cdc analyze --json` prints, as a dict.
 
-paths       a path or a list of paths: files, directories (walked
-            recursively) or "-" (standard input).
+paths       a path or a list of paths (str, bytes or os.PathLike): files,
+            directories (walked recursively) or "-" (standard input).
 algorithms  an algorithm name, a list of names, or "all" (each with the
             same min_size, avg_size, max_size and key; level, seed,
             polynomial and window go to the names that take them, as with

@@ -105,7 +105,9 @@ digests  numpy uint8 array of shape (n, digest size) when a digest was
          asked for (32 bytes for blake3 and sha256, 16 for xxh3), else None
 algorithm, digest  the names used ("" for no digest)
 
-len(chunks) is the number of chunks; iterating gives (offset, length) pairs.
+len(chunks) is the number of chunks; iterating gives (offset, length)
+pairs, chunks[i] the i-th pair (negative i from the end), and chunks[a:b]
+(any slice) a Chunks of those chunks (numpy views, no copy).
 )doc")
         .def_readonly("offsets", &Chunks::offsets)
         .def_readonly("lengths", &Chunks::lengths)
@@ -113,6 +115,22 @@ len(chunks) is the number of chunks; iterating gives (offset, length) pairs.
         .def_readonly("algorithm", &Chunks::algorithm)
         .def_readonly("digest", &Chunks::digest)
         .def("__len__", [](const Chunks& c) { return c.lengths.size(); })
+        .def("__getitem__",
+             [](const Chunks& c, const py::object& index) -> py::object {
+                 if (PySlice_Check(index.ptr())) {
+                     Chunks out = c;
+                     out.offsets = py::array_t<std::uint64_t>(c.offsets[index]);
+                     out.lengths = py::array_t<std::uint64_t>(c.lengths[index]);
+                     if (!c.digests.is_none()) out.digests = c.digests[index];
+                     return py::cast(std::move(out));
+                 }
+                 const py::ssize_t n = c.lengths.size();
+                 py::ssize_t i = PyNumber_AsSsize_t(index.ptr(), PyExc_IndexError);
+                 if (i == -1 && PyErr_Occurred()) throw py::error_already_set();
+                 if (i < 0) i += n;
+                 if (i < 0 || i >= n) throw py::index_error("Chunks index out of range");
+                 return py::make_tuple(c.offsets.at(i), c.lengths.at(i));
+             })
         .def("__iter__",
              [](const Chunks& c) {
                  return py::iter(py::module_::import("builtins")
@@ -134,12 +152,16 @@ len(chunks) is the number of chunks; iterating gives (offset, length) pairs.
                                                         std::move(seed), std::move(polynomial), std::move(window)});
             return cut_buffer(*finder, data, parse_digest(digest));
         },
-        py::arg("data"), py::arg("algorithm") = "fastcdc-v1.0.0", py::kw_only(), py::arg("min_size") = 0,
-        py::arg("avg_size") = 0, py::arg("max_size") = 0, py::arg("key") = py::none(), py::arg("level") = py::none(),
+        py::arg("data"), py::arg("algorithm") = "fastcdc-v1.0.0", py::arg("min_size") = 0, py::arg("avg_size") = 0,
+        py::arg("max_size") = 0, py::kw_only(), py::arg("key") = py::none(), py::arg("level") = py::none(),
         py::arg("seed") = py::none(), py::arg("polynomial") = py::none(), py::arg("window") = py::none(),
         py::arg("digest") = py::none(),
-        R"doc(
+        R"doc(chunk(data, algorithm='fastcdc-v1.0.0', min_size=0, avg_size=0, max_size=0, *, key=None, level=None, seed=None, polynomial=None, window=None, digest=None)
+--
+
 Cuts a whole buffer into content-defined chunks.
+
+    c = chunk(data, "fastcdc", 4096, 16384, 65536, digest="blake3")
 
 data       any object with the buffer protocol (bytes, bytearray, memoryview,
            mmap, numpy array, ...), C-contiguous; it is read in place, never
@@ -148,7 +170,8 @@ algorithm  an algorithm name (see algorithms()), e.g. "fastcdc-v1.0.0",
            "fastcdc", "kfastcdc", "jc-v1.1.0", "ultracdc", "fixed-v1.0.0",
            "fastcdc-rs-v2020", "restic-rabin", "borg-buzhash".
 min_size, avg_size, max_size
-           chunk sizes in bytes; 0 = the algorithm's default.
+           chunk sizes in bytes (positional, as in fastcdc-py, or by
+           name); 0 = the algorithm's default.
 key        a 32-byte key (bytes-like, or 64 hex digits) for the keyed Gear
            table of the Gear-based names (required by kfastcdc).
 level, seed, polynomial, window

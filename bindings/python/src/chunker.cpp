@@ -4,8 +4,10 @@
 // max(2 x max_size, 256 KiB)) with readinto: memory does not grow with the
 // stream.
 #include "chunks.hpp"
+#include "lease.hpp"
 #include "module.hpp"
 #include "options.hpp"
+#include "paths.hpp"
 #include "pinned_buffer.hpp"
 #include "python_error.hpp"
 
@@ -25,10 +27,12 @@ namespace {
 
 // A binary file object: readinto() into the scan buffer (no copy), or
 // read() for objects that have no readinto. Called without the GIL, from
-// Chunker::next: takes it for the call.
+// Chunker::next: takes it for the call. The part of the scan buffer given to
+// readinto() is lent (lease.hpp): a reader that keeps a view of it stops the
+// stream with BufferError, and the memory outlives whatever it kept.
 class FileReader final : public Reader {
 public:
-    explicit FileReader(py::object file) : file_(std::move(file)) {
+    FileReader(py::object file, py::object scan_owner) : file_(std::move(file)), owner_(std::move(scan_owner)) {
         if (py::hasattr(file_, "readinto"))
             readinto_ = file_.attr("readinto");
         else
@@ -39,6 +43,7 @@ public:
         readinto_ = py::object();
         read_ = py::object();
         file_ = py::object();
+        owner_ = py::object();
     }
     FileReader(const FileReader&) = delete;
     FileReader& operator=(const FileReader&) = delete;
@@ -53,18 +58,22 @@ public:
     }
 
 private:
+    static constexpr const char* kKept =
+        "readinto() kept a view of the buffer it was given (a slice, or an array made of it): the chunker "
+        "reuses that buffer, so the stream stops here";
+
     ReadResult read_locked(std::span<std::byte> buffer) {
         if (readinto_) {
-            auto view = py::reinterpret_steal<py::object>(PyMemoryView_FromMemory(
-                reinterpret_cast<char*>(buffer.data()), static_cast<py::ssize_t>(buffer.size()), PyBUF_WRITE));
-            if (!view) throw py::error_already_set();
-            const py::object n = readinto_(view);
-            view.attr("release")();  // the file must not keep a view of the scan buffer
-            if (n.is_none()) return {0, false};  // a non-blocking stream with no data yet
-            const auto got = n.cast<long long>();
-            if (got < 0 || static_cast<unsigned long long>(got) > buffer.size())
-                throw IoError(fmt::format("readinto returned {} for a {}-byte buffer", got, buffer.size()));
-            return {static_cast<std::size_t>(got), got == 0};
+            Lease lease(owner_, buffer, false);
+            py::object n;
+            try {
+                n = readinto_(lease.view());
+            } catch (...) {
+                lease.end(kKept, false);
+                throw;
+            }
+            lease.end(kKept);
+            return count_read(n, buffer.size());
         }
         const py::object data = read_(buffer.size());
         if (data.is_none()) return {0, false};
@@ -75,7 +84,22 @@ private:
         return {bytes.bytes().size(), bytes.bytes().empty()};
     }
 
-    py::object file_, readinto_, read_;
+    // readinto's result: a count of bytes (0 = the end), or None for a
+    // non-blocking stream with no data yet.
+    static ReadResult count_read(const py::object& n, std::size_t size) {
+        if (n.is_none()) return {0, false};
+        if (!py::isinstance<py::int_>(n) || py::isinstance<py::bool_>(n)) {
+            PyErr_Format(PyExc_TypeError, "readinto() returned %s, not an int or None", Py_TYPE(n.ptr())->tp_name);
+            throw py::error_already_set();
+        }
+        int overflow = 0;
+        const long long got = PyLong_AsLongLongAndOverflow(n.ptr(), &overflow);
+        if (overflow != 0 || got < 0 || static_cast<unsigned long long>(got) > size)
+            throw IoError(fmt::format("readinto returned {} for a {}-byte buffer", py::str(n).cast<std::string>(), size));
+        return {static_cast<std::size_t>(got), got == 0};
+    }
+
+    py::object file_, owner_, readinto_, read_;
 };
 
 // A C-contiguous memoryview of `object` cast to bytes (a numpy array of any
@@ -99,16 +123,11 @@ ByteView byte_view(py::handle object, bool writable) {
     return {view.attr("toreadonly")(), {static_cast<std::byte*>(b->buf), static_cast<std::size_t>(b->len)}};
 }
 
-bool is_path(py::handle source) {
-    return py::isinstance<py::str>(source) || py::hasattr(source, "__fspath__");
-}
-
-}  // namespace
-
 class PyChunker {
 public:
-    PyChunker(const std::string& algorithm, const ProfileArgs& profile, const py::object& buffer)
-        : finder_(make_finder(algorithm, profile)) {
+    PyChunker(const std::string& algorithm, const ProfileArgs& profile, const py::object& buffer, bool views,
+              const py::object& digest)
+        : finder_(make_finder(algorithm, profile)), views_(views), digest_(parse_digest(digest)) {
         if (!buffer.is_none()) {
             scan_ = byte_view(buffer, true);
             chunker_.emplace(finder_, Source{}, scan_.bytes);  // checks the size
@@ -120,6 +139,7 @@ public:
 
     void reset(const py::object& source) {
         const Busy busy(*this);
+        end_view(true);
         close_fd();
         ended_ = false;
         source_ = ByteView{};
@@ -129,17 +149,17 @@ public:
             source_ = byte_view(source, false);
             ensure_chunker(false).reset(MemorySource(std::span<const std::byte>(source_.bytes)));
         } else if (is_path(source)) {
-            const py::object path = py::module_::import("os").attr("fspath")(source);
-            if (!py::isinstance<py::str>(path)) throw OptionError("a path must be a str or os.PathLike of str");
-            const std::string name = path.cast<std::string>();
+            const std::string name = path_bytes(source, false);
             fd_ = ::open(name.c_str(), O_RDONLY | O_CLOEXEC);
             if (fd_ < 0) {
+                const py::object path = py::module_::import("os").attr("fspath")(source);
                 PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, path.ptr());
                 throw py::error_already_set();
             }
             ensure_chunker(true).reset(FileSource(fd_, name));
         } else if (py::hasattr(source, "readinto") || py::hasattr(source, "read")) {
-            ensure_chunker(true).reset(Source::reader(std::make_unique<FileReader>(source)));
+            Chunker& chunker = ensure_chunker(true);
+            chunker.reset(Source::reader(std::make_unique<FileReader>(source, scan_.view)));
         } else {
             throw py::type_error(fmt::format(
                 "source must be a path, a binary file or a bytes-like object, not {}",
@@ -151,6 +171,7 @@ public:
     py::object next() {
         const Busy busy(*this);
         if (!chunker_ || ended_) throw py::stop_iteration();
+        end_view(true);  // the scan buffer is about to change under it
         Chunk c;
         bool got;
         if (streaming_) {
@@ -168,10 +189,22 @@ public:
             close_fd();
             throw py::stop_iteration();
         }
-        const ByteView& base = streaming_ ? scan_ : source_;
-        const auto start = static_cast<py::ssize_t>(c.bytes.data() - base.bytes.data());
-        py::object view = base.view[py::slice(start, start + static_cast<py::ssize_t>(c.size()), 1)];
-        return py::make_tuple(c.offset, std::move(view));
+        py::object data;
+        if (!views_) {
+            data = py::bytes(reinterpret_cast<const char*>(c.bytes.data()), static_cast<py::ssize_t>(c.size()));
+        } else if (!streaming_) {
+            // A view of the source itself: valid for as long as it is kept.
+            const auto start = static_cast<py::ssize_t>(c.bytes.data() - source_.bytes.data());
+            data = source_.view[py::slice(start, start + static_cast<py::ssize_t>(c.size()), 1)];
+        } else {
+            const auto start = static_cast<std::size_t>(c.bytes.data() - scan_.bytes.data());
+            view_ = Lease(scan_.view, scan_.bytes.subspan(start, c.size()), true);
+            data = view_.view();
+        }
+        if (digest_ == DigestKind::none) return py::make_tuple(c.offset, std::move(data));
+        const Digest d = compute_digest(digest_, c.bytes);
+        return py::make_tuple(c.offset, std::move(data),
+                              py::bytes(reinterpret_cast<const char*>(d.bytes.data()), d.size));
     }
 
     Chunks chunk(const py::buffer& data, const py::object& digest) const {
@@ -180,6 +213,7 @@ public:
 
     void close() {
         const Busy busy(*this);
+        end_view(false);
         close_fd();
         source_ = ByteView{};
         if (chunker_) chunker_->reset(Source{});
@@ -190,6 +224,10 @@ public:
     const CutFinder& finder() const noexcept { return *finder_; }
     std::uint64_t offset() const noexcept { return ended_ ? end_offset_ : (chunker_ ? chunker_->offset() : 0); }
     std::size_t buffer_size() const noexcept { return scan_.bytes.size(); }
+    bool views() const noexcept { return views_; }
+    py::object digest() const {
+        return digest_ == DigestKind::none ? py::object(py::none()) : py::object(py::str(std::string(to_string(digest_))));
+    }
 
 private:
     // One thread at a time: the GIL is released while a stream is read.
@@ -206,6 +244,16 @@ private:
     private:
         PyChunker& c_;
     };
+
+    // Ends the loan of the last chunk view of a stream (views=True): the
+    // view is released, and a slice or array of it still alive stops the
+    // step (BufferError) rather than see the next bytes.
+    void end_view(bool strict) {
+        view_.end("a view of the previous chunk is still in use (a slice, or an array made of it) and its bytes "
+                  "are about to be replaced: copy what you keep (bytes(view)) and drop the rest before the next "
+                  "step, or iterate without views=True",
+                  strict);
+    }
 
     Chunker& ensure_chunker(bool stream) {
         if (stream && scan_.bytes.empty()) {
@@ -229,8 +277,11 @@ private:
     }
 
     std::shared_ptr<const CutFinder> finder_;
+    bool views_;
+    DigestKind digest_;
     ByteView scan_;    // the stream buffer (caller's or ours)
     ByteView source_;  // the memory source, if any
+    Lease view_;       // the last chunk view of a stream lent out (views=True)
     std::optional<Chunker> chunker_;
     int fd_ = -1;      // a path source, opened here
     bool streaming_ = false;
@@ -239,40 +290,55 @@ private:
     bool busy_ = false;
 };
 
+std::unique_ptr<PyChunker> make_chunker(const std::string& algorithm, std::int64_t min_size, std::int64_t avg_size,
+                                        std::int64_t max_size, py::object key, py::object level, py::object seed,
+                                        py::object polynomial, py::object window, const py::object& buffer,
+                                        bool views, const py::object& digest) {
+    return std::make_unique<PyChunker>(algorithm,
+                                       ProfileArgs{min_size, avg_size, max_size, std::move(key), std::move(level),
+                                                   std::move(seed), std::move(polynomial), std::move(window)},
+                                       buffer, views, digest);
+}
+
+}  // namespace
+
 void add_chunker(py::module_& m) {
     py::class_<PyChunker>(m, "Chunker", R"doc(
 A reusable chunker: one algorithm and profile, one scan buffer, many streams.
 
-    c = Chunker("fastcdc-v1.0.0", avg_size=16384)
-    for offset, view in c.reset("big.iso"):     # a path, read with read(2)
-        store(offset, bytes(view))              # view: valid until the next step
-    for offset, view in c.reset(open("x", "rb")):   # any binary file (readinto)
+    c = Chunker("fastcdc-v1.0.0", 4096, 16384, 65536)   # sizes: min, avg, max
+    for offset, data in c.reset("big.iso"):     # a path, read with read(2)
+        store(offset, data)                     # data: bytes of its own
+    for offset, data in c.reset(open("x", "rb")):   # any binary file (readinto)
         ...
-    for offset, view in c.reset(b"..."):        # a bytes-like object: in place
+    for offset, data in c.reset(b"..."):        # a bytes-like object
         ...
     c.chunk(data, digest="blake3")              # a whole buffer at once (Chunks)
+
+Each step yields (offset, data), or (offset, data, digest) when a digest
+is asked for (digest="blake3", "sha256" or "xxh3": the digest of each chunk,
+as bytes). data is a bytes object of its own by default.
+
+views=True yields zero-copy, read-only memoryviews instead: of the source
+itself for a bytes-like source (valid for as long as they are kept), of the
+scan buffer for a stream. A view of the scan buffer is released at the next
+step (using it then raises ValueError), and a slice or an array made of it
+that is still alive then stops the step with BufferError: no view ever shows
+bytes other than its chunk's. Copy what you keep (bytes(view)).
 
 A stream is read into one bounded scan buffer: `buffer`, a writable
 bytes-like object of at least max_size bytes that you own (one per worker,
 reused), or else a bytearray of max(2 x max_size, 256 KiB) allocated at the
-first stream. The memoryviews handed out are read-only views of that buffer
-(or of the bytes-like source): a view is valid until the next step; copy it
-(bytes(view)) to keep it. A chunker is used by one thread at a time; reading
-a stream releases the GIL.
+first stream. A chunker is used by one thread at a time; reading a stream
+releases the GIL.
 )doc")
-        .def(py::init([](const std::string& algorithm, std::int64_t min_size, std::int64_t avg_size,
-                         std::int64_t max_size, py::object key, py::object level, py::object seed,
-                         py::object polynomial, py::object window, const py::object& buffer) {
-                 return std::make_unique<PyChunker>(
-                     algorithm,
-                     ProfileArgs{min_size, avg_size, max_size, std::move(key), std::move(level), std::move(seed),
-                                 std::move(polynomial), std::move(window)},
-                     buffer);
-             }),
-             py::arg("algorithm") = "fastcdc-v1.0.0", py::kw_only(), py::arg("min_size") = 0,
-             py::arg("avg_size") = 0, py::arg("max_size") = 0, py::arg("key") = py::none(),
+        .def(py::init(&make_chunker), py::arg("algorithm") = "fastcdc-v1.0.0", py::arg("min_size") = 0,
+             py::arg("avg_size") = 0, py::arg("max_size") = 0, py::kw_only(), py::arg("key") = py::none(),
              py::arg("level") = py::none(), py::arg("seed") = py::none(), py::arg("polynomial") = py::none(),
-             py::arg("window") = py::none(), py::arg("buffer") = py::none(),
+             py::arg("window") = py::none(), py::arg("buffer") = py::none(), py::arg("views") = false,
+             py::arg("digest") = py::none(),
+             "__init__(self, algorithm='fastcdc-v1.0.0', min_size=0, avg_size=0, max_size=0, *, key=None, "
+             "level=None, seed=None, polynomial=None, window=None, buffer=None, views=False, digest=None)\n--\n\n"
              "Creates a chunker (ValueError for an invalid algorithm, option or buffer); see the class help.")
         .def(
             "reset",
@@ -280,17 +346,21 @@ a stream releases the GIL.
                 self.cast<PyChunker&>().reset(source);
                 return self;
             },
-            py::arg("source"), R"doc(
+            py::arg("source"), R"doc(reset(self, source)
+--
+
 Moves the chunker onto a new stream and returns it (an iterator of
-(offset, memoryview) pairs). `source`: a path (str or os.PathLike: opened
-here, OSError if it cannot be), a binary file object (readinto, or read),
-a bytes-like object (chunked in place), or None (an empty stream).
+(offset, data) pairs). `source`: a path (str or os.PathLike, of str or
+bytes: opened here, OSError if it cannot be), a binary file object
+(readinto, or read), a bytes-like object (chunked in place; bytes are data,
+never a path), or None (an empty stream).
 )doc")
         .def("__iter__", [](py::object self) { return self; })
         .def("__next__", &PyChunker::next)
         .def("chunk", &PyChunker::chunk, py::arg("data"), py::kw_only(), py::arg("digest") = py::none(),
+             "chunk(self, data, *, digest=None)\n--\n\n"
              "Cuts a whole buffer with this chunker's algorithm: like chunk() (the stream is not touched).")
-        .def("close", &PyChunker::close, "Drops the current stream (closes a file opened from a path).")
+        .def("close", &PyChunker::close, "close(self)\n--\n\nDrops the current stream (closes a file opened from a path).")
         .def("__enter__", [](py::object self) { return self; })
         .def("__exit__", [](PyChunker& c, const py::args&) { c.close(); })
         .def_property_readonly("algorithm", [](const PyChunker& c) { return std::string(c.finder().name()); })
@@ -302,6 +372,9 @@ a bytes-like object (chunked in place), or None (an empty stream).
             "parameters", [](const PyChunker& c) { return parameters_in_use(c.finder()); },
             "The parameters the name takes, with their values in use: {'level': 1, 'seed': 0} for "
             "fastcdc-rs-v2020, {} for fastcdc-v1.0.0 (keys: level, seed, polynomial, window).")
+        .def_property_readonly("views", &PyChunker::views, "True if steps yield memoryviews instead of bytes.")
+        .def_property_readonly("digest", &PyChunker::digest,
+                               "The digest yielded with each chunk ('blake3', 'sha256', 'xxh3'), or None.")
         .def_property_readonly("offset", &PyChunker::offset,
                                "Bytes of the current stream consumed so far (the next chunk's offset).")
         .def_property_readonly("buffer_size", &PyChunker::buffer_size,
@@ -316,31 +389,41 @@ a bytes-like object (chunked in place), or None (an empty stream).
         "iter_chunks",
         [](const py::object& source, const std::string& algorithm, std::int64_t min_size, std::int64_t avg_size,
            std::int64_t max_size, py::object key, py::object level, py::object seed, py::object polynomial,
-           py::object window, const py::object& buffer) {
-            py::object chunker = py::cast(std::make_unique<PyChunker>(
-                algorithm,
-                ProfileArgs{min_size, avg_size, max_size, std::move(key), std::move(level), std::move(seed),
-                            std::move(polynomial), std::move(window)},
-                buffer));
+           py::object window, const py::object& buffer, bool views, const py::object& digest) {
+            py::object chunker = py::cast(make_chunker(algorithm, min_size, avg_size, max_size, std::move(key),
+                                                       std::move(level), std::move(seed), std::move(polynomial),
+                                                       std::move(window), buffer, views, digest));
             chunker.cast<PyChunker&>().reset(source);
             return chunker;
         },
-        py::arg("source"), py::arg("algorithm") = "fastcdc-v1.0.0", py::kw_only(), py::arg("min_size") = 0,
-        py::arg("avg_size") = 0, py::arg("max_size") = 0, py::arg("key") = py::none(), py::arg("level") = py::none(),
-        py::arg("seed") = py::none(), py::arg("polynomial") = py::none(), py::arg("window") = py::none(),
-        py::arg("buffer") = py::none(), R"doc(
-Yields (offset, memoryview) for every chunk of a stream of any size.
+        py::arg("source"), py::arg("algorithm") = "fastcdc-v1.0.0", py::arg("min_size") = 0,
+        py::arg("avg_size") = 0, py::arg("max_size") = 0, py::kw_only(), py::arg("key") = py::none(),
+        py::arg("level") = py::none(), py::arg("seed") = py::none(), py::arg("polynomial") = py::none(),
+        py::arg("window") = py::none(), py::arg("buffer") = py::none(), py::arg("views") = false,
+        py::arg("digest") = py::none(), R"doc(iter_chunks(source, algorithm='fastcdc-v1.0.0', min_size=0, avg_size=0, max_size=0, *, key=None, level=None, seed=None, polynomial=None, window=None, buffer=None, views=False, digest=None)
+--
 
-source     a path (str or os.PathLike), a binary file object (read with
-           readinto into one bounded buffer) or a bytes-like object.
+Yields (offset, data) for every chunk of a stream of any size, or
+(offset, data, digest) when a digest is asked for.
+
+    for offset, data in iter_chunks("big.iso", "fastcdc", 4096, 16384, 65536):
+        store(offset, data)
+    for offset, data, digest in iter_chunks(f, digest="blake3"): ...
+
+source     a path (str or os.PathLike, of str or bytes), a binary file
+           object (read with readinto into one bounded buffer) or a
+           bytes-like object (bytes are data, never a path).
 algorithm, min_size, avg_size, max_size, key, level, seed, polynomial, window
            as for chunk().
 buffer     optional writable bytes-like scan buffer (>= max_size bytes).
+views      False (default): data is a bytes object of its own. True:
+           zero-copy read-only memoryviews; those of a stream's scan buffer
+           are released at the next step (see help(Chunker)).
+digest     None, "blake3", "sha256" or "xxh3": each chunk's digest (bytes).
 
-Each memoryview is read-only and valid until the next step (copy it with
-bytes(view) to keep it). Memory stays bounded by the scan buffer
-(max(2 x max_size, 256 KiB) by default). Returns a Chunker (an iterator).
-Raises ValueError for invalid options, OSError if the stream fails.
+Memory stays bounded by the scan buffer (max(2 x max_size, 256 KiB) by
+default). Returns a Chunker (an iterator). Raises ValueError for invalid
+options, OSError if the stream fails.
 )doc");
 }
 

@@ -2,6 +2,7 @@
 // (groups, linked files, summary) as a dict. Report only: the actions that
 // change files (hard link, reflink, delete) stay with the command line.
 #include "module.hpp"
+#include "paths.hpp"
 
 #include <cdc/dupes.hpp>
 #include <cdc/error.hpp>
@@ -57,14 +58,7 @@ void add_dupes(py::module_& m) {
             opt.min_size = static_cast<std::uint64_t>(min_size);
             opt.follow_symlinks = follow_symlinks;
             opt.one_file_system = one_file_system;
-            std::vector<std::string> roots;
-            const py::object fspath = py::module_::import("os").attr("fsencode");
-            auto add = [&](py::handle p) { roots.push_back(fspath(p).cast<std::string>()); };
-            if (py::isinstance<py::str>(paths) || py::isinstance<py::bytes>(paths) || py::hasattr(paths, "__fspath__"))
-                add(paths);
-            else
-                for (py::handle p : paths) add(p);
-            if (roots.empty()) throw OptionError("paths is empty");
+            const std::vector<std::string> roots = path_list(paths);
 
             std::mutex warnings_mutex;
             std::vector<std::string> warnings;
@@ -104,7 +98,9 @@ void add_dupes(py::module_& m) {
             return out;
         },
         py::arg("paths"), py::kw_only(), py::arg("min_size") = 1, py::arg("mode") = "auto",
-        py::arg("hash") = "blake3", py::arg("follow_symlinks") = false, py::arg("one_file_system") = false, R"doc(
+        py::arg("hash") = "blake3", py::arg("follow_symlinks") = false, py::arg("one_file_system") = false, R"doc(dupes(paths, *, min_size=1, mode='auto', hash='blake3', follow_symlinks=False, one_file_system=False)
+--
+
 Whole-file duplicates under files and directory trees: the report of
 `cdc dupes --json`, as a dict. Nothing is changed on disk (the actions that
 merge duplicates are the command line's: cdc dupes --action).

@@ -1,6 +1,7 @@
 // The _core extension module of the cdc_chunkers package: errors, the
 // algorithm list, test data, and the pieces in chunk.cpp, chunker.cpp,
 // analyze.cpp and dupes.cpp.
+#include "lease.hpp"
 #include "module.hpp"
 #include "python_error.hpp"
 
@@ -14,6 +15,13 @@
 namespace py = pybind11;
 
 PYBIND11_MODULE(_core, m) {
+    // Each docstring starts with its signature in the form CPython reads
+    // into __text_signature__ ("name(args)\n--\n\n"), so that
+    // inspect.signature(), help(), IDEs and Jupyter show the parameters;
+    // pybind11's own first line would hide it.
+    py::options options;
+    options.disable_function_signatures();
+
     m.doc() = "cdc_chunkers._core: the C++ extension behind cdc_chunkers (import cdc_chunkers instead).";
 
     // cdc::OptionError -> ValueError, cdc::IoError -> OSError, and a reader's
@@ -31,10 +39,13 @@ PYBIND11_MODULE(_core, m) {
     });
 
     m.attr("__version__") = cdc::kVersionString;
+    cdc::python::Lease::register_type(m);
 
     m.def(
         "algorithms", [] { return py::module_::import("json").attr("loads")(cdc::tools::algorithms_json().dump()); },
-        R"doc(
+        R"doc(algorithms()
+--
+
 Every algorithm name, in a stable order, as a list of dicts: the document
 `cdc algorithms --json` prints. Each has name, min, avg, max (the default
 sizes), key ("required", "optional" or "no"), parameters (the parameters it
@@ -54,7 +65,9 @@ points it reproduces) and a one-line summary.
             }
             return py::bytes(reinterpret_cast<const char*>(data.data()), data.size());
         },
-        py::arg("spec"), R"doc(
+        py::arg("spec"), R"doc(generate(spec)
+--
+
 The bytes of a test-vector input spec (tests/vectors/README.md):
 "empty", "byte42", "zeros:LEN", "repeat:WORD:LEN", "splitmix64:SEED:LEN",
 "text:SEED:LEN". Raises ValueError for a malformed spec.
@@ -64,4 +77,5 @@ The bytes of a test-vector input spec (tests/vectors/README.md):
     cdc::python::add_chunker(m);
     cdc::python::add_analyze(m);
     cdc::python::add_dupes(m);
+    cdc::python::add_distributed(m);
 }

@@ -2,7 +2,10 @@
 
 #include "pinned_buffer.hpp"
 
+#include "algorithm_list.hpp"
+
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cstring>
 #include <limits>
@@ -74,6 +77,22 @@ py::dict parameters_in_use(const CutFinder& finder) {
 
 std::shared_ptr<const CutFinder> make_finder(const std::string& algorithm, const ProfileArgs& args) {
     return make_cut_finder(algorithm, make_options(args));
+}
+
+std::vector<std::shared_ptr<const CutFinder>> resolve_algorithms(const py::handle& algorithms, const ProfileArgs& args) {
+    auto one = [](py::handle item) {
+        if (!py::isinstance<py::str>(item)) throw OptionError("algorithms must be str (or a list of them)");
+        return item.cast<std::string>();
+    };
+    std::vector<std::string> names;
+    if (py::isinstance<py::str>(algorithms)) {
+        names.push_back(one(algorithms));
+    } else {
+        for (py::handle item : algorithms) names.push_back(one(item));
+    }
+    if (names.empty()) throw OptionError("algorithms is empty");
+    return tools::resolve_algorithm_list(fmt::format("{}", fmt::join(names, ",")), make_options(args),
+                                         /*quiet=*/true);
 }
 
 DigestKind parse_digest(const py::object& digest) {

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace cdc::python {
 
@@ -37,6 +38,13 @@ pybind11::dict parameters_in_use(const CutFinder& finder);
 
 /// The cut finder of `algorithm` with these options (cdc::make_cut_finder).
 std::shared_ptr<const CutFinder> make_finder(const std::string& algorithm, const ProfileArgs& args);
+
+/// The names of `algorithms` (a name, "all", or an iterable of names)
+/// resolved as `cdc analyze -a` resolves them ("all", and each parameter to
+/// the names that take it), each into its finder: OptionError for an
+/// unknown name or an option a name refuses.
+std::vector<std::shared_ptr<const CutFinder>> resolve_algorithms(const pybind11::handle& algorithms,
+                                                                 const ProfileArgs& args);
 
 /// None / "none" -> DigestKind::none; else parse_digest_kind.
 DigestKind parse_digest(const pybind11::object& digest);

@@ -46,7 +46,7 @@ def test_a_file_with_read_only():
 
 def test_views_of_a_memory_source_are_the_source_itself():
     arr = np.frombuffer(DATA, dtype=np.uint8).copy()
-    c = cdc_chunkers.Chunker("fastcdc", avg_size=4096).reset(arr)
+    c = cdc_chunkers.Chunker("fastcdc", avg_size=4096, views=True).reset(arr)
     offset, view = next(c)
     assert view.obj is arr and view.readonly and len(view) == EXPECTED.lengths[0]
     arr[0] ^= 0xFF  # the view sees the change: no copy was made
@@ -83,8 +83,11 @@ def test_a_caller_buffer_holds_the_stream():
     assert c.buffer_size == len(buf)
     got = pairs(c.reset(io.BytesIO(DATA)))
     assert got == [(o, DATA[o:o + n]) for o, n in cdc_chunkers.chunk(DATA, "fastcdc", avg_size=4096, max_size=32768)]
-    offset, view = next(c.reset(io.BytesIO(DATA)))
-    assert view.obj is buf  # the chunk is a view of the caller's buffer
+    c2 = cdc_chunkers.Chunker("fastcdc", avg_size=4096, max_size=32768, buffer=buf, views=True)
+    offset, view = next(c2.reset(io.BytesIO(DATA)))
+    assert view.obj.__class__.__name__ == "_Lease" and bytes(view) == DATA[:len(view)]
+    buf[0] ^= 0xFF  # a view of the caller's buffer, not a copy
+    assert view[0] == buf[0]
     with pytest.raises(ValueError, match="max_size"):
         cdc_chunkers.Chunker("fastcdc", max_size=65536, buffer=bytearray(1000))
     with pytest.raises(ValueError, match="writable"):

@@ -1,5 +1,7 @@
 """Errors: ValueError for options, OSError for I/O, TypeError for sources."""
 import errno
+import os
+import pathlib
 import io
 
 import pytest
@@ -108,3 +110,74 @@ def test_analyze_errors(tmp_path):
         cdc_chunkers.analyze([str(tmp_path)], jobs=-1)
     with pytest.raises(ValueError, match="empty"):
         cdc_chunkers.analyze([])
+
+
+class BytesPath:
+    """An os.PathLike of bytes (as os.DirEntry of os.scandir(b"dir"))."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def __fspath__(self):
+        return self.path
+
+
+def test_a_path_with_a_nul_byte_is_refused_as_open_does(tmp_path):
+    secret = tmp_path / "secret"
+    secret.write_bytes(DATA)
+    cut = str(tmp_path / "secret\0.txt")
+    with pytest.raises(ValueError, match="embedded null byte"):
+        open(cut, "rb")
+    with pytest.raises(ValueError, match="embedded null byte"):
+        cdc_chunkers.iter_chunks(cut)
+    with pytest.raises(ValueError, match="embedded null byte"):
+        cdc_chunkers.Chunker().reset(BytesPath(cut.encode()))
+    with pytest.raises(ValueError, match="embedded null byte"):
+        cdc_chunkers.analyze(cut)
+    with pytest.raises(ValueError, match="embedded null byte"):
+        cdc_chunkers.analyze([str(secret), cut])
+    with pytest.raises(ValueError, match="embedded null byte"):
+        cdc_chunkers.dupes([cut])
+
+
+def test_non_utf8_names_are_chunked_by_path(tmp_path):
+    raw = os.fsencode(str(tmp_path)) + b"/caf\xe9.bin"  # Latin-1, not UTF-8
+    with open(raw, "wb") as f:
+        f.write(DATA)
+    escaped = os.fsdecode(raw)  # a str with a surrogate escape
+    want = [(o, DATA[o:o + n]) for o, n in cdc_chunkers.chunk(DATA)]
+    for path in (BytesPath(raw), escaped, pathlib.Path(escaped)):
+        assert [(o, bytes(v)) for o, v in cdc_chunkers.iter_chunks(path)] == want
+    # bytes are data to chunk, as everywhere; analyze() and dupes() take only paths
+    assert [bytes(v) for _, v in cdc_chunkers.iter_chunks(raw)] == [raw]
+    report = cdc_chunkers.analyze(escaped)
+    assert report["files"] == 1 and report["errors"] == []
+    assert cdc_chunkers.analyze(raw)["bytes"] == len(DATA)
+    missing = os.fsencode(str(tmp_path)) + b"/gone\xff"
+    with pytest.raises(FileNotFoundError) as e:
+        cdc_chunkers.iter_chunks(BytesPath(missing))
+    assert e.value.filename == missing
+
+
+@pytest.mark.parametrize("path, error, match", [
+    (12, TypeError, "path"),
+    ([b"a", 3], TypeError, "path"),
+])
+def test_analyze_paths_of_the_wrong_type(path, error, match):
+    with pytest.raises(error, match=match):
+        cdc_chunkers.analyze(path)
+
+
+@pytest.mark.parametrize("returned, error, match", [
+    ("12", TypeError, r"readinto\(\) returned str"),
+    (1.5, TypeError, r"readinto\(\) returned float"),
+    (1 << 80, OSError, "readinto returned"),
+    (-1, OSError, "readinto returned"),
+])
+def test_a_reader_returning_a_non_count_is_named(returned, error, match):
+    class Odd(io.RawIOBase):
+        def readinto(self, b):
+            return returned
+
+    with pytest.raises(error, match=match):
+        list(cdc_chunkers.iter_chunks(Odd()))

@@ -31,6 +31,7 @@
 #include <cdc/digest.hpp>
 #include <cdc/error.hpp>
 #include <cdc/options.hpp>
+#include <cdc/corpus/dedup_index.hpp>
 #include <cdc/corpus/size_stats.hpp>
 #include <cdc/walk.hpp>
 
@@ -108,6 +109,9 @@ struct AnalyzeOptions {
     /// and once at the end with finished = true.
     std::function<void(const AnalyzeProgress&)> progress;
     double progress_interval = 0.25;
+    /// Hand each algorithm's dedup index to its result (AlgorithmResult::
+    /// index), e.g. to merge the distinct chunks of runs on several machines.
+    bool keep_indexes = false;
 };
 
 /// Figures for one algorithm over the whole corpus.
@@ -126,6 +130,8 @@ struct AlgorithmResult {
     double hash_seconds = 0;            ///< CPU time fingerprinting + indexing, summed over workers
     double wall_seconds = 0;            ///< the whole run (shared by every algorithm of the run)
     std::size_t index_memory_bytes = 0; ///< DedupIndex::memory_bytes()
+    /// The distinct chunks themselves, when AnalyzeOptions::keep_indexes.
+    std::shared_ptr<const DedupIndex> index;
 
     /// distinct_bytes / bytes (lower is better; 1 = no dedup; 1 when empty).
     double dedup_ratio() const noexcept;

@@ -30,6 +30,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -73,7 +74,32 @@ public:
     /// Removes everything (keeps the allocated tables).
     void clear();
 
+    /// One distinct fingerprint: the bytes kept of its digest and the size
+    /// of its chunk.
+    struct Entry {
+        std::array<std::uint8_t, kKeyBytes> key;
+        std::uint32_t size;
+    };
+    /// Calls f(const Entry&) once for every distinct fingerprint, in no
+    /// particular order (e.g. to merge indexes built on several machines).
+    /// Each shard is locked while it is read: f must not insert here.
+    template <class F>
+    void for_each(F&& f) const {
+        for (std::size_t i = 0; i < kShards; ++i) {
+            const Shard& s = shards_[i];
+            std::lock_guard lock(s.mutex);
+            for (const Slot& slot : s.slots) {
+                if (!(slot.size & kOccupied)) continue;
+                Entry e;
+                std::memcpy(e.key.data(), slot.key.data(), kKeyBytes);
+                e.size = slot.size & ~kOccupied;
+                f(e);
+            }
+        }
+    }
+
 private:
+    static constexpr std::uint32_t kOccupied = 0x80000000u;  // in Slot::size
     struct Slot {
         std::array<std::uint32_t, 3> key;  // fingerprint bytes 0..11
         std::uint32_t size;                // kOccupied | chunk size; 0 = empty

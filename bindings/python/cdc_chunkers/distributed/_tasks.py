@@ -1,0 +1,52 @@
+"""The functions Dask runs on the workers (module-level, so that they are
+pickled by reference: a worker imports cdc_chunkers itself). Each is a pure
+function of its arguments: a task that is run again (its worker died, its
+result was lost) gives the same result, and each result is used once."""
+from .. import _core
+
+
+def walk(paths, follow_symlinks):
+    """The walk of `cdc analyze` over paths local to this worker."""
+    return _core._dist_walk(paths, follow_symlinks)
+
+
+def _worker_address():
+    try:
+        from distributed import get_worker
+        return get_worker().address
+    except (ImportError, ValueError):
+        return ""
+
+
+def shard(files, spec, buckets, precision, sample, sketch_seed):
+    """One shard of files: its figures per algorithm, with its distinct ids
+    in `buckets` packed arrays (exact mode, precision 0) or its sketch."""
+    result = _core._dist_shard(files, spec, buckets, precision, sample, sketch_seed, 1)
+    result["worker"] = _worker_address()
+    return result
+
+
+def figures(result):
+    """A shard's result without its ids (small: what the client gathers)."""
+    keep = ("files", "bytes", "chunks", "cut_seconds", "hash_seconds", "sizes", "shard_distinct_chunks")
+    sketch = ("registers", "sample_hashes", "sample_sizes")
+    return {**{k: v for k, v in result.items() if k != "algorithms"},
+            "algorithms": [{**{k: a[k] for k in keep}, "sketch_bytes": sum(a[k].nbytes for k in sketch if k in a)}
+                           for a in result["algorithms"]]}
+
+
+def bucket(result, r):
+    """Partition r of a shard's ids, one array per algorithm."""
+    return [a["buckets"][r] for a in result["algorithms"]]
+
+
+def sketch(result):
+    """A shard's sketch, one per algorithm."""
+    return [{k: a[k] for k in ("registers", "sample_hashes", "sample_sizes", "truncated")}
+            for a in result["algorithms"]]
+
+
+def reduce(*parts):
+    """Distinct chunks, distinct bytes and index memory of partition r, per
+    algorithm, from every shard's part r."""
+    return [_core._dist_distinct([p[k] for p in parts]) for k in range(len(parts[0]))] if parts else []
