@@ -30,27 +30,6 @@ inline constexpr std::array<std::uint8_t, 8> kPackMagic = {'C', 'D', 'C', 'P', '
 inline constexpr std::array<std::uint8_t, 4> kRecordMagic = {'C', 'R', 'e', 'c'};
 /// Chunk ids per manifest_chunks row.
 inline constexpr std::size_t kIdsPerSegment = 4096;
-/// Stored files by the first id of their chunk lists (manifests.first_id,
-/// set for lists of two chunks or more): a file put under a new name finds
-/// a stored file it may equal (a large one: base_list.hpp; a small one: the
-/// same first id, size, chunk count and digest), the newest first, in the
-/// index's order. An index of the manifests (small rows) rather than of
-/// manifest_chunks: that table is WITHOUT ROWID with rows of up to 128 KiB,
-/// and SQLite reads a candidate's row there (its overflow pages, and those
-/// of the interior cells passed on the way) however little of it the query
-/// needs: 40 versions of a file cost a lookup 40 times the reading of one.
-/// (One-chunk files, most of a tree of small ones, are left out: indexing
-/// every manifest cost such a put 3-7% more CPU.) Part of the schema of new
-/// stores; a writer adds the column and the index to an older store
-/// (add_first_ids), dropping the earlier indexes of manifest_chunks.
-inline constexpr const char* kFirstIdIndexSql =
-    "CREATE INDEX IF NOT EXISTS manifests_first_id ON manifests(first_id) WHERE first_id IS NOT NULL";
-/// The first id of a list, in SQL (the first_id of a manifest with id `m`,
-/// NULL for a list of fewer than two chunks).
-inline constexpr const char* kFirstIdOfSql =
-    "(SELECT substr(ids, 1, 32) FROM manifest_chunks c WHERE c.manifest = manifests.id AND c.seq = 0 AND "
-    "length(c.ids) >= 64)";
-
 /// The text of DIR/cdc-store for a format version.
 std::string marker_text(std::uint32_t version);
 /// Reads DIR/cdc-store: VersionError if absent, unreadable or newer than

@@ -16,6 +16,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <limits>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -57,14 +58,13 @@ struct Readers {
 
 Restored restore_to_fd(const Store::Impl& s, Readers& readers, std::string_view name, int out_fd,
                        const std::string& out_desc, const GetOptions& options) {
-    Db& db = s.db;
-    Transaction read(db, false);  // one snapshot for the whole file and its metadata
-    Stmt m(db, "SELECT size, digest, mode, mtime_ns FROM manifests WHERE name = ?1");
-    m.bind(1, name);
-    if (!m.step()) throw NotFoundError(fmt::format("no file named '{}' in the store '{}'", name, s.dir.string()));
-    const auto size = static_cast<std::uint64_t>(m.i64(0));
-    const ChunkId digest = to_id(m.blob(1), fmt::format("'{}'", name));
-    const Restored meta{static_cast<std::uint32_t>(m.i64(2)), m.i64(3)};
+    Catalog& catalog = *s.catalog;
+    ReadView read(catalog);  // one view for the whole file and its metadata
+    const auto file = catalog.stored_file(name, std::nullopt, fmt::format("'{}'", name));
+    if (!file) throw NotFoundError(fmt::format("no file named '{}' in the store '{}'", name, s.dir.string()));
+    const std::uint64_t size = file->size;
+    const ChunkId digest = file->digest;
+    const Restored meta{file->mode, file->mtime_ns};
 
     // Declared in this order: the hasher goes first (it drains its queue,
     // whose callbacks give blocks back to the decoder), then the decoder
@@ -97,11 +97,12 @@ Restored restore_to_fd(const Store::Impl& s, Readers& readers, std::string_view 
             });
         },
         blocks);
-    for_each_listed_chunk(db, s.dir, name, [&](const ChunkId& id, const Location& loc, std::uint64_t) {
-        decoder->add(id, loc, readers.files);
-    });
+    for_each_listed_chunk(catalog, file->row, name, std::numeric_limits<std::uint64_t>::max(),
+                          [&](const ChunkId& id, const Location& loc, std::uint64_t) {
+                              decoder->add(id, loc, readers.files);
+                          });
     decoder->finish();
-    read.commit();
+    read.end();
     if (written != size)
         throw DamageError(fmt::format("'{}': its chunks hold {} bytes, the manifest says {}", name, written, size));
     const Digest d = whole.finish();

@@ -24,27 +24,13 @@ PackAppender::PackAppender(PackStorage& storage, std::uint64_t pack_limit) : sto
 
 PackAppender::~PackAppender() = default;
 
-void PackAppender::start(Db& db) {
-    {
-        Stmt max(db, "SELECT coalesce(max(id), 0) FROM packs");
-        if (max.step()) next_id_ = static_cast<std::uint64_t>(max.i64(0)) + 1;
-    }
+void PackAppender::start(Catalog& catalog) {
+    next_id_ = catalog.max_pack_id() + 1;
     // Continue a partly filled pack that no other writer holds: a store
     // written by many small puts does not become many small packs.
-    std::vector<std::uint64_t> candidates;
-    {
-        Stmt q(db, "SELECT id FROM packs WHERE size < ?1 ORDER BY size DESC LIMIT 8");
-        q.bind(1, static_cast<std::int64_t>(limit_ - limit_ / 8));
-        while (q.step()) candidates.push_back(static_cast<std::uint64_t>(q.i64(0)));
-    }
-    for (const std::uint64_t id : candidates) {
+    for (const std::uint64_t id : catalog.packs_below(limit_ - limit_ / 8, 8)) {
         // Its committed length, read once the pack is ours.
-        auto sink = storage_.reopen(id, [&]() -> std::optional<std::uint64_t> {
-            Stmt q(db, "SELECT size FROM packs WHERE id = ?1");
-            q.bind(1, static_cast<std::int64_t>(id));
-            if (!q.step()) return std::nullopt;
-            return static_cast<std::uint64_t>(q.i64(0));
-        });
+        auto sink = storage_.reopen(id, [&] { return catalog.pack_length(id); });
         if (!sink) continue;
         current_.sink = std::move(sink);
         current_.dirty = false;

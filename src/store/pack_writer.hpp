@@ -4,9 +4,9 @@
 // the index names them (docs/STORE.md, "Durability").
 #pragma once
 
+#include "catalog.hpp"
 #include "format.hpp"
 #include "pack_storage.hpp"
-#include "sqlite.hpp"
 
 #include <cdc/store.hpp>
 
@@ -19,15 +19,6 @@
 #include <vector>
 
 namespace cdc::store::detail {
-
-/// A record appended to a pack, waiting for the next flush to be indexed.
-struct PendingRow {
-    ChunkId id{};
-    std::uint64_t pack = 0;
-    std::uint64_t offset = 0;
-    std::uint32_t raw_size = 0;
-    std::uint32_t stored_size = 0;
-};
 
 /// Records built in memory before one append: header + payload each.
 struct RecordBatch {
@@ -60,8 +51,8 @@ public:
     PackAppender& operator=(const PackAppender&) = delete;
 
     /// Picks a partly filled pack to continue, if one can be locked (call
-    /// once, from the thread that owns `db`, before appending).
-    void start(Db& db);
+    /// once, from the thread that owns `catalog`, before appending).
+    void start(Catalog& catalog);
     /// Appends a batch (thread-safe); its rows go to the pending list.
     void append(const RecordBatch& batch);
     /// Makes everything appended durable (fdatasync; the packs directory is

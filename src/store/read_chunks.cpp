@@ -20,8 +20,8 @@ void Store::read_chunks(std::span<const ChunkId> ids, ChunkForm form,
                         const std::function<void(std::size_t, const StoredChunk&)>& f) const {
     if (ids.empty()) return;
     SharedLockGuard guard(impl_->lock);
-    Transaction read(impl_->db, false);
-    ChunkLookup lookup(impl_->db);
+    Catalog& catalog = *impl_->catalog;
+    ReadView read(catalog);
     PackFiles files(*impl_->packs);
     std::vector<std::byte> record;
     StoredChunk out;
@@ -43,7 +43,7 @@ void Store::read_chunks(std::span<const ChunkId> ids, ChunkForm form,
         });
     }
     for (const ChunkId& id : ids) {
-        const auto loc = lookup.find(id);
+        const auto loc = catalog.find_chunk(id);
         if (!loc)
             throw NotFoundError(fmt::format("chunk {} is not in the store '{}'", to_hex(id), impl_->dir.string()));
         if (decoder) {
@@ -56,7 +56,7 @@ void Store::read_chunks(std::span<const ChunkId> ids, ChunkForm form,
         f(next++, out);
     }
     if (decoder) decoder->finish();
-    read.commit();
+    read.end();
 }
 
 }  // namespace cdc::store

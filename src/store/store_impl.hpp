@@ -2,9 +2,9 @@
 // reading and checking records).
 #pragma once
 
+#include "catalog.hpp"
 #include "format.hpp"
 #include "pack_storage.hpp"
-#include "sqlite.hpp"
 #include "../common/task_pool.hpp"
 
 #include <cdc/store.hpp>
@@ -45,80 +45,6 @@ private:
     const ProgressFn& fn_;
     Clock::time_point t0_, last_;
 };
-
-/// Where a chunk's record is.
-struct Location {
-    std::uint64_t pack = 0;
-    std::uint64_t offset = 0;
-    std::uint32_t raw_size = 0;
-    std::uint32_t stored_size = 0;
-};
-
-/// Hash of a chunk id for unordered containers (ids are uniform already).
-struct IdHash {
-    std::size_t operator()(const ChunkId& id) const noexcept {
-        std::size_t h;
-        std::memcpy(&h, id.data(), sizeof h);
-        return h;
-    }
-};
-
-ChunkId to_id(std::span<const std::uint8_t> blob, const std::string& context);
-
-/// The checks of a chunk's index row (the catalog, which a damaged or
-/// crafted index.db may fill with anything) before anything is allocated
-/// for it or read: a raw size the store's chunks may have (its max chunk
-/// size), a stored size within the compressor's bound of it, a record that
-/// lies inside its pack's committed length. Every reader of locations goes
-/// through it (lookups, verify, gc).
-class CatalogCheck {
-public:
-    /// Reads the store's max chunk size from `db`.
-    explicit CatalogCheck(Db& db);
-    /// The row's columns as a Location, or DamageError naming the chunk
-    /// (after `context`, e.g. "'name': ") and what is wrong.
-    Location location(const ChunkId& id, std::int64_t pack, std::int64_t offset, std::int64_t raw_size,
-                      std::int64_t stored_size, std::string_view context);
-    std::uint64_t max_raw_size() const noexcept { return max_raw_; }
-
-private:
-    /// A pack's committed length (0: no such pack), cached; `fresh` asks again.
-    std::uint64_t pack_length(std::uint64_t pack, bool fresh);
-    Stmt lengths_stmt_;
-    std::uint64_t max_raw_;
-    std::unordered_map<std::uint64_t, std::uint64_t> lengths_;
-};
-
-/// "SELECT pack, offset, raw_size, stored_size FROM chunks WHERE id = ?",
-/// the row checked (CatalogCheck).
-class ChunkLookup {
-public:
-    explicit ChunkLookup(Db& db);
-    /// DamageError for a row that fails the checks (`context` before the chunk).
-    std::optional<Location> find(const ChunkId& id, std::string_view context = {});
-
-private:
-    Stmt stmt_;
-    CatalogCheck check_;
-};
-
-/// Calls f(id, location, index in the file) for each chunk of the committed
-/// manifest `name`, in file order, inside the caller's read transaction.
-/// NotFoundError for an unknown name; DamageError naming the file and the
-/// chunk for one missing from the index.
-void for_each_listed_chunk(Db& db, const std::filesystem::path& dir, std::string_view name,
-                           const std::function<void(const ChunkId&, const Location&, std::uint64_t)>& f);
-/// The same for the manifest row `manifest` (of the file `name`, for
-/// messages), its first `limit` chunks at most; returns how many were listed.
-std::uint64_t for_each_listed_chunk(Db& db, std::int64_t manifest, std::string_view name, std::uint64_t limit,
-                                    const std::function<void(const ChunkId&, const Location&, std::uint64_t)>& f);
-
-/// Gives a store made before manifests.first_id the column, filled in for
-/// its committed lists, and the index kFirstIdIndexSql, and drops the
-/// earlier first-chunk indexes of manifest_chunks; nothing if it has them.
-/// One write transaction: a crash leaves the store as it was or done.
-/// Called by a writer (put, push), which is what looks files up by it.
-void add_first_ids(Db& db);
 
 /// Pack files one reader keeps open at once by default: an eighth of the
 /// soft RLIMIT_NOFILE, at most 512 (a file can span thousands of packs, a
@@ -180,7 +106,9 @@ struct Store::Impl {
     StoreInfo info;
     std::optional<Key> key;
     std::string key_check;  ///< hex; empty for an unkeyed store
-    mutable detail::Db db;
+    /// The catalog (SQLite today): the store's own connection, for the
+    /// readers of this Store object; a writer connects one of its own.
+    std::unique_ptr<detail::Catalog> catalog;
     /// The packs (a directory today); shared by the store's readers and
     /// writers, each of which opens its own packs through it.
     std::unique_ptr<detail::PackStorage> packs;
@@ -189,7 +117,6 @@ struct Store::Impl {
     mutable std::unique_ptr<detail::TaskPool> decode_pool;
 
     Options chunking_options() const;
-    std::string db_path() const { return (dir / detail::kDbName).string(); }
 };
 
 }  // namespace cdc::store

@@ -59,18 +59,8 @@ constexpr std::size_t kCompressGroup = std::size_t{1} << 20;
 constexpr std::size_t kDigestBatch = 64;
 // Record bytes of single chunks (put_chunk, put_chunk_compressed) per append.
 constexpr std::size_t kSinglesBatch = std::size_t{1} << 20;
-// Chunk ids per index lookup statement (put_file): one statement for many
-// ids saves SQLite's per-statement bind/step/reset, which cost more than the
-// B-tree seek itself when each chunk had a statement of its own.
-constexpr int kLookupBatch = 64;
-constexpr std::size_t kFewIds = 8;  // fewer left than this: looked up one by one
+// A writer's read view for lookups is renewed after this long (begin_lookups).
 constexpr auto kLookupSnapshotAge = std::chrono::milliseconds(100);
-
-std::string lookup_sql() {
-    std::string sql = "SELECT id FROM chunks WHERE id IN (?1";
-    for (int i = 2; i <= kLookupBatch; ++i) sql += fmt::format(",?{}", i);
-    return sql + ")";
-}
 
 /// The size a source will have, if known (memory, a regular file): only a
 /// preference among stored files that start alike, never trusted.
@@ -176,16 +166,6 @@ std::size_t carry_into(Segment& to, std::span<const std::byte> tail) {
     return tail.size();
 }
 
-// The file stored under a name, as put_files finds it before reading a
-// small file of that name and size ahead.
-struct StoredVersion {
-    std::int64_t row = 0;
-    ChunkId digest{};
-    std::uint64_t chunks = 0;
-    std::uint32_t mode = 0;
-    std::int64_t mtime_ns = 0;
-};
-
 // put_files reads small files ahead into segments of their own, at most
 // this many bytes of them (stored ones whose compression still runs count).
 constexpr std::size_t kAheadBytes = std::size_t{48} << 20;
@@ -225,7 +205,7 @@ struct ReadAhead {
     bool whole = false;              // a small file all in segs[0], cut and hashed
     bool at_end = false;             // the file ended in the segments filled
     std::vector<std::byte> carry;    // else the last one's uncut tail (the reader reads on after it)
-    std::optional<StoredVersion> stored;  // a stored file of its name and listed size (small files)
+    std::optional<StoredFile> stored;  // a stored file of its name and listed size (small files)
     std::optional<ChunkId> digest;        // its whole-file digest, unless `stored` may spare it
     std::exception_ptr io_error, other_error;
     std::atomic<bool> ended{false};
@@ -234,45 +214,26 @@ struct ReadAhead {
 }  // namespace
 
 struct Writer::Impl {
-    struct ManifestState {
-        FileMeta meta;
-        std::int64_t db_id = 0;  // row of the pending manifest, once a segment went to the database
-        std::uint32_t next_seq = 0;
-        std::vector<std::uint8_t> current;  // ids of the segment being filled
-        std::vector<std::pair<std::uint32_t, std::vector<std::uint8_t>>> full;  // waiting for a flush
-        std::uint64_t chunks = 0;
-        std::uint64_t size = 0;
-        bool finished = false;
-        ChunkId digest{};
-        ChunkId first{};  // its first chunk's id (manifests.first_id of a list of two or more)
-        // The row of the stored file this one equals (chunks, digest, mode,
-        // mtime): kept as it is at the flush if it is still there unchanged.
-        std::int64_t keep_row = 0;
-    };
+    using ManifestState = ManifestDraft;
 
     const Store::Impl& store;
-    Db db;
+    std::unique_ptr<Catalog> catalog;  // this writer's own connection
     StoreLock store_lock;
     std::unique_ptr<PackAppender> packs;
     std::string broken;  // why a flush failed (then nothing more is written)
     std::unique_ptr<TaskPool> pool;
     std::shared_ptr<const CutFinder> finder;
     int level;
-    Stmt has_chunk;
-    Stmt stored_by_name;  // put_files: the stored file of a name and size (read_ahead)
-    Stmt stored_ids;      // its chunk list
-    Stmt has_chunks;  // lookup_sql()
-    Stmt similar_small;  // put_files: stored files a small one under a new name may equal
-    // One read transaction for the lookups of many segments and files (a
-    // BEGIN and COMMIT per file, with their shared-memory locks, cost a tree
-    // of small files more than its lookups): ended by a flush, at the end of
-    // put_file / put_files, and renewed after kLookupSnapshotAge, so that it
-    // never holds other writers' commits out of a checkpoint for long. Its
-    // snapshot may miss chunks another writer indexed since: those are
-    // stored again (garbage gc reclaims), as with two concurrent puts.
-    std::unique_ptr<Transaction> lookups;
+    // One read view for the lookups of many segments and files (a view
+    // per file, with its shared-memory locks, costs a tree of small files
+    // more than its lookups): ended by a flush, at the end of put_file /
+    // put_files, and renewed after kLookupSnapshotAge, so that it never
+    // holds other writers' commits out of a checkpoint for long. Its view
+    // may miss chunks another writer indexed since: those are stored again
+    // (garbage gc reclaims), as with two concurrent puts.
     std::chrono::steady_clock::time_point lookups_since;
     std::vector<ChunkId> lookup_ask;  // store_segment's, kept to reuse their memory
+    std::vector<std::uint8_t> same_ids;  // same_chunks', likewise
     std::unordered_set<ChunkId, IdHash> lookup_found;
     std::unordered_map<ChunkId, std::uint32_t, IdHash> session;  // put by this writer, not yet indexed
     std::deque<ManifestState> manifests;  // finished ones, then at most one open (back)
@@ -306,8 +267,8 @@ struct Writer::Impl {
     // the segments, manifests and pool: its destructor runs queued callbacks).
     OrderedHasher whole_hasher;
     // put_file of a large file under a committed name: the stored version's
-    // chunk list (base_list.hpp), on a connection of its own.
-    std::unique_ptr<Db> base_db;
+    // chunk list (base_list.hpp), on a catalog connection of its own.
+    std::unique_ptr<Catalog> base_catalog;
     std::unique_ptr<BaseList> base;
     // A large file whose name the store does not hold: at its first
     // segment, a stored file that starts with the same chunk is looked for.
@@ -318,7 +279,7 @@ struct Writer::Impl {
     std::function<void()> more_ahead;
 
     explicit Impl(const Store::Impl& s)
-        : store(s), db(s.db_path(), false), store_lock(s.dir), level(s.info.zstd_level) {
+        : store(s), catalog(s.catalog->connect()), store_lock(s.dir), level(s.info.zstd_level) {
         if (s.info.profile.keyed) {
             if (!s.key)
                 throw OptionError(fmt::format("the store '{}' is keyed: give its key to put into it", s.dir.string()),
@@ -333,41 +294,22 @@ struct Writer::Impl {
         store_lock.lock(false);
         // A store made before manifests.first_id gets it from its first
         // writer (put, push): whoever looks files up by it holds a Writer.
-        add_first_ids(db);
-        has_chunk = Stmt(db, "SELECT raw_size FROM chunks WHERE id = ?1");
-        stored_by_name = Stmt(db, "SELECT id, digest, chunk_count, mode, mtime_ns FROM manifests WHERE name = ?1 "
-                                  "AND size = ?2");
-        // (the row read must still be that version: a flush between the two
-        // queries renews the snapshot, and a row id may be reused)
-        stored_ids = Stmt(db, "SELECT ids FROM manifest_chunks WHERE manifest = ?1 AND EXISTS (SELECT 1 FROM manifests "
-                              "WHERE id = ?1 AND digest = ?2 AND chunk_count = ?3) ORDER BY seq");
-        has_chunks = Stmt(db, lookup_sql().c_str());
-        // (of the newest stored files whose lists start with the same id,
-        // those of its size and chunk count: the index's order, no sort, a
-        // bounded scan however many files start alike)
-        similar_small = Stmt(db,
-                             "SELECT id, digest, chunk_count, mode, mtime_ns FROM (SELECT id, digest, chunk_count, "
-                             "mode, mtime_ns, size, name FROM manifests WHERE first_id = ?1 ORDER BY id DESC LIMIT "
-                             "16) WHERE size = ?2 AND chunk_count = ?3 AND name IS NOT NULL");
+        catalog->upgrade_for_writing();
         packs = std::make_unique<PackAppender>(*s.packs, s.info.pack_size);
     }
 
     void begin_lookups() {
         const auto now = std::chrono::steady_clock::now();
-        if (lookups && now - lookups_since > kLookupSnapshotAge) end_lookups();
-        if (lookups) return;
-        lookups = std::make_unique<Transaction>(db, false);
+        if (catalog->reading() && now - lookups_since > kLookupSnapshotAge) end_lookups();
+        if (catalog->reading()) return;
+        catalog->begin_read();
         lookups_since = now;
     }
 
-    void end_lookups() {
-        if (!lookups) return;
-        const std::unique_ptr<Transaction> t = std::move(lookups);
-        t->commit();
-    }
+    void end_lookups() { catalog->end_read(); }
 
     ~Impl() {
-        lookups.reset();  // (a read transaction: rolled back)
+        catalog->cancel_read();
         if (pool) {
             try {
                 pool->drain();
@@ -379,7 +321,7 @@ struct Writer::Impl {
 
     void ensure_started() {
         if (started) return;
-        packs->start(db);
+        packs->start(*catalog);
         started = true;
     }
 
@@ -391,32 +333,7 @@ struct Writer::Impl {
     /// Raw size of a chunk this writer put or the store has; nullopt if neither.
     std::optional<std::uint32_t> known(const ChunkId& id) {
         if (auto it = session.find(id); it != session.end()) return it->second;
-        has_chunk.bind(1, std::span<const std::uint8_t>(id));
-        std::optional<std::uint32_t> r;
-        if (has_chunk.step()) r = static_cast<std::uint32_t>(has_chunk.i64(0));
-        has_chunk.reset();
-        return r;
-    }
-
-    /// Adds to `found` those of `ids` the index holds (not the session's).
-    void indexed(std::span<const ChunkId> ids, std::unordered_set<ChunkId, IdHash>& found) {
-        // Batches of kLookupBatch; a rest of fewer than kFewIds (a small
-        // file's ids) one statement each: binding a padded batch for them
-        // cost more than the lookups.
-        const std::size_t rest = ids.size() % kLookupBatch;
-        const std::size_t batched = rest < kFewIds ? ids.size() - rest : ids.size();
-        for (std::size_t i = batched; i < ids.size(); ++i) {
-            has_chunk.bind(1, std::span<const std::uint8_t>(ids[i]));
-            if (has_chunk.step()) found.insert(ids[i]);
-            has_chunk.reset();
-        }
-        for (std::size_t i = 0; i < batched; i += kLookupBatch) {
-            const std::size_t n = std::min<std::size_t>(kLookupBatch, batched - i);
-            for (std::size_t k = 0; k < std::size_t{kLookupBatch}; ++k)  // a short batch repeats its last id
-                has_chunks.bind(static_cast<int>(k) + 1, std::span<const std::uint8_t>(ids[i + std::min(k, n - 1)]));
-            while (has_chunks.step()) found.insert(to_id(has_chunks.blob(0), "a chunk row"));
-            has_chunks.reset();
-        }
+        return catalog->chunk_size(id);
     }
 
     // ---------------------------------------------------------------- manifests
@@ -471,7 +388,7 @@ struct Writer::Impl {
 
     void abandon() {
         if (manifests.empty() || manifests.back().finished) return;
-        if (manifests.back().db_id != 0) abandoned.push_back(manifests.back().db_id);
+        if (manifests.back().row != 0) abandoned.push_back(manifests.back().row);
         for (const auto& s : manifests.back().full) pending_refs -= s.second.size() / 32;
         manifests.pop_back();
     }
@@ -529,123 +446,20 @@ struct Writer::Impl {
             packs->release_retired();  // no length to commit
             return;
         }
-        end_lookups();
-        Transaction t(db, true);
-        {
-            Stmt ins(db, "INSERT OR IGNORE INTO chunks(id, pack, offset, raw_size, stored_size) VALUES(?1,?2,?3,?4,?5)");
-            for (const auto& r : rows) {
-                ins.bind(1, std::span<const std::uint8_t>(r.id))
-                    .bind(2, static_cast<std::int64_t>(r.pack))
-                    .bind(3, static_cast<std::int64_t>(r.offset))
-                    .bind(4, static_cast<std::int64_t>(r.raw_size))
-                    .bind(5, static_cast<std::int64_t>(r.stored_size));
-                ins.run();
-            }
-        }
-        {
-            Stmt up(db, "INSERT INTO packs(id, size) VALUES(?1, ?2) ON CONFLICT(id) DO UPDATE SET size = excluded.size");
-            for (const auto& [id, size] : sizes) {
-                up.bind(1, static_cast<std::int64_t>(id)).bind(2, static_cast<std::int64_t>(size));
-                up.run();
-            }
-        }
-        write_manifests();
-        t.commit();
+        FlushBatch batch;
+        batch.chunks = rows;
+        batch.pack_sizes = sizes;
+        for (auto& m : manifests) batch.manifests.push_back(&m);
+        batch.abandoned = abandoned;
+        batch.algorithm = store.info.algorithm;
+        batch.profile = finder->profile();
+        catalog->commit(batch);
         packs->release_retired();  // their lengths are committed: other writers may continue them
         session.clear();
         pending_refs = 0;
         unflushed_new = 0;
         while (!manifests.empty() && manifests.front().finished) manifests.pop_front();
         abandoned.clear();
-    }
-
-    void write_manifests() {
-        Stmt pending(db, "INSERT INTO manifests(pending_name) VALUES(?1)");
-        Stmt seg(db, "INSERT INTO manifest_chunks(manifest, seq, ids) VALUES(?1, ?2, ?3)");
-        Stmt old(db, "SELECT id FROM manifests WHERE name = ?1");
-        Stmt drop_chunks(db, "DELETE FROM manifest_chunks WHERE manifest = ?1");
-        Stmt drop(db, "DELETE FROM manifests WHERE id = ?1");
-        Stmt publish(db,
-                     "UPDATE manifests SET name = ?2, pending_name = NULL, size = ?3, mode = ?4, mtime_ns = ?5, "
-                     "digest = ?6, algorithm = ?7, min_size = ?8, normal_size = ?9, max_size = ?10, keyed = ?11, "
-                     "chunk_count = ?12, committed_ns = ?13, first_id = ?14 WHERE id = ?1");
-        const auto now = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                             std::chrono::system_clock::now().time_since_epoch())
-                             .count();
-        const Profile& p = finder->profile();
-        Stmt same(db,
-                  "SELECT 1 FROM manifests WHERE id = ?1 AND name = ?2 AND digest = ?3 AND size = ?4 AND mode = ?5 "
-                  "AND mtime_ns = ?6 AND chunk_count = ?7");
-        for (auto& m : manifests) {
-            if (m.finished && m.keep_row != 0) {
-                // Put again unchanged, metadata included: if the stored row is
-                // still that file (no other writer replaced it meanwhile),
-                // keep it rather than write the same list again.
-                same.bind(1, m.keep_row)
-                    .bind(2, m.meta.name)
-                    .bind(3, std::span<const std::uint8_t>(m.digest))
-                    .bind(4, static_cast<std::int64_t>(m.size))
-                    .bind(5, std::int64_t{m.meta.mode})
-                    .bind(6, m.meta.mtime_ns)
-                    .bind(7, static_cast<std::int64_t>(m.chunks));
-                const bool kept = same.step();
-                same.reset();
-                if (kept) {
-                    if (m.db_id != 0) {  // segments written as pending rows already
-                        drop_chunks.bind(1, m.db_id);
-                        drop_chunks.run();
-                        drop.bind(1, m.db_id);
-                        drop.run();
-                    }
-                    m.full.clear();
-                    continue;
-                }
-            }
-            if (m.db_id == 0 && (m.finished || !m.full.empty())) {
-                pending.bind(1, m.meta.name);
-                pending.run();
-                m.db_id = db.last_insert_rowid();
-            }
-            for (const auto& [seq, ids] : m.full) {
-                seg.bind(1, m.db_id).bind(2, std::int64_t{seq}).bind(3, std::span<const std::uint8_t>(ids));
-                seg.run();
-            }
-            m.full.clear();
-            if (!m.finished) continue;
-            old.bind(1, m.meta.name);
-            while (old.step()) {
-                const std::int64_t id = old.i64(0);
-                drop_chunks.bind(1, id);
-                drop_chunks.run();
-                drop.bind(1, id);
-                drop.run();
-            }
-            old.reset();
-            publish.bind(1, m.db_id)
-                .bind(2, m.meta.name)
-                .bind(3, static_cast<std::int64_t>(m.size))
-                .bind(4, std::int64_t{m.meta.mode})
-                .bind(5, m.meta.mtime_ns)
-                .bind(6, std::span<const std::uint8_t>(m.digest))
-                .bind(7, store.info.algorithm)
-                .bind(8, static_cast<std::int64_t>(p.min_size))
-                .bind(9, static_cast<std::int64_t>(p.normal_size))
-                .bind(10, static_cast<std::int64_t>(p.max_size))
-                .bind(11, std::int64_t{p.keyed})
-                .bind(12, static_cast<std::int64_t>(m.chunks))
-                .bind(13, now);
-            if (m.chunks >= 2)
-                publish.bind(14, std::span<const std::uint8_t>(m.first));
-            else
-                publish.bind_null(14);
-            publish.run();
-        }
-        for (const std::int64_t id : abandoned) {
-            drop_chunks.bind(1, id);
-            drop_chunks.run();
-            drop.bind(1, id);
-            drop.run();
-        }
     }
 
     // ---------------------------------------------------------------- chunks
@@ -717,7 +531,7 @@ struct Writer::Impl {
         ManifestState& m = open_manifest("add_chunks");
         std::uint64_t sum = 0;
         end_lookups();
-        Transaction read(db, false);  // one snapshot for the lookups
+        ReadView read(*catalog);  // one view for the lookups
         for (const ChunkId& id : ids) {
             const auto size = known(id);
             if (!size)
@@ -726,7 +540,7 @@ struct Writer::Impl {
             add_ref(m, id, *size);
             sum += *size;
         }
-        read.commit();
+        read.end();
         return sum;
     }
 
@@ -747,8 +561,8 @@ struct Writer::Impl {
     /// segment (one of `size`, the file's if known, first).
     void open_base(const std::string& name, std::optional<std::uint64_t> size) {
         base.reset();
-        if (!base_db) base_db = std::make_unique<Db>(store.db_path(), false);
-        base = BaseList::open(*base_db, *store.packs, name, 0);
+        if (!base_catalog) base_catalog = catalog->connect();
+        base = BaseList::open(*base_catalog, *store.packs, name, 0);
         look_similar = !base;
         expected_size = size;
     }
@@ -766,11 +580,11 @@ struct Writer::Impl {
     PutStats put_file(const FileMeta& meta, Source source, const ProgressFn& progress, ReadAhead* ra = nullptr);
     void put_files(std::span<const Writer::Input> inputs, const Writer::InputDone& done, const ProgressFn& progress);
     PutStats put_read_ahead(const FileMeta& meta, Segment& seg, std::optional<ChunkId> digest,
-                            const std::optional<StoredVersion>& stored);
-    std::optional<StoredVersion> stored_version(const std::string& name, std::uint64_t size);
-    std::optional<StoredVersion> similar_version(const Segment& seg, const ChunkId& digest);
+                            const std::optional<StoredFile>& stored);
+    std::optional<StoredFile> stored_version(const std::string& name, std::uint64_t size);
+    std::optional<StoredFile> similar_version(const Segment& seg, const ChunkId& digest);
     void read_file_ahead(ReadAhead& a, const Writer::Input& in, std::span<Segment* const> segs, TaskPool& workers);
-    bool same_chunks(const StoredVersion& stored, const Segment& seg);
+    bool same_chunks(const StoredFile& stored, const Segment& seg);
     PutStats end_file(const FileMeta& meta, ManifestState& m, PutStats file, std::optional<ChunkId> known = {});
     Segment* ahead_segment(std::size_t need);
     void release_ahead(Segment* seg);
@@ -919,7 +733,8 @@ void Writer::Impl::store_segment(Segment& seg, ManifestState& m, PutStats& file,
     if (look_similar) {
         look_similar = false;
         if (!seg.digests.empty())
-            base = BaseList::open_similar(*base_db, *store.packs, id_of(seg.digests[0]), expected_size, m.meta.name);
+            base = BaseList::open_similar(*base_catalog, *store.packs, id_of(seg.digests[0]), expected_size,
+                                          m.meta.name);
     }
     if (base) {
         in_base = base->match(seg.digests);
@@ -941,7 +756,7 @@ void Writer::Impl::store_segment(Segment& seg, ManifestState& m, PutStats& file,
             if (!session.contains(id)) ask.push_back(id);
         }
         begin_lookups();
-        indexed(ask, found);
+        catalog->find_present(ask, found);
         for (std::size_t i = 0; i < seg.lengths.size(); ++i) {
             const ChunkId id = id_of(seg.digests[i]);
             add_ref(m, id, seg.lengths[i]);
@@ -1278,61 +1093,38 @@ void Writer::Impl::release_ahead(Segment* seg) {
     if (std::find(busy.begin(), busy.end(), seg) == busy.end()) ahead_free.push_back(seg);
 }
 
-std::optional<StoredVersion> Writer::Impl::stored_version(const std::string& name, std::uint64_t size) {
+std::optional<StoredFile> Writer::Impl::stored_version(const std::string& name, std::uint64_t size) {
     begin_lookups();
-    stored_by_name.bind(1, name).bind(2, static_cast<std::int64_t>(size));
-    std::optional<StoredVersion> v;
-    if (stored_by_name.step()) {
-        v.emplace();
-        v->row = stored_by_name.i64(0);
-        v->digest = to_id(stored_by_name.blob(1), fmt::format("the digest of '{}'", name));
-        v->chunks = static_cast<std::uint64_t>(stored_by_name.i64(2));
-        v->mode = static_cast<std::uint32_t>(stored_by_name.i64(3));
-        v->mtime_ns = stored_by_name.i64(4);
-    }
-    stored_by_name.reset();
-    return v;
+    return catalog->stored_file(name, size);
 }
 
 // A stored file equal to a small file read whole (under another name: a
 // tree put under a new prefix, a copy), if one of the few whose list starts
 // alike has its size and digest.
-std::optional<StoredVersion> Writer::Impl::similar_version(const Segment& seg, const ChunkId& digest) {
+std::optional<StoredFile> Writer::Impl::similar_version(const Segment& seg, const ChunkId& digest) {
     if (seg.digests.size() < 2 || seg.digests.size() >= kIdsPerSegment) return std::nullopt;
     begin_lookups();
-    similar_small.bind(1, std::span<const std::uint8_t>(seg.digests[0].bytes.data(), 32))
-        .bind(2, static_cast<std::int64_t>(seg.chunk_bytes))
-        .bind(3, static_cast<std::int64_t>(seg.digests.size()));
-    std::vector<StoredVersion> candidates;
-    while (similar_small.step()) {
-        StoredVersion v;
-        v.row = similar_small.i64(0);
-        v.digest = to_id(similar_small.blob(1), "a stored digest");
-        v.chunks = static_cast<std::uint64_t>(similar_small.i64(2));
-        v.mode = static_cast<std::uint32_t>(similar_small.i64(3));
-        v.mtime_ns = similar_small.i64(4);
-        candidates.push_back(v);
-    }
-    similar_small.reset();
-    for (const StoredVersion& v : candidates)
-        if (v.digest == digest) return v;
+    for (const StoredFile& f : catalog->files_starting_with(id_of(seg.digests[0]), 16, seg.chunk_bytes,
+                                                             seg.digests.size()))
+        if (f.digest == digest) return f;
     return std::nullopt;
 }
 
-bool Writer::Impl::same_chunks(const StoredVersion& stored, const Segment& seg) {
+bool Writer::Impl::same_chunks(const StoredFile& stored, const Segment& seg) {
     if (stored.chunks != seg.digests.size()) return false;
     begin_lookups();
-    stored_ids.bind(1, stored.row)
-        .bind(2, std::span<const std::uint8_t>(stored.digest))
-        .bind(3, static_cast<std::int64_t>(stored.chunks));
+    // (the row read must still be that version: a flush between the two
+    // lookups renews the view, and a row id may be reused)
+    if (!catalog->still_there(stored)) return false;
+    const std::unique_ptr<ListReader> list = catalog->read_list(stored.row);
+    std::vector<std::uint8_t>& ids = same_ids;
+    std::uint32_t seq = 0;
     std::size_t k = 0;
     bool same = true;
-    while (same && stored_ids.step()) {
-        const auto ids = stored_ids.blob(0);
+    while (same && list->next(seq, ids)) {
         for (std::size_t off = 0; same && off + 32 <= ids.size(); off += 32, ++k)
             same = k < seg.digests.size() && std::memcmp(ids.data() + off, seg.digests[k].bytes.data(), 32) == 0;
     }
-    stored_ids.reset();
     return same && k == seg.digests.size();
 }
 
@@ -1342,7 +1134,7 @@ bool Writer::Impl::same_chunks(const StoredVersion& stored, const Segment& seg) 
 // the hasher thread). Under a new name, a stored file of the same digest
 // spares its chunks' lookups.
 PutStats Writer::Impl::put_read_ahead(const FileMeta& meta, Segment& seg, std::optional<ChunkId> digest,
-                                      const std::optional<StoredVersion>& stored) {
+                                      const std::optional<StoredFile>& stored) {
     ensure_started();
     begin(meta);
     look_similar = false;
@@ -1356,7 +1148,7 @@ PutStats Writer::Impl::put_read_ahead(const FileMeta& meta, Segment& seg, std::o
         }
         // Under another name, a stored file with the same digest (so the
         // same chunks): no lookups.
-        std::optional<StoredVersion> similar;
+        std::optional<StoredFile> similar;
         if (!stored && digest && seg.digests.size() > 1) similar = similar_version(seg, *digest);
         // (the same chunks as a committed file, which the index holds: no lookups)
         const bool stored_chunks = (same && stored->chunks == seg.digests.size()) || similar;
@@ -1580,7 +1372,7 @@ PutStats Writer::put_file(const FileMeta& meta, Source source, const ProgressFn&
     try {
         r = impl_->put_file(meta, std::move(source), progress);
     } catch (...) {
-        impl_->lookups.reset();
+        impl_->catalog->cancel_read();
         throw;
     }
     impl_->end_lookups();  // (a caller may wait long before the next put)
@@ -1591,7 +1383,7 @@ void Writer::put_files(std::span<const Input> inputs, const InputDone& done, con
     try {
         impl_->put_files(inputs, done, progress);
     } catch (...) {
-        impl_->lookups.reset();
+        impl_->catalog->cancel_read();
         throw;
     }
     impl_->end_lookups();

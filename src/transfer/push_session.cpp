@@ -81,7 +81,7 @@ void PushSession::start(const v1::FileStart& m) {
     groups_read_ = false;
     groups_next_ = 0;
     // (Small files are read back in no time: comparing costs more.)
-    if (!base_db_) base_db_ = std::make_unique<store::detail::Db>((dir_ / store::detail::kDbName).string(), false);
+    if (!base_db_) base_db_ = store::detail::SqliteCatalog::open(dir_);
     base_ = store::detail::BaseList::open(*base_db_, pack_storage_, name_, kBaseMinChunks);
     look_similar_ = !base_;  // (a small file of that name: a large stored file may still match the new version)
 }
@@ -391,8 +391,7 @@ void PushSession::check_size(List& list, std::size_t i, std::size_t size) const 
 store::detail::OrderedDecoder& PushSession::read_back() {
     if (!read_back_) {
         // (made at first use: a stream of small files never needs it)
-        read_db_ = std::make_unique<store::detail::Db>((dir_ / store::detail::kDbName).string(), false);
-        lookup_ = std::make_unique<store::detail::ChunkLookup>(*read_db_);
+        read_db_ = store::detail::SqliteCatalog::open(dir_);
         pool_ = std::make_unique<common::TaskPool>(2);
         // Blocks of 256 KiB: a list's chunks (a few MiB) keep both threads busy.
         read_back_ = std::make_unique<store::detail::OrderedDecoder>(
@@ -410,7 +409,7 @@ void PushSession::hash_stored(List& list, std::size_t end) {
     if (list.next_hash >= end) return;
     store::detail::OrderedDecoder& read_back = this->read_back();
     bool committed = false;
-    std::optional<store::detail::Transaction> snapshot(std::in_place, *read_db_, false);
+    std::optional<store::detail::ReadView> snapshot(std::in_place, *read_db_);
     try {
         while (list.next_hash < end) {
             const std::size_t i = list.next_hash;
@@ -420,7 +419,7 @@ void PushSession::hash_stored(List& list, std::size_t end) {
                 ++list.next_hash;
                 continue;
             }
-            const auto loc = lookup_->find(list.ids[i]);
+            const auto loc = read_db_->find_chunk(list.ids[i]);
             if (!loc) {
                 // A chunk this stream stored is found once the writer flushed.
                 if (committed)
@@ -430,7 +429,7 @@ void PushSession::hash_stored(List& list, std::size_t end) {
                 snapshot.reset();
                 writer_->commit();
                 committed = true;
-                snapshot.emplace(*read_db_, false);
+                snapshot.emplace(*read_db_);
                 continue;
             }
             check_size(list, i, loc->raw_size);
@@ -441,7 +440,7 @@ void PushSession::hash_stored(List& list, std::size_t end) {
         throw TransferError(Code::data_loss, fmt::format("'{}': {} (nothing of the file is committed)", name_,
                                                          e.what()));
     }
-    snapshot->commit();
+    snapshot->end();
 }
 
 void PushSession::flush_read_back() {

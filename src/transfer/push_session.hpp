@@ -42,6 +42,7 @@
 #include "base_groups.hpp"
 
 #include "../store/base_list.hpp"
+#include "../store/sqlite_catalog.hpp"
 #include "../store/dir_packs.hpp"
 #include "../store/ordered_decoder.hpp"
 #include "../common/ordered_hasher.hpp"
@@ -172,7 +173,7 @@ private:
     std::deque<List> lists_;
     // The committed file of the same name, while the pushed chunks equal its
     // chunks; read on a connection of its own.
-    std::unique_ptr<store::detail::Db> base_db_;
+    std::unique_ptr<store::detail::Catalog> base_db_;
     std::unique_ptr<store::detail::BaseList> base_;
     // The groups of the file of that name, read at the first GroupList.
     std::unique_ptr<store::detail::Db> groups_db_;
@@ -199,8 +200,7 @@ private:
     // same order (add_bytes). The stream's thread waits for neither: it
     // only looks up, so it goes on with the next messages (it had been
     // busy 95% of a version's push, decoding and waiting for decodes).
-    std::unique_ptr<store::detail::Db> read_db_;
-    std::unique_ptr<store::detail::ChunkLookup> lookup_;
+    std::unique_ptr<store::detail::Catalog> read_db_;
     store::detail::DirPackStorage pack_storage_;
     store::detail::PackFiles packs_;
     std::unique_ptr<common::TaskPool> pool_;

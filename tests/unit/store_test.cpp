@@ -6,6 +6,7 @@
 #include "store/ordered_decoder.hpp"
 #include "common/ordered_hasher.hpp"
 #include "store/pack_writer.hpp"
+#include "store/sqlite_catalog.hpp"
 
 #include <cdc/algorithms.hpp>
 
@@ -1740,8 +1741,7 @@ TEST(OrderedDecoder, BytesInHandKeepTheirPlaceAmongStoredChunks) {
         }
         w.commit();
     }
-    Db db((tmp.path() / "s" / kDbName).string(), false);
-    ChunkLookup lookup(db);
+    const auto catalog = SqliteCatalog::open(tmp.path() / "s");
     DirPackStorage storage(tmp.path() / "s");
     PackFiles packs(storage);
     TaskPool pool(2);
@@ -1760,7 +1760,7 @@ TEST(OrderedDecoder, BytesInHandKeepTheirPlaceAmongStoredChunks) {
             OrderedDecoder::Options{4'096, 2, 2});
         std::vector<std::uint32_t> added;
         for (std::size_t i = 0; i < ids.size(); ++i) {
-            const auto loc = lookup.find(ids[i]);
+            const auto loc = catalog->find_chunk(ids[i]);
             ASSERT_TRUE(loc);
             decoder.add(ids[i], *loc, packs.reader(loc->pack));
             expected.insert(expected.end(), pieces[i].begin(), pieces[i].end());
