@@ -329,6 +329,7 @@ struct TreeGetReport {
 // ---------------------------------------------------------------- the store
 
 class Writer;
+class Ingest;
 
 class Store {
 public:
@@ -423,6 +424,7 @@ public:
 
 private:
     friend class Writer;
+    friend class Ingest;
     explicit Store(std::unique_ptr<Impl> impl);
     std::unique_ptr<Impl> impl_;
 };
@@ -525,6 +527,7 @@ public:
     struct Impl;
 
 private:
+    friend class Ingest;
     std::unique_ptr<Impl> impl_;
 };
 

@@ -62,9 +62,6 @@ public:
     virtual bool row(std::uint32_t seq, std::vector<std::uint8_t>& ids) = 0;
 };
 
-/// The committed file `name` of `store`, or nullptr.
-std::unique_ptr<StoredList> open_stored_list(const Store& store, std::string_view name);
-
 class Ingest {
 public:
     /// Files go into `writer` (which outlives the door); one at a time.
@@ -72,6 +69,9 @@ public:
     ~Ingest();
     Ingest(const Ingest&) = delete;
     Ingest& operator=(const Ingest&) = delete;
+
+    /// The committed file `name` of `store`, or nullptr.
+    static std::unique_ptr<StoredList> stored_list(const Store& store, std::string_view name);
 
     /// Starts a file: its manifest opened in the writer (OptionError for an
     /// empty name; StoreError if the writer has one open).
@@ -81,6 +81,12 @@ public:
     /// stored file (one of `size`, if known, first).
     void compare_with_stored(std::optional<std::uint64_t> size, std::uint64_t min_chunks);
 
+    /// At the file's first chunk, when compare_with_stored found no file of
+    /// its name to compare with: takes a stored file whose
+    /// list starts with `first` as the base (the newest of those of the
+    /// expected size and the name that ends most alike); true if one was
+    /// found now. follows_base asks it itself.
+    bool find_similar(const ChunkId& first);
     /// Whether `ids`, the file's next chunks, are the base's next ones (at
     /// the first call without a base, a similar stored file is looked for).
     /// True: they are in the store and their bytes need no hash (nothing is

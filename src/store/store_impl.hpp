@@ -7,6 +7,7 @@
 #include "pack_storage.hpp"
 #include "../common/task_pool.hpp"
 
+#include <cdc/digest.hpp>
 #include <cdc/store.hpp>
 
 #include <chrono>
@@ -22,6 +23,13 @@
 namespace cdc::store::detail {
 
 using common::TaskPool;
+
+/// The chunk id a BLAKE3-256 digest is.
+inline ChunkId id_of(const Digest& d) {
+    ChunkId id;
+    std::memcpy(id.data(), d.bytes.data(), id.size());
+    return id;
+}
 
 /// Calls a ProgressFn at most every 200 ms, with the seconds since its start.
 class ProgressTicker {
