@@ -191,18 +191,6 @@ std::uint64_t file_size_or_zero(const std::filesystem::path& p) {
     return static_cast<std::uint64_t>(st.st_size);
 }
 
-Fd::~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-}
-
-Fd& Fd::operator=(Fd&& o) noexcept {
-    if (this != &o) {
-        if (fd_ >= 0) ::close(fd_);
-        fd_ = o.release();
-    }
-    return *this;
-}
-
 namespace {
 
 Fd open_regular_at(int dirfd, const char* name, int flags, unsigned mode) {

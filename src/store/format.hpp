@@ -2,6 +2,8 @@
 // record headers, the record checksum. Format version 1.
 #pragma once
 
+#include "../common/posix.hpp"
+
 #include <cdc/store.hpp>
 
 #include <array>
@@ -71,42 +73,11 @@ void write_all(int fd, const void* data, std::size_t n, const std::string& what)
 std::size_t pread_full(int fd, void* data, std::size_t n, std::uint64_t offset, const std::string& what);
 void fsync_fd(int fd, const std::string& what, bool data_only);
 void fsync_dir(const std::filesystem::path& dir);
-/// Nanoseconds since the epoch as a timespec for futimens: tv_nsec in
-/// [0, 1e9) as it requires, so a time before 1970 with a fraction of a
-/// second has the second below it (-1.5 s: -2 s + 0.5 s).
-inline timespec timespec_of_ns(std::int64_t ns) noexcept {
-    std::int64_t sec = ns / 1'000'000'000;
-    std::int64_t frac = ns % 1'000'000'000;
-    if (frac < 0) {
-        frac += 1'000'000'000;
-        --sec;
-    }
-    return {static_cast<time_t>(sec), static_cast<long>(frac)};
-}
+using common::timespec_of_ns;
 /// The size of `p` itself (a link is not followed), 0 if it cannot be examined.
 std::uint64_t file_size_or_zero(const std::filesystem::path& p);
 
-/// An owned file descriptor.
-class Fd {
-public:
-    Fd() = default;
-    explicit Fd(int fd) noexcept : fd_(fd) {}
-    ~Fd();
-    Fd(Fd&& o) noexcept : fd_(o.release()) {}
-    Fd& operator=(Fd&& o) noexcept;
-    Fd(const Fd&) = delete;
-    Fd& operator=(const Fd&) = delete;
-    int get() const noexcept { return fd_; }
-    int release() noexcept {
-        const int f = fd_;
-        fd_ = -1;
-        return f;
-    }
-    explicit operator bool() const noexcept { return fd_ >= 0; }
-
-private:
-    int fd_ = -1;
-};
+using common::Fd;
 
 /// Opens a file of the store (the lock) with `flags` never through a link
 /// and never blocking on a FIFO (cdc::detail::open_regular_file: ELOOP for
