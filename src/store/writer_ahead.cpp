@@ -152,10 +152,10 @@ void Writer::Impl::read_file_ahead(ReadAhead& a, const Writer::Input& in, std::s
             a.at_end = sg.eof && sg.chunk_bytes == sg.size;
             a.used = k + 1;
             if (a.at_end && !a.chain) {
-                // Its digest too, here (on the hasher thread, a hand-over
-                // per file cost a first put of /usr/include 7% more CPU): a
-                // file of one chunk is its id; one whose name and size the
-                // store holds is compared with that file's list first.
+                // Its digest too, here (a hand-over to the hasher thread per
+                // small file costs more than the hash itself): a file of one
+                // chunk is its id; one whose name and size the store holds is
+                // compared with that file's list first.
                 a.whole = true;
                 if (sg.lengths.size() == 1)
                     a.digest = id_of(sg.digests[0]);
