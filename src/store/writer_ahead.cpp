@@ -117,7 +117,7 @@ PutStats Writer::Impl::put_read_ahead(const FileMeta& meta, Segment& seg, std::o
         if (same) {
             // Its content is the stored version's: counted unchanged, and
             // with its metadata unchanged too its row is kept as it is
-            // rather than written again (write_manifests checks it once more).
+            // rather than written again (the flush's commit checks it once more).
             file.unchanged_files = 1;
             ++totals.unchanged_files;
             if (stored->mode == meta.mode && stored->mtime_ns == meta.mtime_ns && stored->chunks == m.chunks)
