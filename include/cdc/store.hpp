@@ -329,6 +329,7 @@ struct TreeGetReport {
 // ---------------------------------------------------------------- the store
 
 class Writer;
+class Ingest;
 
 class Store {
 public:
@@ -372,7 +373,7 @@ public:
     /// record is damaged, NotFoundError if absent.
     StoredChunk read_chunk(const ChunkId& id, bool compressed) const;
 
-    // --- batched chunk reads (added for the transfer service: src/store/read_chunks.cpp)
+    // --- batched chunk reads (the transfer service: src/store/read_chunks.cpp)
     /// How read_chunks hands chunks over.
     enum class ChunkForm {
         stored,  ///< as read_chunk(id, true): a zstd frame, or raw bytes (codec raw)
@@ -423,6 +424,7 @@ public:
 
 private:
     friend class Writer;
+    friend class Ingest;
     explicit Store(std::unique_ptr<Impl> impl);
     std::unique_ptr<Impl> impl_;
 };
@@ -491,7 +493,7 @@ public:
                                   std::span<const std::byte> zstd_frame);
     /// The same, leaving the decoded bytes in `decoded` (resized to raw_size;
     /// reuse it across calls): a caller that hashes the whole file (the
-    /// transfer server) decodes each frame once. (Added for the transfer service.)
+    /// transfer server) decodes each frame once.
     /// `lacking`: the caller has just found the chunk missing (Store::missing),
     /// so only this writer's own chunks are checked, not the index again
     /// (should another writer store it in between, the second record is
@@ -525,6 +527,7 @@ public:
     struct Impl;
 
 private:
+    friend class Ingest;
     std::unique_ptr<Impl> impl_;
 };
 

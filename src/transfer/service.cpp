@@ -382,9 +382,9 @@ Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>()) {
     }
     // A peer that vanished without closing its connection is found by pings.
     b.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 60'000);
-    // BDP probing stays on here (unlike the client's channel): without it a
-    // push of new data ran 1.3x longer (64 KiB windows), and the server's
-    // peak stays under 50 MB with it (docs/BENCHMARKS.md "Chunked transfer").
+    // BDP probing stays on here (unlike the client's channel): a push of new
+    // data is slower in 64 KiB windows, and the server's memory stays
+    // bounded with it (docs/BENCHMARKS.md, "Chunked transfer").
     b.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 20'000);
     grpc::ResourceQuota quota("cdc-serve");
     quota.SetMaxThreads(static_cast<int>(o.max_streams) * 2 + 8);
