@@ -7,8 +7,8 @@ edited version of a file, a sparse file of zeros, a tree of small files),
 some steps by several clients at once. After each step the server's
 /proc/PID/status is read: VmRSS (now; RssAnon: its heap and stacks, the
 rest is mostly the code of the libraries), VmHWM (the peak so far), Threads.
-A fresh server peaks at ~55 MB for a 1 GiB push; the bound for a server
-that runs for months is 64 MB (issue 39), whatever came before.
+The bound for a server that runs for months is 64 MB (issue 39), whatever
+it served before; docs/BENCHMARKS.md has the figures.
 
     bench/transfer/server_memory.py [--cdc build/cdc] [--max 1G] [--clients 4]
         [--work /tmp/cdc-server-memory] [--rounds 2] [--bound-mb 64] [--json FILE]
@@ -238,7 +238,7 @@ class Session:
                     ("push 64 MiB", lambda: self.push("a64")),
                     ("pull 64 MiB", lambda: self.pull("a64")),
                     ("hash --via 64 MiB", lambda: self.hash("a64")),
-                    (f"push {_h(big)} new", lambda: self.push("big")),
+                    (f"push {_h(big)} (new data in round 1)", lambda: self.push("big")),
                     (f"push {a.clients} x {_h(small)} at once",
                      lambda: self.push(*[f"s{i}" for i in range(a.clients)])),
                     (f"push {_h(mid)}", lambda: self.push("mid")),
