@@ -420,11 +420,13 @@ Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>()) {
     // No BDP probing, as on the clients' channels: with it, each stream's
     // receive window grows with the bandwidth-delay product gRPC estimates,
     // which a loaded machine inflates (pings answered late): one `hash --via`
-    // of 256 MiB, whose sender outruns the hashing, held 30-55 MB of
-    // received data. Without it a stream's window is the message being read
-    // and 64 KiB more (the lookahead option sets nothing in gRPC 1.51). The
-    // cost is on long links: about one data message (~1 MiB) per round trip
-    // (docs/BENCHMARKS.md "Chunked transfer").
+    // of 256 MiB, whose sender outruns the hashing, held 20-50 MiB more, and
+    // a long-lived server passed 64 MB whatever else was bounded. Without it
+    // a stream's window is the message being read and 64 KiB more (gRPC 1.51
+    // ignores the lookahead option). The cost: the client cannot send the
+    // next data message while the server handles one (a push ~20% slower on
+    // an idle machine), and on long links about one data message (~1 MiB)
+    // travels per round trip (docs/BENCHMARKS.md "Chunked transfer").
     b.AddChannelArgument(GRPC_ARG_HTTP2_BDP_PROBE, 0);
     grpc::ResourceQuota quota("cdc-serve");
     quota.SetMaxThreads(static_cast<int>(o.max_streams) * 2 + 8);
