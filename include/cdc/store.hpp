@@ -143,6 +143,12 @@ std::string name_problem(std::string_view name);
 /// key is the store's without revealing it.
 std::string key_check_value(const Key& key);
 
+/// Bounds the memory the catalog's caches take in this process, all stores
+/// and connections together (a long-lived server: page caches would
+/// otherwise grow with every connection it opens); past it a cache reuses
+/// its oldest pages instead of growing.
+void limit_catalog_cache(std::uint64_t bytes);
+
 /// How a chunk's bytes are kept in a pack.
 enum class Codec : std::uint8_t { raw = 0, zstd = 1 };
 

@@ -106,16 +106,26 @@ void OrderedDecoder::submit() {
     std::unique_ptr<Block> b = std::exchange(filling_, fresh_block());
     reserve(*b, b->raw_bytes);
     Block* bp = b.get();
+    const bool in_hand = std::all_of(bp->fds.begin(), bp->fds.end(), [](int fd) { return fd < 0; });
     inflight_.push_back(std::move(b));
-    pool_.submit([bp, this] {
-        try {
-            decode_block(*bp);
-        } catch (...) {
-            bp->error = std::current_exception();
-        }
-        bp->done.store(true);
-    });
-    while (inflight_.size() >= options_.blocks_ahead) deliver_front();
+    if (in_hand) {
+        bp->done.store(true);  // nothing to read or decode
+    } else {
+        pool_.submit([bp, this] {
+            try {
+                decode_block(*bp);
+            } catch (...) {
+                bp->error = std::current_exception();
+            }
+            bp->done.store(true);
+        });
+    }
+    // In order, each as soon as it is decoded, and at the latest when
+    // blocks_ahead are in flight: a block of bytes in hand (the chunks a
+    // push server just received) is ready at once and waited for company
+    // (4 pushes at once held 10 MB of blocks).
+    while (!inflight_.empty() && (inflight_.size() >= options_.blocks_ahead || inflight_.front()->done.load()))
+        deliver_front();
 }
 
 void OrderedDecoder::decode_block(Block& b) const {

@@ -191,3 +191,11 @@ void Transaction::commit() {
 }
 
 }  // namespace cdc::store::detail
+
+namespace cdc::store {
+
+void limit_catalog_cache(std::uint64_t bytes) {
+    sqlite3_soft_heap_limit64(static_cast<sqlite3_int64>(bytes));
+}
+
+}  // namespace cdc::store

@@ -175,6 +175,9 @@ void Writer::Impl::flush_once() {
 ChunkPut Writer::Impl::store_one(const ChunkId& id, std::uint32_t raw_size, Codec codec,
                                  std::span<const std::byte> payload) {
     ensure_started();
+    // The batch's final size at most, once: grown by doubling, the record
+    // that passes 1 MiB made it 2 MiB (each push server stream has one).
+    if (singles.bytes.capacity() == 0) singles.bytes.reserve(kSinglesBatch + kRecordHeaderSize + max_chunk());
     const std::size_t before = singles.bytes.size();
     singles.add(id, codec, raw_size, payload);
     const std::size_t record = singles.bytes.size() - before;
