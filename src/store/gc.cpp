@@ -214,6 +214,7 @@ GcReport Store::gc(const GcOptions& options) {
                 storage.truncate(id, it->second);
             }
         }
+        storage.reclaim_incomplete();
         storage.sync_names();
     }
     db.exec("PRAGMA wal_checkpoint(TRUNCATE)");

@@ -2,7 +2,7 @@
 // helpers the store's parts share (store_impl.hpp).
 #include "../io/open_files.hpp"
 #include "codec.hpp"
-#include "dir_packs.hpp"
+#include "pack_storage_factory.hpp"
 #include "store_impl.hpp"
 
 #include <cdc/digest.hpp>
@@ -387,6 +387,8 @@ Store Store::init(const std::filesystem::path& dir, const InitOptions& options) 
         if (!std::filesystem::is_empty(dir, ec))
             throw OptionError(fmt::format("cannot create a store in '{}': the directory is not empty", dir.string()));
     }
+    // Before anything is made: a bucket that does not answer leaves nothing behind.
+    (void)make_pack_storage(dir, options.packs, PackStorageUse::init);
     std::filesystem::create_directories(dir / kPacksDir, ec);
     if (ec) throw StoreError(fmt::format("cannot create '{}': {}", (dir / kPacksDir).string(), ec.message()));
     // Private to its owner: it holds the contents of every file put into it
@@ -425,6 +427,7 @@ Store Store::init(const std::filesystem::path& dir, const InitOptions& options) 
         set("zstd_level", std::to_string(options.zstd_level));
         set("pack_size", std::to_string(options.pack_size));
         set("created_ns", std::to_string(now_ns()));
+        for (const auto& [k, v] : pack_location_settings(options.packs)) set(k, v);
         t.commit();
     }
     // The marker last, atomically: a directory without it is not a store.
@@ -494,7 +497,8 @@ Store Store::open(const std::filesystem::path& dir, const OpenOptions& options) 
     if (find_algorithm(info.algorithm) == nullptr)
         throw VersionError(fmt::format("the store '{}' uses the algorithm '{}', unknown to this cdc", dir.string(),
                                        info.algorithm));
-    impl->packs = std::make_unique<DirPackStorage>(dir);
+    info.packs = pack_location_of(meta, db);
+    impl->packs = make_pack_storage(dir, info.packs, PackStorageUse::open);
     impl->lock = StoreLock(dir);
     return Store(std::move(impl));
 }
