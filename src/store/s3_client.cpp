@@ -329,7 +329,6 @@ std::vector<std::string> request_headers(const Request& r, const Credentials& c)
     h.emplace_back("x-amz-content-sha256: UNSIGNED-PAYLOAD");
     if (!c.session_token.empty()) h.push_back("x-amz-security-token: " + c.session_token);
     if (r.body != nullptr) {
-        h.emplace_back("Expect:");  // no 100-continue round trip before each upload
         if (std::strcmp(r.method, "POST") == 0) h.emplace_back("Content-Type: application/xml");
         else h.emplace_back("Content-Type: application/octet-stream");
     }

@@ -153,8 +153,9 @@ struct Response {
 
 /// The headers a request gets beyond libcurl's own (SigV4's Authorization,
 /// X-Amz-Date, Host): x-amz-content-sha256 (RGW refuses SigV4 without it),
-/// the session token, no "Expect: 100-continue" on uploads, a body's
-/// Content-Type, then the request's own.
+/// the session token, a body's Content-Type, then the request's own. (Not
+/// "Expect:" to drop libcurl's 100-continue: libcurl 7.88 signs the empty
+/// header it then leaves out, and the signature no longer matches.)
 std::vector<std::string> request_headers(const Request& r, const Credentials& c);
 
 struct ClientConfig {

@@ -8,7 +8,7 @@
 #
 # DIR/env holds shell assignments the tests read: CEPH_S3_ENDPOINT
 # (http://127.0.0.1:PORT), CEPH_S3_ACCESS_KEY, CEPH_S3_SECRET_KEY, CEPH_S3_REGION,
-# CEPH_RGW_PID and CEPH_RGW_CMD (to stop and start radosgw alone), CEPH_CONF.
+# CEPH_RGW_PID_FILE and CEPH_RGW_CMD (to stop and start radosgw alone), CEPH_CONF.
 # Runs as root (CI) or as any user (nothing outside DIR, no privileged port).
 # Packages: ceph-mon ceph-osd radosgw ceph-common (scripts/install-deps.sh).
 set -euo pipefail
@@ -22,7 +22,8 @@ log() { echo "ceph.sh: $*" >&2; }
 
 stop_all() {
   local pid
-  for f in "$dir"/run/rgw.pid "$dir"/run/osd.pid "$dir"/run/mon.pid; do
+  # radosgw first, the monitor last
+  for f in "$dir"/run/client.rgw.pid "$dir"/run/osd.*.pid "$dir"/run/mon.*.pid; do
     [[ -f $f ]] || continue
     pid=$(cat "$f")
     if [[ -n $pid ]] && kill -0 "$pid" 2>/dev/null; then
@@ -75,7 +76,7 @@ keyring = $dir/keyring
 run dir = $dir/run
 admin socket = $dir/run/\$name.asok
 log file = $dir/log/\$name.log
-pid file = $dir/run/\$type.pid
+pid file = $dir/run/\$name.pid
 crash dir = $dir/crash
 osd pool default size = 1
 osd pool default min size = 1
@@ -121,14 +122,14 @@ t0=$(date +%s.%N)
 ceph-authtool --create-keyring "$dir/keyring" --gen-key -n mon. --cap mon 'allow *' >/dev/null
 monmaptool --create --fsid "$fsid" --addv a "[v2:127.0.0.1:$mon_port]" "$dir/monmap" >/dev/null
 ceph-mon -c "$conf" --mkfs -i a --monmap "$dir/monmap" --keyring "$dir/keyring"
-ceph-mon -c "$conf" -i a
+ceph-mon -c "$conf" -i a 2>>"$dir/log/daemons.err"
 ceph_cli() { timeout 60 ceph -c "$conf" --connect-timeout 30 "$@"; }
 osd_uuid=$(uuidgen)
 osd_id=$(ceph_cli osd new "$osd_uuid")
 mkdir -p "$dir/osd/ceph-$osd_id"
 ceph-osd -c "$conf" -i "$osd_id" --mkfs --osd-uuid "$osd_uuid" 2>"$dir/log/osd-mkfs.err" >/dev/null ||
   { cat "$dir/log/osd-mkfs.err" >&2; exit 1; }
-ceph-osd -c "$conf" -i "$osd_id"
+ceph-osd -c "$conf" -i "$osd_id" 2>>"$dir/log/daemons.err"
 # radosgw's pools need the OSD up (its first start creates them).
 for _ in $(seq 1 600); do
   if ceph_cli osd dump 2>/dev/null | grep -q "^osd.$osd_id up"; then break; fi
@@ -139,7 +140,7 @@ ceph_cli osd dump | grep -q "^osd.$osd_id up" || { log "the OSD did not come up 
 access=cdctestaccess$(head -c 6 /dev/urandom | od -An -tx1 | tr -d ' \n')
 secret=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
 rgw_cmd="radosgw -c $conf -n client.rgw"
-$rgw_cmd
+$rgw_cmd 2>>"$dir/log/daemons.err"
 for _ in $(seq 1 900); do
   if /usr/bin/python3 - "$rgw_port" <<'PY' 2>/dev/null; then break; fi
 import sys, urllib.request
@@ -155,7 +156,7 @@ CEPH_S3_ENDPOINT=http://127.0.0.1:$rgw_port
 CEPH_S3_REGION=us-east-1
 CEPH_S3_ACCESS_KEY=$access
 CEPH_S3_SECRET_KEY=$secret
-CEPH_RGW_PID=$(cat "$dir/run/client.pid" 2>/dev/null || cat "$dir/run/rgw.pid" 2>/dev/null || echo)
+CEPH_RGW_PID_FILE=$dir/run/client.rgw.pid
 CEPH_RGW_CMD="$rgw_cmd"
 EOF
 t1=$(date +%s.%N)
