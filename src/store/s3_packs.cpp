@@ -210,8 +210,22 @@ private:
         buffered_ -= bytes;
     }
 
+    bool object_exists() const {
+        s3::Request h;
+        h.method = "HEAD";
+        h.key = key_;
+        h.expected = {404};
+        return storage_.client().send(h).status != 404;
+    }
+
     void complete() {
         if (buffered_ > 0) upload_part(buffered_);
+        // Ceph RGW (16.2) ignores If-None-Match on CompleteMultipartUpload
+        // (AWS honours it): asked first, so that no object is replaced there.
+        if (object_exists())
+            throw StoreError(fmt::format("pack '{}' exists already in the bucket (another writer's, or a store sharing "
+                                         "the prefix); nothing of it was overwritten",
+                                         describe()));
         std::string xml = "<CompleteMultipartUpload>";
         for (std::size_t i = 0; i < etags_.size(); ++i)
             xml += fmt::format("<Part><PartNumber>{}</PartNumber><ETag>{}</ETag></Part>", i + 1, etags_[i]);

@@ -28,7 +28,7 @@ stop_all() {
     pid=$(cat "$f")
     if [[ -n $pid ]] && kill -0 "$pid" 2>/dev/null; then
       kill "$pid" 2>/dev/null || true
-      for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+      for _ in $(seq 1 30); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
       kill -9 "$pid" 2>/dev/null || true
     fi
     rm -f "$f"
@@ -37,6 +37,7 @@ stop_all() {
 
 if [[ $cmd == stop ]]; then
   stop_all
+  rm -f "$dir/osd-block"  # (the OSD's data: of no use once stopped)
   exit 0
 fi
 [[ $cmd == start ]] || usage
