@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
+#include <tuple>
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
@@ -514,7 +516,7 @@ Response Client::send(const Request& r) const {
                 std::this_thread::sleep_for(config_.retry.delay(attempt, std::uniform_real_distribution<>(0, 1)(jitter)));
                 continue;
             }
-            throw S3Error(fmt::format("{}: {}{}{}", what, curl_easy_strerror(rc), errbuf[0] ? ": " : "", errbuf) +
+            throw S3Error(fmt::format("{}: {}", what, errbuf[0] ? errbuf : curl_easy_strerror(rc)) +
                               (attempt > 1 ? fmt::format(" (after {} tries)", attempt) : std::string()),
                           0, curl_easy_strerror(rc));
         }
@@ -553,9 +555,19 @@ Response Client::send(const Request& r) const {
         }
         auto [code, message] = xml_error(t.text);
         if (code.empty() && method == "HEAD") {
-            // A HEAD has no body: the status says it.
-            if (status == 403) code = "Forbidden (wrong credentials, or no access to the bucket)";
-            else if (status == 404) code = "NotFound (no such bucket or object)";
+            // A HEAD answer has no body: the same request as a GET of one
+            // byte says what S3 objects to (InvalidAccessKeyId, NoSuchBucket).
+            Request g = r;
+            g.method = "GET";
+            g.headers.emplace_back("Range: bytes=0-0");
+            std::array<std::byte, 1> one{};
+            g.into = one;
+            g.expected = {status};
+            try {
+                std::tie(code, message) = xml_error(send(g).body);
+            } catch (const S3Error&) {
+            }
+            if (code.empty()) code = status == 403 ? "Forbidden" : status == 404 ? "NotFound" : "";
         }
         throw S3Error(fmt::format("{}: HTTP {}{}{}{}{}", what, status, code.empty() ? "" : " ", code,
                                   message.empty() ? "" : ": ", message) +

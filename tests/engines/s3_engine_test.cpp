@@ -24,6 +24,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <sstream>
 #include <thread>
@@ -98,7 +99,7 @@ public:
         fs::remove_all(c.dir, ec);
     }
 };
-[[maybe_unused]] const auto* const kEnvironment = ::testing::AddGlobalEnvironment(new CephEnvironment);
+[[maybe_unused]] const auto* const kEnvironment = ::testing::AddGlobalTestEnvironment(new CephEnvironment);
 
 s3::Client admin_client(const std::string& bucket) {
     s3::ClientConfig c;
@@ -210,7 +211,7 @@ TEST(S3Engine, PackStorageRoundTrip) {
 
     // Never an overwrite: another writer's object of the same name stays, and
     // the sink's sync fails (a single PUT: If-None-Match; multipart: asked first).
-    for (const std::uint64_t id : {3, 4}) {
+    for (const std::uint64_t id : {std::uint64_t{3}, std::uint64_t{4}}) {
         sink = st.create(id);
         ASSERT_TRUE(sink);
         const auto theirs = random_bytes(1000, 3);
@@ -281,8 +282,9 @@ std::map<std::string, std::vector<std::uint8_t>> make_tree(const fs::path& root,
 }
 
 std::vector<std::uint8_t> file_bytes(const fs::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    return {std::istreambuf_iterator<char>(in), {}};
+    if (!fs::exists(p)) return {};
+    const std::string text = read_text(p);
+    return {text.begin(), text.end()};
 }
 
 TEST(S3Engine, StoreRoundTripThroughTheTool) {
@@ -328,8 +330,11 @@ TEST(S3Engine, StoreRoundTripThroughTheTool) {
     fs::remove_all(tmp.path() / "out");
     r = run_tool({"store", "get", store, "t", "-o", (tmp.path() / "out").string()});
     ASSERT_EQ(r.exit_code, 0) << r.err;
-    for (const auto& [name, bytes] : tree)
-        if (name != "big.bin") EXPECT_EQ(file_bytes(tmp.path() / "out" / name), bytes) << name;
+    for (const auto& [name, bytes] : tree) {
+        if (name != "big.bin") {
+            EXPECT_EQ(file_bytes(tmp.path() / "out" / name), bytes) << name;
+        }
+    }
     EXPECT_FALSE(fs::exists(tmp.path() / "out" / "big.bin"));
 }
 
@@ -521,13 +526,13 @@ TEST(S3Engine, RadosgwKilledMidPutLeavesNoHalfCommittedFile) {
     start_rgw();
     ASSERT_TRUE(started);
     EXPECT_EQ(code, 4);
-    std::ifstream err(tmp.path() / "err");
-    const std::string text((std::istreambuf_iterator<char>(err)), {});
+    const std::string text = read_text(tmp.path() / "err");
     EXPECT_NE(text.find("cdc: error: S3 "), std::string::npos) << text;
     EXPECT_NE(text.find(fmt::format("s3://{}/k/packs/", bucket)), std::string::npos) << text;
     EXPECT_NE(text.find("after 3 tries"), std::string::npos) << text;
-    fs::create_directories(tmp.path() / "out");
-    check_committed(store, tree, tmp.path() / "out");
+    std::cout << "the put's error: " << text;
+    fs::create_directories(tmp.path() / "restored");  // (tmp/out is the put's stdout)
+    check_committed(store, tree, tmp.path() / "restored");
 }
 
 TEST(S3Engine, RadosgwRestartedMidPutIsRetried) {
@@ -548,13 +553,12 @@ TEST(S3Engine, RadosgwRestartedMidPutIsRetried) {
     start_rgw();
     const int code = wait_exit(put);
     ASSERT_TRUE(started);
-    std::ifstream err(tmp.path() / "err");
-    const std::string text((std::istreambuf_iterator<char>(err)), {});
+    const std::string text = read_text(tmp.path() / "err");
     EXPECT_EQ(code, 0) << text;
     const auto list = json_of(run_tool({"store", "ls", "--json", store}));
     EXPECT_EQ(list.size(), tree.size());
-    fs::create_directories(tmp.path() / "out");
-    check_committed(store, tree, tmp.path() / "out");
+    fs::create_directories(tmp.path() / "restored");  // (tmp/out is the put's stdout)
+    check_committed(store, tree, tmp.path() / "restored");
 }
 
 }  // namespace
