@@ -42,7 +42,7 @@ if [[ $cmd == stop ]]; then
 fi
 [[ $cmd == start ]] || usage
 
-for b in ceph-mon ceph-osd radosgw radosgw-admin ceph monmaptool ceph-authtool; do
+for b in ceph-mon ceph-osd radosgw radosgw-admin ceph monmaptool ceph-authtool /usr/bin/python3; do
   command -v "$b" >/dev/null || { log "$b is missing: run scripts/install-deps.sh"; exit 1; }
 done
 
@@ -54,7 +54,7 @@ mkdir -p "$dir"/{run,log,mon,osd,rgw}
 mon_port=$(free_port)
 rgw_port=$(free_port)
 while [[ $rgw_port == "$mon_port" ]]; do rgw_port=$(free_port); done
-fsid=$(uuidgen)
+fsid=$(cat /proc/sys/kernel/random/uuid)
 conf=$dir/ceph.conf
 cat >"$conf" <<EOF
 [global]
@@ -125,7 +125,7 @@ monmaptool --create --fsid "$fsid" --addv a "[v2:127.0.0.1:$mon_port]" "$dir/mon
 ceph-mon -c "$conf" --mkfs -i a --monmap "$dir/monmap" --keyring "$dir/keyring"
 ceph-mon -c "$conf" -i a 2>>"$dir/log/daemons.err"
 ceph_cli() { timeout 60 ceph -c "$conf" --connect-timeout 30 "$@"; }
-osd_uuid=$(uuidgen)
+osd_uuid=$(cat /proc/sys/kernel/random/uuid)
 osd_id=$(ceph_cli osd new "$osd_uuid")
 mkdir -p "$dir/osd/ceph-$osd_id"
 ceph-osd -c "$conf" -i "$osd_id" --mkfs --osd-uuid "$osd_uuid" 2>"$dir/log/osd-mkfs.err" >/dev/null ||

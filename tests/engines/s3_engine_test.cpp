@@ -544,9 +544,9 @@ TEST(S3Engine, RadosgwRestartedMidPutIsRetried) {
                         ceph().endpoint(), store})
                   .exit_code,
               0);
-    // The default retries (8 tries, up to ~25 s of backoff) outlast a restart.
+    // 8 tries from 100 ms (~12 s of backoff in all) outlast a restart.
     const pid_t put = spawn_tool({"store", "put", store, (tmp.path() / "in").string(), "--name", "t"}, tmp.path(),
-                                 {{"CDC_STORE_FLUSH_BYTES", std::to_string(2 << 20)}});
+                                 {{"CDC_STORE_FLUSH_BYTES", std::to_string(2 << 20)}, {"CDC_S3_RETRY_BASE_MS", "100"}});
     const bool started = wait_objects(bucket, "r/packs/", 2, put);
     kill_rgw();
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
