@@ -29,8 +29,13 @@ bucket_bytes() {
   radosgw-admin -c "$CEPH_CONF" bucket stats --bucket="$1" |
     /usr/bin/python3 -c 'import json,sys; d=json.load(sys.stdin); print(sum(v.get("size",0) for v in d.get("usage",{}).values()))'
 }
-corpus_bytes=$(du -sb "$corpus" | cut -f1)
-echo "corpus $corpus: $corpus_bytes bytes, $(find "$corpus" -type f | wc -l) files"
+if [[ ${VERSIONS:-0} == 1 ]]; then
+  corpus_bytes=$(cat "$corpus"/day*.tar | wc -c)
+  echo "corpus $corpus: $corpus_bytes bytes in $(ls "$corpus"/day*.tar | wc -l) daily tars"
+else
+  corpus_bytes=$(du -sb "$corpus" | cut -f1)
+  echo "corpus $corpus: $corpus_bytes bytes, $(find "$corpus" -type f | wc -l) files"
+fi
 run() {  # LABEL BUCKET COMMAND...
   local label=$1 bucket=$2; shift 2
   local before after wall rss
