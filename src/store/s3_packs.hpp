@@ -61,9 +61,12 @@ public:
     const s3::Client& client() const;
     std::uint64_t part_size() const noexcept { return part_size_; }
 
-    /// Bytes of one cached block, and blocks kept.
-    static constexpr std::size_t kBlockBytes = std::size_t{4} << 20;
-    static constexpr std::size_t kCachedBlocks = 8;
+    /// Bytes of one cached block, and blocks kept. (1 MiB x 32: a file's
+    /// chunks hop between the packs of many days; 4 MiB x 8 fetched 4x the
+    /// bytes and 1.2x the requests for the last of ten daily tars, 16 blocks
+    /// 1.5x the requests; docs/BENCHMARKS.md.)
+    static constexpr std::size_t kBlockBytes = std::size_t{1} << 20;
+    static constexpr std::size_t kCachedBlocks = 32;
     /// A read of pack `id` (`size` bytes long) at `offset`, through the cache.
     std::size_t read(std::uint64_t id, std::uint64_t size, std::uint64_t offset, std::span<std::byte> out) const;
 
