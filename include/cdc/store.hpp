@@ -25,6 +25,8 @@
 //   is keyed) and a format version. A key is never written: only a keyed
 //   BLAKE3 check value, so that a wrong key fails when a Writer starts.
 // docs/STORE.md describes the on-disk format, the fsync order and the locks.
+// The packs may also be objects in an S3 bucket (PackLocation, "Packs in S3"
+// there; cdc/store_s3.hpp), the index and settings staying in the directory.
 //
 // Guarantees
 // - A manifest becomes visible only after every chunk it lists is durable
