@@ -2,7 +2,8 @@
 // in S3"): a store whose packs are objects in an S3 bucket, its catalog and
 // settings in its directory. A program that opens such a store links the
 // cdc_store_s3 library (libcurl) and calls enable_s3_packs() once first;
-// without it, opening one throws StorageUnavailableError.
+// without it, opening one throws StorageUnavailableError. (Built with the
+// project, not installed yet, like this header.)
 #pragma once
 
 namespace cdc::store {
