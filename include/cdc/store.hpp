@@ -25,6 +25,8 @@
 //   is keyed) and a format version. A key is never written: only a keyed
 //   BLAKE3 check value, so that a wrong key fails when a Writer starts.
 // docs/STORE.md describes the on-disk format, the fsync order and the locks.
+// The packs may also be objects in an S3 bucket (PackLocation, "Packs in S3"
+// there; cdc/store_s3.hpp), the index and settings staying in the directory.
 //
 // Guarantees
 // - A manifest becomes visible only after every chunk it lists is durable
@@ -109,6 +111,15 @@ public:
     using StoreError::StoreError;
 };
 
+/// The store keeps its packs where this program cannot reach them: S3 packs
+/// in a program built without S3 support (the static `cdc` runs its
+/// cdc-store-s3 helper instead; a program linked with cdc::store_s3 calls
+/// cdc::store::enable_s3_packs() first, cdc/store_s3.hpp).
+class StorageUnavailableError : public StoreError {
+public:
+    using StoreError::StoreError;
+};
+
 // ---------------------------------------------------------------- ids
 
 /// A chunk id: BLAKE3-256 of the chunk's raw (uncompressed) bytes.
@@ -154,6 +165,25 @@ enum class Codec : std::uint8_t { raw = 0, zstd = 1 };
 
 // ---------------------------------------------------------------- configuration
 
+/// Where a store keeps its packs (docs/STORE.md, "Packs in S3"). The
+/// catalog (index.db) and the settings stay in the store's directory.
+struct PackLocation {
+    /// Empty: DIR/packs. "s3://BUCKET/PREFIX": objects PREFIX/packs/NNNNNNNN.pack
+    /// in an S3 bucket (which must exist; the prefix must hold no object yet).
+    std::string url;
+    /// "http[s]://HOST[:PORT]" (path-style requests); empty: AWS's endpoint of the region.
+    std::string s3_endpoint;
+    std::string s3_region = "us-east-1";
+    /// A credentials file (AWS INI format) to read when the environment has
+    /// no AWS_ACCESS_KEY_ID: its path is recorded, never its content.
+    std::string s3_credentials_file;
+    /// A pack larger than this is uploaded in parts of this size (multipart
+    /// upload, 5 MiB .. 1 GiB, a multiple of 1 MiB); memory holds one part per
+    /// pack being written.
+    std::uint64_t s3_part_size = std::uint64_t{64} << 20;
+    bool is_s3() const noexcept { return !url.empty(); }
+};
+
 struct InitOptions {
     std::string algorithm = "fastcdc";  ///< any name of cdc::algorithms()
     Options chunking;                   ///< sizes (0 = the algorithm's defaults) and key
@@ -161,6 +191,8 @@ struct InitOptions {
     int zstd_level = 3;
     /// Bound of a pack file (a record larger than this gets a pack of its own).
     std::uint64_t pack_size = std::uint64_t{64} << 20;
+    /// Where the packs go (default: the store's directory).
+    PackLocation packs;
 };
 
 struct OpenOptions {
@@ -178,6 +210,7 @@ struct StoreInfo {
     Profile profile;          ///< resolved sizes; keyed when the store has a key
     int zstd_level = 0;
     std::uint64_t pack_size = 0;
+    PackLocation packs;       ///< where its packs are
     /// A keyed store's key check value (key_check_value of its key; never
     /// the key), empty for an unkeyed store.
     std::string key_check;

@@ -130,6 +130,7 @@ GcReport Store::gc(const GcOptions& options) {
                 storage.truncate(id, it->second);
             }
         }
+        storage.reclaim_incomplete();
         storage.sync_names();
     }
     catalog.compact();

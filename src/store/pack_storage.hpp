@@ -44,6 +44,9 @@ public:
     virtual void append(std::span<const std::uint8_t> bytes) = 0;
     /// Makes everything appended durable.
     virtual void sync() = 0;
+    /// Whether the sink takes no more once synced: in object storage a pack
+    /// becomes an object, whole, at its sync (the appender starts another).
+    virtual bool sealed() const { return false; }
 };
 
 class PackStorage {
@@ -76,6 +79,10 @@ public:
     /// Cuts pack `id` back to `length` (an interrupted writer's tail), if it
     /// can be opened.
     virtual void truncate(std::uint64_t id, std::uint64_t length) = 0;
+    /// Reclaims what interrupted writers left that list() does not show
+    /// (S3: unfinished multipart uploads, pack id reservations); called by gc
+    /// while no writer runs.
+    virtual void reclaim_incomplete() {}
 };
 
 }  // namespace cdc::store::detail

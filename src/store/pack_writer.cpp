@@ -85,6 +85,12 @@ std::pair<std::vector<std::pair<std::uint64_t, std::uint64_t>>, std::vector<Pend
     };
     for (auto& p : retired_) sync_one(p);
     sync_one(current_);
+    // A pack that became an object takes no more: it is released with the
+    // retired ones once its length is committed; the next append starts another.
+    if (current_.sink && current_.sink->sealed()) {
+        retired_.push_back(std::move(current_));
+        current_ = Open{};
+    }
     storage_.sync_names();
     synced_retired_ = retired_.size();
     unsynced_ = 0;

@@ -1,7 +1,7 @@
 // Store: ids and names, init and open (the catalog and the pack storage a
 // store's settings choose), manifests, chunk lookups, stats.
 #include "codec.hpp"
-#include "dir_packs.hpp"
+#include "pack_storage_factory.hpp"
 #include "sqlite_catalog.hpp"
 #include "store_impl.hpp"
 
@@ -176,6 +176,8 @@ Store Store::init(const std::filesystem::path& dir, const InitOptions& options) 
         if (!std::filesystem::is_empty(dir, ec))
             throw OptionError(fmt::format("cannot create a store in '{}': the directory is not empty", dir.string()));
     }
+    // Before anything is made: a bucket that does not answer leaves nothing behind.
+    (void)make_pack_storage(dir, options.packs, PackStorageUse::init);
     std::filesystem::create_directories(dir / kPacksDir, ec);
     if (ec) throw StoreError(fmt::format("cannot create '{}': {}", (dir / kPacksDir).string(), ec.message()));
     // Private to its owner: it holds the contents of every file put into it
@@ -185,7 +187,7 @@ Store Store::init(const std::filesystem::path& dir, const InitOptions& options) 
             throw StoreError(fmt::format("cannot chmod '{}': {}", d.string(), std::strerror(errno)));
     StoreLock lock(dir);  // creates DIR/lock
     {
-        const std::vector<std::pair<std::string, std::string>> settings = {
+        std::vector<std::pair<std::string, std::string>> settings = {
             {"format_version", std::to_string(kFormatVersion)},
             {"store_id", random_hex16()},
             {"algorithm", options.algorithm},
@@ -202,6 +204,7 @@ Store Store::init(const std::filesystem::path& dir, const InitOptions& options) 
             {"pack_size", std::to_string(options.pack_size)},
             {"created_ns", std::to_string(now_ns())},
         };
+        for (auto& kv : pack_location_settings(options.packs)) settings.emplace_back(std::move(kv));
         SqliteCatalog::create(dir, settings);
     }
     // The marker last, atomically: a directory without it is not a store.
@@ -265,7 +268,8 @@ Store Store::open(const std::filesystem::path& dir, const OpenOptions& options) 
     if (find_algorithm(info.algorithm) == nullptr)
         throw VersionError(fmt::format("the store '{}' uses the algorithm '{}', unknown to this cdc", dir.string(),
                                        info.algorithm));
-    impl->packs = std::make_unique<DirPackStorage>(dir);
+    info.packs = pack_location_of(meta, db);
+    impl->packs = make_pack_storage(dir, info.packs, PackStorageUse::open);
     impl->lock = StoreLock(dir);
     return Store(std::move(impl));
 }
