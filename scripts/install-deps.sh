@@ -11,6 +11,7 @@ PKGS=(
   libcli11-dev nlohmann-json3-dev libfmt-dev
   librust-blake3-dev libssl-dev libxxhash-dev
   libzstd-dev libsqlite3-dev  # cdc store: chunk compression, index and manifests
+  libsodium-dev  # cdc store: encryption at rest (Argon2id, XChaCha20-Poly1305)
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc  # cdc serve/push/pull (the cdc-transfer helper)
   openssl  # the transfer tests make a self-signed TLS certificate
   libplplot-dev plplot-driver-cairo libpng-dev  # (libpng: a test reads the pixels of a chart)
