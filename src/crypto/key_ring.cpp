@@ -60,12 +60,12 @@ struct Parsed {
 std::vector<Parsed> parse_all(const KeySlotStorage& storage) {
     std::vector<Parsed> out;
     for (const std::string& id : storage.list()) {
-        const auto bytes = storage.read(id);
-        if (!bytes) continue;  // removed meanwhile
         Parsed p{id, std::nullopt, {}};
         try {
+            const auto bytes = storage.read(id);
+            if (!bytes) continue;  // removed meanwhile
             p.slot = parse_key_slot(*bytes, storage.name_of(id), id);
-        } catch (const KeySlotError& e) {
+        } catch (const KeySlotError& e) {  // (a link, not a regular file, damaged)
             p.problem = e.what();
         }
         out.push_back(std::move(p));
