@@ -43,7 +43,7 @@ std::atomic<bool> g_echo_off{false};
 constexpr int kSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGTSTP};
 
 extern "C" void restore_and_reraise(int sig) {
-    if (g_echo_off.exchange(false)) ::tcsetattr(STDIN_FILENO, TCSAFLUSH, &g_saved);
+    if (g_echo_off.exchange(false)) ::tcsetattr(STDIN_FILENO, TCSANOW, &g_saved);
     std::signal(sig, SIG_DFL);
     std::raise(sig);
 }
@@ -58,7 +58,9 @@ public:
         t.c_lflag &= ~static_cast<tcflag_t>(ECHO);
         t.c_lflag |= ICANON;
         g_echo_off = true;
-        if (::tcsetattr(STDIN_FILENO, TCSAFLUSH, &t) != 0) {
+        // TCSANOW, not TCSAFLUSH: what was typed right after the prompt
+        // showed, before echo went off, is the password's start, not to drop.
+        if (::tcsetattr(STDIN_FILENO, TCSANOW, &t) != 0) {
             const int e = errno;
             restore();
             throw UsageError(fmt::format("cannot turn the terminal's echo off: {}", std::strerror(e)));
@@ -75,7 +77,7 @@ private:
         return 0;
     }
     void restore() {
-        if (g_echo_off.exchange(false)) ::tcsetattr(STDIN_FILENO, TCSAFLUSH, &g_saved);
+        if (g_echo_off.exchange(false)) ::tcsetattr(STDIN_FILENO, TCSANOW, &g_saved);
         for (const int s : kSignals) std::signal(s, old_[index(s)]);
     }
     using Handler = void (*)(int);
@@ -84,13 +86,14 @@ private:
 
 // One line from the terminal, without echo.
 crypto::SecretBytes prompt(std::string_view text) {
-    std::fprintf(stderr, "%.*s: ", static_cast<int>(text.size()), text.data());
-    std::fflush(stderr);
     crypto::SecretBytes line(kMaxPasswordBytes + 1);
     std::size_t n = 0;
     bool ended = false;
     {
+        // Echo goes off before the prompt shows: nothing typed after it is echoed.
         EchoOff quiet;
+        std::fprintf(stderr, "%.*s: ", static_cast<int>(text.size()), text.data());
+        std::fflush(stderr);
         while (n < line.size()) {
             char c = 0;
             const ssize_t got = ::read(STDIN_FILENO, &c, 1);
