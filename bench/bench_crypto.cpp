@@ -2,12 +2,15 @@
 // (the sizes of compressed chunks): seal + open under XChaCha20-Poly1305 by
 // libsodium and by OpenSSL's EVP (the Sealer's two backends, the same
 // bytes), against AES-256-GCM (OpenSSL's EVP; libsodium's AES-NI code) and
-// the keyed BLAKE3 id of the same bytes. The rates count the plain bytes
-// once per seal + open pair.
+// the keyed BLAKE3 id of the same bytes; and a put's chunk ids, plain and
+// keyed, batched. The rates count the plain bytes once per seal + open pair.
 // Run: build-bench/bench/cdc_bench --benchmark_filter=crypto
 #include "master_key.hpp"
 #include "seal.hpp"
 #include "seal_evp.hpp"
+
+#include <cdc/cdc.hpp>
+#include <cdc/corpus/datagen.hpp>
 
 #include <openssl/evp.h>
 #include <sodium.h>
@@ -108,6 +111,43 @@ void BM_crypto_keyed_id(benchmark::State& state) {
     for (auto _ : state) benchmark::DoNotOptimize(key.blob_id(plain));
     state.SetBytesProcessed(state.iterations() * state.range(0));
 }
+
+// A put's chunk ids: fastcdc's chunks (~9 KiB) of 64 MiB, batched (16
+// lanes), plain BLAKE3 as an unencrypted store hashes them against the
+// keyed ids of an encrypted one.
+struct Chunks {
+    std::vector<std::uint8_t> data;
+    std::vector<std::uint32_t> lengths;
+};
+const Chunks& chunks() {
+    static const Chunks c = [] {
+        Chunks r;
+        r.data.resize(std::size_t{64} << 20);
+        cdc::fill_splitmix64(r.data, 7);
+        const auto finder = cdc::make_cut_finder("fastcdc", cdc::Options{});
+        cdc::cut_lengths(*finder, std::as_bytes(std::span(r.data)), true, r.lengths);
+        return r;
+    }();
+    return c;
+}
+
+void BM_crypto_ids_plain_batched(benchmark::State& state) {
+    const Chunks& c = chunks();
+    std::vector<cdc::Digest> out(c.lengths.size());
+    for (auto _ : state) cdc::compute_digests(cdc::DigestKind::blake3, std::as_bytes(std::span(c.data)), c.lengths, out);
+    state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(c.data.size()));
+}
+
+void BM_crypto_ids_keyed_batched(benchmark::State& state) {
+    const Chunks& c = chunks();
+    const auto key = cdc::crypto::MasterKey::generate();
+    std::vector<cdc::Digest> out(c.lengths.size());
+    for (auto _ : state) key.blob_ids(std::as_bytes(std::span(c.data)), c.lengths, out);
+    state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(c.data.size()));
+}
+
+BENCHMARK(BM_crypto_ids_plain_batched);
+BENCHMARK(BM_crypto_ids_keyed_batched);
 
 #define CDC_RECORD_SIZES ->Arg(8 << 10)->Arg(16 << 10)->Arg(32 << 10)->Arg(64 << 10)
 BENCHMARK(BM_crypto_xchacha_sodium) CDC_RECORD_SIZES;

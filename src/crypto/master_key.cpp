@@ -1,5 +1,7 @@
 #include "master_key.hpp"
 
+#include "digest/blake3_batch.hpp"  // (src/: the library's batched BLAKE3)
+
 #include <blake3.h>
 
 #include <fmt/format.h>
@@ -48,6 +50,17 @@ KeyedId MasterKey::blob_id(std::span<const std::uint8_t> plain) const noexcept {
     blake3_hasher_finalize(&h, out.data(), out.size());
     wipe({reinterpret_cast<std::uint8_t*>(&h), sizeof h});
     return out;
+}
+
+void MasterKey::blob_ids(std::span<const std::byte> data, std::span<const std::uint32_t> lengths,
+                         std::span<Digest> out) const {
+    if (out.size() != lengths.size())
+        throw Error(fmt::format("blob_ids: {} lengths but room for {} ids", lengths.size(), out.size()));
+    std::uint64_t total = 0;
+    for (const std::uint32_t n : lengths) total += n;
+    if (total > data.size())
+        throw Error(fmt::format("blob_ids: the lengths add up to {} bytes, more than the {} given", total, data.size()));
+    cdc::detail::blake3_keyed_digests(data, lengths, id_key().data(), out);
 }
 
 std::uint64_t MasterKey::size_mask(std::span<const std::uint8_t> id) const noexcept {

@@ -7,6 +7,7 @@
 #include "seal.hpp"
 #include "secret.hpp"
 
+#include <cdc/digest.hpp>
 #include <cdc/options.hpp>
 
 #include <array>
@@ -46,6 +47,13 @@ public:
     /// key. Two stores with different material give unrelated ids to the
     /// same bytes, so an id does not tell whether a known file is stored.
     KeyedId blob_id(std::span<const std::uint8_t> plain) const noexcept;
+    /// The ids of the consecutive blobs of `data` whose lengths are
+    /// `lengths` (as cut_lengths gives them), hashed side by side as
+    /// compute_digests does for plain BLAKE3 (the same speed); out[i] is
+    /// blob i's id (a 32-byte Digest). Throws cdc::Error when out.size() !=
+    /// lengths.size() or the lengths add up to more than data.size().
+    void blob_ids(std::span<const std::byte> data, std::span<const std::uint32_t> lengths,
+                  std::span<Digest> out) const;
 
     /// The mask of a raw size kept in the catalog: the first 8 bytes (LE) of
     /// a keyed PRF of the id (BLAKE3 keyed with a key derived from the id

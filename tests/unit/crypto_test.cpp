@@ -279,6 +279,29 @@ TEST(MasterKey, KeyedIdsDifferAcrossKeysAndAgreeWithin) {
     EXPECT_EQ(a.blob_id(plain), keyed);
 }
 
+// The batched ids (16 lanes, as put hashes chunks) are the one-by-one ids.
+TEST(MasterKey, BatchedIdsAreTheKeyedIds) {
+    const MasterKey a = MasterKey::generate();
+    std::vector<std::uint32_t> lengths;
+    for (std::uint32_t i = 0; i < 300; ++i) lengths.push_back((i * 7919u) % 70000u + (i % 5 == 0 ? 0u : 1u));
+    std::size_t total = 0;
+    for (const auto n : lengths) total += n;
+    const Bytes data = random_bytes(total, 25);
+    std::vector<Digest> ids(lengths.size());
+    a.blob_ids(std::as_bytes(std::span(data)), lengths, ids);
+    std::size_t pos = 0;
+    for (std::size_t i = 0; i < lengths.size(); ++i) {
+        const auto one = a.blob_id(std::span(data).subspan(pos, lengths[i]));
+        ASSERT_EQ(ids[i].size, 32u);
+        ASSERT_TRUE(std::equal(one.begin(), one.end(), ids[i].bytes.begin())) << i << ", length " << lengths[i];
+        pos += lengths[i];
+    }
+    std::vector<Digest> few(2);
+    EXPECT_THROW(a.blob_ids(std::as_bytes(std::span(data)), lengths, few), Error);
+    const std::vector<std::uint32_t> too_long{static_cast<std::uint32_t>(data.size() + 1)};
+    EXPECT_THROW(a.blob_ids(std::as_bytes(std::span(data)), too_long, std::span(few).first(1)), Error);
+}
+
 TEST(MasterKey, SizeMaskIsItsOwnInverseAndKeyed) {
     const MasterKey a = MasterKey::generate(), b = MasterKey::generate();
     const auto id1 = a.blob_id(random_bytes(100, 22)), id2 = a.blob_id(random_bytes(100, 23));
