@@ -128,7 +128,12 @@ UnlockedKey open_parsed(const KeySlotStorage& storage, const std::vector<Parsed>
 DirKeySlots::DirKeySlots(const std::filesystem::path& store_dir, Mode mode) : dir_(store_dir) {
     const std::string dir = store_dir.string();
     Fd dfd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (dfd.get() < 0) throw io_error("cannot open the store", dir, errno);
+    if (dfd.get() < 0) {
+        const int e = errno;
+        if (e == ENOENT || e == ENOTDIR)  // (a missing path: the caller's mistake)
+            throw KeyRingError(fmt::format("'{}' is not a directory: {}", dir, errno_text(e)));
+        throw io_error("cannot open the store", dir, e);
+    }
     struct stat st {};
     if (::fstat(dfd.get(), &st) != 0) throw io_error("cannot stat", dir, errno);
     file_mode_ = st.st_mode & 0666;

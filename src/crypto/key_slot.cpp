@@ -153,9 +153,14 @@ KdfParams tune_kdf(std::chrono::duration<double> target) {
     return {ops, mem};
 }
 
-KdfParams kdf_params_for_new_slot() {
+std::optional<KdfParams> kdf_params_from_environment() {
     const char* fast = std::getenv("CDC_TEST_FAST_KDF");
     if (fast != nullptr && std::string_view(fast) == "1") return fast_kdf_params_for_tests();
+    return std::nullopt;
+}
+
+KdfParams kdf_params_for_new_slot() {
+    if (const auto p = kdf_params_from_environment()) return *p;
     return tune_kdf();
 }
 

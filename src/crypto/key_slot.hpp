@@ -83,8 +83,11 @@ KdfParams fast_kdf_params_for_tests() noexcept;
 /// target, measured with one derivation of one pass.
 KdfParams tune_kdf(std::chrono::duration<double> target = std::chrono::milliseconds(500));
 
-/// The parameters for a new slot: fast_kdf_params_for_tests() when the
-/// environment has CDC_TEST_FAST_KDF=1, else tune_kdf().
+/// fast_kdf_params_for_tests() when the environment has CDC_TEST_FAST_KDF=1
+/// (exactly "1"), else nothing.
+std::optional<KdfParams> kdf_params_from_environment();
+
+/// The parameters for a new slot: kdf_params_from_environment(), else tune_kdf().
 KdfParams kdf_params_for_new_slot();
 
 /// Checks that `p` is within the bounds above; throws KeySlotError

@@ -173,10 +173,13 @@ TEST(KeySlot, TunedParametersAreUsable) {
 }
 
 TEST(KeySlot, FastParametersOnlyThroughTheTestVariable) {
-    ::setenv("CDC_TEST_FAST_KDF", "1", 1);
-    EXPECT_EQ(kdf_params_for_new_slot(), kFast);
+    ::unsetenv("CDC_TEST_FAST_KDF");
+    EXPECT_FALSE(kdf_params_from_environment());
     ::setenv("CDC_TEST_FAST_KDF", "yes", 1);  // only "1" counts
-    // (not calling kdf_params_for_new_slot here: that would tune, ~0.5 s)
+    EXPECT_FALSE(kdf_params_from_environment());
+    ::setenv("CDC_TEST_FAST_KDF", "1", 1);
+    EXPECT_EQ(kdf_params_from_environment(), kFast);
+    EXPECT_EQ(kdf_params_for_new_slot(), kFast);
     ::unsetenv("CDC_TEST_FAST_KDF");
 }
 
@@ -226,7 +229,7 @@ TEST(KeyRing, ADirectoryWithoutSlotsIsNamed) {
     TempDir tmp;
     const std::string m = message_of<KeyRingError>([&] { DirKeySlots s(tmp.path(), DirKeySlots::Mode::read); });
     EXPECT_NE(m.find("has no key slots"), std::string::npos) << m;
-    EXPECT_THROW(DirKeySlots(tmp.path() / "absent", DirKeySlots::Mode::read), IoError);
+    EXPECT_THROW(DirKeySlots(tmp.path() / "absent", DirKeySlots::Mode::read), KeyRingError);
     // An empty keys/ directory: no slot to open with.
     fs::create_directory(tmp.path() / "keys");
     const DirKeySlots s(tmp.path(), DirKeySlots::Mode::read);
