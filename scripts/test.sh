@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The whole test suite: installs what is missing; builds with warnings as
-# errors; runs every test; runs them again under ASan + UBSan; runs the
-# store's tests under TSan; builds the libFuzzer targets with clang and
-# runs each for a short bounded time.
+# errors; runs every test; runs the engine tests (label `engines`: the S3
+# pack storage against a one-node Ceph RGW the tests start); runs the tests
+# again under ASan + UBSan (the engines aside); runs the store's tests under
+# TSan; builds the libFuzzer targets with clang and runs each for a short
+# bounded time.
 #   CDC_FUZZ_SECONDS (default 20) bounds each fuzz run. Each stage prints its
 # time, so that CI's budget (40 minutes on 2 cores; docs/DEVELOPING.md has the
 # stages' times) can be watched.
@@ -16,13 +18,17 @@ stage_end "install"
 
 echo "== release build + tests"
 scripts/build.sh release
-ctest --test-dir build --output-on-failure -j "$jobs"
+ctest --test-dir build --output-on-failure -j "$jobs" -LE engines
 stage_end "release build + tests"
+
+echo "== engines: S3 packs against Ceph RGW (one node, started by the tests)"
+ctest --test-dir build --output-on-failure -L engines
+stage_end "engines"
 
 echo "== ASan + UBSan build + tests"
 scripts/build.sh asan
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  LSAN_OPTIONS="suppressions=$PWD/scripts/lsan.supp" ctest --test-dir build-asan --output-on-failure -j "$jobs"
+  LSAN_OPTIONS="suppressions=$PWD/scripts/lsan.supp" ctest --test-dir build-asan --output-on-failure -j "$jobs" -LE engines
 stage_end "ASan + UBSan build + tests"
 
 echo "== TSan: the store's pipelines (store_test)"

@@ -25,6 +25,8 @@
 //   is keyed) and a format version. A key is never written: only a keyed
 //   BLAKE3 check value, so that a wrong key fails when a Writer starts.
 // docs/STORE.md describes the on-disk format, the fsync order and the locks.
+// The packs may also be objects in an S3 bucket (PackLocation, "Packs in S3"
+// there; cdc/store_s3.hpp), the index and settings staying in the directory.
 //
 // Guarantees
 // - A manifest becomes visible only after every chunk it lists is durable
@@ -109,6 +111,15 @@ public:
     using StoreError::StoreError;
 };
 
+/// The store keeps its packs where this program cannot reach them: S3 packs
+/// in a program built without S3 support (the static `cdc` runs its
+/// cdc-store-s3 helper instead; a program linked with cdc::store_s3 calls
+/// cdc::store::enable_s3_packs() first, cdc/store_s3.hpp).
+class StorageUnavailableError : public StoreError {
+public:
+    using StoreError::StoreError;
+};
+
 // ---------------------------------------------------------------- ids
 
 /// A chunk id: BLAKE3-256 of the chunk's raw (uncompressed) bytes.
@@ -143,10 +154,35 @@ std::string name_problem(std::string_view name);
 /// key is the store's without revealing it.
 std::string key_check_value(const Key& key);
 
+/// Bounds the memory the catalog's caches take in this process, all stores
+/// and connections together (a long-lived server: page caches would
+/// otherwise grow with every connection it opens); past it a cache reuses
+/// its oldest pages instead of growing.
+void limit_catalog_cache(std::uint64_t bytes);
+
 /// How a chunk's bytes are kept in a pack.
 enum class Codec : std::uint8_t { raw = 0, zstd = 1 };
 
 // ---------------------------------------------------------------- configuration
+
+/// Where a store keeps its packs (docs/STORE.md, "Packs in S3"). The
+/// catalog (index.db) and the settings stay in the store's directory.
+struct PackLocation {
+    /// Empty: DIR/packs. "s3://BUCKET/PREFIX": objects PREFIX/packs/NNNNNNNN.pack
+    /// in an S3 bucket (which must exist; the prefix must hold no object yet).
+    std::string url;
+    /// "http[s]://HOST[:PORT]" (path-style requests); empty: AWS's endpoint of the region.
+    std::string s3_endpoint;
+    std::string s3_region = "us-east-1";
+    /// A credentials file (AWS INI format) to read when the environment has
+    /// no AWS_ACCESS_KEY_ID: its path is recorded, never its content.
+    std::string s3_credentials_file;
+    /// A pack larger than this is uploaded in parts of this size (multipart
+    /// upload, 5 MiB .. 1 GiB, a multiple of 1 MiB); memory holds one part per
+    /// pack being written.
+    std::uint64_t s3_part_size = std::uint64_t{64} << 20;
+    bool is_s3() const noexcept { return !url.empty(); }
+};
 
 struct InitOptions {
     std::string algorithm = "fastcdc";  ///< any name of cdc::algorithms()
@@ -155,6 +191,8 @@ struct InitOptions {
     int zstd_level = 3;
     /// Bound of a pack file (a record larger than this gets a pack of its own).
     std::uint64_t pack_size = std::uint64_t{64} << 20;
+    /// Where the packs go (default: the store's directory).
+    PackLocation packs;
 };
 
 struct OpenOptions {
@@ -172,6 +210,7 @@ struct StoreInfo {
     Profile profile;          ///< resolved sizes; keyed when the store has a key
     int zstd_level = 0;
     std::uint64_t pack_size = 0;
+    PackLocation packs;       ///< where its packs are
     /// A keyed store's key check value (key_check_value of its key; never
     /// the key), empty for an unkeyed store.
     std::string key_check;
@@ -329,6 +368,7 @@ struct TreeGetReport {
 // ---------------------------------------------------------------- the store
 
 class Writer;
+class Ingest;
 
 class Store {
 public:
@@ -372,7 +412,7 @@ public:
     /// record is damaged, NotFoundError if absent.
     StoredChunk read_chunk(const ChunkId& id, bool compressed) const;
 
-    // --- batched chunk reads (added for the transfer service: src/store/read_chunks.cpp)
+    // --- batched chunk reads (the transfer service: src/store/read_chunks.cpp)
     /// How read_chunks hands chunks over.
     enum class ChunkForm {
         stored,  ///< as read_chunk(id, true): a zstd frame, or raw bytes (codec raw)
@@ -423,6 +463,7 @@ public:
 
 private:
     friend class Writer;
+    friend class Ingest;
     explicit Store(std::unique_ptr<Impl> impl);
     std::unique_ptr<Impl> impl_;
 };
@@ -491,7 +532,7 @@ public:
                                   std::span<const std::byte> zstd_frame);
     /// The same, leaving the decoded bytes in `decoded` (resized to raw_size;
     /// reuse it across calls): a caller that hashes the whole file (the
-    /// transfer server) decodes each frame once. (Added for the transfer service.)
+    /// transfer server) decodes each frame once.
     /// `lacking`: the caller has just found the chunk missing (Store::missing),
     /// so only this writer's own chunks are checked, not the index again
     /// (should another writer store it in between, the second record is
@@ -525,6 +566,7 @@ public:
     struct Impl;
 
 private:
+    friend class Ingest;
     std::unique_ptr<Impl> impl_;
 };
 

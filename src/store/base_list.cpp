@@ -9,90 +9,76 @@
 
 namespace cdc::store::detail {
 
-namespace {
-constexpr const char* kRowsSql = "SELECT ids FROM manifest_chunks WHERE manifest = ?1 ORDER BY seq";
-}  // namespace
-
-std::unique_ptr<BaseList> BaseList::open(Db& db, const std::filesystem::path& dir, const std::string& name,
+std::unique_ptr<BaseList> BaseList::open(Catalog& catalog, const PackStorage& packs, const std::string& name,
                                          std::uint64_t min_chunks) {
-    std::unique_ptr<BaseList> b(new BaseList());
-    b->dir_ = dir;
+    std::unique_ptr<BaseList> b(new BaseList(catalog));
+    b->packs_ = &packs;
     b->name_ = name;
-    b->db_ = &db;
-    b->snapshot_ = std::make_unique<Transaction>(*b->db_, false);
-    {
-        Stmt m(*b->db_, "SELECT id, digest, size, chunk_count, mode, mtime_ns FROM manifests WHERE name = ?1");
-        m.bind(1, name);
-        if (!m.step() || m.i64(3) < 0 || static_cast<std::uint64_t>(m.i64(3)) < min_chunks) return nullptr;
-        b->take_row(m);
-    }
+    catalog.begin_read();
+    b->viewing_ = true;
+    const auto file = catalog.stored_file(name);
+    if (!file || file->chunks < min_chunks) return nullptr;
+    b->take(*file);
     return b;
 }
 
-std::unique_ptr<BaseList> BaseList::open_similar(Db& db, const std::filesystem::path& dir, const ChunkId& first,
+std::unique_ptr<BaseList> BaseList::open_similar(Catalog& catalog, const PackStorage& packs, const ChunkId& first,
                                                   std::optional<std::uint64_t> size, std::string_view name) {
-    std::unique_ptr<BaseList> b(new BaseList());
-    b->dir_ = dir;
-    b->db_ = &db;
-    b->snapshot_ = std::make_unique<Transaction>(*b->db_, false);
+    std::unique_ptr<BaseList> b(new BaseList(catalog));
+    b->packs_ = &packs;
+    catalog.begin_read();
+    b->viewing_ = true;
     // The most recent candidates only, from the first-id index and the
-    // manifests (small rows), never from their lists of ids: reading each
-    // candidate's first row of ids (its overflow pages) cost 22 MB of reads
-    // per file in a store holding 300 versions of it; the newest few hold
-    // the latest snapshot's. Any file of two chunks or more may be one (a
-    // file over one segment with fewer than 256 chunks, 4-16 MiB at 64 KiB,
-    // was once left out: hashed whole and looked up).
-    Stmt m(*b->db_,
-           "SELECT id, digest, size, chunk_count, mode, mtime_ns, name FROM manifests WHERE first_id = ?1 AND name "
-           "IS NOT NULL ORDER BY id DESC LIMIT 16");
-    m.bind(1, std::span<const std::uint8_t>(first));
+    // manifests (small rows), never from their lists of ids: the cost of
+    // reading each candidate's first row of ids would grow with the
+    // versions stored; the newest few hold the latest snapshot's. Any file
+    // of two chunks or more may be one.
     // One of `size` first, then the longest common name suffix, then the newest.
     auto common_suffix = [&](std::string_view other) {
         std::size_t n = 0;
         while (n < name.size() && n < other.size() && name[name.size() - 1 - n] == other[other.size() - 1 - n]) ++n;
         return n;
     };
-    bool found = false;
-    std::pair<bool, std::size_t> best{false, 0};
-    while (m.step()) {
-        const std::string candidate = m.text(6);
-        const std::pair<bool, std::size_t> score{size && static_cast<std::uint64_t>(m.i64(2)) == *size,
-                                                 common_suffix(candidate)};
-        if (found && score <= best) continue;
-        found = true;
-        best = score;
-        b->name_ = candidate;
-        b->take_row(m);
+    const StoredFile* best = nullptr;
+    std::pair<bool, std::size_t> best_score{false, 0};
+    const std::vector<StoredFile> candidates = catalog.files_starting_with(first, 16);
+    for (const StoredFile& c : candidates) {
+        const std::pair<bool, std::size_t> score{size && c.size == *size, common_suffix(c.name)};
+        if (best && score <= best_score) continue;
+        best = &c;
+        best_score = score;
     }
-    if (!found) return nullptr;
+    if (!best) return nullptr;
+    b->name_ = best->name;
+    b->take(*best);
     return b;
 }
 
-void BaseList::take_row(const Stmt& m) {
-    manifest_ = m.i64(0);
-    digest_ = to_id(m.blob(1), fmt::format("the digest of '{}'", name_));
-    size_ = static_cast<std::uint64_t>(m.i64(2));
-    chunks_ = static_cast<std::uint64_t>(m.i64(3));
-    mode_ = static_cast<std::uint32_t>(m.i64(4));
-    mtime_ns_ = m.i64(5);
-    rows_ = Stmt(*db_, kRowsSql);
-    rows_.bind(1, manifest_);
+void BaseList::take(const StoredFile& file) {
+    manifest_ = file.row;
+    digest_ = file.digest;
+    size_ = file.size;
+    chunks_ = file.chunks;
+    mode_ = file.mode;
+    mtime_ns_ = file.mtime_ns;
+    rows_ = catalog_.read_list(manifest_);
 }
 
-BaseList::~BaseList() = default;
+BaseList::~BaseList() {
+    rows_.reset();
+    if (viewing_) catalog_.cancel_read();
+}
 
 bool BaseList::load_row() {
-    if (rows_done_) return false;
-    if (!rows_.step()) {
+    if (rows_done_ || !rows_) return false;
+    std::uint32_t seq = 0;
+    if (!rows_->next(seq, row_)) {
         rows_done_ = true;
         return false;
     }
-    const auto blob = rows_.blob(0);
-    row_.assign(blob.begin(), blob.end());
     pos_ = 0;
     return true;
 }
-
 bool BaseList::next_equals(const std::uint8_t* id) {
     if (pos_ + 32 > row_.size() && !load_row()) return false;  // the new version is longer
     if (std::memcmp(row_.data() + pos_, id, 32) != 0) return false;
@@ -107,14 +93,14 @@ bool BaseList::complete() {
 }
 
 void BaseList::read_matched(const std::function<void(std::span<const std::byte>)>& f) {
-    rows_.reset();
+    rows_.reset();  // (its statement is done with)
     if (matched_chunks_ > 0) {
-        PackFiles packs(dir_);
+        PackFiles packs(*packs_);
         TaskPool pool(2);
         OrderedDecoder decoder(pool, fmt::format("'{}' (the stored version, read back to hash the new one): ", name_),
                                [&](OrderedDecoder::Delivery& d) { f(d.bytes); });
         const std::uint64_t listed = for_each_listed_chunk(
-            *db_, manifest_, name_, matched_chunks_, [&](const ChunkId& id, const Location& loc, std::uint64_t) {
+            catalog_, manifest_, name_, matched_chunks_, [&](const ChunkId& id, const Location& loc, std::uint64_t) {
                 decoder.add(id, loc, packs);
             });
         if (listed < matched_chunks_)
@@ -122,7 +108,8 @@ void BaseList::read_matched(const std::function<void(std::span<const std::byte>)
                                           matched_chunks_));
         decoder.finish();
     }
-    snapshot_.reset();  // rolls back the read transaction: the snapshot ends
+    viewing_ = false;
+    catalog_.cancel_read();  // the snapshot ends
 }
 
 }  // namespace cdc::store::detail

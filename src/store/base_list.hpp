@@ -8,7 +8,7 @@
 // chunks are read back from the packs, in order, for the whole-file pass,
 // and the put goes on as for any file.
 //
-// The list is read on a connection of its own inside one read transaction,
+// The list is read on a catalog connection of its own inside one read view,
 // held while matching: the chunks read back are those that were compared,
 // even if another writer replaces or removes the file meanwhile (chunks
 // leave the packs only in gc, which waits for the writer's shared lock).
@@ -16,7 +16,8 @@
 // blocks of 2 MiB.
 #pragma once
 
-#include "sqlite.hpp"
+#include "catalog.hpp"
+#include "pack_storage.hpp"
 
 #include <cdc/digest.hpp>
 #include <cdc/store.hpp>
@@ -34,21 +35,22 @@ namespace cdc::store::detail {
 
 class BaseList {
 public:
-    /// The committed file `name` of the store at `dir`, read on `db` (a
-    /// connection used by nothing else until the BaseList is gone), if it
-    /// exists with at least `min_chunks` chunks; nullptr otherwise.
-    static std::unique_ptr<BaseList> open(Db& db, const std::filesystem::path& dir, const std::string& name,
+    /// The committed file `name`, read on `catalog` (a connection used by
+    /// nothing else until the BaseList is gone), if it exists with at least
+    /// `min_chunks` chunks; nullptr otherwise.
+    static std::unique_ptr<BaseList> open(Catalog& catalog, const PackStorage& packs, const std::string& name,
                                           std::uint64_t min_chunks);
     /// A committed file whose chunk list starts with `first` and has 2
     /// chunks or more (the most recently committed if several), if any: a
     /// large file put under a name the store does not hold may be one it
-    /// holds under another (a new snapshot of a tree). Found by the store's
-    /// first-id index (kFirstIdIndexSql), which must exist.
+    /// holds under another (a new snapshot of a tree). Found by the
+    /// catalog's first-id lookup (files_starting_with), which needs
+    /// Catalog::upgrade_for_writing on a store of an earlier version.
     /// Among several, one of `size` if given comes first, then the one whose
     /// name ends most like `name` (the put's: a tree put again under a new
     /// prefix finds each file's own earlier version, not a sibling version
     /// of the same size that starts alike), then the most recent.
-    static std::unique_ptr<BaseList> open_similar(Db& db, const std::filesystem::path& dir, const ChunkId& first,
+    static std::unique_ptr<BaseList> open_similar(Catalog& catalog, const PackStorage& packs, const ChunkId& first,
                                                   std::optional<std::uint64_t> size, std::string_view name = {});
     ~BaseList();
     BaseList(const BaseList&) = delete;
@@ -70,7 +72,7 @@ public:
     const ChunkId& digest() const noexcept { return digest_; }
     std::uint64_t size() const noexcept { return size_; }
     /// The stored version's row and metadata (a writer keeps that row when
-    /// nothing differs: Writer::Impl::write_manifests).
+    /// nothing differs: ManifestDraft::keep_row).
     std::int64_t manifest_row() const noexcept { return manifest_; }
     std::uint32_t mode() const noexcept { return mode_; }
     std::int64_t mtime_ns() const noexcept { return mtime_ns_; }
@@ -86,9 +88,8 @@ public:
     void read_matched(const std::function<void(std::span<const std::byte>)>& f);
 
 private:
-    BaseList() = default;
-    /// Reads the manifest row `m` selected (id, digest, size, chunk_count, mode, mtime_ns).
-    void take_row(const Stmt& m);
+    explicit BaseList(Catalog& catalog) : catalog_(catalog) {}
+    void take(const StoredFile& file);
     bool load_row();
     /// True if the next base id equals the 32 bytes at `id` (consumes it).
     bool next_equals(const std::uint8_t* id);
@@ -105,17 +106,17 @@ private:
         return true;
     }
 
-    std::filesystem::path dir_;
+    Catalog& catalog_;
+    const PackStorage* packs_ = nullptr;
     std::string name_;
-    Db* db_ = nullptr;
-    std::unique_ptr<Transaction> snapshot_;
+    bool viewing_ = false;  // catalog_'s read view is this list's
     std::int64_t manifest_ = 0;
     ChunkId digest_{};
     std::uint64_t size_ = 0;
     std::uint64_t chunks_ = 0;
     std::uint32_t mode_ = 0;
     std::int64_t mtime_ns_ = 0;
-    Stmt rows_;
+    std::unique_ptr<ListReader> rows_;
     std::vector<std::uint8_t> row_;  // ids of the current row
     std::size_t pos_ = 0;            // next id in row_ (bytes)
     bool matching_ = true;

@@ -83,7 +83,7 @@ std::uint32_t read_marker(const std::filesystem::path& dir) {
 }
 
 std::filesystem::path pack_path(const std::filesystem::path& dir, std::uint64_t pack) {
-    return dir / kPacksDir / fmt::format("{:08}.pack", pack);  // (pack_name, below)
+    return dir / kPacksDir / fmt::format("{:08}.pack", pack);
 }
 
 unsigned store_file_mode(const std::filesystem::path& dir) {
@@ -191,67 +191,16 @@ std::uint64_t file_size_or_zero(const std::filesystem::path& p) {
     return static_cast<std::uint64_t>(st.st_size);
 }
 
-Fd::~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-}
-
-Fd& Fd::operator=(Fd&& o) noexcept {
-    if (this != &o) {
-        if (fd_ >= 0) ::close(fd_);
-        fd_ = o.release();
-    }
-    return *this;
-}
-
 namespace {
 
 Fd open_regular_at(int dirfd, const char* name, int flags, unsigned mode) {
     return Fd(cdc::detail::open_regular_file(dirfd, name, flags, static_cast<mode_t>(mode), false));
 }
 
-std::string pack_name(std::uint64_t id) { return fmt::format("{:08}.pack", id); }
-
 }  // namespace
 
 Fd open_store_file(const std::filesystem::path& p, int flags, unsigned mode) {
     return open_regular_at(AT_FDCWD, p.c_str(), flags, mode);
-}
-
-Fd open_packs_dir(const std::filesystem::path& dir) {
-    const auto path = dir / kPacksDir;
-    Fd fd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-    struct stat st {};
-    if (!fd && errno == ENOTDIR && ::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) errno = ELOOP;
-    return fd;
-}
-
-Fd open_pack(const std::filesystem::path& dir, std::uint64_t id, int flags, unsigned mode) {
-    const Fd packs = open_packs_dir(dir);
-    if (!packs) return Fd{};
-    return open_regular_at(packs.get(), pack_name(id).c_str(), flags, mode);
-}
-
-std::map<std::uint64_t, std::uint64_t> pack_files_on_disk(const std::filesystem::path& dir) {
-    std::map<std::uint64_t, std::uint64_t> out;
-    Fd packs = open_packs_dir(dir);
-    if (!packs) return out;
-    DIR* d = ::fdopendir(packs.get());
-    if (d == nullptr) return out;
-    packs.release();  // (closedir closes it)
-    while (const dirent* e = ::readdir(d)) {
-        const auto id = parse_pack_name(e->d_name);
-        if (!id) continue;
-        struct stat st {};
-        out.emplace(*id, ::fstatat(::dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0
-                             ? static_cast<std::uint64_t>(st.st_size)
-                             : 0);
-    }
-    ::closedir(d);
-    return out;
-}
-
-void remove_pack_file(const std::filesystem::path& dir, std::uint64_t id) {
-    if (const Fd packs = open_packs_dir(dir)) (void)::unlinkat(packs.get(), pack_name(id).c_str(), 0);
 }
 
 std::string open_failure(int e) {

@@ -2,6 +2,8 @@
 // record headers, the record checksum. Format version 1.
 #pragma once
 
+#include "../common/posix.hpp"
+
 #include <cdc/store.hpp>
 
 #include <array>
@@ -30,27 +32,6 @@ inline constexpr std::array<std::uint8_t, 8> kPackMagic = {'C', 'D', 'C', 'P', '
 inline constexpr std::array<std::uint8_t, 4> kRecordMagic = {'C', 'R', 'e', 'c'};
 /// Chunk ids per manifest_chunks row.
 inline constexpr std::size_t kIdsPerSegment = 4096;
-/// Stored files by the first id of their chunk lists (manifests.first_id,
-/// set for lists of two chunks or more): a file put under a new name finds
-/// a stored file it may equal (a large one: base_list.hpp; a small one: the
-/// same first id, size, chunk count and digest), the newest first, in the
-/// index's order. An index of the manifests (small rows) rather than of
-/// manifest_chunks: that table is WITHOUT ROWID with rows of up to 128 KiB,
-/// and SQLite reads a candidate's row there (its overflow pages, and those
-/// of the interior cells passed on the way) however little of it the query
-/// needs: 40 versions of a file cost a lookup 40 times the reading of one.
-/// (One-chunk files, most of a tree of small ones, are left out: indexing
-/// every manifest cost such a put 3-7% more CPU.) Part of the schema of new
-/// stores; a writer adds the column and the index to an older store
-/// (add_first_ids), dropping the earlier indexes of manifest_chunks.
-inline constexpr const char* kFirstIdIndexSql =
-    "CREATE INDEX IF NOT EXISTS manifests_first_id ON manifests(first_id) WHERE first_id IS NOT NULL";
-/// The first id of a list, in SQL (the first_id of a manifest with id `m`,
-/// NULL for a list of fewer than two chunks).
-inline constexpr const char* kFirstIdOfSql =
-    "(SELECT substr(ids, 1, 32) FROM manifest_chunks c WHERE c.manifest = manifests.id AND c.seq = 0 AND "
-    "length(c.ids) >= 64)";
-
 /// The text of DIR/cdc-store for a format version.
 std::string marker_text(std::uint32_t version);
 /// Reads DIR/cdc-store: VersionError if absent, unreadable or newer than
@@ -92,42 +73,11 @@ void write_all(int fd, const void* data, std::size_t n, const std::string& what)
 std::size_t pread_full(int fd, void* data, std::size_t n, std::uint64_t offset, const std::string& what);
 void fsync_fd(int fd, const std::string& what, bool data_only);
 void fsync_dir(const std::filesystem::path& dir);
-/// Nanoseconds since the epoch as a timespec for futimens: tv_nsec in
-/// [0, 1e9) as it requires, so a time before 1970 with a fraction of a
-/// second has the second below it (-1.5 s: -2 s + 0.5 s).
-inline timespec timespec_of_ns(std::int64_t ns) noexcept {
-    std::int64_t sec = ns / 1'000'000'000;
-    std::int64_t frac = ns % 1'000'000'000;
-    if (frac < 0) {
-        frac += 1'000'000'000;
-        --sec;
-    }
-    return {static_cast<time_t>(sec), static_cast<long>(frac)};
-}
+using common::timespec_of_ns;
 /// The size of `p` itself (a link is not followed), 0 if it cannot be examined.
 std::uint64_t file_size_or_zero(const std::filesystem::path& p);
 
-/// An owned file descriptor.
-class Fd {
-public:
-    Fd() = default;
-    explicit Fd(int fd) noexcept : fd_(fd) {}
-    ~Fd();
-    Fd(Fd&& o) noexcept : fd_(o.release()) {}
-    Fd& operator=(Fd&& o) noexcept;
-    Fd(const Fd&) = delete;
-    Fd& operator=(const Fd&) = delete;
-    int get() const noexcept { return fd_; }
-    int release() noexcept {
-        const int f = fd_;
-        fd_ = -1;
-        return f;
-    }
-    explicit operator bool() const noexcept { return fd_ >= 0; }
-
-private:
-    int fd_ = -1;
-};
+using common::Fd;
 
 /// Opens a file of the store (the lock) with `flags` never through a link
 /// and never blocking on a FIFO (cdc::detail::open_regular_file: ELOOP for
@@ -135,19 +85,7 @@ private:
 /// shared by a group may hold what another member put there. Closed (empty)
 /// on failure, errno set; open_failure names it.
 Fd open_store_file(const std::filesystem::path& p, int flags, unsigned mode = 0);
-/// Pack `id` of the store `dir`, as open_store_file, opened relative to
-/// DIR/packs which is itself never a link (ELOOP): a link put in place of
-/// DIR/packs never sends a writer, gc or a reader to another directory.
-Fd open_pack(const std::filesystem::path& dir, std::uint64_t id, int flags, unsigned mode = 0);
-/// DIR/packs (O_DIRECTORY, never through a link), for listing and deleting
-/// packs relative to it; empty with errno set on failure.
-Fd open_packs_dir(const std::filesystem::path& dir);
-/// The pack files in DIR/packs (names NNNNNNNN.pack), with their sizes (a
-/// link's own size). Empty if DIR/packs cannot be opened.
-std::map<std::uint64_t, std::uint64_t> pack_files_on_disk(const std::filesystem::path& dir);
-/// Deletes pack `id`'s file (a link in its place: the link), if there.
-void remove_pack_file(const std::filesystem::path& dir, std::uint64_t id);
-/// Why open_store_file or open_pack failed (errno `e`), for a message.
+/// Why open_store_file or a pack's open failed (errno `e`), for a message.
 std::string open_failure(int e);
 
 /// flock(2) on DIR/lock: shared for writers and readers, exclusive for gc.

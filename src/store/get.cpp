@@ -5,9 +5,9 @@
 // kept until hashed. With a path, the output goes to a temporary file
 // renamed over OUT only once the size and whole-file BLAKE3 match.
 #include "ordered_decoder.hpp"
-#include "ordered_hasher.hpp"
+#include "../common/ordered_hasher.hpp"
 #include "store_impl.hpp"
-#include "task_pool.hpp"
+#include "../common/task_pool.hpp"
 
 #include <cdc/digest.hpp>
 
@@ -16,6 +16,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <limits>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -30,6 +31,7 @@
 namespace cdc::store {
 
 using namespace detail;
+using common::OrderedHasher;
 
 namespace {
 
@@ -49,21 +51,20 @@ struct Restored {
 /// What restoring reads with: the pack files and the decoding threads,
 /// made once for all the files of a tree.
 struct Readers {
-    explicit Readers(const std::filesystem::path& dir) : files(dir) {}
+    explicit Readers(const PackStorage& storage) : files(storage) {}
     PackFiles files;
     TaskPool pool;
 };
 
 Restored restore_to_fd(const Store::Impl& s, Readers& readers, std::string_view name, int out_fd,
                        const std::string& out_desc, const GetOptions& options) {
-    Db& db = s.db;
-    Transaction read(db, false);  // one snapshot for the whole file and its metadata
-    Stmt m(db, "SELECT size, digest, mode, mtime_ns FROM manifests WHERE name = ?1");
-    m.bind(1, name);
-    if (!m.step()) throw NotFoundError(fmt::format("no file named '{}' in the store '{}'", name, s.dir.string()));
-    const auto size = static_cast<std::uint64_t>(m.i64(0));
-    const ChunkId digest = to_id(m.blob(1), fmt::format("'{}'", name));
-    const Restored meta{static_cast<std::uint32_t>(m.i64(2)), m.i64(3)};
+    Catalog& catalog = *s.catalog;
+    ReadView read(catalog);  // one view for the whole file and its metadata
+    const auto file = catalog.stored_file(name, std::nullopt, fmt::format("'{}'", name));
+    if (!file) throw NotFoundError(fmt::format("no file named '{}' in the store '{}'", name, s.dir.string()));
+    const std::uint64_t size = file->size;
+    const ChunkId digest = file->digest;
+    const Restored meta{file->mode, file->mtime_ns};
 
     // Declared in this order: the hasher goes first (it drains its queue,
     // whose callbacks give blocks back to the decoder), then the decoder
@@ -96,11 +97,12 @@ Restored restore_to_fd(const Store::Impl& s, Readers& readers, std::string_view 
             });
         },
         blocks);
-    for_each_listed_chunk(db, s.dir, name, [&](const ChunkId& id, const Location& loc, std::uint64_t) {
-        decoder->add(id, loc, readers.files);
-    });
+    for_each_listed_chunk(catalog, file->row, name, std::numeric_limits<std::uint64_t>::max(),
+                          [&](const ChunkId& id, const Location& loc, std::uint64_t) {
+                              decoder->add(id, loc, readers.files);
+                          });
     decoder->finish();
-    read.commit();
+    read.end();
     if (written != size)
         throw DamageError(fmt::format("'{}': its chunks hold {} bytes, the manifest says {}", name, written, size));
     const Digest d = whole.finish();
@@ -181,7 +183,7 @@ void restore_into(const Store::Impl& s, Readers& readers, std::string_view name,
 
 void Store::get(std::string_view name, int fd, const GetOptions& options) const {
     SharedLockGuard guard(impl_->lock);
-    Readers readers(impl_->dir);
+    Readers readers(*impl_->packs);
     restore_to_fd(*impl_, readers, name, fd, fmt::format("the output of '{}'", name), options);
 }
 
@@ -194,7 +196,7 @@ void Store::get(std::string_view name, const std::filesystem::path& out_path, co
     const Fd dir(::open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (!dir)
         throw StoreError(fmt::format("cannot open the directory of '{}': {}", out.string(), std::strerror(errno)));
-    Readers readers(impl_->dir);
+    Readers readers(*impl_->packs);
     restore_into(*impl_, readers, name, dir.get(), out.filename().string(), out.string(), options);
 }
 
@@ -231,7 +233,7 @@ TreeGetReport Store::get_tree(std::string_view prefix, const std::filesystem::pa
             options.progress(p);
         };
     ProgressTicker ticker(options.progress);
-    Readers readers(impl_->dir);
+    Readers readers(*impl_->packs);
     for (const ManifestInfo& m : files) {
         ticker.tick([&](Progress& p) { fill(p, 0); });
         const std::string rel = m.name.substr(under.size());

@@ -55,7 +55,7 @@ std::unique_ptr<OrderedDecoder::Block> OrderedDecoder::fresh_block() {
     }
     b->ids.clear();
     b->locs.clear();
-    b->fds.clear();
+    b->packs.clear();
     b->raw_bytes = 0;
     b->error = nullptr;
     b->done.store(false);
@@ -63,11 +63,11 @@ std::unique_ptr<OrderedDecoder::Block> OrderedDecoder::fresh_block() {
     return b;
 }
 
-void OrderedDecoder::add(const ChunkId& id, const Location& loc, int fd) {
+void OrderedDecoder::add(const ChunkId& id, const Location& loc, const PackReader& pack) {
     if (!filling_->ids.empty() && filling_->raw_bytes + loc.raw_size > options_.block_bytes) submit();
     filling_->ids.push_back(id);
     filling_->locs.push_back(loc);
-    filling_->fds.push_back(fd);
+    filling_->packs.push_back(&pack);
     filling_->raw_bytes += loc.raw_size;
 }
 
@@ -76,7 +76,7 @@ void OrderedDecoder::add(const ChunkId& id, const Location& loc, PackFiles& pack
         finish();  // what is in flight reads the packs open now
         packs.close_all();
     }
-    add(id, loc, packs.fd(loc.pack));
+    add(id, loc, packs.reader(loc.pack));
 }
 
 void OrderedDecoder::reserve(Block& b, std::size_t bytes) const {
@@ -97,7 +97,7 @@ void OrderedDecoder::add_bytes(std::span<const std::byte> bytes) {
     loc.raw_size = static_cast<std::uint32_t>(bytes.size());
     b.ids.push_back(ChunkId{});
     b.locs.push_back(loc);
-    b.fds.push_back(-1);
+    b.packs.push_back(nullptr);
     b.raw_bytes += bytes.size();
 }
 
@@ -106,16 +106,26 @@ void OrderedDecoder::submit() {
     std::unique_ptr<Block> b = std::exchange(filling_, fresh_block());
     reserve(*b, b->raw_bytes);
     Block* bp = b.get();
+    const bool in_hand = std::all_of(bp->fds.begin(), bp->fds.end(), [](int fd) { return fd < 0; });
     inflight_.push_back(std::move(b));
-    pool_.submit([bp, this] {
-        try {
-            decode_block(*bp);
-        } catch (...) {
-            bp->error = std::current_exception();
-        }
-        bp->done.store(true);
-    });
-    while (inflight_.size() >= options_.blocks_ahead) deliver_front();
+    if (in_hand) {
+        bp->done.store(true);  // nothing to read or decode
+    } else {
+        pool_.submit([bp, this] {
+            try {
+                decode_block(*bp);
+            } catch (...) {
+                bp->error = std::current_exception();
+            }
+            bp->done.store(true);
+        });
+    }
+    // In order, each as soon as it is decoded, and at the latest when
+    // blocks_ahead are in flight: a block of bytes in hand (the chunks a
+    // push server just received) is ready at once and waited for company
+    // (4 pushes at once held 10 MB of blocks).
+    while (!inflight_.empty() && (inflight_.size() >= options_.blocks_ahead || inflight_.front()->done.load()))
+        deliver_front();
 }
 
 void OrderedDecoder::decode_block(Block& b) const {
@@ -125,21 +135,20 @@ void OrderedDecoder::decode_block(Block& b) const {
     std::size_t at = 0;
     const std::size_t n = b.ids.size();
     for (std::size_t k = 0; k < n;) {
-        if (b.fds[k] < 0) {  // bytes given, in place already
+        if (b.packs[k] == nullptr) {  // bytes given, in place already
             at += b.locs[k].raw_size;
             ++k;
             continue;
         }
         const auto record_end = [&](std::size_t i) { return b.locs[i].offset + kRecordHeaderSize + b.locs[i].stored_size; };
         std::size_t m = k + 1;
-        while (m < n && b.fds[m] == b.fds[k] && b.locs[m].pack == b.locs[k].pack &&
+        while (m < n && b.packs[m] == b.packs[k] && b.locs[m].pack == b.locs[k].pack &&
                b.locs[m].offset == record_end(m - 1) && record_end(m) - b.locs[k].offset <= kMaxRun)
             ++m;
         const std::uint64_t first = b.locs[k].offset;
         const std::size_t want = static_cast<std::size_t>(record_end(m - 1) - first);
         records.resize(want);
-        const std::size_t got = pread_full(b.fds[k], records.data(), want, first,
-                                           fmt::format("pack {:08}", b.locs[k].pack));
+        const std::size_t got = b.packs[k]->read_at(first, records);
         for (; k < m; ++k) {
             const std::size_t from = static_cast<std::size_t>(b.locs[k].offset - first);
             const auto record = std::span<const std::byte>(records).subspan(std::min(from, got)).first(

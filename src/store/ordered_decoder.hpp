@@ -16,7 +16,7 @@
 #pragma once
 
 #include "store_impl.hpp"
-#include "task_pool.hpp"
+#include "../common/task_pool.hpp"
 
 #include <atomic>
 #include <cstddef>
@@ -67,9 +67,9 @@ public:
     OrderedDecoder(const OrderedDecoder&) = delete;
     OrderedDecoder& operator=(const OrderedDecoder&) = delete;
 
-    /// The next chunk, its record at `loc` in the pack open as `fd` (which
-    /// stays open until finish). May deliver earlier blocks first.
-    void add(const ChunkId& id, const Location& loc, int fd);
+    /// The next chunk, its record at `loc` in `pack` (which stays open
+    /// until finish). May deliver earlier blocks first.
+    void add(const ChunkId& id, const Location& loc, const PackReader& pack);
     /// The same with the pack opened by `packs`; at their bound, what is
     /// added is delivered first and `packs` closes them all.
     void add(const ChunkId& id, const Location& loc, PackFiles& packs);
@@ -87,7 +87,7 @@ private:
     struct Block {
         std::vector<ChunkId> ids;
         std::vector<Location> locs;
-        std::vector<int> fds;  // -1: bytes of add_bytes, copied into data already
+        std::vector<const PackReader*> packs;  // nullptr: bytes of add_bytes, copied into data already
         std::size_t raw_bytes = 0;
         std::unique_ptr<std::byte[]> data;
         std::size_t capacity = 0;

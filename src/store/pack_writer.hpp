@@ -4,8 +4,9 @@
 // the index names them (docs/STORE.md, "Durability").
 #pragma once
 
+#include "catalog.hpp"
 #include "format.hpp"
-#include "sqlite.hpp"
+#include "pack_storage.hpp"
 
 #include <cdc/store.hpp>
 
@@ -18,15 +19,6 @@
 #include <vector>
 
 namespace cdc::store::detail {
-
-/// A record appended to a pack, waiting for the next flush to be indexed.
-struct PendingRow {
-    ChunkId id{};
-    std::uint64_t pack = 0;
-    std::uint64_t offset = 0;
-    std::uint32_t raw_size = 0;
-    std::uint32_t stored_size = 0;
-};
 
 /// Records built in memory before one append: header + payload each.
 struct RecordBatch {
@@ -52,14 +44,15 @@ inline constexpr std::size_t kMaxRetiredPacks = 16;
 
 class PackAppender {
 public:
-    PackAppender(std::filesystem::path dir, std::uint64_t pack_limit);
+    /// `storage` outlives the appender.
+    PackAppender(PackStorage& storage, std::uint64_t pack_limit);
     ~PackAppender();
     PackAppender(const PackAppender&) = delete;
     PackAppender& operator=(const PackAppender&) = delete;
 
     /// Picks a partly filled pack to continue, if one can be locked (call
-    /// once, from the thread that owns `db`, before appending).
-    void start(Db& db);
+    /// once, from the thread that owns `catalog`, before appending).
+    void start(Catalog& catalog);
     /// Appends a batch (thread-safe); its rows go to the pending list.
     void append(const RecordBatch& batch);
     /// Makes everything appended durable (fdatasync; the packs directory is
@@ -79,22 +72,18 @@ public:
 
 private:
     struct Open {
-        std::uint64_t id = 0;
-        Fd fd;
-        std::uint64_t size = 0;
+        std::unique_ptr<PackSink> sink;
         bool dirty = false;
     };
     void roll();  // mutex held
 
-    std::filesystem::path dir_;
+    PackStorage& storage_;
     std::uint64_t limit_;
-    unsigned file_mode_;  // store_file_mode(dir_)
     mutable std::mutex mutex_;
     Open current_;
     std::vector<Open> retired_;
     std::size_t synced_retired_ = 0;  // the first ones of retired_, synced by the last sync()
     std::uint64_t next_id_ = 1;
-    bool created_ = false;  // a pack file was created since the last sync
     std::uint64_t unsynced_ = 0;
     std::vector<PendingRow> rows_;
 };

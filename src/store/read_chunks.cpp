@@ -20,9 +20,9 @@ void Store::read_chunks(std::span<const ChunkId> ids, ChunkForm form,
                         const std::function<void(std::size_t, const StoredChunk&)>& f) const {
     if (ids.empty()) return;
     SharedLockGuard guard(impl_->lock);
-    Transaction read(impl_->db, false);
-    ChunkLookup lookup(impl_->db);
-    PackFiles files(impl_->dir);
+    Catalog& catalog = *impl_->catalog;
+    ReadView read(catalog);
+    PackFiles files(*impl_->packs);
     std::vector<std::byte> record;
     StoredChunk out;
     // Raw: decoded on a pool (ordered_decoder.hpp), handed over in order.
@@ -43,7 +43,7 @@ void Store::read_chunks(std::span<const ChunkId> ids, ChunkForm form,
         });
     }
     for (const ChunkId& id : ids) {
-        const auto loc = lookup.find(id);
+        const auto loc = catalog.find_chunk(id);
         if (!loc)
             throw NotFoundError(fmt::format("chunk {} is not in the store '{}'", to_hex(id), impl_->dir.string()));
         if (decoder) {
@@ -51,12 +51,12 @@ void Store::read_chunks(std::span<const ChunkId> ids, ChunkForm form,
             continue;
         }
         out.raw_size = loc->raw_size;
-        out.codec = read_record(files.read_fd(loc->pack), *loc, id, record, "");
+        out.codec = read_record(files.read(loc->pack), *loc, id, record, "");
         out.bytes.assign(record.begin() + static_cast<std::ptrdiff_t>(kRecordHeaderSize), record.end());
         f(next++, out);
     }
     if (decoder) decoder->finish();
-    read.commit();
+    read.end();
 }
 
 }  // namespace cdc::store

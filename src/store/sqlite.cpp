@@ -51,8 +51,8 @@ Db::Db(const std::string& path, bool create) : path_(path) {
     // returns (the WAL is fsynced), the order docs/STORE.md relies on.
     // secure_delete off: freed pages need not be zeroed (Debian turns it on).
     // A 2 MiB page cache per connection: lookups by chunk id are random, so
-    // a bigger cache mostly holds leaves read once (the OS caches the file);
-    // 16 MiB made a server with two connections grow to 73 MB on a 4 GiB push.
+    // a bigger cache mostly holds leaves read once (the OS caches the file)
+    // and a server's memory grows with each connection's cache.
     try {
         exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA secure_delete=OFF; "
              "PRAGMA cache_size=-2048; PRAGMA temp_store=FILE; PRAGMA foreign_keys=OFF",
@@ -191,3 +191,11 @@ void Transaction::commit() {
 }
 
 }  // namespace cdc::store::detail
+
+namespace cdc::store {
+
+void limit_catalog_cache(std::uint64_t bytes) {
+    sqlite3_soft_heap_limit64(static_cast<sqlite3_int64>(bytes));
+}
+
+}  // namespace cdc::store

@@ -50,6 +50,7 @@ public:
     Stmt(const Stmt&) = delete;
     Stmt& operator=(const Stmt&) = delete;
 
+    bool prepared() const noexcept { return s_ != nullptr; }
     Stmt& bind(int i, std::int64_t v);
     Stmt& bind(int i, std::span<const std::uint8_t> blob);
     Stmt& bind(int i, std::string_view text);

@@ -2,7 +2,7 @@
 // lengths, every indexed record (header, sizes, checksum; with full, the
 // decompressed bytes against the id), and every manifest against the index.
 #include "store_impl.hpp"
-#include "task_pool.hpp"
+#include "../common/task_pool.hpp"
 
 #include <fmt/format.h>
 
@@ -33,40 +33,35 @@ struct Row {
 
 VerifyReport Store::verify(const VerifyOptions& options) const {
     SharedLockGuard guard(impl_->lock);
-    Db& db = impl_->db;
+    Catalog& catalog = *impl_->catalog;
     VerifyReport report;
     ProgressTicker ticker(options.progress);
 
-    {
-        Stmt q(db, options.full ? "PRAGMA integrity_check" : "PRAGMA quick_check");
-        while (q.step()) {
-            const std::string line = q.text(0);
-            if (line != "ok") report.damage.push_back({fmt::format("database '{}': {}", impl_->db_path(), line)});
-        }
-    }
-    Transaction read(db, false);
+    for (const std::string& line : catalog.check(options.full))
+        report.damage.push_back({fmt::format("database '{}': {}", catalog.describe(), line)});
+    ReadView read(catalog);
 
     // Packs: present, not shorter than committed, with a valid header.
-    std::map<std::uint64_t, std::uint64_t> packs;  // id -> committed size
-    {
-        Stmt q(db, "SELECT id, size FROM packs");
-        while (q.step()) packs.emplace(q.i64(0), q.i64(1));
-    }
+    const std::map<std::uint64_t, std::uint64_t> packs = catalog.packs();  // id -> committed size
     std::set<std::uint64_t> bad_packs;
     std::uint64_t total_bytes = 0;
+    const PackStorage& storage = *impl_->packs;
+    const std::map<std::uint64_t, std::uint64_t> present = storage.list();
     for (const auto& [id, committed] : packs) {
-        const auto path = pack_path(impl_->dir, id);
-        Fd fd = open_pack(impl_->dir, id, O_RDONLY);
-        if (!fd) {
-            const int e = errno;
-            report.damage.push_back({e == ENOENT ? fmt::format("pack {:08} ('{}') is missing", id, path.string())
-                                                 : fmt::format("pack {:08} ('{}') cannot be read: {}", id,
-                                                               path.string(), open_failure(e))});
+        std::unique_ptr<PackReader> pack;
+        try {
+            pack = storage.open(id);
+        } catch (const StoreError& e) {
+            report.damage.push_back({fmt::format("pack {:08} cannot be read: {}", id, e.what())});
             bad_packs.insert(id);
             continue;
         }
-        struct stat st {};
-        const std::uint64_t on_disk = ::fstat(fd.get(), &st) == 0 ? static_cast<std::uint64_t>(st.st_size) : 0;
+        if (!pack) {
+            report.damage.push_back({fmt::format("pack {:08} ('{}') is missing", id, storage.describe(id))});
+            bad_packs.insert(id);
+            continue;
+        }
+        const std::uint64_t on_disk = pack->size();
         if (on_disk < committed)
             report.damage.push_back({fmt::format("pack {:08} is truncated: {} bytes on disk, {} committed", id, on_disk,
                                                  committed)});
@@ -74,19 +69,20 @@ VerifyReport Store::verify(const VerifyOptions& options) const {
             report.notes.push_back({fmt::format("pack {:08}: {} bytes beyond its committed length (an interrupted "
                                                 "writer's; cut off by the next writer or gc)",
                                                 id, on_disk - committed)});
-        std::array<std::uint8_t, kPackHeaderSize> h{};
-        const std::size_t got = pread_full(fd.get(), h.data(), h.size(), 0, path.string());
-        const std::string bad = check_pack_header(std::span<const std::uint8_t>(h.data(), got), id);
+        std::array<std::byte, kPackHeaderSize> h{};
+        const std::size_t got = pack->read_at(0, h);
+        const std::string bad =
+            check_pack_header(std::span<const std::uint8_t>(reinterpret_cast<const std::uint8_t*>(h.data()), got), id);
         if (!bad.empty()) report.damage.push_back({fmt::format("pack {:08}: {}", id, bad)});
         total_bytes += committed;
         ++report.packs;
     }
-    for (const auto& [id, size] : pack_files_on_disk(impl_->dir)) {
+    for (const auto& [id, size] : present) {
         (void)size;
         if (!packs.count(id))
-            report.notes.push_back({fmt::format("pack file {} is not in the index (a running writer's, or an "
+            report.notes.push_back({fmt::format("pack {} is not in the index (a running writer's, or an "
                                                 "interrupted writer's or gc's: gc deletes it)",
-                                                pack_path(impl_->dir, id).filename().string())});
+                                                storage.describe(id))});
     }
 
     // Records, in pack order, checked by the pool.
@@ -95,23 +91,23 @@ VerifyReport Store::verify(const VerifyOptions& options) const {
     std::atomic<std::uint64_t> checked_bytes{0};
     std::atomic<std::uint64_t> checked_chunks{0};
     {
-        PackFiles files(impl_->dir);
+        PackFiles files(storage);
         std::vector<std::unique_ptr<std::vector<Row>>> batches;
         TaskPool pool;
         const bool full = options.full;
-        auto run_batch = [&](std::vector<Row>* rows, int fd) {
-            pool.submit([&, rows, fd] {
+        auto run_batch = [&](std::vector<Row>* rows, const PackReader* pack) {
+            pool.submit([&, rows, pack] {
                 thread_local std::vector<std::byte> buf;
                 thread_local std::vector<std::byte> raw;
                 for (const Row& r : *rows) {
                     try {
                         if (full) {
                             raw.resize(r.loc.raw_size);
-                            read_chunk_into(fd, r.loc, r.id, buf, raw, "");
+                            read_chunk_into(*pack, r.loc, r.id, buf, raw, "");
                             if (chunk_id_of(raw) != r.id)
                                 throw DamageError(chunk_problem("", r.id, r.loc, "its bytes have another BLAKE3"));
                         } else {
-                            read_record(fd, r.loc, r.id, buf, "");
+                            read_record(*pack, r.loc, r.id, buf, "");
                         }
                     } catch (const DamageError& e) {
                         std::lock_guard lock(mutex);
@@ -122,7 +118,6 @@ VerifyReport Store::verify(const VerifyOptions& options) const {
                 }
             });
         };
-        Stmt q(db, "SELECT id, pack, offset, raw_size, stored_size FROM chunks ORDER BY pack, offset");
         auto batch = std::make_unique<std::vector<Row>>();
         std::uint64_t batch_bytes = 0;
         std::uint64_t batch_pack = 0;
@@ -133,7 +128,7 @@ VerifyReport Store::verify(const VerifyOptions& options) const {
                 batches.clear();
                 files.close_all();
             }
-            run_batch(batch.get(), files.fd(batch_pack));
+            run_batch(batch.get(), &files.reader(batch_pack));
             batches.push_back(std::move(batch));
             batch = std::make_unique<std::vector<Row>>();
             batch_bytes = 0;
@@ -147,29 +142,25 @@ VerifyReport Store::verify(const VerifyOptions& options) const {
                 p.bytes_total = total_bytes;
             });
         };
-        CatalogCheck check(db);
-        while (q.step()) {
-            Row r{to_id(q.blob(0), impl_->db_path()), {}};
-            try {
-                r.loc = check.location(r.id, q.i64(1), q.i64(2), q.i64(3), q.i64(4), "");
-            } catch (const DamageError& e) {
+        catalog.for_each_chunk(
+            [&](const ChunkId& id, const Location& loc) {
+                if (!packs.count(loc.pack) || bad_packs.count(loc.pack)) {
+                    std::lock_guard lock(mutex);
+                    damaged.emplace(id, chunk_problem("", id, loc, packs.count(loc.pack) ? "its pack is missing"
+                                                                                        : "its pack is not in the index"));
+                    return;
+                }
+                if (loc.pack != batch_pack || batch_bytes >= kTaskBytes) {
+                    flush_batch();
+                    batch_pack = loc.pack;
+                }
+                batch_bytes += kRecordHeaderSize + loc.stored_size;
+                batch->push_back({id, loc});
+            },
+            [&](const ChunkId& id, const std::string& what) {
                 std::lock_guard lock(mutex);
-                damaged.emplace(r.id, e.what());
-                continue;
-            }
-            if (!packs.count(r.loc.pack) || bad_packs.count(r.loc.pack)) {
-                std::lock_guard lock(mutex);
-                damaged.emplace(r.id, chunk_problem("", r.id, r.loc, packs.count(r.loc.pack) ? "its pack is missing"
-                                                                                          : "its pack is not in the index"));
-                continue;
-            }
-            if (r.loc.pack != batch_pack || batch_bytes >= kTaskBytes) {
-                flush_batch();
-                batch_pack = r.loc.pack;
-            }
-            batch_bytes += kRecordHeaderSize + r.loc.stored_size;
-            batch->push_back(r);
-        }
+                damaged.emplace(id, what);
+            });
         flush_batch();
         pool.drain();
     }
@@ -179,25 +170,20 @@ VerifyReport Store::verify(const VerifyOptions& options) const {
     // Manifests: every listed chunk indexed and undamaged, sizes add up.
     std::unordered_map<ChunkId, std::vector<std::string>, IdHash> needed_by;
     {
-        ChunkLookup lookup(db);
-        Stmt ms(db, "SELECT id, name, size, chunk_count FROM manifests WHERE name IS NOT NULL ORDER BY name");
-        Stmt segs(db, "SELECT ids FROM manifest_chunks WHERE manifest = ?1 ORDER BY seq");
-        while (ms.step()) {
-            const std::string name = ms.text(1);
-            const auto size = static_cast<std::uint64_t>(ms.i64(2));
-            const auto count = static_cast<std::uint64_t>(ms.i64(3));
+        std::vector<std::uint8_t> blob;
+        std::uint32_t seq = 0;
+        catalog.for_each_manifest([&](const std::string& name, std::uint64_t size, std::uint64_t count,
+                                      ListReader& list) {
             std::uint64_t sum = 0, n = 0;
             bool sizes_known = true;  // (a damaged row's size is not one)
-            segs.bind(1, ms.i64(0));
-            while (segs.step()) {
-                const auto blob = segs.blob(0);
+            while (list.next(seq, blob)) {
                 if (blob.size() % 32 != 0)
                     report.damage.push_back({fmt::format("'{}': a chunk list segment of {} bytes", name, blob.size())});
                 for (std::size_t i = 0; i + 32 <= blob.size(); i += 32, ++n) {
-                    const ChunkId id = to_id(blob.subspan(i, 32), name);
+                    const ChunkId id = to_id(std::span(blob).subspan(i, 32), name);
                     std::optional<Location> loc;
                     try {
-                        loc = lookup.find(id);
+                        loc = catalog.find_chunk(id);
                     } catch (const DamageError& e) {
                         damaged.emplace(id, e.what());  // (found so by the records' pass already)
                         auto& v = needed_by[id];
@@ -217,20 +203,18 @@ VerifyReport Store::verify(const VerifyOptions& options) const {
                     }
                 }
             }
-            segs.reset();
             if (n != count)
                 report.damage.push_back({fmt::format("'{}': {} chunks listed, the manifest says {}", name, n, count)});
             if (sizes_known && sum != size)
                 report.damage.push_back({fmt::format("'{}': its chunks hold {} bytes, the manifest says {}", name, sum,
                                                      size)});
             ++report.manifests;
-        }
-        Stmt pending(db, "SELECT count(*) FROM manifests WHERE name IS NULL");
-        if (pending.step() && pending.i64(0) > 0)
+        });
+        if (const std::uint64_t pending = catalog.pending_manifests(); pending > 0)
             report.notes.push_back({fmt::format("{} pending manifest(s) of interrupted writers (gc drops them)",
-                                                pending.i64(0))});
+                                                pending)});
     }
-    read.commit();
+    read.end();
     // A store holds every file put into it: others reading it is worth a note
     // (stores made before init made them 0700; a group share is deliberate).
     if (struct stat st {}; ::stat(impl_->dir.c_str(), &st) == 0 && (st.st_mode & 0007) != 0)

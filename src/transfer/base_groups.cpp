@@ -9,30 +9,13 @@
 
 namespace cdc::transfer {
 
-using store::detail::Stmt;
-
-std::unique_ptr<BaseGroups> BaseGroups::open(store::detail::Db& db, const std::string& name, std::size_t max_groups) {
-    return open_where(db, "name = ?1", [&](Stmt& m) { m.bind(1, name); }, max_groups);
-}
-
-std::unique_ptr<BaseGroups> BaseGroups::open_row(store::detail::Db& db, std::int64_t manifest) {
-    return open_where(db, "id = ?1", [&](Stmt& m) { m.bind(1, manifest); }, kMaxGroups);
-}
-
-std::unique_ptr<BaseGroups> BaseGroups::open_where(store::detail::Db& db, const char* where,
-                                                   const std::function<void(Stmt&)>& bind, std::size_t max_groups) {
+std::unique_ptr<BaseGroups> BaseGroups::open(std::unique_ptr<store::StoredList> list, std::size_t max_groups) {
+    if (!list || list->chunks() == 0) return nullptr;
     std::unique_ptr<BaseGroups> b(new BaseGroups());
     b->max_groups_ = max_groups;
-    b->db_ = &db;
-    b->snapshot_ = std::make_unique<store::detail::Transaction>(db, false);
-    {
-        Stmt m(db, fmt::format("SELECT id, name, chunk_count FROM manifests WHERE {} AND name IS NOT NULL", where).c_str());
-        bind(m);
-        if (!m.step() || m.i64(2) <= 0) return nullptr;
-        b->manifest_ = m.i64(0);
-        b->name_ = m.text(1);
-        b->chunks_ = static_cast<std::uint64_t>(m.i64(2));
-    }
+    b->name_ = list->name();
+    b->chunks_ = list->chunks();
+    b->list_ = std::move(list);
     b->read_groups();
     return b;
 }
@@ -40,8 +23,6 @@ std::unique_ptr<BaseGroups> BaseGroups::open_where(store::detail::Db& db, const 
 void BaseGroups::read_groups() {
     // One pass over the list: the rows' positions, and the groups cut as a
     // client cuts a list (a group may span two rows).
-    Stmt rows(*db_, "SELECT seq, ids FROM manifest_chunks WHERE manifest = ?1 ORDER BY seq");
-    rows.bind(1, manifest_);
     std::vector<store::ChunkId> group;
     GroupCutter cut;
     std::uint64_t index = 0;
@@ -54,9 +35,10 @@ void BaseGroups::read_groups() {
         groups_.push_back(g);
         group.clear();
     };
-    while (groups_.size() < max_groups_ && rows.step()) {
-        const auto blob = rows.blob(1);
-        rows_.push_back({rows.i64(0), index});
+    std::uint32_t seq = 0;
+    std::vector<std::uint8_t> blob;
+    while (groups_.size() < max_groups_ && list_->next(seq, blob)) {
+        rows_.push_back({seq, index});
         for (std::size_t at = 0; at + 32 <= blob.size(); at += 32) {
             store::ChunkId& id = group.emplace_back();
             std::memcpy(id.data(), blob.data() + at, id.size());
@@ -103,13 +85,7 @@ const std::vector<std::uint8_t>* BaseGroups::load_row(std::size_t r) {
         }
         if (k.used < slot->used) slot = &k;
     }
-    if (!row_stmt_) row_stmt_ = std::make_unique<Stmt>(*db_, "SELECT ids FROM manifest_chunks WHERE manifest = ?1 AND seq = ?2");
-    Stmt& s = *row_stmt_;
-    s.reset();
-    s.bind(1, manifest_).bind(2, rows_[r].seq);
-    if (!s.step()) return nullptr;
-    const auto blob = s.blob(0);
-    slot->ids.assign(blob.begin(), blob.end());
+    if (!list_->row(rows_[r].seq, slot->ids)) return nullptr;  // (the slot's ids are left as they were)
     slot->row = r;
     slot->used = ++uses_;
     return &slot->ids;

@@ -2,8 +2,8 @@
 // push replaces, for a client that sends GroupLists: a group the stored file
 // has is taken from it, so the client need not list its chunks one by one.
 //
-// The stored file's list is read once, on a connection of its own inside one
-// read transaction held until the BaseGroups is gone: the ids handed out are
+// The stored file's list (store::StoredList, from the ingest door) is read
+// once, in one snapshot held until the BaseGroups is gone: the ids handed out are
 // those of the file as it was then, even if another writer replaces it
 // meanwhile, and their chunks stay in the packs (gc waits for the pushing
 // session's shared lock). A group found here says which chunks the client
@@ -14,7 +14,7 @@
 // remembered and travel as ids) and kRowsKept rows of ids (128 KiB each).
 #pragma once
 
-#include "../store/sqlite.hpp"
+#include "../store/ingest.hpp"
 
 #include <cdc/store.hpp>
 
@@ -35,14 +35,12 @@ public:
     /// groups travel as ids).
     static constexpr std::size_t kMaxGroups = std::size_t{1} << 18;
 
-    /// The committed file `name` read on `db` (used by nothing else while
-    /// the BaseGroups lives); nullptr if there is none or it has no chunks.
-    /// `max_groups`: the cap (tests lower it); the list is read up to it.
-    static std::unique_ptr<BaseGroups> open(store::detail::Db& db, const std::string& name,
+    /// The groups of the committed file `list` reads (nullptr: none, or
+    /// one without chunks). `max_groups`: the cap (tests lower it); the
+    /// list is read up to it. DamageError if the list is not as long as
+    /// its manifest says.
+    static std::unique_ptr<BaseGroups> open(std::unique_ptr<store::StoredList> list,
                                             std::size_t max_groups = kMaxGroups);
-    /// The committed file of manifest row `manifest` (found by another
-    /// connection: nullptr if this snapshot does not have it committed).
-    static std::unique_ptr<BaseGroups> open_row(store::detail::Db& db, std::int64_t manifest);
     ~BaseGroups();
     BaseGroups(const BaseGroups&) = delete;
     BaseGroups& operator=(const BaseGroups&) = delete;
@@ -65,15 +63,11 @@ private:
         std::uint32_t count;
     };
     struct Row {
-        std::int64_t seq;
+        std::uint32_t seq;
         std::uint64_t first;  // index of its first id
     };
     BaseGroups() = default;
-    /// The committed manifest selected by `where` (bound by `bind`), in a new snapshot.
-    static std::unique_ptr<BaseGroups> open_where(store::detail::Db& db, const char* where,
-                                                  const std::function<void(store::detail::Stmt&)>& bind,
-                                                  std::size_t max_groups);
-    /// Reads the list of manifest_ (chunks_ ids) and cuts its groups.
+    /// Reads the list (chunks_ ids) and cuts its groups.
     void read_groups();
     /// Row r of rows_, read if it is not among the rows kept; nullptr if
     /// the snapshot lacks it.
@@ -87,17 +81,14 @@ private:
         std::vector<std::uint8_t> ids;
     };
 
+    std::unique_ptr<store::StoredList> list_;
     std::string name_;
-    store::detail::Db* db_ = nullptr;
-    std::unique_ptr<store::detail::Transaction> snapshot_;
-    std::int64_t manifest_ = 0;
     std::uint64_t chunks_ = 0;
     std::size_t max_groups_ = kMaxGroups;
     std::vector<Group> groups_;  // sorted by key
     std::vector<Row> rows_;
     std::array<KeptRow, kRowsKept> kept_;
     std::uint64_t uses_ = 0;
-    std::unique_ptr<store::detail::Stmt> row_stmt_;
 };
 
 }  // namespace cdc::transfer

@@ -11,8 +11,8 @@
 #include <cdc/source.hpp>
 #include <cdc/store.hpp>
 
-#include "../store/task_pool.hpp"
-#include "handoff.hpp"
+#include "../common/task_pool.hpp"
+#include "../common/handoff.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -61,8 +61,8 @@ private:
     std::size_t read_size_;
     std::vector<Slot> slots_;
     std::deque<Slot*> free_;        // guarded by the handoff's lock
-    store::detail::TaskPool pool_;  // hashes beside the reading thread
-    Handoff<Slot*> ready_;          // last: its thread stops before the rest goes
+    common::TaskPool pool_;  // hashes beside the reading thread
+    common::Handoff<Slot*> ready_;          // last: its thread stops before the rest goes
 };
 
 }  // namespace cdc::transfer

@@ -254,9 +254,9 @@ Client::Client(const ClientOptions& options) : impl_(std::make_unique<Impl>()) {
     if (!options.server_name.empty()) args.SetSslTargetNameOverride(options.server_name);
     // No BDP probing: on loopback it grows the flow-control window until
     // tens of MB are received ahead of a client that is busy writing (a
-    // 4 GiB pull peaked at 70-120 MB with it, 23 MB without, and ran faster;
-    // docs/BENCHMARKS.md "Chunked transfer"). The default 64 KiB window is
-    // enough: our messages are pipelined a list ahead.
+    // pull's memory then grows with the file; docs/BENCHMARKS.md, "Chunked
+    // transfer"). The default 64 KiB window is enough: our messages are
+    // pipelined a list ahead.
     args.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);
     impl_->channel = grpc::CreateCustomChannel(options.address, creds, args);
     impl_->stub = v1::Transfer::NewStub(impl_->channel);

@@ -4,7 +4,7 @@
 // has ~500k chunks; the list is never held whole.
 #pragma once
 
-#include "handoff.hpp"
+#include "../common/handoff.hpp"
 
 #include <cdc/store.hpp>
 
@@ -33,7 +33,7 @@ public:
     bool next(Batch& out);
 
 private:
-    Handoff<Batch> handoff_{2};
+    common::Handoff<Batch> handoff_{2};
 };
 
 }  // namespace cdc::transfer

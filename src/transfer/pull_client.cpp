@@ -10,7 +10,7 @@
 #include "seed_index.hpp"
 
 #include "../store/codec.hpp"
-#include "../store/format.hpp"
+#include "../common/posix.hpp"
 
 #include <cdc/digest.hpp>
 #include <cdc/error.hpp>
@@ -316,7 +316,7 @@ void restore_metadata(int fd, const v1::FileHeader& header, const PullOptions& o
     mode_t mode = static_cast<mode_t>(header.mode() & (options.keep_setid ? 07777u : 0777u));
     if (!options.keep_modes) mode &= ~current_umask();
     if (::fchmod(fd, mode) != 0) throw IoError(fmt::format("cannot chmod {}: {}", what, std::strerror(errno)));
-    const timespec times[2] = {{0, UTIME_OMIT}, store::detail::timespec_of_ns(header.mtime_ns())};
+    const timespec times[2] = {{0, UTIME_OMIT}, common::timespec_of_ns(header.mtime_ns())};
     if (::futimens(fd, times) != 0)
         throw IoError(fmt::format("cannot set the mtime of {}: {}", what, std::strerror(errno)));
 }
@@ -392,7 +392,7 @@ PullReport pull_file(PullStream& stream, const ServerParams& params, const std::
             ::unlink(partial.c_str());
             ::unlink(previous.c_str());
             if (options.restore_metadata) {
-                const store::detail::Fd ofd(::open(out.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY));
+                const common::Fd ofd(::open(out.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY));
                 struct stat now {};
                 const bool same = ofd && ::fstat(ofd.get(), &now) == 0 && S_ISREG(now.st_mode) &&
                                   now.st_dev == hashed.st_dev && now.st_ino == hashed.st_ino;

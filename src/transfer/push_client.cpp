@@ -11,7 +11,7 @@
 #include "progress.hpp"
 
 #include "../store/codec.hpp"
-#include "../store/task_pool.hpp"
+#include "../common/task_pool.hpp"
 
 #include <cdc/digest.hpp>
 #include <cdc/error.hpp>
@@ -49,7 +49,7 @@ std::int64_t now_ns() {
 class FileSender {
 public:
     FileSender(PushStream& stream, const ServerParams& params, std::shared_ptr<const CutFinder> finder,
-               store::detail::TaskPool& pool, ProgressThrottle& progress, bool group_lists)
+               common::TaskPool& pool, ProgressThrottle& progress, bool group_lists)
         : stream_(stream),
           params_(params),
           finder_(std::move(finder)),
@@ -318,7 +318,7 @@ private:
     PushStream& stream_;
     const ServerParams& params_;
     std::shared_ptr<const CutFinder> finder_;
-    store::detail::TaskPool& pool_;
+    common::TaskPool& pool_;
     ProgressThrottle& progress_;
     const bool group_lists_;
     const std::size_t group_digest_bytes_;
@@ -342,7 +342,7 @@ PushReport push_files(const std::function<std::unique_ptr<PushStream>()>& open_s
                             fmt::format("the server{} holds no key for its keyed store (it was started without "
                                         "--key-file): it takes no push; start cdc serve with the store's --key-file",
                                         params.address.empty() ? std::string() : " at " + params.address));
-    store::detail::TaskPool pool(options.threads);
+    common::TaskPool pool(options.threads);
     PushReport report;
     std::uint64_t total = 0;
     for (const auto& in : inputs) total += in.size;

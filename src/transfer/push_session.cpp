@@ -1,7 +1,6 @@
 #include "push_session.hpp"
 
 #include "../store/codec.hpp"
-#include "../store/format.hpp"
 
 #include <fmt/format.h>
 
@@ -20,20 +19,17 @@ constexpr std::size_t kRecentLimit = 1u << 16;
 // A file of that name with at least this many chunks is compared with.
 constexpr std::uint64_t kBaseMinChunks = 256;
 
-store::ChunkId id_of(const Digest& d) {
-    store::ChunkId id;
-    std::memcpy(id.data(), d.bytes.data(), id.size());
-    return id;
+/// A store error while the file is read back or compared: the file fails.
+[[noreturn]] void fail_file(const std::string& name, const store::StoreError& e) {
+    throw TransferError(Code::data_loss, fmt::format("'{}': {} (nothing of the file is committed)", name, e.what()));
 }
 
 }  // namespace
 
 PushSession::PushSession(const std::filesystem::path& store_dir, const store::OpenOptions& options)
-    : dir_(store_dir),
-      store_(store::Store::open(store_dir, options)),
-      assembler_(store_.info().profile.max_size),
-      packs_(store_dir) {
+    : store_(store::Store::open(store_dir, options)), assembler_(store_.info().profile.max_size) {
     writer_ = std::make_unique<store::Writer>(store_);
+    ingest_ = std::make_unique<store::Ingest>(*writer_);
     decompressor_ = std::make_unique<store::detail::Decompressor>();
     max_chunk_ = store_.info().profile.max_size;
     max_list_bytes_ = max_list_bytes(max_chunk_);
@@ -67,48 +63,30 @@ void PushSession::start(const v1::FileStart& m) {
     meta.name = m.name();
     meta.mode = m.mode() & 07777;
     meta.mtime_ns = m.mtime_ns();
-    writer_->begin_manifest(meta);
+    ingest_->begin(meta);
     open_ = true;
     name_ = m.name();
     listed_bytes_ = listed_chunks_ = 0;
     file_new_chunks_ = file_new_bytes_ = 0;
     file_unchanged_ = false;
     file_identical_ = false;
-    whole_.reset();
-    base_.reset();
     groups_.reset();
     groups_read_ = false;
     groups_next_ = 0;
-    // (Small files are read back in no time: comparing costs more.)
-    if (!base_db_) base_db_ = std::make_unique<store::detail::Db>((dir_ / store::detail::kDbName).string(), false);
-    base_ = store::detail::BaseList::open(*base_db_, dir_, name_, kBaseMinChunks);
-    look_similar_ = !base_;  // (a small file of that name: a large stored file may still match the new version)
+    // (Small files are read back in no time: comparing costs more. A small
+    // file of that name: a large stored file may still match the new version.)
+    ingest_->compare_with_stored(std::nullopt, kBaseMinChunks);
 }
 
-void PushSession::open_similar(const store::ChunkId& first) {
-    look_similar_ = false;
+bool PushSession::follows_base(const List& list) {
     try {
-        // (the store has the first-chunk index: writer_ made sure of it)
-        base_ = store::detail::BaseList::open_similar(*base_db_, dir_, first, std::nullopt, name_);
-        if (base_ && groups_read_ && !groups_) {
-            if (!groups_db_)
-                groups_db_ = std::make_unique<store::detail::Db>((dir_ / store::detail::kDbName).string(), false);
-            groups_ = BaseGroups::open_row(*groups_db_, base_->manifest_row());
-        }
+        // At the file's first list: a similar stored file, whose groups serve
+        // too if the client sent groups the file of this name lacked.
+        if (ingest_->find_similar(list.ids.front()) && groups_read_ && !groups_)
+            groups_ = BaseGroups::open(ingest_->base_list());
+        return ingest_->follows_base(list.ids);
     } catch (const store::StoreError& e) {
-        throw TransferError(Code::data_loss, fmt::format("'{}': {} (nothing of the file is committed)", name_,
-                                                         e.what()));
-    }
-}
-
-void PushSession::leave_base() {
-    const std::unique_ptr<store::detail::BaseList> base = std::move(base_);
-    flush_read_back();  // (nothing is queued while the base matches: a no-op)
-    try {
-        base->read_matched([&](std::span<const std::byte> block) { whole_.update(block); });
-    } catch (const store::StoreError& e) {
-        throw TransferError(Code::data_loss, fmt::format("'{}': {} (nothing of the file is committed)", name_,
-                                                         e.what()));
+        fail_file(name_, e);
     }
 }
 
@@ -178,12 +156,10 @@ void PushSession::add_groups(const v1::GroupList& m, const Sink& sink) {
                             fmt::format("a group list covering {} bytes (at most {})", list.bytes, max_list_bytes_));
     if (!groups_read_) {
         groups_read_ = true;
-        if (!groups_db_) groups_db_ = std::make_unique<store::detail::Db>((dir_ / store::detail::kDbName).string(), false);
         try {
-            groups_ = BaseGroups::open(*groups_db_, name_);
+            groups_ = BaseGroups::open(store::Ingest::stored_list(store_, name_));
         } catch (const store::StoreError& e) {
-            throw TransferError(Code::data_loss, fmt::format("'{}': {} (nothing of the file is committed)", name_,
-                                                             e.what()));
+            fail_file(name_, e);
         }
     }
     list.ids.reserve(chunks);
@@ -198,8 +174,7 @@ void PushSession::add_groups(const v1::GroupList& m, const Sink& sink) {
             try {
                 groups_->append_ids(*first, c, list.ids);
             } catch (const store::StoreError& e) {
-                throw TransferError(Code::data_loss, fmt::format("'{}': {} (nothing of the file is committed)", name_,
-                                                                 e.what()));
+                fail_file(name_, e);
             }
             list.known.insert(list.known.end(), c, true);
         } else {
@@ -259,14 +234,8 @@ void PushSession::admit(List& list, const Sink& sink) {
     const std::size_t count = list.ids.size();
     list.admitted = true;
     list.wanted.assign(count, false);
-    if (look_similar_) open_similar(list.ids.front());  // the file's first list
-    if (base_) {
-        // The next chunks of the stored file: all in the store, nothing to hash.
-        if (base_->match(list.ids))
-            list.from_base = true;
-        else
-            leave_base();
-    }
+    // The next chunks of the stored file: all in the store, nothing to hash.
+    list.from_base = follows_base(list);
     if (!list.from_base) {
         // Wanted: lacking in the store, and neither wanted by an earlier list
         // of this stream (its data comes first) nor stored by this stream.
@@ -347,7 +316,7 @@ void PushSession::complete_chunk(List& list, std::size_t j) {
     pending_.erase(id);
     // Whole-file hash, in file order: the stored chunks before this one, then it.
     hash_stored(list, j);
-    read_back().add_bytes(last_raw_);
+    ingest_->hash(last_raw_);
     list.next_hash = j + 1;
     list.next_data = j + 1;
     --list.remaining;
@@ -364,12 +333,12 @@ void PushSession::complete_lists() {
         List& list = lists_.front();
         std::uint64_t stored = 0;
         if (list.from_base) {
-            stored = writer_->add_chunks(list.ids);
+            stored = ingest_->list_stored(list.ids);
         } else {
             // Hashing read or put every chunk: list.sizes are theirs, and
             // gc waits for writer_ (no second lookup).
             hash_stored(list, list.ids.size());
-            writer_->add_read_chunks(list.ids, list.sizes);
+            ingest_->list(list.ids, list.sizes);
             for (const std::uint32_t s : list.sizes) stored += s;
         }
         if (stored != list.bytes)
@@ -387,69 +356,36 @@ void PushSession::check_size(List& list, std::size_t i, std::size_t size) const 
     list.sizes[i] = static_cast<std::uint32_t>(size);  // (a group's chunks are listed without sizes)
 }
 
-store::detail::OrderedDecoder& PushSession::read_back() {
-    if (!read_back_) {
-        // (made at first use: a stream of small files never needs it)
-        read_db_ = std::make_unique<store::detail::Db>((dir_ / store::detail::kDbName).string(), false);
-        lookup_ = std::make_unique<store::detail::ChunkLookup>(*read_db_);
-        pool_ = std::make_unique<store::detail::TaskPool>(2);
-        // Blocks of 256 KiB: a list's chunks (a few MiB) keep both threads busy.
-        read_back_ = std::make_unique<store::detail::OrderedDecoder>(
-            *pool_, "",
-            [this](store::detail::OrderedDecoder::Delivery& d) {
-                const void* token = d.keep();
-                whole_.update_kept(d.bytes, [this, token] { read_back_->release(token); });
-            },
-            store::detail::OrderedDecoder::Options{std::size_t{256} << 10, 6, 6});
-    }
-    return *read_back_;
-}
-
 void PushSession::hash_stored(List& list, std::size_t end) {
-    if (list.next_hash >= end) return;
-    store::detail::OrderedDecoder& read_back = this->read_back();
     bool committed = false;
-    std::optional<store::detail::Transaction> snapshot(std::in_place, *read_db_, false);
     try {
         while (list.next_hash < end) {
             const std::size_t i = list.next_hash;
             if (have_last_ && list.ids[i] == last_id_) {
                 check_size(list, i, last_raw_.size());
-                read_back.add_bytes(last_raw_);
+                ingest_->hash(last_raw_);
                 ++list.next_hash;
                 continue;
             }
-            const auto loc = lookup_->find(list.ids[i]);
-            if (!loc) {
+            // The stored chunks up to the next copy of the chunk in hand.
+            std::size_t run = i + 1;
+            while (run < end && !(have_last_ && list.ids[run] == last_id_)) ++run;
+            const std::size_t n = ingest_->hash_stored(
+                std::span(list.ids).subspan(i, run - i),
+                [&](std::size_t k, std::uint32_t size) { check_size(list, i + k, size); });
+            list.next_hash += n;
+            if (i + n < run) {
                 // A chunk this stream stored is found once the writer flushed.
                 if (committed)
                     throw TransferError(Code::internal,
                                         fmt::format("'{}': chunk {} is neither in the store nor stored by this stream",
-                                                    name_, store::to_hex(list.ids[i])));
-                snapshot.reset();
+                                                    name_, store::to_hex(list.ids[i + n])));
                 writer_->commit();
                 committed = true;
-                snapshot.emplace(*read_db_, false);
-                continue;
             }
-            check_size(list, i, loc->raw_size);
-            read_back.add(list.ids[i], *loc, packs_);
-            ++list.next_hash;
         }
     } catch (const store::DamageError& e) {
-        throw TransferError(Code::data_loss, fmt::format("'{}': {} (nothing of the file is committed)", name_,
-                                                         e.what()));
-    }
-    snapshot->commit();
-}
-
-void PushSession::flush_read_back() {
-    if (!read_back_) return;
-    try {
-        read_back_->finish();
-    } catch (const store::DamageError& e) {
-        throw TransferError(Code::data_loss, fmt::format("'{}': {} (nothing of the file is committed)", name_,
-                                                         e.what()));
+        fail_file(name_, e);
     }
 }
 
@@ -462,27 +398,29 @@ void PushSession::end(const v1::FileEnd& m, const Sink& sink) {
         throw TransferError(Code::invalid_argument,
                             fmt::format("'{}': end says {} bytes, its chunks have {}", name_, m.size(), listed_bytes_));
     const store::ChunkId digest = id_from_bytes(m.digest(), "end");
-    if (base_ && base_->complete() && m.size() == base_->size()) {
+    groups_.reset();
+    store::Ingest::Result r;
+    try {
+        r = ingest_->digest(m.size());
+    } catch (const store::StoreError& e) {
+        fail_file(name_, e);
+    }
+    if (r.unchanged || r.identical) {
         // The chunks of the stored file, all of them: its bytes, its digest.
-        if (digest != base_->digest())
+        if (digest != r.digest)
             throw TransferError(Code::data_loss,
                                 fmt::format("'{}': the chunks are those of the stored file, whose BLAKE3 is {}; the "
                                             "client says {}: the file is not committed",
-                                            name_, store::to_hex(base_->digest()), store::to_hex(digest)));
-        (base_->name() == name_ ? file_unchanged_ : file_identical_) = true;
-    } else if (base_) {
-        leave_base();
-    }
-    base_.reset();
-    groups_.reset();
-    flush_read_back();
-    const store::ChunkId computed = file_unchanged_ || file_identical_ ? digest : id_of(whole_.finish());
-    if (computed != digest)
+                                            name_, store::to_hex(r.digest), store::to_hex(digest)));
+        file_unchanged_ = r.unchanged;
+        file_identical_ = r.identical;
+    } else if (r.digest != digest) {
         throw TransferError(Code::data_loss,
                             fmt::format("'{}': the BLAKE3 of the bytes received is {}, the client says {}: the file "
                                         "is not committed",
-                                        name_, store::to_hex(computed), store::to_hex(digest)));
-    writer_->finish_manifest(digest, m.size());
+                                        name_, store::to_hex(r.digest), store::to_hex(digest)));
+    }
+    ingest_->end(m.size(), digest);
     open_ = false;
     ++totals_.files;
     totals_.bytes += m.size();

@@ -12,10 +12,13 @@
 // (the client vanished, or a request was refused) commits the chunks and
 // the files verified so far, never the open file.
 //
+// The file goes into the store through the ingest door (store/ingest.hpp),
+// as `store put`'s files do: the session keeps the protocol's state, the
+// door the comparison with a stored file, the read-back and the hash.
+//
 // Pushing a file again under its name costs no reading back: while the
 // chunk lists equal the chunk list of the file of that name in the store
-// (store/base_list.hpp, the comparison `store put` makes too: one read
-// snapshot), nothing is wanted nor hashed, and the digest the client sends
+// (the door's base, one read snapshot), nothing is wanted nor hashed, and the digest the client sends
 // must be that file's (same chunks, same bytes). At the first difference,
 // the chunks that matched are read back from that snapshot and hashed, and
 // the push goes on as for any file. Under a name the store does not hold, a
@@ -41,10 +44,7 @@
 
 #include "base_groups.hpp"
 
-#include "../store/base_list.hpp"
-#include "../store/ordered_decoder.hpp"
-#include "../store/ordered_hasher.hpp"
-#include "../store/task_pool.hpp"
+#include "../store/ingest.hpp"
 
 #include <cdc/digest.hpp>
 #include <cdc/store.hpp>
@@ -125,8 +125,8 @@ private:
     /// Admits the lists ready in file order (see above).
     void admit_ready(const Sink& sink);
     void admit(List& list, const Sink& sink);
-    /// Looks for a stored file whose list starts with `first` (see above).
-    void open_similar(const store::ChunkId& first);
+    /// Whether the list's chunks are the stored file's next ones (see above).
+    bool follows_base(const List& list);
     void add_data(const v1::Chunks& m);
     void add_piece(const v1::ChunkData& c);
     void complete_chunk(List& list, std::size_t j);
@@ -136,22 +136,16 @@ private:
     /// Queues chunks [next_hash, end) of the front list for the whole-file
     /// hash, in order: read back from the store, or the chunk in hand.
     void hash_stored(List& list, std::size_t end);
-    /// Hands everything queued by hash_stored to the hasher (before bytes
-    /// go to whole_ directly, and at the end of a file).
-    void flush_read_back();
-    /// read_back_ (made at first use, with its connection and pool).
-    store::detail::OrderedDecoder& read_back();
     /// Chunk i of `list` has `size` bytes: checked against its listed size,
     /// or recorded (a group's chunks come without).
     void check_size(List& list, std::size_t i, std::size_t size) const;
     void remember(const store::ChunkId& id);
     void require_open(const char* what) const;
-    /// Stops comparing with the base: hashes the chunks that matched, read back.
-    void leave_base();
 
-    std::filesystem::path dir_;
     store::Store store_;
     std::unique_ptr<store::Writer> writer_;
+    // The file's way into the store (after writer_: destroyed first).
+    std::unique_ptr<store::Ingest> ingest_;
     std::unique_ptr<store::detail::Decompressor> decompressor_;
     std::uint64_t max_chunk_ = 0;
     std::uint64_t max_list_bytes_ = 0;
@@ -165,16 +159,9 @@ private:
     std::uint64_t file_new_bytes_ = 0;
     bool file_unchanged_ = false;
     bool file_identical_ = false;
-    // A name the store does not hold: at the first list, a stored file that
-    // starts with the same chunk is compared with instead (store/base_list.hpp).
-    bool look_similar_ = false;
     std::deque<List> lists_;
-    // The committed file of the same name, while the pushed chunks equal its
-    // chunks; read on a connection of its own.
-    std::unique_ptr<store::detail::Db> base_db_;
-    std::unique_ptr<store::detail::BaseList> base_;
-    // The groups of the file of that name, read at the first GroupList.
-    std::unique_ptr<store::detail::Db> groups_db_;
+    // The groups of the file of that name, read at the first GroupList (or
+    // of the similar stored file the door found).
     std::unique_ptr<BaseGroups> groups_;
     bool groups_read_ = false;
     std::uint64_t groups_next_ = 0;  // the stored chunk after the last group found
@@ -190,22 +177,6 @@ private:
 
     PushTotals totals_;
     bool finished_ = false;
-
-    // The whole-file hash over chunks the store holds: each is looked up
-    // here (read_db_), read and decoded on pool_ (read_back_) and handed to
-    // whole_ in file order without a copy (its block comes back once
-    // hashed); the bytes of a chunk just received take their place in the
-    // same order (add_bytes). The stream's thread waits for neither: it
-    // only looks up, so it goes on with the next messages (it had been
-    // busy 95% of a version's push, decoding and waiting for decodes).
-    std::unique_ptr<store::detail::Db> read_db_;
-    std::unique_ptr<store::detail::ChunkLookup> lookup_;
-    store::detail::PackFiles packs_;
-    std::unique_ptr<store::detail::TaskPool> pool_;
-    std::unique_ptr<store::detail::OrderedDecoder> read_back_;
-    // The whole-file BLAKE3, on a thread of its own (declared after
-    // read_back_: destroyed first, once what it holds is hashed and given back).
-    store::detail::CopyingHasher whole_;
 };
 
 }  // namespace cdc::transfer

@@ -15,6 +15,8 @@
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/resource_quota.h>
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -44,6 +46,34 @@ grpc::Status guarded(F&& f) {
     } catch (const std::exception& e) {
         return {grpc::StatusCode::INTERNAL, e.what()};
     }
+}
+
+// Memory of a server that runs for months (docs/TRANSFER.md "Memory",
+// bench/transfer/server_memory.py). glibc gives each thread that allocates
+// under contention an arena of its own (up to 8 per core), and gRPC's
+// threads come and go: a stream's buffers were freed in one arena and the
+// next stream's allocated in another. Two arenas, and their free pages given
+// back when a stream ends, keep its peak at what the streams in flight need
+// (with the fixed windows below: 56 MB over a session of files up to 4 GiB
+// that took the server to 207 MB before).
+constexpr int kMallocArenas = 2;
+// The catalog's page caches, all connections together (a stream opens two to
+// five, up to 2 MiB of cache each: three streams at once held 9 MB). Past
+// this a cache reuses its oldest pages instead of growing; lookups of chunk
+// ids are random reads that a cache hardly helps (pushes took no longer).
+constexpr std::uint64_t kCatalogCacheBytes = std::uint64_t{4} << 20;
+
+void limit_process_memory() {
+#ifdef __GLIBC__
+    mallopt(M_ARENA_MAX, kMallocArenas);
+#endif
+    store::limit_catalog_cache(kCatalogCacheBytes);
+}
+
+void give_back_free_memory() {
+#ifdef __GLIBC__
+    malloc_trim(0);
+#endif
 }
 
 store::ChunkId id_of(const Digest& d) {
@@ -243,6 +273,8 @@ private:
                 s_.slots_.erase(this);
             }
             release();
+            // (the stream's session, declared after its slot, is gone: 1-2 ms)
+            if (taken_) give_back_free_memory();
         }
         Slot(const Slot&) = delete;
         Slot& operator=(const Slot&) = delete;
@@ -363,6 +395,7 @@ Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>()) {
         throw OptionError(fmt::format("idle timeout {} is invalid: 0 (never) to {} seconds", o.idle_timeout_seconds,
                                       kMaxIdleTimeoutSeconds),
                           "idle_timeout");
+    limit_process_memory();  // before gRPC starts its threads
     impl_->service = std::make_unique<Service>(o);
     route_grpc_log(o.log);  // gRPC's lines as sentences of this server's log
     grpc::ServerBuilder b;
@@ -382,10 +415,18 @@ Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>()) {
     }
     // A peer that vanished without closing its connection is found by pings.
     b.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 60'000);
-    // BDP probing stays on here (unlike the client's channel): without it a
-    // push of new data ran 1.3x longer (64 KiB windows), and the server's
-    // peak stays under 50 MB with it (docs/BENCHMARKS.md "Chunked transfer").
     b.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 20'000);
+    // No BDP probing, as on the clients' channels: with it, each stream's
+    // receive window grows with the bandwidth-delay product gRPC estimates,
+    // which a loaded machine inflates (pings answered late): one `hash --via`
+    // of 256 MiB, whose sender outruns the hashing, held 20-50 MiB more, and
+    // a long-lived server passed 64 MB whatever else was bounded. Without it
+    // a stream's window is the message being read and 64 KiB more (gRPC 1.51
+    // ignores the lookahead option). The cost: the client cannot send the
+    // next data message while the server handles one (a push ~20% slower on
+    // an idle machine), and on long links about one data message (~1 MiB)
+    // travels per round trip (docs/BENCHMARKS.md "Chunked transfer").
+    b.AddChannelArgument(GRPC_ARG_HTTP2_BDP_PROBE, 0);
     grpc::ResourceQuota quota("cdc-serve");
     quota.SetMaxThreads(static_cast<int>(o.max_streams) * 2 + 8);
     b.SetResourceQuota(quota);

@@ -91,3 +91,14 @@ cp "$tmp/in/a.bin" "$tmp/in/b.bin"
 out=$(env -u CDC_DUPES "$tmp/prefix/bin/cdc" dupes -q --csv "$tmp/in")
 [[ "$out" == *"duplicate,1,300000,$tmp/in/a.bin"* && "$out" == *"duplicate,1,300000,$tmp/in/b.bin"* ]]
 echo "installed cdc dupes: one group of 2"
+# ... and its installed S3 helper (../libexec/cdc/cdc-store-s3), which runs
+# the store commands on a store whose packs are in S3: nothing listens on
+# port 1, so its error (the S3 request) shows that it ran; no store is made.
+test -x "$tmp/prefix/libexec/cdc/cdc-store-s3"
+set +e
+err=$(env -u CDC_STORE_S3 CDC_S3_RETRIES=1 AWS_ACCESS_KEY_ID=x AWS_SECRET_ACCESS_KEY=y \
+      "$tmp/prefix/bin/cdc" store init --packs s3://bucket/p --s3-endpoint http://127.0.0.1:1 "$tmp/s3store" 2>&1)
+rc=$?
+set -e
+[[ $rc -eq 4 && "$err" == *"S3 GET s3://bucket"* && ! -e "$tmp/s3store" ]] || { echo "$rc: $err" >&2; exit 1; }
+echo "installed cdc store with S3 packs: the helper ran ($err)"

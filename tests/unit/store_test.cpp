@@ -2,9 +2,11 @@
 // and versions, the transfer-service calls, rm + gc, keys.
 #include "store_support.hpp"
 
+#include "store/dir_packs.hpp"
 #include "store/ordered_decoder.hpp"
-#include "store/ordered_hasher.hpp"
+#include "common/ordered_hasher.hpp"
 #include "store/pack_writer.hpp"
+#include "store/sqlite_catalog.hpp"
 
 #include <cdc/algorithms.hpp>
 
@@ -1625,7 +1627,8 @@ TEST(PackAppender, AFullPackStaysLockedUntilItsLengthIsCommitted) {
     // length sync() returned (release_retired): else records synced but not
     // yet indexed could be cut off, and the index then points past the end.
     test::TempDir tmp;
-    store::detail::PackAppender packs(tmp.path(), 1 << 20);
+    store::detail::DirPackStorage storage(tmp.path());
+    store::detail::PackAppender packs(storage, 1 << 20);
     auto batch_of = [](std::uint64_t seed) {
         const auto bytes = test::random_bytes(700'000, seed);
         const auto raw = std::as_bytes(std::span(bytes));
@@ -1667,7 +1670,7 @@ TEST(PackAppender, AFullPackStaysLockedUntilItsLengthIsCommitted) {
 // message after message; reset() drops a message begun.
 TEST(CopyingHasher, DigestEqualsOneShotForAnyPieces) {
     std::mt19937_64 rng(7);
-    cdc::store::detail::CopyingHasher h(1000, 3);
+    cdc::common::CopyingHasher h(1000, 3);
     for (int message = 0; message < 6; ++message) {
         std::vector<std::byte> data(static_cast<std::size_t>(rng() % 20'000));
         for (auto& b : data) b = static_cast<std::byte>(rng());
@@ -1691,7 +1694,7 @@ TEST(CopyingHasher, DigestEqualsOneShotForAnyPieces) {
 // hash in the order given; each kept span's `done` runs once it is hashed.
 TEST(CopyingHasher, KeptSpansTakeTheirPlaceAmongCopies) {
     std::mt19937_64 rng(11);
-    cdc::store::detail::CopyingHasher h(1000, 2);
+    cdc::common::CopyingHasher h(1000, 2);
     std::vector<std::byte> data(50'000);
     for (auto& b : data) b = static_cast<std::byte>(rng());
     std::atomic<int> given_back{0};
@@ -1721,6 +1724,7 @@ TEST(CopyingHasher, KeptSpansTakeTheirPlaceAmongCopies) {
 // the whole.
 TEST(OrderedDecoder, BytesInHandKeepTheirPlaceAmongStoredChunks) {
     using namespace cdc::store::detail;
+    using cdc::common::CopyingHasher;
     cdc::test::TempDir tmp;
     cdc::store::Store s = cdc::store::Store::init(tmp.path() / "s", {});
     std::mt19937_64 rng(5);
@@ -1737,9 +1741,9 @@ TEST(OrderedDecoder, BytesInHandKeepTheirPlaceAmongStoredChunks) {
         }
         w.commit();
     }
-    Db db((tmp.path() / "s" / kDbName).string(), false);
-    ChunkLookup lookup(db);
-    PackFiles packs(tmp.path() / "s");
+    const auto catalog = SqliteCatalog::open(tmp.path() / "s");
+    DirPackStorage storage(tmp.path() / "s");
+    PackFiles packs(storage);
     TaskPool pool(2);
     std::vector<std::byte> expected, got;
     std::vector<std::uint32_t> sizes;
@@ -1756,9 +1760,9 @@ TEST(OrderedDecoder, BytesInHandKeepTheirPlaceAmongStoredChunks) {
             OrderedDecoder::Options{4'096, 2, 2});
         std::vector<std::uint32_t> added;
         for (std::size_t i = 0; i < ids.size(); ++i) {
-            const auto loc = lookup.find(ids[i]);
+            const auto loc = catalog->find_chunk(ids[i]);
             ASSERT_TRUE(loc);
-            decoder.add(ids[i], *loc, packs.fd(loc->pack));
+            decoder.add(ids[i], *loc, packs.reader(loc->pack));
             expected.insert(expected.end(), pieces[i].begin(), pieces[i].end());
             added.push_back(static_cast<std::uint32_t>(pieces[i].size()));
             for (std::size_t k = 0; k < i % 3; ++k) {  // chunks just received, in hand

@@ -891,9 +891,8 @@ TEST_F(PushGroups, TheChunksListedForAGroupMustBeThatGroups) {
 TEST_F(PushGroups, TheGroupTableIsCapped) {
     // Beyond the cap the stored list is not read: its first groups are
     // found (with their ids), the last ones are not.
-    // (a connection each: a BaseGroups holds a read transaction on its own)
-    store::detail::Db db((dir_ / "index.db").string(), false);
-    store::detail::Db db2((dir_ / "index.db").string(), false);
+    // (each list on a connection of its own, in a snapshot of its own)
+    const auto s = store::Store::open(dir_);
     std::vector<std::pair<std::size_t, std::size_t>> groups;
     const auto request = test::group_request(chunks_, &groups);
     ASSERT_GT(groups.size(), 8u);
@@ -902,10 +901,10 @@ TEST_F(PushGroups, TheGroupTableIsCapped) {
         std::memcpy(d.data(), request.groups().digests().data() + g * 32, 32);
         return d;
     };
-    const auto all = transfer::BaseGroups::open(db, "f");
+    const auto all = transfer::BaseGroups::open(store::Ingest::stored_list(s, "f"));
     ASSERT_TRUE(all);
     EXPECT_EQ(all->group_count(), groups.size());
-    const auto capped = transfer::BaseGroups::open(db2, "f", 4);
+    const auto capped = transfer::BaseGroups::open(store::Ingest::stored_list(s, "f"), 4);
     ASSERT_TRUE(capped);
     EXPECT_GE(capped->group_count(), 4u);
     EXPECT_LT(capped->group_count(), groups.size());
@@ -936,8 +935,8 @@ TEST_F(PushGroups, OfRepeatedGroupsTheOneNearestAfterThePreviousIsFound) {
     const auto [begin, end] = groups[2];  // an inner group: no repetition's edge in it
     store::ChunkId digest;
     std::memcpy(digest.data(), request.groups().digests().data() + 2 * 32, 32);
-    store::detail::Db db((dir_ / "index.db").string(), false);
-    const auto rep = transfer::BaseGroups::open(db, "rep");
+    const auto s = store::Store::open(dir_);
+    const auto rep = transfer::BaseGroups::open(store::Ingest::stored_list(s, "rep"));
     ASSERT_TRUE(rep);
     const std::size_t n = end - begin, per = chunks_.size();
     EXPECT_EQ(rep->find(digest, n, 0), begin);

@@ -1,6 +1,7 @@
 // cdc store — a deduplicating, compressed, crash-safe chunk store in a
 // directory: init, put, get, ls, rm, gc, verify, stats (docs/STORE.md).
 #include "commands.hpp"
+#include "helper_path.hpp"
 #include "sizes.hpp"
 #include "cmd_store.hpp"
 #include "time_text.hpp"
@@ -12,14 +13,40 @@
 #include <cerrno>
 #include <cstring>
 #include <ctime>
+#include <filesystem>
 #include <limits>
 
 #include <fcntl.h>
 #include <unistd.h>
 
+#ifndef CDC_STORE_S3_HELPER_FROM_BINDIR
+#define CDC_STORE_S3_HELPER_FROM_BINDIR "../libexec/cdc/cdc-store-s3"
+#endif
+
 namespace cdc::cli {
 
 using store::Store;
+
+namespace {
+char** g_argv = nullptr;
+bool g_s3_enabled = false;
+}  // namespace
+
+void set_store_command_line(char** argv) { g_argv = argv; }
+void set_store_s3_enabled() { g_s3_enabled = true; }
+
+void run_store_s3_helper(const store::StorageUnavailableError& e) {
+    if (g_s3_enabled || g_argv == nullptr) throw e;
+    const tools::HelperPath h = tools::find_helper("cdc-store-s3", "CDC_STORE_S3", CDC_STORE_S3_HELPER_FROM_BINDIR);
+    if (h.path.empty())
+        throw store::StoreError(fmt::format("{}; cannot find the cdc-store-s3 helper (looked in: {}); set CDC_STORE_S3 "
+                                            "to its path",
+                                            e.what(), h.looked_in));
+    std::fflush(stdout);
+    g_argv[0] = const_cast<char*>(h.path.c_str());
+    ::execv(h.path.c_str(), g_argv);
+    throw store::StoreError(fmt::format("{}; cannot run '{}': {}", e.what(), h.path, std::strerror(errno)));
+}
 
 Store open_store(const std::string& dir, const std::string& key_file) {
     store::OpenOptions o;
@@ -28,6 +55,8 @@ Store open_store(const std::string& dir, const std::string& key_file) {
         return Store::open(dir, o);
     } catch (const store::VersionError& e) {
         throw UsageError(e.what());
+    } catch (const store::StorageUnavailableError& e) {
+        run_store_s3_helper(e);
     }
 }
 
@@ -35,6 +64,12 @@ namespace {
 
 std::string profile_text(const std::string& algorithm, const Profile& p) {
     return fmt::format("{} {}{}", algorithm, profile_sizes(p), p.keyed ? " keyed" : "");
+}
+
+// "DIR/packs", or "s3://BUCKET/PREFIX (ENDPOINT, REGION)".
+std::string packs_text(const store::PackLocation& p) {
+    if (!p.is_s3()) return "the store's directory";
+    return fmt::format("{} ({}, region {})", p.url, p.s3_endpoint.empty() ? "AWS" : p.s3_endpoint, p.s3_region);
 }
 
 double ratio(std::uint64_t a, std::uint64_t b) { return b == 0 ? 0.0 : static_cast<double>(a) / static_cast<double>(b); }
@@ -61,6 +96,7 @@ struct InitArgs {
     std::string key_file;
     int zstd_level = 3;
     std::uint64_t pack_size = std::uint64_t{64} << 20;
+    store::PackLocation packs;
     bool json = false;
     bool quiet = false;
 };
@@ -72,20 +108,36 @@ int run_init(const InitArgs& a) {
     if (!a.key_file.empty()) o.chunking.key = read_key_file(a.key_file);
     o.zstd_level = a.zstd_level;
     o.pack_size = a.pack_size;
-    const Store s = Store::init(a.dir, o);
+    o.packs = a.packs;
+    if (!o.packs.is_s3() && (!a.packs.s3_endpoint.empty() || !a.packs.s3_credentials_file.empty()))
+        throw UsageError("--s3-endpoint and --s3-credentials go with --packs s3://BUCKET/PREFIX");
+    if (!o.packs.s3_credentials_file.empty()) {
+        // Recorded as an absolute path: the store is opened from anywhere.
+        std::error_code ec;
+        const auto abs = std::filesystem::absolute(o.packs.s3_credentials_file, ec);
+        if (!ec) o.packs.s3_credentials_file = abs.string();
+    }
+    std::optional<Store> made;
+    try {
+        made.emplace(Store::init(a.dir, o));
+    } catch (const store::StorageUnavailableError& e) {
+        run_store_s3_helper(e);
+    }
+    const Store& s = *made;
     const auto& i = s.info();
     if (a.json) {
         nlohmann::json j = {{"store_id", i.store_id},     {"format_version", i.format_version},
                             {"algorithm", i.algorithm},   {"min_size", i.profile.min_size},
                             {"avg_size", i.profile.normal_size}, {"max_size", i.profile.max_size},
                             {"keyed", i.profile.keyed},   {"zstd_level", i.zstd_level},
-                            {"pack_size", i.pack_size}};
+                            {"pack_size", i.pack_size},   {"packs_location", packs_text(i.packs)}};
         tools::put_name(j, "dir", a.dir);
         fmt::print("{}\n", tools::json_text(j));
     } else if (!a.quiet) {
-        fmt::print("initialised store '{}': {}, zstd level {}, packs of {}, format {}\n", a.dir,
+        fmt::print("initialised store '{}': {}, zstd level {}, packs of {}{}, format {}\n", a.dir,
                    profile_text(i.algorithm, i.profile), i.zstd_level,
-                   tools::format_size(static_cast<double>(i.pack_size)), i.format_version);
+                   tools::format_size(static_cast<double>(i.pack_size)),
+                   i.packs.is_s3() ? " in " + packs_text(i.packs) : std::string(), i.format_version);
     }
     finish_stdout();
     return kExitOk;
@@ -179,6 +231,7 @@ int run_stats(const StatsArgs& a) {
                             {"keyed", i.profile.keyed},
                             {"zstd_level", i.zstd_level},
                             {"pack_size", i.pack_size},
+                            {"packs_location", packs_text(i.packs)},
                             {"files", st.files},
                             {"logical_bytes", st.logical_bytes},
                             {"references", st.references},
@@ -202,6 +255,7 @@ int run_stats(const StatsArgs& a) {
     } else {
         fmt::print("store      {} (format {}, id {})\n", a.dir, i.format_version, i.store_id);
         fmt::print("chunking   {}, zstd level {}\n", profile_text(i.algorithm, i.profile), i.zstd_level);
+        if (i.packs.is_s3()) fmt::print("packs in   {}\n", packs_text(i.packs));
         fmt::print("files      {} ({} in {} chunk references)\n", st.files, mb(st.logical_bytes), st.references);
         fmt::print("chunks     {} distinct, {} raw; dedup: {}\n", st.chunks, mb(st.chunk_bytes),
                    saving_text(st.logical_bytes, st.chunk_bytes));
@@ -311,14 +365,39 @@ void add_store_subcommands(CLI::App& st, int& exit_code) {
         add_count_option(*c, "--zstd-level", a->zstd_level, 0, 19, "zstd level, 1..19; 0 stores chunks uncompressed");
         add_size_option(*c, "--pack-size", a->pack_size, 1, std::numeric_limits<std::uint64_t>::max(),
                         "bound of a pack file (1M .. 4G)");
+        c->add_option("--packs", a->packs.url,
+                      "keep the packs in an S3 bucket, s3://BUCKET/PREFIX (the bucket must exist, the prefix hold "
+                      "nothing yet); the index and settings stay in DIR")
+            ->type_name("URL");
+        c->add_option("--s3-endpoint", a->packs.s3_endpoint,
+                      "the S3 service, http[s]://HOST[:PORT], path-style (default: AWS's endpoint of the region)")
+            ->type_name("URL");
+        c->add_option("--s3-region", a->packs.s3_region, "the region requests are signed for")
+            ->type_name("NAME")
+            ->default_str(a->packs.s3_region);
+        c->add_option("--s3-credentials", a->packs.s3_credentials_file,
+                      "an AWS credentials file to read when AWS_ACCESS_KEY_ID is not set (its path is recorded, "
+                      "never its content)")
+            ->type_name("FILE");
+        add_size_option(*c, "--s3-part-size", a->packs.s3_part_size, std::uint64_t{5} << 20, std::uint64_t{1} << 30,
+                        "packs larger than this are uploaded in parts of this size (5M .. 1G, whole MiB); memory "
+                        "holds one part per pack being written");
         add_json_flag(*c, a->json, "{dir, store_id, format_version, algorithm, min_size, avg_size, max_size, keyed, "
-                                   "zstd_level, pack_size}");
+                                   "zstd_level, pack_size, packs_location}");
         add_quiet_flag(*c, a->quiet);
         document(*c, {.notes = "The chunking parameters are fixed for the store's life: every file put is cut "
-                               "with them, and cdc push chunks alike.",
+                               "with them, and cdc push chunks alike. With --packs s3://..., every store command "
+                               "reads and writes the packs in the bucket; S3 credentials come from "
+                               "AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN, else from a "
+                               "credentials file (CDC_S3_CREDENTIALS_FILE, --s3-credentials, "
+                               "AWS_SHARED_CREDENTIALS_FILE, ~/.aws/credentials; profile AWS_PROFILE or default), "
+                               "never from the command line.",
                       .examples = {{"cdc store init /srv/store", "a store with fastcdc's defaults"},
                                    {"cdc store init -a fastcdc-v1.0.0 --avg 16K --zstd-level 9 /srv/store",
-                                    "16 KiB chunks, stronger compression"}},
+                                    "16 KiB chunks, stronger compression"},
+                                   {"cdc store init --packs s3://backups/host1 --s3-endpoint http://127.0.0.1:7480 "
+                                    "/srv/store",
+                                    "packs in a bucket of an S3 service (Ceph RGW, MinIO), the index in /srv/store"}},
                       .exit_codes = exit_codes()});
         c->callback([a, &exit_code] { exit_code = with_store_errors([&] { return run_init(*a); }); });
     }

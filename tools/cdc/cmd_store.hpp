@@ -19,8 +19,19 @@
 namespace cdc::cli {
 
 /// Opens the store at `dir` (with the key of `key_file`, if given). A
-/// directory that is not a store, or of a newer format: UsageError.
+/// directory that is not a store, or of a newer format: UsageError. A store
+/// with S3 packs, in a program without S3 support (the static cdc): this
+/// process becomes the cdc-store-s3 helper, with the same arguments.
 store::Store open_store(const std::string& dir, const std::string& key_file = {});
+
+/// The command line, for the cdc-store-s3 helper to be run with (main()).
+void set_store_command_line(char** argv);
+/// Called by the cdc-store-s3 helper: S3 packs are handled here (never
+/// handed to another program).
+void set_store_s3_enabled();
+/// Runs the cdc-store-s3 helper in this process's place for `e` (a store
+/// with S3 packs); returns only if it cannot (the error then printed).
+[[noreturn]] void run_store_s3_helper(const store::StorageUnavailableError& e);
 
 /// Runs f(); maps a NotFoundError or VersionError to UsageError (exit 2).
 template <class F>

@@ -2,6 +2,7 @@
 #include "all_definitions.hpp"
 #include "cli_definitions.hpp"
 #include "cli_common.hpp"
+#include "cmd_store.hpp"
 #include "commands.hpp"
 #include "helper_path.hpp"
 
@@ -47,6 +48,7 @@ int exec_helper(const cdc::cli::Helper& helper, char** argv) {
 int main(int argc, char** argv) {
     using namespace cdc::cli;
     if (const Helper* helper = helper_of(argc, argv)) return exec_helper(*helper, argv);
+    set_store_command_line(argv);  // (a store with S3 packs: the cdc-store-s3 helper runs the command)
     CLI::App app{"content-defined chunking and deduplication: chunk, analyze, compare, resync, bench, "
                  "plot, speed, find duplicate files, store them, and transfer them (serve, push, pull).\n",
                  "cdc"};

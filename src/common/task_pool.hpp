@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-namespace cdc::store::detail {
+namespace cdc::common {
 
 class TaskPool {
 public:
@@ -60,4 +60,4 @@ private:
     std::vector<std::thread> workers_;
 };
 
-}  // namespace cdc::store::detail
+}  // namespace cdc::common

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-namespace cdc::store::detail {
+namespace cdc::common {
 
 TaskPool::TaskPool(unsigned threads) {
     if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
@@ -104,4 +104,4 @@ bool TaskPool::failed() const {
     return failure_ != nullptr;
 }
 
-}  // namespace cdc::store::detail
+}  // namespace cdc::common

@@ -24,7 +24,7 @@
 #include <utility>
 #include <vector>
 
-namespace cdc::store::detail {
+namespace cdc::common {
 
 class OrderedHasher {
 public:
@@ -156,6 +156,19 @@ public:
     /// Drops what was given (a new message starts).
     void reset() { (void)finish(); }
 
+    /// Ends the message without waiting: `deliver` gets its digest on the
+    /// hasher thread (may be empty to drop it); a new message starts.
+    void end_message(std::function<void(const Digest&)> deliver) {
+        if (filling_) submit();
+        hasher_.end_message(std::move(deliver));
+    }
+
+    /// Waits until everything given is hashed and delivered.
+    void wait_idle() {
+        if (filling_) submit();
+        hasher_.wait_idle();
+    }
+
 private:
     void take_block() {
         std::unique_lock lock(mutex_);
@@ -188,4 +201,4 @@ private:
     OrderedHasher hasher_;  // last: destroyed first, once its queue is hashed
 };
 
-}  // namespace cdc::store::detail
+}  // namespace cdc::common

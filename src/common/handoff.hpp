@@ -13,7 +13,7 @@
 #include <mutex>
 #include <thread>
 
-namespace cdc::transfer {
+namespace cdc::common {
 
 template <class T>
 class Handoff {
@@ -101,4 +101,4 @@ private:
     std::thread thread_;  // last: joined before the rest goes
 };
 
-}  // namespace cdc::transfer
+}  // namespace cdc::common

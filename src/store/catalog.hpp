@@ -1,0 +1,306 @@
+// The catalog: a store's index and metadata (docs/STORE.md, "Database").
+// All of the store's SQL lives behind this interface: the chunk index (chunk
+// id -> pack, offset, sizes), the packs' committed lengths, the manifests
+// (a file's metadata and chunk list), the settings, the schema and its
+// migrations. SQLite in the store's directory is the first implementation
+// (sqlite_catalog.hpp); a shared PostgreSQL database is the next, so calls
+// come in batches (lookups of many ids, one commit per flush), a read view
+// is an explicit scope, and nothing here names an engine's types.
+//
+// A Catalog is one connection: used by one thread at a time. Each reader or
+// writer of a store that needs a connection of its own asks connect().
+#pragma once
+
+#include <cdc/store.hpp>
+
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+namespace cdc::store::detail {
+
+/// Where a chunk's record is.
+struct Location {
+    std::uint64_t pack = 0;
+    std::uint64_t offset = 0;
+    std::uint32_t raw_size = 0;
+    std::uint32_t stored_size = 0;
+};
+
+/// Hash of a chunk id for unordered containers (ids are uniform already).
+struct IdHash {
+    std::size_t operator()(const ChunkId& id) const noexcept {
+        std::size_t h;
+        std::memcpy(&h, id.data(), sizeof h);
+        return h;
+    }
+};
+using IdSet = std::unordered_set<ChunkId, IdHash>;
+
+/// A record appended to a pack, to be indexed at the next flush (or a
+/// record gc moved, at its new place).
+struct PendingRow {
+    ChunkId id{};
+    std::uint64_t pack = 0;
+    std::uint64_t offset = 0;
+    std::uint32_t raw_size = 0;
+    std::uint32_t stored_size = 0;
+};
+
+/// A chunk id read from the catalog (32 bytes), or DamageError naming
+/// `context` and the length found.
+ChunkId to_id(std::span<const std::uint8_t> bytes, const std::string& context);
+
+/// A committed file as a writer compares with it: its catalog row (a
+/// handle, valid while the file stays as it is) and what a new version is
+/// checked against.
+struct StoredFile {
+    std::int64_t row = 0;
+    std::string name;
+    ChunkId digest{};
+    std::uint64_t size = 0;
+    std::uint64_t chunks = 0;
+    std::uint32_t mode = 0;
+    std::int64_t mtime_ns = 0;
+};
+
+/// The chunk list of a manifest, in rows of up to kIdsPerSegment ids (32
+/// bytes each), read within the catalog's current read view (or, outside
+/// one, as its statements see it). Used by the thread of its catalog only,
+/// and dropped before that catalog.
+class ListReader {
+public:
+    virtual ~ListReader() = default;
+    /// The next row in file order (its sequence number and ids); false at
+    /// the end.
+    virtual bool next(std::uint32_t& seq, std::vector<std::uint8_t>& ids) = 0;
+    /// Row `seq` (any order), or false if there is none.
+    virtual bool row(std::uint32_t seq, std::vector<std::uint8_t>& ids) = 0;
+};
+
+/// A manifest a writer fills across flushes (the writer owns them).
+struct ManifestDraft {
+    FileMeta meta;
+    std::int64_t row = 0;  ///< its pending row, once a flush wrote one (set by commit)
+    std::uint32_t next_seq = 0;
+    std::vector<std::uint8_t> current;  ///< ids of the row being filled
+    std::vector<std::pair<std::uint32_t, std::vector<std::uint8_t>>> full;  ///< rows waiting for a flush
+    std::uint64_t chunks = 0;
+    std::uint64_t size = 0;
+    bool finished = false;
+    ChunkId digest{};
+    ChunkId first{};  ///< its first chunk's id (the first-id index of a list of two or more)
+    /// The row of the stored file this one equals (chunks, digest, mode,
+    /// mtime): kept as it is at the flush if it is still there unchanged.
+    std::int64_t keep_row = 0;
+};
+
+/// What one flush makes durable and visible, in one transaction
+/// (docs/STORE.md, "Durability"): chunk rows (a chunk another writer
+/// indexed first keeps that copy), packs' committed lengths, the rows of
+/// every manifest written so far, finished manifests published (replacing
+/// older ones of their names), abandoned pending manifests dropped.
+struct FlushBatch {
+    std::span<const PendingRow> chunks;
+    std::span<const std::pair<std::uint64_t, std::uint64_t>> pack_sizes;
+    /// Finished ones and the open one: commit sets `row` and empties `full`.
+    std::vector<ManifestDraft*> manifests;
+    std::span<const std::int64_t> abandoned;
+    std::string algorithm;  ///< the chunking the finished manifests record
+    Profile profile;
+};
+
+/// What gc's sweep found and dropped.
+struct GcSweep {
+    std::uint64_t manifests_dropped = 0;
+    std::uint64_t chunks_removed = 0;
+    std::uint64_t stored_bytes_removed = 0;  ///< their payloads (headers not counted)
+};
+
+/// The checks of a chunk's index row (the catalog, which a damaged or
+/// crafted database may fill with anything) before anything is allocated
+/// for it or read: a raw size the store's chunks may have (its max chunk
+/// size), a stored size within the compressor's bound of it, a record that
+/// lies inside its pack's committed length. Every reader of locations goes
+/// through it (lookups, verify, gc). Engine-neutral: a catalog gives it the
+/// max chunk size and a way to read a pack's committed length.
+class CatalogCheck {
+public:
+    /// `length(pack)`: the committed length, 0 if the pack is not indexed.
+    CatalogCheck(std::uint64_t max_raw, std::function<std::uint64_t(std::uint64_t)> length);
+    /// The row's values as a Location, or DamageError naming the chunk
+    /// (after `context`, e.g. "'name': ") and what is wrong.
+    Location location(const ChunkId& id, std::int64_t pack, std::int64_t offset, std::int64_t raw_size,
+                      std::int64_t stored_size, std::string_view context);
+    std::uint64_t max_raw_size() const noexcept { return max_raw_; }
+    /// Forgets the lengths read (a new read view may see longer packs, or
+    /// packs gc rewrote).
+    void forget_lengths() { lengths_.clear(); }
+
+private:
+    /// A pack's committed length (0: no such pack), cached; `fresh` asks again.
+    std::uint64_t pack_length(std::uint64_t pack, bool fresh);
+    std::uint64_t max_raw_;
+    std::function<std::uint64_t(std::uint64_t)> length_;
+    std::unordered_map<std::uint64_t, std::uint64_t> lengths_;
+};
+
+/// The store's max chunk size as the checks use it: the setting
+/// `max_size`, bounded by the library's limit (a crafted setting must not
+/// let any size through); the limit if the setting is absent or unreadable.
+std::uint64_t checked_max_chunk(const std::unordered_map<std::string, std::string>& settings);
+
+class Catalog {
+public:
+    virtual ~Catalog() = default;
+    /// Names the catalog in messages (the database file, the server).
+    virtual std::string describe() const = 0;
+    /// Another connection to the same catalog (for a reader or writer of
+    /// its own, or one that holds a read view while this one writes).
+    virtual std::unique_ptr<Catalog> connect() const = 0;
+
+    // ---- settings (written once, by init)
+    virtual std::unordered_map<std::string, std::string> settings() = 0;
+    /// Brings the schema of a store made by an earlier version up to what a
+    /// writer needs (one transaction; a crash leaves it as it was or done).
+    virtual void upgrade_for_writing() = 0;
+
+    // ---- read views
+    /// Starts a read view: what the calls see until end_read() is one
+    /// committed state. Not nested; a commit needs none open.
+    virtual void begin_read() = 0;
+    virtual void end_read() = 0;
+    /// Ends a read view if one is open, ignoring errors (unwinding).
+    virtual void cancel_read() noexcept = 0;
+    virtual bool reading() const noexcept = 0;
+
+    // ---- the chunk index (rows are checked: CatalogCheck)
+    /// Where chunk `id` is; DamageError (after `context`) for a row that
+    /// fails the checks.
+    virtual std::optional<Location> find_chunk(const ChunkId& id, std::string_view context = {}) = 0;
+    /// The raw size of chunk `id`, if indexed (not checked against its pack).
+    virtual std::optional<std::uint32_t> chunk_size(const ChunkId& id) = 0;
+    /// Adds to `found` those of `ids` the index holds.
+    virtual void find_present(std::span<const ChunkId> ids, IdSet& found) = 0;
+    /// Every indexed chunk (only those in `only_packs` if given) in pack
+    /// order. A row that fails the checks goes to `damaged` with its reason
+    /// (after `context`), not to `f`. With `only_packs`, the rows are those
+    /// indexed when the call began: `f` may call move_chunks meanwhile.
+    virtual void for_each_chunk(const std::function<void(const ChunkId&, const Location&)>& f,
+                                const std::function<void(const ChunkId&, const std::string&)>& damaged,
+                                std::string_view context = {},
+                                const std::set<std::uint64_t>* only_packs = nullptr) = 0;
+
+    // ---- packs
+    virtual std::map<std::uint64_t, std::uint64_t> packs() = 0;  ///< id -> committed length
+    virtual std::uint64_t max_pack_id() = 0;
+    /// Up to `limit` packs shorter than `below`, the fullest first (a writer
+    /// continues one rather than start a new file).
+    virtual std::vector<std::uint64_t> packs_below(std::uint64_t below, std::size_t limit) = 0;
+    /// A pack's committed length, if it has one.
+    virtual std::optional<std::uint64_t> pack_length(std::uint64_t pack) = 0;
+
+    // ---- manifests (committed ones, unless said otherwise)
+    /// Manifests whose name starts with `prefix`, by name.
+    virtual std::vector<ManifestInfo> list(std::string_view prefix) = 0;
+    virtual std::optional<ManifestInfo> find(std::string_view name) = 0;
+    /// The file `name` (if its size is `size`, when given). A damaged
+    /// digest is a DamageError naming `context` (default: "the digest of 'NAME'").
+    virtual std::optional<StoredFile> stored_file(std::string_view name, std::optional<std::uint64_t> size = {},
+                                                  std::string_view context = {}) = 0;
+    /// The file of row `row`, if that row is a committed file.
+    virtual std::optional<StoredFile> stored_file(std::int64_t row) = 0;
+    /// Of the newest `limit` files whose lists start with `first` (and hold
+    /// two chunks or more), newest first, those of `size` and `chunks` when
+    /// given (the index's order: no sort, a bounded scan however many files
+    /// start alike).
+    virtual std::vector<StoredFile> files_starting_with(const ChunkId& first, std::size_t limit,
+                                                        std::optional<std::uint64_t> size = {},
+                                                        std::optional<std::uint64_t> chunks = {}) = 0;
+    /// Whether row `file.row` is still that file (its digest and chunk count).
+    virtual bool still_there(const StoredFile& file) = 0;
+    /// The chunk list of manifest row `row` (committed or pending).
+    virtual std::unique_ptr<ListReader> read_list(std::int64_t row) = 0;
+    /// Removes these manifests in one transaction (NotFoundError naming the
+    /// first unknown name and `store_name`, removing none).
+    virtual void remove(std::span<const std::string> names, std::string_view store_name) = 0;
+    /// f(name, size, chunk count, its list) for every committed manifest, by
+    /// name (verify: nothing else of the row is read).
+    virtual void for_each_manifest(
+        const std::function<void(const std::string&, std::uint64_t, std::uint64_t, ListReader&)>& f) = 0;
+    /// Pending manifests (of writers that have not finished them).
+    virtual std::uint64_t pending_manifests() = 0;
+
+    // ---- writing
+    virtual void commit(FlushBatch& batch) = 0;
+
+    // ---- gc (the caller holds the store exclusively)
+    /// Drops pending manifests, then every chunk row no manifest lists.
+    virtual GcSweep sweep() = 0;
+    /// Live record bytes (payload + header) per pack that has any.
+    virtual std::map<std::uint64_t, std::uint64_t> live_bytes() = 0;
+    /// Drops these packs' rows (packs no chunk row names) in one transaction.
+    virtual void drop_packs(const std::set<std::uint64_t>& packs) = 0;
+    /// One transaction: packs' new lengths, moved chunks at their new
+    /// places, the rewritten packs' rows dropped.
+    virtual void move_chunks(std::span<const std::pair<std::uint64_t, std::uint64_t>> pack_sizes,
+                             std::span<const PendingRow> moved, std::span<const std::uint64_t> dropped) = 0;
+    /// Gives space back after gc.
+    virtual void compact() = 0;
+
+    // ---- stats, verify
+    struct Totals {
+        std::uint64_t files = 0, logical_bytes = 0, references = 0;
+        std::uint64_t chunks = 0, chunk_bytes = 0, stored_payload = 0;
+        std::uint64_t packs = 0, pack_bytes = 0;
+        std::uint64_t size_on_disk = 0;      ///< the catalog's own bytes
+        std::uint64_t chunk_table_bytes = 0; ///< 0 if unknown
+    };
+    /// One read view.
+    virtual Totals totals() = 0;
+    /// The engine's own consistency check: a line per problem (none: fine).
+    virtual std::vector<std::string> check(bool full) = 0;
+};
+
+/// begin_read() .. end_read() for a scope (cancelled by the destructor if
+/// not ended by end()).
+class ReadView {
+public:
+    explicit ReadView(Catalog& c) : c_(c) { c_.begin_read(); }
+    ~ReadView() {
+        if (open_) c_.cancel_read();
+    }
+    ReadView(const ReadView&) = delete;
+    ReadView& operator=(const ReadView&) = delete;
+    void end() {
+        if (open_) {
+            open_ = false;
+            c_.end_read();
+        }
+    }
+
+private:
+    Catalog& c_;
+    bool open_ = true;
+};
+
+/// Calls f(id, location, index in the file) for each chunk of manifest row
+/// `row` (of the file `name`, for messages), its first `limit` chunks at
+/// most, in file order, each looked up (checked) in `catalog`; returns how
+/// many were listed. DamageError naming the file and the chunk for one
+/// missing from the index.
+std::uint64_t for_each_listed_chunk(Catalog& catalog, std::int64_t row, std::string_view name, std::uint64_t limit,
+                                    const std::function<void(const ChunkId&, const Location&, std::uint64_t)>& f);
+
+}  // namespace cdc::store::detail

@@ -1,0 +1,226 @@
+// The ingest door (ingest.hpp): its state (Ingest::Impl, also put_file's),
+// the public door over a Writer, and the stored lists it hands out.
+#include "ingest.hpp"
+
+#include "ingest_impl.hpp"
+#include "writer_impl.hpp"
+
+#include <fmt/format.h>
+
+namespace cdc::store {
+
+using namespace detail;
+
+namespace {
+
+/// A committed file's list in a read view of a connection of its own.
+class CatalogList final : public StoredList {
+public:
+    /// nullptr if `find` finds no committed file in the new view.
+    static std::unique_ptr<StoredList> open(std::unique_ptr<Catalog> catalog,
+                                            const std::function<std::optional<StoredFile>(Catalog&)>& find) {
+        std::unique_ptr<CatalogList> l(new CatalogList(std::move(catalog)));
+        l->catalog_->begin_read();
+        const auto file = find(*l->catalog_);
+        if (!file) return nullptr;
+        l->file_ = *file;
+        l->list_ = l->catalog_->read_list(file->row);
+        return l;
+    }
+    ~CatalogList() override {
+        list_.reset();
+        catalog_->cancel_read();
+    }
+    const std::string& name() const noexcept override { return file_.name; }
+    std::uint64_t chunks() const noexcept override { return file_.chunks; }
+    bool next(std::uint32_t& seq, std::vector<std::uint8_t>& ids) override { return list_->next(seq, ids); }
+    bool row(std::uint32_t seq, std::vector<std::uint8_t>& ids) override { return list_->row(seq, ids); }
+
+private:
+    explicit CatalogList(std::unique_ptr<Catalog> c) : catalog_(std::move(c)) {}
+    std::unique_ptr<Catalog> catalog_;
+    StoredFile file_;
+    std::unique_ptr<ListReader> list_;
+};
+
+}  // namespace
+
+// ---------------------------------------------------------------- Ingest::Impl
+
+Ingest::Impl::~Impl() = default;
+
+void Ingest::Impl::start(const std::string& name) {
+    base_.reset();
+    look_similar_ = false;
+    name_ = name;
+    size_.reset();
+}
+
+Catalog& Ingest::Impl::base_catalog() {
+    if (!base_catalog_) base_catalog_ = w.catalog->connect();
+    return *base_catalog_;
+}
+
+void Ingest::Impl::compare_with_stored(std::optional<std::uint64_t> size, std::uint64_t min_chunks) {
+    base_.reset();
+    size_ = size;
+    base_ = BaseList::open(base_catalog(), *w.store.packs, name_, min_chunks);
+    look_similar_ = !base_;
+}
+
+bool Ingest::Impl::find_similar(const ChunkId& first) {
+    if (!look_similar_) return false;
+    look_similar_ = false;
+    base_ = BaseList::open_similar(base_catalog(), *w.store.packs, first, size_, name_);
+    return base_ != nullptr;
+}
+
+void Ingest::Impl::leave_base() {
+    const std::unique_ptr<BaseList> b = std::move(base_);
+    flush_read_back();  // (nothing is queued while the base matches: a no-op)
+    b->read_matched([&](std::span<const std::byte> block) { whole_.update(block); });
+}
+
+std::optional<Ingest::Impl::BaseMatch> Ingest::Impl::end_base(std::uint64_t size) {
+    look_similar_ = false;
+    if (!base_) return std::nullopt;
+    if (base_->complete() && base_->size() == size) {
+        // The stored file's chunks, all of them: its bytes, its digest.
+        BaseMatch m{base_->digest(), base_->name() == name_, base_->manifest_row(),
+                    base_->mode(),   base_->mtime_ns(),      base_->chunk_count()};
+        base_.reset();
+        return m;
+    }
+    leave_base();
+    return std::nullopt;
+}
+
+std::unique_ptr<StoredList> Ingest::Impl::base_list() const {
+    if (!base_) return nullptr;
+    const std::int64_t row = base_->manifest_row();
+    return CatalogList::open(w.catalog->connect(), [row](Catalog& c) { return c.stored_file(row); });
+}
+
+OrderedDecoder& Ingest::Impl::read_back() {
+    if (!read_back_) {
+        // (made at first use: a stream of small files never needs it)
+        read_catalog_ = w.catalog->connect();
+        packs_ = std::make_unique<PackFiles>(*w.store.packs);
+        pool_ = std::make_unique<TaskPool>(2);
+        // Blocks of 256 KiB: a list's chunks (a few MiB) keep both threads busy.
+        read_back_ = std::make_unique<OrderedDecoder>(
+            *pool_, "",
+            [this](OrderedDecoder::Delivery& d) {
+                const void* token = d.keep();
+                whole_.update_kept(d.bytes, [this, token] { read_back_->release(token); });
+            },
+            OrderedDecoder::Options{std::size_t{256} << 10, 6, 6});
+    }
+    return *read_back_;
+}
+
+void Ingest::Impl::flush_read_back() {
+    if (read_back_) read_back_->finish();
+}
+
+void Ingest::Impl::hash(std::span<const std::byte> bytes) { read_back().add_bytes(bytes); }
+
+std::size_t Ingest::Impl::hash_stored(std::span<const ChunkId> ids,
+                                      const std::function<void(std::size_t, std::uint32_t)>& sized) {
+    OrderedDecoder& decoder = read_back();
+    ReadView view(*read_catalog_);
+    std::size_t i = 0;
+    for (; i < ids.size(); ++i) {
+        const auto loc = read_catalog_->find_chunk(ids[i]);
+        if (!loc) break;
+        sized(i, loc->raw_size);
+        decoder.add(ids[i], *loc, *packs_);
+    }
+    view.end();
+    return i;
+}
+
+Digest Ingest::Impl::finish_hash() {
+    flush_read_back();
+    return whole_.finish();
+}
+
+void Ingest::Impl::drop() {
+    look_similar_ = false;
+    base_.reset();
+    if (read_back_) {
+        try {
+            read_back_->finish();
+        } catch (...) {
+            // the file is dropped: what could not be read does not matter
+        }
+    }
+    whole_.end_message({});  // drops this file's digest; the next file's starts afresh
+}
+
+// ---------------------------------------------------------------- Ingest
+
+Ingest::Ingest(Writer& writer) : impl_(std::make_unique<Impl>(*writer.impl_)) {}
+Ingest::Ingest(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Ingest::~Ingest() = default;
+
+std::unique_ptr<StoredList> Ingest::stored_list(const Store& store, std::string_view name) {
+    return CatalogList::open(store.impl_->catalog->connect(), [name](Catalog& c) { return c.stored_file(name); });
+}
+
+void Ingest::begin(const FileMeta& meta) {
+    impl_->w.check_usable();
+    impl_->w.begin(meta);
+    impl_->start(meta.name);
+}
+
+void Ingest::compare_with_stored(std::optional<std::uint64_t> size, std::uint64_t min_chunks) {
+    impl_->compare_with_stored(size, min_chunks);
+}
+
+bool Ingest::find_similar(const ChunkId& first) { return impl_->find_similar(first); }
+bool Ingest::follows_base(std::span<const ChunkId> ids) { return impl_->follows_base(ids); }
+bool Ingest::follows_base(std::span<const Digest> ids) { return impl_->follows_base(ids); }
+std::unique_ptr<StoredList> Ingest::base_list() const { return impl_->base_list(); }
+
+void Ingest::hash(std::span<const std::byte> bytes) { impl_->hash(bytes); }
+void Ingest::hash_kept(std::span<const std::byte> bytes, std::function<void()> done) {
+    impl_->hash_kept(bytes, std::move(done));
+}
+std::size_t Ingest::hash_stored(std::span<const ChunkId> ids,
+                                const std::function<void(std::size_t, std::uint32_t)>& sized) {
+    return impl_->hash_stored(ids, sized);
+}
+
+void Ingest::list(std::span<const ChunkId> ids, std::span<const std::uint32_t> sizes) {
+    impl_->w.check_usable();
+    impl_->w.add_read_chunks(ids, sizes);
+}
+
+std::uint64_t Ingest::list_stored(std::span<const ChunkId> ids) {
+    impl_->w.check_usable();
+    return impl_->w.add_chunks(ids);
+}
+
+Ingest::Result Ingest::digest(std::uint64_t size) {
+    Result r;
+    if (const auto b = impl_->end_base(size)) {
+        r.digest = b->digest;
+        (b->same_name ? r.unchanged : r.identical) = true;
+        return r;
+    }
+    r.digest = id_of(impl_->finish_hash());
+    return r;
+}
+
+void Ingest::end(std::uint64_t size, const ChunkId& digest) {
+    impl_->w.check_usable();
+    impl_->w.finish(digest, size);
+}
+
+void Ingest::abandon() {
+    impl_->drop();
+    impl_->w.abandon();
+}
+
+}  // namespace cdc::store

@@ -1,0 +1,143 @@
+// The ingest door: what a writer does per file whose chunks someone else
+// cut (the push server) or that it cuts itself (Writer::put_file), in one
+// object with the file's state:
+//
+//   begin(meta) [+ compare_with_stored(...)]      the manifest opened; the
+//                                                 stored file of that name
+//                                                 is the base to compare with
+//   follows_base(ids)                             the next chunks are the
+//                                                 base's? (then they are in
+//                                                 the store and need no hash)
+//   hash(bytes) / hash_kept(...) / hash_stored(ids)
+//                                                 the whole-file BLAKE3 in
+//                                                 file order: bytes in hand,
+//                                                 or stored chunks read back
+//   list(ids, sizes) / list_stored(ids)           the manifest's chunks
+//   digest(size) -> {digest, unchanged, identical}
+//   end(size, digest)                             the manifest queued
+//
+// The door owns the base list (store/base_list.hpp: a committed file's
+// chunk list compared while the new chunks equal it; at the first
+// difference the matched chunks are read back into the hash), the lookup
+// of a similar stored file (a name the store does not hold: a stored file
+// that starts with the same chunk, at the first chunks), the read-back of
+// stored chunks and the whole-file hash. Chunks themselves go in through
+// the Writer (put_chunk_compressed, put_file's pipeline); which of them the
+// store lacks, Store::missing says.
+//
+// Threads: the thread that uses the Writer. Errors: StoreError (DamageError
+// for data that fails a check), never a partial manifest: a file that is
+// not ended is abandoned when the next one begins or the door goes.
+#pragma once
+
+#include <cdc/digest.hpp>
+#include <cdc/store.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace cdc::store {
+
+/// A committed file's chunk list read in one snapshot that is held while
+/// the object lives, on a catalog connection of its own (the ids handed
+/// out are those of the file as it was then, and gc waits for the writer
+/// whose session reads it, so its chunks stay).
+class StoredList {
+public:
+    virtual ~StoredList() = default;
+    virtual const std::string& name() const noexcept = 0;
+    /// Its chunk count as its manifest says.
+    virtual std::uint64_t chunks() const noexcept = 0;
+    /// The next row of ids (32 bytes each) in file order, with its sequence
+    /// number; false at the end.
+    virtual bool next(std::uint32_t& seq, std::vector<std::uint8_t>& ids) = 0;
+    /// Row `seq` (any order); false if there is none.
+    virtual bool row(std::uint32_t seq, std::vector<std::uint8_t>& ids) = 0;
+};
+
+class Ingest {
+public:
+    /// Files go into `writer` (which outlives the door); one at a time.
+    explicit Ingest(Writer& writer);
+    ~Ingest();
+    Ingest(const Ingest&) = delete;
+    Ingest& operator=(const Ingest&) = delete;
+
+    /// The committed file `name` of `store`, or nullptr.
+    static std::unique_ptr<StoredList> stored_list(const Store& store, std::string_view name);
+
+    /// Starts a file: its manifest opened in the writer (OptionError for an
+    /// empty name; StoreError if the writer has one open).
+    void begin(const FileMeta& meta);
+    /// Takes the committed file of that name as the base if it has at least
+    /// `min_chunks` chunks; else the first chunks will look for a similar
+    /// stored file (one of `size`, if known, first).
+    void compare_with_stored(std::optional<std::uint64_t> size, std::uint64_t min_chunks);
+
+    /// At the file's first chunk, when compare_with_stored found no file of
+    /// its name to compare with: takes a stored file whose
+    /// list starts with `first` as the base (the newest of those of the
+    /// expected size and the name that ends most alike); true if one was
+    /// found now. follows_base asks it itself.
+    bool find_similar(const ChunkId& first);
+    /// Whether `ids`, the file's next chunks, are the base's next ones (at
+    /// the first call without a base, a similar stored file is looked for).
+    /// True: they are in the store and their bytes need no hash (nothing is
+    /// listed: list_stored them). False: they are not, and never again for
+    /// this file; the chunks that matched before were read back into the
+    /// hash (DamageError if they cannot be read).
+    bool follows_base(std::span<const ChunkId> ids);
+    bool follows_base(std::span<const Digest> ids);
+    /// The base's chunk list in a new snapshot of its own, if the base is
+    /// still committed there; nullptr otherwise (or without a base).
+    std::unique_ptr<StoredList> base_list() const;
+
+    // ---- the whole-file hash, in file order
+    /// Bytes in hand (copied).
+    void hash(std::span<const std::byte> bytes);
+    /// Bytes the caller keeps unchanged until `done` runs (any thread).
+    void hash_kept(std::span<const std::byte> bytes, std::function<void()> done);
+    /// Stored chunks read back (decoded on the door's threads, in one read
+    /// view): each id is looked up, `sized(i, raw size)` called, and its
+    /// bytes queued. Stops at the first id the store does not index and
+    /// returns how many were queued (a chunk this writer put is indexed once
+    /// the writer has flushed: commit, then ask again).
+    std::size_t hash_stored(std::span<const ChunkId> ids, const std::function<void(std::size_t, std::uint32_t)>& sized);
+
+    // ---- the manifest
+    /// Chunks the caller read from this store or put with this writer, with
+    /// their sizes (Writer::add_read_chunks).
+    void list(std::span<const ChunkId> ids, std::span<const std::uint32_t> sizes);
+    /// Chunks looked up in the store (Writer::add_chunks); their sizes' sum.
+    std::uint64_t list_stored(std::span<const ChunkId> ids);
+
+    struct Result {
+        ChunkId digest{};
+        bool unchanged = false;  ///< all the chunks of the stored file of its name
+        bool identical = false;  ///< all the chunks of a similar stored file
+    };
+    /// The file's digest: the base's if the file (of `size` bytes) had all
+    /// of the base's chunks, else that of the bytes hashed (waits for them).
+    Result digest(std::uint64_t size);
+    /// Queues the manifest with `digest` (DamageError if `size` is not the
+    /// sum of its chunks' sizes).
+    void end(std::uint64_t size, const ChunkId& digest);
+    /// Drops the open file (its manifest, base and hash).
+    void abandon();
+
+    struct Impl;
+
+private:
+    friend class Writer;
+    explicit Ingest(std::unique_ptr<Impl> impl);
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace cdc::store

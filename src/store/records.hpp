@@ -1,0 +1,76 @@
+// Reading a chunk's record back from its pack and checking it against the
+// index (the header, the id, the sizes, the checksum; decoding into raw
+// bytes), and the packs one reader holds open: what get, read_chunks,
+// verify, gc and the read-back of stored chunks share.
+#pragma once
+
+#include "catalog.hpp"
+#include "format.hpp"
+#include "pack_storage.hpp"
+
+#include <cdc/store.hpp>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace cdc::store::detail {
+
+/// Pack files one reader keeps open at once by default: an eighth of the
+/// soft RLIMIT_NOFILE, at most 512 (a file can span thousands of packs, a
+/// server runs several readers). Beyond, a reader finishes what is in flight
+/// and closes them.
+std::size_t default_max_open_packs();
+
+/// The packs one operation reads, opened on demand, at most `max_open` at
+/// once: a reader whose reads are still in flight asks needs_room() first
+/// and, if so, waits for them and calls close_all(); one that reads each
+/// pack at once uses read().
+class PackFiles {
+public:
+    explicit PackFiles(const PackStorage& storage, std::size_t max_open = default_max_open_packs())
+        : storage_(storage), max_open_(std::max<std::size_t>(max_open, 1)) {}
+    /// DamageError if the pack is missing, StoreError if it cannot be
+    /// opened otherwise (EMFILE: needs_room() was not asked).
+    const PackReader& reader(std::uint64_t pack);
+    /// Whether opening `pack` would pass the bound.
+    bool needs_room(std::uint64_t pack) const { return open_.size() >= max_open_ && !open_.contains(pack); }
+    /// reader() for a caller done with every pack it got before: at the
+    /// bound, closes them first.
+    const PackReader& read(std::uint64_t pack) {
+        if (needs_room(pack)) close_all();
+        return reader(pack);
+    }
+    void close_all() { open_.clear(); }
+    std::size_t open_count() const noexcept { return open_.size(); }
+
+private:
+    const PackStorage& storage_;
+    std::size_t max_open_;
+    std::unordered_map<std::uint64_t, std::unique_ptr<PackReader>> open_;
+};
+/// Reads the record of `id` at `loc` into buf (header + payload) and checks
+/// it: header, id, sizes, checksum. Throws DamageError("<context>chunk <id>
+/// (pack P, offset O): <reason>"). Returns the codec.
+Codec read_record(const PackReader& pack, const Location& loc, const ChunkId& id, std::vector<std::byte>& buf,
+                  std::string_view context);
+/// The checks of read_record on a record read already (its bytes from
+/// loc.offset; fewer than the record: truncated).
+Codec check_record(std::span<const std::byte> record, const Location& loc, const ChunkId& id,
+                   std::string_view context);
+/// check_record, then the raw bytes into `out` (out.size() == loc.raw_size).
+void decode_record_into(std::span<const std::byte> record, const Location& loc, const ChunkId& id,
+                        std::span<std::byte> out, std::string_view context);
+/// read_record, then the raw bytes into `out` (out.size() == loc.raw_size).
+void read_chunk_into(const PackReader& pack, const Location& loc, const ChunkId& id, std::vector<std::byte>& buf,
+                     std::span<std::byte> out, std::string_view context);
+/// The DamageError text for a chunk.
+std::string chunk_problem(std::string_view context, const ChunkId& id, const Location& loc, std::string_view reason);
+
+}  // namespace cdc::store::detail

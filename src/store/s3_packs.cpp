@@ -1,0 +1,542 @@
+#include "s3_packs.hpp"
+
+#include "format.hpp"
+#include "pack_storage_factory.hpp"
+
+#include <cdc/store_s3.hpp>
+
+#include <fmt/format.h>
+#include <openssl/evp.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+namespace cdc::store {
+
+void enable_s3_packs() {
+    detail::set_s3_pack_storage_maker(
+        [](const std::filesystem::path& dir, const PackLocation& where,
+           detail::PackStorageUse use) -> std::unique_ptr<detail::PackStorage> {
+            return std::make_unique<detail::S3PackStorage>(dir, where, use == detail::PackStorageUse::init);
+        });
+}
+
+}  // namespace cdc::store
+
+namespace cdc::store::detail {
+
+namespace {
+
+constexpr std::size_t kBufferBlock = std::size_t{1} << 20;  // the sink's memory comes in blocks of this
+
+std::string pack_file_name(std::uint64_t id) { return fmt::format("{:08}.pack", id); }
+
+std::string md5_hex(const s3::Body& body) {
+    EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+    unsigned char digest[EVP_MAX_MD_SIZE];
+    unsigned int n = 0;
+    EVP_DigestInit_ex(ctx, EVP_md5(), nullptr);
+    for (const auto& p : body.pieces) EVP_DigestUpdate(ctx, p.data(), p.size());
+    EVP_DigestFinal_ex(ctx, digest, &n);
+    EVP_MD_CTX_free(ctx);
+    std::string out;
+    for (unsigned int i = 0; i < n; ++i) out += fmt::format("{:02x}", digest[i]);
+    return out;
+}
+
+std::string unquote(std::string s) {
+    if (s.size() >= 2 && s.front() == '"' && s.back() == '"') s = s.substr(1, s.size() - 2);
+    return s;
+}
+
+class S3Reader final : public PackReader {
+public:
+    S3Reader(const S3PackStorage& storage, std::uint64_t id, std::uint64_t size)
+        : storage_(storage), id_(id), size_(size) {}
+    std::size_t read_at(std::uint64_t offset, std::span<std::byte> out) const override {
+        return storage_.read(id_, size_, offset, out);
+    }
+    std::uint64_t size() const override { return size_; }
+
+private:
+    const S3PackStorage& storage_;
+    std::uint64_t id_;
+    std::uint64_t size_;
+};
+
+class S3Sink final : public PackSink {
+public:
+    S3Sink(const S3PackStorage& storage, std::uint64_t id, std::filesystem::path reservation)
+        : storage_(storage), id_(id), key_(storage.key_of(id)), reservation_(std::move(reservation)) {
+        const auto header = pack_header(id);
+        append(header);
+    }
+
+    ~S3Sink() override {
+        if (!upload_id_.empty() && !sealed_) {
+            try {
+                s3::Request r;
+                r.method = "DELETE";
+                r.key = key_;
+                r.query = {{"uploadId", upload_id_}};
+                r.expected = {404};
+                storage_.client().send(r);
+            } catch (...) {
+                // gc aborts what is left (reclaim_incomplete)
+            }
+        }
+        ::unlink(reservation_.c_str());
+    }
+
+    std::uint64_t id() const override { return id_; }
+    std::uint64_t size() const override { return size_; }
+    bool sealed() const override { return sealed_; }
+
+    void append(std::span<const std::uint8_t> bytes) override {
+        if (sealed_) throw StoreError(fmt::format("pack '{}': written already (an object takes no more)", describe()));
+        if (broken_) throw StoreError(fmt::format("pack '{}': an earlier upload failed", describe()));
+        std::size_t done = 0;
+        while (done < bytes.size()) {
+            if (blocks_.empty() || last_fill_ == kBufferBlock) {
+                blocks_.push_back(std::make_unique<std::uint8_t[]>(kBufferBlock));
+                last_fill_ = 0;
+            }
+            const std::size_t k = std::min(bytes.size() - done, kBufferBlock - last_fill_);
+            std::memcpy(blocks_.back().get() + last_fill_, bytes.data() + done, k);
+            last_fill_ += k;
+            done += k;
+            buffered_ += k;
+        }
+        size_ += bytes.size();
+        // Full parts go up at once: memory holds one part at most.
+        try {
+            while (buffered_ > storage_.part_size()) upload_part(storage_.part_size());
+        } catch (...) {
+            broken_ = true;
+            throw;
+        }
+    }
+
+    void sync() override {
+        if (sealed_) return;
+        if (broken_) throw StoreError(fmt::format("pack '{}': an earlier upload failed", describe()));
+        try {
+            if (upload_id_.empty()) put_whole();
+            else complete();
+        } catch (...) {
+            broken_ = true;
+            throw;
+        }
+        sealed_ = true;
+        blocks_.clear();
+        buffered_ = 0;
+    }
+
+private:
+    std::string describe() const { return storage_.describe(id_); }
+
+    /// The first `bytes` of the buffer (whole blocks but maybe the last).
+    s3::Body front(std::uint64_t bytes) const {
+        s3::Body b;
+        std::uint64_t left = bytes;
+        for (std::size_t i = 0; left > 0 && i < blocks_.size(); ++i) {
+            const std::size_t have = i + 1 == blocks_.size() ? last_fill_ : kBufferBlock;
+            const std::size_t k = static_cast<std::size_t>(std::min<std::uint64_t>(left, have));
+            b.pieces.emplace_back(blocks_[i].get(), k);
+            left -= k;
+        }
+        return b;
+    }
+
+    void put_whole() {
+        const s3::Body body = front(buffered_);
+        s3::Request r;
+        r.method = "PUT";
+        r.key = key_;
+        r.body = &body;
+        r.headers = {"If-None-Match: *"};
+        r.expected = {412};
+        const s3::Response a = storage_.client().send(r);
+        if (a.status != 412) return;
+        // An object is there: ours if an earlier try of this PUT reached the
+        // server without its answer reaching us (same length and MD5).
+        if (a.attempts > 1) {
+            s3::Request h;
+            h.method = "HEAD";
+            h.key = key_;
+            h.expected = {404};
+            const s3::Response got = storage_.client().send(h);
+            if (got.status == 200 && got.content_length == size_ && unquote(got.etag) == md5_hex(body)) return;
+        }
+        throw StoreError(fmt::format("pack '{}' exists already in the bucket (another writer's, or a store sharing "
+                                     "the prefix); nothing of it was overwritten",
+                                     describe()));
+    }
+
+    void upload_part(std::uint64_t bytes) {
+        if (upload_id_.empty()) {
+            s3::Request r;
+            r.method = "POST";
+            r.key = key_;
+            r.query = {{"uploads", ""}};
+            const s3::Response a = storage_.client().send(r);
+            upload_id_ = s3::xml_value(a.body, "UploadId").value_or("");
+            if (upload_id_.empty())
+                throw StoreError(fmt::format("S3: starting the multipart upload of '{}' gave no UploadId", describe()));
+        }
+        const s3::Body body = front(bytes);
+        s3::Request r;
+        r.method = "PUT";
+        r.key = key_;
+        r.body = &body;
+        r.query = {{"partNumber", std::to_string(etags_.size() + 1)}, {"uploadId", upload_id_}};
+        const s3::Response a = storage_.client().send(r);
+        if (a.etag.empty()) throw StoreError(fmt::format("S3: part {} of '{}' got no ETag", etags_.size() + 1, describe()));
+        etags_.push_back(a.etag);
+        // Drop the blocks sent (bytes is a whole number of blocks or everything).
+        const std::size_t whole = static_cast<std::size_t>(bytes / kBufferBlock);
+        if (bytes == buffered_) {
+            blocks_.clear();
+            last_fill_ = 0;
+        } else {
+            blocks_.erase(blocks_.begin(), blocks_.begin() + static_cast<std::ptrdiff_t>(whole));
+        }
+        buffered_ -= bytes;
+    }
+
+    bool object_exists() const {
+        s3::Request h;
+        h.method = "HEAD";
+        h.key = key_;
+        h.expected = {404};
+        return storage_.client().send(h).status != 404;
+    }
+
+    void complete() {
+        if (buffered_ > 0) upload_part(buffered_);
+        // Ceph RGW (16.2) ignores If-None-Match on CompleteMultipartUpload
+        // (AWS honours it): asked first, so that no object is replaced there.
+        if (object_exists())
+            throw StoreError(fmt::format("pack '{}' exists already in the bucket (another writer's, or a store sharing "
+                                         "the prefix); nothing of it was overwritten",
+                                         describe()));
+        std::string xml = "<CompleteMultipartUpload>";
+        for (std::size_t i = 0; i < etags_.size(); ++i)
+            xml += fmt::format("<Part><PartNumber>{}</PartNumber><ETag>{}</ETag></Part>", i + 1, etags_[i]);
+        xml += "</CompleteMultipartUpload>";
+        s3::Body body;
+        body.pieces.emplace_back(reinterpret_cast<const std::uint8_t*>(xml.data()), xml.size());
+        s3::Request r;
+        r.method = "POST";
+        r.key = key_;
+        r.query = {{"uploadId", upload_id_}};
+        r.body = &body;
+        r.headers = {"If-None-Match: *"};
+        r.expected = {404, 412};
+        const s3::Response a = storage_.client().send(r);
+        if (a.status == 200) return;
+        // 404 NoSuchUpload after a retry: the first try completed it.
+        if (a.status == 404 && a.attempts > 1) {
+            s3::Request h;
+            h.method = "HEAD";
+            h.key = key_;
+            h.expected = {404};
+            const s3::Response got = storage_.client().send(h);
+            if (got.status == 200 && got.content_length == size_) return;
+        }
+        const auto [code, message] = s3::xml_error(a.body);
+        throw StoreError(fmt::format("completing the multipart upload of pack '{}': HTTP {} {}{}", describe(),
+                                     a.status, code,
+                                     a.status == 412 ? " (the object exists already: nothing was overwritten)" : ""));
+    }
+
+    const S3PackStorage& storage_;
+    std::uint64_t id_;
+    std::string key_;
+    std::filesystem::path reservation_;
+    std::deque<std::unique_ptr<std::uint8_t[]>> blocks_;
+    std::size_t last_fill_ = 0;
+    std::uint64_t buffered_ = 0;
+    std::uint64_t size_ = 0;
+    std::string upload_id_;
+    std::vector<std::string> etags_;
+    bool sealed_ = false;
+    bool broken_ = false;
+};
+
+}  // namespace
+
+struct S3PackStorage::Block {
+    std::mutex mutex;
+    std::condition_variable cv;
+    bool ready = false;
+    std::exception_ptr error;
+    std::vector<std::byte> bytes;
+};
+
+S3PackStorage::S3PackStorage(std::filesystem::path dir, const PackLocation& where, bool init)
+    : dir_(std::move(dir)), where_(where), path_(s3::parse_bucket_url(where.url)) {
+    s3::check_region(where.s3_region);
+    endpoint_ = s3::normalize_endpoint(where.s3_endpoint, where.s3_region);
+    part_size_ = where.s3_part_size;
+    if (part_size_ < (std::uint64_t{5} << 20) || part_size_ > (std::uint64_t{1} << 30) || part_size_ % kBufferBlock != 0)
+        throw OptionError(fmt::format("S3 part size {} is invalid: a multiple of 1 MiB from 5 MiB to 1 GiB", part_size_),
+                          "s3_part_size");
+    if (!init) return;
+    // The bucket answers with these credentials, and the prefix is the store's alone.
+    s3::Request r;
+    r.key = "";
+    r.query = {{"list-type", "2"}, {"max-keys", "1"}, {"prefix", path_.prefix.empty() ? "" : path_.prefix + "/"}};
+    s3::Response a;
+    try {
+        a = client().send(r);
+    } catch (const s3::S3Error& e) {
+        throw StoreError(fmt::format("cannot keep packs in {}: {}", where.url, e.what()));
+    }
+    if (!s3::xml_elements(a.body, "Contents").empty())
+        throw OptionError(fmt::format("cannot keep packs in {}: it holds objects already (give each store a prefix of "
+                                      "its own)",
+                                      where.url),
+                          "packs");
+}
+
+S3PackStorage::~S3PackStorage() = default;
+
+const s3::Client& S3PackStorage::client() const {
+    std::call_once(client_once_, [&] {
+        s3::ClientConfig c;
+        c.endpoint = endpoint_;
+        c.region = where_.s3_region;
+        c.bucket = path_.bucket;
+        c.credentials = s3::load_credentials(where_.s3_credentials_file, [](const char* n) { return std::getenv(n); });
+        c.retry = s3::RetryPolicy::from_environment();
+        client_ = std::make_unique<s3::Client>(std::move(c));
+    });
+    return *client_;
+}
+
+std::string S3PackStorage::key_of(std::uint64_t id) const {
+    return path_.prefix.empty() ? fmt::format("packs/{}", pack_file_name(id))
+                                : fmt::format("{}/packs/{}", path_.prefix, pack_file_name(id));
+}
+
+std::string S3PackStorage::describe(std::uint64_t id) const {
+    return fmt::format("s3://{}/{}", path_.bucket, key_of(id));
+}
+
+std::unique_ptr<PackSink> S3PackStorage::create(std::uint64_t id) {
+    std::error_code ec;
+    std::filesystem::create_directories(dir_ / kPacksDir, ec);
+    const auto reservation = dir_ / kPacksDir / fmt::format("{:08}.uploading", id);
+    const int fd = ::open(reservation.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        if (errno == EEXIST) return nullptr;  // another writer's (or a dead one's: gc drops it)
+        throw StoreError(fmt::format("cannot reserve pack id {} ('{}'): {}", id, reservation.string(),
+                                     std::strerror(errno)));
+    }
+    ::close(fd);
+    try {
+        s3::Request h;
+        h.method = "HEAD";
+        h.key = key_of(id);
+        h.expected = {404};
+        if (client().send(h).status != 404) {
+            ::unlink(reservation.c_str());
+            return nullptr;  // an orphan of a writer that died before its commit: gc deletes it
+        }
+        forget_blocks(id);
+        return std::make_unique<S3Sink>(*this, id, reservation);
+    } catch (...) {
+        ::unlink(reservation.c_str());
+        throw;
+    }
+}
+
+std::unique_ptr<PackSink> S3PackStorage::reopen(std::uint64_t,
+                                                const std::function<std::optional<std::uint64_t>()>&) {
+    return nullptr;
+}
+
+std::unique_ptr<PackReader> S3PackStorage::open(std::uint64_t id) const {
+    s3::Request h;
+    h.method = "HEAD";
+    h.key = key_of(id);
+    h.expected = {404};
+    const s3::Response a = client().send(h);
+    if (a.status == 404) return nullptr;
+    return std::make_unique<S3Reader>(*this, id, a.content_length);
+}
+
+std::map<std::uint64_t, std::uint64_t> S3PackStorage::list() const {
+    std::map<std::uint64_t, std::uint64_t> out;
+    const std::string prefix = key_of(0).substr(0, key_of(0).size() - pack_file_name(0).size());
+    std::string token;
+    for (;;) {
+        s3::Request r;
+        r.query = {{"list-type", "2"}, {"prefix", prefix}};
+        if (!token.empty()) r.query.emplace_back("continuation-token", token);
+        const s3::Response a = client().send(r);
+        for (const auto contents : s3::xml_elements(a.body, "Contents")) {
+            const std::string key = s3::xml_value(contents, "Key").value_or("");
+            const std::string size = s3::xml_value(contents, "Size").value_or("0");
+            if (!key.starts_with(prefix)) continue;
+            const auto id = parse_pack_name(std::string_view(key).substr(prefix.size()));
+            if (!id) continue;
+            out.emplace(*id, std::strtoull(size.c_str(), nullptr, 10));
+        }
+        if (s3::xml_value(a.body, "IsTruncated").value_or("false") != "true") break;
+        token = s3::xml_value(a.body, "NextContinuationToken").value_or("");
+        if (token.empty())
+            throw StoreError(fmt::format("S3: listing {} was cut short without a continuation token",
+                                         client().describe(prefix)));
+    }
+    return out;
+}
+
+void S3PackStorage::remove(std::uint64_t id) {
+    s3::Request r;
+    r.method = "DELETE";
+    r.key = key_of(id);
+    r.expected = {404};
+    client().send(r);
+    forget_blocks(id);
+}
+
+void S3PackStorage::reclaim_incomplete() {
+    const std::string prefix = key_of(0).substr(0, key_of(0).size() - pack_file_name(0).size());
+    std::string key_marker, id_marker;
+    for (;;) {
+        s3::Request r;
+        r.query = {{"uploads", ""}, {"prefix", prefix}};
+        if (!key_marker.empty()) {
+            r.query.emplace_back("key-marker", key_marker);
+            r.query.emplace_back("upload-id-marker", id_marker);
+        }
+        const s3::Response a = client().send(r);
+        for (const auto up : s3::xml_elements(a.body, "Upload")) {
+            s3::Request d;
+            d.method = "DELETE";
+            d.key = s3::xml_value(up, "Key").value_or("");
+            d.query = {{"uploadId", s3::xml_value(up, "UploadId").value_or("")}};
+            d.expected = {404};
+            if (d.key.starts_with(prefix)) client().send(d);
+        }
+        if (s3::xml_value(a.body, "IsTruncated").value_or("false") != "true") break;
+        key_marker = s3::xml_value(a.body, "NextKeyMarker").value_or("");
+        id_marker = s3::xml_value(a.body, "NextUploadIdMarker").value_or("");
+        if (key_marker.empty()) break;
+    }
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(dir_ / kPacksDir, ec))
+        if (e.path().extension() == ".uploading") std::filesystem::remove(e.path(), ec);
+}
+
+// ---------------------------------------------------------------- reads
+
+std::shared_ptr<const S3PackStorage::Block> S3PackStorage::block(std::uint64_t id, std::uint64_t size,
+                                                                 std::uint64_t index) const {
+    const auto key = std::make_pair(id, index);
+    std::shared_ptr<Block> b;
+    bool load = false;
+    {
+        std::lock_guard lock(cache_mutex_);
+        if (const auto it = blocks_.find(key); it != blocks_.end()) {
+            b = it->second;
+            lru_.remove(key);
+            lru_.push_front(key);
+        } else {
+            b = std::make_shared<Block>();
+            blocks_.emplace(key, b);
+            lru_.push_front(key);
+            load = true;
+            while (lru_.size() > kCachedBlocks) {
+                blocks_.erase(lru_.back());
+                lru_.pop_back();
+            }
+        }
+    }
+    if (load) {
+        const std::uint64_t first = index * kBlockBytes;
+        const std::uint64_t end = std::min<std::uint64_t>(size, first + kBlockBytes);
+        try {
+            std::vector<std::byte> bytes(static_cast<std::size_t>(end - first));
+            s3::Request r;
+            r.key = key_of(id);
+            r.headers = {fmt::format("Range: bytes={}-{}", first, end - 1)};
+            r.into = bytes;
+            const s3::Response a = client().send(r);
+            bytes.resize(static_cast<std::size_t>(a.received));
+            std::lock_guard lock(b->mutex);
+            b->bytes = std::move(bytes);
+            b->ready = true;
+        } catch (...) {
+            {
+                std::lock_guard lock(b->mutex);
+                b->error = std::current_exception();
+                b->ready = true;
+            }
+            b->cv.notify_all();
+            std::lock_guard lock(cache_mutex_);
+            if (const auto it = blocks_.find(key); it != blocks_.end() && it->second == b) {
+                blocks_.erase(it);
+                lru_.remove(key);
+            }
+            throw;
+        }
+        b->cv.notify_all();
+        return b;
+    }
+    std::unique_lock lock(b->mutex);
+    b->cv.wait(lock, [&] { return b->ready; });
+    if (b->error) std::rethrow_exception(b->error);
+    return b;
+}
+
+void S3PackStorage::forget_blocks(std::uint64_t id) const {
+    std::lock_guard lock(cache_mutex_);
+    for (auto it = lru_.begin(); it != lru_.end();) {
+        if (it->first == id) {
+            blocks_.erase(*it);
+            it = lru_.erase(it);
+        } else {
+            ++it;
+        }
+    }
+}
+
+std::size_t S3PackStorage::read(std::uint64_t id, std::uint64_t size, std::uint64_t offset,
+                                std::span<std::byte> out) const {
+    if (offset >= size || out.empty()) return 0;
+    const std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(out.size(), size - offset));
+    if (want >= kBlockBytes) {
+        // A large read goes straight into the caller's buffer.
+        s3::Request r;
+        r.key = key_of(id);
+        r.headers = {fmt::format("Range: bytes={}-{}", offset, offset + want - 1)};
+        r.into = out.first(want);
+        const s3::Response a = client().send(r);
+        if (a.received != want)
+            throw StoreError(fmt::format("S3: pack '{}': {} bytes read at {} instead of {}", describe(id), a.received,
+                                         offset, want));
+        return want;
+    }
+    std::size_t done = 0;
+    while (done < want) {
+        const std::uint64_t at = offset + done;
+        const auto b = block(id, size, at / kBlockBytes);
+        const std::uint64_t within = at % kBlockBytes;
+        if (within >= b->bytes.size()) break;  // the object is shorter than it was said to be
+        const std::size_t k = static_cast<std::size_t>(std::min<std::uint64_t>(want - done, b->bytes.size() - within));
+        std::memcpy(out.data() + done, b->bytes.data() + within, k);
+        done += k;
+    }
+    return done;
+}
+
+}  // namespace cdc::store::detail

@@ -1,0 +1,91 @@
+// The pack storage of a store whose packs are in an S3 bucket (docs/STORE.md,
+// "Packs in S3"): pack N is the object PREFIX/packs/NNNNNNNN.pack, written
+// once, whole. A sink keeps what is appended in memory up to one part
+// (PackLocation::s3_part_size); at its sync the pack becomes an object by one
+// PUT, or, once a part was full, by a multipart upload completed there (its
+// full parts went up as they filled). Either way the object appears whole or
+// not at all, never overwriting one (If-None-Match: *), and only then does
+// the writer commit the catalog rows that name it. A sink is sealed by its
+// sync: the writer's next records go to a new pack.
+//
+// Pack ids are reserved in the store's directory (DIR/packs/NNNNNNNN.uploading,
+// O_EXCL) by the writers sharing the local catalog, and a new id is also
+// asked of the bucket (HEAD), so that a pack uploaded by a writer that died
+// before its commit (an orphan gc deletes) is never taken for free.
+//
+// Reads are ranged GETs through a cache of aligned blocks shared by the
+// storage's readers (bounded; packs never change once written).
+#pragma once
+
+#include "pack_storage.hpp"
+#include "s3_client.hpp"
+
+#include <cdc/store.hpp>
+
+#include <condition_variable>
+#include <filesystem>
+#include <list>
+#include <map>
+#include <memory>
+#include <mutex>
+
+namespace cdc::store::detail {
+
+class S3PackStorage final : public PackStorage {
+public:
+    /// The packs of the store in `dir` at `where` (validated: OptionError).
+    /// Credentials are read at the first request (init: at once, and the
+    /// bucket is asked whether it answers and the prefix is empty).
+    S3PackStorage(std::filesystem::path dir, const PackLocation& where, bool init);
+    ~S3PackStorage() override;
+
+    std::string describe(std::uint64_t id) const override;
+    std::unique_ptr<PackSink> create(std::uint64_t id) override;
+    /// nullptr: an object is never appended to.
+    std::unique_ptr<PackSink> reopen(std::uint64_t id,
+                                     const std::function<std::optional<std::uint64_t>()>& committed) override;
+    void sync_names() override {}
+    std::unique_ptr<PackReader> open(std::uint64_t id) const override;
+    std::map<std::uint64_t, std::uint64_t> list() const override;
+    void remove(std::uint64_t id) override;
+    /// Nothing: an object is never longer than its committed length (it is
+    /// written whole before the commit that names it).
+    void truncate(std::uint64_t, std::uint64_t) override {}
+    /// Aborts the multipart uploads under the prefix and drops the id
+    /// reservations of DIR/packs (gc, with no writer running).
+    void reclaim_incomplete() override;
+
+    /// The object key of pack `id`.
+    std::string key_of(std::uint64_t id) const;
+    /// The client (credentials loaded on first use).
+    const s3::Client& client() const;
+    std::uint64_t part_size() const noexcept { return part_size_; }
+
+    /// Bytes of one cached block, and blocks kept. (1 MiB x 32: a file's
+    /// chunks hop between the packs of many days; 4 MiB x 8 fetched 4x the
+    /// bytes and 1.2x the requests for the last of ten daily tars, 16 blocks
+    /// 1.5x the requests; docs/BENCHMARKS.md.)
+    static constexpr std::size_t kBlockBytes = std::size_t{1} << 20;
+    static constexpr std::size_t kCachedBlocks = 32;
+    /// A read of pack `id` (`size` bytes long) at `offset`, through the cache.
+    std::size_t read(std::uint64_t id, std::uint64_t size, std::uint64_t offset, std::span<std::byte> out) const;
+
+private:
+    struct Block;
+    std::shared_ptr<const Block> block(std::uint64_t id, std::uint64_t size, std::uint64_t index) const;
+    void forget_blocks(std::uint64_t id) const;
+
+    std::filesystem::path dir_;
+    PackLocation where_;
+    s3::BucketPath path_;
+    std::string endpoint_;
+    std::uint64_t part_size_;
+    mutable std::once_flag client_once_;
+    mutable std::unique_ptr<s3::Client> client_;
+
+    mutable std::mutex cache_mutex_;
+    mutable std::list<std::pair<std::uint64_t, std::uint64_t>> lru_;  // (pack, block), most recent first
+    mutable std::map<std::pair<std::uint64_t, std::uint64_t>, std::shared_ptr<Block>> blocks_;
+};
+
+}  // namespace cdc::store::detail

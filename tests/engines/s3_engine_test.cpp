@@ -1,0 +1,617 @@
+// S3 pack storage against a real Ceph RGW (the `engines` CTest label): a
+// one-node Ceph started once for all these tests (tests/engines/ceph.sh; the
+// CTest fixture `ceph` starts it in $CDC_TEST_CEPH_DIR, a run by hand starts
+// its own), each test in a bucket of its own.
+//   - S3PackStorage: write, list, ranged reads, multipart above the part
+//     size, remove, never an overwrite, nothing visible before it is whole.
+//   - The store through the cdc tool (its cdc-store-s3 helper): put, get,
+//     verify --full, rm + gc, stats.
+//   - Wrong credentials, a missing bucket: clear errors, exit 4, nothing lost.
+//   - cdc serve of such a store: push, pull.
+//   - radosgw killed mid-put: a clear error and a catalog that names only
+//     complete packs; radosgw restarted mid-put: the put retries and succeeds.
+#include "store/s3_client.hpp"
+#include "store/s3_packs.hpp"
+#include "store/format.hpp"
+
+#include <cdc/store_s3.hpp>
+
+#include "cli_support.hpp"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <thread>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace cdc::test {
+namespace {
+
+using namespace cdc::store::detail;
+namespace fs = std::filesystem;
+
+struct Ceph {
+    fs::path dir;
+    std::map<std::string, std::string> env;  // DIR/env
+    bool owned = false;
+    std::string endpoint() const { return env.at("CEPH_S3_ENDPOINT"); }
+};
+
+Ceph& ceph() {
+    static Ceph c;
+    return c;
+}
+
+std::map<std::string, std::string> read_env(const fs::path& file) {
+    std::map<std::string, std::string> out;
+    std::ifstream in(file);
+    for (std::string line; std::getline(in, line);) {
+        const auto eq = line.find('=');
+        if (eq == std::string::npos) continue;
+        std::string v = line.substr(eq + 1);
+        if (v.size() >= 2 && v.front() == '"' && v.back() == '"') v = v.substr(1, v.size() - 2);
+        out[line.substr(0, eq)] = v;
+    }
+    return out;
+}
+
+int shell(const std::string& cmd) {
+    const int rc = std::system(cmd.c_str());
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : 128;
+}
+
+class CephEnvironment : public ::testing::Environment {
+public:
+    void SetUp() override {
+        Ceph& c = ceph();
+        const char* given = std::getenv("CDC_TEST_CEPH_DIR");
+        if (given != nullptr && *given != '\0' && fs::exists(fs::path(given) / "env")) {
+            c.dir = given;  // started by the CTest fixture
+        } else {
+            char tmpl[] = "/tmp/cdc-ceph-XXXXXX";
+            ASSERT_NE(::mkdtemp(tmpl), nullptr);
+            c.dir = tmpl;
+            c.owned = true;
+            ASSERT_EQ(shell(fmt::format("'{}' start '{}'", CDC_CEPH_SCRIPT, c.dir.string())), 0)
+                << "Ceph did not start (see " << c.dir << "/log)";
+        }
+        c.env = read_env(c.dir / "env");
+        ASSERT_TRUE(c.env.count("CEPH_S3_ENDPOINT")) << c.dir;
+        ::setenv("AWS_ACCESS_KEY_ID", c.env["CEPH_S3_ACCESS_KEY"].c_str(), 1);
+        ::setenv("AWS_SECRET_ACCESS_KEY", c.env["CEPH_S3_SECRET_KEY"].c_str(), 1);
+        ::unsetenv("AWS_SESSION_TOKEN");
+        ::unsetenv("CDC_S3_CREDENTIALS_FILE");
+        cdc::store::enable_s3_packs();
+    }
+    void TearDown() override {
+        Ceph& c = ceph();
+        if (!c.owned) return;
+        shell(fmt::format("'{}' stop '{}'", CDC_CEPH_SCRIPT, c.dir.string()));
+        std::error_code ec;
+        fs::remove_all(c.dir, ec);
+    }
+};
+[[maybe_unused]] const auto* const kEnvironment = ::testing::AddGlobalTestEnvironment(new CephEnvironment);
+
+s3::Client admin_client(const std::string& bucket) {
+    s3::ClientConfig c;
+    c.endpoint = ceph().endpoint();
+    c.region = "us-east-1";
+    c.bucket = bucket;
+    c.credentials = {ceph().env.at("CEPH_S3_ACCESS_KEY"), ceph().env.at("CEPH_S3_SECRET_KEY"), "", "test"};
+    c.retry.max_attempts = 3;
+    return s3::Client(std::move(c));
+}
+
+/// A new bucket, named after the test.
+std::string make_bucket() {
+    static int n = 0;
+    std::string name = fmt::format("t{}-{}-{}", ::getpid(), ++n,
+                                   ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    for (char& ch : name) ch = static_cast<char>(std::isalnum(static_cast<unsigned char>(ch)) ? std::tolower(ch) : '-');
+    name = name.substr(0, 60);
+    while (!name.empty() && name.back() == '-') name.pop_back();
+    s3::Request r;
+    r.method = "PUT";
+    admin_client(name).send(r);
+    return name;
+}
+
+store::PackLocation location(const std::string& bucket, const std::string& prefix, std::uint64_t part = 5 << 20) {
+    store::PackLocation w;
+    w.url = fmt::format("s3://{}/{}", bucket, prefix);
+    w.s3_endpoint = ceph().endpoint();
+    w.s3_part_size = part;
+    return w;
+}
+
+std::vector<std::uint8_t> read_all(const PackReader& r) {
+    std::vector<std::uint8_t> out(r.size());
+    const std::size_t got = r.read_at(0, std::as_writable_bytes(std::span(out)));
+    out.resize(got);
+    return out;
+}
+
+/// The keys of the multipart uploads in progress under `prefix`.
+std::vector<std::string> uploads(const std::string& bucket, const std::string& prefix) {
+    s3::Request r;
+    r.query = {{"uploads", ""}, {"prefix", prefix}};
+    const auto a = admin_client(bucket).send(r);
+    std::vector<std::string> keys;
+    for (const auto up : s3::xml_elements(a.body, "Upload")) keys.push_back(s3::xml_value(up, "Key").value_or(""));
+    return keys;
+}
+
+std::uint64_t object_count(const std::string& bucket, const std::string& prefix) {
+    s3::Request r;
+    r.query = {{"list-type", "2"}, {"prefix", prefix}};
+    return s3::xml_elements(admin_client(bucket).send(r).body, "Contents").size();
+}
+
+TEST(S3Engine, PackStorageRoundTrip) {
+    const std::string bucket = make_bucket();
+    TempDir tmp;
+    S3PackStorage st(tmp.path(), location(bucket, "p"), true);
+    EXPECT_TRUE(st.list().empty());
+
+    // A small pack: one PUT at its sync, sealed after it.
+    const auto small = random_bytes(100000, 1);
+    auto sink = st.create(1);
+    ASSERT_TRUE(sink);
+    EXPECT_EQ(sink->size(), kPackHeaderSize);
+    sink->append(small);
+    EXPECT_TRUE(st.list().empty()) << "nothing is visible before the sync";
+    sink->sync();
+    EXPECT_TRUE(sink->sealed());
+    EXPECT_THROW(sink->append(small), store::StoreError) << "an object takes no more";
+    EXPECT_EQ(st.list(), (std::map<std::uint64_t, std::uint64_t>{{1, kPackHeaderSize + small.size()}}));
+    sink.reset();
+    EXPECT_FALSE(st.create(1)) << "an existing pack is never created again";
+    auto reader = st.open(1);
+    ASSERT_TRUE(reader);
+    const auto back = read_all(*reader);
+    ASSERT_EQ(back.size(), kPackHeaderSize + small.size());
+    EXPECT_TRUE(check_pack_header(std::span(back).first(kPackHeaderSize), 1).empty());
+    EXPECT_TRUE(std::equal(small.begin(), small.end(), back.begin() + kPackHeaderSize));
+    std::array<std::byte, 1000> part{};
+    EXPECT_EQ(reader->read_at(kPackHeaderSize + 5000, part), part.size());
+    EXPECT_EQ(std::memcmp(part.data(), small.data() + 5000, part.size()), 0);
+    EXPECT_EQ(reader->read_at(back.size() - 10, part), 10u) << "fewer only at the end";
+    EXPECT_EQ(reader->read_at(back.size() + 10, part), 0u);
+
+    // Above the part size (5 MiB): a multipart upload, invisible until complete.
+    const auto big = random_bytes((12 << 20) + 12345, 2);
+    sink = st.create(2);
+    ASSERT_TRUE(sink);
+    for (std::size_t at = 0; at < big.size(); at += 700000)
+        sink->append(std::span(big).subspan(at, std::min<std::size_t>(700000, big.size() - at)));
+    EXPECT_EQ(uploads(bucket, "p/").size(), 1u) << "two full parts are up already";
+    EXPECT_FALSE(st.list().count(2)) << "a pack is not visible before its upload completes";
+    sink->sync();
+    sink.reset();
+    EXPECT_TRUE(uploads(bucket, "p/").empty());
+    ASSERT_EQ(st.list().at(2), kPackHeaderSize + big.size());
+    reader = st.open(2);
+    ASSERT_TRUE(reader);
+    const auto big_back = read_all(*reader);  // (one large ranged GET)
+    EXPECT_TRUE(std::equal(big.begin(), big.end(), big_back.begin() + kPackHeaderSize));
+    // Small reads across the cache's block boundaries.
+    for (const std::uint64_t at : {std::uint64_t{4 << 20} - 100, std::uint64_t{8 << 20} - 3, std::uint64_t{1} << 20}) {
+        EXPECT_EQ(reader->read_at(at, part), part.size());
+        EXPECT_EQ(std::memcmp(part.data(), big.data() + at - kPackHeaderSize, part.size()), 0) << at;
+    }
+
+    // Never an overwrite: another writer's object of the same name stays, and
+    // the sink's sync fails (a single PUT: If-None-Match; multipart: asked first).
+    for (const std::uint64_t id : {std::uint64_t{3}, std::uint64_t{4}}) {
+        sink = st.create(id);
+        ASSERT_TRUE(sink);
+        const auto theirs = random_bytes(1000, 3);
+        s3::Body body;
+        body.pieces.emplace_back(theirs);
+        s3::Request put;
+        put.method = "PUT";
+        put.key = st.key_of(id);
+        put.body = &body;
+        admin_client(bucket).send(put);
+        sink->append(id == 3 ? small : big);
+        try {
+            sink->sync();
+            ADD_FAILURE() << "pack " << id << " replaced another writer's object";
+        } catch (const store::StoreError& e) {
+            EXPECT_NE(std::string(e.what()).find("exists already"), std::string::npos) << e.what();
+        }
+        sink.reset();
+        reader = st.open(id);
+        ASSERT_TRUE(reader);
+        EXPECT_EQ(read_all(*reader), theirs);
+    }
+    EXPECT_TRUE(uploads(bucket, "p/").empty()) << "a failed sink aborts its upload";
+
+    // A pack id is reserved while a sink holds it.
+    sink = st.create(5);
+    ASSERT_TRUE(sink);
+    EXPECT_FALSE(st.create(5));
+    sink.reset();  // never synced: nothing in the bucket, the id free again
+    EXPECT_FALSE(st.list().count(5));
+    EXPECT_TRUE(st.create(5));
+
+    // An upload left by a writer that died is aborted by gc's reclaim.
+    {
+        s3::Request r;
+        r.method = "POST";
+        r.key = st.key_of(9);
+        r.query = {{"uploads", ""}};
+        admin_client(bucket).send(r);
+    }
+    EXPECT_EQ(uploads(bucket, "p/").size(), 1u);
+    st.reclaim_incomplete();
+    EXPECT_TRUE(uploads(bucket, "p/").empty());
+
+    st.remove(1);
+    st.remove(1);  // (gone already: fine)
+    EXPECT_FALSE(st.open(1));
+    EXPECT_FALSE(st.list().count(1));
+    EXPECT_TRUE(st.list().count(2));
+
+    // A new store refuses a prefix that holds objects.
+    EXPECT_THROW(S3PackStorage(tmp.path(), location(bucket, "p"), true), OptionError);
+}
+
+// Files of random bytes (a few sizes, one above the part size) under `root`.
+std::map<std::string, std::vector<std::uint8_t>> make_tree(const fs::path& root, int files, std::size_t size,
+                                                            std::uint64_t seed) {
+    std::map<std::string, std::vector<std::uint8_t>> out;
+    fs::create_directories(root);
+    for (int i = 0; i < files; ++i) {
+        const std::string name = fmt::format("f{:03}.bin", i);
+        auto bytes = random_bytes(size + static_cast<std::size_t>(i) * 1000, seed + static_cast<std::uint64_t>(i));
+        std::ofstream(root / name, std::ios::binary)
+            .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+        out.emplace(name, std::move(bytes));
+    }
+    return out;
+}
+
+std::vector<std::uint8_t> file_bytes(const fs::path& p) {
+    if (!fs::exists(p)) return {};
+    const std::string text = read_text(p);
+    return {text.begin(), text.end()};
+}
+
+TEST(S3Engine, StoreRoundTripThroughTheTool) {
+    const std::string bucket = make_bucket();
+    TempDir tmp;
+    const std::string store = (tmp.path() / "store").string();
+    auto tree = make_tree(tmp.path() / "in", 6, 300000, 10);
+    auto big = random_bytes(11 << 20, 99);  // multipart at 5 MiB parts
+    std::ofstream(tmp.path() / "in" / "big.bin", std::ios::binary)
+        .write(reinterpret_cast<const char*>(big.data()), static_cast<std::streamsize>(big.size()));
+    tree.emplace("big.bin", big);
+
+    auto r = run_tool({"store", "init", "--json", "--packs", fmt::format("s3://{}/st", bucket), "--s3-endpoint",
+                       ceph().endpoint(), "--s3-part-size", "5M", "--pack-size", "32M", store});
+    const auto init = json_of(r);
+    EXPECT_NE(init.value("packs_location", "").find(fmt::format("s3://{}/st", bucket)), std::string::npos) << init;
+    r = run_tool({"store", "put", store, (tmp.path() / "in").string(), "--name", "t"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_FALSE(fs::exists(tmp.path() / "store" / "packs" / "00000001.pack")) << "no pack file in the directory";
+
+    r = run_tool({"store", "get", store, "t", "-o", (tmp.path() / "out").string()});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    for (const auto& [name, bytes] : tree) EXPECT_EQ(file_bytes(tmp.path() / "out" / name), bytes) << name;
+    auto v = json_of(run_tool({"store", "verify", "--full", "--json", store}));
+    EXPECT_EQ(v["ok"], true) << v;
+    EXPECT_EQ(v["manifests"], tree.size());
+
+    auto stats = json_of(run_tool({"store", "stats", "--json", store}));
+    EXPECT_EQ(stats["files"], tree.size());
+    EXPECT_EQ(stats["packs"].get<std::uint64_t>(), object_count(bucket, "st/packs/"));
+
+    // rm + gc: the big file's packs go from the bucket.
+    r = run_tool({"store", "rm", store, "t/big.bin"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto gc = json_of(run_tool({"store", "gc", "--json", store}));
+    EXPECT_GT(gc["bytes_removed"].get<std::uint64_t>(), std::uint64_t{10} << 20) << gc;
+    EXPECT_LT(gc["bytes_after"].get<std::uint64_t>(), gc["bytes_before"].get<std::uint64_t>()) << gc;
+    stats = json_of(run_tool({"store", "stats", "--json", store}));
+    EXPECT_EQ(stats["files"], tree.size() - 1);
+    EXPECT_EQ(stats["packs"].get<std::uint64_t>(), object_count(bucket, "st/packs/"));
+    v = json_of(run_tool({"store", "verify", "--full", "--json", store}));
+    EXPECT_EQ(v["ok"], true) << v;
+    fs::remove_all(tmp.path() / "out");
+    r = run_tool({"store", "get", store, "t", "-o", (tmp.path() / "out").string()});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    for (const auto& [name, bytes] : tree) {
+        if (name != "big.bin") {
+            EXPECT_EQ(file_bytes(tmp.path() / "out" / name), bytes) << name;
+        }
+    }
+    EXPECT_FALSE(fs::exists(tmp.path() / "out" / "big.bin"));
+}
+
+#if CDC_TEST_TRANSFER  // (a build without cdc-transfer has no cdc serve)
+// `cdc serve` of a store whose packs are in S3: push, pull, verify.
+TEST(S3Engine, ServeAStoreWithS3Packs) {
+    const std::string bucket = make_bucket();
+    TempDir tmp;
+    const std::string store = (tmp.path() / "store").string();
+    ASSERT_EQ(run_tool({"store", "init", "-q", "--packs", fmt::format("s3://{}/sv", bucket), "--s3-endpoint",
+                        ceph().endpoint(), store})
+                  .exit_code,
+              0);
+    const std::string token_text = "s3-engine-test-token\n";
+    const auto token = tmp.write("token", std::span(reinterpret_cast<const std::uint8_t*>(token_text.data()),
+                                                    token_text.size()));
+    fs::permissions(token, fs::perms::owner_read | fs::perms::owner_write);
+    const fs::path logs = tmp.path() / "serve";
+    fs::create_directories(logs);
+    const pid_t server = spawn_tool({"serve", "--store", store, "--listen", "127.0.0.1:0", "--port-file",
+                                     (logs / "port").string(), "--token-file", token.string()},
+                                    logs);
+    std::string port;
+    for (int i = 0; i < 600 && port.empty(); ++i) {
+        if (fs::exists(logs / "port")) port = read_text(logs / "port");
+        while (!port.empty() && (port.back() == '\n' || port.back() == '\r')) port.pop_back();
+        if (port.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    ASSERT_FALSE(port.empty()) << "cdc serve did not start";
+    const auto bytes = random_bytes(3 << 20, 42);
+    const auto in = tmp.write("in.bin", bytes);
+    const std::string to = "127.0.0.1:" + port;
+    auto r = run_tool({"push", "-q", "--to", to, "--token-file", token.string(), "--name", "f.bin", in.string()});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    r = run_tool({"pull", "-q", "--from", to, "--token-file", token.string(), "f.bin", "-o",
+                  (tmp.path() / "back.bin").string()});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    ::kill(server, SIGTERM);
+    EXPECT_EQ(wait_exit(server), 0) << read_text(logs / "err");
+    EXPECT_EQ(file_bytes(tmp.path() / "back.bin"), bytes);
+    EXPECT_GE(object_count(bucket, "sv/packs/"), 1u) << "the pushed chunks are in the bucket";
+    const auto v = json_of(run_tool({"store", "verify", "--full", "--json", store}));
+    EXPECT_EQ(v["ok"], true) << v;
+}
+#endif
+
+// Sets an environment variable for the tool runs of a scope.
+class ScopedEnv {
+public:
+    ScopedEnv(const char* name, const std::string& value) : name_(name) {
+        if (const char* v = std::getenv(name)) old_ = v;
+        ::setenv(name, value.c_str(), 1);
+    }
+    ~ScopedEnv() {
+        if (old_) ::setenv(name_, old_->c_str(), 1);
+        else ::unsetenv(name_);
+    }
+
+private:
+    const char* name_;
+    std::optional<std::string> old_;
+};
+
+TEST(S3Engine, WrongCredentialsAndAMissingBucketAreClearErrors) {
+    const std::string bucket = make_bucket();
+    TempDir tmp;
+    const std::string endpoint = ceph().endpoint();
+    // A bucket that does not exist: nothing is made.
+    const std::string nostore = (tmp.path() / "nostore").string();
+    auto r = run_tool({"store", "init", "--packs", "s3://no-such-bucket-here/p", "--s3-endpoint", endpoint, nostore});
+    EXPECT_EQ(r.exit_code, 4) << r.err;
+    EXPECT_NE(r.err.find("NoSuchBucket"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("s3://no-such-bucket-here"), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(nostore));
+    // Wrong secret: 403 with S3's code, nothing made.
+    {
+        ScopedEnv secret("AWS_SECRET_ACCESS_KEY", "wrong-secret");
+        r = run_tool({"store", "init", "--packs", fmt::format("s3://{}/p", bucket), "--s3-endpoint", endpoint, nostore});
+        EXPECT_EQ(r.exit_code, 4) << r.err;
+        EXPECT_NE(r.err.find("HTTP 403 SignatureDoesNotMatch"), std::string::npos) << r.err;
+        EXPECT_FALSE(fs::exists(nostore));
+    }
+    // A store with a file, then every command with bad credentials: exit 4,
+    // the file still there afterwards.
+    const std::string store = (tmp.path() / "store").string();
+    ASSERT_EQ(run_tool({"store", "init", "-q", "--packs", fmt::format("s3://{}/p", bucket), "--s3-endpoint", endpoint,
+                        store})
+                  .exit_code,
+              0);
+    const auto bytes = random_bytes(500000, 5);
+    const auto in = tmp.write("in.bin", bytes);
+    ASSERT_EQ(run_tool({"store", "put", "-q", store, in.string(), "--name", "keep"}).exit_code, 0);
+    const auto other = tmp.write("other.bin", random_bytes(400000, 6));
+    {
+        ScopedEnv key("AWS_ACCESS_KEY_ID", "NOSUCHKEY");
+        r = run_tool({"store", "put", store, other.string(), "--name", "other"});
+        EXPECT_EQ(r.exit_code, 4) << r.err;
+        EXPECT_NE(r.err.find("HTTP 403 InvalidAccessKeyId"), std::string::npos) << r.err;
+        EXPECT_NE(r.err.find(fmt::format("s3://{}/p/packs/", bucket)), std::string::npos) << r.err;
+        r = run_tool({"store", "get", store, "keep", "-o", (tmp.path() / "got").string()});
+        EXPECT_EQ(r.exit_code, 4) << r.err;
+        EXPECT_FALSE(fs::exists(tmp.path() / "got")) << "no partial output";
+        r = run_tool({"store", "gc", store});
+        EXPECT_EQ(r.exit_code, 4) << r.err;
+    }
+    {
+        // No credentials at all (nor a file): says where it looked.
+        ScopedEnv key("AWS_ACCESS_KEY_ID", "");
+        ScopedEnv secret("AWS_SECRET_ACCESS_KEY", "");
+        ScopedEnv home("HOME", tmp.path().string());
+        r = run_tool({"store", "verify", store});
+        EXPECT_EQ(r.exit_code, 4) << r.err;
+        EXPECT_NE(r.err.find("no S3 credentials found"), std::string::npos) << r.err;
+        // ... but what needs no pack works: the catalog is local.
+        r = run_tool({"store", "ls", store});
+        EXPECT_EQ(r.exit_code, 0) << r.err;
+        EXPECT_NE(r.out.find("keep"), std::string::npos);
+    }
+    // Credentials from a file recorded at init, the environment empty.
+    const std::string text = fmt::format("[default]\naws_access_key_id = {}\naws_secret_access_key = {}\n",
+                                         ceph().env.at("CEPH_S3_ACCESS_KEY"), ceph().env.at("CEPH_S3_SECRET_KEY"));
+    const auto creds = tmp.write("creds", std::span(reinterpret_cast<const std::uint8_t*>(text.data()), text.size()));
+    const std::string store2 = (tmp.path() / "store2").string();
+    {
+        ScopedEnv key("AWS_ACCESS_KEY_ID", "");
+        ScopedEnv secret("AWS_SECRET_ACCESS_KEY", "");
+        ScopedEnv home("HOME", tmp.path().string());
+        r = run_tool({"store", "init", "-q", "--packs", fmt::format("s3://{}/q", bucket), "--s3-endpoint", endpoint,
+                      "--s3-credentials", creds.string(), store2});
+        ASSERT_EQ(r.exit_code, 0) << r.err;
+        r = run_tool({"store", "put", "-q", store2, in.string(), "--name", "viafile"});
+        EXPECT_EQ(r.exit_code, 0) << r.err;
+    }
+    // Nothing lost.
+    auto v = json_of(run_tool({"store", "verify", "--full", "--json", store}));
+    EXPECT_EQ(v["ok"], true) << v;
+    EXPECT_EQ(v["manifests"], 1);
+    r = run_tool({"store", "get", store, "keep", "-o", (tmp.path() / "got").string()});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(file_bytes(tmp.path() / "got"), bytes);
+    // A location that does not parse is a usage error.
+    r = run_tool({"store", "init", "--packs", "s3://UPPER/x", "--s3-endpoint", endpoint, nostore});
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    r = run_tool({"store", "init", "--packs", fmt::format("s3://{}/z", bucket), "--s3-endpoint", "localhost:1", nostore});
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+}
+
+pid_t rgw_pid() {
+    std::ifstream in(ceph().env.at("CEPH_RGW_PID_FILE"));
+    pid_t pid = 0;
+    in >> pid;
+    return pid;
+}
+
+void kill_rgw() {
+    const pid_t pid = rgw_pid();
+    ASSERT_GT(pid, 0);
+    ASSERT_EQ(::kill(pid, SIGKILL), 0);
+    for (int i = 0; i < 200 && ::kill(pid, 0) == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(25));
+}
+
+void start_rgw() {
+    ASSERT_EQ(shell(ceph().env.at("CEPH_RGW_CMD") + " 2>>" + (ceph().dir / "log" / "daemons.err").string()), 0);
+    // Up when it answers.
+    for (int i = 0; i < 600; ++i) {
+        try {
+            s3::Request r;
+            r.method = "HEAD";
+            r.expected = {404, 403};
+            auto c = admin_client("probe-bucket");
+            c.send(r);
+            return;
+        } catch (const std::exception&) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        }
+    }
+    FAIL() << "radosgw did not come back";
+}
+
+/// Waits until `n` objects are under `prefix` (the put is under way).
+bool wait_objects(const std::string& bucket, const std::string& prefix, std::uint64_t n, pid_t put) {
+    for (int i = 0; i < 2000; ++i) {
+        if (object_count(bucket, prefix) >= n) return true;
+        int status = 0;
+        if (::waitpid(put, &status, WNOHANG) == put) {
+            ADD_FAILURE() << "the put ended before " << n << " packs were up";
+            return false;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return false;
+}
+
+/// After radosgw came back: verify --full, every listed file identical to
+/// its source, gc, verify again. Returns how many files are committed.
+std::size_t check_committed(const std::string& store, const std::map<std::string, std::vector<std::uint8_t>>& tree,
+                     const fs::path& out) {
+    fs::create_directories(out);
+    auto v = json_of(run_tool({"store", "verify", "--full", "--json", store}));
+    EXPECT_EQ(v["ok"], true) << v;
+    const auto list = json_of(run_tool({"store", "ls", "--json", store}));
+    if (!list.empty()) {
+        // Every committed file of the tree "t", restored at once.
+        const auto r = run_tool({"store", "get", store, "t", "-o", out.string()});
+        EXPECT_EQ(r.exit_code, 0) << r.err;
+    }
+    for (const auto& m : list) {
+        const std::string name = m["name"];
+        const std::string leaf = name.substr(name.rfind('/') + 1);
+        EXPECT_EQ(file_bytes(out / leaf), tree.at(leaf)) << name;
+    }
+    std::size_t restored = 0;
+    for ([[maybe_unused]] const auto& e : fs::directory_iterator(out)) ++restored;
+    EXPECT_EQ(restored, list.size()) << "only what is committed is there";
+    const auto gc = run_tool({"store", "gc", store});
+    EXPECT_EQ(gc.exit_code, 0) << gc.err;
+    v = json_of(run_tool({"store", "verify", "--full", "--json", store}));
+    EXPECT_EQ(v["ok"], true) << v;
+    EXPECT_EQ(v["manifests"], list.size());
+    return list.size();
+}
+
+TEST(S3Engine, RadosgwKilledMidPutLeavesNoHalfCommittedFile) {
+    const std::string bucket = make_bucket();
+    TempDir tmp;
+    const std::string store = (tmp.path() / "store").string();
+    const auto tree = make_tree(tmp.path() / "in", 80, 1 << 20, 100);
+    ASSERT_EQ(run_tool({"store", "init", "-q", "--packs", fmt::format("s3://{}/k", bucket), "--s3-endpoint",
+                        ceph().endpoint(), store})
+                  .exit_code,
+              0);
+    // Small flushes: several packs committed before radosgw goes; few, quick retries.
+    const pid_t put = spawn_tool({"store", "put", store, (tmp.path() / "in").string(), "--name", "t"}, tmp.path(),
+                                 {{"CDC_STORE_FLUSH_BYTES", std::to_string(2 << 20)},
+                                  {"CDC_S3_RETRIES", "3"},
+                                  {"CDC_S3_RETRY_BASE_MS", "50"}});
+    const bool started = wait_objects(bucket, "k/packs/", 3, put);
+    kill_rgw();
+    const int code = wait_exit(put);
+    start_rgw();
+    ASSERT_TRUE(started);
+    EXPECT_EQ(code, 4);
+    const std::string text = read_text(tmp.path() / "err");
+    EXPECT_NE(text.find("cdc: error: S3 "), std::string::npos) << text;
+    EXPECT_NE(text.find(fmt::format("s3://{}/k/packs/", bucket)), std::string::npos) << text;
+    EXPECT_NE(text.find("after 3 tries"), std::string::npos) << text;
+    std::cout << "the put's error: " << text;
+    const std::size_t committed = check_committed(store, tree, tmp.path() / "restored");  // (tmp/out: the put's stdout)
+    EXPECT_GT(committed, 0u) << "the flushes before radosgw went were committed";
+    EXPECT_LT(committed, tree.size());
+}
+
+TEST(S3Engine, RadosgwRestartedMidPutIsRetried) {
+    const std::string bucket = make_bucket();
+    TempDir tmp;
+    const std::string store = (tmp.path() / "store").string();
+    const auto tree = make_tree(tmp.path() / "in", 60, 1 << 20, 300);
+    ASSERT_EQ(run_tool({"store", "init", "-q", "--packs", fmt::format("s3://{}/r", bucket), "--s3-endpoint",
+                        ceph().endpoint(), store})
+                  .exit_code,
+              0);
+    // 8 tries from 100 ms (~12 s of backoff in all) outlast a restart.
+    const pid_t put = spawn_tool({"store", "put", store, (tmp.path() / "in").string(), "--name", "t"}, tmp.path(),
+                                 {{"CDC_STORE_FLUSH_BYTES", std::to_string(2 << 20)}, {"CDC_S3_RETRY_BASE_MS", "100"}});
+    const bool started = wait_objects(bucket, "r/packs/", 2, put);
+    kill_rgw();
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    start_rgw();
+    const int code = wait_exit(put);
+    ASSERT_TRUE(started);
+    const std::string text = read_text(tmp.path() / "err");
+    EXPECT_EQ(code, 0) << text;
+    const auto list = json_of(run_tool({"store", "ls", "--json", store}));
+    EXPECT_EQ(list.size(), tree.size());
+    EXPECT_EQ(check_committed(store, tree, tmp.path() / "restored"), tree.size());  // (tmp/out: the put's stdout)
+}
+
+}  // namespace
+}  // namespace cdc::test

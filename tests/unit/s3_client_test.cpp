@@ -1,0 +1,354 @@
+// The S3 client's pieces that need no S3 service (src/store/s3_client.hpp):
+// locations, endpoints, credentials, the signed query form, S3's XML, the
+// retry policy, the headers added to requests; and the client itself
+// against a scripted HTTP server on loopback (retries on 503, the error of
+// a 403 named with its S3 code, a connection refused). The S3 engine tests
+// (tests/engines) run against a real Ceph RGW.
+#include "store/pack_storage_factory.hpp"
+#include "store/s3_client.hpp"
+
+#include <cdc/store.hpp>
+#include <cdc/store_s3.hpp>
+
+#include "test_support.hpp"
+
+#include <gtest/gtest.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <thread>
+
+namespace cdc::test {
+namespace {
+
+using namespace cdc::store::detail;
+using namespace cdc::store::detail::s3;
+
+TEST(S3Location, BucketAndPrefixAreParsedAndChecked) {
+    const auto p = parse_bucket_url("s3://my-bucket.x/backups/host1/");
+    EXPECT_EQ(p.bucket, "my-bucket.x");
+    EXPECT_EQ(p.prefix, "backups/host1");
+    EXPECT_EQ(parse_bucket_url("s3://abc").prefix, "");
+    for (const char* bad : {"http://bucket/p", "s3://", "s3://ab", "s3://Upper/p", "s3://-abc/p", "s3://abc/a//b",
+                            "s3://abc/a/../b", "s3://abc/a b", "s3://abc/a?b", "s3://under_score"}) {
+        try {
+            parse_bucket_url(bad);
+            ADD_FAILURE() << bad << " was accepted";
+        } catch (const OptionError& e) {
+            EXPECT_EQ(e.field(), "packs") << bad;
+            EXPECT_NE(std::string(e.what()).find(bad), std::string::npos) << e.what();
+        }
+    }
+}
+
+TEST(S3Location, EndpointsAndRegions) {
+    EXPECT_EQ(normalize_endpoint("http://127.0.0.1:7480/", "us-east-1"), "http://127.0.0.1:7480");
+    EXPECT_EQ(normalize_endpoint("https://s3.example.com", "x"), "https://s3.example.com");
+    EXPECT_EQ(normalize_endpoint("", "eu-west-3"), "https://s3.eu-west-3.amazonaws.com");
+    for (const char* bad : {"127.0.0.1:7480", "ftp://host", "http://", "http://host/path", "http://user:pw@host",
+                            "http://host?x=1"}) {
+        EXPECT_THROW(normalize_endpoint(bad, "us-east-1"), OptionError) << bad;
+    }
+    EXPECT_NO_THROW(check_region("us-east-1"));
+    EXPECT_THROW(check_region("US East"), OptionError);
+    EXPECT_THROW(check_region(""), OptionError);
+}
+
+TEST(S3Credentials, TheEnvironmentComesFirstThenTheFiles) {
+    TempDir tmp;
+    const std::string text("# comment\n[default]\naws_access_key_id = AK1\n"
+                                                     "aws_secret_access_key=SK1\n\n[profile other]\n"
+                                                     "aws_access_key_id=AK2\naws_secret_access_key = SK2\n"
+                                                     "aws_session_token = TOK2\n");
+    const auto file = tmp.write("creds", std::span(reinterpret_cast<const std::uint8_t*>(text.data()), text.size()));
+    std::map<std::string, std::string> env;
+    auto getenv = [&](const char* n) -> const char* {
+        const auto it = env.find(n);
+        return it == env.end() ? nullptr : it->second.c_str();
+    };
+    env["HOME"] = tmp.path().string();  // (no .aws there)
+    try {
+        load_credentials("", getenv);
+        ADD_FAILURE() << "no credentials anywhere";
+    } catch (const store::StoreError& e) {
+        EXPECT_NE(std::string(e.what()).find("no S3 credentials found"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("AWS_ACCESS_KEY_ID"), std::string::npos) << e.what();
+    }
+    auto c = load_credentials(file.string(), getenv);  // the store's recorded file
+    EXPECT_EQ(c.access_key, "AK1");
+    EXPECT_EQ(c.secret_key, "SK1");
+    EXPECT_EQ(c.session_token, "");
+    EXPECT_EQ(c.source.find("SK1"), std::string::npos) << "a secret never goes into messages";
+    env["AWS_PROFILE"] = "other";
+    c = load_credentials(file.string(), getenv);
+    EXPECT_EQ(c.access_key, "AK2");
+    EXPECT_EQ(c.session_token, "TOK2");
+    env["AWS_PROFILE"] = "missing";
+    EXPECT_THROW(load_credentials(file.string(), getenv), store::StoreError);
+    env.erase("AWS_PROFILE");
+    env["CDC_S3_CREDENTIALS_FILE"] = (tmp.path() / "absent").string();
+    EXPECT_THROW(load_credentials(file.string(), getenv), store::StoreError) << "a file named but unreadable is an error";
+    env["AWS_ACCESS_KEY_ID"] = "EK";
+    EXPECT_THROW(load_credentials(file.string(), getenv), store::StoreError) << "a key id without its secret";
+    env["AWS_SECRET_ACCESS_KEY"] = "ES";
+    env["AWS_SESSION_TOKEN"] = "ET";
+    c = load_credentials(file.string(), getenv);
+    EXPECT_EQ(c.access_key, "EK");
+    EXPECT_EQ(c.secret_key, "ES");
+    EXPECT_EQ(c.session_token, "ET");
+}
+
+TEST(S3Signing, TheQueryIsSortedAndEncodedAsSigV4SignsIt) {
+    EXPECT_EQ(uri_encode("a/b c~_-.+%", true), "a/b%20c~_-.%2B%25");
+    EXPECT_EQ(uri_encode("a/b", false), "a%2Fb");
+    EXPECT_EQ(canonical_query({{"prefix", "p/packs/"}, {"list-type", "2"}, {"continuation-token", "x+y="}}),
+              "continuation-token=x%2By%3D&list-type=2&prefix=p%2Fpacks%2F");
+    EXPECT_EQ(canonical_query({{"uploads", ""}}), "uploads=");
+}
+
+TEST(S3Signing, EveryRequestSaysItsPayloadIsUnsignedAndCarriesTheToken) {
+    Request r;
+    Credentials c{"AK", "SK", "", "test"};
+    auto h = request_headers(r, c);
+    ASSERT_FALSE(h.empty());
+    EXPECT_EQ(h[0], "x-amz-content-sha256: UNSIGNED-PAYLOAD");  // RGW answers 403 without it
+    for (const auto& x : h) {
+        EXPECT_EQ(x.find("SK"), std::string::npos) << "the secret never goes into a header";
+        EXPECT_NE(x, "Expect:") << "libcurl signs the empty header it leaves out";
+    }
+    c.session_token = "TOKEN";
+    Body body;
+    r.method = "PUT";
+    r.body = &body;
+    r.headers = {"If-None-Match: *"};
+    h = request_headers(r, c);
+    EXPECT_NE(std::find(h.begin(), h.end(), "x-amz-security-token: TOKEN"), h.end());
+    EXPECT_NE(std::find(h.begin(), h.end(), "Content-Type: application/octet-stream"), h.end());
+    EXPECT_EQ(h.back(), "If-None-Match: *");
+}
+
+TEST(S3Xml, ValuesElementsAndErrors) {
+    const std::string list =
+        "<?xml version=\"1.0\"?><ListBucketResult><IsTruncated>true</IsTruncated>"
+        "<Contents><Key>p/packs/00000001.pack</Key><Size>10</Size></Contents>"
+        "<Contents><Key>a&amp;b&lt;&#x41;&#66;</Key><Size>20</Size></Contents>"
+        "<NextContinuationToken>tok&quot;en</NextContinuationToken><Empty/></ListBucketResult>";
+    const auto contents = xml_elements(list, "Contents");
+    ASSERT_EQ(contents.size(), 2u);
+    EXPECT_EQ(xml_value(contents[0], "Key").value(), "p/packs/00000001.pack");
+    EXPECT_EQ(xml_value(contents[1], "Key").value(), "a&b<AB");
+    EXPECT_EQ(xml_value(contents[1], "Size").value(), "20");
+    EXPECT_EQ(xml_value(list, "NextContinuationToken").value(), "tok\"en");
+    EXPECT_EQ(xml_value(list, "Empty").value(), "");
+    EXPECT_FALSE(xml_value(list, "Missing").has_value());
+    const auto [code, message] = xml_error(
+        "<?xml version=\"1.0\"?><Error><Code>NoSuchBucket</Code><Message>The bucket &apos;x&apos; does not "
+        "exist</Message><BucketName>x</BucketName></Error>");
+    EXPECT_EQ(code, "NoSuchBucket");
+    EXPECT_EQ(message, "The bucket 'x' does not exist");
+    EXPECT_EQ(xml_error(list).first, "");
+}
+
+TEST(S3Retry, BackoffGrowsIsCappedAndOnlyTransientFailuresAreRetried) {
+    RetryPolicy p;
+    p.base = std::chrono::milliseconds(100);
+    p.cap = std::chrono::milliseconds(1000);
+    EXPECT_EQ(p.delay(1, 1.0).count(), 100);
+    EXPECT_EQ(p.delay(2, 1.0).count(), 200);
+    EXPECT_EQ(p.delay(4, 1.0).count(), 800);
+    EXPECT_EQ(p.delay(5, 1.0).count(), 1000);
+    EXPECT_EQ(p.delay(40, 1.0).count(), 1000);
+    EXPECT_EQ(p.delay(2, 0.0).count(), 100) << "jitter keeps at least half";
+    for (long s : {500L, 502L, 503L, 504L, 429L}) EXPECT_TRUE(RetryPolicy::retry_status(s)) << s;
+    for (long s : {400L, 403L, 404L, 409L, 412L, 416L}) EXPECT_FALSE(RetryPolicy::retry_status(s)) << s;
+    EXPECT_TRUE(RetryPolicy::retry_transport(7));    // CURLE_COULDNT_CONNECT
+    EXPECT_TRUE(RetryPolicy::retry_transport(28));   // CURLE_OPERATION_TIMEDOUT
+    EXPECT_TRUE(RetryPolicy::retry_transport(56));   // CURLE_RECV_ERROR
+    EXPECT_FALSE(RetryPolicy::retry_transport(3));   // CURLE_URL_MALFORMAT
+    EXPECT_FALSE(RetryPolicy::retry_transport(23));  // CURLE_WRITE_ERROR
+}
+
+// An HTTP server on loopback answering each request with the next of a
+// script (status, body); it records the request lines it saw.
+class ScriptedServer {
+public:
+    explicit ScriptedServer(std::vector<std::pair<int, std::string>> script) : script_(std::move(script)) {
+        fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        socklen_t len = sizeof a;
+        if (::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd_, 16) != 0 ||
+            ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len) != 0)
+            throw std::runtime_error("cannot listen");
+        port_ = ntohs(a.sin_port);
+        thread_ = std::thread([this] { serve(); });
+    }
+    ~ScriptedServer() {
+        ::shutdown(fd_, SHUT_RDWR);
+        ::close(fd_);
+        thread_.join();
+    }
+    std::string endpoint() const { return "http://127.0.0.1:" + std::to_string(port_); }
+    std::vector<std::string> requests() {
+        std::lock_guard lock(mutex_);
+        return seen_;
+    }
+
+private:
+    void serve() {
+        for (std::size_t next = 0;;) {
+            const int c = ::accept(fd_, nullptr, nullptr);
+            if (c < 0) return;
+            // One request per connection (Connection: close).
+            std::string in;
+            char buf[4096];
+            while (in.find("\r\n\r\n") == std::string::npos) {
+                const ssize_t n = ::read(c, buf, sizeof buf);
+                if (n <= 0) break;
+                in.append(buf, static_cast<std::size_t>(n));
+            }
+            {
+                std::lock_guard lock(mutex_);
+                seen_.push_back(in.substr(0, in.find("\r\n\r\n")));
+            }
+            const auto [status, body] = next < script_.size() ? script_[next++] : std::pair<int, std::string>{500, ""};
+            const std::string out = "HTTP/1.1 " + std::to_string(status) + " X\r\nContent-Length: " +
+                                    std::to_string(body.size()) + "\r\nConnection: close\r\nETag: \"e1\"\r\n\r\n" + body;
+            (void)!::write(c, out.data(), out.size());
+            ::close(c);
+        }
+    }
+    std::vector<std::pair<int, std::string>> script_;
+    int fd_ = -1;
+    int port_ = 0;
+    std::thread thread_;
+    std::mutex mutex_;
+    std::vector<std::string> seen_;
+};
+
+ClientConfig config_for(const std::string& endpoint, int attempts) {
+    ClientConfig c;
+    c.endpoint = endpoint;
+    c.region = "us-east-1";
+    c.bucket = "bkt";
+    c.credentials = {"AKID", "SECRET", "", "test"};
+    c.retry.max_attempts = attempts;
+    c.retry.base = std::chrono::milliseconds(1);
+    c.connect_timeout_ms = 2000;
+    return c;
+}
+
+TEST(S3Client, RetriesA503ThenSucceedsAndSignsWithSigV4) {
+    ScriptedServer server({{503, "<Error><Code>SlowDown</Code></Error>"}, {500, ""}, {200, "hello"}});
+    Client client(config_for(server.endpoint(), 5));
+    std::array<std::byte, 16> out{};
+    Request r;
+    r.key = "p/packs/00000001.pack";
+    r.headers = {"Range: bytes=0-4"};
+    r.into = out;
+    const Response a = client.send(r);
+    EXPECT_EQ(a.status, 200);
+    EXPECT_EQ(a.attempts, 3);
+    EXPECT_EQ(a.received, 5u);
+    EXPECT_EQ(std::memcmp(out.data(), "hello", 5), 0);
+    const auto seen = server.requests();
+    ASSERT_EQ(seen.size(), 3u);
+    EXPECT_TRUE(seen[2].starts_with("GET /bkt/p/packs/00000001.pack HTTP/1.1")) << seen[2];
+    EXPECT_NE(seen[2].find("Authorization: AWS4-HMAC-SHA256 Credential=AKID/"), std::string::npos) << seen[2];
+    EXPECT_NE(seen[2].find("/us-east-1/s3/aws4_request"), std::string::npos) << seen[2];
+    EXPECT_NE(seen[2].find("x-amz-content-sha256: UNSIGNED-PAYLOAD"), std::string::npos) << seen[2];
+    EXPECT_EQ(seen[2].find("SECRET"), std::string::npos);
+}
+
+TEST(S3Client, AnErrorNamesTheBucketKeyStatusAndS3Code) {
+    ScriptedServer server({{403, "<?xml version=\"1.0\"?><Error><Code>InvalidAccessKeyId</Code><Message>no such "
+                                 "key</Message></Error>"}});
+    Client client(config_for(server.endpoint(), 5));
+    Request r;
+    r.method = "DELETE";
+    r.key = "p/packs/00000007.pack";
+    try {
+        client.send(r);
+        ADD_FAILURE() << "a 403 was accepted";
+    } catch (const S3Error& e) {
+        const std::string m = e.what();
+        EXPECT_EQ(e.status(), 403);
+        EXPECT_EQ(e.code(), "InvalidAccessKeyId");
+        EXPECT_NE(m.find("s3://bkt/p/packs/00000007.pack"), std::string::npos) << m;
+        EXPECT_NE(m.find("HTTP 403 InvalidAccessKeyId: no such key"), std::string::npos) << m;
+        EXPECT_NE(m.find("DELETE"), std::string::npos) << m;
+    }
+    EXPECT_EQ(server.requests().size(), 1u) << "a 403 is not retried";
+}
+
+TEST(S3Client, AnExpectedStatusIsReturnedAndARefusedConnectionRetriedThenNamed) {
+    {
+        ScriptedServer server({{412, "<Error><Code>PreconditionFailed</Code></Error>"}});
+        Client client(config_for(server.endpoint(), 3));
+        Request r;
+        r.method = "HEAD";
+        r.key = "k";
+        r.expected = {412};
+        EXPECT_EQ(client.send(r).status, 412);
+    }
+    // A port nothing listens on (taken, then closed).
+    std::string endpoint;
+    {
+        ScriptedServer gone({});
+        endpoint = gone.endpoint();
+    }
+    Client client(config_for(endpoint, 3));
+    Request r;
+    r.key = "k";
+    try {
+        client.send(r);
+        ADD_FAILURE() << "a refused connection was accepted";
+    } catch (const S3Error& e) {
+        EXPECT_EQ(e.status(), 0);
+        EXPECT_NE(std::string(e.what()).find("after 3 tries"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("s3://bkt/k"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(client.requests(), 3u);
+}
+
+TEST(S3Factory, TheLocationIsRecordedAndS3NeedsTheS3Library) {
+    store::PackLocation where;
+    EXPECT_TRUE(pack_location_settings(where).empty()) << "a directory store records nothing new";
+    where.url = "s3://bkt/p";
+    where.s3_endpoint = "http://127.0.0.1:9";
+    where.s3_region = "eu-west-1";
+    where.s3_credentials_file = "/etc/creds";
+    where.s3_part_size = 8 << 20;
+    std::unordered_map<std::string, std::string> meta;
+    for (const auto& [k, v] : pack_location_settings(where)) meta[k] = v;
+    const auto back = pack_location_of(meta, "db");
+    EXPECT_EQ(back.url, where.url);
+    EXPECT_EQ(back.s3_endpoint, where.s3_endpoint);
+    EXPECT_EQ(back.s3_region, where.s3_region);
+    EXPECT_EQ(back.s3_credentials_file, where.s3_credentials_file);
+    EXPECT_EQ(back.s3_part_size, where.s3_part_size);
+    meta["s3_part_size"] = "12x";
+    EXPECT_THROW(pack_location_of(meta, "db"), store::DamageError);
+
+    TempDir tmp;
+    set_s3_pack_storage_maker(nullptr);
+    EXPECT_THROW(make_pack_storage(tmp.path(), where, PackStorageUse::open), store::StorageUnavailableError);
+    store::enable_s3_packs();
+    EXPECT_NO_THROW(make_pack_storage(tmp.path(), where, PackStorageUse::open)) << "no request until one is needed";
+    where.s3_part_size = (5 << 20) + 1;
+    EXPECT_THROW(make_pack_storage(tmp.path(), where, PackStorageUse::open), OptionError);
+    where.s3_part_size = 8 << 20;
+    where.url = "gs://bkt/p";
+    EXPECT_THROW(make_pack_storage(tmp.path(), where, PackStorageUse::open), OptionError);
+}
+
+}  // namespace
+}  // namespace cdc::test
