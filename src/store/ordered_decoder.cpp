@@ -106,7 +106,8 @@ void OrderedDecoder::submit() {
     std::unique_ptr<Block> b = std::exchange(filling_, fresh_block());
     reserve(*b, b->raw_bytes);
     Block* bp = b.get();
-    const bool in_hand = std::all_of(bp->fds.begin(), bp->fds.end(), [](int fd) { return fd < 0; });
+    const bool in_hand =
+        std::all_of(bp->packs.begin(), bp->packs.end(), [](const PackReader* p) { return p == nullptr; });
     inflight_.push_back(std::move(b));
     if (in_hand) {
         bp->done.store(true);  // nothing to read or decode
