@@ -36,9 +36,9 @@ const Input& input() {
     static const Input in = [] {
         Input r;
         r.bytes.resize(std::size_t{1} << 20);
-        fill_splitmix64(r.bytes, 3);
+        cdc::fill_splitmix64(r.bytes, 3);
         std::vector<std::uint8_t> t(sizeof r.table);
-        fill_splitmix64(t, 4);
+        cdc::fill_splitmix64(t, 4);
         for (int i = 0; i < 256; ++i) {
             std::uint64_t v = 0;
             for (int b = 0; b < 8; ++b) v |= std::uint64_t{t[static_cast<std::size_t>(i * 8 + b)]} << (8 * b);

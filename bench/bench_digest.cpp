@@ -25,7 +25,7 @@ const Corpus& corpus() {
     static const Corpus c = [] {
         Corpus r;
         r.data.resize(std::size_t{64} << 20);
-        fill_splitmix64(r.data, 7);
+        cdc::fill_splitmix64(r.data, 7);
         const auto finder = cdc::make_cut_finder("fastcdc", cdc::Options{});
         cdc::cut_lengths(*finder, std::as_bytes(std::span(r.data)), true, r.lengths);
         return r;

@@ -26,8 +26,8 @@ const std::vector<std::uint8_t>& buffer() {
         if (const char* s = std::getenv("CDC_BENCH_SIZE")) size = std::strtoull(s, nullptr, 10);
         const std::string kind = std::getenv("CDC_BENCH_DATA") ? std::getenv("CDC_BENCH_DATA") : "random";
         std::vector<std::uint8_t> b(size);
-        if (kind == "random") fill_splitmix64(b, 1);
-        else if (kind == "text") fill_text(b, 1);
+        if (kind == "random") cdc::fill_splitmix64(b, 1);
+        else if (kind == "text") cdc::fill_text(b, 1);
         return b;
     }();
     return buf;

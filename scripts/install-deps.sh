@@ -11,6 +11,7 @@ PKGS=(
   libcli11-dev nlohmann-json3-dev libfmt-dev
   librust-blake3-dev libssl-dev libxxhash-dev
   libzstd-dev libsqlite3-dev  # cdc store: chunk compression, index and manifests
+  libsodium-dev  # cdc store: encryption at rest (Argon2id, XChaCha20-Poly1305)
   libcurl4-openssl-dev  # cdc store: packs in S3 (the cdc-store-s3 helper)
   ceph-mon ceph-osd radosgw ceph-common  # the engine tests' one-node Ceph RGW (tests/engines/ceph.sh)
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc  # cdc serve/push/pull (the cdc-transfer helper)

@@ -97,6 +97,28 @@ std::size_t last_chunk_blocks(const Message& msg) { return (last_chunk_len(msg) 
 // only F). The CPU's, not CDC_KERNEL's choice: that one picks cut kernels.
 bool has_chunk_lanes() { return best_kernel_level() >= KernelLevel::avx512; }
 
+// How the messages are hashed: from the IV with no extra flag (plain
+// BLAKE3), or from the key words with KEYED_HASH on every compression.
+struct Mode {
+    std::uint32_t key[8];
+    std::uint8_t flags;
+    const std::uint8_t* key_bytes;  // null for plain BLAKE3
+};
+
+Mode plain_mode() {
+    Mode m{};
+    std::memcpy(m.key, IV, sizeof m.key);
+    return m;
+}
+
+Mode keyed_mode(const std::uint8_t* key) {
+    Mode m{};
+    load_key_words(key, m.key);
+    m.flags = flag(KEYED_HASH);
+    m.key_bytes = key;
+    return m;
+}
+
 // A message's partial last chunk: its bytes, its CV slot and its counter.
 Blake3LaneChunk last_chunk(const Message& msg, std::uint8_t* cvs) {
     return Blake3LaneChunk{msg.data + std::size_t{msg.full} * kChunkLen, cvs + (msg.cv + msg.full) * kCvLen, msg.full,
@@ -115,14 +137,14 @@ void store_words(std::uint8_t* out, const std::uint32_t words[8]) {
 }
 
 // CV (or, with end_flags = ROOT, the hash) of one chunk of 0..1024 bytes.
-void chunk_cv(const std::uint8_t* p, std::size_t len, std::uint64_t counter, std::uint8_t end_flags,
-              std::uint8_t out[kCvLen]) {
+void chunk_cv(const Mode& mode, const std::uint8_t* p, std::size_t len, std::uint64_t counter,
+              std::uint8_t end_flags, std::uint8_t out[kCvLen]) {
     std::uint32_t cv[8];
-    std::memcpy(cv, IV, sizeof cv);
-    std::uint8_t start = flag(CHUNK_START);
+    std::memcpy(cv, mode.key, sizeof cv);
+    std::uint8_t start = flag(CHUNK_START | mode.flags);
     for (; len > kBlockLen; p += kBlockLen, len -= kBlockLen) {
         blake3_compress_in_place(cv, p, static_cast<std::uint8_t>(kBlockLen), counter, start);
-        start = 0;
+        start = mode.flags;
     }
     std::uint8_t block[kBlockLen] = {};  // the last block is zero-padded
     if (len > 0) std::memcpy(block, p, len);
@@ -131,14 +153,17 @@ void chunk_cv(const std::uint8_t* p, std::size_t len, std::uint64_t counter, std
     store_words(out, cv);
 }
 
-void digest_one(const std::uint8_t* p, std::size_t len, Digest& d) {
+void digest_one(const Mode& mode, const std::uint8_t* p, std::size_t len, Digest& d) {
     d.size = static_cast<std::uint8_t>(kCvLen);
     if (len <= kChunkLen) {
-        chunk_cv(p, len, 0, flag(ROOT), d.bytes.data());
+        chunk_cv(mode, p, len, 0, flag(ROOT), d.bytes.data());
         return;
     }
     blake3_hasher h;
-    blake3_hasher_init(&h);
+    if (mode.key_bytes != nullptr)
+        blake3_hasher_init_keyed(&h, mode.key_bytes);
+    else
+        blake3_hasher_init(&h);
     blake3_hasher_update(&h, p, len);
     blake3_hasher_finalize(&h, d.bytes.data(), kCvLen);
 }
@@ -146,7 +171,7 @@ void digest_one(const std::uint8_t* p, std::size_t len, Digest& d) {
 // Hashes the `n` messages of s.msgs (each of 2..kMaxBatchedChunks chunks,
 // kGroupChunks at most in all) into out[Message::out]; `lanes`: with the
 // 16-lane compression of the partial last chunks.
-void hash_group(Scratch& s, std::size_t n, [[maybe_unused]] bool lanes, std::span<Digest> out) {
+void hash_group(const Mode& mode, Scratch& s, std::size_t n, [[maybe_unused]] bool lanes, std::span<Digest> out) {
     std::uint8_t* const cvs = s.cvs.data();
     std::uint8_t* const tmp = s.outputs.data();
 
@@ -157,8 +182,8 @@ void hash_group(Scratch& s, std::size_t n, [[maybe_unused]] bool lanes, std::spa
         if (s.msgs[m].full > 0) s.active[n_active++] = static_cast<std::uint16_t>(m);
     for (std::uint32_t i = 0; n_active > 0; ++i) {
         for (std::size_t k = 0; k < n_active; ++k) s.inputs[k] = s.msgs[s.active[k]].data + i * kChunkLen;
-        blake3_hash_many(s.inputs.data(), n_active, kBlocksPerChunk, IV, i, false, 0, flag(CHUNK_START),
-                         flag(CHUNK_END), tmp);
+        blake3_hash_many(s.inputs.data(), n_active, kBlocksPerChunk, mode.key, i, false, mode.flags,
+                         flag(CHUNK_START), flag(CHUNK_END), tmp);
         std::size_t kept = 0;
         for (std::size_t k = 0; k < n_active; ++k) {
             const Message& msg = s.msgs[s.active[k]];
@@ -185,13 +210,13 @@ void hash_group(Scratch& s, std::size_t n, [[maybe_unused]] bool lanes, std::spa
         const std::size_t k = std::min(kBlake3Lanes, n_last - done);
         std::array<Blake3LaneChunk, kBlake3Lanes> chunks;
         for (std::size_t l = 0; l < k; ++l) chunks[l] = last_chunk(s.msgs[s.active[done + l]], cvs);
-        blake3_chunk_cvs_avx512(chunks.data(), k);
+        blake3_chunk_cvs_avx512(chunks.data(), k, mode.key, mode.flags);
         done += k;
     }
 #endif
     for (; done < n_last; ++done) {
         const Blake3LaneChunk c = last_chunk(s.msgs[s.active[done]], cvs);
-        chunk_cv(c.data, c.len, c.counter, 0, c.cv);
+        chunk_cv(mode, c.data, c.len, c.counter, 0, c.cv);
     }
 
     // 3. Parent levels, all messages side by side, until each has two nodes
@@ -205,7 +230,7 @@ void hash_group(Scratch& s, std::size_t n, [[maybe_unused]] bool lanes, std::spa
             const Message& msg = s.msgs[s.active[k]];
             for (std::uint32_t j = 0; j < msg.nodes / 2; ++j) s.inputs[pairs++] = cvs + (msg.cv + 2 * j) * kCvLen;
         }
-        blake3_hash_many(s.inputs.data(), pairs, 1, IV, 0, false, flag(PARENT), 0, 0, tmp);
+        blake3_hash_many(s.inputs.data(), pairs, 1, mode.key, 0, false, flag(PARENT | mode.flags), 0, 0, tmp);
         pairs = 0;
         std::size_t kept = 0;
         for (std::size_t k = 0; k < n_active; ++k) {
@@ -223,7 +248,7 @@ void hash_group(Scratch& s, std::size_t n, [[maybe_unused]] bool lanes, std::spa
 
     // 4. The roots of the whole group in one call.
     for (std::size_t m = 0; m < n; ++m) s.inputs[m] = cvs + s.msgs[m].cv * kCvLen;
-    blake3_hash_many(s.inputs.data(), n, 1, IV, 0, false, flag(PARENT | ROOT), 0, 0, tmp);
+    blake3_hash_many(s.inputs.data(), n, 1, mode.key, 0, false, flag(PARENT | ROOT | mode.flags), 0, 0, tmp);
     for (std::size_t m = 0; m < n; ++m) {
         Digest& d = out[s.msgs[m].out];
         d.size = static_cast<std::uint8_t>(kCvLen);
@@ -231,10 +256,8 @@ void hash_group(Scratch& s, std::size_t n, [[maybe_unused]] bool lanes, std::spa
     }
 }
 
-}  // namespace
-
-void blake3_digests(std::span<const std::byte> data, std::span<const std::uint32_t> lengths, std::span<Digest> out,
-                    LastChunks last_chunks) {
+void digests(const Mode& mode, std::span<const std::byte> data, std::span<const std::uint32_t> lengths,
+             std::span<Digest> out, LastChunks last_chunks) {
     assert(out.size() == lengths.size());
     const bool lanes = last_chunks == LastChunks::side_by_side && has_chunk_lanes();
     Scratch& s = scratch();
@@ -245,10 +268,10 @@ void blake3_digests(std::span<const std::byte> data, std::span<const std::uint32
         const std::uint32_t len = lengths[m];
         const std::size_t chunks = (std::size_t{len} + kChunkLen - 1) / kChunkLen;
         if (chunks <= 1 || chunks > kMaxBatchedChunks) {
-            digest_one(p, len, out[m]);
+            digest_one(mode, p, len, out[m]);
         } else {
             if (n == kGroupMessages || used + chunks > kGroupChunks) {
-                hash_group(s, n, lanes, out);
+                hash_group(mode, s, n, lanes, out);
                 n = 0;
                 used = 0;
             }
@@ -258,7 +281,20 @@ void blake3_digests(std::span<const std::byte> data, std::span<const std::uint32
         }
         p += len;
     }
-    if (n > 0) hash_group(s, n, lanes, out);
+    if (n > 0) hash_group(mode, s, n, lanes, out);
+}
+
+}  // namespace
+
+void blake3_digests(std::span<const std::byte> data, std::span<const std::uint32_t> lengths, std::span<Digest> out,
+                    LastChunks last_chunks) {
+    static const Mode plain = plain_mode();
+    digests(plain, data, lengths, out, last_chunks);
+}
+
+void blake3_keyed_digests(std::span<const std::byte> data, std::span<const std::uint32_t> lengths,
+                          const std::uint8_t* key, std::span<Digest> out, LastChunks last_chunks) {
+    digests(keyed_mode(key), data, lengths, out, last_chunks);
 }
 
 }  // namespace cdc::detail

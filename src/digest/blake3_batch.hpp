@@ -34,4 +34,10 @@ enum class LastChunks { side_by_side, one_by_one };
 void blake3_digests(std::span<const std::byte> data, std::span<const std::uint32_t> lengths,
                     std::span<Digest> out, LastChunks last_chunks = LastChunks::side_by_side);
 
+/// The same in BLAKE3's keyed mode (blake3_hasher_init_keyed with `key`, 32
+/// bytes): the ids of an encrypted store (src/crypto, MasterKey::blob_ids).
+void blake3_keyed_digests(std::span<const std::byte> data, std::span<const std::uint32_t> lengths,
+                          const std::uint8_t* key, std::span<Digest> out,
+                          LastChunks last_chunks = LastChunks::side_by_side);
+
 }  // namespace cdc::detail

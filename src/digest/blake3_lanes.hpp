@@ -28,11 +28,14 @@ struct Blake3LaneChunk {
 
 #if defined(CDC_X86_KERNELS)
 /// The chaining values of chunks[0..n), n = 1..kBlake3Lanes, in the 32-bit
-/// lanes of AVX-512F registers (blake3_lanes_avx512.cpp). Call it only on a
-/// CPU that has AVX-512F. A plain pointer, no std:: template in the
+/// lanes of AVX-512F registers (blake3_lanes_avx512.cpp), starting from
+/// `key` (8 words: BLAKE3's IV, or the key words of keyed hashing) with
+/// `flags` (0, or KEYED_HASH) added to every block's. Call it only on a
+/// CPU that has AVX-512F. Plain pointers, no std:: template in the
 /// signature: an inline function instantiated in that -mavx512f translation
 /// unit could be the copy the linker keeps for the whole library.
-void blake3_chunk_cvs_avx512(const Blake3LaneChunk* chunks, std::size_t n) noexcept;
+void blake3_chunk_cvs_avx512(const Blake3LaneChunk* chunks, std::size_t n, const std::uint32_t* key,
+                             std::uint32_t flags) noexcept;
 #endif
 
 }  // namespace cdc::detail

@@ -120,7 +120,8 @@ inline void load_transposed(const std::uint8_t* const row[kLanes], __m512i m[16]
 
 }  // namespace
 
-void blake3_chunk_cvs_avx512(const Blake3LaneChunk* chunks, std::size_t n) noexcept {
+void blake3_chunk_cvs_avx512(const Blake3LaneChunk* chunks, std::size_t n, const std::uint32_t* key,
+                             std::uint32_t mode_flags) noexcept {
     // Per lane: the index of its last block, that block's length and, as
     // BLAKE3 pads it with zeros, a zero-padded copy of it. Lanes past n have
     // one block, zeros, whose result nobody reads.
@@ -149,7 +150,8 @@ void blake3_chunk_cvs_avx512(const Blake3LaneChunk* chunks, std::size_t n) noexc
     const __m512i chunk_end = _mm512_set1_epi32(static_cast<int>(kChunkEnd));
 
     __m512i cv[8];
-    for (int i = 0; i < 8; ++i) cv[i] = _mm512_set1_epi32(static_cast<int>(kIv[i]));
+    for (int i = 0; i < 8; ++i) cv[i] = _mm512_set1_epi32(static_cast<int>(key[i]));
+    const __m512i mode = _mm512_set1_epi32(static_cast<int>(mode_flags));
     for (std::uint32_t b = 0; b <= last_max; ++b) {
         const __m512i b_v = _mm512_set1_epi32(static_cast<int>(b));
         const __mmask16 live = _mm512_cmple_epu32_mask(b_v, last_v);  // lanes with a block b
@@ -161,7 +163,7 @@ void blake3_chunk_cvs_avx512(const Blake3LaneChunk* chunks, std::size_t n) noexc
         __m512i m[16];
         load_transposed(row, m);
 
-        __m512i flags = _mm512_maskz_mov_epi32(end, chunk_end);
+        __m512i flags = _mm512_or_si512(_mm512_maskz_mov_epi32(end, chunk_end), mode);
         if (b == 0) flags = _mm512_or_si512(flags, _mm512_set1_epi32(static_cast<int>(kChunkStart)));
         const __m512i block_len = _mm512_mask_mov_epi32(full_len, end, last_len_v);
         __m512i v[16] = {cv[0], cv[1], cv[2], cv[3], cv[4], cv[5], cv[6], cv[7],

@@ -89,7 +89,8 @@ TEST(Grammar, EveryCommandIsDefined) {
     for (const char* expected : {"chunk", "analyze", "compare", "resync", "dupes", "bench run", "bench plot",
                                  "bench transfer", "plot", "speed", "kernels", "sample", "algorithms", "gen",
                                  "store init", "store put", "store get", "store ls", "store rm", "store gc",
-                                 "store verify", "store stats", "serve", "push", "pull", "ls", "hash"})
+                                 "store verify", "store stats", "store key list", "store key add", "store key remove",
+                                 "store key passwd", "serve", "push", "pull", "ls", "hash"})
         EXPECT_TRUE(paths.count(expected) || (!CDC_TEST_TRANSFER && is_transfer(expected))) << expected;
 }
 
@@ -135,6 +136,8 @@ const std::map<std::string, Meaning>& shared_flags() {
         {"--output", {"-o", {"FILE", "DIR", "PATH"}, "where the output goes"}},
         {"--name", {"", {"NAME"}, "the stored name"}},
         {"--key-file", {"", {"FILE"}, "the key of a keyed store"}},
+        {"--password-file", {"", {"FILE"}, "the password of an encrypted store"}},
+        {"--new-password-file", {"", {"FILE"}, "the password being set"}},
         {"--token-file", {"", {"FILE"}, "the server's token"}},
         {"--tls", {"", {""}, "use TLS"}},
         {"--tls-ca", {"", {"FILE"}, "trusted certificates"}},

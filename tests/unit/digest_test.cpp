@@ -5,6 +5,7 @@
 
 #include "digest/blake3_batch.hpp"  // (src/: the library's internals)
 
+#include <blake3.h>
 #include <gtest/gtest.h>
 
 namespace cdc::test {
@@ -40,10 +41,15 @@ std::vector<std::uint32_t> kEdgeLengths() {
             4095, 4096, 4097, 8192, 9354, 16384, 16385, 65536, 65537, (1u << 20) + 1};
 }
 
+constexpr std::array<std::uint8_t, 32> kTestKey = {
+    0x42, 0x01, 0x99, 0xfe, 0x13, 0x37, 0x00, 0x7f, 0x80, 0x55, 0xaa, 0x10, 0x20, 0x30, 0x40, 0x50,
+    0x60, 0x70, 0x81, 0x92, 0xa3, 0xb4, 0xc5, 0xd6, 0xe7, 0xf8, 0x09, 0x1a, 0x2b, 0x3c, 0x4d, 0x5e};
+
 // Checks compute_digests(kind, lengths) == compute_digest per chunk, with the
 // chunks starting at offset 0 and at offset 1 (unaligned) of a buffer; for
 // BLAKE3, also with the partial last chunks compressed one by one (the
-// fallback of CPUs without the 16-lane compression).
+// fallback of CPUs without the 16-lane compression), and both ways in keyed
+// mode against the official keyed hasher.
 void expect_batch_equals_one_shot(DigestKind kind, const std::vector<std::uint32_t>& lengths, std::uint64_t seed,
                                   const std::string& what) {
     std::size_t total = 0;
@@ -68,6 +74,20 @@ void expect_batch_equals_one_shot(DigestKind kind, const std::vector<std::uint32
         if (kind == DigestKind::blake3) {
             detail::blake3_digests(data, lengths, got, detail::LastChunks::one_by_one);
             expect_got(" (last chunks one by one)");
+            // Keyed mode (an encrypted store's ids): the official keyed hasher, chunk by chunk.
+            pos = 0;
+            for (std::size_t i = 0; i < lengths.size(); ++i) {
+                blake3_hasher h;
+                blake3_hasher_init_keyed(&h, kTestKey.data());
+                blake3_hasher_update(&h, data.data() + pos, lengths[i]);
+                want[i].size = 32;
+                blake3_hasher_finalize(&h, want[i].bytes.data(), 32);
+                pos += lengths[i];
+            }
+            detail::blake3_keyed_digests(data, lengths, kTestKey.data(), got);
+            expect_got(" (keyed)");
+            detail::blake3_keyed_digests(data, lengths, kTestKey.data(), got, detail::LastChunks::one_by_one);
+            expect_got(" (keyed, last chunks one by one)");
         }
     }
 }

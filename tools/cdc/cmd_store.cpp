@@ -473,11 +473,12 @@ void add_store_subcommands(CLI::App& st, int& exit_code) {
                       .exit_codes = exit_codes()});
         c->callback([a, &exit_code] { exit_code = with_store_errors([&] { return run_stats(*a); }); });
     }
+    add_store_key(st, exit_code);
 }
 
 void add_store_command(CLI::App& app, int& exit_code) {
     auto* st = app.add_subcommand("store", "a deduplicating, compressed, crash-safe chunk store in a directory: init, "
-                                           "put, get, ls, rm, gc, verify, stats");
+                                           "put, get, ls, rm, gc, verify, stats, key");
     st->require_subcommand(1);
     add_store_subcommands(*st, exit_code);
     document(*st, {.notes = "The store keeps each distinct chunk once (BLAKE3-256 ids), zstd-compressed, in pack "

@@ -48,5 +48,6 @@ int with_store_errors(F&& f) {
 void add_store_subcommands(CLI::App& store, int& exit_code);
 void add_store_put(CLI::App& store, int& exit_code);
 void add_store_get(CLI::App& store, int& exit_code);
+void add_store_key(CLI::App& store, int& exit_code);
 
 }  // namespace cdc::cli

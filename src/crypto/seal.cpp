@@ -1,0 +1,162 @@
+#include "seal.hpp"
+
+#include "aead_backend.hpp"
+
+#include <sodium.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <climits>
+#include <cstring>
+#include <memory>
+
+namespace cdc::crypto {
+
+namespace {
+
+constexpr std::string_view kDomain = "cdc-seal";
+
+std::string id_text(std::span<const std::uint8_t> id) {
+    if (id.empty()) return "(no id)";
+    const bool printable = std::all_of(id.begin(), id.end(), [](std::uint8_t c) { return c > 0x20 && c < 0x7f; });
+    if (printable) return std::string(reinterpret_cast<const char*>(id.data()), id.size());
+    std::string s;
+    for (const std::uint8_t b : id) s += fmt::format("{:02x}", b);
+    return s;
+}
+
+[[noreturn]] void fail(SealKind kind, std::span<const std::uint8_t> id, std::string_view what) {
+    throw AuthenticationError(fmt::format("{} {}: {}", name_of(kind), id_text(id), what));
+}
+
+void put_u32(std::uint8_t* p, std::size_t n) {
+    for (int i = 0; i < 4; ++i) p[i] = static_cast<std::uint8_t>(n >> (8 * i));
+}
+
+// associated_data() into `ad` (resized; its capacity is kept between calls).
+void build_ad(std::vector<std::uint8_t>& ad, SealKind kind, std::span<const std::uint8_t> id,
+              std::span<const std::uint8_t> context) {
+    if (id.size() > INT_MAX / 2 || context.size() > INT_MAX / 2)
+        throw Error("sealed associated data: longer than 2 GiB");  // (EVP takes an int)
+    ad.resize(kDomain.size() + 1 + 4 + id.size() + 4 + context.size());
+    std::uint8_t* p = ad.data();
+    std::memcpy(p, kDomain.data(), kDomain.size());
+    p += kDomain.size();
+    *p++ = static_cast<std::uint8_t>(kind);
+    put_u32(p, id.size());
+    p += 4;
+    if (!id.empty()) std::memcpy(p, id.data(), id.size());
+    p += id.size();
+    put_u32(p, context.size());
+    p += 4;
+    if (!context.empty()) std::memcpy(p, context.data(), context.size());
+}
+
+// A buffer per thread for the associated data: no allocation per record.
+std::vector<std::uint8_t>& thread_ad() {
+    thread_local std::vector<std::uint8_t> ad;
+    return ad;
+}
+
+std::atomic<const detail::AeadFunctions*> g_openssl{nullptr};
+
+}  // namespace
+
+std::string_view name_of(SealKind kind) noexcept {
+    switch (kind) {
+        case SealKind::record: return "record";
+        case SealKind::snapshot: return "snapshot";
+        case SealKind::tree: return "tree";
+        case SealKind::catalog: return "catalog value";
+        case SealKind::metadata: return "metadata";
+    }
+    return "object";
+}
+
+void detail::install_openssl_aead(const AeadFunctions* functions) noexcept { g_openssl = functions; }
+
+bool openssl_aead_enabled() noexcept { return g_openssl.load() != nullptr; }
+
+std::vector<std::uint8_t> associated_data(SealKind kind, std::span<const std::uint8_t> id,
+                                          std::span<const std::uint8_t> context) {
+    std::vector<std::uint8_t> ad;
+    build_ad(ad, kind, id, context);
+    return ad;
+}
+
+Sealer::Sealer(std::span<const std::uint8_t> key, AeadBackend backend) : backend_(backend) {
+    if (key.size() != kKeyBytes) throw Error(fmt::format("a sealing key has {} bytes, not {}", kKeyBytes, key.size()));
+    ensure_sodium();
+    key_ = SecretBytes::copy_of(key);
+    openssl_ = g_openssl.load();
+    if (backend_ == AeadBackend::fastest) backend_ = openssl_ != nullptr ? AeadBackend::openssl : AeadBackend::sodium;
+    if (backend_ == AeadBackend::openssl && openssl_ == nullptr)
+        throw Error("the OpenSSL AEAD is not enabled in this program (enable_openssl_aead)");
+}
+
+void Sealer::seal(SealKind kind, std::span<const std::uint8_t> id, std::span<const std::uint8_t> context,
+                  std::span<const std::uint8_t> plain, std::span<std::uint8_t> out) const {
+    if (out.size() != plain.size() + kSealOverhead)
+        throw Error(fmt::format("seal: output of {} bytes for {} plain bytes", out.size(), plain.size()));
+    std::vector<std::uint8_t>& ad = thread_ad();
+    build_ad(ad, kind, id, context);
+    std::uint8_t* nonce = out.data();
+    std::uint8_t* cipher = out.data() + kNonceBytes;
+    std::uint8_t* tag = cipher + plain.size();
+    randombytes_buf(nonce, kNonceBytes);
+    if (backend_ == AeadBackend::sodium) {
+        crypto_aead_xchacha20poly1305_ietf_encrypt_detached(cipher, tag, nullptr, plain.data(), plain.size(),
+                                                            ad.data(), ad.size(), nullptr, nonce, key_.data());
+        return;
+    }
+    if (!openssl_->seal(key_.data(), nonce, ad, plain, cipher, tag)) {
+        wipe(out);
+        throw Error(fmt::format("sealing a {}: OpenSSL's ChaCha20-Poly1305 failed", name_of(kind)));
+    }
+}
+
+std::vector<std::uint8_t> Sealer::seal(SealKind kind, std::span<const std::uint8_t> id,
+                                       std::span<const std::uint8_t> context,
+                                       std::span<const std::uint8_t> plain) const {
+    std::vector<std::uint8_t> out(plain.size() + kSealOverhead);
+    seal(kind, id, context, plain, out);
+    return out;
+}
+
+void Sealer::open(SealKind kind, std::span<const std::uint8_t> id, std::span<const std::uint8_t> context,
+                  std::span<const std::uint8_t> sealed, std::span<std::uint8_t> out) const {
+    if (sealed.size() < kSealOverhead)
+        fail(kind, id, fmt::format("{} sealed bytes, fewer than nonce and tag ({}): truncated", sealed.size(),
+                                   kSealOverhead));
+    const std::size_t n = sealed.size() - kSealOverhead;
+    if (out.size() != n) throw Error(fmt::format("open: output of {} bytes for {} sealed bytes", out.size(), sealed.size()));
+    std::vector<std::uint8_t>& ad = thread_ad();
+    build_ad(ad, kind, id, context);
+    const std::uint8_t* nonce = sealed.data();
+    const std::uint8_t* cipher = sealed.data() + kNonceBytes;
+    const std::uint8_t* tag = cipher + n;
+    bool ok = false;
+    if (backend_ == AeadBackend::sodium) {
+        ok = crypto_aead_xchacha20poly1305_ietf_decrypt_detached(out.data(), nullptr, cipher, n, tag, ad.data(),
+                                                                 ad.size(), nonce, key_.data()) == 0;
+    } else {
+        ok = openssl_->open(key_.data(), nonce, ad, {cipher, n}, tag, out.data());
+    }
+    if (!ok) {
+        wipe(out);
+        fail(kind, id, "authentication failed (altered, truncated, moved under another id or kind, or sealed "
+                       "under another key)");
+    }
+}
+
+std::vector<std::uint8_t> Sealer::open(SealKind kind, std::span<const std::uint8_t> id,
+                                       std::span<const std::uint8_t> context,
+                                       std::span<const std::uint8_t> sealed) const {
+    std::vector<std::uint8_t> out(sealed.size() < kSealOverhead ? 0 : sealed.size() - kSealOverhead);
+    open(kind, id, context, sealed, out);
+    return out;
+}
+
+}  // namespace cdc::crypto

@@ -1,0 +1,103 @@
+#include "seal_evp.hpp"
+
+#include "aead_backend.hpp"
+#include "secret.hpp"
+
+#include <openssl/evp.h>
+#include <sodium.h>
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <memory>
+#include <new>
+
+namespace cdc::crypto {
+
+namespace {
+
+// Fetched once: an implicit fetch at every init would cost a lookup per record.
+EVP_CIPHER* chacha_cipher() {
+    static EVP_CIPHER* const cipher = EVP_CIPHER_fetch(nullptr, "ChaCha20-Poly1305", nullptr);
+    return cipher;
+}
+
+struct CtxFree {
+    void operator()(EVP_CIPHER_CTX* c) const noexcept { EVP_CIPHER_CTX_free(c); }
+};
+
+// One context per thread, reused: allocating one per record would cost
+// more than sealing a small record.
+EVP_CIPHER_CTX* thread_ctx() {
+    thread_local std::unique_ptr<EVP_CIPHER_CTX, CtxFree> ctx(EVP_CIPHER_CTX_new());
+    if (!ctx) throw std::bad_alloc();
+    return ctx.get();
+}
+
+// The XChaCha20 construction's inner key and 96-bit nonce.
+struct Inner {
+    std::array<std::uint8_t, 32> key{};
+    std::array<std::uint8_t, 12> iv{};
+    Inner(const std::uint8_t* outer_key, const std::uint8_t* nonce) {
+        crypto_core_hchacha20(key.data(), nonce, outer_key, nullptr);
+        std::memcpy(iv.data() + 4, nonce + 16, 8);
+    }
+    ~Inner() { wipe(key); }
+    Inner(const Inner&) = delete;
+    Inner& operator=(const Inner&) = delete;
+};
+
+// EVP updates take an int length: long inputs go in pieces.
+constexpr std::size_t kPiece = std::size_t{1} << 30;
+
+bool update(EVP_CIPHER_CTX* ctx, bool encrypt, const std::uint8_t* in, std::size_t n, std::uint8_t* out) {
+    for (std::size_t done = 0; done < n;) {
+        const std::size_t take = std::min(kPiece, n - done);
+        int len = 0;
+        const int ok = encrypt ? EVP_EncryptUpdate(ctx, out + done, &len, in + done, static_cast<int>(take))
+                               : EVP_DecryptUpdate(ctx, out + done, &len, in + done, static_cast<int>(take));
+        if (ok != 1 || static_cast<std::size_t>(len) != take) return false;
+        done += take;
+    }
+    return true;
+}
+
+bool evp_seal(const std::uint8_t* key, const std::uint8_t* nonce, std::span<const std::uint8_t> ad,
+              std::span<const std::uint8_t> plain, std::uint8_t* cipher, std::uint8_t* tag) {
+    const Inner inner(key, nonce);
+    EVP_CIPHER_CTX* ctx = thread_ctx();
+    int len = 0;
+    return EVP_EncryptInit_ex2(ctx, chacha_cipher(), inner.key.data(), inner.iv.data(), nullptr) == 1 &&
+           EVP_EncryptUpdate(ctx, nullptr, &len, ad.data(), static_cast<int>(ad.size())) == 1 &&
+           update(ctx, true, plain.data(), plain.size(), cipher) &&
+           EVP_EncryptFinal_ex(ctx, cipher + plain.size(), &len) == 1 &&
+           EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_GET_TAG, 16, tag) == 1;
+}
+
+bool evp_open(const std::uint8_t* key, const std::uint8_t* nonce, std::span<const std::uint8_t> ad,
+              std::span<const std::uint8_t> cipher, const std::uint8_t* tag, std::uint8_t* plain) {
+    const Inner inner(key, nonce);
+    EVP_CIPHER_CTX* ctx = thread_ctx();
+    int len = 0;
+    std::array<std::uint8_t, 16> t{};
+    std::memcpy(t.data(), tag, t.size());  // (SET_TAG takes a non-const pointer)
+    // The tag is set before the data: OpenSSL checks it at Final.
+    return EVP_DecryptInit_ex2(ctx, chacha_cipher(), inner.key.data(), inner.iv.data(), nullptr) == 1 &&
+           EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_SET_TAG, 16, t.data()) == 1 &&
+           EVP_DecryptUpdate(ctx, nullptr, &len, ad.data(), static_cast<int>(ad.size())) == 1 &&
+           update(ctx, false, cipher.data(), cipher.size(), plain) &&
+           EVP_DecryptFinal_ex(ctx, plain + cipher.size(), &len) == 1;
+}
+
+constexpr detail::AeadFunctions kEvp{evp_seal, evp_open};
+
+}  // namespace
+
+bool enable_openssl_aead() {
+    ensure_sodium();  // (HChaCha20)
+    if (chacha_cipher() == nullptr) return false;
+    detail::install_openssl_aead(&kEvp);
+    return true;
+}
+
+}  // namespace cdc::crypto
