@@ -26,8 +26,9 @@
 // store lacks, Store::missing says.
 //
 // Threads: the thread that uses the Writer. Errors: StoreError (DamageError
-// for data that fails a check), never a partial manifest: a file that is
-// not ended is abandoned when the next one begins or the door goes.
+// for data that fails a check). A file not ended is never published: it
+// stays open in the writer until abandon() (begin() refuses a second one),
+// and what a flush wrote of it is a pending manifest that gc drops.
 #pragma once
 
 #include <cdc/digest.hpp>
