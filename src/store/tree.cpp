@@ -235,38 +235,33 @@ private:
     std::map<gid_t, std::string> groups_;
 };
 
-const std::string& Capture::user_name(uid_t uid) {
-    auto [it, added] = users_.try_emplace(uid);
-    if (!added) return it->second;
+// The name getpwuid_r or getgrgid_r gives `key` (empty if none), the buffer
+// grown while the call says ERANGE (up to 1 MiB).
+template <class Record, class Key>
+std::string account_name(Key key, int (*get)(Key, Record*, char*, std::size_t, Record**), char* Record::*name) {
     std::vector<char> buf(4096);
     for (;;) {
-        passwd pw{};
-        passwd* found = nullptr;
-        const int rc = ::getpwuid_r(uid, &pw, buf.data(), buf.size(), &found);
+        Record rec{};
+        Record* found = nullptr;
+        const int rc = get(key, &rec, buf.data(), buf.size(), &found);
         if (rc == ERANGE && buf.size() < (std::size_t{1} << 20)) {
             buf.resize(buf.size() * 2);
             continue;
         }
-        if (rc == 0 && found != nullptr && found->pw_name != nullptr) it->second = found->pw_name;
-        return it->second;
+        return rc == 0 && found != nullptr && found->*name != nullptr ? std::string(found->*name) : std::string();
     }
+}
+
+const std::string& Capture::user_name(uid_t uid) {
+    auto [it, added] = users_.try_emplace(uid);
+    if (added) it->second = account_name<passwd, uid_t>(uid, ::getpwuid_r, &passwd::pw_name);
+    return it->second;
 }
 
 const std::string& Capture::group_name(gid_t gid) {
     auto [it, added] = groups_.try_emplace(gid);
-    if (!added) return it->second;
-    std::vector<char> buf(4096);
-    for (;;) {
-        group gr{};
-        group* found = nullptr;
-        const int rc = ::getgrgid_r(gid, &gr, buf.data(), buf.size(), &found);
-        if (rc == ERANGE && buf.size() < (std::size_t{1} << 20)) {
-            buf.resize(buf.size() * 2);
-            continue;
-        }
-        if (rc == 0 && found != nullptr && found->gr_name != nullptr) it->second = found->gr_name;
-        return it->second;
-    }
+    if (added) it->second = account_name<group, gid_t>(gid, ::getgrgid_r, &group::gr_name);
+    return it->second;
 }
 
 Entry Capture::from_stat(const struct stat& st, std::string name) {

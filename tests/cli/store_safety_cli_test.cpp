@@ -28,6 +28,7 @@ namespace {
 namespace fs = std::filesystem;
 using test::json_of;
 using test::run_tool;
+using test::shrink_while_read;
 
 constexpr unsigned kNobody = 65534;
 
@@ -39,30 +40,6 @@ std::map<std::string, std::uint64_t> names_in(const std::string& dir) {
     return out;
 }
 
-/// Waits until process `pid` has `path` open and has read some of it (the
-/// descriptor's position past 0), then cuts the file to `to` bytes. False
-/// if that did not happen within 60 s.
-bool shrink_while_read(pid_t pid, const fs::path& path, std::uint64_t to) {
-    const fs::path target = fs::canonical(path);
-    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    while (std::chrono::steady_clock::now() < until) {
-        std::error_code ec;
-        for (const auto& e : fs::directory_iterator(fmt::format("/proc/{}/fd", pid), ec)) {
-            std::error_code link_ec;
-            if (fs::read_symlink(e.path(), link_ec) != target) continue;
-            std::ifstream info(fmt::format("/proc/{}/fdinfo/{}", pid, e.path().filename().string()));
-            std::string key;
-            std::uint64_t pos = 0;
-            info >> key >> pos;
-            if (key == "pos:" && pos > 0) {
-                fs::resize_file(path, to);
-                return true;
-            }
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-    return false;
-}
 
 /// A sparse file far larger than what is read before it is cut (8 GiB of
 /// zeros: seconds to read, no disk).

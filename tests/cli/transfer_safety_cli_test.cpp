@@ -39,6 +39,7 @@ namespace fs = std::filesystem;
 using test::authorize;
 using test::init_store;
 using test::json_of;
+using test::shrink_while_read;
 using test::run_tool;
 using test::Serve;
 namespace v1 = transfer::v1;
@@ -281,29 +282,6 @@ TEST(TransferSafetyCli, ServeRefusesOptionsItCannotHonour) {
 
 // ---------------------------------------------------------------- files and names
 
-/// Waits until process `pid` reads `path` (its position past 0), then cuts
-/// the file to `to` bytes; false after 60 s.
-bool shrink_while_read(pid_t pid, const fs::path& path, std::uint64_t to) {
-    const fs::path target = fs::canonical(path);
-    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    while (std::chrono::steady_clock::now() < until) {
-        std::error_code ec;
-        for (const auto& e : fs::directory_iterator(fmt::format("/proc/{}/fd", pid), ec)) {
-            std::error_code link_ec;
-            if (fs::read_symlink(e.path(), link_ec) != target) continue;
-            std::ifstream info(fmt::format("/proc/{}/fdinfo/{}", pid, e.path().filename().string()));
-            std::string key;
-            std::uint64_t pos = 0;
-            info >> key >> pos;
-            if (key == "pos:" && pos > 0) {
-                fs::resize_file(path, to);
-                return true;
-            }
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-    return false;
-}
 
 TEST(TransferSafetyCli, AFileThatShrinksWhilePushedIsNamedAndNotCommitted) {
     test::TempDir tmp;

@@ -1,8 +1,12 @@
 #include "cli_support.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <thread>
 #include <cerrno>
 #include <csignal>
 #include <cstdlib>
@@ -160,6 +164,28 @@ RunResult run_tool_as(unsigned uid, unsigned gid, const std::vector<std::string>
     r.out = read_text(out);
     r.err = read_text(err);
     return r;
+}
+
+bool shrink_while_read(pid_t pid, const std::filesystem::path& path, std::uint64_t to) {
+    const std::filesystem::path target = std::filesystem::canonical(path);
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (std::chrono::steady_clock::now() < until) {
+        std::error_code ec;
+        for (const auto& e : std::filesystem::directory_iterator(fmt::format("/proc/{}/fd", pid), ec)) {
+            std::error_code link_ec;
+            if (std::filesystem::read_symlink(e.path(), link_ec) != target) continue;
+            std::ifstream info(fmt::format("/proc/{}/fdinfo/{}", pid, e.path().filename().string()));
+            std::string key;
+            std::uint64_t pos = 0;
+            info >> key >> pos;
+            if (key == "pos:" && pos > 0) {
+                std::filesystem::resize_file(path, to);
+                return true;
+            }
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return false;
 }
 
 }  // namespace cdc::test

@@ -52,4 +52,9 @@ int wait_exit(pid_t pid, struct rusage* usage = nullptr);
 /// bite: chmod 000 does not stop root. Exit code 100 if the drop failed.
 RunResult run_tool_as(unsigned uid, unsigned gid, const std::vector<std::string>& args);
 
+/// Waits until process `pid` has `path` open and has read some of it (the
+/// descriptor's position past 0), then cuts the file to `to` bytes. False
+/// if that did not happen within 60 s.
+bool shrink_while_read(pid_t pid, const std::filesystem::path& path, std::uint64_t to);
+
 }  // namespace cdc::test
