@@ -13,6 +13,8 @@ PKGS=(
   libzstd-dev libsqlite3-dev  # cdc store: chunk compression, index and manifests
   libsodium-dev  # cdc store: encryption at rest (Argon2id, XChaCha20-Poly1305)
   libcurl4-openssl-dev  # cdc store: packs in S3 (the cdc-store-s3 helper)
+  libpq-dev  # cdc store: a PostgreSQL catalog (the cdc-store-s3 helper)
+  postgresql-15  # the engine tests' private PostgreSQL cluster (tests/engines/postgres.sh)
   ceph-mon ceph-osd radosgw ceph-common  # the engine tests' one-node Ceph RGW (tests/engines/ceph.sh)
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc  # cdc serve/push/pull (the cdc-transfer helper)
   openssl  # the transfer tests make a self-signed TLS certificate
