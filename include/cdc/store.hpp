@@ -193,6 +193,12 @@ struct InitOptions {
     std::uint64_t pack_size = std::uint64_t{64} << 20;
     /// Where the packs go (default: the store's directory).
     PackLocation packs;
+    /// Where the catalog goes: empty for SQLite in the store's directory
+    /// (the default), or "postgresql://[USER@]HOST[:PORT]/DB" (libpq's URI;
+    /// the password from PGPASSWORD, PGPASSFILE or ~/.pgpass, never in it),
+    /// a database that holds no store yet, recorded in DIR/catalog
+    /// (docs/STORE.md, "A PostgreSQL catalog").
+    std::string catalog;
 };
 
 struct OpenOptions {
@@ -211,6 +217,7 @@ struct StoreInfo {
     int zstd_level = 0;
     std::uint64_t pack_size = 0;
     PackLocation packs;       ///< where its packs are
+    std::string catalog;      ///< where its catalog is: empty for DIR/index.db, else a postgresql:// URI
     /// A keyed store's key check value (key_check_value of its key; never
     /// the key), empty for an unkeyed store.
     std::string key_check;

@@ -161,6 +161,16 @@ private:
 /// let any size through); the limit if the setting is absent or unreadable.
 std::uint64_t checked_max_chunk(const std::unordered_map<std::string, std::string>& settings);
 
+/// A lock on a store across hosts (a shared catalog's): writers and readers
+/// hold it shared, gc exclusive, as they hold DIR/lock's flock on one host.
+class HostsLock {
+public:
+    virtual ~HostsLock() = default;
+    /// Blocks until held; `waiting` is called once if it has to wait.
+    virtual void lock(bool exclusive, const std::function<void()>& waiting) = 0;
+    virtual void unlock() noexcept = 0;
+};
+
 class Catalog {
 public:
     virtual ~Catalog() = default;
@@ -271,6 +281,17 @@ public:
     virtual Totals totals() = 0;
     /// The engine's own consistency check: a line per problem (none: fine).
     virtual std::vector<std::string> check(bool full) = 0;
+
+    // ---- writers on many hosts (a shared catalog)
+    /// The store's lock across hosts, held besides DIR/lock (a connection of
+    /// its own); nullptr for a catalog only one host uses.
+    virtual std::unique_ptr<HostsLock> hosts_lock() const { return nullptr; }
+    /// Where new pack ids come from when writers on several hosts must never
+    /// pick the same one (a database sequence): a function that may be
+    /// called from any thread, one call at a time; empty: a writer counts on
+    /// from max_pack_id() + 1 and the pack storage's exclusive create
+    /// settles a collision.
+    virtual std::function<std::uint64_t()> pack_ids() const { return {}; }
 };
 
 /// begin_read() .. end_read() for a scope (cancelled by the destructor if

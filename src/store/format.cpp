@@ -210,7 +210,8 @@ std::string open_failure(int e) {
     return std::strerror(e);
 }
 
-StoreLock::StoreLock(const std::filesystem::path& dir) : path_((dir / kLockName).string()) {
+StoreLock::StoreLock(const std::filesystem::path& dir, std::unique_ptr<HostsLock> hosts)
+    : path_((dir / kLockName).string()), hosts_(std::move(hosts)) {
     fd_ = open_store_file(path_, O_RDWR | O_CREAT, store_file_mode(dir));
     if (!fd_) throw StoreError(fmt::format("cannot open the store's lock file '{}': {}", path_, open_failure(errno)));
 }
@@ -225,10 +226,19 @@ void StoreLock::lock(bool exclusive, const std::function<void()>& waiting) {
             if (errno != EINTR) throw StoreError(fmt::format("cannot lock '{}': {}", path_, std::strerror(errno)));
         }
     }
+    if (hosts_) {
+        try {
+            hosts_->lock(exclusive, waiting);
+        } catch (...) {
+            ::flock(fd_.get(), LOCK_UN);
+            throw;
+        }
+    }
     held_ = true;
 }
 
 void StoreLock::unlock() {
+    if (held_ && hosts_) hosts_->unlock();
     if (held_ && fd_) ::flock(fd_.get(), LOCK_UN);
     held_ = false;
 }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "../common/posix.hpp"
+#include "catalog.hpp"
 
 #include <cdc/store.hpp>
 
@@ -92,8 +93,9 @@ std::string open_failure(int e);
 class StoreLock {
 public:
     StoreLock() = default;
-    /// Opens DIR/lock (not locked yet).
-    explicit StoreLock(const std::filesystem::path& dir);
+    /// Opens DIR/lock (not locked yet); `hosts`, if given, is locked after it
+    /// and unlocked before it (a shared catalog's lock across hosts).
+    explicit StoreLock(const std::filesystem::path& dir, std::unique_ptr<HostsLock> hosts = nullptr);
     /// Blocks until locked; `waiting` is called once if it has to wait.
     void lock(bool exclusive, const std::function<void()>& waiting = {});
     void unlock();
@@ -102,6 +104,7 @@ public:
 private:
     Fd fd_;
     std::string path_;
+    std::unique_ptr<HostsLock> hosts_;
     bool held_ = false;
 };
 

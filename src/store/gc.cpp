@@ -77,6 +77,7 @@ GcReport Store::gc(const GcOptions& options) {
     //    sync, then move the rows and drop the old packs in one transaction.
     if (!sparse.empty()) {
         PackAppender out(storage, impl_->info.pack_size);  // new packs only (never start()ed)
+        out.use_ids(catalog.pack_ids());
         PackFiles files(storage);
         std::vector<std::uint64_t> done_packs;
         std::uint64_t copied = 0;

@@ -24,8 +24,11 @@ PackAppender::PackAppender(PackStorage& storage, std::uint64_t pack_limit) : sto
 
 PackAppender::~PackAppender() = default;
 
+void PackAppender::use_ids(std::function<std::uint64_t()> ids) { ids_ = std::move(ids); }
+
 void PackAppender::start(Catalog& catalog) {
     next_id_ = catalog.max_pack_id() + 1;
+    use_ids(catalog.pack_ids());
     // Continue a partly filled pack that no other writer holds: a store
     // written by many small puts does not become many small packs.
     for (const std::uint64_t id : catalog.packs_below(limit_ - limit_ / 8, 8)) {
@@ -42,7 +45,7 @@ void PackAppender::roll() {
     if (current_.sink) retired_.push_back(std::move(current_));
     current_ = Open{};
     for (;;) {
-        auto sink = storage_.create(next_id_++);
+        auto sink = storage_.create(ids_ ? ids_() : next_id_++);
         if (!sink) continue;  // another writer's, or an orphan gc will reclaim
         current_.sink = std::move(sink);
         current_.dirty = true;

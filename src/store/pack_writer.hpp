@@ -53,6 +53,9 @@ public:
     /// Picks a partly filled pack to continue, if one can be locked (call
     /// once, from the thread that owns `catalog`, before appending).
     void start(Catalog& catalog);
+    /// Takes new pack ids from `ids` (Catalog::pack_ids(); empty: counts on
+    /// from the last id). start() calls it with its catalog's.
+    void use_ids(std::function<std::uint64_t()> ids);
     /// Appends a batch (thread-safe); its rows go to the pending list.
     void append(const RecordBatch& batch);
     /// Makes everything appended durable (fdatasync; the packs directory is
@@ -84,6 +87,7 @@ private:
     std::vector<Open> retired_;
     std::size_t synced_retired_ = 0;  // the first ones of retired_, synced by the last sync()
     std::uint64_t next_id_ = 1;
+    std::function<std::uint64_t()> ids_;
     std::uint64_t unsynced_ = 0;
     std::vector<PendingRow> rows_;
 };

@@ -1,5 +1,6 @@
 // Store: ids and names, init and open (the catalog and the pack storage a
 // store's settings choose), manifests, chunk lookups, stats.
+#include "catalog_factory.hpp"
 #include "codec.hpp"
 #include "pack_storage_factory.hpp"
 #include "sqlite_catalog.hpp"
@@ -176,8 +177,31 @@ Store Store::init(const std::filesystem::path& dir, const InitOptions& options) 
         if (!std::filesystem::is_empty(dir, ec))
             throw OptionError(fmt::format("cannot create a store in '{}': the directory is not empty", dir.string()));
     }
+    if (!options.catalog.empty()) check_catalog_url(options.catalog);
     // Before anything is made: a bucket that does not answer leaves nothing behind.
     (void)make_pack_storage(dir, options.packs, PackStorageUse::init);
+    std::vector<std::pair<std::string, std::string>> settings = {
+        {"format_version", std::to_string(kFormatVersion)},
+        {"store_id", random_hex16()},
+        {"algorithm", options.algorithm},
+        {"min_size", std::to_string(profile.min_size)},
+        {"normal_size", std::to_string(profile.normal_size)},
+        {"max_size", std::to_string(profile.max_size)},
+        {"keyed", profile.keyed ? "1" : "0"},
+        {"normalization_level", std::to_string(profile.normalization_level)},
+        {"seed", std::to_string(profile.seed)},
+        {"polynomial", std::to_string(profile.polynomial)},
+        {"window_size", std::to_string(profile.window_size)},
+        {"key_check", options.chunking.key ? key_check_value(*options.chunking.key) : std::string()},
+        {"zstd_level", std::to_string(options.zstd_level)},
+        {"pack_size", std::to_string(options.pack_size)},
+        {"created_ns", std::to_string(now_ns())},
+    };
+    for (auto& kv : pack_location_settings(options.packs)) settings.emplace_back(std::move(kv));
+    // A PostgreSQL catalog first (its schema and settings in the database):
+    // a server that does not answer, or a database that holds a store
+    // already, leaves nothing behind in DIR.
+    if (!options.catalog.empty()) (void)create_catalog(dir, options.catalog, settings);
     std::filesystem::create_directories(dir / kPacksDir, ec);
     if (ec) throw StoreError(fmt::format("cannot create '{}': {}", (dir / kPacksDir).string(), ec.message()));
     // Private to its owner: it holds the contents of every file put into it
@@ -186,27 +210,10 @@ Store Store::init(const std::filesystem::path& dir, const InitOptions& options) 
         if (::chmod(d.c_str(), 0700) != 0)
             throw StoreError(fmt::format("cannot chmod '{}': {}", d.string(), std::strerror(errno)));
     StoreLock lock(dir);  // creates DIR/lock
-    {
-        std::vector<std::pair<std::string, std::string>> settings = {
-            {"format_version", std::to_string(kFormatVersion)},
-            {"store_id", random_hex16()},
-            {"algorithm", options.algorithm},
-            {"min_size", std::to_string(profile.min_size)},
-            {"normal_size", std::to_string(profile.normal_size)},
-            {"max_size", std::to_string(profile.max_size)},
-            {"keyed", profile.keyed ? "1" : "0"},
-            {"normalization_level", std::to_string(profile.normalization_level)},
-            {"seed", std::to_string(profile.seed)},
-            {"polynomial", std::to_string(profile.polynomial)},
-            {"window_size", std::to_string(profile.window_size)},
-            {"key_check", options.chunking.key ? key_check_value(*options.chunking.key) : std::string()},
-            {"zstd_level", std::to_string(options.zstd_level)},
-            {"pack_size", std::to_string(options.pack_size)},
-            {"created_ns", std::to_string(now_ns())},
-        };
-        for (auto& kv : pack_location_settings(options.packs)) settings.emplace_back(std::move(kv));
-        SqliteCatalog::create(dir, settings);
-    }
+    if (options.catalog.empty())
+        (void)create_catalog(dir, options.catalog, settings);
+    else
+        write_catalog_file(dir, options.catalog);
     // The marker last, atomically: a directory without it is not a store.
     const auto tmp = dir / (std::string(kMarkerName) + ".tmp");
     {
@@ -233,7 +240,7 @@ Store Store::open(const std::filesystem::path& dir, const OpenOptions& options) 
     const std::uint32_t marker = read_marker(dir);
     auto impl = std::make_unique<Impl>();
     impl->dir = dir;
-    impl->catalog = SqliteCatalog::open(dir);
+    impl->catalog = open_catalog(dir, impl->info.catalog);
     std::unordered_map<std::string, std::string> meta = impl->catalog->settings();
     const std::string db = impl->catalog->describe();
     const auto version = meta_int(meta, "format_version", db);
@@ -270,7 +277,7 @@ Store Store::open(const std::filesystem::path& dir, const OpenOptions& options) 
                                        info.algorithm));
     info.packs = pack_location_of(meta, db);
     impl->packs = make_pack_storage(dir, info.packs, PackStorageUse::open);
-    impl->lock = StoreLock(dir);
+    impl->lock = StoreLock(dir, impl->catalog->hosts_lock());
     return Store(std::move(impl));
 }
 

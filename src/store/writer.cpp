@@ -51,7 +51,7 @@ std::size_t ahead_budget() {
 using namespace detail;
 
 Writer::Impl::Impl(const Store::Impl& s)
-    : store(s), catalog(s.catalog->connect()), store_lock(s.dir), level(s.info.zstd_level), door(*this) {
+    : store(s), catalog(s.catalog->connect()), store_lock(s.dir, s.catalog->hosts_lock()), level(s.info.zstd_level), door(*this) {
     if (s.info.profile.keyed) {
         if (!s.key)
             throw OptionError(fmt::format("the store '{}' is keyed: give its key to put into it", s.dir.string()),

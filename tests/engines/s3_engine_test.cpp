@@ -17,6 +17,7 @@
 #include <cdc/store_s3.hpp>
 
 #include "cli_support.hpp"
+#include "engine_support.hpp"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -51,24 +52,6 @@ Ceph& ceph() {
     return c;
 }
 
-std::map<std::string, std::string> read_env(const fs::path& file) {
-    std::map<std::string, std::string> out;
-    std::ifstream in(file);
-    for (std::string line; std::getline(in, line);) {
-        const auto eq = line.find('=');
-        if (eq == std::string::npos) continue;
-        std::string v = line.substr(eq + 1);
-        if (v.size() >= 2 && v.front() == '"' && v.back() == '"') v = v.substr(1, v.size() - 2);
-        out[line.substr(0, eq)] = v;
-    }
-    return out;
-}
-
-int shell(const std::string& cmd) {
-    const int rc = std::system(cmd.c_str());
-    return WIFEXITED(rc) ? WEXITSTATUS(rc) : 128;
-}
-
 class CephEnvironment : public ::testing::Environment {
 public:
     void SetUp() override {
@@ -84,7 +67,7 @@ public:
             ASSERT_EQ(shell(fmt::format("'{}' start '{}'", CDC_CEPH_SCRIPT, c.dir.string())), 0)
                 << "Ceph did not start (see " << c.dir << "/log)";
         }
-        c.env = read_env(c.dir / "env");
+        c.env = read_engine_env(c.dir / "env");
         ASSERT_TRUE(c.env.count("CEPH_S3_ENDPOINT")) << c.dir;
         ::setenv("AWS_ACCESS_KEY_ID", c.env["CEPH_S3_ACCESS_KEY"].c_str(), 1);
         ::setenv("AWS_SECRET_ACCESS_KEY", c.env["CEPH_S3_SECRET_KEY"].c_str(), 1);
@@ -381,23 +364,6 @@ TEST(S3Engine, ServeAStoreWithS3Packs) {
     EXPECT_EQ(v["ok"], true) << v;
 }
 #endif
-
-// Sets an environment variable for the tool runs of a scope.
-class ScopedEnv {
-public:
-    ScopedEnv(const char* name, const std::string& value) : name_(name) {
-        if (const char* v = std::getenv(name)) old_ = v;
-        ::setenv(name, value.c_str(), 1);
-    }
-    ~ScopedEnv() {
-        if (old_) ::setenv(name_, old_->c_str(), 1);
-        else ::unsetenv(name_);
-    }
-
-private:
-    const char* name_;
-    std::optional<std::string> old_;
-};
 
 TEST(S3Engine, WrongCredentialsAndAMissingBucketAreClearErrors) {
     const std::string bucket = make_bucket();

@@ -97,6 +97,7 @@ struct InitArgs {
     int zstd_level = 3;
     std::uint64_t pack_size = std::uint64_t{64} << 20;
     store::PackLocation packs;
+    std::string catalog;
     bool json = false;
     bool quiet = false;
 };
@@ -109,6 +110,7 @@ int run_init(const InitArgs& a) {
     o.zstd_level = a.zstd_level;
     o.pack_size = a.pack_size;
     o.packs = a.packs;
+    o.catalog = a.catalog;
     if (!o.packs.is_s3() && (!a.packs.s3_endpoint.empty() || !a.packs.s3_credentials_file.empty()))
         throw UsageError("--s3-endpoint and --s3-credentials go with --packs s3://BUCKET/PREFIX");
     if (!o.packs.s3_credentials_file.empty()) {
@@ -130,14 +132,16 @@ int run_init(const InitArgs& a) {
                             {"algorithm", i.algorithm},   {"min_size", i.profile.min_size},
                             {"avg_size", i.profile.normal_size}, {"max_size", i.profile.max_size},
                             {"keyed", i.profile.keyed},   {"zstd_level", i.zstd_level},
-                            {"pack_size", i.pack_size},   {"packs_location", packs_text(i.packs)}};
+                            {"pack_size", i.pack_size},   {"packs_location", packs_text(i.packs)},
+                            {"catalog", i.catalog.empty() ? "the store's directory" : i.catalog}};
         tools::put_name(j, "dir", a.dir);
         fmt::print("{}\n", tools::json_text(j));
     } else if (!a.quiet) {
-        fmt::print("initialised store '{}': {}, zstd level {}, packs of {}{}, format {}\n", a.dir,
+        fmt::print("initialised store '{}': {}, zstd level {}, packs of {}{}{}, format {}\n", a.dir,
                    profile_text(i.algorithm, i.profile), i.zstd_level,
                    tools::format_size(static_cast<double>(i.pack_size)),
-                   i.packs.is_s3() ? " in " + packs_text(i.packs) : std::string(), i.format_version);
+                   i.packs.is_s3() ? " in " + packs_text(i.packs) : std::string(),
+                   i.catalog.empty() ? std::string() : ", catalog " + i.catalog, i.format_version);
     }
     finish_stdout();
     return kExitOk;
@@ -232,6 +236,7 @@ int run_stats(const StatsArgs& a) {
                             {"zstd_level", i.zstd_level},
                             {"pack_size", i.pack_size},
                             {"packs_location", packs_text(i.packs)},
+                            {"catalog", i.catalog.empty() ? "the store's directory" : i.catalog},
                             {"files", st.files},
                             {"logical_bytes", st.logical_bytes},
                             {"references", st.references},
@@ -256,6 +261,7 @@ int run_stats(const StatsArgs& a) {
         fmt::print("store      {} (format {}, id {})\n", a.dir, i.format_version, i.store_id);
         fmt::print("chunking   {}, zstd level {}\n", profile_text(i.algorithm, i.profile), i.zstd_level);
         if (i.packs.is_s3()) fmt::print("packs in   {}\n", packs_text(i.packs));
+        if (!i.catalog.empty()) fmt::print("catalog    {}\n", i.catalog);
         fmt::print("files      {} ({} in {} chunk references)\n", st.files, mb(st.logical_bytes), st.references);
         fmt::print("chunks     {} distinct, {} raw; dedup: {}\n", st.chunks, mb(st.chunk_bytes),
                    saving_text(st.logical_bytes, st.chunk_bytes));
@@ -379,11 +385,16 @@ void add_store_subcommands(CLI::App& st, int& exit_code) {
                       "an AWS credentials file to read when AWS_ACCESS_KEY_ID is not set (its path is recorded, "
                       "never its content)")
             ->type_name("FILE");
+        c->add_option("--catalog", a->catalog,
+                      "keep the index, the file lists and the settings in a PostgreSQL database that holds no "
+                      "store yet, postgresql://[USER@]HOST[:PORT]/DB (libpq's URI, no password: PGPASSWORD, "
+                      "PGPASSFILE or ~/.pgpass); writers on many hosts then share the store")
+            ->type_name("URL");
         add_size_option(*c, "--s3-part-size", a->packs.s3_part_size, std::uint64_t{5} << 20, std::uint64_t{1} << 30,
                         "packs larger than this are uploaded in parts of this size (5M .. 1G, whole MiB); memory "
                         "holds one part per pack being written");
         add_json_flag(*c, a->json, "{dir, store_id, format_version, algorithm, min_size, avg_size, max_size, keyed, "
-                                   "zstd_level, pack_size, packs_location}");
+                                   "zstd_level, pack_size, packs_location, catalog}");
         add_quiet_flag(*c, a->quiet);
         document(*c, {.notes = "The chunking parameters are fixed for the store's life: every file put is cut "
                                "with them, and cdc push chunks alike. With --packs s3://..., every store command "
@@ -397,7 +408,11 @@ void add_store_subcommands(CLI::App& st, int& exit_code) {
                                     "16 KiB chunks, stronger compression"},
                                    {"cdc store init --packs s3://backups/host1 --s3-endpoint http://127.0.0.1:7480 "
                                     "/srv/store",
-                                    "packs in a bucket of an S3 service (Ceph RGW, MinIO), the index in /srv/store"}},
+                                    "packs in a bucket of an S3 service (Ceph RGW, MinIO), the index in /srv/store"},
+                                   {"cdc store init --catalog postgresql://cdc@db.example:5432/backups --packs "
+                                    "s3://backups/all /srv/store",
+                                    "a store many hosts put into at once: its catalog in PostgreSQL, its packs in "
+                                    "S3"}},
                       .exit_codes = exit_codes()});
         c->callback([a, &exit_code] { exit_code = with_store_errors([&] { return run_init(*a); }); });
     }

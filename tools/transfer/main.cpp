@@ -9,11 +9,13 @@
 
 #include <string_view>
 
+#include <cdc/store_pg.hpp>
 #include <cdc/store_s3.hpp>
 
 int main(int argc, char** argv) {
     using namespace cdc::cli;
     cdc::store::enable_s3_packs();  // cdc serve of a store whose packs are in S3 (docs/STORE.md)
+    cdc::store::enable_pg_catalog();  // and of a store whose catalog is in PostgreSQL
     CLI::App app{"transfer files to and from a chunk store server over gRPC, sending only missing chunks.\n",
                  "cdc"};
     app.require_subcommand(1);

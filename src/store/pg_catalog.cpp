@@ -1,0 +1,397 @@
+// PgCatalog: the schema, opening, settings, read views, chunk lookups and
+// manifests (the flush: pg_catalog_write.cpp; gc, verify, stats, the lock:
+// pg_catalog_gc.cpp).
+#include "pg_catalog.hpp"
+
+#include "catalog_factory.hpp"
+#include "format.hpp"
+
+#include <cdc/store_pg.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace cdc::store {
+
+void enable_pg_catalog() {
+    detail::set_pg_catalog_maker(
+        [](const std::string& url,
+           const std::vector<std::pair<std::string, std::string>>* settings) -> std::unique_ptr<detail::Catalog> {
+            return settings ? detail::PgCatalog::create(url, *settings) : detail::PgCatalog::open(url);
+        });
+}
+
+}  // namespace cdc::store
+
+namespace cdc::store::detail {
+
+// The tables of the SQLite catalog (docs/STORE.md, "Database"), in
+// PostgreSQL's types: names are bytea (a name is any bytes but NUL, not
+// always UTF-8; ordered bytewise as SQLite orders them), sizes bigint.
+// Pack ids come from a sequence (writers on several hosts never pick the
+// same one) bounded as the pack header's 32-bit field is. A list's ids are
+// random bytes: stored out of line uncompressed (STORAGE EXTERNAL) rather
+// than tried with pglz each time.
+const char* const kPgSchema = R"sql(
+CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE packs(id BIGINT PRIMARY KEY, size BIGINT NOT NULL);
+CREATE SEQUENCE pack_ids AS BIGINT MINVALUE 1 MAXVALUE 4294967295 NO CYCLE;
+CREATE TABLE chunks(id BYTEA PRIMARY KEY, pack BIGINT NOT NULL, "offset" BIGINT NOT NULL,
+                    raw_size BIGINT NOT NULL, stored_size BIGINT NOT NULL);
+CREATE TABLE manifests(id BIGSERIAL PRIMARY KEY, name BYTEA UNIQUE, pending_name BYTEA, size BIGINT, mode BIGINT,
+                       mtime_ns BIGINT, digest BYTEA, algorithm TEXT, min_size BIGINT, normal_size BIGINT,
+                       max_size BIGINT, keyed BIGINT, chunk_count BIGINT, committed_ns BIGINT, first_id BYTEA);
+CREATE INDEX manifests_first_id ON manifests(first_id) WHERE first_id IS NOT NULL;
+CREATE TABLE manifest_chunks(manifest BIGINT NOT NULL, seq BIGINT NOT NULL, ids BYTEA NOT NULL,
+                             PRIMARY KEY(manifest, seq));
+ALTER TABLE manifest_chunks ALTER COLUMN ids SET STORAGE EXTERNAL;
+)sql";
+
+namespace {
+
+constexpr const char* kManifestColumns =
+    "name, size, mode, mtime_ns, digest, algorithm, min_size, normal_size, max_size, keyed, chunk_count, committed_ns";
+
+std::string as_string(std::span<const std::uint8_t> b) { return std::string(reinterpret_cast<const char*>(b.data()), b.size()); }
+
+ManifestInfo read_manifest_row(const PgResult& q, int r, const std::string& context) {
+    // Columns: kManifestColumns
+    ManifestInfo m;
+    m.name = as_string(q.bytes(r, 0));
+    m.size = static_cast<std::uint64_t>(q.i64(r, 1));
+    m.mode = static_cast<std::uint32_t>(q.i64(r, 2));
+    m.mtime_ns = q.i64(r, 3);
+    m.digest = to_id(q.bytes(r, 4), context);
+    m.algorithm = q.text(r, 5);
+    m.profile.min_size = static_cast<std::size_t>(q.i64(r, 6));
+    m.profile.normal_size = static_cast<std::size_t>(q.i64(r, 7));
+    m.profile.max_size = static_cast<std::size_t>(q.i64(r, 8));
+    m.profile.keyed = q.i64(r, 9) != 0;
+    m.chunks = static_cast<std::uint64_t>(q.i64(r, 10));
+    m.committed_ns = q.i64(r, 11);
+    return m;
+}
+
+constexpr const char* kStoredColumns = "id, name, digest, size, chunk_count, mode, mtime_ns";
+
+StoredFile read_stored(const PgResult& q, int r, std::string_view context) {
+    StoredFile f;
+    f.row = q.i64(r, 0);
+    f.name = as_string(q.bytes(r, 1));
+    f.digest = to_id(q.bytes(r, 2), context.empty() ? fmt::format("the digest of '{}'", f.name) : std::string(context));
+    f.size = static_cast<std::uint64_t>(q.i64(r, 3));
+    f.chunks = static_cast<std::uint64_t>(q.i64(r, 4));
+    f.mode = static_cast<std::uint32_t>(q.i64(r, 5));
+    f.mtime_ns = q.i64(r, 6);
+    return f;
+}
+
+std::span<const std::uint8_t> id_bytes(const ChunkId& id) { return {id.data(), id.size()}; }
+
+// Rows of a list fetched per statement: a bounded buffer (16 x 128 KiB)
+// however long the list.
+constexpr int kListRowsPerFetch = 16;
+
+}  // namespace
+
+// ---------------------------------------------------------------- lists
+
+/// A manifest's rows of ids, fetched a page at a time (by seq, so a page
+/// needs no cursor and no transaction of its own).
+class PgListReader final : public ListReader {
+public:
+    PgListReader(PgCatalog& c, std::int64_t manifest) : c_(c), manifest_(manifest) {}
+    bool next(std::uint32_t& seq, std::vector<std::uint8_t>& ids) override {
+        if (at_ >= page_.rows()) {
+            if (done_) return false;
+            PgParams p;
+            p.add(manifest_).add(last_seq_);
+            p.add(std::int64_t{kListRowsPerFetch});
+            page_ = c_.conn().exec("SELECT seq, ids FROM manifest_chunks WHERE manifest = $1 AND seq > $2 "
+                                   "ORDER BY seq LIMIT $3",
+                                   p, "reading a chunk list");
+            at_ = 0;
+            done_ = page_.rows() < kListRowsPerFetch;
+            if (page_.rows() == 0) return false;
+        }
+        seq = static_cast<std::uint32_t>(page_.i64(at_, 0));
+        last_seq_ = page_.i64(at_, 0);
+        const auto b = page_.bytes(at_, 1);
+        ids.assign(b.begin(), b.end());
+        ++at_;
+        return true;
+    }
+    bool row(std::uint32_t seq, std::vector<std::uint8_t>& ids) override {
+        PgParams p;
+        p.add(manifest_).add(std::int64_t{seq});
+        const PgResult r =
+            c_.conn().exec("SELECT ids FROM manifest_chunks WHERE manifest = $1 AND seq = $2", p, "reading a chunk list");
+        if (r.rows() == 0) return false;
+        const auto b = r.bytes(0, 0);
+        ids.assign(b.begin(), b.end());
+        return true;
+    }
+
+private:
+    PgCatalog& c_;
+    std::int64_t manifest_;
+    std::int64_t last_seq_ = -1;
+    PgResult page_;
+    int at_ = 0;
+    bool done_ = false;
+};
+
+// ---------------------------------------------------------------- open, settings
+
+PgCatalog::PgCatalog(PgConn conn) : conn_(std::move(conn)) {}
+PgCatalog::~PgCatalog() { cancel_read(); }
+
+std::unique_ptr<Catalog> PgCatalog::create(const std::string& url,
+                                           const std::vector<std::pair<std::string, std::string>>& settings) {
+    auto c = std::unique_ptr<PgCatalog>(new PgCatalog(PgConn(url)));
+    const PgResult there = c->conn_.exec("SELECT to_regclass('meta') IS NOT NULL OR to_regclass('chunks') IS NOT NULL");
+    if (there.rows() == 1 && !there.null(0, 0) && there.bytes(0, 0).size() == 1 && there.bytes(0, 0)[0] != 0)
+        throw StoreError(fmt::format("the database '{}' holds a store already (or tables of its names): a new store "
+                                     "needs a database of its own; nothing was created",
+                                     url));
+    c->transaction(
+        [&] {
+            c->conn_.run(kPgSchema, "creating the store's tables");
+            for (const auto& [k, v] : settings) {
+                PgParams p;
+                p.add_text(k).add_text(v);
+                c->conn_.exec("INSERT INTO meta(key, value) VALUES($1, $2)", p,
+                              "writing the store's settings");
+            }
+        },
+        "creating the store");
+    return c;
+}
+
+std::unique_ptr<Catalog> PgCatalog::open(const std::string& url) {
+    auto c = std::unique_ptr<PgCatalog>(new PgCatalog(PgConn(url)));
+    const PgResult there = c->conn_.exec("SELECT to_regclass('meta') IS NOT NULL AND to_regclass('chunks') IS NOT "
+                                         "NULL AND to_regclass('manifests') IS NOT NULL");
+    if (there.rows() != 1 || there.bytes(0, 0).size() != 1 || there.bytes(0, 0)[0] == 0)
+        throw DamageError(fmt::format("the database '{}' holds no store (its tables are missing)", url));
+    return c;
+}
+
+std::unique_ptr<Catalog> PgCatalog::connect() const {
+    return std::unique_ptr<PgCatalog>(new PgCatalog(PgConn(conn_.url())));
+}
+
+PgResult PgCatalog::query(const char* sql, const PgParams& params, std::string_view what) {
+    try {
+        return conn_.exec(sql, params, what);
+    } catch (const StoreError&) {
+        // A lost server outside a read view: one statement, safe to repeat
+        // once the server answers again. Within a view, the view is gone.
+        if (reading_ || !conn_.broken() || !conn_.reconnect(kPgRetrySeconds)) throw;
+        return conn_.exec(sql, params, what);
+    }
+}
+
+std::unordered_map<std::string, std::string> PgCatalog::settings() {
+    std::unordered_map<std::string, std::string> meta;
+    const PgResult r = query("SELECT key, value FROM meta", {}, "reading the store's settings");
+    for (int i = 0; i < r.rows(); ++i) meta[r.text(i, 0)] = r.text(i, 1);
+    return meta;
+}
+
+// ---------------------------------------------------------------- read views
+
+void PgCatalog::begin_read() {
+    if (reading_) throw StoreError(fmt::format("the catalog '{}': a read view is open already", conn_.url()));
+    if (conn_.broken() && !conn_.reconnect(kPgRetrySeconds))
+        throw StoreError(fmt::format("the catalog '{}': the server does not answer", conn_.url()));
+    query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", {}, "starting a read view");
+    reading_ = true;
+    if (check_) check_->forget_lengths();
+}
+
+void PgCatalog::end_read() {
+    if (!reading_) return;
+    reading_ = false;
+    conn_.exec("COMMIT", {}, "ending a read view");
+}
+
+void PgCatalog::cancel_read() noexcept {
+    if (!reading_) return;
+    reading_ = false;
+    try {
+        conn_.exec("ROLLBACK");
+    } catch (...) {
+        // (the connection is gone: so is the view)
+    }
+}
+
+// ---------------------------------------------------------------- chunks
+
+CatalogCheck& PgCatalog::row_check() {
+    if (!check_) {
+        check_ = std::make_unique<CatalogCheck>(checked_max_chunk(settings()), [this](std::uint64_t pack) {
+            return pack_length(pack).value_or(0);
+        });
+    }
+    if (!reading_) check_->forget_lengths();
+    return *check_;
+}
+
+std::optional<Location> PgCatalog::find_chunk(const ChunkId& id, std::string_view context) {
+    CatalogCheck& check = row_check();
+    PgParams p;
+    p.add_bytes(id_bytes(id));
+    const PgResult r = query("SELECT pack, \"offset\", raw_size, stored_size FROM chunks WHERE id = $1", p,
+                             "looking a chunk up");
+    if (r.rows() == 0) return std::nullopt;
+    return check.location(id, r.i64(0, 0), r.i64(0, 1), r.i64(0, 2), r.i64(0, 3), context);
+}
+
+std::optional<std::uint32_t> PgCatalog::chunk_size(const ChunkId& id) {
+    PgParams p;
+    p.add_bytes(id_bytes(id));
+    const PgResult r = query("SELECT raw_size FROM chunks WHERE id = $1", p, "looking a chunk up");
+    if (r.rows() == 0) return std::nullopt;
+    return static_cast<std::uint32_t>(r.i64(0, 0));
+}
+
+void PgCatalog::find_present(std::span<const ChunkId> ids, IdSet& found) {
+    // One round trip per batch (the ids as one array parameter).
+    constexpr std::size_t kBatch = 4096;
+    for (std::size_t i = 0; i < ids.size(); i += kBatch) {
+        const std::size_t n = std::min(kBatch, ids.size() - i);
+        std::vector<std::span<const std::uint8_t>> items;
+        items.reserve(n);
+        for (std::size_t k = 0; k < n; ++k) items.push_back(id_bytes(ids[i + k]));
+        PgParams p;
+        p.add_bytea_array(items);
+        const PgResult r = query("SELECT id FROM chunks WHERE id = ANY($1::bytea[])", p, "looking chunks up");
+        for (int k = 0; k < r.rows(); ++k) found.insert(to_id(r.bytes(k, 0), "a chunk row"));
+    }
+}
+
+// ---------------------------------------------------------------- packs
+
+std::map<std::uint64_t, std::uint64_t> PgCatalog::packs() {
+    std::map<std::uint64_t, std::uint64_t> out;
+    const PgResult r = query("SELECT id, size FROM packs", {}, "listing packs");
+    for (int i = 0; i < r.rows(); ++i)
+        out.emplace(static_cast<std::uint64_t>(r.i64(i, 0)), static_cast<std::uint64_t>(r.i64(i, 1)));
+    return out;
+}
+
+std::uint64_t PgCatalog::max_pack_id() {
+    const PgResult r = query("SELECT coalesce(max(id), 0)::bigint FROM packs", {}, "listing packs");
+    return r.rows() ? static_cast<std::uint64_t>(r.i64(0, 0)) : 0;
+}
+
+std::vector<std::uint64_t> PgCatalog::packs_below(std::uint64_t below, std::size_t limit) {
+    PgParams p;
+    p.add(below).add(static_cast<std::uint64_t>(limit));
+    const PgResult r = query("SELECT id FROM packs WHERE size < $1 ORDER BY size DESC LIMIT $2", p, "listing packs");
+    std::vector<std::uint64_t> out;
+    for (int i = 0; i < r.rows(); ++i) out.push_back(static_cast<std::uint64_t>(r.i64(i, 0)));
+    return out;
+}
+
+std::optional<std::uint64_t> PgCatalog::pack_length(std::uint64_t pack) {
+    PgParams p;
+    p.add(pack);
+    const PgResult r = query("SELECT size FROM packs WHERE id = $1", p, "reading a pack's length");
+    if (r.rows() == 0) return std::nullopt;
+    const std::int64_t n = r.i64(0, 0);
+    return n > 0 ? static_cast<std::uint64_t>(n) : 0;
+}
+
+// ---------------------------------------------------------------- manifests
+
+std::vector<ManifestInfo> PgCatalog::list(std::string_view prefix) {
+    PgParams p;
+    p.add_bytes(prefix);
+    const PgResult r = query(fmt::format("SELECT {} FROM manifests WHERE name IS NOT NULL AND "
+                                         "substring(name FROM 1 FOR length($1::bytea)) = $1::bytea ORDER BY name",
+                                         kManifestColumns)
+                                 .c_str(),
+                             p, "listing files");
+    std::vector<ManifestInfo> out;
+    for (int i = 0; i < r.rows(); ++i) out.push_back(read_manifest_row(r, i, conn_.url()));
+    return out;
+}
+
+std::optional<ManifestInfo> PgCatalog::find(std::string_view name) {
+    PgParams p;
+    p.add_bytes(name);
+    const PgResult r =
+        query(fmt::format("SELECT {} FROM manifests WHERE name = $1", kManifestColumns).c_str(), p, "finding a file");
+    if (r.rows() == 0) return std::nullopt;
+    return read_manifest_row(r, 0, conn_.url());
+}
+
+std::optional<StoredFile> PgCatalog::stored_file(std::string_view name, std::optional<std::uint64_t> size,
+                                                 std::string_view context) {
+    PgParams p;
+    p.add_bytes(name);
+    const PgResult r =
+        query(fmt::format("SELECT {} FROM manifests WHERE name = $1", kStoredColumns).c_str(), p, "finding a file");
+    if (r.rows() == 0 || (size && static_cast<std::uint64_t>(r.i64(0, 3)) != *size)) return std::nullopt;
+    return read_stored(r, 0, context);
+}
+
+std::optional<StoredFile> PgCatalog::stored_file(std::int64_t row) {
+    PgParams p;
+    p.add(row);
+    const PgResult r = query(
+        fmt::format("SELECT {} FROM manifests WHERE id = $1 AND name IS NOT NULL", kStoredColumns).c_str(), p,
+        "finding a file");
+    if (r.rows() == 0) return std::nullopt;
+    return read_stored(r, 0, {});
+}
+
+std::vector<StoredFile> PgCatalog::files_starting_with(const ChunkId& first, std::size_t limit,
+                                                       std::optional<std::uint64_t> size,
+                                                       std::optional<std::uint64_t> chunks) {
+    PgParams p;
+    p.add_bytes(id_bytes(first)).add(static_cast<std::uint64_t>(limit));
+    const PgResult r = query(fmt::format("SELECT {} FROM manifests WHERE first_id = $1 AND name IS NOT NULL "
+                                         "ORDER BY id DESC LIMIT $2",
+                                         kStoredColumns)
+                                 .c_str(),
+                             p, "finding files by their first chunk");
+    std::vector<StoredFile> out;
+    for (int i = 0; i < r.rows(); ++i) {
+        if (size && static_cast<std::uint64_t>(r.i64(i, 3)) != *size) continue;
+        if (chunks && static_cast<std::uint64_t>(r.i64(i, 4)) != *chunks) continue;
+        out.push_back(read_stored(r, i, {}));
+    }
+    return out;
+}
+
+bool PgCatalog::still_there(const StoredFile& file) {
+    PgParams p;
+    p.add(file.row).add_bytes(id_bytes(file.digest)).add(file.chunks);
+    return query("SELECT 1 FROM manifests WHERE id = $1 AND digest = $2 AND chunk_count = $3", p, "checking a file")
+               .rows() > 0;
+}
+
+std::unique_ptr<ListReader> PgCatalog::read_list(std::int64_t row) { return std::make_unique<PgListReader>(*this, row); }
+
+void PgCatalog::for_each_manifest(
+    const std::function<void(const std::string&, std::uint64_t, std::uint64_t, ListReader&)>& f) {
+    // The files' rows (small: no lists) at once, then each list paged.
+    const PgResult ms = query("SELECT id, name, size, chunk_count FROM manifests WHERE name IS NOT NULL ORDER BY name",
+                              {}, "listing files");
+    for (int i = 0; i < ms.rows(); ++i) {
+        PgListReader list(*this, ms.i64(i, 0));
+        f(as_string(ms.bytes(i, 1)), static_cast<std::uint64_t>(ms.i64(i, 2)), static_cast<std::uint64_t>(ms.i64(i, 3)),
+          list);
+    }
+}
+
+std::uint64_t PgCatalog::pending_manifests() {
+    const PgResult r = query("SELECT count(*) FROM manifests WHERE name IS NULL", {}, "counting pending files");
+    return r.rows() && r.i64(0, 0) > 0 ? static_cast<std::uint64_t>(r.i64(0, 0)) : 0;
+}
+
+}  // namespace cdc::store::detail

@@ -1,0 +1,118 @@
+// The catalog in a PostgreSQL database (docs/STORE.md, "A PostgreSQL
+// catalog"), shared by writers on many hosts: the tables of the SQLite
+// catalog (schema: pg_catalog_schema.cpp, the one place that defines it),
+// a read view is a REPEATABLE READ READ ONLY transaction, a flush one
+// transaction (retried whole after a deadlock or a lost server), pack ids
+// from a sequence, the store's lock a pair of advisory locks. Its SQL lives
+// in pg_catalog.cpp (settings, lookups, manifests), pg_catalog_write.cpp
+// (the flush, remove) and pg_catalog_gc.cpp (gc, verify, stats).
+#pragma once
+
+#include "catalog.hpp"
+#include "pg_conn.hpp"
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace cdc::store::detail {
+
+/// The schema of a PostgreSQL catalog (every table, index and sequence).
+extern const char* const kPgSchema;
+/// The advisory lock keys of the store's lock (pg_advisory_lock(int, int)).
+inline constexpr int kPgLockClass = 0x63646373;  // "cdcs"
+inline constexpr int kPgLockStore = 1;
+
+class PgCatalog final : public Catalog {
+public:
+    /// Creates the schema and `settings` in the database at `url`, in one
+    /// transaction; StoreError if it holds a store (or a table of its
+    /// names) already.
+    static std::unique_ptr<Catalog> create(const std::string& url,
+                                           const std::vector<std::pair<std::string, std::string>>& settings);
+    /// Opens the catalog at `url`: DamageError if the database holds no store.
+    static std::unique_ptr<Catalog> open(const std::string& url);
+    ~PgCatalog() override;
+
+    std::string describe() const override { return conn_.url(); }
+    std::unique_ptr<Catalog> connect() const override;
+
+    std::unordered_map<std::string, std::string> settings() override;
+    void upgrade_for_writing() override {}
+
+    void begin_read() override;
+    void end_read() override;
+    void cancel_read() noexcept override;
+    bool reading() const noexcept override { return reading_; }
+
+    std::optional<Location> find_chunk(const ChunkId& id, std::string_view context) override;
+    std::optional<std::uint32_t> chunk_size(const ChunkId& id) override;
+    void find_present(std::span<const ChunkId> ids, IdSet& found) override;
+    void for_each_chunk(const std::function<void(const ChunkId&, const Location&)>& f,
+                        const std::function<void(const ChunkId&, const std::string&)>& damaged,
+                        std::string_view context, const std::set<std::uint64_t>* only_packs) override;
+
+    std::map<std::uint64_t, std::uint64_t> packs() override;
+    std::uint64_t max_pack_id() override;
+    std::vector<std::uint64_t> packs_below(std::uint64_t below, std::size_t limit) override;
+    std::optional<std::uint64_t> pack_length(std::uint64_t pack) override;
+
+    std::vector<ManifestInfo> list(std::string_view prefix) override;
+    std::optional<ManifestInfo> find(std::string_view name) override;
+    std::optional<StoredFile> stored_file(std::string_view name, std::optional<std::uint64_t> size,
+                                          std::string_view context) override;
+    std::optional<StoredFile> stored_file(std::int64_t row) override;
+    std::vector<StoredFile> files_starting_with(const ChunkId& first, std::size_t limit,
+                                                std::optional<std::uint64_t> size,
+                                                std::optional<std::uint64_t> chunks) override;
+    bool still_there(const StoredFile& file) override;
+    std::unique_ptr<ListReader> read_list(std::int64_t row) override;
+    void remove(std::span<const std::string> names, std::string_view store_name) override;
+    void for_each_manifest(
+        const std::function<void(const std::string&, std::uint64_t, std::uint64_t, ListReader&)>& f) override;
+    std::uint64_t pending_manifests() override;
+
+    void commit(FlushBatch& batch) override;
+
+    GcSweep sweep() override;
+    std::map<std::uint64_t, std::uint64_t> live_bytes() override;
+    void drop_packs(const std::set<std::uint64_t>& packs) override;
+    void move_chunks(std::span<const std::pair<std::uint64_t, std::uint64_t>> pack_sizes,
+                     std::span<const PendingRow> moved, std::span<const std::uint64_t> dropped) override;
+    void compact() override;
+
+    Totals totals() override;
+    std::vector<std::string> check(bool full) override;
+
+    std::unique_ptr<HostsLock> hosts_lock() const override;
+    std::function<std::uint64_t()> pack_ids() const override;
+
+    /// Runs `body` in one transaction (BEGIN .. COMMIT), again from the
+    /// start after a deadlock, a unique key another writer took meanwhile
+    /// or a lost connection (reconnecting for up to kPgRetrySeconds); the
+    /// last failure's StoreError after kPgAttempts.
+    void transaction(const std::function<void()>& body, std::string_view what);
+    PgConn& conn() { return conn_; }
+
+private:
+    explicit PgCatalog(PgConn conn);
+    /// The row checks, made at first use (they read the max chunk size).
+    CatalogCheck& row_check();
+    /// Runs a statement outside a transaction, reconnecting once after a
+    /// lost server (a read outside a view is one statement: safe to repeat).
+    PgResult query(const char* sql, const PgParams& params = {}, std::string_view what = {});
+    /// The flush's statements (within transaction()); the rows a flush made
+    /// for each manifest go to `rows` (applied to the drafts once committed).
+    void write_batch(const FlushBatch& batch, std::vector<std::int64_t>& rows, std::vector<bool>& kept);
+
+    PgConn conn_;
+    bool reading_ = false;
+    std::unique_ptr<CatalogCheck> check_;
+};
+
+inline constexpr int kPgAttempts = 5;
+inline constexpr double kPgRetrySeconds = 30;
+
+}  // namespace cdc::store::detail

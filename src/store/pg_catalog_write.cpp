@@ -1,0 +1,217 @@
+// PgCatalog: transactions, the flush and remove.
+#include "pg_catalog.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+namespace cdc::store::detail {
+
+namespace {
+
+std::int64_t now_ns() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+std::span<const std::uint8_t> id_bytes(const ChunkId& id) { return {id.data(), id.size()}; }
+
+// Chunk rows per INSERT (a flush of many small chunks: a few statements).
+constexpr std::size_t kInsertBatch = 8192;
+
+}  // namespace
+
+void PgCatalog::transaction(const std::function<void()>& body, std::string_view what) {
+    end_read();
+    for (int attempt = 1;; ++attempt) {
+        try {
+            if (conn_.broken() && !conn_.reconnect(kPgRetrySeconds))
+                throw StoreError(fmt::format("the catalog '{}', {}: the server does not answer", conn_.url(), what));
+            conn_.exec("BEGIN", {}, what);
+            body();
+            conn_.exec("COMMIT", {}, what);
+            return;
+        } catch (...) {
+            // (retryable() is false unless the server failed the last statement)
+            const bool again = conn_.retryable() && attempt < kPgAttempts;
+            if (!conn_.broken()) {
+                try {
+                    conn_.exec("ROLLBACK");
+                } catch (const StoreError&) {
+                    // (the transaction is gone with its connection)
+                }
+            }
+            if (!again) throw;
+            // Another writer's transaction won (a deadlock, a name it
+            // published first) or the server went away: a pause, then all
+            // of it again.
+            std::this_thread::sleep_for(std::chrono::milliseconds(20 * attempt));
+        }
+    }
+}
+
+void PgCatalog::commit(FlushBatch& batch) {
+    std::vector<std::int64_t> rows;
+    std::vector<bool> kept;
+    transaction([&] { write_batch(batch, rows, kept); }, "committing a flush");
+    // Committed: the drafts learn their rows (a retried attempt started
+    // from them as they were).
+    for (std::size_t i = 0; i < batch.manifests.size(); ++i) {
+        ManifestDraft& m = *batch.manifests[i];
+        if (!kept[i]) m.row = rows[i];
+        m.full.clear();
+    }
+}
+
+void PgCatalog::write_batch(const FlushBatch& batch, std::vector<std::int64_t>& rows, std::vector<bool>& kept) {
+    rows.assign(batch.manifests.size(), 0);
+    kept.assign(batch.manifests.size(), false);
+    // Chunk rows in id order: two writers inserting the same ids take the
+    // index's locks in one order (no deadlock); a chunk another writer
+    // indexed first keeps that copy.
+    {
+        std::vector<const PendingRow*> sorted;
+        sorted.reserve(batch.chunks.size());
+        for (const auto& r : batch.chunks) sorted.push_back(&r);
+        std::sort(sorted.begin(), sorted.end(), [](const PendingRow* a, const PendingRow* b) { return a->id < b->id; });
+        for (std::size_t i = 0; i < sorted.size(); i += kInsertBatch) {
+            const std::size_t n = std::min(kInsertBatch, sorted.size() - i);
+            std::vector<std::span<const std::uint8_t>> ids;
+            std::vector<std::int64_t> pack, offset, raw, stored;
+            for (std::size_t k = i; k < i + n; ++k) {
+                const PendingRow& r = *sorted[k];
+                ids.push_back(id_bytes(r.id));
+                pack.push_back(static_cast<std::int64_t>(r.pack));
+                offset.push_back(static_cast<std::int64_t>(r.offset));
+                raw.push_back(r.raw_size);
+                stored.push_back(r.stored_size);
+            }
+            PgParams p;
+            p.add_bytea_array(ids).add_int_array(pack).add_int_array(offset).add_int_array(raw).add_int_array(stored);
+            conn_.exec("INSERT INTO chunks(id, pack, \"offset\", raw_size, stored_size) "
+                       "SELECT * FROM unnest($1::bytea[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[]) "
+                       "ON CONFLICT (id) DO NOTHING",
+                       p, "indexing chunks");
+        }
+    }
+    if (!batch.pack_sizes.empty()) {
+        std::vector<std::int64_t> ids, sizes;
+        for (const auto& [id, size] : batch.pack_sizes) {
+            ids.push_back(static_cast<std::int64_t>(id));
+            sizes.push_back(static_cast<std::int64_t>(size));
+        }
+        PgParams p;
+        p.add_int_array(ids).add_int_array(sizes);
+        conn_.exec("INSERT INTO packs(id, size) SELECT * FROM unnest($1::bigint[], $2::bigint[]) "
+                   "ON CONFLICT (id) DO UPDATE SET size = excluded.size",
+                   p, "recording packs' lengths");
+    }
+    const std::int64_t now = now_ns();
+    const Profile& prof = batch.profile;
+    auto drop_rows = [&](std::int64_t id) {
+        PgParams p;
+        p.add(id);
+        conn_.exec("DELETE FROM manifest_chunks WHERE manifest = $1", p, "dropping a manifest");
+        conn_.exec("DELETE FROM manifests WHERE id = $1", p, "dropping a manifest");
+    };
+    for (std::size_t i = 0; i < batch.manifests.size(); ++i) {
+        const ManifestDraft& m = *batch.manifests[i];
+        if (m.finished && m.keep_row != 0) {
+            // Put again unchanged, metadata included: kept as it is if the
+            // stored row is still that file.
+            PgParams p;
+            p.add(m.keep_row)
+                .add_bytes(m.meta.name)
+                .add_bytes(id_bytes(m.digest))
+                .add(m.size)
+                .add(std::int64_t{m.meta.mode})
+                .add(m.meta.mtime_ns)
+                .add(m.chunks);
+            const bool same = conn_.exec("SELECT 1 FROM manifests WHERE id = $1 AND name = $2 AND digest = $3 AND "
+                                         "size = $4 AND mode = $5 AND mtime_ns = $6 AND chunk_count = $7",
+                                         p, "checking a file")
+                                  .rows() > 0;
+            if (same) {
+                if (m.row != 0) drop_rows(m.row);
+                kept[i] = true;
+                continue;
+            }
+        }
+        std::int64_t row = m.row;
+        if (row == 0 && (m.finished || !m.full.empty())) {
+            PgParams p;
+            p.add_bytes(m.meta.name);
+            row = conn_.exec("INSERT INTO manifests(pending_name) VALUES($1) RETURNING id", p, "adding a manifest")
+                      .i64(0, 0);
+        }
+        rows[i] = row;
+        // (A retried flush whose first attempt did commit finds its rows:
+        // replaced, not doubled.)
+        for (const auto& [seq, ids] : m.full) {
+            PgParams p;
+            p.add(row).add(std::int64_t{seq}).add_bytes(std::span<const std::uint8_t>(ids));
+            conn_.exec("INSERT INTO manifest_chunks(manifest, seq, ids) VALUES($1, $2, $3) "
+                       "ON CONFLICT (manifest, seq) DO UPDATE SET ids = excluded.ids",
+                       p, "writing a chunk list");
+        }
+        if (!m.finished) continue;
+        {
+            PgParams p;
+            p.add_bytes(m.meta.name).add(row);
+            conn_.exec("DELETE FROM manifest_chunks WHERE manifest IN "
+                       "(SELECT id FROM manifests WHERE name = $1 AND id <> $2)",
+                       p, "replacing a file");
+            conn_.exec("DELETE FROM manifests WHERE name = $1 AND id <> $2", p, "replacing a file");
+        }
+        PgParams p;
+        p.add(row)
+            .add_bytes(m.meta.name)
+            .add(m.size)
+            .add(std::int64_t{m.meta.mode})
+            .add(m.meta.mtime_ns)
+            .add_bytes(id_bytes(m.digest))
+            .add_text(batch.algorithm)
+            .add(static_cast<std::uint64_t>(prof.min_size))
+            .add(static_cast<std::uint64_t>(prof.normal_size))
+            .add(static_cast<std::uint64_t>(prof.max_size))
+            .add(std::int64_t{prof.keyed})
+            .add(m.chunks)
+            .add(now);
+        if (m.chunks >= 2)
+            p.add_bytes(id_bytes(m.first));
+        else
+            p.add_null();
+        conn_.exec("UPDATE manifests SET name = $2, pending_name = NULL, size = $3, mode = $4, mtime_ns = $5, "
+                   "digest = $6, algorithm = $7, min_size = $8, normal_size = $9, max_size = $10, keyed = $11, "
+                   "chunk_count = $12, committed_ns = $13, first_id = $14::bytea WHERE id = $1",
+                   p, "publishing a file");
+    }
+    if (!batch.abandoned.empty()) {
+        PgParams p;
+        p.add_int_array(std::vector<std::int64_t>(batch.abandoned.begin(), batch.abandoned.end()));
+        conn_.exec("DELETE FROM manifest_chunks WHERE manifest = ANY($1::bigint[])", p, "dropping abandoned files");
+        conn_.exec("DELETE FROM manifests WHERE id = ANY($1::bigint[])", p, "dropping abandoned files");
+    }
+}
+
+void PgCatalog::remove(std::span<const std::string> names, std::string_view store_name) {
+    transaction(
+        [&] {
+            for (const auto& name : names) {
+                PgParams p;
+                p.add_bytes(name);
+                const PgResult r = conn_.exec("DELETE FROM manifests WHERE name = $1 RETURNING id", p, "removing files");
+                if (r.rows() == 0)
+                    throw NotFoundError(
+                        fmt::format("no file named '{}' in the store '{}' (nothing removed)", name, store_name));
+                PgParams q;
+                q.add(r.i64(0, 0));
+                conn_.exec("DELETE FROM manifest_chunks WHERE manifest = $1", q, "removing files");
+            }
+        },
+        "removing files");
+}
+
+}  // namespace cdc::store::detail

@@ -1,0 +1,249 @@
+#include "pg_conn.hpp"
+
+#include <fmt/format.h>
+#include <libpq-fe.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+namespace cdc::store::detail {
+
+namespace {
+
+constexpr const char* kHexDigits = "0123456789abcdef";
+
+void append_hex(std::string& out, std::span<const std::uint8_t> b) {
+    for (const std::uint8_t c : b) {
+        out += kHexDigits[c >> 4];
+        out += kHexDigits[c & 15];
+    }
+}
+
+std::string trimmed(const char* s) {
+    std::string m = s ? s : "";
+    while (!m.empty() && (m.back() == '\n' || m.back() == ' ')) m.pop_back();
+    // libpq's multi-line messages on one line
+    for (auto& c : m)
+        if (c == '\n') c = ' ';
+    return m;
+}
+
+std::uint64_t get_be(const char* p, int n) {
+    std::uint64_t v = 0;
+    for (int i = 0; i < n; ++i) v = (v << 8) | static_cast<unsigned char>(p[i]);
+    return v;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- params
+
+PgParams& PgParams::add(std::int64_t v) {
+    values_.push_back(std::to_string(v));
+    null_.push_back(false);
+    formats_.push_back(0);
+    return *this;
+}
+
+PgParams& PgParams::add_bytes(std::span<const std::uint8_t> b) {
+    values_.emplace_back(reinterpret_cast<const char*>(b.data()), b.size());
+    null_.push_back(false);
+    formats_.push_back(1);
+    return *this;
+}
+
+PgParams& PgParams::add_bytes(std::string_view b) {
+    values_.emplace_back(b);
+    null_.push_back(false);
+    formats_.push_back(1);
+    return *this;
+}
+
+PgParams& PgParams::add_text(std::string_view t) {
+    values_.emplace_back(t);
+    null_.push_back(false);
+    formats_.push_back(0);
+    return *this;
+}
+
+PgParams& PgParams::add_bytea_array(const std::vector<std::span<const std::uint8_t>>& items) {
+    // {"\\x00ff",...}: in an array literal a backslash escapes the next
+    // character, so each element reaches bytea's input as \x00ff.
+    std::string s = "{";
+    for (std::size_t i = 0; i < items.size(); ++i) {
+        if (i) s += ',';
+        s += "\"\\\\x";
+        append_hex(s, items[i]);
+        s += '"';
+    }
+    s += '}';
+    values_.push_back(std::move(s));
+    null_.push_back(false);
+    formats_.push_back(0);
+    return *this;
+}
+
+PgParams& PgParams::add_int_array(const std::vector<std::int64_t>& items) {
+    std::string s = "{";
+    for (std::size_t i = 0; i < items.size(); ++i) {
+        if (i) s += ',';
+        s += std::to_string(items[i]);
+    }
+    s += '}';
+    values_.push_back(std::move(s));
+    null_.push_back(false);
+    formats_.push_back(0);
+    return *this;
+}
+
+PgParams& PgParams::add_null() {
+    values_.emplace_back();
+    null_.push_back(true);
+    formats_.push_back(0);
+    return *this;
+}
+
+// ---------------------------------------------------------------- results
+
+PgResult& PgResult::operator=(PgResult&& o) noexcept {
+    if (this != &o) {
+        if (r_) PQclear(r_);
+        r_ = o.r_;
+        o.r_ = nullptr;
+    }
+    return *this;
+}
+
+PgResult::~PgResult() {
+    if (r_) PQclear(r_);
+}
+
+int PgResult::rows() const { return r_ ? PQntuples(r_) : 0; }
+
+bool PgResult::null(int row, int col) const { return PQgetisnull(r_, row, col) != 0; }
+
+std::int64_t PgResult::i64(int row, int col) const {
+    if (PQgetisnull(r_, row, col)) return 0;
+    const int n = PQgetlength(r_, row, col);
+    const char* p = PQgetvalue(r_, row, col);
+    switch (n) {
+        case 8: return static_cast<std::int64_t>(get_be(p, 8));
+        case 4: return static_cast<std::int32_t>(static_cast<std::uint32_t>(get_be(p, 4)));
+        case 2: return static_cast<std::int16_t>(static_cast<std::uint16_t>(get_be(p, 2)));
+        default:
+            throw DamageError(fmt::format("the PostgreSQL catalog: column {} holds {} bytes where an integer was "
+                                          "expected",
+                                          PQfname(r_, col), n));
+    }
+}
+
+std::span<const std::uint8_t> PgResult::bytes(int row, int col) const {
+    return {reinterpret_cast<const std::uint8_t*>(PQgetvalue(r_, row, col)),
+            static_cast<std::size_t>(PQgetlength(r_, row, col))};
+}
+
+std::string PgResult::text(int row, int col) const {
+    return std::string(PQgetvalue(r_, row, col), static_cast<std::size_t>(PQgetlength(r_, row, col)));
+}
+
+std::uint64_t PgResult::affected() const {
+    const char* n = r_ ? PQcmdTuples(r_) : nullptr;
+    return n && *n ? std::stoull(n) : 0;
+}
+
+// ---------------------------------------------------------------- connection
+
+PgConn::PgConn(std::string url) : url_(std::move(url)) { open(); }
+
+PgConn::PgConn(PgConn&& o) noexcept : c_(o.c_), url_(std::move(o.url_)) { o.c_ = nullptr; }
+
+PgConn& PgConn::operator=(PgConn&& o) noexcept {
+    if (this != &o) {
+        if (c_) PQfinish(c_);
+        c_ = o.c_;
+        o.c_ = nullptr;
+        url_ = std::move(o.url_);
+    }
+    return *this;
+}
+
+PgConn::~PgConn() {
+    if (c_) PQfinish(c_);
+}
+
+void PgConn::open() {
+    if (c_) PQfinish(c_);
+    c_ = PQconnectdb(url_.c_str());
+    if (c_ == nullptr) throw StoreError(fmt::format("the catalog '{}': out of memory connecting", url_));
+    if (PQstatus(c_) != CONNECTION_OK) {
+        const std::string why = trimmed(PQerrorMessage(c_));
+        PQfinish(c_);
+        c_ = nullptr;
+        throw StoreError(fmt::format("cannot connect to the catalog '{}': {}", url_, why));
+    }
+    // Quiet notices ("relation exists, skipping") on stderr.
+    PQsetNoticeProcessor(c_, [](void*, const char*) {}, nullptr);
+}
+
+bool PgConn::broken() const { return c_ == nullptr || PQstatus(c_) != CONNECTION_OK; }
+
+bool PgConn::reconnect(double seconds) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    auto pause = std::chrono::milliseconds(100);
+    for (;;) {
+        try {
+            open();
+            return true;
+        } catch (const StoreError&) {
+            if (std::chrono::steady_clock::now() + pause > until) return false;
+            std::this_thread::sleep_for(pause);
+            pause = std::min(pause * 2, std::chrono::milliseconds(2000));
+        }
+    }
+}
+
+PgResult PgConn::exec(const char* sql, const PgParams& params, std::string_view what) {
+    sqlstate_.clear();
+    retryable_ = false;
+    if (c_ == nullptr) throw StoreError(fmt::format("the catalog '{}': not connected", url_));
+    const int n = params.size();
+    std::vector<const char*> values(static_cast<std::size_t>(n));
+    std::vector<int> lengths(static_cast<std::size_t>(n));
+    for (int i = 0; i < n; ++i) {
+        const auto k = static_cast<std::size_t>(i);
+        values[k] = params.null_[k] ? nullptr : params.values_[k].data();
+        lengths[k] = static_cast<int>(params.values_[k].size());
+    }
+    return checked(PgResult(PQexecParams(c_, sql, n, nullptr, values.data(), lengths.data(),
+                                         params.formats_.data(), 1)),
+                   what);
+}
+
+PgResult PgConn::checked(PgResult r, std::string_view what) {
+    PGresult* raw = r.get();
+    const ExecStatusType st = raw ? PQresultStatus(raw) : PGRES_FATAL_ERROR;
+    if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) return r;
+    const char* state = raw ? PQresultErrorField(raw, PG_DIAG_SQLSTATE) : nullptr;
+    sqlstate_ = state ? state : "";
+    const bool lost = PQstatus(c_) != CONNECTION_OK;
+    // Deadlock, serialization failure, a unique key another writer took
+    // meanwhile, a lost connection, the server shutting down: a new
+    // attempt of the transaction may succeed.
+    retryable_ = lost || sqlstate_ == "40P01" || sqlstate_ == "40001" || sqlstate_ == "23505" ||
+                 sqlstate_.starts_with("08") || sqlstate_ == "57P01";
+    std::string why = trimmed(raw ? PQresultErrorMessage(raw) : nullptr);
+    if (why.empty()) why = trimmed(PQerrorMessage(c_));
+    throw StoreError(fmt::format("the catalog '{}'{}{}: {}{}", url_, what.empty() ? "" : ", ", what, why,
+                                 lost ? " (the connection to the server was lost)" : ""));
+}
+
+void PgConn::run(const char* sql, std::string_view what) {
+    sqlstate_.clear();
+    retryable_ = false;
+    if (c_ == nullptr) throw StoreError(fmt::format("the catalog '{}': not connected", url_));
+    (void)checked(PgResult(PQexec(c_, sql)), what);
+}
+
+}  // namespace cdc::store::detail

@@ -1,0 +1,519 @@
+// The PostgreSQL catalog against a real server (the `engines` CTest label):
+// a private cluster started once for all these tests
+// (tests/engines/postgres.sh; the CTest fixture `postgres` starts it in
+// $CDC_TEST_PG_DIR, a run by hand starts its own), each test in a database
+// of its own; the tests with S3 packs use the Ceph of the fixture `ceph`
+// ($CDC_TEST_CEPH_DIR; skipped, saying so, without it).
+//   - The store through the cdc tool (its cdc-store-s3 helper, which links
+//     libpq): put, get, ls, rm, gc, verify --full, stats, with packs in the
+//     directory and in S3; a second directory naming the same catalog and
+//     bucket (another host) dedups against the first's chunks.
+//   - 3 writers at once (distinct and overlapping files): every file
+//     restores byte-identical, verify --full, the duplicate bytes the race
+//     stored reported (stats: garbage), gc takes them back.
+//   - The store's lock across hosts: shared for writers, exclusive for gc.
+//   - A writer killed (-9) mid-put; PostgreSQL restarted mid-put: the put
+//     retries or fails clearly, never a half-committed file.
+//   - Wrong password, server down, a database that is not a store, a
+//     password on the command line: clear errors, exit codes.
+#include "store/pg_catalog.hpp"
+#include "store/s3_client.hpp"
+#include "store/format.hpp"
+
+#include <cdc/store_pg.hpp>
+
+#include "cli_support.hpp"
+#include "engine_support.hpp"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <thread>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace cdc::test {
+namespace {
+
+using namespace cdc::store::detail;
+namespace fs = std::filesystem;
+
+struct Engines {
+    fs::path pg_dir;
+    std::map<std::string, std::string> pg;  // PG_DIR/env
+    bool owned = false;
+    std::map<std::string, std::string> ceph;  // CEPH_DIR/env (empty: no Ceph)
+};
+
+Engines& engines() {
+    static Engines e;
+    return e;
+}
+
+/// postgresql://USER@127.0.0.1:PORT/DB (no password: PGPASSWORD has it).
+std::string pg_url(const std::string& db) {
+    const auto& pg = engines().pg;
+    return fmt::format("postgresql://{}@{}:{}/{}", pg.at("PG_USER"), pg.at("PG_HOST"), pg.at("PG_PORT"), db);
+}
+
+class PgEnvironment : public ::testing::Environment {
+public:
+    void SetUp() override {
+        Engines& e = engines();
+        const char* given = std::getenv("CDC_TEST_PG_DIR");
+        if (given != nullptr && *given != '\0' && fs::exists(fs::path(given) / "env")) {
+            e.pg_dir = given;  // started by the CTest fixture
+        } else {
+            // (under /tmp: its parents are searchable by the cluster's user)
+            char tmpl[] = "/tmp/cdc-pg-XXXXXX";
+            ASSERT_NE(::mkdtemp(tmpl), nullptr);
+            e.pg_dir = tmpl;
+            e.owned = true;
+            ASSERT_EQ(shell(fmt::format("'{}' start '{}'", CDC_PG_SCRIPT, e.pg_dir.string())), 0)
+                << "PostgreSQL did not start (see " << e.pg_dir << "/server.log)";
+        }
+        e.pg = read_engine_env(e.pg_dir / "env");
+        ASSERT_TRUE(e.pg.count("PG_PORT")) << e.pg_dir;
+        ::setenv("PGPASSWORD", e.pg["PG_PASSWORD"].c_str(), 1);
+        ::setenv("PGCONNECT_TIMEOUT", "10", 1);
+        ::unsetenv("PGPASSFILE");
+        const char* ceph = std::getenv("CDC_TEST_CEPH_DIR");
+        if (ceph != nullptr && *ceph != '\0' && fs::exists(fs::path(ceph) / "env")) {
+            e.ceph = read_engine_env(fs::path(ceph) / "env");
+            ::setenv("AWS_ACCESS_KEY_ID", e.ceph["CEPH_S3_ACCESS_KEY"].c_str(), 1);
+            ::setenv("AWS_SECRET_ACCESS_KEY", e.ceph["CEPH_S3_SECRET_KEY"].c_str(), 1);
+            ::unsetenv("AWS_SESSION_TOKEN");
+        }
+        cdc::store::enable_pg_catalog();
+    }
+    void TearDown() override {
+        Engines& e = engines();
+        if (!e.owned) return;
+        shell(fmt::format("'{}' stop '{}'", CDC_PG_SCRIPT, e.pg_dir.string()));
+        std::error_code ec;
+        fs::remove_all(e.pg_dir, ec);
+    }
+};
+[[maybe_unused]] const auto* const kEnvironment = ::testing::AddGlobalTestEnvironment(new PgEnvironment);
+
+/// A new database, named after the test; its URL.
+std::string make_database() {
+    static int n = 0;
+    std::string name = fmt::format("t{}_{}_{}", ::getpid(), ++n,
+                                   ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    for (char& ch : name) ch = static_cast<char>(std::isalnum(static_cast<unsigned char>(ch)) ? std::tolower(ch) : '_');
+    name = name.substr(0, 60);
+    PgConn admin(pg_url("postgres"));
+    admin.exec(fmt::format("CREATE DATABASE {}", name).c_str());
+    return pg_url(name);
+}
+
+bool have_ceph() { return !engines().ceph.empty(); }
+
+/// A new bucket on the Ceph of the fixture.
+std::string s3_bucket() {
+    static int n = 0;
+    const std::string name = fmt::format("pg{}-{}", ::getpid(), ++n);
+    s3::ClientConfig c;
+    c.endpoint = engines().ceph.at("CEPH_S3_ENDPOINT");
+    c.region = "us-east-1";
+    c.bucket = name;
+    c.credentials = {engines().ceph.at("CEPH_S3_ACCESS_KEY"), engines().ceph.at("CEPH_S3_SECRET_KEY"), "", "test"};
+    c.retry.max_attempts = 3;
+    s3::Request r;
+    r.method = "PUT";
+    s3::Client(std::move(c)).send(r);
+    return name;
+}
+
+// Files of random bytes under `root`.
+std::map<std::string, std::vector<std::uint8_t>> make_tree(const fs::path& root, int files, std::size_t size,
+                                                            std::uint64_t seed, const std::string& prefix = "f") {
+    std::map<std::string, std::vector<std::uint8_t>> out;
+    fs::create_directories(root);
+    for (int i = 0; i < files; ++i) {
+        const std::string name = fmt::format("{}{:03}.bin", prefix, i);
+        auto bytes = random_bytes(size + static_cast<std::size_t>(i) * 1000, seed + static_cast<std::uint64_t>(i));
+        std::ofstream(root / name, std::ios::binary)
+            .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+        out.emplace(name, std::move(bytes));
+    }
+    return out;
+}
+
+std::vector<std::uint8_t> file_bytes(const fs::path& p) {
+    if (!fs::exists(p)) return {};
+    const std::string text = read_text(p);
+    return {text.begin(), text.end()};
+}
+
+void expect_tree(const fs::path& dir, const std::map<std::string, std::vector<std::uint8_t>>& tree) {
+    for (const auto& [name, bytes] : tree) EXPECT_TRUE(file_bytes(dir / name) == bytes) << (dir / name);
+}
+
+/// The round trip every combination passes: put, get, verify --full, ls,
+/// stats, rm + gc, verify, get again.
+void round_trip(const std::string& store, const fs::path& tmp) {
+    auto tree = make_tree(tmp / "in", 6, 300000, 10);
+    const auto big = random_bytes(9 << 20, 99);
+    std::ofstream(tmp / "in" / "big.bin", std::ios::binary)
+        .write(reinterpret_cast<const char*>(big.data()), static_cast<std::streamsize>(big.size()));
+    tree.emplace("big.bin", big);
+
+    auto r = run_tool({"store", "put", store, (tmp / "in").string(), "--name", "t"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    r = run_tool({"store", "get", store, "t", "-o", (tmp / "out").string()});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    expect_tree(tmp / "out", tree);
+    auto v = json_of(run_tool({"store", "verify", "--full", "--json", store}));
+    EXPECT_EQ(v["ok"], true) << v;
+    EXPECT_EQ(v["manifests"], tree.size());
+    const auto list = json_of(run_tool({"store", "ls", "--json", store, "t/"}));
+    EXPECT_EQ(list.size(), tree.size());
+    auto stats = json_of(run_tool({"store", "stats", "--json", store}));
+    EXPECT_EQ(stats["files"], tree.size());
+    EXPECT_GT(stats["index_bytes"].get<std::uint64_t>(), 0u) << "the tables' size in the server";
+
+    // Put again: everything deduplicated.
+    const auto again = json_of(run_tool({"store", "put", "--json", store, (tmp / "in").string(), "--name", "u"}));
+    EXPECT_EQ(again["new_chunks"], 0) << again;
+
+    r = run_tool({"store", "rm", store, "t/big.bin", "u/big.bin"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    r = run_tool({"store", "rm", store, "t/nosuch"});
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_NE(r.err.find("no file named 't/nosuch'"), std::string::npos) << r.err;
+    const auto gc = json_of(run_tool({"store", "gc", "--json", store}));
+    EXPECT_GT(gc["bytes_removed"].get<std::uint64_t>(), std::uint64_t{8} << 20) << gc;
+    EXPECT_LT(gc["bytes_after"].get<std::uint64_t>(), gc["bytes_before"].get<std::uint64_t>()) << gc;
+    v = json_of(run_tool({"store", "verify", "--full", "--json", store}));
+    EXPECT_EQ(v["ok"], true) << v;
+    EXPECT_EQ(v["manifests"], 2 * (tree.size() - 1));
+    fs::remove_all(tmp / "out");
+    r = run_tool({"store", "get", store, "t", "-o", (tmp / "out").string()});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    tree.erase("big.bin");
+    expect_tree(tmp / "out", tree);
+    EXPECT_FALSE(fs::exists(tmp / "out" / "big.bin"));
+}
+
+TEST(PgEngine, RoundTripWithPacksInTheDirectory) {
+    const std::string url = make_database();
+    TempDir tmp;
+    const std::string store = (tmp.path() / "store").string();
+    const auto init = json_of(run_tool({"store", "init", "--json", "--catalog", url, store}));
+    EXPECT_EQ(init.value("catalog", ""), url) << init;
+    EXPECT_FALSE(fs::exists(tmp.path() / "store" / "index.db")) << "the catalog is in the server";
+    const std::string recorded = read_text(tmp.path() / "store" / "catalog");
+    EXPECT_EQ(recorded, url + "\n");
+    EXPECT_EQ(recorded.find(engines().pg.at("PG_PASSWORD")), std::string::npos);
+    round_trip(store, tmp.path());
+    // The packs are in the directory, named by the sequence's ids.
+    std::size_t packs = 0;
+    for ([[maybe_unused]] const auto& e : fs::directory_iterator(tmp.path() / "store" / "packs")) ++packs;
+    EXPECT_GT(packs, 0u);
+    // A second store in the same database is refused, nothing made.
+    const auto r = run_tool({"store", "init", "--catalog", url, (tmp.path() / "store2").string()});
+    EXPECT_EQ(r.exit_code, 4) << r.err;
+    EXPECT_NE(r.err.find("holds a store already"), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(tmp.path() / "store2" / "cdc-store"));
+}
+
+TEST(PgEngine, RoundTripWithPacksInS3AndASecondHost) {
+    if (!have_ceph()) GTEST_SKIP() << "no Ceph (CDC_TEST_CEPH_DIR): run through ctest -L engines";
+    const std::string url = make_database();
+    const std::string bucket = s3_bucket();
+    TempDir tmp;
+    const std::string store = (tmp.path() / "store").string();
+    auto r = run_tool({"store", "init", "-q", "--catalog", url, "--packs", fmt::format("s3://{}/p", bucket),
+                       "--s3-endpoint", engines().ceph.at("CEPH_S3_ENDPOINT"), "--s3-part-size", "5M", store});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    round_trip(store, tmp.path());
+    // Another host: a directory with the same marker and catalog file (the
+    // settings, packs location included, are in the catalog).
+    const fs::path host2 = tmp.path() / "host2";
+    fs::create_directories(host2);
+    fs::copy_file(tmp.path() / "store" / "cdc-store", host2 / "cdc-store");
+    fs::copy_file(tmp.path() / "store" / "catalog", host2 / "catalog");
+    const auto same = json_of(run_tool({"store", "put", "--json", host2.string(), (tmp.path() / "in").string(),
+                                        "--name", "from2"}));
+    EXPECT_EQ(same["new_chunks"], 0) << "the first host's chunks dedup the second's: " << same;
+    const auto more = make_tree(tmp.path() / "in2", 3, 200000, 500);
+    r = run_tool({"store", "put", host2.string(), (tmp.path() / "in2").string(), "--name", "more"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    r = run_tool({"store", "get", store, "more", "-o", (tmp.path() / "more").string()});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    expect_tree(tmp.path() / "more", more);
+    const auto v = json_of(run_tool({"store", "verify", "--full", "--json", host2.string()}));
+    EXPECT_EQ(v["ok"], true) << v;
+}
+
+TEST(PgEngine, ThreeWritersAtOnce) {
+    const std::string url = make_database();
+    TempDir tmp;
+    const std::string store = (tmp.path() / "store").string();
+    ASSERT_EQ(run_tool({"store", "init", "-q", "--catalog", url, store}).exit_code, 0);
+    // Writer i: files of its own, and a shared set every writer puts too.
+    std::vector<std::map<std::string, std::vector<std::uint8_t>>> trees;
+    for (int w = 0; w < 3; ++w) {
+        auto t = make_tree(tmp.path() / fmt::format("in{}", w), 8, 400000, 1000 + 100 * static_cast<std::uint64_t>(w),
+                           "own");
+        auto shared = make_tree(tmp.path() / fmt::format("in{}", w), 6, 500000, 7, "shared");
+        t.insert(shared.begin(), shared.end());
+        trees.push_back(std::move(t));
+    }
+    std::vector<pid_t> puts;
+    for (int w = 0; w < 3; ++w) {
+        const fs::path logs = tmp.path() / fmt::format("log{}", w);
+        fs::create_directories(logs);
+        puts.push_back(spawn_tool({"store", "put", "--json", store, (tmp.path() / fmt::format("in{}", w)).string(),
+                                   "--name", fmt::format("w{}", w)},
+                                  logs, {{"CDC_STORE_FLUSH_BYTES", std::to_string(1 << 20)}}));
+    }
+    std::uint64_t new_bytes = 0;
+    for (int w = 0; w < 3; ++w) {
+        EXPECT_EQ(wait_exit(puts[static_cast<std::size_t>(w)]), 0)
+            << read_text(tmp.path() / fmt::format("log{}", w) / "err");
+        const auto j = nlohmann::json::parse(read_text(tmp.path() / fmt::format("log{}", w) / "out"), nullptr, false);
+        if (j.is_object()) new_bytes += j.value("new_bytes", std::uint64_t{0});
+    }
+    auto v = json_of(run_tool({"store", "verify", "--full", "--json", store}));
+    EXPECT_EQ(v["ok"], true) << v;
+    EXPECT_EQ(v["manifests"], 3 * 14);
+    for (int w = 0; w < 3; ++w) {
+        const fs::path out = tmp.path() / fmt::format("out{}", w);
+        const auto r = run_tool({"store", "get", store, fmt::format("w{}", w), "-o", out.string()});
+        ASSERT_EQ(r.exit_code, 0) << r.err;
+        expect_tree(out, trees[static_cast<std::size_t>(w)]);
+    }
+    // The shared files' chunks are indexed once; what two writers stored of
+    // them at the same instant is garbage in the packs, reported by stats
+    // and taken back by gc.
+    const auto stats = json_of(run_tool({"store", "stats", "--json", store}));
+    const std::uint64_t distinct = stats["chunk_bytes"];
+    const std::uint64_t garbage = stats["garbage_bytes"];
+    std::cout << fmt::format("3 writers: {} new bytes reported by the puts, {} distinct chunk bytes, {} duplicate "
+                             "bytes stored (garbage)\n",
+                             new_bytes, distinct, garbage);
+    EXPECT_GE(new_bytes, distinct) << "every distinct chunk was new to one writer at least";
+    EXPECT_EQ(new_bytes - distinct > 0, garbage > 0) << "a chunk two writers stored is garbage in one's pack";
+    const auto gc = json_of(run_tool({"store", "gc", "--json", store}));
+    EXPECT_EQ(gc["chunks_removed"], 0) << "every chunk is listed";
+    const auto after = json_of(run_tool({"store", "stats", "--json", store}));
+    EXPECT_LE(after["garbage_bytes"].get<std::uint64_t>(), garbage);
+    v = json_of(run_tool({"store", "verify", "--full", "--json", store}));
+    EXPECT_EQ(v["ok"], true) << v;
+}
+
+TEST(PgEngine, TheStoreLockIsSharedForWritersExclusiveForGc) {
+    const std::string url = make_database();
+    TempDir tmp;
+    ASSERT_EQ(run_tool({"store", "init", "-q", "--catalog", url, (tmp.path() / "s").string()}).exit_code, 0);
+    auto catalog = PgCatalog::open(url);
+    auto writer1 = catalog->hosts_lock();
+    auto writer2 = catalog->hosts_lock();
+    auto gc = catalog->hosts_lock();
+    bool waited = false;
+    writer1->lock(false, [&] { waited = true; });
+    writer2->lock(false, [&] { waited = true; });
+    EXPECT_FALSE(waited) << "writers share the lock";
+    std::atomic<bool> gc_has_it{false};
+    bool gc_waited = false;
+    std::thread t([&] {
+        gc->lock(true, [&] { gc_waited = true; });
+        gc_has_it = true;
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    EXPECT_FALSE(gc_has_it.load()) << "gc waits for the writers";
+    writer1->unlock();
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    EXPECT_FALSE(gc_has_it.load()) << "... for every writer";
+    writer2->unlock();
+    t.join();
+    EXPECT_TRUE(gc_has_it.load());
+    EXPECT_TRUE(gc_waited);
+    // A writer waits for gc, and so does a `cdc store gc` of another process.
+    auto writer3 = catalog->hosts_lock();
+    std::atomic<bool> w3{false};
+    std::thread t3([&] {
+        writer3->lock(false, {});
+        w3 = true;
+    });
+    const auto in = tmp.write("x.bin", random_bytes(100000, 1));
+    const pid_t put = spawn_tool({"store", "put", (tmp.path() / "s").string(), in.string(), "--name", "x"});
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    int status = 0;
+    EXPECT_EQ(::waitpid(put, &status, WNOHANG), 0) << "a put waits while gc holds the store";
+    EXPECT_FALSE(w3.load());
+    gc->unlock();
+    t3.join();
+    EXPECT_EQ(wait_exit(put), 0);
+    writer3->unlock();
+    EXPECT_EQ(json_of(run_tool({"store", "ls", "--json", (tmp.path() / "s").string()})).size(), 1u);
+}
+
+/// Waits until the catalog at `url` has `n` pack rows (the put is under way).
+bool wait_packs(const std::string& url, std::int64_t n, pid_t put) {
+    PgConn c(url);
+    for (int i = 0; i < 3000; ++i) {
+        if (c.exec("SELECT count(*) FROM packs").i64(0, 0) >= n) return true;
+        int status = 0;
+        if (::waitpid(put, &status, WNOHANG) == put) {
+            ADD_FAILURE() << "the put ended before " << n << " packs were committed";
+            return false;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return false;
+}
+
+/// verify --full, every listed file of "t" identical to its source, gc,
+/// verify again; how many files are committed.
+std::size_t check_committed(const std::string& store, const std::map<std::string, std::vector<std::uint8_t>>& tree,
+                            const fs::path& out) {
+    fs::create_directories(out);
+    auto v = json_of(run_tool({"store", "verify", "--full", "--json", store}));
+    EXPECT_EQ(v["ok"], true) << v;
+    const auto list = json_of(run_tool({"store", "ls", "--json", store}));
+    if (!list.empty()) {
+        const auto r = run_tool({"store", "get", store, "t", "-o", out.string()});
+        EXPECT_EQ(r.exit_code, 0) << r.err;
+    }
+    for (const auto& m : list) {
+        const std::string name = m["name"];
+        const std::string leaf = name.substr(name.rfind('/') + 1);
+        EXPECT_TRUE(file_bytes(out / leaf) == tree.at(leaf)) << name;
+    }
+    std::size_t restored = 0;
+    for ([[maybe_unused]] const auto& e : fs::directory_iterator(out)) ++restored;
+    EXPECT_EQ(restored, list.size()) << "only what is committed is there";
+    const auto gc = run_tool({"store", "gc", store});
+    EXPECT_EQ(gc.exit_code, 0) << gc.err;
+    v = json_of(run_tool({"store", "verify", "--full", "--json", store}));
+    EXPECT_EQ(v["ok"], true) << v;
+    EXPECT_EQ(v["manifests"], list.size());
+    return list.size();
+}
+
+TEST(PgEngine, AWriterKilledMidPutLeavesNoHalfCommittedFile) {
+    const std::string url = make_database();
+    TempDir tmp;
+    const std::string store = (tmp.path() / "store").string();
+    const auto tree = make_tree(tmp.path() / "in", 60, 1 << 20, 100);
+    ASSERT_EQ(run_tool({"store", "init", "-q", "--catalog", url, "--pack-size", "4M", store}).exit_code, 0);
+    const pid_t put = spawn_tool({"store", "put", store, (tmp.path() / "in").string(), "--name", "t"}, tmp.path(),
+                                 {{"CDC_STORE_FLUSH_BYTES", std::to_string(2 << 20)}});
+    const bool started = wait_packs(url, 3, put);
+    ::kill(put, SIGKILL);
+    EXPECT_EQ(wait_exit(put), 128 + SIGKILL);
+    ASSERT_TRUE(started);
+    const std::size_t committed = check_committed(store, tree, tmp.path() / "restored");
+    EXPECT_GT(committed, 0u) << "the flushes before the kill were committed";
+    EXPECT_LT(committed, tree.size());
+    // The store takes the rest.
+    const auto r = run_tool({"store", "put", store, (tmp.path() / "in").string(), "--name", "t"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    fs::remove_all(tmp.path() / "restored");
+    EXPECT_EQ(check_committed(store, tree, tmp.path() / "restored"), tree.size());
+}
+
+TEST(PgEngine, PostgresRestartedMidPut) {
+    const std::string url = make_database();
+    TempDir tmp;
+    const std::string store = (tmp.path() / "store").string();
+    const auto tree = make_tree(tmp.path() / "in", 60, 1 << 20, 300);
+    ASSERT_EQ(run_tool({"store", "init", "-q", "--catalog", url, "--pack-size", "4M", store}).exit_code, 0);
+    const pid_t put = spawn_tool({"store", "put", store, (tmp.path() / "in").string(), "--name", "t"}, tmp.path(),
+                                 {{"CDC_STORE_FLUSH_BYTES", std::to_string(2 << 20)}});
+    const bool started = wait_packs(url, 2, put);
+    // A fast shutdown (the server aborts open transactions), then up again.
+    EXPECT_EQ(shell(engines().pg.at("PG_CTL_CMD") + " -m fast restart >/dev/null"), 0);
+    const int code = wait_exit(put);
+    ASSERT_TRUE(started);
+    const std::string text = read_text(tmp.path() / "err");
+    std::cout << "the put's exit code: " << code << ", its messages: " << text;
+    // A retry that succeeds, or a clear error; never a half-committed file.
+    EXPECT_TRUE(code == 0 || code == 4) << text;
+    if (code == 4) {
+        EXPECT_NE(text.find(url), std::string::npos) << "the error names the catalog: " << text;
+    }
+    const std::size_t committed = check_committed(store, tree, tmp.path() / "restored");
+    if (code == 0) {
+        EXPECT_EQ(committed, tree.size());
+    }
+}
+
+TEST(PgEngine, ClearErrors) {
+    const std::string url = make_database();
+    TempDir tmp;
+    const std::string store = (tmp.path() / "store").string();
+    ASSERT_EQ(run_tool({"store", "init", "-q", "--catalog", url, store}).exit_code, 0);
+    const auto bytes = random_bytes(300000, 5);
+    const auto in = tmp.write("in.bin", bytes);
+    ASSERT_EQ(run_tool({"store", "put", "-q", store, in.string(), "--name", "keep"}).exit_code, 0);
+    {
+        ScopedEnv pw("PGPASSWORD", "wrong");
+        for (const auto& args : std::vector<std::vector<std::string>>{
+                 {"store", "ls", store},
+                 {"store", "put", store, in.string(), "--name", "other"},
+                 {"store", "get", store, "keep", "-o", (tmp.path() / "got").string()},
+                 {"store", "gc", store},
+                 {"store", "verify", store},
+                 {"store", "stats", store}}) {
+            const auto r = run_tool(args);
+            EXPECT_EQ(r.exit_code, 4) << args[1] << ": " << r.err;
+            EXPECT_NE(r.err.find("password authentication failed"), std::string::npos) << r.err;
+            EXPECT_NE(r.err.find(url), std::string::npos) << r.err;
+            EXPECT_EQ(r.err.find("wrong"), std::string::npos) << "never the password: " << r.err;
+        }
+        EXPECT_FALSE(fs::exists(tmp.path() / "got"));
+        const auto r = run_tool({"store", "init", "--catalog", make_database(), (tmp.path() / "s2").string()});
+        EXPECT_EQ(r.exit_code, 4) << r.err;
+        EXPECT_FALSE(fs::exists(tmp.path() / "s2" / "cdc-store")) << "nothing made";
+    }
+    // A server that is not there.
+    {
+        const std::string down = fmt::format("postgresql://cdc@127.0.0.1:1/x");
+        auto r = run_tool({"store", "init", "--catalog", down, (tmp.path() / "s3").string()});
+        EXPECT_EQ(r.exit_code, 4) << r.err;
+        EXPECT_NE(r.err.find("cannot connect to the catalog 'postgresql://cdc@127.0.0.1:1/x'"), std::string::npos)
+            << r.err;
+        EXPECT_FALSE(fs::exists(tmp.path() / "s3" / "cdc-store"));
+    }
+    // A database that is not a store (a directory naming it).
+    {
+        const std::string empty = make_database();
+        const fs::path fake = tmp.path() / "fake";
+        fs::create_directories(fake);
+        fs::copy_file(tmp.path() / "store" / "cdc-store", fake / "cdc-store");
+        std::ofstream(fake / "catalog") << empty << "\n";
+        const auto r = run_tool({"store", "ls", fake.string()});
+        EXPECT_EQ(r.exit_code, 4) << r.err;
+        EXPECT_NE(r.err.find("holds no store"), std::string::npos) << r.err;
+    }
+    // A password on the command line, a location that is not PostgreSQL: usage errors.
+    for (const std::string& bad : std::vector<std::string>{fmt::format("postgresql://cdc:secret@127.0.0.1:{}/x", engines().pg.at("PG_PORT")),
+                                  std::string("postgresql://cdc@127.0.0.1/x?password=secret"),
+                                  std::string("mysql://cdc@127.0.0.1/x")}) {
+        const auto r = run_tool({"store", "init", "--catalog", bad, (tmp.path() / "s4").string()});
+        EXPECT_EQ(r.exit_code, 2) << bad << ": " << r.err;
+        EXPECT_FALSE(fs::exists(tmp.path() / "s4"));
+    }
+    // Nothing lost.
+    const auto v = json_of(run_tool({"store", "verify", "--full", "--json", store}));
+    EXPECT_EQ(v["ok"], true) << v;
+    const auto r = run_tool({"store", "get", store, "keep", "-o", (tmp.path() / "got").string()});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_TRUE(file_bytes(tmp.path() / "got") == bytes);
+}
+
+}  // namespace
+}  // namespace cdc::test
