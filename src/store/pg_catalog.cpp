@@ -158,6 +158,9 @@ std::unique_ptr<Catalog> PgCatalog::create(const std::string& url,
     c->transaction(
         [&] {
             c->conn_.run(kPgSchema, "creating the store's tables");
+            PgParams epoch;
+            epoch.add_text(kGcEpochKey);
+            c->conn_.exec("INSERT INTO meta(key, value) VALUES($1, '0')", epoch, "writing the store's settings");
             for (const auto& [k, v] : settings) {
                 PgParams p;
                 p.add_text(k).add_text(v);
@@ -200,6 +203,14 @@ std::unordered_map<std::string, std::string> PgCatalog::settings() {
     return meta;
 }
 
+void PgCatalog::upgrade_for_writing() {
+    PgParams p;
+    p.add_text(kGcEpochKey);
+    const PgResult r = query("SELECT value FROM meta WHERE key = $1", p, "reading the gc epoch");
+    if (r.rows() == 0) throw DamageError(fmt::format("the catalog '{}' has no '{}' setting", conn_.url(), kGcEpochKey));
+    gc_epoch_ = r.text(0, 0);
+}
+
 // ---------------------------------------------------------------- read views
 
 void PgCatalog::begin_read() {
@@ -214,7 +225,13 @@ void PgCatalog::begin_read() {
 void PgCatalog::end_read() {
     if (!reading_) return;
     reading_ = false;
-    conn_.exec("COMMIT", {}, "ending a read view");
+    try {
+        conn_.exec("COMMIT", {}, "ending a read view");
+    } catch (const StoreError&) {
+        // What the view read was read (a read-only transaction has nothing
+        // to commit): a server lost since is the next statement's concern.
+        if (!conn_.broken()) throw;
+    }
 }
 
 void PgCatalog::cancel_read() noexcept {

@@ -21,6 +21,11 @@ namespace cdc::store::detail {
 
 /// The schema of a PostgreSQL catalog (every table, index and sequence).
 extern const char* const kPgSchema;
+/// The settings row gc bumps when it has the store to itself: a writer's
+/// flush reads it FOR SHARE (a gc that starts meanwhile waits for the flush)
+/// and fails if it changed since the writer started (its lock across hosts
+/// was lost, with the server, and a gc ran meanwhile).
+inline constexpr const char* kGcEpochKey = "gc_epoch";
 /// The advisory lock keys of the store's lock (pg_advisory_lock(int, int)).
 inline constexpr int kPgLockClass = 0x63646373;  // "cdcs"
 inline constexpr int kPgLockStore = 1;
@@ -40,7 +45,10 @@ public:
     std::unique_ptr<Catalog> connect() const override;
 
     std::unordered_map<std::string, std::string> settings() override;
-    void upgrade_for_writing() override {}
+    /// (Nothing to upgrade yet.) Reads the gc epoch: a writer calls it
+    /// once it holds the store's lock, and each of its flushes checks that
+    /// no gc ran since (docs/STORE.md, "A PostgreSQL catalog").
+    void upgrade_for_writing() override;
 
     void begin_read() override;
     void end_read() override;
@@ -109,6 +117,8 @@ private:
 
     PgConn conn_;
     bool reading_ = false;
+    /// The gc epoch when this writer took the store's lock (none: not a writer).
+    std::optional<std::string> gc_epoch_;
     std::unique_ptr<CatalogCheck> check_;
 };
 

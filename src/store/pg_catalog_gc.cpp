@@ -37,6 +37,20 @@ public:
         }
         exclusive_ = exclusive;
         held_ = true;
+        if (exclusive) {
+            // gc from here on: a writer whose lock went with a lost
+            // connection fails its next flush rather than commit lists of
+            // chunks this gc may drop. (Waits for the flushes under way.)
+            try {
+                PgParams e;
+                e.add_text(kGcEpochKey);
+                conn_->exec("UPDATE meta SET value = (value::bigint + 1)::text WHERE key = $1", e,
+                            "starting gc");
+            } catch (...) {
+                unlock();
+                throw;
+            }
+        }
     }
     void unlock() noexcept override {
         if (!held_ || !conn_) return;

@@ -68,6 +68,18 @@ void PgCatalog::commit(FlushBatch& batch) {
 void PgCatalog::write_batch(const FlushBatch& batch, std::vector<std::int64_t>& rows, std::vector<bool>& kept) {
     rows.assign(batch.manifests.size(), 0);
     kept.assign(batch.manifests.size(), false);
+    if (gc_epoch_) {
+        // No gc since this writer started (FOR SHARE: one that starts now
+        // waits for this flush, and sees it committed).
+        PgParams p;
+        p.add_text(kGcEpochKey);
+        const PgResult r = conn_.exec("SELECT value FROM meta WHERE key = $1 FOR SHARE", p, "checking the gc epoch");
+        if (r.rows() == 0 || r.text(0, 0) != *gc_epoch_)
+            throw StoreError(fmt::format("the catalog '{}': a gc ran while this writer's lock on the store was lost "
+                                         "(with the connection to the server): what it wrote since its last flush "
+                                         "is not committed; put it again",
+                                         conn_.url()));
+    }
     // Chunk rows in id order: two writers inserting the same ids take the
     // index's locks in one order (no deadlock); a chunk another writer
     // indexed first keeps that copy.

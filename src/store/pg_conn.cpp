@@ -26,7 +26,7 @@ std::string trimmed(const char* s) {
     while (!m.empty() && (m.back() == '\n' || m.back() == ' ')) m.pop_back();
     // libpq's multi-line messages on one line
     for (auto& c : m)
-        if (c == '\n') c = ' ';
+        if (c == '\n' || c == '\t') c = ' ';
     return m;
 }
 

@@ -358,6 +358,25 @@ TEST(PgEngine, TheStoreLockIsSharedForWritersExclusiveForGc) {
     EXPECT_EQ(wait_exit(put), 0);
     writer3->unlock();
     EXPECT_EQ(json_of(run_tool({"store", "ls", "--json", (tmp.path() / "s").string()})).size(), 1u);
+
+    // A writer whose lock was lost (with its connection) while a gc ran
+    // fails its next flush rather than commit lists of chunks gc may have
+    // dropped; without a gc meanwhile, its flushes go on.
+    auto writer = catalog->connect();
+    writer->upgrade_for_writing();
+    FlushBatch empty;
+    EXPECT_NO_THROW(writer->commit(empty));
+    auto other_gc = catalog->hosts_lock();
+    other_gc->lock(true, {});
+    other_gc->unlock();
+    try {
+        writer->commit(empty);
+        ADD_FAILURE() << "a flush after a gc the writer did not wait for";
+    } catch (const store::StoreError& e) {
+        EXPECT_NE(std::string(e.what()).find("a gc ran while this writer's lock on the store was lost"),
+                  std::string::npos)
+            << e.what();
+    }
 }
 
 /// Waits until the catalog at `url` has `n` pack rows (the put is under way).
@@ -459,6 +478,7 @@ TEST(PgEngine, ClearErrors) {
     const auto bytes = random_bytes(300000, 5);
     const auto in = tmp.write("in.bin", bytes);
     ASSERT_EQ(run_tool({"store", "put", "-q", store, in.string(), "--name", "keep"}).exit_code, 0);
+    const std::string another = make_database();
     {
         ScopedEnv pw("PGPASSWORD", "wrong");
         for (const auto& args : std::vector<std::vector<std::string>>{
@@ -475,7 +495,7 @@ TEST(PgEngine, ClearErrors) {
             EXPECT_EQ(r.err.find("wrong"), std::string::npos) << "never the password: " << r.err;
         }
         EXPECT_FALSE(fs::exists(tmp.path() / "got"));
-        const auto r = run_tool({"store", "init", "--catalog", make_database(), (tmp.path() / "s2").string()});
+        const auto r = run_tool({"store", "init", "--catalog", another, (tmp.path() / "s2").string()});
         EXPECT_EQ(r.exit_code, 4) << r.err;
         EXPECT_FALSE(fs::exists(tmp.path() / "s2" / "cdc-store")) << "nothing made";
     }
