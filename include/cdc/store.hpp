@@ -284,6 +284,12 @@ struct PutStats {
     /// chunk (a tree put again under a new prefix): that file's digest was
     /// reused likewise (large files only).
     std::uint64_t identical_files = 0;
+    /// Chunks this writer stored that another writer had indexed first, in
+    /// the same instant (each checks the committed index before storing, so
+    /// only chunks in flight at both): their records' bytes are stored
+    /// twice, garbage in this writer's packs until gc rewrites them.
+    std::uint64_t raced_chunks = 0;
+    std::uint64_t raced_bytes = 0;
 };
 
 /// The result of putting one chunk.

@@ -119,6 +119,12 @@ struct FlushBatch {
     std::span<const std::int64_t> abandoned;
     std::string algorithm;  ///< the chunking the finished manifests record
     Profile profile;
+    /// Set by commit: chunks of `chunks` another writer had indexed first
+    /// (committed meanwhile), and their records' bytes (header included):
+    /// stored twice because two writers stored them at once, garbage in
+    /// this writer's packs until gc rewrites them.
+    std::uint64_t raced_chunks = 0;
+    std::uint64_t raced_bytes = 0;
 };
 
 /// What gc's sweep found and dropped.

@@ -113,7 +113,7 @@ private:
     PgResult query(const char* sql, const PgParams& params = {}, std::string_view what = {});
     /// The flush's statements (within transaction()); the rows a flush made
     /// for each manifest go to `rows` (applied to the drafts once committed).
-    void write_batch(const FlushBatch& batch, std::vector<std::int64_t>& rows, std::vector<bool>& kept);
+    void write_batch(FlushBatch& batch, std::vector<std::int64_t>& rows, std::vector<bool>& kept);
 
     PgConn conn_;
     bool reading_ = false;

@@ -1,6 +1,8 @@
 // PgCatalog: transactions, the flush and remove.
 #include "pg_catalog.hpp"
 
+#include "format.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -55,7 +57,12 @@ void PgCatalog::transaction(const std::function<void()>& body, std::string_view 
 void PgCatalog::commit(FlushBatch& batch) {
     std::vector<std::int64_t> rows;
     std::vector<bool> kept;
-    transaction([&] { write_batch(batch, rows, kept); }, "committing a flush");
+    transaction(
+        [&] {
+            batch.raced_chunks = batch.raced_bytes = 0;
+            write_batch(batch, rows, kept);
+        },
+        "committing a flush");
     // Committed: the drafts learn their rows (a retried attempt started
     // from them as they were).
     for (std::size_t i = 0; i < batch.manifests.size(); ++i) {
@@ -65,7 +72,7 @@ void PgCatalog::commit(FlushBatch& batch) {
     }
 }
 
-void PgCatalog::write_batch(const FlushBatch& batch, std::vector<std::int64_t>& rows, std::vector<bool>& kept) {
+void PgCatalog::write_batch(FlushBatch& batch, std::vector<std::int64_t>& rows, std::vector<bool>& kept) {
     rows.assign(batch.manifests.size(), 0);
     kept.assign(batch.manifests.size(), false);
     if (gc_epoch_) {
@@ -102,10 +109,21 @@ void PgCatalog::write_batch(const FlushBatch& batch, std::vector<std::int64_t>& 
             }
             PgParams p;
             p.add_bytea_array(ids).add_int_array(pack).add_int_array(offset).add_int_array(raw).add_int_array(stored);
-            conn_.exec("INSERT INTO chunks(id, pack, \"offset\", raw_size, stored_size) "
-                       "SELECT * FROM unnest($1::bytea[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[]) "
-                       "ON CONFLICT (id) DO NOTHING",
-                       p, "indexing chunks");
+            // (RETURNING: the rows indexed; the others another writer had.)
+            const PgResult added = conn_.exec(
+                "INSERT INTO chunks(id, pack, \"offset\", raw_size, stored_size) "
+                "SELECT * FROM unnest($1::bytea[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[]) "
+                "ON CONFLICT (id) DO NOTHING RETURNING id",
+                p, "indexing chunks");
+            if (static_cast<std::size_t>(added.rows()) < n) {
+                IdSet in;
+                for (int k = 0; k < added.rows(); ++k) in.insert(to_id(added.bytes(k, 0), "an indexed chunk"));
+                for (std::size_t k = i; k < i + n; ++k) {
+                    if (in.count(sorted[k]->id)) continue;
+                    ++batch.raced_chunks;
+                    batch.raced_bytes += kRecordHeaderSize + sorted[k]->stored_size;
+                }
+            }
         }
     }
     if (!batch.pack_sizes.empty()) {

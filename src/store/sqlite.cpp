@@ -101,6 +101,7 @@ void Db::exec(const char* sql, std::string_view what) {
 }
 
 std::int64_t Db::last_insert_rowid() const { return sqlite3_last_insert_rowid(db_); }
+std::int64_t Db::changes() const { return sqlite3_changes(db_); }
 
 Stmt::Stmt(Db& db, const char* sql) : db_(&db) {
     const int rc = sqlite3_prepare_v3(db.get(), sql, -1, SQLITE_PREPARE_PERSISTENT, &s_, nullptr);

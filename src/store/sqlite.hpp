@@ -32,6 +32,8 @@ public:
     /// Runs SQL; an error names `what` (default: the SQL itself).
     void exec(const char* sql, std::string_view what = {});
     std::int64_t last_insert_rowid() const;
+    /// Rows the last INSERT, UPDATE or DELETE changed.
+    std::int64_t changes() const;
     /// Throws the error for SQLite code `rc` while doing `what`.
     [[noreturn]] void fail(int rc, std::string_view what) const;
 

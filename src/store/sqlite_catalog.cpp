@@ -494,6 +494,10 @@ void SqliteCatalog::commit(FlushBatch& batch) {
                 .bind(4, static_cast<std::int64_t>(r.raw_size))
                 .bind(5, static_cast<std::int64_t>(r.stored_size));
             ins.run();
+            if (db_.changes() == 0) {
+                ++batch.raced_chunks;
+                batch.raced_bytes += kRecordHeaderSize + r.stored_size;
+            }
         }
     }
     {

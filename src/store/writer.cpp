@@ -164,6 +164,8 @@ void Writer::Impl::flush_once() {
     batch.algorithm = store.info.algorithm;
     batch.profile = finder->profile();
     catalog->commit(batch);
+    totals.raced_chunks += batch.raced_chunks;
+    totals.raced_bytes += batch.raced_bytes;
     packs->release_retired();  // their lengths are committed: other writers may continue them
     session.clear();
     pending_refs = 0;

@@ -278,12 +278,16 @@ TEST(PgEngine, ThreeWritersAtOnce) {
                                    "--name", fmt::format("w{}", w)},
                                   logs, {{"CDC_STORE_FLUSH_BYTES", std::to_string(1 << 20)}}));
     }
-    std::uint64_t new_bytes = 0;
+    std::uint64_t new_bytes = 0, raced_bytes = 0;
     for (int w = 0; w < 3; ++w) {
         EXPECT_EQ(wait_exit(puts[static_cast<std::size_t>(w)]), 0)
             << read_text(tmp.path() / fmt::format("log{}", w) / "err");
         const auto j = nlohmann::json::parse(read_text(tmp.path() / fmt::format("log{}", w) / "out"), nullptr, false);
-        if (j.is_object()) new_bytes += j.value("new_bytes", std::uint64_t{0});
+        EXPECT_TRUE(j.is_object());
+        if (j.is_object()) {
+            new_bytes += j.value("new_bytes", std::uint64_t{0});
+            raced_bytes += j.value("raced_bytes", std::uint64_t{0});
+        }
     }
     auto v = json_of(run_tool({"store", "verify", "--full", "--json", store}));
     EXPECT_EQ(v["ok"], true) << v;
@@ -301,9 +305,10 @@ TEST(PgEngine, ThreeWritersAtOnce) {
     const std::uint64_t distinct = stats["chunk_bytes"];
     const std::uint64_t garbage = stats["garbage_bytes"];
     std::cout << fmt::format("3 writers: {} new bytes reported by the puts, {} distinct chunk bytes, {} duplicate "
-                             "bytes stored (garbage)\n",
-                             new_bytes, distinct, garbage);
+                             "record bytes reported by the puts (raced_bytes), {} garbage bytes in the packs\n",
+                             new_bytes, distinct, raced_bytes, garbage);
     EXPECT_GE(new_bytes, distinct) << "every distinct chunk was new to one writer at least";
+    EXPECT_EQ(raced_bytes, garbage) << "what the race stored twice is the packs' only garbage, and reported";
     EXPECT_EQ(new_bytes - distinct > 0, garbage > 0) << "a chunk two writers stored is garbage in one's pack";
     const auto gc = json_of(run_tool({"store", "gc", "--json", store}));
     EXPECT_EQ(gc["chunks_removed"], 0) << "every chunk is listed";

@@ -7,8 +7,9 @@
   through the public <cdc/store.hpp>;
 - no SQL, no SQLite and no name of the store's database file in src/transfer,
   tools/ or bindings/;
-- in src/store, SQL only in the SQLite catalog (sqlite_catalog*.cpp) and
-  the SQLite layer (sqlite.hpp, sqlite.cpp).
+- in src/store, SQL only in the catalogs: SQLite's (sqlite_catalog*.cpp)
+  and the SQLite layer (sqlite.hpp, sqlite.cpp), PostgreSQL's
+  (pg_catalog*.cpp).
 
 Read from the sources, so that a new file is checked as soon as it exists.
 
@@ -53,14 +54,14 @@ for d in ("src/transfer", "tools", "bindings"):
                 bad.append(f"{f.relative_to(src)}:{n}: SQL outside the catalog: {line.strip()}")
             if ENGINE.search(line):
                 bad.append(f"{f.relative_to(src)}:{n}: the store's database outside the store: {line.strip()}")
-catalog = re.compile(r"^(sqlite_catalog.*\.cpp|sqlite\.(hpp|cpp))$")
+catalog = re.compile(r"^(sqlite_catalog.*\.cpp|sqlite\.(hpp|cpp)|pg_catalog.*\.cpp)$")
 for f in files("src/store"):
     checked += 1
     if catalog.match(f.name):
         continue
     for n, line in enumerate(f.read_text(errors="replace").splitlines(), 1):
         if SQL.search(line):
-            bad.append(f"{f.relative_to(src)}:{n}: SQL outside the SQLite catalog: {line.strip()}")
+            bad.append(f"{f.relative_to(src)}:{n}: SQL outside the catalogs: {line.strip()}")
 if checked < 20:
     sys.exit(f"only {checked} files found below {src}: not a source tree?")
 if bad:

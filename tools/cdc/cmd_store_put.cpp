@@ -127,6 +127,8 @@ int run_put(const PutArgs& a) {
     }
     w.commit();
     total.stored_bytes = w.stats().stored_bytes;
+    total.raced_chunks = w.stats().raced_chunks;
+    total.raced_bytes = w.stats().raced_bytes;
     line.clear();
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     for (const auto& e : errors) print_error(fmt::format("{}: {} (skipped)", e.path, e.message));
@@ -142,6 +144,8 @@ int run_put(const PutArgs& a) {
                             {"stored_bytes", total.stored_bytes},
                             {"unchanged_files", total.unchanged_files},
                             {"identical_files", total.identical_files},
+                            {"raced_chunks", total.raced_chunks},
+                            {"raced_bytes", total.raced_bytes},
                             {"seconds", secs},
                             {"excluded", in.excluded},
                             {"errors", issues_json(errors)}};
@@ -171,7 +175,8 @@ void add_store_put(CLI::App& st, int& exit_code) {
     add_walk_options(*c, a->walk);
     add_json_flag(*c, a->json,
                   "{files: [{name, path, size, chunks, new_chunks, new_bytes, unchanged, identical}], bytes, "
-                  "new_bytes, stored_bytes, unchanged_files, identical_files, ..., excluded, errors}");
+                  "new_bytes, stored_bytes, unchanged_files, identical_files, raced_chunks, raced_bytes, ..., excluded, "
+                  "errors}");
     add_quiet_flag(*c, a->quiet);
     document(*c, {.notes = "Without --name, a file is stored under its path made relative (as tar does: /srv/a "
                            "as srv/a, ../f as f), a tree's files under their paths inside it; --name follows the "
