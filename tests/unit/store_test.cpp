@@ -192,6 +192,27 @@ TEST(Store, DedupAcrossNamesAndVersions) {
     EXPECT_EQ(test::get_bytes(s, "copy/file", tmp), v1);
 }
 
+// Two writers that store the same chunk before either flushes: the later
+// commit finds it indexed and reports it raced (its copy is garbage).
+TEST(Store, AChunkTwoWritersStoredAtOnceIsReportedRaced) {
+    test::TempDir tmp;
+    Store s = Store::init(tmp.path() / "s", {});
+    const auto bytes = test::random_bytes(5000, 3);
+    const auto raw = std::as_bytes(std::span(bytes));
+    Writer a(s);
+    Writer b(s);
+    EXPECT_TRUE(a.put_chunk(raw).added);
+    const store::ChunkPut second = b.put_chunk(raw);
+    EXPECT_TRUE(second.added) << "not committed yet: b stores it too";
+    a.commit();
+    b.commit();
+    EXPECT_EQ(a.stats().raced_chunks, 0u);
+    EXPECT_EQ(b.stats().raced_chunks, 1u);
+    EXPECT_EQ(b.stats().raced_bytes, second.stored_bytes);
+    EXPECT_EQ(s.stats().garbage_bytes, second.stored_bytes);
+    EXPECT_EQ(s.stats().chunks, 1u);
+}
+
 TEST(Store, ManifestsFromChunkListsAndCompressedChunks) {
     test::TempDir tmp;
     Store s = Store::init(tmp.path() / "s", {});
