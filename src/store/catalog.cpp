@@ -69,6 +69,11 @@ Location CatalogCheck::location(const ChunkId& id, std::int64_t pack, std::int64
     return loc;
 }
 
+void Catalog::find_chunks(std::span<const ChunkId> ids, std::string_view context,
+                          const std::function<void(std::size_t, const std::optional<Location>&)>& f) {
+    for (std::size_t i = 0; i < ids.size(); ++i) f(i, find_chunk(ids[i], context));
+}
+
 std::uint64_t for_each_listed_chunk(Catalog& catalog, std::int64_t row, std::string_view name, std::uint64_t limit,
                                     const std::function<void(const ChunkId&, const Location&, std::uint64_t)>& f) {
     const std::unique_ptr<ListReader> list = catalog.read_list(row);
@@ -76,16 +81,22 @@ std::uint64_t for_each_listed_chunk(Catalog& catalog, std::int64_t row, std::str
     std::uint64_t index = 0;
     std::uint32_t seq = 0;
     std::vector<std::uint8_t> ids;
+    std::vector<ChunkId> row_ids;
     while (index < limit && list->next(seq, ids)) {
-        for (std::size_t i = 0; i + 32 <= ids.size() && index < limit; i += 32, ++index) {
+        // A row's ids looked up at once (one round trip for a shared catalog).
+        row_ids.clear();
+        for (std::size_t i = 0; i + 32 <= ids.size() && index + row_ids.size() < limit; i += 32) {
             ChunkId id;
             std::memcpy(id.data(), ids.data() + i, id.size());
-            const auto loc = catalog.find_chunk(id, context);
+            row_ids.push_back(id);
+        }
+        catalog.find_chunks(row_ids, context, [&](std::size_t i, const std::optional<Location>& loc) {
             if (!loc)
                 throw DamageError(fmt::format("'{}': chunk {} (number {} of the file) is missing from the index", name,
-                                              to_hex(id), index));
-            f(id, *loc, index);
-        }
+                                              to_hex(row_ids[i]), index));
+            f(row_ids[i], *loc, index);
+            ++index;
+        });
     }
     return index;
 }

@@ -205,6 +205,12 @@ public:
     /// Where chunk `id` is; DamageError (after `context`) for a row that
     /// fails the checks.
     virtual std::optional<Location> find_chunk(const ChunkId& id, std::string_view context = {}) = 0;
+    /// f(i, where ids[i] is) for each of `ids` in order (nullopt: not
+    /// indexed), each row checked as find_chunk's just before its call (a
+    /// damaged one throws there). The default asks find_chunk for each; a
+    /// catalog over a network answers the batch in one round trip.
+    virtual void find_chunks(std::span<const ChunkId> ids, std::string_view context,
+                             const std::function<void(std::size_t, const std::optional<Location>&)>& f);
     /// The raw size of chunk `id`, if indexed (not checked against its pack).
     virtual std::optional<std::uint32_t> chunk_size(const ChunkId& id) = 0;
     /// Adds to `found` those of `ids` the index holds.

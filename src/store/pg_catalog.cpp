@@ -266,6 +266,30 @@ std::optional<Location> PgCatalog::find_chunk(const ChunkId& id, std::string_vie
     return check.location(id, r.i64(0, 0), r.i64(0, 1), r.i64(0, 2), r.i64(0, 3), context);
 }
 
+void PgCatalog::find_chunks(std::span<const ChunkId> ids, std::string_view context,
+                            const std::function<void(std::size_t, const std::optional<Location>&)>& f) {
+    if (ids.empty()) return;
+    CatalogCheck& check = row_check();
+    std::vector<std::span<const std::uint8_t>> items;
+    items.reserve(ids.size());
+    for (const auto& id : ids) items.push_back(id_bytes(id));
+    PgParams p;
+    p.add_bytea_array(items);
+    const PgResult r = query("SELECT id, pack, \"offset\", raw_size, stored_size FROM chunks WHERE id = ANY($1::bytea[])",
+                             p, "looking chunks up");
+    std::unordered_map<ChunkId, int, IdHash> at;
+    for (int k = 0; k < r.rows(); ++k) at.emplace(to_id(r.bytes(k, 0), "a chunk row"), k);
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+        const auto it = at.find(ids[i]);
+        if (it == at.end()) {
+            f(i, std::nullopt);
+            continue;
+        }
+        const int k = it->second;
+        f(i, check.location(ids[i], r.i64(k, 1), r.i64(k, 2), r.i64(k, 3), r.i64(k, 4), context));
+    }
+}
+
 std::optional<std::uint32_t> PgCatalog::chunk_size(const ChunkId& id) {
     PgParams p;
     p.add_bytes(id_bytes(id));

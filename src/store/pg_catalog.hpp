@@ -56,6 +56,8 @@ public:
     bool reading() const noexcept override { return reading_; }
 
     std::optional<Location> find_chunk(const ChunkId& id, std::string_view context) override;
+    void find_chunks(std::span<const ChunkId> ids, std::string_view context,
+                     const std::function<void(std::size_t, const std::optional<Location>&)>& f) override;
     std::optional<std::uint32_t> chunk_size(const ChunkId& id) override;
     void find_present(std::span<const ChunkId> ids, IdSet& found) override;
     void for_each_chunk(const std::function<void(const ChunkId&, const Location&)>& f,
