@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: installs what is missing; builds with warnings as
 # errors; runs every test; runs the engine tests (label `engines`: the S3
-# pack storage against a one-node Ceph RGW the tests start); runs the tests
+# pack storage against a one-node Ceph RGW, the PostgreSQL catalog against
+# a private cluster, both started by the tests); runs the tests
 # again under ASan + UBSan (the engines aside); runs the store's tests under
 # TSan; builds the libFuzzer targets with clang and runs each for a short
 # bounded time.
@@ -21,7 +22,7 @@ scripts/build.sh release
 ctest --test-dir build --output-on-failure -j "$jobs" -LE engines
 stage_end "release build + tests"
 
-echo "== engines: S3 packs against Ceph RGW (one node, started by the tests)"
+echo "== engines: S3 packs against Ceph RGW (one node), a PostgreSQL catalog against a private cluster (started by the tests)"
 ctest --test-dir build --output-on-failure -L engines
 stage_end "engines"
 
