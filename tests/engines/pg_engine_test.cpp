@@ -12,6 +12,7 @@
 //     restores byte-identical, verify --full, the duplicate bytes the race
 //     stored reported (stats: garbage), gc takes them back.
 //   - The store's lock across hosts: shared for writers, exclusive for gc.
+//   - Two `cdc serve` of one store: pushed to one, pulled from the other.
 //   - A writer killed (-9) mid-put; PostgreSQL restarted mid-put: the put
 //     retries or fails clearly, never a half-committed file.
 //   - Wrong password, server down, a database that is not a store, a
@@ -319,6 +320,63 @@ TEST(PgEngine, ThreeWritersAtOnce) {
     EXPECT_EQ(v["ok"], true) << v;
 }
 
+#if CDC_TEST_TRANSFER  // (a build without cdc-transfer has no cdc serve)
+/// Starts `cdc serve` of `store` with `token`; its port ("" if it did not start).
+std::string start_server(const std::string& store, const fs::path& token, const fs::path& logs, pid_t& pid) {
+    fs::create_directories(logs);
+    pid = spawn_tool({"serve", "--store", store, "--listen", "127.0.0.1:0", "--port-file", (logs / "port").string(),
+                      "--token-file", token.string()},
+                     logs);
+    std::string port;
+    for (int i = 0; i < 600 && port.empty(); ++i) {
+        if (fs::exists(logs / "port")) port = read_text(logs / "port");
+        while (!port.empty() && (port.back() == '\n' || port.back() == '\r')) port.pop_back();
+        if (port.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return port;
+}
+
+// Two `cdc serve` processes of one PostgreSQL-catalog store: a push to one
+// is pulled from the other, pushes to both at once dedup in the catalog.
+TEST(PgEngine, TwoServersOfOneStore) {
+    const std::string url = make_database();
+    TempDir tmp;
+    const std::string store = (tmp.path() / "store").string();
+    ASSERT_EQ(run_tool({"store", "init", "-q", "--catalog", url, store}).exit_code, 0);
+    const std::string token_text = "pg-engine-test-token\n";
+    const auto token = tmp.write("token", std::span(reinterpret_cast<const std::uint8_t*>(token_text.data()),
+                                                    token_text.size()));
+    fs::permissions(token, fs::perms::owner_read | fs::perms::owner_write);
+    pid_t a = 0, b = 0;
+    const std::string port_a = start_server(store, token, tmp.path() / "a", a);
+    const std::string port_b = start_server(store, token, tmp.path() / "b", b);
+    ASSERT_FALSE(port_a.empty()) << "cdc serve did not start";
+    ASSERT_FALSE(port_b.empty()) << "cdc serve did not start";
+    const auto bytes = random_bytes(3 << 20, 42);
+    const auto in = tmp.write("in.bin", bytes);
+    auto r = run_tool({"push", "-q", "--to", "127.0.0.1:" + port_a, "--token-file", token.string(), "--name", "f.bin",
+                       in.string()});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    r = run_tool({"pull", "-q", "--from", "127.0.0.1:" + port_b, "--token-file", token.string(), "f.bin", "-o",
+                  (tmp.path() / "back.bin").string()});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_TRUE(file_bytes(tmp.path() / "back.bin") == bytes);
+    // The same bytes pushed to the other server under another name: nothing new.
+    r = run_tool({"push", "--json", "--to", "127.0.0.1:" + port_b, "--token-file", token.string(), "--name", "g.bin",
+                  in.string()});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    const auto stats = json_of(run_tool({"store", "stats", "--json", store}));
+    EXPECT_EQ(stats["files"], 2);
+    EXPECT_EQ(stats["chunk_bytes"], bytes.size()) << "stored once";
+    ::kill(a, SIGTERM);
+    ::kill(b, SIGTERM);
+    EXPECT_EQ(wait_exit(a), 0) << read_text(tmp.path() / "a" / "err");
+    EXPECT_EQ(wait_exit(b), 0) << read_text(tmp.path() / "b" / "err");
+    const auto v = json_of(run_tool({"store", "verify", "--full", "--json", store}));
+    EXPECT_EQ(v["ok"], true) << v;
+}
+#endif
+
 TEST(PgEngine, TheStoreLockIsSharedForWritersExclusiveForGc) {
     const std::string url = make_database();
     TempDir tmp;
@@ -454,11 +512,13 @@ TEST(PgEngine, PostgresRestartedMidPut) {
     const std::string url = make_database();
     TempDir tmp;
     const std::string store = (tmp.path() / "store").string();
-    const auto tree = make_tree(tmp.path() / "in", 60, 1 << 20, 300);
+    const auto tree = make_tree(tmp.path() / "in", 120, 1 << 20, 300);
     ASSERT_EQ(run_tool({"store", "init", "-q", "--catalog", url, "--pack-size", "4M", store}).exit_code, 0);
     const pid_t put = spawn_tool({"store", "put", store, (tmp.path() / "in").string(), "--name", "t"}, tmp.path(),
-                                 {{"CDC_STORE_FLUSH_BYTES", std::to_string(2 << 20)}});
+                                 {{"CDC_STORE_FLUSH_BYTES", std::to_string(1 << 20)}});
     const bool started = wait_packs(url, 2, put);
+    int status = 0;
+    EXPECT_EQ(::waitpid(put, &status, WNOHANG), 0) << "the put is still under way when the server goes";
     // A fast shutdown (the server aborts open transactions), then up again.
     EXPECT_EQ(shell(engines().pg.at("PG_CTL_CMD") + " -m fast restart >/dev/null"), 0);
     const int code = wait_exit(put);
