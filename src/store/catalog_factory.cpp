@@ -9,7 +9,6 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
-#include <sstream>
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -67,11 +66,18 @@ std::unique_ptr<Catalog> open_catalog(const std::filesystem::path& dir, std::str
     const auto file = dir / kCatalogName;
     std::error_code ec;
     if (!std::filesystem::exists(std::filesystem::symlink_status(file, ec))) return SqliteCatalog::open(dir);
-    std::ifstream in(file);
-    std::stringstream text;
-    text << in.rdbuf();
-    if (!in) throw StoreError(fmt::format("cannot read '{}'", file.string()));
-    url = text.str();
+    // (Never through a link: it says where the store's catalog is.)
+    const Fd fd = open_store_file(file, O_RDONLY, 0);
+    if (!fd) throw StoreError(fmt::format("cannot open '{}': {}", file.string(), open_failure(errno)));
+    char buf[4096];
+    for (;;) {
+        const ssize_t n = ::read(fd.get(), buf, sizeof buf);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) throw StoreError(fmt::format("cannot read '{}': {}", file.string(), std::strerror(errno)));
+        if (n == 0) break;
+        url.append(buf, static_cast<std::size_t>(n));
+        if (url.size() > 65536) throw DamageError(fmt::format("'{}' is too long for a catalog location", file.string()));
+    }
     while (!url.empty() && (url.back() == '\n' || url.back() == '\r' || url.back() == ' ')) url.pop_back();
     try {
         check_catalog_url(url);

@@ -585,6 +585,17 @@ TEST(PgEngine, ClearErrors) {
         EXPECT_EQ(r.exit_code, 4) << r.err;
         EXPECT_NE(r.err.find("holds no store"), std::string::npos) << r.err;
     }
+    // DIR/catalog is never read through a symbolic link (it says where the
+    // store's data goes).
+    {
+        const fs::path linked = tmp.path() / "linked";
+        fs::create_directories(linked);
+        fs::copy_file(tmp.path() / "store" / "cdc-store", linked / "cdc-store");
+        fs::create_symlink(tmp.path() / "store" / "catalog", linked / "catalog");
+        const auto r = run_tool({"store", "ls", linked.string()});
+        EXPECT_EQ(r.exit_code, 4) << r.err;
+        EXPECT_NE(r.err.find("symbolic link"), std::string::npos) << r.err;
+    }
     // A password on the command line, a location that is not PostgreSQL: usage errors.
     for (const std::string& bad : std::vector<std::string>{fmt::format("postgresql://cdc:secret@127.0.0.1:{}/x", engines().pg.at("PG_PORT")),
                                   std::string("postgresql://cdc@127.0.0.1/x?password=secret"),
