@@ -298,7 +298,7 @@ TEST(S3Engine, StoreRoundTripThroughTheTool) {
         .write(reinterpret_cast<const char*>(big.data()), static_cast<std::streamsize>(big.size()));
     tree.emplace("big.bin", big);
 
-    auto r = run_tool({"store", "init", "--json", "--packs", fmt::format("s3://{}/st", bucket), "--s3-endpoint",
+    auto r = run_tool({"store", "init", "--no-encryption", "--json", "--packs", fmt::format("s3://{}/st", bucket), "--s3-endpoint",
                        ceph().endpoint(), "--s3-part-size", "5M", "--pack-size", "32M", store});
     const auto init = json_of(r);
     EXPECT_NE(init.value("packs_location", "").find(fmt::format("s3://{}/st", bucket)), std::string::npos) << init;
@@ -345,7 +345,7 @@ TEST(S3Engine, ServeAStoreWithS3Packs) {
     const std::string bucket = make_bucket();
     TempDir tmp;
     const std::string store = (tmp.path() / "store").string();
-    ASSERT_EQ(run_tool({"store", "init", "-q", "--packs", fmt::format("s3://{}/sv", bucket), "--s3-endpoint",
+    ASSERT_EQ(run_tool({"store", "init", "--no-encryption", "-q", "--packs", fmt::format("s3://{}/sv", bucket), "--s3-endpoint",
                         ceph().endpoint(), store})
                   .exit_code,
               0);
@@ -405,7 +405,7 @@ TEST(S3Engine, WrongCredentialsAndAMissingBucketAreClearErrors) {
     const std::string endpoint = ceph().endpoint();
     // A bucket that does not exist: nothing is made.
     const std::string nostore = (tmp.path() / "nostore").string();
-    auto r = run_tool({"store", "init", "--packs", "s3://no-such-bucket-here/p", "--s3-endpoint", endpoint, nostore});
+    auto r = run_tool({"store", "init", "--no-encryption", "--packs", "s3://no-such-bucket-here/p", "--s3-endpoint", endpoint, nostore});
     EXPECT_EQ(r.exit_code, 4) << r.err;
     EXPECT_NE(r.err.find("NoSuchBucket"), std::string::npos) << r.err;
     EXPECT_NE(r.err.find("s3://no-such-bucket-here"), std::string::npos) << r.err;
@@ -413,7 +413,7 @@ TEST(S3Engine, WrongCredentialsAndAMissingBucketAreClearErrors) {
     // Wrong secret: 403 with S3's code, nothing made.
     {
         ScopedEnv secret("AWS_SECRET_ACCESS_KEY", "wrong-secret");
-        r = run_tool({"store", "init", "--packs", fmt::format("s3://{}/p", bucket), "--s3-endpoint", endpoint, nostore});
+        r = run_tool({"store", "init", "--no-encryption", "--packs", fmt::format("s3://{}/p", bucket), "--s3-endpoint", endpoint, nostore});
         EXPECT_EQ(r.exit_code, 4) << r.err;
         EXPECT_NE(r.err.find("HTTP 403 SignatureDoesNotMatch"), std::string::npos) << r.err;
         EXPECT_FALSE(fs::exists(nostore));
@@ -421,7 +421,7 @@ TEST(S3Engine, WrongCredentialsAndAMissingBucketAreClearErrors) {
     // A store with a file, then every command with bad credentials: exit 4,
     // the file still there afterwards.
     const std::string store = (tmp.path() / "store").string();
-    ASSERT_EQ(run_tool({"store", "init", "-q", "--packs", fmt::format("s3://{}/p", bucket), "--s3-endpoint", endpoint,
+    ASSERT_EQ(run_tool({"store", "init", "--no-encryption", "-q", "--packs", fmt::format("s3://{}/p", bucket), "--s3-endpoint", endpoint,
                         store})
                   .exit_code,
               0);
@@ -463,7 +463,7 @@ TEST(S3Engine, WrongCredentialsAndAMissingBucketAreClearErrors) {
         ScopedEnv key("AWS_ACCESS_KEY_ID", "");
         ScopedEnv secret("AWS_SECRET_ACCESS_KEY", "");
         ScopedEnv home("HOME", tmp.path().string());
-        r = run_tool({"store", "init", "-q", "--packs", fmt::format("s3://{}/q", bucket), "--s3-endpoint", endpoint,
+        r = run_tool({"store", "init", "--no-encryption", "-q", "--packs", fmt::format("s3://{}/q", bucket), "--s3-endpoint", endpoint,
                       "--s3-credentials", creds.string(), store2});
         ASSERT_EQ(r.exit_code, 0) << r.err;
         r = run_tool({"store", "put", "-q", store2, in.string(), "--name", "viafile"});
@@ -477,9 +477,9 @@ TEST(S3Engine, WrongCredentialsAndAMissingBucketAreClearErrors) {
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_EQ(file_bytes(tmp.path() / "got"), bytes);
     // A location that does not parse is a usage error.
-    r = run_tool({"store", "init", "--packs", "s3://UPPER/x", "--s3-endpoint", endpoint, nostore});
+    r = run_tool({"store", "init", "--no-encryption", "--packs", "s3://UPPER/x", "--s3-endpoint", endpoint, nostore});
     EXPECT_EQ(r.exit_code, 2) << r.err;
-    r = run_tool({"store", "init", "--packs", fmt::format("s3://{}/z", bucket), "--s3-endpoint", "localhost:1", nostore});
+    r = run_tool({"store", "init", "--no-encryption", "--packs", fmt::format("s3://{}/z", bucket), "--s3-endpoint", "localhost:1", nostore});
     EXPECT_EQ(r.exit_code, 2) << r.err;
 }
 
@@ -563,7 +563,7 @@ TEST(S3Engine, RadosgwKilledMidPutLeavesNoHalfCommittedFile) {
     TempDir tmp;
     const std::string store = (tmp.path() / "store").string();
     const auto tree = make_tree(tmp.path() / "in", 80, 1 << 20, 100);
-    ASSERT_EQ(run_tool({"store", "init", "-q", "--packs", fmt::format("s3://{}/k", bucket), "--s3-endpoint",
+    ASSERT_EQ(run_tool({"store", "init", "--no-encryption", "-q", "--packs", fmt::format("s3://{}/k", bucket), "--s3-endpoint",
                         ceph().endpoint(), store})
                   .exit_code,
               0);
@@ -593,7 +593,7 @@ TEST(S3Engine, RadosgwRestartedMidPutIsRetried) {
     TempDir tmp;
     const std::string store = (tmp.path() / "store").string();
     const auto tree = make_tree(tmp.path() / "in", 60, 1 << 20, 300);
-    ASSERT_EQ(run_tool({"store", "init", "-q", "--packs", fmt::format("s3://{}/r", bucket), "--s3-endpoint",
+    ASSERT_EQ(run_tool({"store", "init", "--no-encryption", "-q", "--packs", fmt::format("s3://{}/r", bucket), "--s3-endpoint",
                         ceph().endpoint(), store})
                   .exit_code,
               0);
