@@ -282,7 +282,7 @@ TEST(StoreEncryption, KeyedIdsAndBoundaries) {
 TEST(StoreEncryption, TamperingIsDetectedAndNamed) {
     EncryptedStore s;
     // Fixed-size raw records: equal sizes, so that records can be swapped.
-    ASSERT_EQ(s.run({"store", "init", "-q", "-a", "fixed", "--avg", "8K", "--zstd-level", "0", s.d()}).exit_code, 0);
+    ASSERT_EQ(s.run({"store", "init", "-q", "-a", "fixed-v1.0.0", "--avg", "8K", "--zstd-level", "0", s.d()}).exit_code, 0);
     const auto data = random_bytes(200'000, 9);
     const auto f = s.tmp.write("f.bin", data);
     ASSERT_EQ(s.run({"store", "put", s.d(), f.string(), "--name", "f.bin"}).exit_code, 0);
@@ -344,7 +344,7 @@ TEST(StoreEncryption, TamperingIsDetectedAndNamed) {
     }
     {  // a record of another store (same layout, another key) replayed here
         EncryptedStore other;
-        ASSERT_EQ(other.run({"store", "init", "-q", "-a", "fixed", "--avg", "8K", "--zstd-level", "0", other.d()})
+        ASSERT_EQ(other.run({"store", "init", "-q", "-a", "fixed-v1.0.0", "--avg", "8K", "--zstd-level", "0", other.d()})
                       .exit_code,
                   0);
         const auto g = other.tmp.write("g.bin", random_bytes(200'000, 10));

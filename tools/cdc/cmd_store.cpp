@@ -34,9 +34,9 @@ bool g_s3_enabled = false;
 // --password-file of the store command being run (every one but `key`,
 // which has its own flags).
 std::string g_password_file;
-constexpr const char* kPasswordFlag = "--password-file";
+constexpr const char* kStorePasswordFlag = "--password-file";
 
-std::string password_text(const crypto::SecretBytes& p) {
+std::string store_password_text(const crypto::SecretBytes& p) {
     return std::string(reinterpret_cast<const char*>(p.span().data()), p.span().size());
 }
 }  // namespace
@@ -61,7 +61,7 @@ Store open_store(const std::string& dir, const std::string& key_file) {
     store::OpenOptions o;
     if (!key_file.empty()) o.key = read_key_file(key_file);
     // Asked only of an encrypted store.
-    o.password = [] { return password_text(get_password(g_password_file, kPasswordFlag, true, Ask::once, "password")); };
+    o.password = [] { return store_password_text(get_password(g_password_file, kStorePasswordFlag, true, Ask::once, "password")); };
     try {
         return Store::open(dir, o);
     } catch (const store::VersionError& e) {
@@ -116,7 +116,7 @@ struct InitArgs {
 int run_init(const InitArgs& a) {
     store::InitOptions o;
     if (!a.no_encryption) {
-        o.password = password_text(get_password(g_password_file, kPasswordFlag, true, Ask::twice, "password"));
+        o.password = store_password_text(get_password(g_password_file, kStorePasswordFlag, true, Ask::twice, "password"));
     } else if (!g_password_file.empty()) {
         throw UsageError("--password-file and --no-encryption exclude each other");
     }
@@ -497,7 +497,7 @@ void add_store_subcommands(CLI::App& st, int& exit_code) {
     }
     // Every command but `key` opens the store: an encrypted one's password.
     for (CLI::App* c : st.get_subcommands([](CLI::App*) { return true; }))
-        c->add_option(kPasswordFlag, g_password_file,
+        c->add_option(kStorePasswordFlag, g_password_file,
                       "an encrypted store's password: the file's content (one trailing newline dropped); default: "
                       "the file named by CDC_PASSWORD_FILE, else CDC_PASSWORD, else asked on the terminal (twice "
                       "at init); never a command-line value")
