@@ -48,14 +48,17 @@ path, nbytes = sys.argv[1], int(sys.argv[2])
 rows = {}
 for line in open(path):
     kind, step, wall, cpu = line.split()
-    rows.setdefault((kind, step), []).append(float(wall))
-med = {k: statistics.median(v) for k, v in rows.items()}
+    rows.setdefault((kind, step), []).append((float(wall), float(cpu)))
+med = {k: statistics.median(w for w, _ in v) for k, v in rows.items()}
+cpu = {k: statistics.median(c for _, c in v) for k, v in rows.items()}
 print(f"{nbytes} bytes, {len(rows[('plain', 'put')])} rounds, medians")
-print("| step | plain s | encrypted s | plain MB/s | encrypted MB/s | encrypted/plain throughput |")
-print("|---|---|---|---|---|---|")
+print("| step | plain s | encrypted s | plain MB/s | encrypted MB/s | encrypted/plain throughput | plain CPU s | encrypted CPU s | CPU ratio |")
+print("|---|---|---|---|---|---|---|---|---|")
 for step in ("put", "get"):
     p, e = med[("plain", step)], med[("encrypted", step)]
-    print(f"| {step} | {p:.3f} | {e:.3f} | {nbytes / p / 1e6:.0f} | {nbytes / e / 1e6:.0f} | {p / e:.3f} |")
+    pc, ec = cpu[("plain", step)], cpu[("encrypted", step)]
+    print(f"| {step} | {p:.3f} | {e:.3f} | {nbytes / p / 1e6:.0f} | {nbytes / e / 1e6:.0f} | {p / e:.3f} "
+          f"| {pc:.3f} | {ec:.3f} | {pc / ec:.3f} |")
 p, e = med[("plain", "size")], med[("encrypted", "size")]
-print(f"| store size (packs + index) | {int(p)} B | {int(e)} B | | | {e / p:.4f}x |")
+print(f"| store size (packs + index) | {int(p)} B | {int(e)} B | | | {e / p:.4f}x | | | |")
 PY

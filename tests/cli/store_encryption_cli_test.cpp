@@ -222,6 +222,10 @@ TEST(StoreEncryption, WrongOrMissingPassword) {
         EXPECT_EQ(r.exit_code, 2) << cmd[1] << r.err;
         EXPECT_NE(r.err.find("password"), std::string::npos) << r.err;
     }
+    // Serving an encrypted store is refused with a clear message (not wired yet).
+    auto r = run_tool({"serve", "--store", s.d(), "--listen", "127.0.0.1:0"});
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find("encrypted"), std::string::npos) << r.err;
     // The environment is a source.
     EnvVar env("CDC_PASSWORD_FILE", s.pw);
     EXPECT_EQ(run_tool({"store", "ls", s.d()}).exit_code, 0);

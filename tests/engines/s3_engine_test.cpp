@@ -339,6 +339,51 @@ TEST(S3Engine, StoreRoundTripThroughTheTool) {
     EXPECT_FALSE(fs::exists(tmp.path() / "out" / "big.bin"));
 }
 
+// An encrypted store with its packs in S3: the round trip, and no object of
+// the bucket holds the contents' distinctive string (what the bucket's
+// operator could read).
+TEST(S3Engine, EncryptedStoreInS3) {
+    const std::string bucket = make_bucket();
+    TempDir tmp;
+    const std::string store = (tmp.path() / "store").string();
+    const fs::path pw = tmp.path() / "pw";
+    std::ofstream(pw) << "s3 bucket password";
+    fs::permissions(pw, fs::perms::owner_read | fs::perms::owner_write, fs::perm_options::replace);
+    ::setenv("CDC_PASSWORD_FILE", pw.c_str(), 1);
+    ::setenv("CDC_TEST_FAST_KDF", "1", 1);
+    static constexpr std::string_view kCanary = "PANGOLIN-ORCHARD-4242";
+    auto big = random_bytes(7 << 20, 17);  // raw records: the canary would be there in clear
+    for (std::size_t at = 500; at + kCanary.size() < big.size(); at += 50000)
+        std::copy(kCanary.begin(), kCanary.end(), big.begin() + static_cast<std::ptrdiff_t>(at));
+    fs::create_directories(tmp.path() / "in");
+    std::ofstream(tmp.path() / "in" / "big.bin", std::ios::binary)
+        .write(reinterpret_cast<const char*>(big.data()), static_cast<std::streamsize>(big.size()));
+    auto r = run_tool({"store", "init", "--json", "--packs", fmt::format("s3://{}/enc", bucket), "--s3-endpoint",
+                       ceph().endpoint(), "--s3-part-size", "5M", store});
+    EXPECT_EQ(json_of(r)["encrypted"], true);
+    r = run_tool({"store", "put", store, (tmp.path() / "in").string(), "--name", "t"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    r = run_tool({"store", "get", store, "t/big.bin", "-o", (tmp.path() / "out.bin").string()});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(file_bytes(tmp.path() / "out.bin"), big);
+    auto v = json_of(run_tool({"store", "verify", "--full", "--json", store}));
+    EXPECT_EQ(v["ok"], true) << v;
+    // Every object of the bucket, read as its operator could.
+    s3::Request list;
+    list.query = {{"list-type", "2"}, {"prefix", "enc/"}};
+    const std::string listing = admin_client(bucket).send(list).body;
+    const auto keys = s3::xml_elements(listing, "Contents");
+    ASSERT_GT(keys.size(), 0u);
+    for (const auto c : keys) {
+        s3::Request get;
+        get.key = s3::xml_value(c, "Key").value_or("");
+        const auto body = admin_client(bucket).send(get).body;
+        EXPECT_EQ(body.find(kCanary), std::string::npos) << get.key;
+    }
+    ::unsetenv("CDC_PASSWORD_FILE");
+    ::unsetenv("CDC_TEST_FAST_KDF");
+}
+
 #if CDC_TEST_TRANSFER  // (a build without cdc-transfer has no cdc serve)
 // `cdc serve` of a store whose packs are in S3: push, pull, verify.
 TEST(S3Engine, ServeAStoreWithS3Packs) {
