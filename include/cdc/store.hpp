@@ -135,10 +135,13 @@ public:
 
 // ---------------------------------------------------------------- ids
 
-/// A chunk id: BLAKE3-256 of the chunk's raw (uncompressed) bytes.
+/// A chunk id: BLAKE3-256 of the chunk's raw (uncompressed) bytes; in an
+/// encrypted store, that digest keyed with the store's id key
+/// (Store::chunk_id): the ids its catalog, contains(), missing() and
+/// read_chunk() take.
 using ChunkId = std::array<std::uint8_t, 32>;
 
-/// BLAKE3-256 of `raw`.
+/// BLAKE3-256 of `raw` (an unencrypted store's id of it).
 ChunkId chunk_id_of(std::span<const std::byte> raw);
 /// 64 lowercase hex digits.
 std::string to_hex(const ChunkId& id);

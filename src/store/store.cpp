@@ -220,6 +220,10 @@ Store Store::init(const std::filesystem::path& dir, const InitOptions& options_i
     // the chunker (boundaries of a known file not recognisable) unless the
     // caller gave a key of its own or the algorithm takes none.
     InitOptions options = options_in;
+    struct WipePassword {
+        std::string& s;
+        ~WipePassword() { crypto::wipe({reinterpret_cast<std::uint8_t*>(s.data()), s.size()}); }
+    } wipe_password{options.password};
     std::optional<crypto::MasterKey> master;
     if (!options.password.empty()) {
         master.emplace(crypto::MasterKey::generate());

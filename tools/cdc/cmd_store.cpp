@@ -134,6 +134,10 @@ int run_init(const InitArgs& a) {
         const auto abs = std::filesystem::absolute(o.packs.s3_credentials_file, ec);
         if (!ec) o.packs.s3_credentials_file = abs.string();
     }
+    struct WipePassword {  // (the copy init was given: wiped however init ends)
+        std::string& s;
+        ~WipePassword() { crypto::wipe({reinterpret_cast<std::uint8_t*>(s.data()), s.size()}); }
+    } wipe_password{o.password};
     std::optional<Store> made;
     try {
         made.emplace(Store::init(a.dir, o));
