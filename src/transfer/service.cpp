@@ -8,6 +8,7 @@
 #include "protocol.hpp"
 #include "pull_session.hpp"
 #include "push_session.hpp"
+#include "read_ahead_bidi.hpp"
 
 #include <cdc/digest.hpp>
 
@@ -82,7 +83,11 @@ store::ChunkId id_of(const Digest& d) {
     return id;
 }
 
-class Service final : public v1::Transfer::Service {
+using ServiceBase = v1::Transfer::WithCallbackMethod_Push<v1::Transfer::Service>;
+
+class Service final : public ServiceBase {
+    using Base = ServiceBase;
+
 public:
     explicit Service(const ServerOptions& o)
         : o_(o),
@@ -125,42 +130,12 @@ public:
         return grpc::Status::OK;
     }
 
-    grpc::Status Push(grpc::ServerContext* ctx,
-                      grpc::ServerReaderWriter<v1::PushReply, v1::PushRequest>* stream) override {
-        Slot slot(*this, ctx);
-        if (auto st = admit(ctx, slot); !st.ok()) return st;
-        if (key_missing())
-            return {grpc::StatusCode::FAILED_PRECONDITION,
-                    "this server holds no key for its keyed store (it was started without --key-file): it takes no "
-                    "push (pull, ls and hash work)"};
-        const auto t0 = std::chrono::steady_clock::now();
-        std::unique_ptr<PushSession> session;
-        grpc::Status st = guarded([&] {
-            session = std::make_unique<PushSession>(o_.store_dir, o_.open);
-            const auto sink = [&](const v1::PushReply& r) {
-                if (!stream->Write(r)) throw TransferError(Code::cancelled, "the client went away");
-            };
-            v1::PushRequest req;
-            while (!session->finished() && stream->Read(&req)) {
-                slot.touch();
-                session->handle(req, sink);
-            }
-            if (!session->finished())
-                return grpc::Status(grpc::StatusCode::CANCELLED,
-                                    "the push ended before finish: the open file was not committed");
-            return grpc::Status::OK;
-        });
-        if (session && !session->finished()) session->abort();
-        slot.release();  // before the log line: a client that waits for it may start a stream at once
-        if (session) {
-            const PushTotals& t = session->totals();
-            log(ctx, st, fmt::format("push: {} file(s), {} bytes, {} new chunks ({} bytes)", t.files, t.bytes,
-                                     t.new_chunks, t.new_bytes),
-                t0);
-        } else {
-            log(ctx, st, "push", t0);
-        }
-        return st;
+    // Push runs on gRPC's callback API: its requests are read ahead of the
+    // one being handled (read_ahead_bidi.hpp), the client's data messages
+    // travel while the server decodes and stores the previous one.
+    using Base::Push;  // (the synchronous one, which gRPC no longer calls)
+    grpc::ServerBidiReactor<v1::PushRequest, v1::PushReply>* Push(grpc::CallbackServerContext* ctx) override {
+        return PushReactor::start(kPushReadAhead, [this, ctx](PushReactor& stream) { return push(ctx, stream); });
     }
 
     grpc::Status Pull(grpc::ServerContext* ctx,
@@ -246,10 +221,51 @@ public:
     }
 
 private:
+    // Requests of a push queued while one is handled: data messages are up
+    // to kDataMessageBytes (~1 MiB) each.
+    static constexpr std::size_t kPushReadAhead = 1;
+
+    using PushReactor = ReadAheadBidi<v1::PushRequest, v1::PushReply>;
+
+    grpc::Status push(grpc::ServerContextBase* ctx, PushReactor& stream) {
+        Slot slot(*this, ctx);
+        if (auto st = admit(ctx, slot); !st.ok()) return st;
+        if (key_missing())
+            return {grpc::StatusCode::FAILED_PRECONDITION,
+                    "this server holds no key for its keyed store (it was started without --key-file): it takes no "
+                    "push (pull, ls and hash work)"};
+        const auto t0 = std::chrono::steady_clock::now();
+        std::unique_ptr<PushSession> session;
+        grpc::Status st = guarded([&] {
+            session = std::make_unique<PushSession>(o_.store_dir, o_.open);
+            const auto sink = [&](const v1::PushReply& r) { stream.write(r); };
+            v1::PushRequest req;
+            while (!session->finished() && stream.read(req)) {
+                slot.touch();
+                session->handle(req, sink);
+            }
+            if (!session->finished())
+                return grpc::Status(grpc::StatusCode::CANCELLED,
+                                    "the push ended before finish: the open file was not committed");
+            return grpc::Status::OK;
+        });
+        if (session && !session->finished()) session->abort();
+        slot.release();  // before the log line: a client that waits for it may start a stream at once
+        if (session) {
+            const PushTotals& t = session->totals();
+            log(ctx, st, fmt::format("push: {} file(s), {} bytes, {} new chunks ({} bytes)", t.files, t.bytes,
+                                     t.new_chunks, t.new_bytes),
+                t0);
+        } else {
+            log(ctx, st, "push", t0);
+        }
+        return st;
+    }
+
     /// A stream being served: counted against max_streams and against its
     /// client's share (max_client_streams), watched for idleness.
     struct Slot {
-        Slot(Service& s, grpc::ServerContext* ctx) : s_(s), ctx_(ctx), client_(client_of(ctx->peer())) {
+        Slot(Service& s, grpc::ServerContextBase* ctx) : s_(s), ctx_(ctx), client_(client_of(ctx->peer())) {
             touch();
             std::lock_guard lock(s_.slots_mutex_);
             s_.slots_.insert(this);
@@ -288,7 +304,7 @@ private:
         }
         void touch() { last_ns_.store(now_ns()); }
         Service& s_;
-        grpc::ServerContext* ctx_;
+        grpc::ServerContextBase* ctx_;
         std::string client_;
         bool taken_ = false;
         std::string refusal_;  ///< why it was not taken
@@ -333,7 +349,7 @@ private:
         }
     }
 
-    grpc::Status authenticate(grpc::ServerContext* ctx) const {
+    grpc::Status authenticate(grpc::ServerContextBase* ctx) const {
         if (o_.token.empty()) return grpc::Status::OK;
         const auto& md = ctx->client_metadata();
         const auto it = md.find("authorization");
@@ -342,13 +358,13 @@ private:
         return grpc::Status::OK;
     }
 
-    grpc::Status admit(grpc::ServerContext* ctx, const Slot& slot) const {
+    grpc::Status admit(grpc::ServerContextBase* ctx, const Slot& slot) const {
         if (auto st = authenticate(ctx); !st.ok()) return st;
         if (!slot.taken_) return {grpc::StatusCode::RESOURCE_EXHAUSTED, slot.refusal_};
         return grpc::Status::OK;
     }
 
-    void log(grpc::ServerContext* ctx, const grpc::Status& st, const std::string& what,
+    void log(grpc::ServerContextBase* ctx, const grpc::Status& st, const std::string& what,
              std::chrono::steady_clock::time_point t0) const {
         if (!o_.log) return;
         const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
