@@ -6,11 +6,14 @@
 // message only while a read of it is pending, and 64 KiB beyond. With the
 // synchronous API the handler's thread reads, then handles: while it
 // handles a data message (decode, hash, store) nothing is pending, and the
-// client stops after 64 KiB. Here gRPC's callback API reads into a queue of
-// `depth` messages, the body runs on its own thread and takes them from
-// the queue: the client sends message k + 1 while the server handles k, and
-// a stream holds at most depth + 1 messages (the one handled and the queued
-// ones; no read is pending while the queue is full).
+// client stops after 64 KiB. Here the body runs on its own thread over
+// gRPC's callback API and, when it takes a request, the next one is read
+// while it handles that one: the client sends message k + 1 while the
+// server handles k. A stream then holds two messages (the one handled and
+// the one read ahead) where it held one, so read-ahead is rationed: a
+// stream reads ahead only while it holds a slot of a ReadAheadBudget shared
+// by the server's streams (a burst of streams holds at most that many
+// messages more; the others read as the synchronous API did).
 //
 // The body sees a blocking read() (false at the end of the stream or when
 // it was cancelled) and write() (throws `cancelled` when the stream broke),
@@ -23,6 +26,7 @@
 
 #include <grpcpp/support/server_callback.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
@@ -32,33 +36,55 @@
 
 namespace cdc::transfer {
 
+/// Read-ahead slots shared by the streams of a server.
+class ReadAheadBudget {
+public:
+    explicit ReadAheadBudget(int slots) : free_(slots) {}
+    bool take() noexcept {
+        int n = free_.load();
+        while (n > 0)
+            if (free_.compare_exchange_weak(n, n - 1)) return true;
+        return false;
+    }
+    void give() noexcept { free_.fetch_add(1); }
+
+private:
+    std::atomic<int> free_;
+};
+
 template <class Request, class Reply>
 class ReadAheadBidi final : public grpc::ServerBidiReactor<Request, Reply> {
 public:
     using Body = std::function<grpc::Status(ReadAheadBidi&)>;
 
-    /// Starts reading and runs `body` on a thread of its own; the object
-    /// deletes itself when gRPC is done with the stream (OnDone).
-    static ReadAheadBidi* start(std::size_t depth, Body body) { return new ReadAheadBidi(depth, std::move(body)); }
+    /// Runs `body` on a thread of its own; the object deletes itself when
+    /// gRPC is done with the stream (OnDone). `budget` outlives the stream.
+    static ReadAheadBidi* start(ReadAheadBudget& budget, Body body) {
+        return new ReadAheadBidi(budget, std::move(body));
+    }
 
     /// The next request (blocks); false at the end of the stream, or when
     /// it was cancelled.
     bool read(Request& out) {
-        bool resume = false;
+        // (a slot another stream gave back is taken at the next request)
+        if (!ahead_) ahead_ = budget_.take();
+        bool start = false;
+        {
+            std::lock_guard lock(mutex_);
+            if (queue_.empty() && !reading_ && !ended_ && !cancelled_) start = reading_ = true;
+        }
+        // (reads start outside the lock: their reaction takes it)
+        if (start) this->StartRead(&incoming_);
         {
             std::unique_lock lock(mutex_);
             cv_.wait(lock, [&] { return !queue_.empty() || ended_ || cancelled_; });
             if (cancelled_ || queue_.empty()) return false;
             out = std::move(queue_.front());
             queue_.pop_front();
-            // (a read is started outside the lock: its reaction takes it)
-            if (paused_ && !ended_) {
-                paused_ = false;
-                reading_ = true;
-                resume = true;
-            }
+            start = ahead_ && !reading_ && !ended_;
+            if (start) reading_ = true;
         }
-        if (resume) this->StartRead(&incoming_);
+        if (start) this->StartRead(&incoming_);  // the next request, while this one is handled
         return true;
     }
 
@@ -79,25 +105,15 @@ public:
     }
 
     void OnReadDone(bool ok) override {
-        bool again = false;
         {
             std::lock_guard lock(mutex_);
             reading_ = false;
-            if (!ok) {
-                ended_ = true;
-            } else {
+            if (ok)
                 queue_.push_back(std::move(incoming_));
-                incoming_.Clear();
-                if (queue_.size() < depth_) {
-                    reading_ = true;
-                    again = true;
-                } else {
-                    paused_ = true;
-                }
-            }
+            else
+                ended_ = true;
         }
         cv_.notify_all();
-        if (again) this->StartRead(&incoming_);
     }
 
     void OnWriteDone(bool ok) override {
@@ -128,9 +144,7 @@ public:
     }
 
 private:
-    ReadAheadBidi(std::size_t depth, Body body) : depth_(depth < 1 ? 1 : depth), body_(std::move(body)) {
-        reading_ = true;
-        this->StartRead(&incoming_);
+    ReadAheadBidi(ReadAheadBudget& budget, Body body) : budget_(budget), body_(std::move(body)) {
         worker_ = std::thread([this] {
             grpc::Status st;
             try {
@@ -139,20 +153,21 @@ private:
                 st = grpc::Status(grpc::StatusCode::INTERNAL, e.what());
             }
             body_ = nullptr;  // what it captured goes before the stream ends
+            if (ahead_) budget_.give();
             this->Finish(st);
         });
     }
 
-    const std::size_t depth_;
+    ReadAheadBudget& budget_;
     Body body_;
+    bool ahead_ = false;  ///< holds a slot of budget_ (the body's thread only)
     std::thread worker_;
     Request incoming_;  ///< the read pending, if any (gRPC writes it)
     Reply outgoing_;    ///< the write pending, if any (gRPC reads it)
     std::mutex mutex_;
     std::condition_variable cv_;
-    std::deque<Request> queue_;  // (mutex_)
+    std::deque<Request> queue_;  // (mutex_) one request at most
     bool reading_ = false;       // (mutex_) a read is pending
-    bool paused_ = false;        // (mutex_) the queue was full: no read pending
     bool ended_ = false;         // (mutex_) the client half-closed, or the stream broke
     bool cancelled_ = false;     // (mutex_)
     bool writing_ = false;       // (mutex_)

@@ -135,7 +135,7 @@ public:
     // travel while the server decodes and stores the previous one.
     using Base::Push;  // (the synchronous one, which gRPC no longer calls)
     grpc::ServerBidiReactor<v1::PushRequest, v1::PushReply>* Push(grpc::CallbackServerContext* ctx) override {
-        return PushReactor::start(kPushReadAhead, [this, ctx](PushReactor& stream) { return push(ctx, stream); });
+        return PushReactor::start(push_read_ahead_, [this, ctx](PushReactor& stream) { return push(ctx, stream); });
     }
 
     grpc::Status Pull(grpc::ServerContext* ctx,
@@ -221,9 +221,11 @@ public:
     }
 
 private:
-    // Requests of a push queued while one is handled: data messages are up
-    // to kDataMessageBytes (~1 MiB) each.
-    static constexpr std::size_t kPushReadAhead = 1;
+    // Push streams that read their next request while they handle one
+    // (read_ahead_bidi.hpp): each holds one more data message (~1 MiB). One
+    // push at a time, the usual case, and two at once read ahead; a burst of
+    // more holds no more memory than two.
+    static constexpr int kPushReadAheadStreams = 2;
 
     using PushReactor = ReadAheadBidi<v1::PushRequest, v1::PushReply>;
 
@@ -385,6 +387,7 @@ private:
     std::set<Slot*> slots_;
     bool stopping_ = false;
     std::thread watchdog_;
+    ReadAheadBudget push_read_ahead_{kPushReadAheadStreams};
 };
 
 }  // namespace
@@ -438,10 +441,11 @@ Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>()) {
     // of 256 MiB, whose sender outruns the hashing, held 20-50 MiB more, and
     // a long-lived server passed 64 MB whatever else was bounded. Without it
     // a stream's window is the message being read and 64 KiB more (gRPC 1.51
-    // ignores the lookahead option). The cost: the client cannot send the
-    // next data message while the server handles one (a push ~20% slower on
-    // an idle machine), and on long links about one data message (~1 MiB)
-    // travels per round trip (docs/BENCHMARKS.md "Chunked transfer").
+    // ignores the lookahead option). A push reads its next request while it
+    // handles one (Push above), so the client sends a data message while the
+    // server stores the previous; a pull or a hash is read by its handler's
+    // thread alone, and on long links about one message (~1 MiB) travels
+    // per round trip (docs/BENCHMARKS.md "Chunked transfer").
     b.AddChannelArgument(GRPC_ARG_HTTP2_BDP_PROBE, 0);
     grpc::ResourceQuota quota("cdc-serve");
     quota.SetMaxThreads(static_cast<int>(o.max_streams) * 2 + 8);
