@@ -32,6 +32,7 @@
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <system_error>
 #include <thread>
 
 namespace cdc::transfer {
@@ -138,13 +139,23 @@ public:
         // on that thread itself (inlined), or on one of gRPC's.
         if (worker_.get_id() == std::this_thread::get_id())
             worker_.detach();
-        else
+        else if (worker_.joinable())
             worker_.join();
         delete this;
     }
 
 private:
     ReadAheadBidi(ReadAheadBudget& budget, Body body) : budget_(budget), body_(std::move(body)) {
+        try {
+            start_worker();
+        } catch (const std::system_error&) {  // no thread to be had
+            body_ = nullptr;
+            this->Finish(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                                      "the server cannot start a thread for this stream; try again"));
+        }
+    }
+
+    void start_worker() {
         worker_ = std::thread([this] {
             grpc::Status st;
             try {
