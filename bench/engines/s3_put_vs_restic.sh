@@ -51,7 +51,7 @@ run() {  # LABEL BUCKET COMMAND...
 }
 mkbucket cdc-bench
 mkbucket restic-bench
-"$cdc" store init -q --packs s3://cdc-bench/s --s3-endpoint "$CEPH_S3_ENDPOINT" "$work/store"
+"$cdc" store init --no-encryption -q --packs s3://cdc-bench/s --s3-endpoint "$CEPH_S3_ENDPOINT" "$work/store"
 export RESTIC_PASSWORD=bench
 restic_repo=s3:$CEPH_S3_ENDPOINT/restic-bench
 restic -q -r "$restic_repo" --cache-dir "$work/restic-cache" init >/dev/null

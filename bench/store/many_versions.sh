@@ -25,7 +25,7 @@ results="$work/results.txt"
 bins=("$@")
 for ((b = 0; b < ${#bins[@]}; b++)); do
   # shellcheck disable=SC2086
-  "${bins[b]}" store init "$work/s$b" $opts > /dev/null
+  "${bins[b]}" store init --no-encryption "$work/s$b" $opts > /dev/null
   for ((v = 1; v <= versions; v++)); do
     "${bins[b]}" store put "$work/s$b" "$path" --name "v$v" -q > /dev/null
   done

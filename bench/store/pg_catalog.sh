@@ -47,7 +47,7 @@ echo "== 1 writer: SQLite vs PostgreSQL, the whole tree (4 dirs)"
 for kind in sqlite pg; do
   for rep in 1 2; do
     rm -rf $B/s-$kind $B/out-$kind
-    if [[ $kind == pg ]]; then mkdb bench1; $CDC store init -q --catalog "$(url bench1)" $B/s-$kind; else $CDC store init -q $B/s-$kind; fi
+    if [[ $kind == pg ]]; then mkdb bench1; $CDC store init -q --no-encryption --catalog "$(url bench1)" $B/s-$kind; else $CDC store init -q --no-encryption $B/s-$kind; fi
     sync
     s=$(date +%s.%N); $CDC store put -q $B/s-$kind $B/data/tree --name t; e=$(date +%s.%N)
     put=$(python3 -c "print(round($e-$s,2))")
@@ -62,7 +62,7 @@ done
 
 echo "== N writers at once into one PG-catalog store (each: its own 96 MiB + the shared 48 MiB)"
 for n in 1 2 4; do
-  mkdb benchn; rm -rf $B/s-n; $CDC store init -q --catalog "$(url benchn)" $B/s-n
+  mkdb benchn; rm -rf $B/s-n; $CDC store init -q --no-encryption --catalog "$(url benchn)" $B/s-n
   s=$(date +%s.%N)
   pids=()
   for ((w=0; w<n; w++)); do

@@ -51,7 +51,7 @@ def main():
     shutil.rmtree(work, ignore_errors=True)
     template, store = os.path.join(work, "template"), os.path.join(work, "store")
     first = variants[0][2]
-    subprocess.run([first, "store", "init", template, "-a", "fastcdc", *opts], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run([first, "store", "init", "--no-encryption", template, "-a", "fastcdc", *opts], check=True, stdout=subprocess.DEVNULL)
     subprocess.run([first, "store", "put", "-q", template, path, "--name", "base"], check=True,
                    stdout=subprocess.DEVNULL)
     results = {}

@@ -65,7 +65,7 @@ bench_corpus() {  # corpus-name, then the inputs: the day tars or the sample tre
   for variant in "cdc-64k:--min 16K --avg 64K --max 256K" "cdc-8k:"; do
     local name=${variant%%:*} opts=${variant#*:}
     # shellcheck disable=SC2086
-    "$cdc" store init "$d/$name" -a fastcdc $opts --zstd-level 3 > /dev/null
+    "$cdc" store init --no-encryption "$d/$name" -a fastcdc $opts --zstd-level 3 > /dev/null
     local t0=$(date +%s.%N)
     for f in "${inputs[@]}"; do run "$name" "$corpus" put "$(size_of "$f")" -- "$cdc" store put -q "$d/$name" "$f" --name "$(basename "$f")"; done
     run "$name" "$corpus" reput "$lastsize" -- "$cdc" store put -q "$d/$name" "$lastin" --name again

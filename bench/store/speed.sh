@@ -50,7 +50,7 @@ for ((r = 0; r < rounds; r++)); do
     d="$work/store-$i"
     rm -rf "$d"
     # shellcheck disable=SC2086
-    "$cdc" store init "$d" -a fastcdc $opts --zstd-level 3 > /dev/null
+    "$cdc" store init --no-encryption "$d" -a fastcdc $opts --zstd-level 3 > /dev/null
     timed "$i" put "$cdc" store put -q "$d" "$file" --name f
     timed "$i" reput "$cdc" store put -q "$d" "$file" --name g
     timed "$i" reput-same "$cdc" store put -q "$d" "$file" --name f

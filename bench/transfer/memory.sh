@@ -9,7 +9,7 @@
 set -euo pipefail
 cdc=$1; big=$2; tag=$3; w=/tmp/cdc-mem-$tag
 rm -rf "$w"; mkdir -p "$w"
-"$cdc" store init "$w/store" >/dev/null
+"$cdc" store init --no-encryption "$w/store" >/dev/null
 serve() {
   rm -f "$w/port"
   CDC_TRANSFER=${SRV:-${CDC_TRANSFER:-}} "$cdc" serve --store "$w/store" --listen 127.0.0.1:0 --port-file "$w/port" -q &

@@ -112,8 +112,8 @@ size=$(stat -c %s "$input")
 # ---- 1 + 2: new and unchanged data
 for r in $(seq "$rounds"); do
   rm -rf "$work/local" "$work/remote"
-  "$cdc" store init "$work/local" > /dev/null
-  "$cdc" store init "$work/remote" > /dev/null
+  "$cdc" store init --no-encryption "$work/local" > /dev/null
+  "$cdc" store init --no-encryption "$work/remote" > /dev/null
   server=""
   timed "new" "store put" "$cdc" store put "$work/local" "$input" --name f --json -q
   serve "$work/remote"
@@ -134,7 +134,7 @@ fi
 if has_step versions; then
 cat "$versions"/day*.tar > /dev/null  # warm page cache
 rm -rf "$work/vstore" "$work/rsync" "$work/rsync-z"
-"$cdc" store init "$work/vstore" ${VERSIONS_STORE:-} > /dev/null
+"$cdc" store init --no-encryption "$work/vstore" ${VERSIONS_STORE:-} > /dev/null
 mkdir -p "$work/rsync/plain" "$work/rsync/z"
 rport=$((20000 + RANDOM % 20000))
 cat > "$work/rsyncd.conf" <<EOF
@@ -181,7 +181,7 @@ if has_step memory && [[ "$big" != "0" ]]; then
   "$cdc" gen "splitmix64:1:$(numfmt --from=iec "$big")" -o "$bigfile"
   bigsize=$(stat -c %s "$bigfile")
   rm -rf "$work/bigstore" "$work/big-pulled"
-  "$cdc" store init "$work/bigstore" > /dev/null
+  "$cdc" store init --no-encryption "$work/bigstore" > /dev/null
   serve "$work/bigstore"
   timed "big" "push" "$cdc" push --to "127.0.0.1:$port" "$bigfile" --name big --json -q
   echo "{\"step\":\"big\",\"kind\":\"push server\",\"bytes\":$bigsize,\"server_rss_kb\":$(peak_kb_of "$server")}" >> "$results"

@@ -208,7 +208,7 @@ class Session:
             shutil.rmtree(self.work)
         for d in ("in", "out", "config"):
             (self.work / d).mkdir(parents=True)
-        self.run("store", "init", str(self.work / "store"))
+        self.run("store", "init", "--no-encryption", str(self.work / "store"))
         t_gen = time.monotonic()
         # the sequence first: 64 MiB push, pull, hash, then the big push
         self.gen("a64", 1, 64 * MIB)

@@ -79,9 +79,14 @@
 
 namespace cdc::store {
 
-/// The on-disk format this library writes and reads. A store of a newer
-/// format is refused (VersionError), never modified.
-inline constexpr std::uint32_t kFormatVersion = 1;
+/// The newest on-disk format this library reads and writes. A store of a
+/// newer format is refused (VersionError), never modified. An unencrypted
+/// store is written as format 1; an encrypted one as format 2 (sealed
+/// records and key slots: docs/STORE.md "Encryption"), which a cdc that
+/// knows only format 1 refuses instead of misreading.
+inline constexpr std::uint32_t kFormatVersion = 2;
+/// The format of a store made without encryption.
+inline constexpr std::uint32_t kPlainFormatVersion = 1;
 
 // ---------------------------------------------------------------- errors
 
@@ -111,6 +116,14 @@ public:
     using StoreError::StoreError;
 };
 
+/// An encrypted store was opened without its password, or with one that
+/// opens none of its key slots (docs/STORE.md "Encryption"). The store was
+/// not modified.
+class PasswordError : public StoreError {
+public:
+    using StoreError::StoreError;
+};
+
 /// The store keeps its packs where this program cannot reach them: S3 packs
 /// in a program built without S3 support (the static `cdc` runs its
 /// cdc-store-s3 helper instead; a program linked with cdc::store_s3 calls
@@ -122,10 +135,13 @@ public:
 
 // ---------------------------------------------------------------- ids
 
-/// A chunk id: BLAKE3-256 of the chunk's raw (uncompressed) bytes.
+/// A chunk id: BLAKE3-256 of the chunk's raw (uncompressed) bytes; in an
+/// encrypted store, that digest keyed with the store's id key
+/// (Store::chunk_id): the ids its catalog, contains(), missing() and
+/// read_chunk() take.
 using ChunkId = std::array<std::uint8_t, 32>;
 
-/// BLAKE3-256 of `raw`.
+/// BLAKE3-256 of `raw` (an unencrypted store's id of it).
 ChunkId chunk_id_of(std::span<const std::byte> raw);
 /// 64 lowercase hex digits.
 std::string to_hex(const ChunkId& id);
@@ -193,6 +209,13 @@ struct InitOptions {
     std::uint64_t pack_size = std::uint64_t{64} << 20;
     /// Where the packs go (default: the store's directory).
     PackLocation packs;
+    /// Non-empty: an encrypted store (format 2, docs/STORE.md "Encryption"):
+    /// a random master key wrapped under this password (Argon2id; its cost
+    /// tuned to ~0.5 s, or minimal with CDC_TEST_FAST_KDF=1), records
+    /// sealed, chunk ids keyed, and, unless `chunking.key` is given, the
+    /// chunker keyed with a key derived from the master key (for the
+    /// algorithms that take a key). Empty: an unencrypted store (format 1).
+    std::string password;
     /// Where the catalog goes: empty for SQLite in the store's directory
     /// (the default), or "postgresql://[USER@]HOST[:PORT]/DB" (libpq's URI;
     /// the password from PGPASSWORD, PGPASSFILE or ~/.pgpass, never in it),
@@ -205,6 +228,10 @@ struct OpenOptions {
     /// The key of a keyed store: needed to put (a Writer checks it against
     /// the stored check value), not to read. Ignored for unkeyed stores.
     std::optional<Key> key;
+    /// The password of an encrypted store: called once, only when the store
+    /// is encrypted (PasswordError if absent there, or if the password
+    /// opens no key slot). The returned string is wiped after use.
+    std::function<std::string()> password;
 };
 
 /// What a store was created with.
@@ -221,6 +248,10 @@ struct StoreInfo {
     /// A keyed store's key check value (key_check_value of its key; never
     /// the key), empty for an unkeyed store.
     std::string key_check;
+    /// Encrypted at rest: records sealed with this cipher
+    /// ("xchacha20-poly1305"); empty for an unencrypted store.
+    std::string cipher;
+    bool encrypted() const noexcept { return !cipher.empty(); }
 };
 
 /// File metadata kept in a manifest.
@@ -400,6 +431,11 @@ public:
     ~Store();
 
     const StoreInfo& info() const noexcept;
+    /// The id this store gives a chunk of these bytes: chunk_id_of(raw) in an
+    /// unencrypted store; in an encrypted one that digest hashed again with
+    /// the store's secret id key (BLAKE3 keyed), so that an id does not say
+    /// whether a known chunk is stored.
+    ChunkId chunk_id(std::span<const std::byte> raw) const;
     /// The store's cut finder (needs the key for a keyed store: OptionError).
     std::shared_ptr<const CutFinder> finder() const;
 

@@ -9,10 +9,12 @@
 
 namespace cdc::store::detail {
 
-std::unique_ptr<BaseList> BaseList::open(Catalog& catalog, const PackStorage& packs, const std::string& name,
+std::unique_ptr<BaseList> BaseList::open(Catalog& catalog, const PackStorage& packs, const crypto::Sealer* sealer,
+                                         const std::string& name,
                                          std::uint64_t min_chunks) {
     std::unique_ptr<BaseList> b(new BaseList(catalog));
     b->packs_ = &packs;
+    b->sealer_ = sealer;
     b->name_ = name;
     catalog.begin_read();
     b->viewing_ = true;
@@ -22,10 +24,12 @@ std::unique_ptr<BaseList> BaseList::open(Catalog& catalog, const PackStorage& pa
     return b;
 }
 
-std::unique_ptr<BaseList> BaseList::open_similar(Catalog& catalog, const PackStorage& packs, const ChunkId& first,
+std::unique_ptr<BaseList> BaseList::open_similar(Catalog& catalog, const PackStorage& packs,
+                                                  const crypto::Sealer* sealer, const ChunkId& first,
                                                   std::optional<std::uint64_t> size, std::string_view name) {
     std::unique_ptr<BaseList> b(new BaseList(catalog));
     b->packs_ = &packs;
+    b->sealer_ = sealer;
     catalog.begin_read();
     b->viewing_ = true;
     // The most recent candidates only, from the first-id index and the
@@ -98,7 +102,8 @@ void BaseList::read_matched(const std::function<void(std::span<const std::byte>)
         PackFiles packs(*packs_);
         TaskPool pool(2);
         OrderedDecoder decoder(pool, fmt::format("'{}' (the stored version, read back to hash the new one): ", name_),
-                               [&](OrderedDecoder::Delivery& d) { f(d.bytes); });
+                               [&](OrderedDecoder::Delivery& d) { f(d.bytes); },
+                               OrderedDecoder::Options{.sealer = sealer_});
         const std::uint64_t listed = for_each_listed_chunk(
             catalog_, manifest_, name_, matched_chunks_, [&](const ChunkId& id, const Location& loc, std::uint64_t) {
                 decoder.add(id, loc, packs);

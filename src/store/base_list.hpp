@@ -18,6 +18,7 @@
 
 #include "catalog.hpp"
 #include "pack_storage.hpp"
+#include "records.hpp"
 
 #include <cdc/digest.hpp>
 #include <cdc/store.hpp>
@@ -38,7 +39,8 @@ public:
     /// The committed file `name`, read on `catalog` (a connection used by
     /// nothing else until the BaseList is gone), if it exists with at least
     /// `min_chunks` chunks; nullptr otherwise.
-    static std::unique_ptr<BaseList> open(Catalog& catalog, const PackStorage& packs, const std::string& name,
+    static std::unique_ptr<BaseList> open(Catalog& catalog, const PackStorage& packs, const crypto::Sealer* sealer,
+                                          const std::string& name,
                                           std::uint64_t min_chunks);
     /// A committed file whose chunk list starts with `first` and has 2
     /// chunks or more (the most recently committed if several), if any: a
@@ -50,7 +52,8 @@ public:
     /// name ends most like `name` (the put's: a tree put again under a new
     /// prefix finds each file's own earlier version, not a sibling version
     /// of the same size that starts alike), then the most recent.
-    static std::unique_ptr<BaseList> open_similar(Catalog& catalog, const PackStorage& packs, const ChunkId& first,
+    static std::unique_ptr<BaseList> open_similar(Catalog& catalog, const PackStorage& packs,
+                                                  const crypto::Sealer* sealer, const ChunkId& first,
                                                   std::optional<std::uint64_t> size, std::string_view name = {});
     ~BaseList();
     BaseList(const BaseList&) = delete;
@@ -108,6 +111,7 @@ private:
 
     Catalog& catalog_;
     const PackStorage* packs_ = nullptr;
+    const crypto::Sealer* sealer_ = nullptr;  // an encrypted store's key (records.hpp)
     std::string name_;
     bool viewing_ = false;  // catalog_'s read view is this list's
     std::int64_t manifest_ = 0;

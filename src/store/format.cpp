@@ -105,7 +105,7 @@ std::optional<std::uint64_t> parse_pack_name(std::string_view name) {
 std::array<std::uint8_t, kPackHeaderSize> pack_header(std::uint64_t pack) {
     std::array<std::uint8_t, kPackHeaderSize> h{};
     std::memcpy(h.data(), kPackMagic.data(), kPackMagic.size());
-    put_u32(h.data() + 8, kFormatVersion);
+    put_u32(h.data() + 8, kPlainFormatVersion);  // packs did not change: their records say whether they are sealed
     put_u32(h.data() + 12, static_cast<std::uint32_t>(pack));
     return h;
 }
@@ -130,11 +130,26 @@ void encode_record(const ChunkId& id, Codec codec, std::uint32_t raw_size, std::
     put_u64(out + 48, checksum(out, payload));
 }
 
+void encode_sealed_header(const ChunkId& id, Codec codec, std::uint32_t stored_size, std::uint8_t* out) {
+    std::memcpy(out, kRecordMagic.data(), 4);
+    out[4] = static_cast<std::uint8_t>(static_cast<std::uint8_t>(codec) | kRecordEncrypted);
+    out[5] = out[6] = out[7] = 0;
+    put_u32(out + 8, 0);  // the raw size is inside the sealed payload
+    put_u32(out + 12, stored_size);
+    std::memcpy(out + 16, id.data(), id.size());
+    put_u64(out + 48, 0);
+}
+
+void set_record_checksum(std::uint8_t* header, std::span<const std::byte> payload) {
+    put_u64(header + 48, checksum(header, payload));
+}
+
 std::optional<RecordHeader> decode_record(const std::uint8_t* h) {
     if (std::memcmp(h, kRecordMagic.data(), 4) != 0) return std::nullopt;
-    if (h[4] > 1 || h[5] != 0 || h[6] != 0 || h[7] != 0) return std::nullopt;
+    if ((h[4] & ~(1u | kRecordEncrypted)) != 0 || h[5] != 0 || h[6] != 0 || h[7] != 0) return std::nullopt;
     RecordHeader r;
-    r.codec = static_cast<Codec>(h[4]);
+    r.codec = static_cast<Codec>(h[4] & 1u);
+    r.encrypted = (h[4] & kRecordEncrypted) != 0;
     r.raw_size = get_u32(h + 8);
     r.stored_size = get_u32(h + 12);
     std::memcpy(r.id.data(), h + 16, r.id.size());

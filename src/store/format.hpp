@@ -51,8 +51,15 @@ std::array<std::uint8_t, kPackHeaderSize> pack_header(std::uint64_t pack);
 /// Empty if fine, else what is wrong with a pack's first bytes.
 std::string check_pack_header(std::span<const std::uint8_t> bytes, std::uint64_t pack);
 
+/// Bit 1 of a record's flags byte (the byte after the magic; bit 0 is the
+/// codec): the payload is sealed (docs/STORE-V2.md "Records and packs").
+inline constexpr std::uint8_t kRecordEncrypted = 2;
+/// Bytes of the raw size that leads a sealed record's plain text.
+inline constexpr std::size_t kSealedSizeBytes = 4;
+
 struct RecordHeader {
     Codec codec = Codec::raw;
+    bool encrypted = false;
     std::uint32_t raw_size = 0;
     std::uint32_t stored_size = 0;
     ChunkId id{};
@@ -62,6 +69,15 @@ struct RecordHeader {
 /// Writes the 56-byte header of a record with this payload (computes the checksum).
 void encode_record(const ChunkId& id, Codec codec, std::uint32_t raw_size, std::span<const std::byte> payload,
                    std::uint8_t* out);
+/// The first 48 bytes of a sealed record's header (magic, flags with
+/// kRecordEncrypted, raw size 0, stored size, id): the associated data its
+/// payload is sealed with. The checksum follows once the payload is sealed
+/// (set_record_checksum).
+void encode_sealed_header(const ChunkId& id, Codec codec, std::uint32_t stored_size, std::uint8_t* out);
+/// Bytes of a header that a sealed payload's tag covers (all but the checksum).
+inline constexpr std::size_t kRecordAuthenticatedBytes = 48;
+/// Computes and writes the checksum of a header whose payload follows it.
+void set_record_checksum(std::uint8_t* header, std::span<const std::byte> payload);
 /// Decodes a header (no checksum check); empty optional if the magic,
 /// codec or reserved bytes are wrong.
 std::optional<RecordHeader> decode_record(const std::uint8_t* header);

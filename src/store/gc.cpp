@@ -46,6 +46,7 @@ GcReport Store::gc(const GcOptions& options) {
     Catalog& catalog = *impl_->catalog;
     GcReport report;
     PackStorage& storage = *impl_->packs;
+    const crypto::Sealer* sealer = impl_->sealer();
     report.bytes_before = sum_values(storage.list());
 
     // 1-3. Pending manifests (their writers are gone: we hold the lock),
@@ -107,8 +108,9 @@ GcReport Store::gc(const GcOptions& options) {
                     current = loc.pack;
                 }
                 // A damaged record stops gc before anything of it is dropped.
-                const Codec codec = read_record(files.read(loc.pack), loc, id, buf, "gc: ");
-                batch.add(id, codec, loc.raw_size, std::span<const std::byte>(buf).subspan(kRecordHeaderSize));
+                // Copied as it is: a sealed record is moved without being opened.
+                read_record(files.read(loc.pack), loc, id, buf, "gc: ", sealer);
+                batch.add_copy(id, loc.raw_size, buf);
                 copied += kRecordHeaderSize + loc.stored_size;
                 if (batch.bytes.size() >= (std::size_t{1} << 20)) append_batch();
             },

@@ -76,6 +76,7 @@ Restored restore_to_fd(const Store::Impl& s, Readers& readers, std::string_view 
     blocks.block_bytes = std::size_t{4} << 20;
     blocks.blocks_ahead = 8;  // a block is written when 8 are being decompressed
     blocks.blocks_kept = 2;   // written, not yet hashed (the hasher keeps pace: few wait)
+    blocks.sealer = s.sealer();
     std::unique_ptr<OrderedDecoder> decoder;
     OrderedHasher whole;
     decoder = std::make_unique<OrderedDecoder>(

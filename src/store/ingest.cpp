@@ -64,14 +64,14 @@ Catalog& Ingest::Impl::base_catalog() {
 void Ingest::Impl::compare_with_stored(std::optional<std::uint64_t> size, std::uint64_t min_chunks) {
     base_.reset();
     size_ = size;
-    base_ = BaseList::open(base_catalog(), *w.store.packs, name_, min_chunks);
+    base_ = BaseList::open(base_catalog(), *w.store.packs, w.store.sealer(), name_, min_chunks);
     look_similar_ = !base_;
 }
 
 bool Ingest::Impl::find_similar(const ChunkId& first) {
     if (!look_similar_) return false;
     look_similar_ = false;
-    base_ = BaseList::open_similar(base_catalog(), *w.store.packs, first, size_, name_);
+    base_ = BaseList::open_similar(base_catalog(), *w.store.packs, w.store.sealer(), first, size_, name_);
     return base_ != nullptr;
 }
 
@@ -114,7 +114,7 @@ OrderedDecoder& Ingest::Impl::read_back() {
                 const void* token = d.keep();
                 whole_.update_kept(d.bytes, [this, token] { read_back_->release(token); });
             },
-            OrderedDecoder::Options{std::size_t{256} << 10, 6, 6});
+            OrderedDecoder::Options{std::size_t{256} << 10, 6, 6, w.store.sealer()});
     }
     return *read_back_;
 }

@@ -155,7 +155,7 @@ void OrderedDecoder::decode_block(Block& b) const {
             const auto record = std::span<const std::byte>(records).subspan(std::min(from, got)).first(
                 got > from ? std::min<std::size_t>(got - from, kRecordHeaderSize + b.locs[k].stored_size) : 0);
             decode_record_into(record, b.locs[k], b.ids[k], std::span(b.data.get() + at, b.locs[k].raw_size),
-                               context_);
+                               context_, options_.sealer);
             at += b.locs[k].raw_size;
         }
     }

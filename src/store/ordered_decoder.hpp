@@ -38,6 +38,7 @@ public:
         std::size_t block_bytes = std::size_t{2} << 20;  ///< raw bytes per block (a larger chunk: a block of its own)
         std::size_t blocks_ahead = 4;                    ///< a block is delivered when this many are in flight
         std::size_t blocks_kept = 0;                     ///< blocks consumers may keep at once (0: no keep())
+        const crypto::Sealer* sealer = nullptr;          ///< an encrypted store's key (records.hpp)
     };
     /// What `deliver` gets: a block's raw bytes, its chunks' locations
     /// (raw_size each), and keep().

@@ -1,5 +1,7 @@
 #include "pack_writer.hpp"
 
+#include "seal.hpp"  // (src/crypto)
+
 #include <fmt/format.h>
 
 #include <cerrno>
@@ -14,10 +16,38 @@ namespace cdc::store::detail {
 
 void RecordBatch::add(const ChunkId& id, Codec codec, std::uint32_t raw_size, std::span<const std::byte> payload) {
     const std::size_t at = bytes.size();
+    if (sealer != nullptr) {
+        // payload = nonce || seal([raw size u32 LE][frame or raw]) || tag,
+        // with the header's first 48 bytes as associated data.
+        const std::size_t plain_size = kSealedSizeBytes + payload.size();
+        const std::size_t stored = plain_size + crypto::kSealOverhead;
+        thread_local std::vector<std::uint8_t> plain;
+        plain.resize(plain_size);
+        plain[0] = static_cast<std::uint8_t>(raw_size);
+        plain[1] = static_cast<std::uint8_t>(raw_size >> 8);
+        plain[2] = static_cast<std::uint8_t>(raw_size >> 16);
+        plain[3] = static_cast<std::uint8_t>(raw_size >> 24);
+        if (!payload.empty()) std::memcpy(plain.data() + kSealedSizeBytes, payload.data(), payload.size());
+        bytes.resize(at + kRecordHeaderSize + stored);
+        std::uint8_t* h = bytes.data() + at;
+        encode_sealed_header(id, codec, static_cast<std::uint32_t>(stored), h);
+        sealer->seal(crypto::SealKind::record, std::span(id), std::span<const std::uint8_t>(h, kRecordAuthenticatedBytes),
+                     plain, std::span(h + kRecordHeaderSize, stored));
+        set_record_checksum(h, std::as_bytes(std::span<const std::uint8_t>(h + kRecordHeaderSize, stored)));
+        entries.push_back({id, at, raw_size, static_cast<std::uint32_t>(stored)});
+        return;
+    }
     bytes.resize(at + kRecordHeaderSize + payload.size());
     encode_record(id, codec, raw_size, payload, bytes.data() + at);
     if (!payload.empty()) std::memcpy(bytes.data() + at + kRecordHeaderSize, payload.data(), payload.size());
     entries.push_back({id, at, raw_size, static_cast<std::uint32_t>(payload.size())});
+}
+
+void RecordBatch::add_copy(const ChunkId& id, std::uint32_t raw_size, std::span<const std::byte> record) {
+    const std::size_t at = bytes.size();
+    bytes.resize(at + record.size());
+    std::memcpy(bytes.data() + at, record.data(), record.size());
+    entries.push_back({id, at, raw_size, static_cast<std::uint32_t>(record.size() - kRecordHeaderSize)});
 }
 
 PackAppender::PackAppender(PackStorage& storage, std::uint64_t pack_limit) : storage_(storage), limit_(pack_limit) {}

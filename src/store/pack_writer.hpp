@@ -18,10 +18,17 @@
 #include <utility>
 #include <vector>
 
+namespace cdc::crypto {
+class Sealer;
+}
+
 namespace cdc::store::detail {
 
 /// Records built in memory before one append: header + payload each.
 struct RecordBatch {
+    /// The store's data key in an encrypted store: add() seals each record
+    /// (docs/STORE-V2.md "Records and packs"); nullptr in a plain store.
+    const crypto::Sealer* sealer = nullptr;
     std::vector<std::uint8_t> bytes;
     struct Entry {
         ChunkId id;
@@ -31,7 +38,11 @@ struct RecordBatch {
     };
     std::vector<Entry> entries;
 
+    /// A record of `payload` (a zstd frame or the raw bytes, as `codec` says).
     void add(const ChunkId& id, Codec codec, std::uint32_t raw_size, std::span<const std::byte> payload);
+    /// A record read and checked already, copied as it is (gc's rewrite: a
+    /// sealed record stays sealed, never opened); `record` is header + payload.
+    void add_copy(const ChunkId& id, std::uint32_t raw_size, std::span<const std::byte> record);
     void clear() {
         bytes.clear();
         entries.clear();

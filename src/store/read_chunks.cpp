@@ -30,6 +30,8 @@ void Store::read_chunks(std::span<const ChunkId> ids, ChunkForm form,
     std::size_t next = 0;
     if (form == ChunkForm::raw) {
         if (!impl_->decode_pool) impl_->decode_pool = std::make_unique<TaskPool>(2);
+        OrderedDecoder::Options options;
+        options.sealer = impl_->sealer();
         decoder.emplace(*impl_->decode_pool, "", [&](OrderedDecoder::Delivery& d) {
             std::size_t at = 0;
             for (const Location& l : d.locs) {
@@ -40,7 +42,7 @@ void Store::read_chunks(std::span<const ChunkId> ids, ChunkForm form,
                 at += l.raw_size;
                 f(next++, out);
             }
-        });
+        }, options);
     }
     for (const ChunkId& id : ids) {
         const auto loc = catalog.find_chunk(id);
@@ -51,8 +53,9 @@ void Store::read_chunks(std::span<const ChunkId> ids, ChunkForm form,
             continue;
         }
         out.raw_size = loc->raw_size;
-        out.codec = read_record(files.read(loc->pack), *loc, id, record, "");
-        out.bytes.assign(record.begin() + static_cast<std::ptrdiff_t>(kRecordHeaderSize), record.end());
+        // (Stored form: a sealed record's payload opened, its tag checked.)
+        read_record(files.read(loc->pack), *loc, id, record, "", impl_->sealer());
+        out.codec = stored_payload(record, *loc, id, out.bytes, "", impl_->sealer());
         f(next++, out);
     }
     if (decoder) decoder->finish();

@@ -3,6 +3,7 @@
 
 #include "codec.hpp"
 #include "../io/open_files.hpp"
+#include "seal.hpp"  // (src/crypto)
 
 #include <fmt/format.h>
 
@@ -24,15 +25,15 @@ std::string chunk_problem(std::string_view context, const ChunkId& id, const Loc
 }
 
 Codec read_record(const PackReader& pack, const Location& loc, const ChunkId& id, std::vector<std::byte>& buf,
-                  std::string_view context) {
+                  std::string_view context, const crypto::Sealer* sealer) {
     const std::size_t n = kRecordHeaderSize + loc.stored_size;
     buf.resize(n);
     const std::size_t got = pack.read_at(loc.offset, buf);
-    return check_record(std::span<const std::byte>(buf).first(got), loc, id, context);
+    return check_record(std::span<const std::byte>(buf).first(got), loc, id, context, sealer);
 }
 
 Codec check_record(std::span<const std::byte> record, const Location& loc, const ChunkId& id,
-                   std::string_view context) {
+                   std::string_view context, const crypto::Sealer* sealer) {
     const std::size_t n = kRecordHeaderSize + loc.stored_size;
     if (record.size() < n)
         throw DamageError(chunk_problem(context, id, loc,
@@ -43,20 +44,60 @@ Codec check_record(std::span<const std::byte> record, const Location& loc, const
     if (!header) throw DamageError(chunk_problem(context, id, loc, "no valid record header there"));
     if (header->id != id)
         throw DamageError(chunk_problem(context, id, loc, fmt::format("the record there is chunk {}", to_hex(header->id))));
-    if (header->raw_size != loc.raw_size || header->stored_size != loc.stored_size)
+    if (header->encrypted != (sealer != nullptr))
+        throw DamageError(chunk_problem(context, id, loc,
+                                        sealer ? "an unsealed record in an encrypted store (not written by this store)"
+                                               : "a sealed record in an unencrypted store"));
+    const std::uint32_t header_raw = header->encrypted ? 0 : loc.raw_size;
+    if (header->raw_size != header_raw || header->stored_size != loc.stored_size)
         throw DamageError(chunk_problem(context, id, loc, "the record's sizes differ from the index"));
     if (!record_checksum_ok(h, record.subspan(kRecordHeaderSize, loc.stored_size)))
         throw DamageError(chunk_problem(context, id, loc, "checksum mismatch (damaged bytes)"));
-    if (header->codec == Codec::raw && header->stored_size != header->raw_size)
+    if (header->encrypted) {
+        if (loc.stored_size < crypto::kSealOverhead + kSealedSizeBytes)
+            throw DamageError(chunk_problem(context, id, loc, "a sealed record too short to hold a payload"));
+    } else if (header->codec == Codec::raw && header->stored_size != header->raw_size) {
         throw DamageError(chunk_problem(context, id, loc, "a raw record whose sizes differ"));
+    }
     return header->codec;
 }
 
-void decode_record_into(std::span<const std::byte> record, const Location& loc, const ChunkId& id,
-                        std::span<std::byte> out, std::string_view context) {
-    const Codec codec = check_record(record, loc, id, context);
-    const auto payload = record.subspan(kRecordHeaderSize, loc.stored_size);
+namespace {
+
+std::uint32_t get_u32le(const std::uint8_t* p) {
+    return static_cast<std::uint32_t>(p[0]) | static_cast<std::uint32_t>(p[1]) << 8 |
+           static_cast<std::uint32_t>(p[2]) << 16 | static_cast<std::uint32_t>(p[3]) << 24;
+}
+
+// Opens a checked sealed record's payload into `plain` ([raw size][frame
+// or raw bytes]): the tag covers the payload and the header's first 48
+// bytes (the id among them), so a flipped byte, a record moved under another
+// id or one sealed under another key fails here. Returns the stored form.
+std::span<const std::byte> open_sealed(std::span<const std::byte> record, const Location& loc, const ChunkId& id,
+                                       std::vector<std::byte>& plain, std::string_view context,
+                                       const crypto::Sealer& sealer) {
+    const auto* h = reinterpret_cast<const std::uint8_t*>(record.data());
+    const auto sealed = std::span(h + kRecordHeaderSize, loc.stored_size);
+    plain.resize(loc.stored_size - crypto::kSealOverhead);
+    auto* p = reinterpret_cast<std::uint8_t*>(plain.data());
+    try {
+        sealer.open(crypto::SealKind::record, std::span(id), std::span(h, kRecordAuthenticatedBytes), sealed,
+                    std::span(p, plain.size()));
+    } catch (const crypto::AuthenticationError&) {
+        throw DamageError(chunk_problem(context, id, loc,
+                                        "its authentication tag does not match (altered, moved or replayed bytes, "
+                                        "or sealed under another key)"));
+    }
+    if (get_u32le(p) != loc.raw_size)
+        throw DamageError(chunk_problem(context, id, loc, "the sealed raw size differs from the index"));
+    return std::span<const std::byte>(plain).subspan(kSealedSizeBytes);
+}
+
+void decode_payload(Codec codec, std::span<const std::byte> payload, const Location& loc, const ChunkId& id,
+                    std::span<std::byte> out, std::string_view context) {
     if (codec == Codec::raw) {
+        if (payload.size() != out.size())
+            throw DamageError(chunk_problem(context, id, loc, "a raw record whose sizes differ"));
         if (!payload.empty()) std::memcpy(out.data(), payload.data(), payload.size());
         return;
     }
@@ -66,10 +107,37 @@ void decode_record_into(std::span<const std::byte> record, const Location& loc, 
                                                                       loc.raw_size)));
 }
 
+}  // namespace
+
+void decode_record_into(std::span<const std::byte> record, const Location& loc, const ChunkId& id,
+                        std::span<std::byte> out, std::string_view context, const crypto::Sealer* sealer) {
+    const Codec codec = check_record(record, loc, id, context, sealer);
+    if (sealer == nullptr) {
+        decode_payload(codec, record.subspan(kRecordHeaderSize, loc.stored_size), loc, id, out, context);
+        return;
+    }
+    thread_local std::vector<std::byte> plain;
+    decode_payload(codec, open_sealed(record, loc, id, plain, context, *sealer), loc, id, out, context);
+}
+
+Codec stored_payload(std::span<const std::byte> record, const Location& loc, const ChunkId& id,
+                     std::vector<std::byte>& out, std::string_view context, const crypto::Sealer* sealer) {
+    const Codec codec = check_record(record, loc, id, context, sealer);
+    if (sealer == nullptr) {
+        const auto payload = record.subspan(kRecordHeaderSize, loc.stored_size);
+        out.assign(payload.begin(), payload.end());
+        return codec;
+    }
+    thread_local std::vector<std::byte> plain;
+    const auto payload = open_sealed(record, loc, id, plain, context, *sealer);
+    out.assign(payload.begin(), payload.end());
+    return codec;
+}
+
 void read_chunk_into(const PackReader& pack, const Location& loc, const ChunkId& id, std::vector<std::byte>& buf,
-                     std::span<std::byte> out, std::string_view context) {
-    read_record(pack, loc, id, buf, context);
-    decode_record_into(buf, loc, id, out, context);
+                     std::span<std::byte> out, std::string_view context, const crypto::Sealer* sealer) {
+    read_record(pack, loc, id, buf, context, sealer);
+    decode_record_into(buf, loc, id, out, context, sealer);
 }
 
 }  // namespace cdc::store::detail

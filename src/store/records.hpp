@@ -20,6 +20,10 @@
 #include <unordered_map>
 #include <vector>
 
+namespace cdc::crypto {
+class Sealer;
+}
+
 namespace cdc::store::detail {
 
 /// Pack files one reader keeps open at once by default: an eighth of the
@@ -55,21 +59,32 @@ private:
     std::size_t max_open_;
     std::unordered_map<std::uint64_t, std::unique_ptr<PackReader>> open_;
 };
+// `sealer`: the store's data key in an encrypted store (every record must
+// be sealed, and its tag is checked when it is decoded), nullptr in a plain
+// one (no record may be sealed). A record of the other kind is damage: an
+// unsealed record slipped into an encrypted store is refused, never read.
+
 /// Reads the record of `id` at `loc` into buf (header + payload) and checks
-/// it: header, id, sizes, checksum. Throws DamageError("<context>chunk <id>
-/// (pack P, offset O): <reason>"). Returns the codec.
+/// it: header, id, sizes, checksum (not a sealed payload's tag: decoding
+/// does that). Throws DamageError("<context>chunk <id> (pack P, offset O):
+/// <reason>"). Returns the codec.
 Codec read_record(const PackReader& pack, const Location& loc, const ChunkId& id, std::vector<std::byte>& buf,
-                  std::string_view context);
+                  std::string_view context, const crypto::Sealer* sealer);
 /// The checks of read_record on a record read already (its bytes from
 /// loc.offset; fewer than the record: truncated).
 Codec check_record(std::span<const std::byte> record, const Location& loc, const ChunkId& id,
-                   std::string_view context);
+                   std::string_view context, const crypto::Sealer* sealer);
 /// check_record, then the raw bytes into `out` (out.size() == loc.raw_size).
 void decode_record_into(std::span<const std::byte> record, const Location& loc, const ChunkId& id,
-                        std::span<std::byte> out, std::string_view context);
+                        std::span<std::byte> out, std::string_view context, const crypto::Sealer* sealer);
 /// read_record, then the raw bytes into `out` (out.size() == loc.raw_size).
 void read_chunk_into(const PackReader& pack, const Location& loc, const ChunkId& id, std::vector<std::byte>& buf,
-                     std::span<std::byte> out, std::string_view context);
+                     std::span<std::byte> out, std::string_view context, const crypto::Sealer* sealer);
+/// check_record, then the stored form of the chunk (a zstd frame or the raw
+/// bytes, as the codec says) into `out`: a plain record's payload, a sealed
+/// one's opened (its tag checked). Returns the codec.
+Codec stored_payload(std::span<const std::byte> record, const Location& loc, const ChunkId& id,
+                     std::vector<std::byte>& out, std::string_view context, const crypto::Sealer* sealer);
 /// The DamageError text for a chunk.
 std::string chunk_problem(std::string_view context, const ChunkId& id, const Location& loc, std::string_view reason);
 

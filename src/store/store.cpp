@@ -5,6 +5,7 @@
 #include "pack_storage_factory.hpp"
 #include "sqlite_catalog.hpp"
 #include "store_impl.hpp"
+#include "key_ring.hpp"  // (src/crypto)
 
 #include <cdc/digest.hpp>
 
@@ -98,6 +99,25 @@ Options chunking_options(std::string_view algorithm, const Profile& profile, con
     return o;
 }
 
+ChunkId Store::Impl::keyed_id(const ChunkId& plain) const noexcept {
+    if (!master) return plain;
+    return master->blob_id(plain);
+}
+
+void Store::Impl::key_digests(std::span<Digest> digests) const noexcept {
+    if (!master) return;
+    for (Digest& d : digests) {
+        ChunkId plain;
+        std::memcpy(plain.data(), d.bytes.data(), plain.size());
+        const ChunkId k = master->blob_id(plain);
+        std::memcpy(d.bytes.data(), k.data(), k.size());
+    }
+}
+
+ChunkId Store::Impl::chunk_id(std::span<const std::byte> raw) const { return keyed_id(chunk_id_of(raw)); }
+
+ChunkId Store::chunk_id(std::span<const std::byte> raw) const { return impl_->chunk_id(raw); }
+
 Options Store::Impl::chunking_options() const {
     if (info.profile.keyed && !key)
         throw OptionError(fmt::format("the store '{}' is keyed: its key is needed", dir.string()), "key");
@@ -157,6 +177,38 @@ std::uint64_t meta_u64(const std::unordered_map<std::string, std::string>& meta,
                                   it->second));
 }
 
+constexpr const char* kCipher = "xchacha20-poly1305";
+
+// The master key of an encrypted store, unwrapped with the caller's
+// password; PasswordError when there is none or it opens no key slot.
+std::shared_ptr<const crypto::MasterKey> unlock_master(const std::filesystem::path& dir, const std::string& store_id,
+                                                       const std::string& check, const OpenOptions& options) {
+    if (!options.password)
+        throw PasswordError(fmt::format("the store '{}' is encrypted: its password is needed", dir.string()));
+    std::string password = options.password();
+    struct Wipe {
+        std::string& s;
+        ~Wipe() { crypto::wipe({reinterpret_cast<std::uint8_t*>(s.data()), s.size()}); }
+    } wipe{password};
+    if (password.empty())
+        throw PasswordError(fmt::format("the store '{}' is encrypted: its password is needed", dir.string()));
+    try {
+        crypto::DirKeySlots slots(dir, crypto::DirKeySlots::Mode::read);
+        crypto::UnlockedKey u = crypto::open_key_ring(slots, crypto::bytes_of(password), store_id);
+        if (u.key.check_value() != check)
+            throw DamageError(fmt::format("the store '{}': key slot {} holds a key that is not this store's (its "
+                                          "check value differs from the catalog's)",
+                                          dir.string(), u.slot_id));
+        return std::make_shared<const crypto::MasterKey>(std::move(u.key));
+    } catch (const crypto::WrongPasswordError& e) {
+        throw PasswordError(e.what());
+    } catch (const crypto::KeyRingError& e) {
+        throw DamageError(e.what());
+    } catch (const crypto::KeySlotError& e) {
+        throw DamageError(e.what());
+    }
+}
+
 }  // namespace
 
 Store::Store(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -164,7 +216,21 @@ Store::Store(Store&&) noexcept = default;
 Store& Store::operator=(Store&&) noexcept = default;
 Store::~Store() = default;
 
-Store Store::init(const std::filesystem::path& dir, const InitOptions& options) {
+Store Store::init(const std::filesystem::path& dir, const InitOptions& options_in) {
+    // An encrypted store's master key is made first: its chunker key keys
+    // the chunker (boundaries of a known file not recognisable) unless the
+    // caller gave a key of its own or the algorithm takes none.
+    InitOptions options = options_in;
+    struct WipePassword {
+        std::string& s;
+        ~WipePassword() { crypto::wipe({reinterpret_cast<std::uint8_t*>(s.data()), s.size()}); }
+    } wipe_password{options.password};
+    std::optional<crypto::MasterKey> master;
+    if (!options.password.empty()) {
+        master.emplace(crypto::MasterKey::generate());
+        const AlgorithmInfo* a = find_algorithm(options.algorithm);
+        if (!options.chunking.key && a && a->key != KeyUse::none) options.chunking.key = master->chunking_key();
+    }
     const Profile profile = resolve_profile(options.algorithm, options.chunking);
     check_zstd_level(options.zstd_level);
     if (options.pack_size < (std::uint64_t{1} << 20) || options.pack_size > (std::uint64_t{1} << 32))
@@ -180,9 +246,11 @@ Store Store::init(const std::filesystem::path& dir, const InitOptions& options) 
     if (!options.catalog.empty()) check_catalog_url(options.catalog);
     // Before anything is made: a bucket that does not answer leaves nothing behind.
     (void)make_pack_storage(dir, options.packs, PackStorageUse::init);
+    const std::uint32_t format = master ? kFormatVersion : kPlainFormatVersion;
+    const std::string store_id = random_hex16();
     std::vector<std::pair<std::string, std::string>> settings = {
-        {"format_version", std::to_string(kFormatVersion)},
-        {"store_id", random_hex16()},
+        {"format_version", std::to_string(format)},
+        {"store_id", store_id},
         {"algorithm", options.algorithm},
         {"min_size", std::to_string(profile.min_size)},
         {"normal_size", std::to_string(profile.normal_size)},
@@ -198,6 +266,10 @@ Store Store::init(const std::filesystem::path& dir, const InitOptions& options) 
         {"created_ns", std::to_string(now_ns())},
     };
     for (auto& kv : pack_location_settings(options.packs)) settings.emplace_back(std::move(kv));
+    if (master) {
+        settings.emplace_back("cipher", kCipher);
+        settings.emplace_back("master_check", master->check_value());
+    }
     // A PostgreSQL catalog first (its schema and settings in the database):
     // a server that does not answer, or a database that holds a store
     // already, leaves nothing behind in DIR.
@@ -214,11 +286,17 @@ Store Store::init(const std::filesystem::path& dir, const InitOptions& options) 
         (void)create_catalog(dir, options.catalog, settings);
     else
         write_catalog_file(dir, options.catalog);
+    if (master) {
+        // The first key slot before the marker: a store is never without one.
+        crypto::DirKeySlots slots(dir, crypto::DirKeySlots::Mode::create);
+        crypto::create_key_ring(slots, *master, store_id, crypto::bytes_of(options.password),
+                                crypto::kdf_params_for_new_slot());
+    }
     // The marker last, atomically: a directory without it is not a store.
     const auto tmp = dir / (std::string(kMarkerName) + ".tmp");
     {
         std::ofstream out(tmp, std::ios::trunc);
-        out << marker_text(kFormatVersion);
+        out << marker_text(format);
         out.flush();
         if (!out) throw StoreError(fmt::format("cannot write '{}'", tmp.string()));
     }
@@ -233,6 +311,7 @@ Store Store::init(const std::filesystem::path& dir, const InitOptions& options) 
     fsync_dir(dir);
     OpenOptions o;
     o.key = options.chunking.key;
+    if (master) o.password = [&] { return options.password; };
     return open(dir, o);
 }
 
@@ -275,6 +354,16 @@ Store Store::open(const std::filesystem::path& dir, const OpenOptions& options) 
     if (find_algorithm(info.algorithm) == nullptr)
         throw VersionError(fmt::format("the store '{}' uses the algorithm '{}', unknown to this cdc", dir.string(),
                                        info.algorithm));
+    if (const auto c = meta.find("cipher"); c != meta.end() && !c->second.empty()) {
+        if (c->second != kCipher)
+            throw VersionError(fmt::format("the store '{}' is encrypted with '{}', unknown to this cdc", dir.string(),
+                                           c->second));
+        info.cipher = c->second;
+        impl->master = unlock_master(dir, info.store_id, meta["master_check"], options);
+        // The chunker key the store was made with, when it is the master key's.
+        const Key derived = impl->master->chunking_key();
+        if (info.profile.keyed && key_check_value(derived) == impl->key_check) impl->key = derived;
+    }
     info.packs = pack_location_of(meta, db);
     impl->packs = make_pack_storage(dir, info.packs, PackStorageUse::open);
     impl->lock = StoreLock(dir, impl->catalog->hosts_lock());
@@ -331,7 +420,7 @@ StoredChunk Store::read_chunk(const ChunkId& id, bool compressed) const {
     read_chunks(std::span(&id, 1), compressed ? ChunkForm::stored : ChunkForm::raw,
                 [&](std::size_t, const StoredChunk& c) { out = c; });
     // read_chunks leaves the hash to its caller; one chunk's caller is us.
-    if (!compressed && chunk_id_of(out.bytes) != id)
+    if (!compressed && impl_->chunk_id(out.bytes) != id)
         throw DamageError(fmt::format("chunk {} in the store '{}': the decoded bytes have another BLAKE3", to_hex(id),
                                       impl_->dir.string()));
     return out;

@@ -7,6 +7,7 @@
 #include "pack_storage.hpp"
 #include "records.hpp"
 #include "../common/task_pool.hpp"
+#include "master_key.hpp"  // (src/crypto)
 
 #include <cdc/digest.hpp>
 #include <cdc/store.hpp>
@@ -73,8 +74,23 @@ struct Store::Impl {
     mutable detail::StoreLock lock;
     /// read_chunks' decoding threads (raw form), started on first use.
     mutable std::unique_ptr<detail::TaskPool> decode_pool;
+    /// An encrypted store's master key, unwrapped at open with the
+    /// password; null for a plain store.
+    std::shared_ptr<const crypto::MasterKey> master;
 
     Options chunking_options() const;
+    /// The key records are sealed with, nullptr in a plain store.
+    const crypto::Sealer* sealer() const noexcept { return master ? &master->sealer() : nullptr; }
+    /// The id of a chunk: its BLAKE3-256, which in an encrypted store is
+    /// then hashed once more with the id key (keyed_id).
+    ChunkId chunk_id(std::span<const std::byte> raw) const;
+    /// An encrypted store's id of a chunk whose plain BLAKE3-256 is `plain`:
+    /// BLAKE3 keyed with the id key over those 32 bytes (docs/STORE.md
+    /// "Encryption": why of the digest and not of the bytes). `plain` itself
+    /// in a plain store.
+    ChunkId keyed_id(const ChunkId& plain) const noexcept;
+    /// keyed_id of each digest, in place (the writer's batches).
+    void key_digests(std::span<Digest> digests) const noexcept;
 };
 
 }  // namespace cdc::store

@@ -46,6 +46,7 @@ VerifyReport Store::verify(const VerifyOptions& options) const {
     std::set<std::uint64_t> bad_packs;
     std::uint64_t total_bytes = 0;
     const PackStorage& storage = *impl_->packs;
+    const crypto::Sealer* sealer = impl_->sealer();
     const std::map<std::uint64_t, std::uint64_t> present = storage.list();
     for (const auto& [id, committed] : packs) {
         std::unique_ptr<PackReader> pack;
@@ -103,11 +104,11 @@ VerifyReport Store::verify(const VerifyOptions& options) const {
                     try {
                         if (full) {
                             raw.resize(r.loc.raw_size);
-                            read_chunk_into(*pack, r.loc, r.id, buf, raw, "");
-                            if (chunk_id_of(raw) != r.id)
+                            read_chunk_into(*pack, r.loc, r.id, buf, raw, "", sealer);
+                            if (impl_->chunk_id(raw) != r.id)
                                 throw DamageError(chunk_problem("", r.id, r.loc, "its bytes have another BLAKE3"));
                         } else {
-                            read_record(*pack, r.loc, r.id, buf, "");
+                            read_record(*pack, r.loc, r.id, buf, "", sealer);
                         }
                     } catch (const DamageError& e) {
                         std::lock_guard lock(mutex);

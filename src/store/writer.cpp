@@ -68,6 +68,7 @@ Writer::Impl::Impl(const Store::Impl& s)
     // writer (put, push): whoever looks files up by it holds a Writer.
     catalog->upgrade_for_writing();
     packs = std::make_unique<PackAppender>(*s.packs, s.info.pack_size);
+    singles.sealer = s.sealer();
 }
 
 Writer::Impl::~Impl() {
@@ -206,7 +207,7 @@ ChunkPut Writer::Impl::put_chunk_compressed(const ChunkId& id, std::uint32_t raw
     if (!d.decompress(frame, raw))
         throw DamageError(fmt::format("chunk {}: the zstd frame does not decode to {} bytes", to_hex(id),
                                       raw_size));
-    if (chunk_id_of(raw) != id)
+    if (store.chunk_id(raw) != id)
         throw DamageError(fmt::format("chunk {}: the decoded bytes have another BLAKE3 (damaged in transit?)",
                                       to_hex(id)));
     if (lacking ? session.contains(id) : known(id).has_value()) return {id, false, 0};
@@ -245,7 +246,7 @@ ChunkPut Writer::Impl::put_chunk(std::span<const std::byte> raw) {
     if (raw.size() > max_chunk())
         throw OptionError(fmt::format("a chunk of {} bytes is too large for the store (at most {})", raw.size(),
                                       max_chunk()));
-    const ChunkId id = chunk_id_of(raw);
+    const ChunkId id = store.chunk_id(raw);
     ++totals.chunks;
     totals.bytes += raw.size();
     if (known(id)) return {id, false, 0};

@@ -148,7 +148,7 @@ void Writer::Impl::read_file_ahead(ReadAhead& a, const Writer::Input& in, std::s
         for (std::size_t k = 0; k < segs.size(); ++k) {
             Segment& sg = *segs[k];
             fill(sg, carried, *a.reader, a.meta.name);
-            if (!a.chain) hash_range(sg, 0, sg.lengths.size(), 0);
+            if (!a.chain) hash_range(sg, 0, sg.lengths.size(), 0, store);
             a.at_end = sg.eof && sg.chunk_bytes == sg.size;
             a.used = k + 1;
             if (a.at_end && !a.chain) {
@@ -157,7 +157,9 @@ void Writer::Impl::read_file_ahead(ReadAhead& a, const Writer::Input& in, std::s
                 // chunk is its id; one whose name and size the store holds is
                 // compared with that file's list first.
                 a.whole = true;
-                if (sg.lengths.size() == 1)
+                // (In an encrypted store the chunk's id is keyed; the file's
+                // digest is the plain BLAKE3 of its bytes, as get checks it.)
+                if (sg.lengths.size() == 1 && !store.master)
                     a.digest = id_of(sg.digests[0]);
                 else if (!a.stored)
                     a.digest = chunk_id_of({sg.data.get(), sg.size});

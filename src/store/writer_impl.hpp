@@ -135,7 +135,9 @@ inline std::size_t carry_into(Segment& to, std::span<const std::byte> tail) {
 }
 
 /// Hashes chunks [begin, end) of `seg` (at byte `offset`) into seg.digests.
-void hash_range(Segment& seg, std::size_t begin, std::size_t end, std::size_t offset);
+/// The ids of chunks [begin, end) of `seg` (their bytes from `offset`),
+/// BLAKE3 side by side, then keyed with `store`'s id key in an encrypted store.
+void hash_range(Segment& seg, std::size_t begin, std::size_t end, std::size_t offset, const Store::Impl& store);
 
 // A file put_files reads ahead on the pool: a small one whole into one
 // segment (its digest too), or a large one (listed over a chain segment)

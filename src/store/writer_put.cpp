@@ -46,7 +46,7 @@ Bytes alloc_bytes(std::size_t n) {
     return Bytes(p, Unmap{length});
 }
 
-void hash_range(Segment& seg, std::size_t begin, std::size_t end, std::size_t offset) {
+void hash_range(Segment& seg, std::size_t begin, std::size_t end, std::size_t offset, const Store::Impl& store) {
     for (std::size_t i = begin; i < end; i += kDigestBatch) {
         const std::size_t m = std::min(kDigestBatch, end - i);
         std::size_t len = 0;
@@ -54,6 +54,7 @@ void hash_range(Segment& seg, std::size_t begin, std::size_t end, std::size_t of
         compute_digests(DigestKind::blake3, {seg.data.get() + offset, len},
                         std::span<const std::uint32_t>(seg.lengths.data() + i, m),
                         std::span<Digest>(seg.digests.data() + i, m));
+        store.key_digests(std::span<Digest>(seg.digests.data() + i, m));
         offset += len;
     }
 }
@@ -137,8 +138,8 @@ void Writer::Impl::submit_hashing(Segment& seg, TaskPool& workers) {
     seg.hash_left.store(n ? 1 : 0);
     if (n == 0) return;
     Segment* sp = &seg;
-    workers.submit([sp, n] {
-        hash_range(*sp, 0, n, 0);
+    workers.submit([this, sp, n] {
+        hash_range(*sp, 0, n, 0, store);
         sp->hash_left.fetch_sub(1);
     });
 }
@@ -222,6 +223,7 @@ void Writer::Impl::store_segment(Segment& seg, ManifestDraft& m, PutStats& file,
             thread_local std::vector<std::byte> out;
             thread_local RecordBatch batch;
             batch.clear();
+            batch.sealer = store.sealer();
             Compressor& c = thread_compressor(level);
             for (std::size_t k = 0; k < items.size(); ++k) {
                 const std::span<const std::byte> raw(sp->data.get() + items[k].first, items[k].second);
@@ -332,7 +334,7 @@ PutStats Writer::Impl::put_file(const FileMeta& meta_in, Source source, const Pr
             fill_or_give_back(*first, 0, *reader, meta.name);
             if (first->eof && first->chunk_bytes == first->size) {
                 large = false;
-                hash_range(*first, 0, first->lengths.size(), 0);
+                hash_range(*first, 0, first->lengths.size(), 0, store);
                 store_segment(*first, m, file, workers);
                 between_segments();
             } else {

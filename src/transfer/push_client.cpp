@@ -24,6 +24,7 @@
 #include <chrono>
 #include <cstring>
 #include <deque>
+#include <memory>
 #include <new>
 #include <optional>
 #include <stdexcept>
@@ -279,23 +280,30 @@ private:
 
     void send_wanted(const std::vector<Ref>& wanted) {
         if (wanted.empty()) return;
-        // Compress in groups of ~1 MiB on the pool, then send in order.
+        // Compressed in groups of ~1 MiB on the pool; each group is sent as
+        // soon as it and those before it are compressed, so that the stream
+        // carries the first groups while the pool compresses the next.
         std::vector<std::vector<std::byte>> frames(wanted.size());  // empty: sent raw (a store at level 0 keeps chunks raw)
-        std::atomic<std::size_t> left{0};
-        std::size_t begin = 0;
         const int level = params_.zstd_level;
-        while (level > 0 && begin < wanted.size()) {
+        std::vector<std::size_t> ends;  // of each group, in `wanted`
+        for (std::size_t begin = 0; begin < wanted.size();) {
             std::size_t end = begin, bytes = 0;
             while (end < wanted.size() && (end == begin || bytes < kCompressGroup)) bytes += wanted[end++].length();
-            left.fetch_add(1);
-            pool_.submit([&wanted, &frames, &left, begin, end, level] {
-                for (std::size_t k = begin; k < end; ++k)
-                    store::detail::thread_compressor(level).compress_frame(wanted[k].bytes(), frames[k]);
-                left.fetch_sub(1);
-            });
+            ends.push_back(end);
             begin = end;
         }
-        if (level > 0) pool_.wait([&] { return left.load() == 0; });
+        std::unique_ptr<std::atomic<bool>[]> compressed(new std::atomic<bool>[ends.size()]);
+        for (std::size_t g = 0; g < ends.size(); ++g) {
+            compressed[g].store(level <= 0);
+            if (level <= 0) continue;
+            const std::size_t begin = g == 0 ? 0 : ends[g - 1], end = ends[g];
+            std::atomic<bool>* flag = &compressed[g];
+            pool_.submit([&wanted, &frames, flag, begin, end, level] {
+                for (std::size_t k = begin; k < end; ++k)
+                    store::detail::thread_compressor(level).compress_frame(wanted[k].bytes(), frames[k]);
+                flag->store(true);
+            });
+        }
         v1::PushRequest req;
         ChunkPacker packer(
             [&](v1::Chunks& chunks) {
@@ -304,14 +312,27 @@ private:
                 req.Clear();
             },
             !data_ids_optional_);
-        for (std::size_t k = 0; k < wanted.size(); ++k) {
-            const bool is_raw = frames[k].empty();
-            packer.add(wanted[k].id(), wanted[k].length(), is_raw,
-                       is_raw ? wanted[k].bytes() : std::span<const std::byte>(frames[k]));
-            file_.bytes_sent += wanted[k].length();
-            ++file_.chunks_sent;
+        try {
+            for (std::size_t g = 0; g < ends.size(); ++g) {
+                pool_.wait([&] { return compressed[g].load(); });
+                for (std::size_t k = g == 0 ? 0 : ends[g - 1]; k < ends[g]; ++k) {
+                    const bool is_raw = frames[k].empty();
+                    packer.add(wanted[k].id(), wanted[k].length(), is_raw,
+                               is_raw ? wanted[k].bytes() : std::span<const std::byte>(frames[k]));
+                    file_.bytes_sent += wanted[k].length();
+                    ++file_.chunks_sent;
+                }
+            }
+            packer.flush();
+        } catch (...) {
+            // The tasks still queued write into `frames`: they finish first.
+            pool_.wait([&] {
+                for (std::size_t g = 0; g < ends.size(); ++g)
+                    if (!compressed[g].load()) return false;
+                return true;
+            });
+            throw;
         }
-        packer.flush();
         file_.payload_sent += packer.payload_bytes();
     }
 

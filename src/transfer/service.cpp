@@ -8,6 +8,7 @@
 #include "protocol.hpp"
 #include "pull_session.hpp"
 #include "push_session.hpp"
+#include "read_ahead_bidi.hpp"
 
 #include <cdc/digest.hpp>
 
@@ -82,7 +83,11 @@ store::ChunkId id_of(const Digest& d) {
     return id;
 }
 
-class Service final : public v1::Transfer::Service {
+using ServiceBase = v1::Transfer::WithCallbackMethod_Push<v1::Transfer::Service>;
+
+class Service final : public ServiceBase {
+    using Base = ServiceBase;
+
 public:
     explicit Service(const ServerOptions& o)
         : o_(o),
@@ -125,42 +130,12 @@ public:
         return grpc::Status::OK;
     }
 
-    grpc::Status Push(grpc::ServerContext* ctx,
-                      grpc::ServerReaderWriter<v1::PushReply, v1::PushRequest>* stream) override {
-        Slot slot(*this, ctx);
-        if (auto st = admit(ctx, slot); !st.ok()) return st;
-        if (key_missing())
-            return {grpc::StatusCode::FAILED_PRECONDITION,
-                    "this server holds no key for its keyed store (it was started without --key-file): it takes no "
-                    "push (pull, ls and hash work)"};
-        const auto t0 = std::chrono::steady_clock::now();
-        std::unique_ptr<PushSession> session;
-        grpc::Status st = guarded([&] {
-            session = std::make_unique<PushSession>(o_.store_dir, o_.open);
-            const auto sink = [&](const v1::PushReply& r) {
-                if (!stream->Write(r)) throw TransferError(Code::cancelled, "the client went away");
-            };
-            v1::PushRequest req;
-            while (!session->finished() && stream->Read(&req)) {
-                slot.touch();
-                session->handle(req, sink);
-            }
-            if (!session->finished())
-                return grpc::Status(grpc::StatusCode::CANCELLED,
-                                    "the push ended before finish: the open file was not committed");
-            return grpc::Status::OK;
-        });
-        if (session && !session->finished()) session->abort();
-        slot.release();  // before the log line: a client that waits for it may start a stream at once
-        if (session) {
-            const PushTotals& t = session->totals();
-            log(ctx, st, fmt::format("push: {} file(s), {} bytes, {} new chunks ({} bytes)", t.files, t.bytes,
-                                     t.new_chunks, t.new_bytes),
-                t0);
-        } else {
-            log(ctx, st, "push", t0);
-        }
-        return st;
+    // Push runs on gRPC's callback API: its requests are read ahead of the
+    // one being handled (read_ahead_bidi.hpp), the client's data messages
+    // travel while the server decodes and stores the previous one.
+    using Base::Push;  // (the synchronous one, which gRPC no longer calls)
+    grpc::ServerBidiReactor<v1::PushRequest, v1::PushReply>* Push(grpc::CallbackServerContext* ctx) override {
+        return PushReactor::start(push_read_ahead_, [this, ctx](PushReactor& stream) { return push(ctx, stream); });
     }
 
     grpc::Status Pull(grpc::ServerContext* ctx,
@@ -246,10 +221,54 @@ public:
     }
 
 private:
+    // Push streams that read their next request while they handle one
+    // (read_ahead_bidi.hpp): each holds one more data message (~1 MiB). One
+    // push at a time, the usual case, reads ahead; a burst of pushes holds
+    // one message more than before (with two at a time, four pushes of 64
+    // MiB at once took a long session's peak to 66 MB).
+    static constexpr int kPushReadAheadStreams = 1;
+
+    using PushReactor = ReadAheadBidi<v1::PushRequest, v1::PushReply>;
+
+    grpc::Status push(grpc::ServerContextBase* ctx, PushReactor& stream) {
+        Slot slot(*this, ctx);
+        if (auto st = admit(ctx, slot); !st.ok()) return st;
+        if (key_missing())
+            return {grpc::StatusCode::FAILED_PRECONDITION,
+                    "this server holds no key for its keyed store (it was started without --key-file): it takes no "
+                    "push (pull, ls and hash work)"};
+        const auto t0 = std::chrono::steady_clock::now();
+        std::unique_ptr<PushSession> session;
+        grpc::Status st = guarded([&] {
+            session = std::make_unique<PushSession>(o_.store_dir, o_.open);
+            const auto sink = [&](const v1::PushReply& r) { stream.write(r); };
+            v1::PushRequest req;
+            while (!session->finished() && stream.read(req)) {
+                slot.touch();
+                session->handle(req, sink);
+            }
+            if (!session->finished())
+                return grpc::Status(grpc::StatusCode::CANCELLED,
+                                    "the push ended before finish: the open file was not committed");
+            return grpc::Status::OK;
+        });
+        if (session && !session->finished()) session->abort();
+        slot.release();  // before the log line: a client that waits for it may start a stream at once
+        if (session) {
+            const PushTotals& t = session->totals();
+            log(ctx, st, fmt::format("push: {} file(s), {} bytes, {} new chunks ({} bytes)", t.files, t.bytes,
+                                     t.new_chunks, t.new_bytes),
+                t0);
+        } else {
+            log(ctx, st, "push", t0);
+        }
+        return st;
+    }
+
     /// A stream being served: counted against max_streams and against its
     /// client's share (max_client_streams), watched for idleness.
     struct Slot {
-        Slot(Service& s, grpc::ServerContext* ctx) : s_(s), ctx_(ctx), client_(client_of(ctx->peer())) {
+        Slot(Service& s, grpc::ServerContextBase* ctx) : s_(s), ctx_(ctx), client_(client_of(ctx->peer())) {
             touch();
             std::lock_guard lock(s_.slots_mutex_);
             s_.slots_.insert(this);
@@ -288,7 +307,7 @@ private:
         }
         void touch() { last_ns_.store(now_ns()); }
         Service& s_;
-        grpc::ServerContext* ctx_;
+        grpc::ServerContextBase* ctx_;
         std::string client_;
         bool taken_ = false;
         std::string refusal_;  ///< why it was not taken
@@ -333,7 +352,7 @@ private:
         }
     }
 
-    grpc::Status authenticate(grpc::ServerContext* ctx) const {
+    grpc::Status authenticate(grpc::ServerContextBase* ctx) const {
         if (o_.token.empty()) return grpc::Status::OK;
         const auto& md = ctx->client_metadata();
         const auto it = md.find("authorization");
@@ -342,13 +361,13 @@ private:
         return grpc::Status::OK;
     }
 
-    grpc::Status admit(grpc::ServerContext* ctx, const Slot& slot) const {
+    grpc::Status admit(grpc::ServerContextBase* ctx, const Slot& slot) const {
         if (auto st = authenticate(ctx); !st.ok()) return st;
         if (!slot.taken_) return {grpc::StatusCode::RESOURCE_EXHAUSTED, slot.refusal_};
         return grpc::Status::OK;
     }
 
-    void log(grpc::ServerContext* ctx, const grpc::Status& st, const std::string& what,
+    void log(grpc::ServerContextBase* ctx, const grpc::Status& st, const std::string& what,
              std::chrono::steady_clock::time_point t0) const {
         if (!o_.log) return;
         const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -369,6 +388,7 @@ private:
     std::set<Slot*> slots_;
     bool stopping_ = false;
     std::thread watchdog_;
+    ReadAheadBudget push_read_ahead_{kPushReadAheadStreams};
 };
 
 }  // namespace
@@ -422,10 +442,11 @@ Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>()) {
     // of 256 MiB, whose sender outruns the hashing, held 20-50 MiB more, and
     // a long-lived server passed 64 MB whatever else was bounded. Without it
     // a stream's window is the message being read and 64 KiB more (gRPC 1.51
-    // ignores the lookahead option). The cost: the client cannot send the
-    // next data message while the server handles one (a push ~20% slower on
-    // an idle machine), and on long links about one data message (~1 MiB)
-    // travels per round trip (docs/BENCHMARKS.md "Chunked transfer").
+    // ignores the lookahead option). A push reads its next request while it
+    // handles one (Push above), so the client sends a data message while the
+    // server stores the previous; a pull or a hash is read by its handler's
+    // thread alone, and on long links about one message (~1 MiB) travels
+    // per round trip (docs/BENCHMARKS.md "Chunked transfer").
     b.AddChannelArgument(GRPC_ARG_HTTP2_BDP_PROBE, 0);
     grpc::ResourceQuota quota("cdc-serve");
     quota.SetMaxThreads(static_cast<int>(o.max_streams) * 2 + 8);

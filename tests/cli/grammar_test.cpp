@@ -294,7 +294,7 @@ TEST(Grammar, QuietPrintsNothingButErrors) {
     const std::string store = (tmp.path() / "store").string(), in = (tmp.path() / "in").string();
     const std::vector<std::vector<std::string>> runs = {
         {"gen", "-q", "zeros:1K", "-o", (tmp.path() / "z").string()},
-        {"store", "init", "-q", store},
+        {"store", "init", "--no-encryption", "-q", store},
         {"store", "put", "-q", store, f, "--name", "f"},
         {"store", "get", "-q", store, "f", "-o", (tmp.path() / "back").string()},
         {"store", "rm", "-q", store, "f"},

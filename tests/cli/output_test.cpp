@@ -25,7 +25,7 @@ TEST(CliOutput, StoreStatsSaysSpaceSaved) {
     tmp.write("in/a.bin", data);
     tmp.write("in/b.bin", data);  // the same bytes twice: dedup halves the chunks
     const std::string store = (tmp.path() / "s").string();
-    ASSERT_EQ(run_tool({"store", "init", "-q", store}).exit_code, 0);
+    ASSERT_EQ(run_tool({"store", "init", "--no-encryption", "-q", store}).exit_code, 0);
     ASSERT_EQ(run_tool({"store", "put", "-q", store, (tmp.path() / "in").string(), "--name", "in"}).exit_code, 0);
     const auto r = run_tool({"store", "stats", store});
     ASSERT_EQ(r.exit_code, 0) << r.err;

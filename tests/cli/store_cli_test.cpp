@@ -55,7 +55,7 @@ TEST(StoreCli, FilesTreesStdinAndJson) {
     tmp.write("tree/empty", {});
     const auto single = tmp.write("single.bin", b);
     const std::string dir = (tmp.path() / "s").string();
-    auto r = run_tool({"store", "init", dir, "-a", "ultracdc", "--avg", "4K", "--zstd-level", "5"});
+    auto r = run_tool({"store", "init", "--no-encryption", dir, "-a", "ultracdc", "--avg", "4K", "--zstd-level", "5"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     // A tree: its files by their paths inside it; a file: its path as given,
     // made relative (the leading / dropped, with a warning).
@@ -132,7 +132,7 @@ TEST(StoreCli, GetStripsSetIdBitsUnlessKeepSetid) {
     const auto file = tmp.write("tool", test::random_bytes(3000, 3));
     ASSERT_EQ(::chmod(file.c_str(), 04750), 0);
     const std::string dir = (tmp.path() / "s").string();
-    ASSERT_EQ(run_tool({"store", "init", dir}).exit_code, 0);
+    ASSERT_EQ(run_tool({"store", "init", "--no-encryption", dir}).exit_code, 0);
     ASSERT_EQ(run_tool({"store", "put", dir, file.string(), "--name", "tool"}).exit_code, 0);
     ASSERT_EQ(run_tool({"store", "get", dir, "tool", "-o", (tmp.path() / "a").string()}).exit_code, 0);
     EXPECT_EQ(test::mode_of(tmp.path() / "a"), 0750u);
@@ -148,7 +148,7 @@ TEST(StoreCli, GetATreeIntoADirectory) {
     tmp.write("tree/b.bin", b);
     tmp.write("tree/empty", {});
     const std::string dir = (tmp.path() / "s").string();
-    ASSERT_EQ(run_tool({"store", "init", dir}).exit_code, 0);
+    ASSERT_EQ(run_tool({"store", "init", "--no-encryption", dir}).exit_code, 0);
     ASSERT_EQ(run_tool({"store", "put", dir, (tmp.path() / "tree").string(), "--name", "day1"}).exit_code, 0);
     ASSERT_EQ(run_tool({"store", "put", dir, (tmp.path() / "tree").string(), "--name", "day2"}).exit_code, 0);
     const auto out = tmp.path() / "restored";
@@ -177,7 +177,7 @@ TEST(StoreCli, NamesWithEscapesNewlinesAndBadUtf8AreListedSafely) {
     tmp.write("tree/" + evil, test::random_bytes(100, 6));
     tmp.write("tree/" + bad, test::random_bytes(100, 7));
     const std::string dir = (tmp.path() / "s").string();
-    ASSERT_EQ(run_tool({"store", "init", dir}).exit_code, 0);
+    ASSERT_EQ(run_tool({"store", "init", "--no-encryption", dir}).exit_code, 0);
     auto r = run_tool({"store", "put", dir, (tmp.path() / "tree").string(), "--name", "t", "--json"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_EQ(json_of(r)["file_count"], 2);
@@ -206,7 +206,7 @@ TEST(StoreCli, APutOfATreeHoldingTheStoreSkipsTheStore) {
     const auto data = test::random_bytes(50'000, 8);
     tmp.write("home/doc", data);
     const std::string dir = (tmp.path() / "home" / "backup").string();
-    ASSERT_EQ(run_tool({"store", "init", dir}).exit_code, 0);
+    ASSERT_EQ(run_tool({"store", "init", "--no-encryption", dir}).exit_code, 0);
     ASSERT_EQ(run_tool({"store", "put", dir, (tmp.path() / "home").string(), "--name", "h1"}).exit_code, 0);
     const auto r = run_tool({"store", "put", dir, (tmp.path() / "home").string(), "--name", "h2"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -223,7 +223,7 @@ TEST(StoreCli, PutLeavesOutWhatIsExcluded) {
     const std::string tag = "Signature: 8a477f597d28d172789f06886806bc55";
     tmp.write("home/cache/CACHEDIR.TAG", std::vector<std::uint8_t>(tag.begin(), tag.end()));
     const std::string dir = (tmp.path() / "s").string(), home = (tmp.path() / "home").string();
-    ASSERT_EQ(run_tool({"store", "init", dir}).exit_code, 0);
+    ASSERT_EQ(run_tool({"store", "init", "--no-encryption", dir}).exit_code, 0);
     const auto r = run_tool({"store", "put", dir, home, "--name", "h", "--json", "--exclude", "*.o", "--exclude",
                              "!keep.o", "--exclude", "/build/", "--exclude-caches", "--exclude-if-present",
                              ".nobackup"});
@@ -250,14 +250,14 @@ TEST(StoreCli, KeyFileAndFormatErrors) {
     const auto wrong = tmp.write("wrong", std::vector<std::uint8_t>(32, 9));  // 32 raw bytes
     const auto bad = tmp.write("bad", std::vector<std::uint8_t>(10, 'x'));
     const std::string dir = (tmp.path() / "s").string();
-    auto r = run_tool({"store", "init", dir, "-a", "kfastcdc"});
+    auto r = run_tool({"store", "init", "--no-encryption", dir, "-a", "kfastcdc"});
     EXPECT_EQ(r.exit_code, 2);  // needs a key
-    r = run_tool({"store", "init", dir, "-a", "kfastcdc", "--key-file", bad.string()});
+    r = run_tool({"store", "init", "--no-encryption", dir, "-a", "kfastcdc", "--key-file", bad.string()});
     EXPECT_EQ(r.exit_code, 2);
     EXPECT_NE(r.err.find("bad"), std::string::npos);
     // A key others may read is used, with a warning (ssh's rule for a private key).
     ::chmod(key.c_str(), 0644);
-    r = run_tool({"store", "init", dir, "-a", "kfastcdc", "--key-file", key.string()});
+    r = run_tool({"store", "init", "--no-encryption", dir, "-a", "kfastcdc", "--key-file", key.string()});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_NE(r.err.find("warning: the key file '" + key.string() + "' can be read by other users (mode 0644)"),
               std::string::npos)
@@ -286,7 +286,7 @@ TEST(StoreCli, FlippedByteVerifyAndGetExitFourNamingTheFile) {
     test::TempDir tmp;
     const std::string dir = (tmp.path() / "s").string();
     const auto f = tmp.write("f.bin", test::random_bytes(200'000, 5));
-    ASSERT_EQ(run_tool({"store", "init", dir}).exit_code, 0);
+    ASSERT_EQ(run_tool({"store", "init", "--no-encryption", dir}).exit_code, 0);
     ASSERT_EQ(run_tool({"store", "put", dir, f.string(), "--name", "victim"}).exit_code, 0);
     test::flip_byte(test::first_pack(dir), 100'000);
     auto r = run_tool({"store", "verify", dir});
@@ -328,7 +328,7 @@ TEST(StoreCli, KillNineDuringPutRmGcLeavesAVerifiedStore) {
         for (int j = 0; j < kFiles; ++j)
             tmp.write(fmt::format("src/v{}/f{}", k, j), content_of(k, j));
     const std::string dir = (tmp.path() / "s").string();
-    ASSERT_EQ(run_tool({"store", "init", dir, "--pack-size", "1M", "--avg", "4K"}).exit_code, 0);
+    ASSERT_EQ(run_tool({"store", "init", "--no-encryption", dir, "--pack-size", "1M", "--avg", "4K"}).exit_code, 0);
     const std::vector<std::pair<std::string, std::string>> env{{"CDC_STORE_FLUSH_BYTES", "200000"}};
     std::mt19937_64 rng(12345);
     std::set<std::string> surely;  // committed by a put that finished, never rm'ed since
@@ -420,7 +420,7 @@ TEST(StoreCli, TwoPutProcessesAtOnceBothSucceedAndDedup) {
     tmp.write("one/a.bin", a);
     tmp.write("two/a.bin", a);
     const std::string dir = (tmp.path() / "s").string();
-    ASSERT_EQ(run_tool({"store", "init", dir}).exit_code, 0);
+    ASSERT_EQ(run_tool({"store", "init", "--no-encryption", dir}).exit_code, 0);
     fs::create_directories(tmp.path() / "log1");
     fs::create_directories(tmp.path() / "log2");
     const pid_t p1 = spawn_tool({"store", "put", dir, (tmp.path() / "one").string(), "--name", "one"}, tmp.path() / "log1");
@@ -446,7 +446,7 @@ TEST(StoreCli, TwoPutProcessesAtOnceBothSucceedAndDedup) {
 TEST(StoreCli, WriteLimitDuringPutFailsCleanlyAndTheStoreVerifies) {
     test::TempDir tmp;
     const std::string dir = (tmp.path() / "s").string();
-    ASSERT_EQ(run_tool({"store", "init", dir}).exit_code, 0);
+    ASSERT_EQ(run_tool({"store", "init", "--no-encryption", dir}).exit_code, 0);
     const auto first = tmp.write("first.bin", test::mixed_bytes(300'000, 51));
     ASSERT_EQ(run_tool({"store", "put", dir, first.string(), "--name", "first"}).exit_code, 0);
     tmp.write("big/a.bin", test::random_bytes(3'000'000, 52));

@@ -1,6 +1,6 @@
 // cdc store key list|add|remove|passwd, run as a user runs them, on a
-// directory whose key slots the test makes with the library (the store
-// commands do not encrypt yet): password sources, exit codes, round trips,
+// directory whose key slots the test makes with the library (a whole
+// encrypted store: store_encryption_cli_test): password sources, exit codes, round trips,
 // damaged slots named, and kill -9 during passwd at random instants.
 #include "cli_support.hpp"
 

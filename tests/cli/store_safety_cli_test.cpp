@@ -53,7 +53,7 @@ fs::path sparse_file(const fs::path& p) {
 TEST(StoreSafetyCli, AFileThatShrinksWhilePutIsNamedAndNotStored) {
     test::TempDir tmp;
     const std::string dir = (tmp.path() / "s").string();
-    ASSERT_EQ(run_tool({"store", "init", dir}).exit_code, 0);
+    ASSERT_EQ(run_tool({"store", "init", "--no-encryption", dir}).exit_code, 0);
     const auto small = test::random_bytes(20'000, 1);
     tmp.write("tree/a", small);
     for (const bool tree : {false, true}) {
@@ -77,7 +77,7 @@ TEST(StoreSafetyCli, AFileThatShrinksWhilePutIsNamedAndNotStored) {
 TEST(StoreSafetyCli, NamesFillingNameMaxRestore) {
     test::TempDir tmp;
     const std::string dir = (tmp.path() / "s").string();
-    ASSERT_EQ(run_tool({"store", "init", dir}).exit_code, 0);
+    ASSERT_EQ(run_tool({"store", "init", "--no-encryption", dir}).exit_code, 0);
     const std::string long_name(NAME_MAX - 5, 'n');  // its temporary name with it passed NAME_MAX
     const auto a = test::random_bytes(10'000, 2), b = test::random_bytes(10'000, 3);
     tmp.write("tree/" + long_name, a);
@@ -93,7 +93,7 @@ TEST(StoreSafetyCli, NamesFillingNameMaxRestore) {
 TEST(StoreSafetyCli, NamesFollowTheRuleOfTheTreeRestore) {
     test::TempDir tmp;
     const std::string dir = (tmp.path() / "s").string();
-    ASSERT_EQ(run_tool({"store", "init", dir}).exit_code, 0);
+    ASSERT_EQ(run_tool({"store", "init", "--no-encryption", dir}).exit_code, 0);
     const auto a = test::random_bytes(5'000, 4), f = test::random_bytes(6'000, 5);
     tmp.write("tree/x/a", a);
     const auto file = tmp.write("sub/f", f);
@@ -134,7 +134,7 @@ TEST(StoreSafetyCli, NamesFollowTheRuleOfTheTreeRestore) {
 TEST(StoreSafetyCli, TheStoresOwnFilesAreNeverPutIntoIt) {
     test::TempDir tmp;
     const std::string dir = (tmp.path() / "s").string();
-    ASSERT_EQ(run_tool({"store", "init", dir}).exit_code, 0);
+    ASSERT_EQ(run_tool({"store", "init", "--no-encryption", dir}).exit_code, 0);
     ASSERT_EQ(run_tool({"store", "put", dir, tmp.write("f", test::random_bytes(5000, 6)).string(), "--name", "f"}).exit_code, 0);
     for (const std::string& inside : {dir, dir + "/packs", dir + "/index.db", dir + "/packs/../lock"}) {
         const auto r = run_tool({"store", "put", dir, inside, "--name", "x"});
@@ -158,7 +158,7 @@ TEST(StoreSafetyCli, TheStoresOwnFilesAreNeverPutIntoIt) {
 TEST(StoreSafetyCli, TimesBefore1970AreListedInTheirSecond) {
     test::TempDir tmp;
     const std::string dir = (tmp.path() / "s").string();
-    ASSERT_EQ(run_tool({"store", "init", dir}).exit_code, 0);
+    ASSERT_EQ(run_tool({"store", "init", "--no-encryption", dir}).exit_code, 0);
     const auto f = tmp.write("old", test::random_bytes(1000, 8));
     const timespec t[2] = {{0, UTIME_OMIT}, {-2, 500'000'000}};  // 1.5 s before the epoch
     ASSERT_EQ(::utimensat(AT_FDCWD, f.c_str(), t, 0), 0);
@@ -180,7 +180,7 @@ TEST(StoreSafetyCli, AGroupSharesOtherMembersAppendToItsPacks) {
     test::TempDir tmp;
     ASSERT_EQ(::chmod(tmp.path().c_str(), 0755), 0);
     const std::string dir = (tmp.path() / "s").string();
-    ASSERT_EQ(run_tool({"store", "init", dir}).exit_code, 0);
+    ASSERT_EQ(run_tool({"store", "init", "--no-encryption", dir}).exit_code, 0);
     // The share of STORE.md: chgrp -R GROUP DIR && chmod -R g+rwX DIR && chmod g+s DIR DIR/packs.
     for (const auto& e : fs::recursive_directory_iterator(dir)) ASSERT_EQ(::chown(e.path().c_str(), 0, kNobody), 0);
     ASSERT_EQ(::chown(dir.c_str(), 0, kNobody), 0);
@@ -210,7 +210,7 @@ TEST(StoreSafetyCli, AnotherUsersStoreIsPermissionDeniedNotNotAStore) {
     test::TempDir tmp;
     ASSERT_EQ(::chmod(tmp.path().c_str(), 0755), 0);
     const std::string dir = (tmp.path() / "s").string();
-    ASSERT_EQ(run_tool({"store", "init", dir}).exit_code, 0);  // 0700, root's
+    ASSERT_EQ(run_tool({"store", "init", "--no-encryption", dir}).exit_code, 0);  // 0700, root's
     const auto r = test::run_tool_as(kNobody, kNobody, {"store", "ls", dir});
     EXPECT_EQ(r.exit_code, 4) << r.err;
     EXPECT_NE(r.err.find("Permission denied"), std::string::npos) << r.err;

@@ -547,6 +547,45 @@ TEST(ServeCli, AForgedChunkIsRefusedAndNothingIsStored) {
     EXPECT_EQ(stats["chunks"], 0);
 }
 
+// The server reads a push's next request while it handles one: a request it
+// refuses while that read is pending (the client still writing, not
+// half-closed) must end the stream with the refusal's status, at once.
+TEST(ServeCli, ARefusalWhileTheNextRequestIsReadReachesTheClient) {
+    test::TempDir tmp;
+    const auto dir = init_store(tmp);
+    Serve s(dir, tmp.path() / "serve");
+    const auto chunk = test::random_bytes(3000, 11);
+    grpc::ClientContext ctx;
+    authorize(ctx);
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+    auto st = stub(s);
+    auto rw = st->Push(&ctx);
+    v1::PushRequest start;
+    start.mutable_start()->set_name("forged");
+    ASSERT_TRUE(rw->Write(start));
+    ASSERT_TRUE(rw->Write(list_of(chunk)));
+    v1::PushReply reply;
+    ASSERT_TRUE(rw->Read(&reply));
+    auto forged = chunk;
+    forged[0] ^= 1;
+    v1::PushRequest data;
+    auto* c = data.mutable_data()->add_chunks();
+    const auto id = store::chunk_id_of(std::as_bytes(std::span(chunk)));
+    c->set_id(id.data(), id.size());
+    c->set_raw_size(3000);
+    c->set_raw(true);
+    c->set_payload_size(3000);
+    c->set_piece(forged.data(), forged.size());
+    ASSERT_TRUE(rw->Write(data));
+    // No WritesDone: the server's next read is still pending when it refuses.
+    EXPECT_FALSE(rw->Read(&reply));
+    const grpc::Status status = rw->Finish();
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::DATA_LOSS) << status.error_message();
+    EXPECT_NE(status.error_message().find("another BLAKE3"), std::string::npos) << status.error_message();
+    const auto stats = json_of(run_tool({"store", "stats", dir.string(), "--json"}));
+    EXPECT_EQ(stats["chunks"], 0);
+}
+
 TEST(ServeCli, AnOversizedMessageIsRefused) {
     test::TempDir tmp;
     const auto dir = init_store(tmp);

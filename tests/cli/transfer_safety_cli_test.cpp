@@ -216,7 +216,7 @@ struct Keyed {
     Keyed() {
         fs::permissions(key, fs::perms::owner_read | fs::perms::owner_write);
         fs::permissions(wrong, fs::perms::owner_read | fs::perms::owner_write);
-        const auto r = run_tool({"store", "init", dir.string(), "-a", "kfastcdc", "--key-file", key.string()});
+        const auto r = run_tool({"store", "init", "--no-encryption", dir.string(), "-a", "kfastcdc", "--key-file", key.string()});
         EXPECT_EQ(r.exit_code, 0) << r.err;
     }
 };

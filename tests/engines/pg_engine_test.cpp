@@ -210,7 +210,7 @@ TEST(PgEngine, RoundTripWithPacksInTheDirectory) {
     const std::string url = make_database();
     TempDir tmp;
     const std::string store = (tmp.path() / "store").string();
-    const auto init = json_of(run_tool({"store", "init", "--json", "--catalog", url, store}));
+    const auto init = json_of(run_tool({"store", "init", "--no-encryption", "--json", "--catalog", url, store}));
     EXPECT_EQ(init.value("catalog", ""), url) << init;
     EXPECT_FALSE(fs::exists(tmp.path() / "store" / "index.db")) << "the catalog is in the server";
     const std::string recorded = read_text(tmp.path() / "store" / "catalog");
@@ -222,7 +222,7 @@ TEST(PgEngine, RoundTripWithPacksInTheDirectory) {
     for ([[maybe_unused]] const auto& e : fs::directory_iterator(tmp.path() / "store" / "packs")) ++packs;
     EXPECT_GT(packs, 0u);
     // A second store in the same database is refused, nothing made.
-    const auto r = run_tool({"store", "init", "--catalog", url, (tmp.path() / "store2").string()});
+    const auto r = run_tool({"store", "init", "--no-encryption", "--catalog", url, (tmp.path() / "store2").string()});
     EXPECT_EQ(r.exit_code, 4) << r.err;
     EXPECT_NE(r.err.find("holds a store already"), std::string::npos) << r.err;
     EXPECT_FALSE(fs::exists(tmp.path() / "store2" / "cdc-store"));
@@ -234,7 +234,7 @@ TEST(PgEngine, RoundTripWithPacksInS3AndASecondHost) {
     const std::string bucket = s3_bucket();
     TempDir tmp;
     const std::string store = (tmp.path() / "store").string();
-    auto r = run_tool({"store", "init", "-q", "--catalog", url, "--packs", fmt::format("s3://{}/p", bucket),
+    auto r = run_tool({"store", "init", "--no-encryption", "-q", "--catalog", url, "--packs", fmt::format("s3://{}/p", bucket),
                        "--s3-endpoint", engines().ceph.at("CEPH_S3_ENDPOINT"), "--s3-part-size", "5M", store});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     round_trip(store, tmp.path());
@@ -262,7 +262,7 @@ TEST(PgEngine, ThreeWritersAtOnce) {
     const std::string url = make_database();
     TempDir tmp;
     const std::string store = (tmp.path() / "store").string();
-    ASSERT_EQ(run_tool({"store", "init", "-q", "--catalog", url, store}).exit_code, 0);
+    ASSERT_EQ(run_tool({"store", "init", "--no-encryption", "-q", "--catalog", url, store}).exit_code, 0);
     // Writer i: files of its own, and a shared set every writer puts too.
     std::vector<std::map<std::string, std::vector<std::uint8_t>>> trees;
     for (int w = 0; w < 3; ++w) {
@@ -342,7 +342,7 @@ TEST(PgEngine, TwoServersOfOneStore) {
     const std::string url = make_database();
     TempDir tmp;
     const std::string store = (tmp.path() / "store").string();
-    ASSERT_EQ(run_tool({"store", "init", "-q", "--catalog", url, store}).exit_code, 0);
+    ASSERT_EQ(run_tool({"store", "init", "--no-encryption", "-q", "--catalog", url, store}).exit_code, 0);
     const std::string token_text = "pg-engine-test-token\n";
     const auto token = tmp.write("token", std::span(reinterpret_cast<const std::uint8_t*>(token_text.data()),
                                                     token_text.size()));
@@ -380,7 +380,7 @@ TEST(PgEngine, TwoServersOfOneStore) {
 TEST(PgEngine, TheStoreLockIsSharedForWritersExclusiveForGc) {
     const std::string url = make_database();
     TempDir tmp;
-    ASSERT_EQ(run_tool({"store", "init", "-q", "--catalog", url, (tmp.path() / "s").string()}).exit_code, 0);
+    ASSERT_EQ(run_tool({"store", "init", "--no-encryption", "-q", "--catalog", url, (tmp.path() / "s").string()}).exit_code, 0);
     auto catalog = PgCatalog::open(url);
     auto writer1 = catalog->hosts_lock();
     auto writer2 = catalog->hosts_lock();
@@ -491,7 +491,7 @@ TEST(PgEngine, AWriterKilledMidPutLeavesNoHalfCommittedFile) {
     TempDir tmp;
     const std::string store = (tmp.path() / "store").string();
     const auto tree = make_tree(tmp.path() / "in", 60, 1 << 20, 100);
-    ASSERT_EQ(run_tool({"store", "init", "-q", "--catalog", url, "--pack-size", "4M", store}).exit_code, 0);
+    ASSERT_EQ(run_tool({"store", "init", "--no-encryption", "-q", "--catalog", url, "--pack-size", "4M", store}).exit_code, 0);
     const pid_t put = spawn_tool({"store", "put", store, (tmp.path() / "in").string(), "--name", "t"}, tmp.path(),
                                  {{"CDC_STORE_FLUSH_BYTES", std::to_string(2 << 20)}});
     const bool started = wait_packs(url, 3, put);
@@ -513,7 +513,7 @@ TEST(PgEngine, PostgresRestartedMidPut) {
     TempDir tmp;
     const std::string store = (tmp.path() / "store").string();
     const auto tree = make_tree(tmp.path() / "in", 120, 1 << 20, 300);
-    ASSERT_EQ(run_tool({"store", "init", "-q", "--catalog", url, "--pack-size", "4M", store}).exit_code, 0);
+    ASSERT_EQ(run_tool({"store", "init", "--no-encryption", "-q", "--catalog", url, "--pack-size", "4M", store}).exit_code, 0);
     const pid_t put = spawn_tool({"store", "put", store, (tmp.path() / "in").string(), "--name", "t"}, tmp.path(),
                                  {{"CDC_STORE_FLUSH_BYTES", std::to_string(1 << 20)}});
     const bool started = wait_packs(url, 2, put);
@@ -540,7 +540,7 @@ TEST(PgEngine, ClearErrors) {
     const std::string url = make_database();
     TempDir tmp;
     const std::string store = (tmp.path() / "store").string();
-    ASSERT_EQ(run_tool({"store", "init", "-q", "--catalog", url, store}).exit_code, 0);
+    ASSERT_EQ(run_tool({"store", "init", "--no-encryption", "-q", "--catalog", url, store}).exit_code, 0);
     const auto bytes = random_bytes(300000, 5);
     const auto in = tmp.write("in.bin", bytes);
     ASSERT_EQ(run_tool({"store", "put", "-q", store, in.string(), "--name", "keep"}).exit_code, 0);
@@ -561,14 +561,14 @@ TEST(PgEngine, ClearErrors) {
             EXPECT_EQ(r.err.find("wrong"), std::string::npos) << "never the password: " << r.err;
         }
         EXPECT_FALSE(fs::exists(tmp.path() / "got"));
-        const auto r = run_tool({"store", "init", "--catalog", another, (tmp.path() / "s2").string()});
+        const auto r = run_tool({"store", "init", "--no-encryption", "--catalog", another, (tmp.path() / "s2").string()});
         EXPECT_EQ(r.exit_code, 4) << r.err;
         EXPECT_FALSE(fs::exists(tmp.path() / "s2" / "cdc-store")) << "nothing made";
     }
     // A server that is not there.
     {
         const std::string down = fmt::format("postgresql://cdc@127.0.0.1:1/x");
-        auto r = run_tool({"store", "init", "--catalog", down, (tmp.path() / "s3").string()});
+        auto r = run_tool({"store", "init", "--no-encryption", "--catalog", down, (tmp.path() / "s3").string()});
         EXPECT_EQ(r.exit_code, 4) << r.err;
         EXPECT_NE(r.err.find("cannot connect to the catalog 'postgresql://cdc@127.0.0.1:1/x'"), std::string::npos)
             << r.err;
@@ -600,7 +600,7 @@ TEST(PgEngine, ClearErrors) {
     for (const std::string& bad : std::vector<std::string>{fmt::format("postgresql://cdc:secret@127.0.0.1:{}/x", engines().pg.at("PG_PORT")),
                                   std::string("postgresql://cdc@127.0.0.1/x?password=secret"),
                                   std::string("mysql://cdc@127.0.0.1/x")}) {
-        const auto r = run_tool({"store", "init", "--catalog", bad, (tmp.path() / "s4").string()});
+        const auto r = run_tool({"store", "init", "--no-encryption", "--catalog", bad, (tmp.path() / "s4").string()});
         EXPECT_EQ(r.exit_code, 2) << bad << ": " << r.err;
         EXPECT_FALSE(fs::exists(tmp.path() / "s4"));
     }

@@ -281,7 +281,7 @@ TEST(S3Engine, StoreRoundTripThroughTheTool) {
         .write(reinterpret_cast<const char*>(big.data()), static_cast<std::streamsize>(big.size()));
     tree.emplace("big.bin", big);
 
-    auto r = run_tool({"store", "init", "--json", "--packs", fmt::format("s3://{}/st", bucket), "--s3-endpoint",
+    auto r = run_tool({"store", "init", "--no-encryption", "--json", "--packs", fmt::format("s3://{}/st", bucket), "--s3-endpoint",
                        ceph().endpoint(), "--s3-part-size", "5M", "--pack-size", "32M", store});
     const auto init = json_of(r);
     EXPECT_NE(init.value("packs_location", "").find(fmt::format("s3://{}/st", bucket)), std::string::npos) << init;
@@ -322,13 +322,58 @@ TEST(S3Engine, StoreRoundTripThroughTheTool) {
     EXPECT_FALSE(fs::exists(tmp.path() / "out" / "big.bin"));
 }
 
+// An encrypted store with its packs in S3: the round trip, and no object of
+// the bucket holds the contents' distinctive string (what the bucket's
+// operator could read).
+TEST(S3Engine, EncryptedStoreInS3) {
+    const std::string bucket = make_bucket();
+    TempDir tmp;
+    const std::string store = (tmp.path() / "store").string();
+    const fs::path pw = tmp.path() / "pw";
+    std::ofstream(pw) << "s3 bucket password";
+    fs::permissions(pw, fs::perms::owner_read | fs::perms::owner_write, fs::perm_options::replace);
+    ::setenv("CDC_PASSWORD_FILE", pw.c_str(), 1);
+    ::setenv("CDC_TEST_FAST_KDF", "1", 1);
+    static constexpr std::string_view kCanary = "PANGOLIN-ORCHARD-4242";
+    auto big = random_bytes(7 << 20, 17);  // raw records: the canary would be there in clear
+    for (std::size_t at = 500; at + kCanary.size() < big.size(); at += 50000)
+        std::copy(kCanary.begin(), kCanary.end(), big.begin() + static_cast<std::ptrdiff_t>(at));
+    fs::create_directories(tmp.path() / "in");
+    std::ofstream(tmp.path() / "in" / "big.bin", std::ios::binary)
+        .write(reinterpret_cast<const char*>(big.data()), static_cast<std::streamsize>(big.size()));
+    auto r = run_tool({"store", "init", "--json", "--packs", fmt::format("s3://{}/enc", bucket), "--s3-endpoint",
+                       ceph().endpoint(), "--s3-part-size", "5M", store});
+    EXPECT_EQ(json_of(r)["encrypted"], true);
+    r = run_tool({"store", "put", store, (tmp.path() / "in").string(), "--name", "t"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    r = run_tool({"store", "get", store, "t/big.bin", "-o", (tmp.path() / "out.bin").string()});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(file_bytes(tmp.path() / "out.bin"), big);
+    auto v = json_of(run_tool({"store", "verify", "--full", "--json", store}));
+    EXPECT_EQ(v["ok"], true) << v;
+    // Every object of the bucket, read as its operator could.
+    s3::Request list;
+    list.query = {{"list-type", "2"}, {"prefix", "enc/"}};
+    const std::string listing = admin_client(bucket).send(list).body;
+    const auto keys = s3::xml_elements(listing, "Contents");
+    ASSERT_GT(keys.size(), 0u);
+    for (const auto c : keys) {
+        s3::Request get;
+        get.key = s3::xml_value(c, "Key").value_or("");
+        const auto body = admin_client(bucket).send(get).body;
+        EXPECT_EQ(body.find(kCanary), std::string::npos) << get.key;
+    }
+    ::unsetenv("CDC_PASSWORD_FILE");
+    ::unsetenv("CDC_TEST_FAST_KDF");
+}
+
 #if CDC_TEST_TRANSFER  // (a build without cdc-transfer has no cdc serve)
 // `cdc serve` of a store whose packs are in S3: push, pull, verify.
 TEST(S3Engine, ServeAStoreWithS3Packs) {
     const std::string bucket = make_bucket();
     TempDir tmp;
     const std::string store = (tmp.path() / "store").string();
-    ASSERT_EQ(run_tool({"store", "init", "-q", "--packs", fmt::format("s3://{}/sv", bucket), "--s3-endpoint",
+    ASSERT_EQ(run_tool({"store", "init", "--no-encryption", "-q", "--packs", fmt::format("s3://{}/sv", bucket), "--s3-endpoint",
                         ceph().endpoint(), store})
                   .exit_code,
               0);
@@ -371,7 +416,7 @@ TEST(S3Engine, WrongCredentialsAndAMissingBucketAreClearErrors) {
     const std::string endpoint = ceph().endpoint();
     // A bucket that does not exist: nothing is made.
     const std::string nostore = (tmp.path() / "nostore").string();
-    auto r = run_tool({"store", "init", "--packs", "s3://no-such-bucket-here/p", "--s3-endpoint", endpoint, nostore});
+    auto r = run_tool({"store", "init", "--no-encryption", "--packs", "s3://no-such-bucket-here/p", "--s3-endpoint", endpoint, nostore});
     EXPECT_EQ(r.exit_code, 4) << r.err;
     EXPECT_NE(r.err.find("NoSuchBucket"), std::string::npos) << r.err;
     EXPECT_NE(r.err.find("s3://no-such-bucket-here"), std::string::npos) << r.err;
@@ -379,7 +424,7 @@ TEST(S3Engine, WrongCredentialsAndAMissingBucketAreClearErrors) {
     // Wrong secret: 403 with S3's code, nothing made.
     {
         ScopedEnv secret("AWS_SECRET_ACCESS_KEY", "wrong-secret");
-        r = run_tool({"store", "init", "--packs", fmt::format("s3://{}/p", bucket), "--s3-endpoint", endpoint, nostore});
+        r = run_tool({"store", "init", "--no-encryption", "--packs", fmt::format("s3://{}/p", bucket), "--s3-endpoint", endpoint, nostore});
         EXPECT_EQ(r.exit_code, 4) << r.err;
         EXPECT_NE(r.err.find("HTTP 403 SignatureDoesNotMatch"), std::string::npos) << r.err;
         EXPECT_FALSE(fs::exists(nostore));
@@ -387,7 +432,7 @@ TEST(S3Engine, WrongCredentialsAndAMissingBucketAreClearErrors) {
     // A store with a file, then every command with bad credentials: exit 4,
     // the file still there afterwards.
     const std::string store = (tmp.path() / "store").string();
-    ASSERT_EQ(run_tool({"store", "init", "-q", "--packs", fmt::format("s3://{}/p", bucket), "--s3-endpoint", endpoint,
+    ASSERT_EQ(run_tool({"store", "init", "--no-encryption", "-q", "--packs", fmt::format("s3://{}/p", bucket), "--s3-endpoint", endpoint,
                         store})
                   .exit_code,
               0);
@@ -429,7 +474,7 @@ TEST(S3Engine, WrongCredentialsAndAMissingBucketAreClearErrors) {
         ScopedEnv key("AWS_ACCESS_KEY_ID", "");
         ScopedEnv secret("AWS_SECRET_ACCESS_KEY", "");
         ScopedEnv home("HOME", tmp.path().string());
-        r = run_tool({"store", "init", "-q", "--packs", fmt::format("s3://{}/q", bucket), "--s3-endpoint", endpoint,
+        r = run_tool({"store", "init", "--no-encryption", "-q", "--packs", fmt::format("s3://{}/q", bucket), "--s3-endpoint", endpoint,
                       "--s3-credentials", creds.string(), store2});
         ASSERT_EQ(r.exit_code, 0) << r.err;
         r = run_tool({"store", "put", "-q", store2, in.string(), "--name", "viafile"});
@@ -443,9 +488,9 @@ TEST(S3Engine, WrongCredentialsAndAMissingBucketAreClearErrors) {
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_EQ(file_bytes(tmp.path() / "got"), bytes);
     // A location that does not parse is a usage error.
-    r = run_tool({"store", "init", "--packs", "s3://UPPER/x", "--s3-endpoint", endpoint, nostore});
+    r = run_tool({"store", "init", "--no-encryption", "--packs", "s3://UPPER/x", "--s3-endpoint", endpoint, nostore});
     EXPECT_EQ(r.exit_code, 2) << r.err;
-    r = run_tool({"store", "init", "--packs", fmt::format("s3://{}/z", bucket), "--s3-endpoint", "localhost:1", nostore});
+    r = run_tool({"store", "init", "--no-encryption", "--packs", fmt::format("s3://{}/z", bucket), "--s3-endpoint", "localhost:1", nostore});
     EXPECT_EQ(r.exit_code, 2) << r.err;
 }
 
@@ -529,7 +574,7 @@ TEST(S3Engine, RadosgwKilledMidPutLeavesNoHalfCommittedFile) {
     TempDir tmp;
     const std::string store = (tmp.path() / "store").string();
     const auto tree = make_tree(tmp.path() / "in", 80, 1 << 20, 100);
-    ASSERT_EQ(run_tool({"store", "init", "-q", "--packs", fmt::format("s3://{}/k", bucket), "--s3-endpoint",
+    ASSERT_EQ(run_tool({"store", "init", "--no-encryption", "-q", "--packs", fmt::format("s3://{}/k", bucket), "--s3-endpoint",
                         ceph().endpoint(), store})
                   .exit_code,
               0);
@@ -559,7 +604,7 @@ TEST(S3Engine, RadosgwRestartedMidPutIsRetried) {
     TempDir tmp;
     const std::string store = (tmp.path() / "store").string();
     const auto tree = make_tree(tmp.path() / "in", 60, 1 << 20, 300);
-    ASSERT_EQ(run_tool({"store", "init", "-q", "--packs", fmt::format("s3://{}/r", bucket), "--s3-endpoint",
+    ASSERT_EQ(run_tool({"store", "init", "--no-encryption", "-q", "--packs", fmt::format("s3://{}/r", bucket), "--s3-endpoint",
                         ceph().endpoint(), store})
                   .exit_code,
               0);

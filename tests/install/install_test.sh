@@ -97,7 +97,7 @@ echo "installed cdc dupes: one group of 2"
 test -x "$tmp/prefix/libexec/cdc/cdc-store-s3"
 set +e
 err=$(env -u CDC_STORE_S3 CDC_S3_RETRIES=1 AWS_ACCESS_KEY_ID=x AWS_SECRET_ACCESS_KEY=y \
-      "$tmp/prefix/bin/cdc" store init --packs s3://bucket/p --s3-endpoint http://127.0.0.1:1 "$tmp/s3store" 2>&1)
+      "$tmp/prefix/bin/cdc" store init --no-encryption --packs s3://bucket/p --s3-endpoint http://127.0.0.1:1 "$tmp/s3store" 2>&1)
 rc=$?
 set -e
 [[ $rc -eq 4 && "$err" == *"S3 GET s3://bucket"* && ! -e "$tmp/s3store" ]] || { echo "$rc: $err" >&2; exit 1; }

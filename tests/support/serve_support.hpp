@@ -109,7 +109,7 @@ inline void authorize(grpc::ClientContext& ctx) {
 
 inline fs::path init_store(const TempDir& tmp, const std::string& avg = "4K") {
     const auto dir = tmp.path() / "store";
-    const auto r = run_tool({"store", "init", dir.string(), "--avg", avg});
+    const auto r = run_tool({"store", "init", "--no-encryption", dir.string(), "--avg", avg});
     EXPECT_EQ(r.exit_code, 0) << r.err;
     return dir;
 }

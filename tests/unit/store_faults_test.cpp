@@ -137,14 +137,14 @@ TEST(StoreFaults, TruncatedOrGarbledDatabase) {
 TEST(StoreFaults, NewerFormatIsRefusedUntouched) {
     Damaged d;
     {
-        std::ofstream(d.dir / "cdc-store") << "cdc-store\nformat 2\n";
+        std::ofstream(d.dir / "cdc-store") << "cdc-store\nformat 3\n";
     }
     const auto before = fs::last_write_time(d.dir / "index.db");
     try {
         Store::open(d.dir);
         FAIL() << "opened";
     } catch (const store::VersionError& e) {
-        EXPECT_NE(std::string(e.what()).find("format version 2"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("format version 3"), std::string::npos) << e.what();
     }
     EXPECT_EQ(fs::last_write_time(d.dir / "index.db"), before);
     // The database's own version counts too.

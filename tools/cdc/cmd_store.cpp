@@ -5,6 +5,7 @@
 #include "sizes.hpp"
 #include "cmd_store.hpp"
 #include "time_text.hpp"
+#include "../common/password.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -30,6 +31,14 @@ using store::Store;
 namespace {
 char** g_argv = nullptr;
 bool g_s3_enabled = false;
+// --password-file of the store command being run (every one but `key`,
+// which has its own flags).
+std::string g_password_file;
+constexpr const char* kStorePasswordFlag = "--password-file";
+
+std::string store_password_text(const crypto::SecretBytes& p) {
+    return std::string(reinterpret_cast<const char*>(p.span().data()), p.span().size());
+}
 }  // namespace
 
 void set_store_command_line(char** argv) { g_argv = argv; }
@@ -51,6 +60,8 @@ void run_store_s3_helper(const store::StorageUnavailableError& e) {
 Store open_store(const std::string& dir, const std::string& key_file) {
     store::OpenOptions o;
     if (!key_file.empty()) o.key = read_key_file(key_file);
+    // Asked only of an encrypted store.
+    o.password = [] { return store_password_text(get_password(g_password_file, kStorePasswordFlag, true, Ask::once, "password")); };
     try {
         return Store::open(dir, o);
     } catch (const store::VersionError& e) {
@@ -100,10 +111,16 @@ struct InitArgs {
     std::string catalog;
     bool json = false;
     bool quiet = false;
+    bool no_encryption = false;
 };
 
 int run_init(const InitArgs& a) {
     store::InitOptions o;
+    if (!a.no_encryption) {
+        o.password = store_password_text(get_password(g_password_file, kStorePasswordFlag, true, Ask::twice, "password"));
+    } else if (!g_password_file.empty()) {
+        throw UsageError("--password-file and --no-encryption exclude each other");
+    }
     o.algorithm = a.algorithm;
     o.chunking = a.profile.options();
     if (!a.key_file.empty()) o.chunking.key = read_key_file(a.key_file);
@@ -119,6 +136,10 @@ int run_init(const InitArgs& a) {
         const auto abs = std::filesystem::absolute(o.packs.s3_credentials_file, ec);
         if (!ec) o.packs.s3_credentials_file = abs.string();
     }
+    struct WipePassword {  // (the copy init was given: wiped however init ends)
+        std::string& s;
+        ~WipePassword() { crypto::wipe({reinterpret_cast<std::uint8_t*>(s.data()), s.size()}); }
+    } wipe_password{o.password};
     std::optional<Store> made;
     try {
         made.emplace(Store::init(a.dir, o));
@@ -131,13 +152,15 @@ int run_init(const InitArgs& a) {
         nlohmann::json j = {{"store_id", i.store_id},     {"format_version", i.format_version},
                             {"algorithm", i.algorithm},   {"min_size", i.profile.min_size},
                             {"avg_size", i.profile.normal_size}, {"max_size", i.profile.max_size},
-                            {"keyed", i.profile.keyed},   {"zstd_level", i.zstd_level},
+                            {"keyed", i.profile.keyed},   {"encrypted", i.encrypted()},
+                            {"zstd_level", i.zstd_level},
                             {"pack_size", i.pack_size},   {"packs_location", packs_text(i.packs)},
                             {"catalog", i.catalog.empty() ? "the store's directory" : i.catalog}};
         tools::put_name(j, "dir", a.dir);
         fmt::print("{}\n", tools::json_text(j));
     } else if (!a.quiet) {
-        fmt::print("initialised store '{}': {}, zstd level {}, packs of {}{}{}, format {}\n", a.dir,
+        fmt::print("initialised {}store '{}': {}, zstd level {}, packs of {}{}{}, format {}\n",
+                   i.encrypted() ? "encrypted (" + i.cipher + ") " : "unencrypted ", a.dir,
                    profile_text(i.algorithm, i.profile), i.zstd_level,
                    tools::format_size(static_cast<double>(i.pack_size)),
                    i.packs.is_s3() ? " in " + packs_text(i.packs) : std::string(),
@@ -393,8 +416,11 @@ void add_store_subcommands(CLI::App& st, int& exit_code) {
         add_size_option(*c, "--s3-part-size", a->packs.s3_part_size, std::uint64_t{5} << 20, std::uint64_t{1} << 30,
                         "packs larger than this are uploaded in parts of this size (5M .. 1G, whole MiB); memory "
                         "holds one part per pack being written");
+        c->add_flag("--no-encryption", a->no_encryption,
+                    "an unencrypted store (format 1): its packs and index hold contents and names in clear; by "
+                    "default a store is encrypted under a password (docs/STORE.md \"Encryption\")");
         add_json_flag(*c, a->json, "{dir, store_id, format_version, algorithm, min_size, avg_size, max_size, keyed, "
-                                   "zstd_level, pack_size, packs_location, catalog}");
+                                   "encrypted, zstd_level, pack_size, packs_location, catalog}");
         add_quiet_flag(*c, a->quiet);
         document(*c, {.notes = "The chunking parameters are fixed for the store's life: every file put is cut "
                                "with them, and cdc push chunks alike. With --packs s3://..., every store command "
@@ -488,6 +514,13 @@ void add_store_subcommands(CLI::App& st, int& exit_code) {
                       .exit_codes = exit_codes()});
         c->callback([a, &exit_code] { exit_code = with_store_errors([&] { return run_stats(*a); }); });
     }
+    // Every command but `key` opens the store: an encrypted one's password.
+    for (CLI::App* c : st.get_subcommands([](CLI::App*) { return true; }))
+        c->add_option(kStorePasswordFlag, g_password_file,
+                      "an encrypted store's password: the file's content (one trailing newline dropped); default: "
+                      "the file named by CDC_PASSWORD_FILE, else CDC_PASSWORD, else asked on the terminal (twice "
+                      "at init); never a command-line value")
+            ->type_name("FILE");
     add_store_key(st, exit_code);
 }
 

@@ -42,6 +42,8 @@ int with_store_errors(F&& f) {
         throw UsageError(e.what());
     } catch (const store::VersionError& e) {
         throw UsageError(e.what());
+    } catch (const store::PasswordError& e) {
+        throw UsageError(e.what());
     }
 }
 

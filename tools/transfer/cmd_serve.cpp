@@ -95,6 +95,11 @@ int run_serve(const ServeArgs& a) {
         throw UsageError(e.what());
     } catch (const store::NotFoundError& e) {
         throw UsageError(e.what());
+    } catch (const store::PasswordError&) {
+        throw UsageError(fmt::format("the store '{}' is encrypted: serving an encrypted store is not supported yet "
+                                     "(docs/TRANSFER.md, \"Encrypted stores\"); serve an unencrypted one "
+                                     "(cdc store init --no-encryption)",
+                                     a.store));
     }
     const std::string host = a.listen.substr(0, a.listen.rfind(':'));
     const std::string where = fmt::format("{}:{}", host, server->port());

@@ -145,11 +145,12 @@ def dupes(
     *,
     min_size: int = 1,
     mode: Literal["auto", "compare", "hash"] = "auto",
-    hash: Literal["blake3", "xxh3", "sha256"] = "blake3",
+    digest: Literal["blake3", "xxh3", "sha256"] = "blake3",
     follow_symlinks: bool = False,
     one_file_system: bool = False,
     exclude: Union[str, bytes, Iterable[Union[str, bytes]], None] = None,
     exclude_file: Union[Path, bytes, Iterable[Union[Path, bytes]], None] = None,
     exclude_caches: bool = False,
     exclude_if_present: Union[str, bytes, Iterable[Union[str, bytes]], None] = None,
+    hash: Optional[Literal["blake3", "xxh3", "sha256"]] = None,
 ) -> dict[str, Any]: ...

@@ -62,6 +62,16 @@ py::array_t<T> array_of(const std::vector<T>& v, std::vector<py::ssize_t> shape)
     return a;
 }
 
+// An array handed in by a task, as a C-contiguous aligned array of T. Dask
+// moves arrays in frames that can start at any byte, and pybind11's
+// ensure() does not ask numpy for alignment: numpy.require copies only the
+// arrays that are not aligned for T (or not of T, or not contiguous).
+template <class T>
+py::array_t<T, py::array::c_style> aligned_array(const py::handle& h) {
+    py::object a = py::module_::import("numpy").attr("require")(h, py::dtype::of<T>(), "CA");
+    return a.cast<py::array_t<T, py::array::c_style>>();
+}
+
 // (size, count) rows of an exact size distribution, and back.
 py::array_t<std::uint64_t> histogram_array(const SizeStats& s) {
     std::vector<std::uint64_t> flat;
@@ -73,8 +83,8 @@ py::array_t<std::uint64_t> histogram_array(const SizeStats& s) {
 }
 
 void add_histogram(SizeStats& s, const py::handle& array) {
-    const auto a = py::array_t<std::uint64_t, py::array::c_style | py::array::forcecast>::ensure(array);
-    if (!a || a.ndim() != 2 || a.shape(1) != 2) throw OptionError("a size histogram must be an (n, 2) uint64 array");
+    const auto a = aligned_array<std::uint64_t>(array);
+    if (a.ndim() != 2 || a.shape(1) != 2) throw OptionError("a size histogram must be an (n, 2) uint64 array");
     const auto r = a.unchecked<2>();
     for (py::ssize_t i = 0; i < r.shape(0); ++i) s.add(r(i, 0), r(i, 1));
 }
@@ -248,12 +258,12 @@ void add_distributed(py::module_& m) {
     m.def(
         "_dist_distinct",
         [](const py::list& parts) {
-            std::vector<py::array_t<std::uint32_t, py::array::c_style | py::array::forcecast>> arrays;
+            std::vector<py::array_t<std::uint32_t, py::array::c_style>> arrays;
             std::uint64_t rows = 0;
             for (py::handle p : parts) {
-                arrays.push_back(py::array_t<std::uint32_t, py::array::c_style | py::array::forcecast>::ensure(p));
+                arrays.push_back(aligned_array<std::uint32_t>(p));
                 const auto& a = arrays.back();
-                if (!a || a.ndim() != 2 || a.shape(1) != 4) throw OptionError("an id array must be (n, 4) uint32");
+                if (a.ndim() != 2 || a.shape(1) != 4) throw OptionError("an id array must be (n, 4) uint32");
                 rows += static_cast<std::uint64_t>(a.shape(0));
             }
             std::uint64_t chunks = 0, bytes = 0;

@@ -48,13 +48,25 @@ py::dict summary_dict(const DupesSummary& s, const std::string& mode) {
 void add_dupes(py::module_& m) {
     m.def(
         "dupes",
-        [](const py::object& paths, std::int64_t min_size, const std::string& mode, const std::string& hash,
+        [](const py::object& paths, std::int64_t min_size, const std::string& mode, std::string digest,
            bool follow_symlinks, bool one_file_system, const py::object& exclude, const py::object& exclude_file,
-           bool exclude_caches, const py::object& exclude_if_present) {
+           bool exclude_caches, const py::object& exclude_if_present, const py::object& hash) {
+            // `hash=` was this argument's first name; `digest=` is the name of
+            // chunk() and of cdc dupes --digest. The old name still works, with
+            // a warning, unless both disagree.
+            if (!hash.is_none()) {
+                const auto old = hash.cast<std::string>();
+                if (digest != "blake3" && digest != old)
+                    throw OptionError(fmt::format("hash = '{}' and digest = '{}' disagree: give digest only", old, digest));
+                if (PyErr_WarnEx(PyExc_DeprecationWarning, "dupes(hash=...) is deprecated: use digest=...", 1) < 0)
+                    throw py::error_already_set();
+                digest = old;
+            }
             DupesOptions opt;
             opt.mode = parse_dupes_mode(mode);
-            opt.hash = parse_digest_kind(hash);
-            if (opt.hash == DigestKind::none) throw OptionError("hash = 'none' is invalid: must be blake3 or xxh3");
+            opt.hash = parse_digest_kind(digest);
+            if (opt.hash == DigestKind::none)
+                throw OptionError("digest = 'none' is invalid: must be blake3, sha256 or xxh3");
             if (min_size < 0) throw OptionError(fmt::format("min_size = {} is invalid: must be >= 0", min_size));
             opt.min_size = static_cast<std::uint64_t>(min_size);
             opt.follow_symlinks = follow_symlinks;
@@ -100,9 +112,10 @@ void add_dupes(py::module_& m) {
             return out;
         },
         py::arg("paths"), py::kw_only(), py::arg("min_size") = 1, py::arg("mode") = "auto",
-        py::arg("hash") = "blake3", py::arg("follow_symlinks") = false, py::arg("one_file_system") = false,
+        py::arg("digest") = "blake3", py::arg("follow_symlinks") = false, py::arg("one_file_system") = false,
         py::arg("exclude") = py::none(), py::arg("exclude_file") = py::none(), py::arg("exclude_caches") = false,
-        py::arg("exclude_if_present") = py::none(), R"doc(dupes(paths, *, min_size=1, mode='auto', hash='blake3', follow_symlinks=False, one_file_system=False, exclude=None, exclude_file=None, exclude_caches=False, exclude_if_present=None)
+        py::arg("exclude_if_present") = py::none(), py::arg("hash") = py::none(),
+        R"doc(dupes(paths, *, min_size=1, mode='auto', digest='blake3', follow_symlinks=False, one_file_system=False, exclude=None, exclude_file=None, exclude_caches=False, exclude_if_present=None, hash=None)
 --
 
 Whole-file duplicates under files and directory trees: the report of
@@ -112,7 +125,8 @@ merge duplicates are the command line's: cdc dupes --action).
 paths      a path or a list of paths (str, bytes or os.PathLike).
 min_size   smaller files are ignored (0 also groups empty files).
 mode       "auto", "compare" (byte by byte) or "hash".
-hash       "blake3" or "xxh3" (hash mode and large classes).
+digest     "blake3", "sha256" or "xxh3" (hash mode and large classes), as
+           cdc dupes --digest. (hash= is its deprecated former name.)
 follow_symlinks, one_file_system, exclude, exclude_file, exclude_caches,
 exclude_if_present   as in cdc dupes (--exclude PATTERN ...: docs/CLI.md,
            Excludes); exclude, exclude_file and exclude_if_present take one

@@ -66,6 +66,21 @@ def test_dupes_errors(tmp_path):
     with pytest.raises(ValueError, match="mode"):
         cdc_chunkers.dupes(tmp_path, mode="fast")
     with pytest.raises(ValueError, match="none"):
-        cdc_chunkers.dupes(tmp_path, hash="none")
+        cdc_chunkers.dupes(tmp_path, digest="none")
+    with pytest.raises(ValueError, match="disagree"):
+        cdc_chunkers.dupes(tmp_path, digest="xxh3", hash="sha256")
     with pytest.raises(ValueError, match="min_size"):
         cdc_chunkers.dupes(tmp_path, min_size=-1)
+
+
+def test_dupes_digest_names_as_the_command_line(tmp_path):
+    # digest= is the name of chunk() and of cdc dupes --digest; hash= (the
+    # first name) still works, with a DeprecationWarning.
+    (tmp_path / "a").write_bytes(b"x" * 5000)
+    (tmp_path / "b").write_bytes(b"x" * 5000)
+    for d in ("blake3", "sha256", "xxh3"):
+        r = cdc_chunkers.dupes(tmp_path, mode="hash", digest=d)
+        assert r["summary"]["groups"] == 1
+    with pytest.warns(DeprecationWarning, match="digest"):
+        r = cdc_chunkers.dupes(tmp_path, mode="hash", hash="xxh3")
+    assert r["summary"]["groups"] == 1

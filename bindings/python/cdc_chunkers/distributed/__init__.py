@@ -242,7 +242,7 @@ def _run(client, groups, spec, resolved, sketch, buckets, shard_bytes, precision
     # (a walk that raises names a bad top-level path: not worth a retry)
     walks = [client.submit(_tasks.walk, p, spec["follow_symlinks"], key=f"cdc-walk-{token}-{i}", pure=False,
                            **where(h)) for i, (h, p) in enumerate(groups)]
-    walked = client.gather(walks)
+    walked = [_tasks.unpack(w) for w in client.gather(walks)]
     total = sum(f[1] for w in walked for f in w["files"])
     if shard_bytes:
         target = shard_bytes
@@ -255,7 +255,7 @@ def _run(client, groups, spec, resolved, sketch, buckets, shard_bytes, precision
     meter = _Progress(progress, len(plan), total)
     meter.step(0, walked=True)  # the walk is done, no shard has started
 
-    shards = [client.submit(_tasks.shard, files, spec, 0 if sketch else nbuckets, precision if sketch else 0,
+    shards = [client.submit(_tasks.shard, _tasks.pack(files), spec, 0 if sketch else nbuckets, precision if sketch else 0,
                             sample, sketch_seed, key=f"cdc-shard-{token}-{i}", retries=retries, **where(h))
               for i, (h, files, _) in enumerate(plan)]
     figures = [client.submit(_tasks.figures, s, key=f"cdc-figures-{token}-{i}") for i, s in enumerate(shards)]
