@@ -164,12 +164,15 @@ nlohmann::json manifest_json(const store::ManifestInfo& m) {
 struct LsArgs {
     std::string dir;
     std::string prefix;
+    bool long_form = false;
     bool json = false;
     bool quiet = false;
 };
 
 int run_ls(const LsArgs& a) {
     const Store s = open_store(a.dir);
+    if (!a.prefix.empty())
+        if (const int r = run_snapshot_ls(s, a.prefix, a.long_form, a.json); r >= 0) return r;
     const auto list = s.list(a.prefix);
     if (a.json) {
         nlohmann::json arr = nlohmann::json::array();
@@ -403,11 +406,16 @@ void add_store_subcommands(CLI::App& st, int& exit_code) {
     }
     add_store_put(st, exit_code);
     add_store_get(st, exit_code);
+    add_store_snapshot_commands(st, exit_code);
     {
         auto a = std::make_shared<LsArgs>();
         auto* c = st.add_subcommand("ls", "list the files of the store (name, size, chunks, mtime, mode)");
         c->add_option("DIR", a->dir, "the store's directory")->required()->type_name("");
-        c->add_option("PREFIX", a->prefix, "only names that start with PREFIX")->type_name("");
+        c->add_option("PREFIX", a->prefix,
+                      "only names that start with PREFIX; or SNAP[:PATH]: the tree of a snapshot (latest, or an id's "
+                      "first 4 to 32 hex digits) below PATH")
+            ->type_name("");
+        c->add_flag("-l,--long", a->long_form, "SNAP: mode, owner, group, size and mtime too");
         add_json_flag(*c, a->json, "[{name, size, mode, mtime_ns, digest, algorithm, ..., chunks, committed_ns}]");
         add_quiet_flag(*c, a->quiet);
         document(*c, {.notes = "Text output: size, chunks, mtime, mode and name, one file per line.",

@@ -86,6 +86,7 @@ int run_get_tree(const store::Store& s, const GetArgs& a) {
 
 int run_get(const GetArgs& a) {
     const store::Store s = open_store(a.dir);
+    if (const int r = run_snapshot_get(s, a.name, a.out, a.keep_setid, a.json, a.quiet); r >= 0) return r;
     const auto found = s.find(a.name);
     if (!found) {
         std::string under = a.name;
