@@ -51,7 +51,7 @@ struct SnapshotTotals {
     std::uint64_t new_bytes = 0;    ///< raw bytes of new chunks
     std::uint64_t stored_bytes = 0; ///< what the new records take in the packs
     std::uint64_t skipped_unchanged = 0;   ///< files not read: unchanged since the parent
-    std::uint64_t skipped_unreadable = 0;  ///< left out: could not be read
+    std::uint64_t skipped_unreadable = 0;  ///< names left out: could not be read (files, directories)
 };
 
 /// A committed snapshot (its header).

@@ -29,7 +29,6 @@
 #include <unordered_map>
 
 #include <fcntl.h>
-#include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -130,11 +129,8 @@ std::string host_name() {
 }
 
 std::string user_name() {
-    struct passwd pw {};
-    struct passwd* out = nullptr;
-    std::vector<char> buf(16384);
-    if (::getpwuid_r(::geteuid(), &pw, buf.data(), buf.size(), &out) == 0 && out != nullptr) return out->pw_name;
-    return std::to_string(::geteuid());
+    std::string n = tree::local_user_name(::geteuid());
+    return n.empty() ? std::to_string(::geteuid()) : n;
 }
 
 std::int32_t utc_offset(std::time_t t) {
@@ -438,7 +434,6 @@ SnapshotResult create_snapshot(const Store& store, const SnapshotOptions& option
             } catch (const std::exception& e) {
                 result.skipped.push_back({"/" + j.path, e.what()});
             }
-            ++snap.totals.skipped_unreadable;
             return;
         }
         snap.totals.bytes_read += r.bytes;
@@ -519,6 +514,9 @@ SnapshotResult create_snapshot(const Store& store, const SnapshotOptions& option
         return id;
     };
     snap.tree = to_hex(build(root, ""));
+    // Everything left out: files that could not be read (here or by the
+    // capture), directories that could not be listed, names that vanished.
+    snap.totals.skipped_unreadable = result.skipped.size();
 
     const std::string header = detail::header_json(snap);
     const auto t = w.put_file({detail::tree_name(snap.id), 0600, snap.time_ns},

@@ -203,6 +203,13 @@ struct CaptureOptions {
 /// visitor. Exceptions of the visitor other than Unreadable propagate.
 Entry capture(const std::filesystem::path& root, CaptureVisitor& visitor, const CaptureOptions& options = {});
 
+/// The name of a user (group) in /etc/passwd (/etc/group), "" if none: read
+/// from the file, not through NSS, which a statically linked program cannot
+/// load safely (the capture records names so; accounts known only to a
+/// directory service are kept by number).
+std::string local_user_name(std::uint32_t uid);
+std::string local_group_name(std::uint32_t gid);
+
 /// Reads the content of a file entry from `fd` (data_ranges, pread) in
 /// pieces of at most 1 MiB, handing each to `sink`. Throws Unreadable on a
 /// read error or when the file ends before a range does (it shrank).
