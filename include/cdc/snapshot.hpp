@@ -28,6 +28,7 @@
 // exclusively: no backup is running).
 #pragma once
 
+#include <cdc/exclude.hpp>
 #include <cdc/retention.hpp>
 #include <cdc/store.hpp>
 
@@ -81,6 +82,10 @@ struct SnapshotOptions {
     /// Read every file, even those unchanged since the parent.
     bool force_read = false;
     bool xattrs = true;
+    /// What to leave out (cdc/exclude.hpp; patterns relative to each path).
+    WalkExcludes exclude;
+    /// Directories on another file system than their path's are kept empty.
+    bool one_file_system = false;
     ProgressFn progress;
 };
 
@@ -94,6 +99,7 @@ struct SnapshotResult {
     Snapshot snapshot;
     std::vector<SnapshotIssue> skipped;   ///< left out (counted in skipped_unreadable when files)
     std::vector<SnapshotIssue> warnings;  ///< kept, with a problem
+    std::uint64_t excluded = 0;           ///< names left out by the excludes
 };
 
 /// Captures the paths and commits one snapshot. A regular file whose size,

@@ -178,6 +178,20 @@ private:
     std::uint64_t done_ = 0;
 };
 
+/// A directory tagged as a cache (CACHEDIR.TAG, a regular file that starts
+/// with the specification's signature).
+bool cache_tagged(int dir_fd) {
+    const int fd = ::openat(dir_fd, "CACHEDIR.TAG", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return false;
+    struct stat st {};
+    std::string head(kCacheDirTagSignature.size(), '\0');
+    const bool ok = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+                    ::pread(fd, head.data(), head.size(), 0) == static_cast<ssize_t>(head.size()) &&
+                    head == kCacheDirTagSignature;
+    ::close(fd);
+    return ok;
+}
+
 struct Job {
     std::size_t dir = 0, index = 0;
     std::string path;  ///< from the snapshot's root
@@ -286,6 +300,21 @@ SnapshotResult create_snapshot(const Store& store, const SnapshotOptions& option
     std::size_t root = 0;
     tree::CaptureOptions co;
     co.xattrs = options.xattrs;
+    co.one_file_system = options.one_file_system;
+    if (!options.exclude.empty())
+        co.exclude = [&](std::string_view path, bool is_dir, int dir_fd) {
+            const WalkExcludes& ex = options.exclude;
+            bool out = ex.patterns.excluded(path, is_dir);
+            if (!out && is_dir && dir_fd >= 0) {
+                for (const auto& name : ex.if_present) {
+                    struct stat st {};
+                    if (::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) out = true;
+                }
+                if (!out && ex.caches) out = cache_tagged(dir_fd);
+            }
+            if (out) ++result.excluded;
+            return out;
+        };
     for (const std::string& a : snap.paths) {
         const auto parts = split(a);
         co.link_base = parts;

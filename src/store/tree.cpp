@@ -232,6 +232,7 @@ private:
     const CaptureOptions& options_;
     std::vector<std::string> path_;
     std::map<std::pair<std::uint64_t, std::uint64_t>, FirstLink> links_;
+    dev_t root_dev_ = 0;
     std::map<uid_t, std::string> users_;
     std::map<gid_t, std::string> groups_;
 };
@@ -415,6 +416,7 @@ std::optional<Entry> Capture::child(int dir, const std::string& name) {
         problem(shown, 0, fmt::format("unknown file type {:o}", st.st_mode & S_IFMT));
         return std::nullopt;
     }
+    if (options_.exclude && !S_ISDIR(st.st_mode) && options_.exclude(shown, false, -1)) return std::nullopt;
     if (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)) {
         const int flags = S_ISDIR(st.st_mode) ? O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC
                                               : O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC;
@@ -433,6 +435,11 @@ std::optional<Entry> Capture::child(int dir, const std::string& name) {
         Entry e = from_stat(now, name);
         read_xattrs(e, fd.get(), dir, name, shown);
         if (S_ISDIR(now.st_mode)) {
+            if (options_.exclude && options_.exclude(shown, true, fd.get())) return std::nullopt;
+            if (options_.one_file_system && now.st_dev != root_dev_) {
+                e.subtree = visitor_.directory({}, shown);
+                return e;
+            }
             e.subtree = directory(fd.release());
             return e;
         }
@@ -535,6 +542,7 @@ Entry Capture::root(const std::filesystem::path& given) {
         if (!fd && errno == EPERM) fd = Fd(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
         if (!fd || ::fstat(fd.get(), &st) != 0)
             throw std::system_error(errno, std::generic_category(), fmt::format("cannot open '{}'", root.string()));
+        root_dev_ = st.st_dev;
         Entry e = from_stat(st, name);
         read_xattrs(e, fd.get(), -1, {}, {});
         e.subtree = directory(fd.release());

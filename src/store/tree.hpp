@@ -192,6 +192,14 @@ struct CaptureOptions {
     /// Where the captured root sits in the snapshot (components): prefixed to
     /// the paths of hardlink entries.
     std::vector<std::string> link_base;
+    /// Leaves an entry out (not a problem: not reported): `path` from the
+    /// captured root ('/'-joined), whether it is a directory and, for one,
+    /// a descriptor of it (to look inside: a cache tag, a marker file).
+    /// Called before a file is opened, after a directory is.
+    std::function<bool(std::string_view path, bool is_dir, int dir_fd)> exclude;
+    /// Directories on another file system than the root's are kept empty
+    /// (the mount point is recorded, its content is not).
+    bool one_file_system = false;
 };
 
 /// Captures `root` (never followed if it is a link; a directory is walked

@@ -8,6 +8,11 @@
 #include "cli_support.hpp"
 #include "tree_support.hpp"
 
+#include "store/snapshot_names.hpp"
+
+#include <cdc/snapshot.hpp>
+#include <cdc/store.hpp>
+
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -305,6 +310,101 @@ TEST(StoreSnapshotCli, AnUnreadableFileIsNamedCountedAndExitsThree) {
     ASSERT_EQ(j["skipped"].size(), 1u);
     EXPECT_EQ(j["skipped"][0]["path"], secret.string());
     EXPECT_NE(r.err.find("secret"), std::string::npos) << r.err;
+}
+
+TEST(StoreSnapshotCli, ExcludesLeaveOutWhatTheyName) {
+    test::TempDir tmp;
+    tmp.write("src/keep.c", test::random_bytes(10, 1));
+    tmp.write("src/drop.o", test::random_bytes(10, 2));
+    tmp.write("src/cache/CACHEDIR.TAG", std::vector<std::uint8_t>(kCacheDirTagSignature.begin(), kCacheDirTagSignature.end()));
+    tmp.write("src/cache/blob", test::random_bytes(10, 3));
+    tmp.write("src/marked/.nobackup", {});
+    tmp.write("src/marked/x", test::random_bytes(10, 4));
+    const std::string dir = init_store(tmp);
+    const fs::path src = tmp.path() / "src";
+    const auto j = backup(dir, {src.string(), "--exclude", "*.o", "--exclude-caches", "--exclude-if-present",
+                                ".nobackup"});
+    EXPECT_EQ(j["excluded"], 3);
+    const auto r = run_tool({"store", "ls", dir, "latest:" + src.string(), "--json"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    std::vector<std::string> paths;
+    for (const auto& n : json_of(r)) paths.push_back(n["path"]);
+    EXPECT_EQ(paths, (std::vector<std::string>{src.string(), (src / "keep.c").string()}));
+}
+
+TEST(StoreSnapshotCli, ASymlinkOfOneSnapshotIsNotFollowedByTheNextRestoredIntoTheSameDirectory) {
+    // The tar attack across two restores: OUT/d is a link to a directory
+    // outside, then a snapshot holding d/f is restored into OUT.
+    test::TempDir tmp;
+    const fs::path outside = tmp.path() / "outside";
+    fs::create_directories(outside);
+    fs::create_directories(tmp.path() / "one");
+    fs::create_symlink(outside, tmp.path() / "one/d");
+    tmp.write("two/d/f", test::random_bytes(100, 1));
+    const std::string dir = init_store(tmp);
+    const std::string id1 = backup(dir, {(tmp.path() / "one").string()})["id"];
+    const std::string id2 = backup(dir, {(tmp.path() / "two").string()})["id"];
+    const fs::path out = tmp.path() / "out";
+    auto r = run_tool({"store", "get", dir, id1 + ":" + (tmp.path() / "one").string(), "-o", out.string()});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    ASSERT_TRUE(fs::is_symlink(out / "d"));
+    r = run_tool({"store", "get", dir, id2 + ":" + (tmp.path() / "two").string(), "-o", out.string()});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_TRUE(fs::is_empty(outside)) << "written through the link";
+    EXPECT_FALSE(fs::is_symlink(out / "d"));
+    EXPECT_EQ(file_bytes(out / "d/f"), test::random_bytes(100, 1));
+}
+
+TEST(StoreSnapshotCli, ACraftedSnapshotWithBadNamesWritesNothingOutside) {
+    // A snapshot made by someone else (a damaged or hostile catalog): its
+    // root tree names "../escape", "a/b" and "ok"; only "ok" is restored.
+    test::TempDir tmp;
+    const std::string dir = init_store(tmp);
+    const std::string id = "0123456789abcdef0123456789abcdef";
+    const std::string content = "evil bytes";
+    const ChunkId digest = store::chunk_id_of(std::as_bytes(std::span(content.data(), content.size())));
+    auto entry = [&](const std::string& name) {
+        return nlohmann::json{{"D", nlohmann::json::binary(std::vector<std::uint8_t>(digest.begin(), digest.end()))},
+                              {"m", 0644},
+                              {"n", nlohmann::json::binary(std::vector<std::uint8_t>(name.begin(), name.end()))},
+                              {"s", content.size()},
+                              {"t", 0}};
+    };
+    const auto tree = nlohmann::json::to_cbor(nlohmann::json{
+        {"e", nlohmann::json::array({entry("../escape"), entry("a/b"), entry("ok")})}, {"v", 1}});
+    ASSERT_NO_THROW(store::tree::parse_tree(tree));
+    const store::tree::BlobId tid = store::tree::tree_id(tree);
+    std::string stream(reinterpret_cast<const char*>(tid.data()), tid.size());
+    for (int i = 0; i < 4; ++i) stream.push_back(static_cast<char>((tree.size() >> (8 * i)) & 0xff));
+    stream.append(tree.begin(), tree.end());
+    store::Snapshot snap;
+    snap.id = id;
+    snap.time_ns = 1;
+    snap.host = "h";
+    snap.paths = {"/x"};
+    snap.tree = store::to_hex(tid);
+    const std::string header = store::detail::header_json(snap);
+    {
+        auto s = store::Store::open(dir);
+        store::Writer w(s);
+        for (const std::string name : {"../escape", "a/b", "ok"})
+            w.put_file({store::detail::file_name(id, name), 0644, 0}, MemorySource(std::span<const char>(content)));
+        w.put_file({store::detail::tree_name(id), 0600, 0}, MemorySource(std::span<const char>(stream)));
+        w.put_file({store::detail::header_name(id), 0600, 0}, MemorySource(std::span<const char>(header)));
+        w.commit();
+    }
+    const fs::path out = tmp.path() / "out";
+    const auto r = run_tool({"store", "get", dir, id + ":/", "-o", out.string(), "--json"});
+    EXPECT_EQ(r.exit_code, 3) << r.err;
+    EXPECT_EQ(json_of(r)["problems"].size(), 2u) << r.out;
+    EXPECT_EQ(test::read_bytes(out / "ok"), content);
+    std::vector<std::string> top;
+    for (const auto& e : fs::directory_iterator(tmp.path())) top.push_back(e.path().filename().string());
+    std::sort(top.begin(), top.end());
+    EXPECT_EQ(top, (std::vector<std::string>{"out", "s"}));
+    std::vector<std::string> inside;
+    for (const auto& e : fs::recursive_directory_iterator(out)) inside.push_back(fs::relative(e.path(), out).string());
+    EXPECT_EQ(inside, std::vector<std::string>{"ok"});
 }
 
 // Content of file j of version k in the kill test (versions share bytes).

@@ -131,6 +131,7 @@ struct SnapBackupArgs {
     bool no_parent = false;
     bool force_read = false;
     bool no_xattrs = false;
+    WalkArgs walk;
     bool json = false;
     bool quiet = false;
 };
@@ -145,6 +146,8 @@ int run_backup(const SnapBackupArgs& a) {
     o.no_parent = a.no_parent;
     o.force_read = a.force_read;
     o.xattrs = !a.no_xattrs;
+    o.exclude = walk_excludes(a.walk);
+    o.one_file_system = a.walk.one_file_system;
     const std::filesystem::path store_dir = std::filesystem::absolute(a.dir).lexically_normal();
     for (const auto& p : o.paths) {
         const auto abs = std::filesystem::absolute(p).lexically_normal();
@@ -168,6 +171,7 @@ int run_backup(const SnapBackupArgs& a) {
         nlohmann::json j = snapshot_json(snap);
         j["seconds"] = secs;
         j["skipped"] = issues_json(r.skipped);
+        j["excluded"] = r.excluded;
         j["warnings"] = issues_json(r.warnings);
         fmt::print("{}\n", tools::json_text(j));
     } else if (!a.quiet) {
@@ -434,9 +438,10 @@ void add_store_snapshot_commands(CLI::App& st, int& exit_code) {
         c->add_flag("--force-read", a->force_read, "read every file, even those unchanged since the parent");
         c->add_flag("--no-xattrs", a->no_xattrs, "do not record extended attributes (nor ACLs)");
         c->add_option("--key-file", a->key_file, "the key of a keyed store")->type_name("FILE");
+        add_walk_options(*c, a->walk);
         add_json_flag(*c, a->json, "{id, time_ns, host, user, paths, tags, parent, tree, totals: {files, dirs, others, "
                                    "bytes, bytes_read, new_bytes, stored_bytes, skipped_unchanged, "
-                                   "skipped_unreadable}, skipped: [{path, error}], warnings}");
+                                   "skipped_unreadable}, skipped: [{path, error}], warnings, excluded}");
         add_quiet_flag(*c, a->quiet);
         document(*c, {.notes = "A snapshot is immutable: files of other snapshots are never replaced. A regular "
                                "file whose size, mtime, ctime, inode and device equal those in the parent snapshot "
