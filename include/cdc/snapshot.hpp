@@ -169,4 +169,20 @@ std::vector<SnapshotChange> diff_snapshots(const Store& store, const Snapshot& a
 void find_in_snapshots(const Store& store, std::string_view pattern,
                        const std::function<void(const Snapshot&, const SnapshotNode&)>& f);
 
+struct MigrateOptions {
+    std::string host;  ///< default: this machine's host name
+    /// Remove the named files once the snapshot is committed (a second
+    /// transaction: a crash in between leaves both, and a second migrate
+    /// makes a second snapshot).
+    bool remove_names = false;
+};
+
+/// Turns the store's named files (`put`, `push`) into one snapshot: each at
+/// "/" + its name, with its mode and mtime (owner: the running user), its
+/// chunk list copied (nothing read). A name a tree cannot hold (an empty,
+/// "." or ".." component, a name that is also a directory of another) is
+/// left out and reported in `skipped`. Tag "migrated", path "/".
+/// NotFoundError if the store has no named file.
+SnapshotResult migrate_names(Store& store, const MigrateOptions& options = {});
+
 }  // namespace cdc::store

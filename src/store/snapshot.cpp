@@ -532,29 +532,14 @@ SnapshotResult create_snapshot(const Store& store, const SnapshotOptions& option
             }
             out.push_back(std::move(e));
         }
-        const std::vector<std::uint8_t> bytes = tree::encode_tree(std::move(out));
-        const BlobId id = tree::tree_id(bytes);
-        if (written.insert(id).second) {
-            stream.append(reinterpret_cast<const char*>(id.data()), id.size());
-            const auto len = static_cast<std::uint32_t>(bytes.size());
-            for (int s = 0; s < 4; ++s) stream.push_back(static_cast<char>((len >> (8 * s)) & 0xff));
-            stream.append(reinterpret_cast<const char*>(bytes.data()), bytes.size());
-        }
-        return id;
+        return detail::append_tree(std::move(out), stream, written);
     };
     snap.tree = to_hex(build(root, ""));
     // Everything left out: files that could not be read (here or by the
     // capture), directories that could not be listed, names that vanished.
     snap.totals.skipped_unreadable = result.skipped.size();
 
-    const std::string header = detail::header_json(snap);
-    const auto t = w.put_file({detail::tree_name(snap.id), 0600, snap.time_ns},
-                              MemorySource(std::span<const char>(stream.data(), stream.size())));
-    const auto h = w.put_file({detail::header_name(snap.id), 0600, snap.time_ns},
-                              MemorySource(std::span<const char>(header.data(), header.size())));
-    (void)t;
-    (void)h;
-    w.commit();
+    detail::commit_snapshot(w, snap, stream);
     return result;
 }
 

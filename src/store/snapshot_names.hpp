@@ -10,6 +10,7 @@
 #include <cdc/snapshot.hpp>
 #include <cdc/store.hpp>
 
+#include <set>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -55,6 +56,13 @@ private:
     std::unordered_map<tree::BlobId, std::pair<std::size_t, std::size_t>, IdHash> index_;
 };
 SnapshotTrees load_trees(const Store& store, const Snapshot& s);
+
+/// Encodes a directory's entries (tree_object.hpp), appends the object to a
+/// "\0t/" stream unless `written` has its id already; returns its id.
+tree::BlobId append_tree(std::vector<tree::Entry> entries, std::string& stream, std::set<tree::BlobId>& written);
+/// Puts the trees and the header of `s` (its tree set) and commits: the
+/// snapshot becomes visible in this transaction.
+void commit_snapshot(Writer& w, const Snapshot& s, const std::string& stream);
 
 /// The root entry of a snapshot: a directory whose subtree is its tree.
 tree::Entry root_entry(const Snapshot& s);

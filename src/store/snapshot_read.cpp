@@ -155,6 +155,25 @@ SnapshotTrees load_trees(const Store& store, const Snapshot& s) {
     return SnapshotTrees(read_manifest(store, tree_name(s.id)), fmt::format("snapshot {}", s.id));
 }
 
+tree::BlobId append_tree(std::vector<tree::Entry> entries, std::string& stream, std::set<tree::BlobId>& written) {
+    const std::vector<std::uint8_t> bytes = tree::encode_tree(std::move(entries));
+    const tree::BlobId id = tree::tree_id(bytes);
+    if (written.insert(id).second) {
+        stream.append(reinterpret_cast<const char*>(id.data()), id.size());
+        const auto len = static_cast<std::uint32_t>(bytes.size());
+        for (int s = 0; s < 4; ++s) stream.push_back(static_cast<char>((len >> (8 * s)) & 0xff));
+        stream.append(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+    }
+    return id;
+}
+
+void commit_snapshot(Writer& w, const Snapshot& s, const std::string& stream) {
+    const std::string header = header_json(s);
+    w.put_file({tree_name(s.id), 0600, s.time_ns}, MemorySource(std::span<const char>(stream.data(), stream.size())));
+    w.put_file({header_name(s.id), 0600, s.time_ns}, MemorySource(std::span<const char>(header.data(), header.size())));
+    w.commit();
+}
+
 tree::Entry root_entry(const Snapshot& s) {
     tree::Entry e;
     e.type = tree::EntryType::directory;

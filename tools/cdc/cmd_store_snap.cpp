@@ -373,6 +373,36 @@ int run_find(const SnapFindArgs& a) {
     return n == 0 ? kExitPartial : kExitOk;
 }
 
+// ---------------------------------------------------------------- migrate
+
+struct SnapMigrateArgs {
+    std::string dir;
+    std::string host;
+    bool remove_names = false;
+    bool json = false;
+    bool quiet = false;
+};
+
+int run_migrate(const SnapMigrateArgs& a) {
+    store::Store s = open_store(a.dir);
+    store::MigrateOptions o;
+    o.host = a.host;
+    o.remove_names = a.remove_names;
+    const auto r = store::migrate_names(s, o);
+    for (const auto& i : r.skipped)
+        print_error(fmt::format("{}: {} (left out, kept under its name)", tools::escape_text(i.path), i.what));
+    if (a.json) {
+        nlohmann::json j = snapshot_json(r.snapshot);
+        j["skipped"] = issues_json(r.skipped);
+        fmt::print("{}\n", tools::json_text(j));
+    } else if (!a.quiet) {
+        fmt::print("snapshot {} made of {} named file(s) ({}){}\n", r.snapshot.id, r.snapshot.totals.files,
+                   mb(r.snapshot.totals.bytes), a.remove_names ? "; the names removed" : "");
+    }
+    finish_stdout();
+    return r.skipped.empty() ? kExitOk : kExitPartial;
+}
+
 }  // namespace snapcmd
 
 int run_snapshot_ls(const store::Store& s, const std::string& arg, bool long_form, bool json) {
@@ -497,6 +527,23 @@ void add_store_snapshot_commands(CLI::App& st, int& exit_code) {
                                    {"cdc store forget /srv/store 1a2b3c4d", "forget one snapshot"}},
                       .exit_codes = exit_codes()});
         c->callback([a, &exit_code] { exit_code = with_store_errors([&] { return run_forget(*a); }); });
+    }
+    {
+        auto a = std::make_shared<SnapMigrateArgs>();
+        auto* c = st.add_subcommand("migrate", "turn the store's named files (put, push) into one snapshot");
+        c->add_option("DIR", a->dir, "the store's directory")->required()->type_name("");
+        c->add_option("--host", a->host, "the host recorded (default: this machine's name)")->type_name("HOST");
+        c->add_flag("--remove-names", a->remove_names, "then remove the named files (their chunks stay: the "
+                                                       "snapshot lists them)");
+        add_json_flag(*c, a->json, "{id, time_ns, host, paths, tags, totals, skipped: [{path, error}]}");
+        add_quiet_flag(*c, a->quiet);
+        document(*c, {.notes = "Each name becomes the path /NAME of the snapshot (tag 'migrated', path /), with "
+                               "its mode and mtime; its chunk list is copied, nothing is read. A name a tree "
+                               "cannot hold (an empty, . or .. component; a file that is also another's "
+                               "directory) is named, left out and kept (exit 3).",
+                      .examples = {{"cdc store migrate /srv/store --remove-names", "history from here on"}},
+                      .exit_codes = exit_codes({partial_exit(), {kExitUsage, "usage error, or no named file"}})});
+        c->callback([a, &exit_code] { exit_code = with_store_errors([&] { return run_migrate(*a); }); });
     }
     {
         auto a = std::make_shared<SnapDiffArgs>();
