@@ -514,7 +514,7 @@ void add_store_snapshot_commands(CLI::App& st, int& exit_code) {
             ->type_name("TAGS");
         c->add_option("--group-by", a->group_by, "apply the rules per group: host, paths, tags ('' : one group)")
             ->type_name("KEYS");
-        c->add_flag("--dry-run,-n", a->dry_run, "say what would be forgotten, forget nothing");
+        c->add_flag("--dry-run", a->dry_run, "say what would be forgotten, forget nothing");
         c->add_flag("--prune", a->prune, "then reclaim the space nothing references any more (gc)");
         add_json_flag(*c, a->json, "{forgotten: [ids], would_forget: [ids], groups: [{host, paths, keep: [{id, "
                                    "reasons}], remove: [ids]}], gc}");
