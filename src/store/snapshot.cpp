@@ -468,14 +468,16 @@ SnapshotResult create_snapshot(const Store& store, const SnapshotOptions& option
         snap.totals.bytes_read += r.bytes;
         snap.totals.new_bytes += r.new_bytes;
     };
-    try {
-        w.put_files(inputs, done, options.progress);
-    } catch (...) {
-        for (auto& j : jobs) close_job(j);
-        throw;
+    if (!inputs.empty()) {  // (nothing read: no digest to look up, no commit needed before the last)
+        try {
+            w.put_files(inputs, done, options.progress);
+        } catch (...) {
+            for (auto& j : jobs) close_job(j);
+            throw;
+        }
+        w.commit();
+        snap.totals.stored_bytes = w.stats().stored_bytes;
     }
-    w.commit();
-    snap.totals.stored_bytes = w.stats().stored_bytes;
     std::unordered_map<std::string, std::string> digest_of_path;
     for (Job& j : jobs) {
         if (j.skipped) continue;
