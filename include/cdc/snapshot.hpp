@@ -169,6 +169,19 @@ std::vector<SnapshotChange> diff_snapshots(const Store& store, const Snapshot& a
 void find_in_snapshots(const Store& store, std::string_view pattern,
                        const std::function<void(const Snapshot&, const SnapshotNode&)>& f);
 
+/// What verify_snapshots found.
+struct SnapshotCheck {
+    std::uint64_t snapshots = 0;
+    std::uint64_t files = 0;
+    std::vector<std::string> damage;  ///< a snapshot that cannot be restored whole
+    std::vector<std::string> notes;   ///< harmless: content of interrupted backups (gc drops it)
+};
+/// The snapshots' structure (Store::verify checks the manifests and chunks
+/// they are made of): every header and tree readable, every file's content
+/// manifest there with its digest and size, every hard link's content in
+/// its snapshot.
+SnapshotCheck verify_snapshots(const Store& store);
+
 struct MigrateOptions {
     std::string host;  ///< default: this machine's host name
     /// Remove the named files once the snapshot is committed (a second

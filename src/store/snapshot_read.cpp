@@ -443,6 +443,67 @@ void diff_dirs(const SnapshotTrees& ta, const SnapshotTrees& tb, const tree::Blo
 
 }  // namespace
 
+SnapshotCheck verify_snapshots(const Store& store) {
+    SnapshotCheck r;
+    std::set<std::string> ids;
+    for (const ManifestInfo& m : store.list(detail::kHeaderPrefix)) {
+        const std::string id = m.name.substr(detail::kHeaderPrefix.size());
+        ids.insert(id);
+        ++r.snapshots;
+        try {
+            const Snapshot snap = detail::parse_header(detail::read_manifest(store, m.name), fmt::format("snapshot {}", id));
+            const SnapshotTrees trees = detail::load_trees(store, snap);
+            std::set<std::string> digests;
+            std::vector<std::pair<std::string, std::string>> links;  // path, digest
+            std::function<void(const tree::Entry&, const std::string&)> check = [&](const tree::Entry& e,
+                                                                                     const std::string& p) {
+                if (e.type == tree::EntryType::directory) {
+                    std::vector<tree::Entry> children;
+                    try {
+                        children = trees.entries(e.subtree);
+                    } catch (const DamageError& err) {
+                        r.damage.push_back(fmt::format("snapshot {}: '/{}': {}", id, p, err.what()));
+                        return;
+                    }
+                    for (const auto& c : children) check(c, child_path(p, c.name));
+                } else if (e.type == tree::EntryType::file) {
+                    ++r.files;
+                    digests.insert(e.content.digest);
+                    const auto f = store.find(detail::file_name(id, p));
+                    if (!f)
+                        r.damage.push_back(fmt::format("snapshot {}: '/{}': its content is missing", id, p));
+                    else if (std::string(reinterpret_cast<const char*>(f->digest.data()), f->digest.size()) !=
+                                 e.content.digest ||
+                             f->size != tree::data_length(e))
+                        r.damage.push_back(fmt::format("snapshot {}: '/{}': its content is not the file's", id, p));
+                } else if (e.type == tree::EntryType::hardlink) {
+                    links.emplace_back(p, e.content.digest);
+                }
+            };
+            check(detail::root_entry(snap), "");
+            for (const auto& [p, d] : links)
+                if (!digests.count(d))
+                    r.damage.push_back(fmt::format("snapshot {}: '/{}': a hard link to content the snapshot lacks", id, p));
+        } catch (const StoreError& e) {
+            r.damage.push_back(fmt::format("snapshot {}: {}", id, e.what()));
+        }
+    }
+    std::set<std::string> orphans;
+    std::uint64_t orphan_files = 0;
+    for (const ManifestInfo& m : store.list(detail::kFilePrefix)) {
+        const auto slash = m.name.find('/', detail::kFilePrefix.size());
+        const std::string id = m.name.substr(detail::kFilePrefix.size(), slash - detail::kFilePrefix.size());
+        if (!ids.count(id)) {
+            orphans.insert(id);
+            ++orphan_files;
+        }
+    }
+    if (orphan_files > 0)
+        r.notes.push_back(fmt::format("{} file(s) of {} interrupted backup(s), in no snapshot (gc drops them)",
+                                      orphan_files, orphans.size()));
+    return r;
+}
+
 std::vector<SnapshotChange> diff_snapshots(const Store& store, const Snapshot& a, const Snapshot& b) {
     const SnapshotTrees ta = detail::load_trees(store, a);
     const SnapshotTrees tb = detail::load_trees(store, b);

@@ -407,6 +407,33 @@ TEST(StoreSnapshotCli, ACraftedSnapshotWithBadNamesWritesNothingOutside) {
     EXPECT_EQ(inside, std::vector<std::string>{"ok"});
 }
 
+TEST(StoreSnapshotCli, VerifyNamesASnapshotFileWhoseContentIsMissing) {
+    test::TempDir tmp;
+    tmp.write("src/a", test::random_bytes(1000, 1));
+    tmp.write("src/b", test::random_bytes(1000, 2));
+    const std::string dir = init_store(tmp);
+    const std::string id = backup(dir, {(tmp.path() / "src").string()})["id"];
+    expect_verifies(dir);
+    const std::string path = (tmp.path() / "src/b").string().substr(1);  // from the snapshot's root
+    {
+        auto s = store::Store::open(dir);
+        const std::vector<std::string> names{store::detail::file_name(id, path)};
+        s.remove(names);
+    }
+    const auto r = run_tool({"store", "verify", dir, "--json"});
+    EXPECT_EQ(r.exit_code, 4) << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    ASSERT_EQ(j["damage"].size(), 1u) << r.out;
+    EXPECT_NE(j["damage"][0].get<std::string>().find("/" + path + "': its content is missing"), std::string::npos)
+        << r.out;
+    // The other file still restores; the damaged one is named (exit 3).
+    const auto g = run_tool({"store", "get", dir, id + ":" + (tmp.path() / "src").string(), "-o",
+                             (tmp.path() / "out").string()});
+    EXPECT_EQ(g.exit_code, 3) << g.err;
+    EXPECT_EQ(file_bytes(tmp.path() / "out/a"), test::random_bytes(1000, 1));
+    EXPECT_FALSE(fs::exists(tmp.path() / "out/b"));
+}
+
 TEST(StoreSnapshotCli, MigrateTurnsNamedFilesIntoOneSnapshot) {
     test::TempDir tmp;
     const auto a = test::random_bytes(70'000, 1), b = test::random_bytes(3'000, 2);

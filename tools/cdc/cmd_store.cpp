@@ -6,6 +6,8 @@
 #include "cmd_store.hpp"
 #include "time_text.hpp"
 
+#include <cdc/snapshot.hpp>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -292,8 +294,12 @@ int run_verify(const VerifyArgs& a) {
             line.draw(fmt::format("verify: {} / {}  {:.0f} MB/s", mb(p.bytes_done), mb(p.bytes_total),
                                   p.seconds > 0 ? static_cast<double>(p.bytes_done) / p.seconds / 1e6 : 0.0));
         };
-    const auto r = s.verify(o);
+    auto r = s.verify(o);
     line.clear();
+    // The snapshots' structure, on what the manifests hold (cdc/snapshot.hpp).
+    const store::SnapshotCheck snaps = store::verify_snapshots(s);
+    for (const auto& d : snaps.damage) r.damage.push_back({d});
+    for (const auto& n : snaps.notes) r.notes.push_back({n});
     if (a.json) {
         nlohmann::json j = {{"ok", r.ok()},
                             {"full", a.full},
@@ -301,6 +307,7 @@ int run_verify(const VerifyArgs& a) {
                             {"chunks_checked", r.chunks_checked},
                             {"bytes_checked", r.bytes_checked},
                             {"manifests", r.manifests},
+                            {"snapshots", snaps.snapshots},
                             {"damage", nlohmann::json::array()},
                             {"notes", nlohmann::json::array()}};
         for (const auto& p : r.damage) j["damage"].push_back(tools::escape_text(p.what));
@@ -314,8 +321,9 @@ int run_verify(const VerifyArgs& a) {
         if (!a.quiet)
             for (const auto& n : r.notes) print_message("cdc: note: ", n.what);
         if (!a.quiet)
-            fmt::print("{}: {} pack(s), {} chunk(s) ({}) {}, {} file(s): {}\n", a.dir, r.packs, r.chunks_checked,
-                       mb(r.bytes_checked), a.full ? "decompressed and hashed" : "checksummed", r.manifests,
+            fmt::print("{}: {} pack(s), {} chunk(s) ({}) {}, {} file(s), {} snapshot(s): {}\n", a.dir, r.packs,
+                       r.chunks_checked, mb(r.bytes_checked), a.full ? "decompressed and hashed" : "checksummed",
+                       r.manifests, snaps.snapshots,
                        r.ok() ? "ok" : fmt::format("{} problem(s)", r.damage.size()));
     }
     finish_stdout();
