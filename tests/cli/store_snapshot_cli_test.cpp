@@ -145,7 +145,7 @@ TEST(StoreSnapshotCli, TwoTreesWithOverlappingRelativePathsAreBothKept) {
                              (tmp.path() / "x").string()});
     EXPECT_EQ(r.exit_code, 2) << r.err;
     // find names the snapshots that hold the path.
-    EXPECT_EQ(run_tool({"store", "find", dir, "*/nothing/like/it"}).exit_code, 3);
+    EXPECT_TRUE(json_of(run_tool({"store", "find", dir, "*/nothing/like/it", "--json"})).empty());
     const auto found = json_of(run_tool({"store", "find", dir, "*/other/bash/copyright", "--json"}));
     std::set<std::string> in;
     for (const auto& x : found) in.insert(x["snapshot"]);

@@ -156,12 +156,19 @@ int run_backup(const SnapBackupArgs& a) {
             throw UsageError(fmt::format("'{}' holds the store itself: back up what is beside it", p.string()));
     }
     const auto t0 = std::chrono::steady_clock::now();
+    ProgressLine line(!a.quiet && !a.json && stderr_is_tty());
+    if (line.enabled())
+        o.progress = [&](const store::Progress& p) {
+            line.draw(fmt::format("backup: {} / {}  new {}  {}/{} files read", mb(p.bytes_done), mb(p.bytes_total),
+                                  mb(p.new_bytes), p.files_done, p.files_total));
+        };
     store::SnapshotResult r;
     try {
         r = store::create_snapshot(s, o);
     } catch (const OptionError& e) {
         throw UsageError(e.what());
     }
+    line.clear();
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const Snapshot& snap = r.snapshot;
     for (const auto& i : r.skipped) print_error(fmt::format("{}: {} (skipped)", tools::escape_text(i.path), i.what));
@@ -370,7 +377,8 @@ int run_find(const SnapFindArgs& a) {
     });
     if (a.json) fmt::print("{}\n", tools::json_text(arr));
     finish_stdout();
-    return n == 0 ? kExitPartial : kExitOk;
+    if (n == 0 && !a.json && !a.quiet) fmt::print(stderr, "cdc: no path of any snapshot matches '{}'\n", tools::escape_text(a.pattern));
+    return kExitOk;
 }
 
 // ---------------------------------------------------------------- migrate
@@ -570,7 +578,7 @@ void add_store_snapshot_commands(CLI::App& st, int& exit_code) {
         add_quiet_flag(*c, a->quiet);
         document(*c, {.notes = "",
                       .examples = {{"cdc store find /srv/store '*.conf'", "every .conf file in every snapshot"}},
-                      .exit_codes = exit_codes({{kExitPartial, "nothing matched"}})});
+                      .exit_codes = exit_codes()});
         c->callback([a, &exit_code] { exit_code = with_store_errors([&] { return run_find(*a); }); });
     }
 }
