@@ -159,8 +159,7 @@ int run_backup(const SnapBackupArgs& a) {
     ProgressLine line(!a.quiet && !a.json && stderr_is_tty());
     if (line.enabled())
         o.progress = [&](const store::Progress& p) {
-            line.draw(fmt::format("backup: {} / {}  new {}  {}/{} files read", mb(p.bytes_done), mb(p.bytes_total),
-                                  mb(p.new_bytes), p.files_done, p.files_total));
+            line.draw(fmt::format("backup: {}/{} files read", p.files_done, p.files_total));
         };
     store::SnapshotResult r;
     try {
