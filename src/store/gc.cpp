@@ -4,6 +4,7 @@
 // transaction; files are deleted only after the transaction that stops
 // naming them, so a crash anywhere leaves only unreferenced files behind.
 #include "pack_writer.hpp"
+#include "snapshot_names.hpp"
 #include "store_impl.hpp"
 
 #include <fmt/format.h>
@@ -51,8 +52,10 @@ GcReport Store::gc(const GcOptions& options) {
 
     // 1-3. Pending manifests (their writers are gone: we hold the lock),
     //      then the chunks no manifest lists.
+    // 0. File manifests of snapshots whose backup died before its commit.
+    report.manifests_dropped += detail::drop_orphan_snapshot_files(catalog);
     const GcSweep swept = catalog.sweep();
-    report.manifests_dropped = swept.manifests_dropped;
+    report.manifests_dropped += swept.manifests_dropped;
     report.chunks_removed = swept.chunks_removed;
     report.bytes_removed = swept.stored_bytes_removed + swept.chunks_removed * kRecordHeaderSize;
 

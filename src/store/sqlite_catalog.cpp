@@ -367,11 +367,18 @@ std::optional<std::uint64_t> SqliteCatalog::pack_length(std::uint64_t pack) {
 // ---------------------------------------------------------------- manifests
 
 std::vector<ManifestInfo> SqliteCatalog::list(std::string_view prefix) {
-    Stmt q(db_, fmt::format("SELECT {} FROM manifests WHERE name IS NOT NULL AND substr(name, 1, length(?1)) = ?1 "
-                            "ORDER BY name",
-                            kManifestColumns)
+    // A range of the name index, compared bytewise (BINARY): length() and
+    // substr() of SQLite stop at a NUL byte, which the snapshots' own names
+    // start with (snapshot_names.hpp). The end is the prefix with its last
+    // byte below 0xff incremented (none: no upper bound).
+    std::string end(prefix);
+    while (!end.empty() && static_cast<unsigned char>(end.back()) == 0xff) end.pop_back();
+    if (!end.empty()) end.back() = static_cast<char>(static_cast<unsigned char>(end.back()) + 1);
+    Stmt q(db_, fmt::format("SELECT {} FROM manifests WHERE name IS NOT NULL AND name >= ?1{} ORDER BY name",
+                            kManifestColumns, end.empty() ? "" : " AND name < ?2")
                     .c_str());
     q.bind(1, prefix);
+    if (!end.empty()) q.bind(2, std::string_view(end));
     std::vector<ManifestInfo> out;
     while (q.step()) out.push_back(read_manifest_row(q, db_.path()));
     return out;

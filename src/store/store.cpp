@@ -4,6 +4,7 @@
 #include "codec.hpp"
 #include "pack_storage_factory.hpp"
 #include "sqlite_catalog.hpp"
+#include "snapshot_names.hpp"
 #include "store_impl.hpp"
 #include "key_ring.hpp"  // (src/crypto)
 
@@ -378,7 +379,14 @@ std::shared_ptr<const CutFinder> Store::finder() const {
 
 // ================================================================ manifests
 
-std::vector<ManifestInfo> Store::list(std::string_view prefix) const { return impl_->catalog->list(prefix); }
+std::vector<ManifestInfo> Store::list(std::string_view prefix) const {
+    auto out = impl_->catalog->list(prefix);
+    // The snapshots' own manifests (names starting with NUL) are listed
+    // only when asked for by their prefix.
+    if (prefix.empty() || prefix[0] != detail::kInternalNameByte)
+        std::erase_if(out, [](const ManifestInfo& m) { return !m.name.empty() && m.name[0] == detail::kInternalNameByte; });
+    return out;
+}
 
 std::optional<ManifestInfo> Store::find(std::string_view name) const { return impl_->catalog->find(name); }
 

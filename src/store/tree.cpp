@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <climits>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -231,36 +232,51 @@ private:
     const CaptureOptions& options_;
     std::vector<std::string> path_;
     std::map<std::pair<std::uint64_t, std::uint64_t>, FirstLink> links_;
+    dev_t root_dev_ = 0;
     std::map<uid_t, std::string> users_;
     std::map<gid_t, std::string> groups_;
 };
 
-// The name getpwuid_r or getgrgid_r gives `key` (empty if none), the buffer
-// grown while the call says ERANGE (up to 1 MiB).
+// The name of `key` in the local account file (/etc/passwd or /etc/group),
+// read with fgetpwent_r / fgetgrent_r, empty if none. Not getpwuid_r: in the
+// statically linked `cdc` that loads the system's NSS modules (systemd's
+// among them) into a program built against another copy of glibc, and a uid
+// no file names made it crash there. Accounts only a directory service knows
+// are recorded by number (the ids are always kept).
 template <class Record, class Key>
-std::string account_name(Key key, int (*get)(Key, Record*, char*, std::size_t, Record**), char* Record::*name) {
-    std::vector<char> buf(4096);
+std::string local_account_name(const char* file, Key key, int (*next)(FILE*, Record*, char*, std::size_t, Record**),
+                               Key Record::*id, char* Record::*name) {
+    FILE* f = std::fopen(file, "re");
+    if (f == nullptr) return {};
+    std::vector<char> buf(16384);
+    std::string out;
     for (;;) {
         Record rec{};
         Record* found = nullptr;
-        const int rc = get(key, &rec, buf.data(), buf.size(), &found);
+        const int rc = next(f, &rec, buf.data(), buf.size(), &found);
         if (rc == ERANGE && buf.size() < (std::size_t{1} << 20)) {
-            buf.resize(buf.size() * 2);
+            buf.resize(buf.size() * 2);  // (the long line is read again)
             continue;
         }
-        return rc == 0 && found != nullptr && found->*name != nullptr ? std::string(found->*name) : std::string();
+        if (rc != 0 || found == nullptr) break;
+        if (found->*id == key && found->*name != nullptr) {
+            out = found->*name;
+            break;
+        }
     }
+    std::fclose(f);
+    return out;
 }
 
 const std::string& Capture::user_name(uid_t uid) {
     auto [it, added] = users_.try_emplace(uid);
-    if (added) it->second = account_name<passwd, uid_t>(uid, ::getpwuid_r, &passwd::pw_name);
+    if (added) it->second = local_user_name(uid);
     return it->second;
 }
 
 const std::string& Capture::group_name(gid_t gid) {
     auto [it, added] = groups_.try_emplace(gid);
-    if (added) it->second = account_name<group, gid_t>(gid, ::getgrgid_r, &group::gr_name);
+    if (added) it->second = local_group_name(gid);
     return it->second;
 }
 
@@ -400,6 +416,7 @@ std::optional<Entry> Capture::child(int dir, const std::string& name) {
         problem(shown, 0, fmt::format("unknown file type {:o}", st.st_mode & S_IFMT));
         return std::nullopt;
     }
+    if (options_.exclude && !S_ISDIR(st.st_mode) && options_.exclude(shown, false, -1)) return std::nullopt;
     if (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)) {
         const int flags = S_ISDIR(st.st_mode) ? O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC
                                               : O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC;
@@ -418,6 +435,11 @@ std::optional<Entry> Capture::child(int dir, const std::string& name) {
         Entry e = from_stat(now, name);
         read_xattrs(e, fd.get(), dir, name, shown);
         if (S_ISDIR(now.st_mode)) {
+            if (options_.exclude && options_.exclude(shown, true, fd.get())) return std::nullopt;
+            if (options_.one_file_system && now.st_dev != root_dev_) {
+                e.subtree = visitor_.directory({}, shown);
+                return e;
+            }
             e.subtree = directory(fd.release());
             return e;
         }
@@ -520,6 +542,7 @@ Entry Capture::root(const std::filesystem::path& given) {
         if (!fd && errno == EPERM) fd = Fd(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
         if (!fd || ::fstat(fd.get(), &st) != 0)
             throw std::system_error(errno, std::generic_category(), fmt::format("cannot open '{}'", root.string()));
+        root_dev_ = st.st_dev;
         Entry e = from_stat(st, name);
         read_xattrs(e, fd.get(), -1, {}, {});
         e.subtree = directory(fd.release());
@@ -544,6 +567,14 @@ Entry Capture::root(const std::filesystem::path& given) {
 Entry capture(const std::filesystem::path& root, CaptureVisitor& visitor, const CaptureOptions& options) {
     Capture c(visitor, options);
     return c.root(root);
+}
+
+std::string local_user_name(std::uint32_t uid) {
+    return local_account_name<passwd, uid_t>("/etc/passwd", uid, ::fgetpwent_r, &passwd::pw_uid, &passwd::pw_name);
+}
+
+std::string local_group_name(std::uint32_t gid) {
+    return local_account_name<group, gid_t>("/etc/group", gid, ::fgetgrent_r, &group::gr_gid, &group::gr_name);
 }
 
 void read_data(const Entry& e, int fd, const std::function<void(std::string_view)>& sink) {

@@ -192,6 +192,14 @@ struct CaptureOptions {
     /// Where the captured root sits in the snapshot (components): prefixed to
     /// the paths of hardlink entries.
     std::vector<std::string> link_base;
+    /// Leaves an entry out (not a problem: not reported): `path` from the
+    /// captured root ('/'-joined), whether it is a directory and, for one,
+    /// a descriptor of it (to look inside: a cache tag, a marker file).
+    /// Called before a file is opened, after a directory is.
+    std::function<bool(std::string_view path, bool is_dir, int dir_fd)> exclude;
+    /// Directories on another file system than the root's are kept empty
+    /// (the mount point is recorded, its content is not).
+    bool one_file_system = false;
 };
 
 /// Captures `root` (never followed if it is a link; a directory is walked
@@ -202,6 +210,13 @@ struct CaptureOptions {
 /// cannot be examined (or, a directory, opened); errors below it go to the
 /// visitor. Exceptions of the visitor other than Unreadable propagate.
 Entry capture(const std::filesystem::path& root, CaptureVisitor& visitor, const CaptureOptions& options = {});
+
+/// The name of a user (group) in /etc/passwd (/etc/group), "" if none: read
+/// from the file, not through NSS, which a statically linked program cannot
+/// load safely (the capture records names so; accounts known only to a
+/// directory service are kept by number).
+std::string local_user_name(std::uint32_t uid);
+std::string local_group_name(std::uint32_t gid);
 
 /// Reads the content of a file entry from `fd` (data_ranges, pread) in
 /// pieces of at most 1 MiB, handing each to `sink`. Throws Unreadable on a

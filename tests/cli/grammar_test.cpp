@@ -90,7 +90,8 @@ TEST(Grammar, EveryCommandIsDefined) {
                                  "bench transfer", "plot", "speed", "kernels", "sample", "algorithms", "gen",
                                  "store init", "store put", "store get", "store ls", "store rm", "store gc",
                                  "store verify", "store stats", "store key list", "store key add", "store key remove",
-                                 "store key passwd", "serve", "push", "pull", "ls", "hash"})
+                                 "store key passwd", "store backup", "store snapshots", "store forget", "store diff",
+                                 "store find", "store migrate", "serve", "push", "pull", "ls", "hash"})
         EXPECT_TRUE(paths.count(expected) || (!CDC_TEST_TRANSFER && is_transfer(expected))) << expected;
 }
 
@@ -150,6 +151,9 @@ const std::map<std::string, Meaning>& shared_flags() {
         {"--sample-ms", {"", {"N"}, "sampling interval"}},
         {"--size", {"", {"SIZE"}, "size of the data measured"}},
         {"--labels", {"", {"TEXT"}, "legend labels"}},
+        {"--dry-run", {"", {""}, "say what would be done, change nothing"}},
+        {"--host", {"", {"HOST"}, "the host a snapshot is of"}},
+        {"--tag", {"", {"TAG"}, "a tag of snapshots"}},
     };
     return table;
 }

@@ -271,6 +271,36 @@ TEST(StoreEncryption, RoundTripAndNothingInClear) {
     (void)b;
 }
 
+// Snapshots of an encrypted store: names, link targets and contents live in
+// sealed tree and content records only (the catalog holds snapshot ids and
+// hashes), and a backup restores byte for byte with its names.
+TEST(StoreEncryption, SnapshotsKeepNamesOutOfTheStore) {
+    EncryptedStore s;
+    auto r = s.run({"store", "init", s.d()});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto text = text_corpus(500'000);
+    const fs::path src = s.tmp.path() / "tree";
+    fs::create_directories(src / "WOMBAT-FOLDER-9913");
+    s.tmp.write("tree/WOMBAT-FOLDER-9913/PLATYPUS-NAME-5521.txt", text);
+    fs::create_symlink("ECHIDNA-TARGET-3307", src / "link");
+    r = s.run({"store", "backup", s.d(), src.string(), "--json"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    for (const auto& e : fs::recursive_directory_iterator(s.dir)) {
+        if (!e.is_regular_file()) continue;
+        const auto bytes = read_all(e.path());
+        for (const std::string_view secret : {std::string_view("WOMBAT"), std::string_view("PLATYPUS"),
+                                              std::string_view("ECHIDNA"), std::string_view("QUOKKA")})
+            EXPECT_FALSE(contains(bytes, secret)) << e.path() << " holds " << secret;
+    }
+    const auto out = s.tmp.path() / "out";
+    r = s.run({"store", "get", s.d(), "latest:" + src.string(), "-o", out.string()});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(read_all(out / "WOMBAT-FOLDER-9913" / "PLATYPUS-NAME-5521.txt"), text);
+    EXPECT_EQ(fs::read_symlink(out / "link"), "ECHIDNA-TARGET-3307");
+    r = s.run({"store", "verify", "--full", s.d()});
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+}
+
 TEST(StoreEncryption, WrongOrMissingPassword) {
     EncryptedStore s;
     ASSERT_EQ(s.run({"store", "init", "-q", s.d()}).exit_code, 0);

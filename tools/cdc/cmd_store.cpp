@@ -7,6 +7,8 @@
 #include "time_text.hpp"
 #include "../common/password.hpp"
 
+#include <cdc/snapshot.hpp>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -191,12 +193,15 @@ nlohmann::json manifest_json(const store::ManifestInfo& m) {
 struct LsArgs {
     std::string dir;
     std::string prefix;
+    bool long_form = false;
     bool json = false;
     bool quiet = false;
 };
 
 int run_ls(const LsArgs& a) {
     const Store s = open_store(a.dir);
+    if (!a.prefix.empty())
+        if (const int r = run_snapshot_ls(s, a.prefix, a.long_form, a.json); r >= 0) return r;
     const auto list = s.list(a.prefix);
     if (a.json) {
         nlohmann::json arr = nlohmann::json::array();
@@ -318,8 +323,12 @@ int run_verify(const VerifyArgs& a) {
             line.draw(fmt::format("verify: {} / {}  {:.0f} MB/s", mb(p.bytes_done), mb(p.bytes_total),
                                   p.seconds > 0 ? static_cast<double>(p.bytes_done) / p.seconds / 1e6 : 0.0));
         };
-    const auto r = s.verify(o);
+    auto r = s.verify(o);
     line.clear();
+    // The snapshots' structure, on what the manifests hold (cdc/snapshot.hpp).
+    const store::SnapshotCheck snaps = store::verify_snapshots(s);
+    for (const auto& d : snaps.damage) r.damage.push_back({d});
+    for (const auto& n : snaps.notes) r.notes.push_back({n});
     if (a.json) {
         nlohmann::json j = {{"ok", r.ok()},
                             {"full", a.full},
@@ -327,6 +336,7 @@ int run_verify(const VerifyArgs& a) {
                             {"chunks_checked", r.chunks_checked},
                             {"bytes_checked", r.bytes_checked},
                             {"manifests", r.manifests},
+                            {"snapshots", snaps.snapshots},
                             {"damage", nlohmann::json::array()},
                             {"notes", nlohmann::json::array()}};
         for (const auto& p : r.damage) j["damage"].push_back(tools::escape_text(p.what));
@@ -340,8 +350,9 @@ int run_verify(const VerifyArgs& a) {
         if (!a.quiet)
             for (const auto& n : r.notes) print_message("cdc: note: ", n.what);
         if (!a.quiet)
-            fmt::print("{}: {} pack(s), {} chunk(s) ({}) {}, {} file(s): {}\n", a.dir, r.packs, r.chunks_checked,
-                       mb(r.bytes_checked), a.full ? "decompressed and hashed" : "checksummed", r.manifests,
+            fmt::print("{}: {} pack(s), {} chunk(s) ({}) {}, {} file(s), {} snapshot(s): {}\n", a.dir, r.packs,
+                       r.chunks_checked, mb(r.bytes_checked), a.full ? "decompressed and hashed" : "checksummed",
+                       r.manifests, snaps.snapshots,
                        r.ok() ? "ok" : fmt::format("{} problem(s)", r.damage.size()));
     }
     finish_stdout();
@@ -444,11 +455,16 @@ void add_store_subcommands(CLI::App& st, int& exit_code) {
     }
     add_store_put(st, exit_code);
     add_store_get(st, exit_code);
+    add_store_snapshot_commands(st, exit_code);
     {
         auto a = std::make_shared<LsArgs>();
         auto* c = st.add_subcommand("ls", "list the files of the store (name, size, chunks, mtime, mode)");
         c->add_option("DIR", a->dir, "the store's directory")->required()->type_name("");
-        c->add_option("PREFIX", a->prefix, "only names that start with PREFIX")->type_name("");
+        c->add_option("PREFIX", a->prefix,
+                      "only names that start with PREFIX; or SNAP[:PATH]: the tree of a snapshot (latest, or an id's "
+                      "first 4 to 32 hex digits) below PATH")
+            ->type_name("");
+        c->add_flag("-l,--long", a->long_form, "SNAP: mode, owner, group, size and mtime too");
         add_json_flag(*c, a->json, "[{name, size, mode, mtime_ns, digest, algorithm, ..., chunks, committed_ns}]");
         add_quiet_flag(*c, a->quiet);
         document(*c, {.notes = "Text output: size, chunks, mtime, mode and name, one file per line.",

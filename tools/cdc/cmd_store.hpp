@@ -51,5 +51,12 @@ void add_store_subcommands(CLI::App& store, int& exit_code);
 void add_store_put(CLI::App& store, int& exit_code);
 void add_store_get(CLI::App& store, int& exit_code);
 void add_store_key(CLI::App& store, int& exit_code);
+/// backup, snapshots, forget, diff, find (cmd_store_snap.cpp).
+void add_store_snapshot_commands(CLI::App& store, int& exit_code);
+/// ls and get of SNAP[:PATH] (latest, or a snapshot id's first 4 to 32 hex
+/// digits): -1 when `arg` names no snapshot (then it is a stored name).
+int run_snapshot_ls(const store::Store& s, const std::string& arg, bool long_form, bool json);
+int run_snapshot_get(const store::Store& s, const std::string& arg, const std::string& out, bool keep_setid, bool json,
+                     bool quiet);
 
 }  // namespace cdc::cli

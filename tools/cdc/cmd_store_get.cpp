@@ -86,6 +86,7 @@ int run_get_tree(const store::Store& s, const GetArgs& a) {
 
 int run_get(const GetArgs& a) {
     const store::Store s = open_store(a.dir);
+    if (const int r = run_snapshot_get(s, a.name, a.out, a.keep_setid, a.json, a.quiet); r >= 0) return r;
     const auto found = s.find(a.name);
     if (!found) {
         std::string under = a.name;
@@ -137,7 +138,8 @@ void add_store_get(CLI::App& st, int& exit_code) {
     c->add_option("DIR", a->dir, "the store's directory")->required()->type_name("");
     c->add_option("NAME", a->name,
                   "the stored name; a tree (the files NAME/..., as put with --name NAME; '.': every file) is "
-                  "restored below the directory OUT")
+                  "restored below the directory OUT; or SNAP[:PATH], a file or tree of a snapshot (latest, or an "
+                  "id's first 4 to 32 hex digits; PATH absolute, default /) restored as OUT")
         ->required()
         ->type_name("NAME");
     c->add_option("-o,--output", a->out,
@@ -158,7 +160,9 @@ void add_store_get(CLI::App& st, int& exit_code) {
                            "directories are entered without following links; a damaged or blocked file is skipped "
                            "and reported (exit 3).",
                   .examples = {{"cdc store get /srv/store disk.img -o restored.img", "restore one file"},
-                               {"cdc store get /srv/store project -o /tmp/project", "restore a tree put with --name project"}},
+                               {"cdc store get /srv/store project -o /tmp/project", "restore a tree put with --name project"},
+                               {"cdc store get /srv/store latest:/home/me/doc -o /tmp/doc",
+                                "restore a directory of the newest snapshot (every file type and its metadata)"}},
                   .exit_codes = exit_codes({{kExitPartial, "a tree was restored, but some files were skipped (each "
                                                            "named on stderr)"}})});
     c->callback([a, &exit_code] { exit_code = with_store_errors([&] { return run_get(*a); }); });

@@ -1,0 +1,76 @@
+// How snapshots sit in a store's manifests (cdc/snapshot.hpp): the names,
+// the header's JSON, reading a manifest whole, a snapshot's trees in
+// memory. Shared by the snapshot writer (snapshot.cpp), its readers
+// (snapshot_read.cpp) and gc (orphaned file manifests).
+#pragma once
+
+#include "catalog.hpp"
+#include "tree.hpp"
+
+#include <cdc/snapshot.hpp>
+#include <cdc/store.hpp>
+
+#include <set>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace cdc::store::detail {
+
+/// Every snapshot manifest's name starts with a NUL byte: no user name
+/// (name_problem, and every name an earlier version stored) holds one.
+inline const std::string kHeaderPrefix{"\0h/", 3};
+inline const std::string kTreePrefix{"\0t/", 3};
+inline const std::string kFilePrefix{"\0f/", 3};
+inline constexpr char kInternalNameByte = '\0';
+
+inline std::string header_name(std::string_view id) { return kHeaderPrefix + std::string(id); }
+inline std::string tree_name(std::string_view id) { return kTreePrefix + std::string(id); }
+/// The content manifest of the file at `path` (from the snapshot's root,
+/// '/'-joined) of snapshot `id`: a hash of the path keeps every name short.
+/// The store's chunk id of the path: keyed in an encrypted store, so that
+/// whoever reads the catalog cannot test it for a path they guess.
+std::string file_name(const Store& store, std::string_view id, std::string_view path);
+
+/// The whole content of manifest `name`, checked against its digest
+/// (DamageError otherwise; NotFoundError if absent).
+std::string read_manifest(const Store& store, const std::string& name);
+
+std::string header_json(const Snapshot& s);
+/// DamageError (naming `what`) for anything but a header.
+Snapshot parse_header(std::string_view json, std::string_view what);
+
+/// A snapshot's tree objects, by id: "\0t/ID" is records of
+/// [32-byte id][u32 LE length][tree object].
+class SnapshotTrees {
+public:
+    SnapshotTrees() = default;
+    SnapshotTrees(std::string bytes, std::string_view what);
+    /// The entries of tree `id` (DamageError if the snapshot lacks it or it
+    /// is not a tree object).
+    std::vector<tree::Entry> entries(const tree::BlobId& id) const;
+    bool has(const tree::BlobId& id) const { return index_.count(id) != 0; }
+
+private:
+    std::string bytes_;
+    std::string what_;
+    std::unordered_map<tree::BlobId, std::pair<std::size_t, std::size_t>, IdHash> index_;
+};
+SnapshotTrees load_trees(const Store& store, const Snapshot& s);
+
+/// Encodes a directory's entries (tree_object.hpp), appends the object to a
+/// "\0t/" stream unless `written` has its id already; returns its id.
+tree::BlobId append_tree(std::vector<tree::Entry> entries, std::string& stream, std::set<tree::BlobId>& written);
+/// Puts the trees and the header of `s` (its tree set) and commits: the
+/// snapshot becomes visible in this transaction.
+void commit_snapshot(Writer& w, const Snapshot& s, const std::string& stream);
+
+/// The root entry of a snapshot: a directory whose subtree is its tree.
+tree::Entry root_entry(const Snapshot& s);
+
+/// Drops the file manifests of snapshots that have no header (a backup
+/// that died before its commit). The caller holds the store exclusively.
+std::uint64_t drop_orphan_snapshot_files(Catalog& catalog);
+
+}  // namespace cdc::store::detail
