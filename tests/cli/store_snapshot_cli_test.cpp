@@ -388,7 +388,7 @@ TEST(StoreSnapshotCli, ACraftedSnapshotWithBadNamesWritesNothingOutside) {
         auto s = store::Store::open(dir);
         store::Writer w(s);
         for (const std::string name : {"../escape", "a/b", "ok"})
-            w.put_file({store::detail::file_name(id, name), 0644, 0}, MemorySource(std::span<const char>(content)));
+            w.put_file({store::detail::file_name(s, id, name), 0644, 0}, MemorySource(std::span<const char>(content)));
         w.put_file({store::detail::tree_name(id), 0600, 0}, MemorySource(std::span<const char>(stream)));
         w.put_file({store::detail::header_name(id), 0600, 0}, MemorySource(std::span<const char>(header)));
         w.commit();
@@ -417,7 +417,7 @@ TEST(StoreSnapshotCli, VerifyNamesASnapshotFileWhoseContentIsMissing) {
     const std::string path = (tmp.path() / "src/b").string().substr(1);  // from the snapshot's root
     {
         auto s = store::Store::open(dir);
-        const std::vector<std::string> names{store::detail::file_name(id, path)};
+        const std::vector<std::string> names{store::detail::file_name(s, id, path)};
         s.remove(names);
     }
     const auto r = run_tool({"store", "verify", dir, "--json"});
