@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What bounds the Gear kernels: how many 64-bit table lookups per second this
 // CPU can do, by the means available (scalar loads, AVX-512 64-bit gathers,
 // AVX-512 VBMI byte permutes over the table split into 8 byte planes — the

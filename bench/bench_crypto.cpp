@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Encryption primitives of the store (src/crypto), per record of 8..64 KiB
 // (the sizes of compressed chunks): seal + open under XChaCha20-Poly1305 by
 // libsodium and by OpenSSL's EVP (the Sealer's two backends, the same

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Chunk fingerprints: one compute_digest per chunk vs compute_digests over
 // batches of chunks, on the fastcdc chunks (default profile, ~9 KiB) of
 // 64 MiB of SplitMix64 data. Run: build-bench/bench/cdc_bench --benchmark_filter=digest

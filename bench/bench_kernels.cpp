@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Chunking throughput of every algorithm at every kernel level the CPU has
 // and with the kernel the calibration chooses (NAME/auto),
 // on one in-memory buffer (random by default), beside a memory-read

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The "Concurrency and memory" table of docs/BENCHMARKS.md: cdc bench run over
 # a generated tree at concurrency 1, 100, 1000 and max chunk size 64 KiB and
 # 1 MiB, unpooled vs pooled; JSON runs and graphs under OUT.

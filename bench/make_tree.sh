@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Generates a deterministic directory tree for `cdc bench run`: FILES files
 # (default 20000) in directories of 100, sizes drawn from a seeded mix like a
 # source/home tree: 80% small (1 KiB..64 KiB, log-uniform), 20% larger

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The official BLAKE3 C implementation, compiled from source with its x86-64
 # SIMD assembly (Debian ships the sources in librust-blake3-dev). The objects
 # are folded into libcdc so that users need nothing but libcdc.

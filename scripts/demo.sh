@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The main job on built-in sample data: installs what is missing, builds the
 # release, writes the sample corpus (once) and measures dedup with every
 # algorithm that needs no key.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Runs every libFuzzer target for SECONDS (default 30) each, from a seed
 # corpus kept under build-fuzz/corpus/<target>. For a long run:
 #   scripts/build.sh fuzz && scripts/fuzz.sh 3600

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs every Debian package the project needs to build, test and plot.
 # Idempotent: packages already present are not reinstalled; apt-get update runs
 # only when something is missing. Needs root (or sudo) when it has to install.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The whole test suite: installs what is missing; builds with warnings as
 # errors; runs every test; runs the engine tests (label `engines`: the S3
 # pack storage against a one-node Ceph RGW, the PostgreSQL catalog against

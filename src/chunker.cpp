@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The driver of ALGORITHMS.md section 1: windows of min(MaxSize, remaining)
 // bytes, whatever the reader's read sizes.
 #include <cdc/chunker.hpp>

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Builds the duplicate-finder benchmark corpus (deterministic, seed 42).
 
   backups/dayNN/   a home directory copied once a day WITHOUT hard links

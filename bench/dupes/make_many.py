@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """A tree of many small files, for per-file memory: 1,000 directories of 100
 files (100 to 3,000 bytes), drawn from 30,000 random blobs, so most files
 have duplicates. Deterministic (seeded).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # cdc dupes against fdupes, jdupes, rdfind and rmlint on one corpus, in one run.
 #   bench/dupes/run.sh [CORPUS_DIR] [CDC_BINARY] [RUNS]
 # Installs the peers (Debian packages) when missing, builds the corpus

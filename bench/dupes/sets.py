@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Normalises the output of a duplicate finder to duplicate sets of inodes.
 
 usage: sets.py FORMAT FILE    FORMAT: cdc-json | fdupes (fdupes, jdupes,

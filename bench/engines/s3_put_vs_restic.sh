@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # `cdc store put` with its packs in S3 against `restic backup`, both to one
 # Ceph RGW started here (tests/engines/ceph.sh): a first snapshot of CORPUS,
 # then a second of the same, unchanged tree; or, with VERSIONS=1, each

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Chunks one file, held in memory, with borg's buzhash chunker (Debian's
 borgbackup, its C extension) and prints one JSON line: the MB/s of the
 chunking loop alone and the chunk count. Written for bench/peers.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Sourced by the peer harnesses (bench/peers/run.sh, compat.sh,
 # tests/compat-oracle/run.sh), from the project root:
 #   peers_setup NAME      checks $CDC (default build/cdc) and sets `cdc` to

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Each compatibility name beside its origin, in one run on the same bytes
 # (SplitMix64 seed 1, the bytes `cdc speed --data random` cuts):
 #   restic-rabin   vs restic's chunker (Go; bench/peers/restic/main.go)

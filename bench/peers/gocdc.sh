@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The Go reference side by side with cdc on the same bytes: go-cdc-chunkers
 # (whose cut points the go-cdc-chunkers names of cdc reproduce) built from a
 # checkout of its source with Debian's Go, and `cdc speed`, in alternating

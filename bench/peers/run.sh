@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Peers side by side, in one run on the same bytes: our kernels (cdc speed),
 # restic's Rabin chunker (Go, Debian's golang-github-restic-chunker-dev built
 # with Debian's golang-go), borg's buzhash chunker (Debian's borgbackup via

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The Python package beside the C++ figures, measured side by side in one run
 (docs/BENCHMARKS.md, "Python and C bindings"):
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """cdc_chunkers.distributed against its targets (docs/BENCHMARKS.md,
 "Python: cdc_chunkers.distributed"), on LocalClusters of this machine:
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Put and get of an encrypted store against an unencrypted one, same data,
 # same binary, rounds interleaved (load on a shared machine hits both alike):
 # median wall seconds, MB/s, the encrypted/plain ratios, and the stores'

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """A versions corpus for bench/store/run.sh: DAYS daily snapshots of a growing
 tree, each as one tar file, generated deterministically from a seed.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Re-put speed in a store that holds many snapshots of a tree (a backup
 # store: one prefix per day), against `cdc analyze`, for one or more cdc
 # binaries side by side. For each binary a store is made and PATH put

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # put/get with a PostgreSQL catalog vs SQLite (1 writer, the same 384 MiB
 # tree), then 1/2/4 writers at once into one PostgreSQL-catalog store (each
 # its own 96 MiB and a shared 48 MiB): aggregate throughput and the bytes

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Re-put of PATH under a new name, variant against variant, beside `cdc analyze`.
 
     bench/store/reput_ab.py ROUNDS PATH NAME=[ENV=VALUE,...:]CDC ...

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # cdc store against BorgBackup (borg create), restic (restic backup) and
 # casync (casync make), side by side in one run, with comparable chunk sizes
 # (~64 KiB average; restic's chunker is fixed at ~1 MiB) and zstd level 3

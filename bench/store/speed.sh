@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Re-put and get speed of cdc store against `cdc analyze`, for one or more
 # cdc binaries side by side in one run (rounds interleaved, so load on a
 # shared machine hits each binary alike). For each binary and round: a store

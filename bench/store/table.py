@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Prints the tables of bench/store/run.sh from its results.jsonl."""
 import json, sys
 from collections import defaultdict

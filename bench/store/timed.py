@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Runs a command and prints its wall seconds, user+system CPU seconds (both
 to the microsecond: the store's runs on trees last 0.05-0.2 s, where
 /usr/bin/time's 0.01 s was a tenth of the figure) and peak RSS in KiB, from

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """A TCP proxy that delays every byte by a fixed time each way: a long link
 (round trip 2 x DELAY) on the loopback interface, without netem.
 

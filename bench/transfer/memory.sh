@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Peak memory of a push then a pull of one file, then of the push again
 # under the same name (the server reads the stored file's groups), a fresh
 # server each.

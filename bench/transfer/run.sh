@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # cdc push / pull over loopback, side by side in one run (docs/BENCHMARKS.md,
 # "Chunked transfer"):
 #   1. new data: `cdc push` into a fresh store vs `cdc store put` of the same

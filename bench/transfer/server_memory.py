@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Memory of one long-lived `cdc serve` over a scripted session.
 
 One server answers, in a mixed order, pushes, pulls, `hash --via` and `ls`

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Tables of bench/transfer/run.sh: results.jsonl SIZE bench-transfer.json.
 
 A section is printed only when run.sh ran its step (STEPS)."""

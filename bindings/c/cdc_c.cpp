@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The C API (include/cdc/cdc.h): a thin layer over the C++ chunker. Every
 // entry point catches every exception and turns it into a status code plus,
 // where there is a handle, a message.

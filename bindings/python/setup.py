@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """pip install for cdc_chunkers: the module alone, built by CMake from
 bindings/python (a project of its own) against the cdc library:
 

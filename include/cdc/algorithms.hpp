@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cdc/algorithms.hpp — the registry of algorithm names and the cut finders.
 //
 // A cut finder is the pure heart of an algorithm: given a window (the next

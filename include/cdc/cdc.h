@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* cdc/cdc.h — the C API of cdc-chunkers (C11; also usable from C++).
  *
  * Content-defined chunking with every algorithm name of the library (the

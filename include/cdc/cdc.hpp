@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cdc/cdc.hpp — chunking: algorithms and cut finders, options, sources, the
 // chunker (and its batch loop cut_lengths), fingerprints, errors, version.
 // Corpus analysis (analyze, dedup index, size statistics, resync, sweeps,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cdc/chunker.hpp — the streaming driver: any source in, chunks out.
 //
 //   cdc::Chunker chunker("fastcdc-v1.0.0", cdc::FileSource(fd));

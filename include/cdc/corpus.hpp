@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cdc/corpus.hpp — corpus analysis over the chunking API: a whole corpus
 // analysed in one pass (analyze), the dedup index, chunk-size statistics,
 // resync after edits, parameter sweeps and deterministic test data.

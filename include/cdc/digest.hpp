@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cdc/digest.hpp — chunk fingerprints: BLAKE3-256 (default), SHA-256
 // (OpenSSL) and XXH3-128 (xxHash), behind one small interface.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cdc/dupes.hpp — find whole-file duplicates and merge them safely (the
 // cdc_dupes library, target cdc::dupes; not part of cdc/cdc.hpp).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cdc/enum_names.hpp — one constexpr table of names per option enum
 // (KernelLevel, DigestKind, EditKind, ...) and the lookups they all share:
 // parse a name (OptionError naming the field and listing the names) and

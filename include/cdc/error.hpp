@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cdc/error.hpp — the exception types thrown by the library.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cdc/exclude.hpp — what a walk leaves out (cdc/walk.hpp: WalkOptions::
 // exclude): gitignore-like patterns, cache directories, directories marked
 // by a file. Excluded entries are neither errors nor skips: a walk tells the

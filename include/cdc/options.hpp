@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cdc/options.hpp — chunking options and their validation.
 #pragma once
 

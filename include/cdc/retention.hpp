@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cdc/retention.hpp — which snapshots a keep policy keeps: the rules of
 // `cdc store forget --keep-*`, with restic's documented semantics (restic's
 // doc/060_forget.rst), as a pure function of a list of snapshots.

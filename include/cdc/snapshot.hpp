@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cdc/snapshot.hpp — snapshots in a store (issue 35): every backup commits
 // one immutable snapshot of one or more directory trees, with every file
 // type and its metadata; nothing overwrites another snapshot's file.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cdc/source.hpp — where a chunker's bytes come from, and where copies go.
 #pragma once
 

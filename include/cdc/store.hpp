@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cdc/store.hpp — a deduplicating, zstd-compressed, crash-safe chunk store
 // in a directory (no server): the library behind `cdc store` and the
 // server side of the transfer service.

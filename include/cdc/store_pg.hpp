@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cdc/store_pg.hpp — a PostgreSQL catalog for cdc::store (docs/STORE.md, "A
 // PostgreSQL catalog"): a store whose index, manifests and settings are in
 // a PostgreSQL database that writers on many hosts share, its directory

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cdc/store_s3.hpp — S3 pack storage for cdc::store (docs/STORE.md, "Packs
 // in S3"): a store whose packs are objects in an S3 bucket, its catalog and
 // settings in its directory. A program that opens such a store links the

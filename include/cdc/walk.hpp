@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cdc/walk.hpp — the one directory walker behind everything that takes
 // trees (corpus analysis, the duplicate finder, the chunk store, the bench):
 // one set of rules for symbolic links, file systems, special files, loops

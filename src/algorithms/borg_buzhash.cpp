@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // borg-buzhash (COMPAT.md section 6): BorgBackup 1.2's buzhash chunker. The
 // hash window starts AT the candidate cut and looks ahead; the table is
 // XORed with a 32-bit seed.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // casync-buzhash (COMPAT.md section 7): casync's buzhash over the last 48
 // bytes of the chunk; a cut where H48 mod d == d - 1, d derived from avg.
 #include "compat_tables.hpp"

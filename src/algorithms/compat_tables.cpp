@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The tables of the compatibility chunkers (COMPAT.md), generated once from
 // docs/spec/gear-fastcdc-rs.txt, ronomon-fastcdc-rs.txt, buzhash-borg.txt
 // and buzhash-casync.txt (tests/unit/compat_tables_test.cpp checks them

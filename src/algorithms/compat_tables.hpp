@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Internal: the tables of the compatibility chunkers (COMPAT.md), from the
 // files beside the spec; compat_tables.cpp holds them.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Internal: what an algorithm family hands to the registry. Each family file
 // (fastcdc.cpp, jc.cpp, ..., restic_rabin.cpp) owns the rows of its names:
 // the public facts (defaults, ranges, which parameters it takes), the rules

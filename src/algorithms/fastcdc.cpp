@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // FastCDC family: fastcdc, kfastcdc, fastcdc-v1.0.0 (ALGORITHMS.md section 2).
 #include "family.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The Rust crate fastcdc 4.0.1: fastcdc-rs-v2016, fastcdc-rs-v2020 and
 // fastcdc-rs-ronomon (COMPAT.md sections 1-4). The crate has no default
 // sizes; ours are 4 KiB / 16 KiB / 64 KiB (min = avg/4, max = 4 avg).

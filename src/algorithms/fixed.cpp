@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // fixed-v1.0.0 (ALGORITHMS.md section 4): chunks of exactly the normal size,
 // the last one shorter. Not content-defined: the registry forces min and max
 // to the normal size.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Gear tables, generated once from docs/spec/gear-plakar.txt and
 // gear-stadia.txt (tests/tables_test.cpp checks them against the spec files).
 // Tables are part of the storage format: never edit them.

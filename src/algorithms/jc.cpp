@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Jump-based chunking: jc, jc-v1.0.0, jc-v1.1.0 (ALGORITHMS.md section 2).
 #include "family.hpp"
 

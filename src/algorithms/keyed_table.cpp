@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Keyed Gear tables (ALGORITHMS.md "Keyed tables"): BLAKE3 keyed hash of the
 // static table (2048 little-endian bytes), extended to 2048 output bytes.
 // Each table is derived once per key, with its shifted copies for the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include <cdc/enum_names.hpp>
 #include <cdc/error.hpp>
 #include <cdc/options.hpp>

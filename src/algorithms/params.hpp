@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Internal: the parameters each algorithm family scans with, and the scalar
 // reference scanners that read like ALGORITHMS.md. Accelerated kernels in
 // src/kernels/ take the same parameters and must return the same cut points.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The registry of algorithm names: the families' rows in one list, the
 // generic rules those rows describe (ALGORITHMS.md section 5, COMPAT.md
 // section 8: sizes, key, optional parameters) and the construction of cut

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // restic-rabin (COMPAT.md section 5): restic/chunker 0.4's Rabin fingerprint
 // of the last 64 bytes of the chunk, modulo an irreducible polynomial over
 // GF(2) of degree 8..53 (restic picks one per repository).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // fastcdc4stadia (ALGORITHMS.md section 2): all-ones seeded hash, primed with
 // the 64 bytes before MinSize, with regression to the best earlier candidate.
 #include "family.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // UltraCDC: ultracdc, ultracdc-v1.0.0 (ALGORITHMS.md section 3). Hash-free:
 // the Hamming distance of an 8-byte window to 0xAA..AA.
 #include "family.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A producer thread handing items to one consumer through a bounded queue
 // (ChunkFeed: segments read and cut ahead; ManifestCursor: batches of a
 // chunk list). The producer's exception reaches the consumer after the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The whole-file BLAKE3 of put and get, on a thread of its own. BLAKE3's
 // tree over the file cannot reuse the per-chunk digests (CDC boundaries are
 // not aligned to its 1 KiB chunks, and a chunk's counter starts at 0), so this

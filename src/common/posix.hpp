@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Small POSIX pieces the store and the transfer client share: an owned
 // file descriptor, and a time in nanoseconds as futimens wants it.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "task_pool.hpp"
 
 #include <algorithm>

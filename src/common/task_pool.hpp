@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A small fixed pool of worker threads for the store's pipelines (hashing,
 // compressing, reading records). Tasks run in submission order; the caller
 // waits for a condition while helping to run queued tasks, so no thread is

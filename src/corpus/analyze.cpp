@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Corpus analysis: the walk, the worker pool and the multi-algorithm driver;
 // see cdc/corpus/analyze.hpp.
 #include <cdc/chunker.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Open addressing with linear probing; see cdc/corpus/dedup_index.hpp for the layout
 // and the memory bound.
 #include <cdc/corpus/dedup_index.hpp>

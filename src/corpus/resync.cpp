@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Seeded edits and the shared-bytes measure; see cdc/corpus/resync.hpp.
 #include <cdc/chunker.hpp>
 #include <cdc/corpus/dedup_index.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Exact chunk-size distribution; see cdc/corpus/size_stats.hpp.
 #include <cdc/error.hpp>
 #include <cdc/corpus/size_stats.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The AEAD under Sealer (seal.hpp): XChaCha20-Poly1305-IETF, detached tag.
 // libsodium computes it always; OpenSSL's EVP computes the same bytes
 // several times faster, but linking it into a static program brings the

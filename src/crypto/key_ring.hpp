@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The key slots of a store, together: where they are kept (KeySlotStorage;
 // DirKeySlots: the files DIR/keys/<slot id>) and what the `cdc store key`
 // commands do with them. Every change writes a new slot before it removes

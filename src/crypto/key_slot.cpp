@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "key_slot.hpp"
 
 #include <blake3.h>

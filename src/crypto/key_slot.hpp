@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Key slots: the master key material wrapped under one password
 // (docs/STORE.md "Encryption: key slots"). The wrapping key is
 // Argon2id(password, salt, opslimit, memlimit) (libsodium crypto_pwhash,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "master_key.hpp"
 
 #include "digest/blake3_batch.hpp"  // (src/: the library's batched BLAKE3)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The master key material of an encrypted store and what is derived from it
 // (docs/STORE-V2.md "Encryption"): three random 32-byte keys, each with one
 // use, kept in locked memory and wrapped per password in key slots

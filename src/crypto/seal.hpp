@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Sealing: XChaCha20-Poly1305-IETF with a random 192-bit nonce, for records
 // in packs and for whole objects (docs/STORE-V2.md "Records and packs").
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "seal_evp.hpp"
 
 #include "aead_backend.hpp"

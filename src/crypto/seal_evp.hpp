@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The OpenSSL implementation of Sealer's AEAD (library cdc_crypto_evp):
 // ChaCha20-Poly1305 of OpenSSL's EVP under the XChaCha20 construction's
 // subkey (HChaCha20 of the key and the nonce's first 16 bytes) and 96-bit

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Secret bytes: key material and passwords in memory that is locked (never
 // swapped out), fenced by guard pages and zeroed when released
 // (libsodium's sodium_malloc / sodium_free).

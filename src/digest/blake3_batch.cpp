@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Batched BLAKE3-256: see blake3_batch.hpp. Built on the compression
 // primitives of the official C implementation (blake3_impl.h):
 // blake3_hash_many (N inputs of the same number of 64-byte blocks, same

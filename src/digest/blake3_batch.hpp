@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // src/blake3_batch.hpp — BLAKE3-256 of many independent messages at once
 // (private to the library; the public entry point is cdc::compute_digests).
 //

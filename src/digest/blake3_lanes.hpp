@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // src/blake3_lanes.hpp — BLAKE3 chunk chaining values, up to 16 chunks side
 // by side (private to the library; blake3_batch.cpp uses it).
 //

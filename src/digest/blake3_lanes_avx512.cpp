@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // BLAKE3 chunk chaining values, 16 chunks side by side (see blake3_lanes.hpp;
 // compiled with -mavx512f, called only on CPUs that have AVX-512F).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cdc dupes: carrying out a plan (hard link, reflink, delete) without ever
 // losing data or acting outside the tree: verify on open descriptors, then
 // change relative to the verified directory (see cdc/dupes.hpp, "how each

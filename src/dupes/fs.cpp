@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cdc dupes: descriptors. Opening files and their directories without
 // following symbolic links, reading, and the metadata a merge must preserve.
 #include "internal.hpp"

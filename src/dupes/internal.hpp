@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the dupes walk, resolver and actions share (not installed): the path
 // arena, the walked entries and the data behind DupesScan and DupesResult.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cdc dupes: which file of each group is kept and what happens to every
 // other path; for hardlink and reflink, groups split into merge sets by
 // file system, owner, group, mode and extended attributes.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cdc dupes: size groups, inode collapsing and the compare / hash resolver.
 #include "internal.hpp"
 #include "../io/open_files.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cdc dupes: the tree walk (cdc::walk, with the finder's rules: min_size,
 // its own temporaries, warnings for what cannot be read).
 #include "internal.hpp"

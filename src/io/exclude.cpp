@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // gitignore-like patterns; see cdc/exclude.hpp.
 //
 // Why not fnmatch(3): FNM_PATHNAME has no `**` (any number of directories),

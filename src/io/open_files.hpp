@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Opening files others may have put in place: open_regular_file (the
 // walker's open of a listed file, the store's packs and lock), and how many
 // one reader of many may keep open (open_files_budget).

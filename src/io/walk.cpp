@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The one directory walker; see cdc/walk.hpp.
 #include <cdc/error.hpp>
 #include <cdc/walk.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // AVX2 kernels (compiled with -mavx2, selected at run time only on CPUs that
 // have it): UltraCDC, 32 positions per step, as in avx512.cpp. The Gear
 // families have none: four-lane ymm gathers lost to the wide kernel's four

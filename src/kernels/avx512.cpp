@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // AVX-512 kernels (compiled with -mavx512f -mavx512bw -mavx512vl -mavx512dq,
 // selected at run time only on CPUs that have them).
 // Gear families (FastCDC's MaskS part, fastcdc4stadia): eight hash lanes in

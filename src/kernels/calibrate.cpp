@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The calibration engine (see calibrate.hpp).
 #include "calibrate.hpp"
 

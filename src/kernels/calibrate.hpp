@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Internal: choosing a family's kernel by measurement (dispatch.cpp). An ISA
 // level only says what a CPU can run: the same gather kernel is twice the
 // scalar reference on one CPU and half of it on another, so the kernels a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The on-disk kernel calibration cache (see calibration_cache.hpp).
 //
 // File format (text, one file per identity, named after a hash of it):

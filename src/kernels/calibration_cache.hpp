@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Internal: the kernel calibrations kept on disk between processes
 // (calibration_cache.cpp). A family's first automatic use in a process
 // measures its kernels (calibrate.hpp: a few ms of CPU time each, far more

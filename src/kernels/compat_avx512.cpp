@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // AVX-512 kernels of the compatibility chunkers (compiled with -mavx512f
 // -mavx512bw -mavx512vl -mavx512dq; chosen only on CPUs that have them).
 //

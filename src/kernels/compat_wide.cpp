@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Portable kernels of the compatibility chunkers (baseline flags, any CPU).
 //
 // restic-rabin: the Rabin fingerprint of position L depends only on the 64

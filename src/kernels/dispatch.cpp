@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Run-time kernel selection: the one place that knows which accelerated
 // scanner exists for which family and ISA level, and which of them runs
 // fastest on this CPU (calibrate.hpp: measured on a family's first automatic

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Internal, included only by the kernel translation units (wide.cpp,
 // avx2.cpp, avx512.cpp): the exact family logic, written once, around two
 // fast primitives that each ISA level supplies.

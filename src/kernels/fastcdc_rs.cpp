@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // fastcdc-rs v2016 and v2020 run on the FastCDC kernels (any ISA level):
 // v2016's rule is exactly ALGORITHMS.md's FastCDC rule with the crate's
 // table and masks, and v2020's is the same rule on positions rounded down to

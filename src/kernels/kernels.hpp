@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Internal: the accelerated scanners of every family, one set per ISA level.
 // Each is compiled in its own translation unit with its own flags
 // (wide.cpp: baseline x86-64 / any CPU; avx2.cpp: -mavx2; avx512.cpp:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Portable "wide" kernels (any CPU, baseline flags): the Gear families
 // (FastCDC names, JC names, fastcdc4stadia) run FirstSeq (drivers.hpp), a
 // sequential scan that advances its loop-carried hash two or four positions

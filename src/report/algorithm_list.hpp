@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Algorithm lists ("a,b,c" or "all") with options shared by their names,
 // free of CLI11: the cdc subcommands and the Python binding's analyze()
 // resolve them the same way.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The facts of `cdc algorithms` (each name's key rule, parameters and the
 // JSON of --json), free of CLI11: the Python binding's algorithms() returns
 // the same document.

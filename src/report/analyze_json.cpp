@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "analyze_json.hpp"
 
 #include "escape.hpp"

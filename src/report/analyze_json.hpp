@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The JSON of `cdc analyze --json` (and the pieces cdc compare reuses), free
 // of CLI11: the Python binding's analyze() returns the same document.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // File names in output: a name is any bytes but '/' and NUL — not always
 // UTF-8, sometimes holding newlines, commas or terminal escape sequences.
 // Every command shows names through these helpers (one scheme everywhere;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "base_list.hpp"
 
 #include "ordered_decoder.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The chunk list of a committed file, compared with a new version of it as
 // the new version is put under the same name (Writer::put_file). While the
 // new chunks equal the stored file's, in order, its bytes are the stored

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What every catalog shares, engine aside: the checks of index rows and the
 // walk over a manifest's chunks.
 #include "catalog.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The catalog: a store's index and metadata (docs/STORE.md, "Database").
 // All of the store's SQL lives behind this interface: the chunk index (chunk
 // id -> pack, offset, sizes), the packs' committed lengths, the manifests

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Which Catalog a store has (docs/STORE.md, "A PostgreSQL catalog"): SQLite
 // in its directory (DIR/index.db), or a PostgreSQL database named by
 // DIR/catalog (its connection string, never a password). PgCatalog lives in

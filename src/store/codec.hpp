@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // zstd for chunk payloads: one context per thread, reused (no allocation per
 // chunk). A chunk that zstd does not shrink is kept raw.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The pack storage of a directory store: DIR/packs/NNNNNNNN.pack files.
 // In a store shared by a group any member can put a link where a pack is:
 // packs are opened O_NOFOLLOW relative to DIR/packs, itself opened

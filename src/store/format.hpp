@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The store's on-disk format (docs/STORE.md): directory layout, the pack and
 // record headers, the record checksum. Format version 1.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Store::gc (docs/STORE.md, "gc"): with the exclusive lock, drop pending
 // manifests, delete the chunk rows no manifest lists, rewrite sparse packs,
 // delete empty and orphan pack files, cut off torn tails. Each step is one

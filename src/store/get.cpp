@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Store::get: restores a file. This thread reads the manifest and looks its
 // chunks up; the pool reads, checks and decompresses blocks of chunks
 // (ordered_decoder.hpp); this thread writes the blocks in order while a

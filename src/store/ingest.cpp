@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The ingest door (ingest.hpp): its state (Ingest::Impl, also put_file's),
 // the public door over a Writer, and the stored lists it hands out.
 #include "ingest.hpp"

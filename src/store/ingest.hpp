@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The ingest door: what a writer does per file whose chunks someone else
 // cut (the push server) or that it cuts itself (Writer::put_file), in one
 // object with the file's state:

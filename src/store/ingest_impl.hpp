@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Ingest::Impl (ingest.hpp): the door's state for one writer, also held by
 // the writer itself for put_file (writer_impl.hpp), which hands segments it
 // keeps to the hash and ends a file without waiting for its digest.

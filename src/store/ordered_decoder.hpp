@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reading many stored chunks back as raw bytes, in order, with the decoding
 // (most of the work: zstd frames of a few KB each) on a pool of threads: the
 // caller finds each record (its SQLite connection stays on its thread) and

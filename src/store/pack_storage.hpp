@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The pack storage: where a store's packs live (docs/STORE.md, "Packs").
 // Nothing outside an implementation of this interface opens a pack: the
 // writer appends through a PackSink, readers read ranges through a

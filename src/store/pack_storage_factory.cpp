@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "pack_storage_factory.hpp"
 
 #include "dir_packs.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Which PackStorage a store has (docs/STORE.md, "Packs in S3"): its
 // directory's (DirPackStorage) or an S3 bucket's (S3PackStorage, in the
 // cdc_store_s3 library, which registers itself with enable_s3_packs(): the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "pack_writer.hpp"
 
 #include "seal.hpp"  // (src/crypto)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Appending records to packs for one Writer: the current pack (reused from a
 // partly filled one when its flock can be had, else a new file), rollover at
 // the pack bound, and the sync that makes the appended bytes durable before

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // PgCatalog: the schema, opening, settings, read views, chunk lookups and
 // manifests (the flush: pg_catalog_write.cpp; gc, verify, stats, the lock:
 // pg_catalog_gc.cpp).

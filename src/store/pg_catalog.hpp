@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The catalog in a PostgreSQL database (docs/STORE.md, "A PostgreSQL
 // catalog"), shared by writers on many hosts: the tables of the SQLite
 // catalog (schema: pg_catalog_schema.cpp, the one place that defines it),

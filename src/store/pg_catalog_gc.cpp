@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // PgCatalog: what gc, verify and stats ask of the catalog; the store's lock
 // across hosts (advisory locks) and the pack id sequence.
 #include "pg_catalog.hpp"

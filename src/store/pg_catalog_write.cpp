@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // PgCatalog: transactions, the flush and remove.
 #include "pg_catalog.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A PostgreSQL connection for the PostgreSQL catalog (libpq): statements
 // with parameters (integers as text, byte strings as binary), results in
 // binary (integers read by their width, byte strings as they are), errors

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Store::read_chunks: many chunks by id from one snapshot, under one lock,
 // with one index statement and the pack files kept open (read_chunk does all
 // of that per call); in raw form decoded on a pool, handed over in order.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Records read back and checked (records.hpp).
 #include "records.hpp"
 

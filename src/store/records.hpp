@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reading a chunk's record back from its pack and checking it against the
 // index (the header, the id, the sizes, the checksum; decoding into raw
 // bytes), and the packs one reader holds open: what get, read_chunks,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The hostile-input-safe restore of a tree (restore_tree.hpp).
 //
 // Why a directory swapped for a symlink between check and write cannot send

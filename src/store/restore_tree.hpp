@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Restores a tree (tree.hpp) into a directory OUT, safe against a hostile
 // tree (issue 35 item 6): whatever the entries say, nothing is written
 // outside OUT and nothing in OUT is followed through a link.

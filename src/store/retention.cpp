@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The keep rules of forget; see cdc/retention.hpp.
 #include <cdc/error.hpp>
 #include <cdc/retention.hpp>

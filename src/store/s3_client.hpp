@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A small S3 client over libcurl for the store's S3 pack storage
 // (s3_packs.hpp): path-style URLs (ENDPOINT/BUCKET/KEY), SigV4 signed by
 // libcurl (CURLOPT_AWS_SIGV4) with an unsigned payload, a pool of easy

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The pack storage of a store whose packs are in an S3 bucket (docs/STORE.md,
 // "Packs in S3"): pack N is the object PREFIX/packs/NNNNNNNN.pack, written
 // once, whole. A sink keeps what is appended in memory up to one part

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Making a snapshot (cdc/snapshot.hpp, create_snapshot): four phases.
 // 1. Capture (tree.hpp) of every path, metadata only: each directory's
 //    entries are kept in memory under a provisional id, files are not read.

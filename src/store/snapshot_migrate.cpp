@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A store's named files (format 1: `put`, `push`) turned into one snapshot
 // (cdc/snapshot.hpp, migrate_names): a tree of the names, each file's chunk
 // list copied into a content manifest of the snapshot.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How snapshots sit in a store's manifests (cdc/snapshot.hpp): the names,
 // the header's JSON, reading a manifest whole, a snapshot's trees in
 // memory. Shared by the snapshot writer (snapshot.cpp), its readers

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Snapshots read back (cdc/snapshot.hpp): headers, trees, listings, the
 // restore, forget, diff and find. The layout of a snapshot in the store's
 // manifests is in snapshot_names.hpp.

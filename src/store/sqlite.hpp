@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A thin RAII layer over SQLite's C API for the store: a connection, prepared
 // statements, transactions. Errors become StoreError (DamageError when SQLite
 // reports a damaged or foreign file), naming the database.

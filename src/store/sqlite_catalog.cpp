@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SqliteCatalog: the schema and settings, chunk lookups, manifests and the
 // flush's transaction (gc, verify and stats: sqlite_catalog_gc.cpp).
 #include "sqlite_catalog.hpp"

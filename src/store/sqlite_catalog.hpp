@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The catalog in SQLite (WAL) inside the store's directory: DIR/index.db,
 // the tables of docs/STORE.md ("Database"). The only place with the
 // store's SQL, with sqlite_catalog.cpp (schema, settings, lookups,

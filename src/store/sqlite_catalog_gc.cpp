@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SqliteCatalog: what gc, verify and stats ask of the catalog.
 #include "sqlite_catalog.hpp"
 

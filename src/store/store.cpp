@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Store: ids and names, init and open (the catalog and the pack storage a
 // store's settings choose), manifests, chunk lookups, stats.
 #include "catalog_factory.hpp"

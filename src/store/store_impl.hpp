@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Store::Impl and the helpers that the store's parts share (progress, ids;
 // reading and checking records: records.hpp).
 #pragma once

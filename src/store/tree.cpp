@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The tree model's rules and the capture of a tree (tree.hpp).
 #include "tree.hpp"
 

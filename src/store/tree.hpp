@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The tree model of store format 2 (docs/STORE-V2.md, "Trees"): one Entry per
 // name of a directory, for every file type and the metadata a backup keeps,
 // and the capture of a directory tree from the file system into entries.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // An owned file descriptor, for the tree layer (tree.cpp, restore_tree.cpp).
 #pragma once
 

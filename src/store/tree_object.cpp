@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Tree objects as CBOR (tree_object.hpp: the layout and why).
 #include "tree_object.hpp"
 

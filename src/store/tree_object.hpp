@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A tree object: the entries of one directory as bytes (docs/STORE-V2.md,
 // "Trees"), the unit a snapshot stores per directory. A directory's entry
 // holds its subtree's id, so an unchanged directory is the same bytes, the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Store::verify: the database's own check, the packs against their committed
 // lengths, every indexed record (header, sizes, checksum; with full, the
 // decompressed bytes against the id), and every manifest against the index.

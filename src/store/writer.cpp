@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Writer (writer_impl.hpp): the facade, the session (lock, keyed-store
 // check, catalog connection), manifests, single chunks and the flush.
 #include "writer_impl.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // put_files (writer_impl.hpp): files read ahead on the pool, each by one
 // thread (small ones whole, with their digest; a large one in a chain of
 // segments that put_file stores as they come), stored in order here.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Writer::Impl: a writing session (shared store lock, its own catalog
 // connection, its own packs), in four files:
 //   writer.cpp        the facade, manifests, single chunks, the flush

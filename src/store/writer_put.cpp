@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // put_file's pipeline (writer_impl.hpp): segments read and cut by a reader
 // thread, their chunks hashed and the new ones compressed on the pool, the
 // whole file hashed and compared with a stored version by the ingest door,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The groups of chunks (protocol.hpp: for_each_group) of the committed file a
 // push replaces, for a client that sends GroupLists: a group the stored file
 // has is taken from it, so the client need not list its chunks one by one.

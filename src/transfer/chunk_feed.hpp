@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A client's chunking pipeline: a thread reads a stream into segments of a
 // few MiB, cuts them (cut_lengths: the boundaries of cdc::Chunker) and
 // computes each chunk's BLAKE3 id (with one more thread: hashing is most of

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Chunk bytes in messages, both directions (push: client to server; pull:
 // server to client): packing chunks into data messages of about
 // kDataMessageBytes (a larger payload in pieces), assembling them back with

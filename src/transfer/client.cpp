@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Client: the gRPC side of the client (channel, credentials, metadata, the
 // streams handed to push_files / pull_file).
 #include "client.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A client of a cdc transfer server (cdc serve): one gRPC channel, the calls
 // of the protocol. The header does not include gRPC.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The client's side of push and pull, below gRPC: they talk to a
 // MessageStream (a gRPC stream in client.cpp; a session in process in the
 // tests), so that the protocol logic is tested without a network.

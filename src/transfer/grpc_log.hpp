@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // gRPC's own log lines ("E1205 ... ssl_transport_security.cc:1501] Handshake
 // failed ...") never reach the user as they are: a server gets the ones that
 // concern it as sentences of its log, a client none (its errors come back

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Between gRPC status codes and the protocol's Code (protocol.hpp), both ways.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A committed file's chunk list, read in batches with bounded memory: a
 // thread walks Store::for_each_chunk (on a Store of its own, from one
 // snapshot) and hands over batches through a queue of two. A 4 GiB file

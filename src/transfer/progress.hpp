@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Progress reports of a push or pull, at most every 200 ms.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The transfer protocol's limits and the checks both sides share: names,
 // chunk ids in messages, want bitmaps, and the error a session reports (a
 // status code and a message, mapped to a gRPC status by the service).

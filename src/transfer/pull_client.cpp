@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // pull_file / pull_to_fd: the server lists the file's chunks; for each list
 // the client takes what its seeds hold (checked by BLAKE3), asks for the
 // rest, and writes the file in order while the chunks arrive, each decoded

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "pull_session.hpp"
 
 #include "chunk_messages.hpp"

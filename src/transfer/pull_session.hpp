@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The server's side of one Pull stream, below gRPC: the file's header, then
 // its chunk list in lists, and for each list the chunks the client wants,
 // read from the store as stored (zstd frames travel as they are). The next

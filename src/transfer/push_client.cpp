@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // push_files: chunk each input with the store's parameters (ChunkFeed), list
 // the ids, send the chunks the server wants, compressed on a pool of threads.
 // Two lists are in flight: the server looks list k up while the chunks of

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The server's side of one Push stream, below gRPC (the service feeds it the
 // requests it reads; the fuzz target feeds it arbitrary ones).
 //

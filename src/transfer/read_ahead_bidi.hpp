@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A bidirectional stream served by blocking code on a thread of its own,
 // with the next request read while the current one is handled.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "seed_index.hpp"
 
 #include "chunk_feed.hpp"

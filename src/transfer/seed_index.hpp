@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The chunks of local files a pull may reuse instead of fetching them (the
 // seeds: an older copy of the output, a partial earlier pull, --seed files),
 // chunked with the store's parameters. The index keeps 24 bytes per chunk

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What a client learns from Info, and the chunker it derives from it.
 #include "client_api.hpp"
 

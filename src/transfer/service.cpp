@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Server: the gRPC service (authentication, the stream bound, status codes)
 // over the sessions of push_session.hpp and pull_session.hpp.
 #include "service.hpp"

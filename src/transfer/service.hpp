@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The transfer server (cdc serve): a gRPC server over one chunk store. Each
 // stream runs a session (push_session.hpp, pull_session.hpp) on the
 // server's thread for that stream. The header does not include gRPC.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Whether a server answers a TLS handshake: asked when a plaintext connection
 // to it was closed at once, so that the user hears "it uses TLS" rather than
 // "socket closed".

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cdc analyze, compare, resync and sample: JSON keys, figures against
 // `cdc chunk` lists, --jobs invariance, stdin, exit codes, error paths.
 #include "cli_support.hpp"

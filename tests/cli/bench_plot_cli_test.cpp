@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cdc bench run|plot and cdc plot: output formats, PNG files, exit codes.
 #include "cli_support.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The engine of cdc bench run (tools/cdc/bench_run.hpp).
 #include "test_support.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The cdc tool: chunk, algorithms, gen; output formats and exit codes.
 #include "cli_support.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The compatibility names on the command line: --level, --seed, --poly,
 // --window where a name has them (usage error where it does not), cdc
 // algorithms listing them, and "all" / compare handing each name only what

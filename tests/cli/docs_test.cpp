@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Every command has a man page and bash, zsh and fish completions, made by
 // the build (tools/docgen) from the same definitions as --help: the pages
 // render without a warning and name every option; the completions offer

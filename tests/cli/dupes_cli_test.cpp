@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cdc dupes, the tool: output formats, exit codes, actions on copies, the
 // open-file limit, unreadable files, and kill -9 at random moments.
 #include "dupes_support.hpp"

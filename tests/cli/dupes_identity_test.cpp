@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cdc dupes --action hardlink|reflink merges only files with the same owner,
 // group, mode and extended attributes (ACLs included), on one file system:
 // the merge tests of issue 12, item 1, run through the real tool on crafted

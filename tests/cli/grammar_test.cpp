@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One grammar for every command (docs/CLI.md), checked on the definitions
 // the programs print (`cdc --cli-definitions`: the same CLI11 definitions
 // that print --help, the helpers' commands included): a flag shared by

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `cdc kernels`: every family with its measured candidates and the choice,
 // as JSON and as a table; a forced level (CDC_KERNEL).
 #include "cli_support.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Names that are not UTF-8 or hold control bytes, through every command
 // (issue 12, item 2): JSON parses and gives every name back byte for byte
 // ("K" + "K_bytes" base64), CSV reads back with a strict parser, and no text

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Every numeric option is bounded and validated (issue 12, item 4): a bad
 // value is a usage error (exit 2) naming the option and the value — never
 // std::bad_alloc, a library's raw text or a wrapped integer — and `cdc gen`

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Human output that cannot be misread: savings said as savings, sizes
 // written one way in every table, columns that hold their contents.
 #include "cli_support.hpp"

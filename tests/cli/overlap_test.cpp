@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Overlapping inputs are counted once (issue 12, item 3): `cdc analyze s s`,
 // `cdc analyze s s/docs`, `cdc compare f f` and hard links count each file
 // (device, inode) once, and say so in a warning.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The PLplot layer of the tools (tools/plot/plot.hpp): every chart kind gives
 // a valid PNG of the requested size; bad data is refused before PLplot.
 #include "test_support.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cdc sample verifies, completes and repairs (issue 12, item 6): its
 // manifest holds a BLAKE3 digest per file; a run killed at random instants
 // is completed by the next one, byte for byte; damaged files are rewritten;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The tools' size parser (--min 8K, --size 1MiB, ...).
 #include "sizes.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // No silent skips (issue 12, item 5): `cdc bench run` and `cdc plot` report
 // every input they could not read — an unreadable file or directory, a path
 // too long for the kernel — and exit 3 like `cdc analyze`; a plot without

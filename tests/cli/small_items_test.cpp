@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The smaller items of issue 12 (item 7): an unknown command is named;
 // CDC_KERNEL=bogus names the variable; compare says which side an option
 // error is on; a key is never echoed and --key "" is an error; cdc dupes

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `cdc speed`: its JSON, chunk counts that do not depend on the kernel, and
 // its usage errors.
 #include "cli_support.hpp"

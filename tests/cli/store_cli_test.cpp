@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cdc store, the command: round trips (files, trees, stdin), JSON, errors and
 // exit codes; kill -9 at random instants of put, rm and gc, then verify
 // --full and every committed name byte for byte; two concurrent put

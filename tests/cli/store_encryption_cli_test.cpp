@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cdc store on an encrypted store (docs/STORE.md "Encryption"), run as a
 // user runs it: init encrypts by default and needs a password; put, get,
 // gc and verify --full round trips; no file of the store holds the

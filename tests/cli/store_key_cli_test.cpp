@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cdc store key list|add|remove|passwd, run as a user runs them, on a
 // directory whose key slots the test makes with the library (a whole
 // encrypted store: store_encryption_cli_test): password sources, exit codes, round trips,

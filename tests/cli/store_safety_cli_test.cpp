@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cdc store against a second hostile probe: a file that shrinks while it is
 // put (a sparse file cut while the put reads it), names the tree restore
 // refused or NAME_MAX filled, the store's own files named as inputs, a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cdc store backup / snapshots / ls / get / forget / diff / find (issue 35):
 // every file type and its metadata round trip through a snapshot; two trees
 // with overlapping relative paths both kept; both versions of a changed file

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cdc serve / push / pull / ls / hash against a real server on an ephemeral
 // loopback port (each test starts its own and stops it): round trips (files,
 // trees, empty files, stdin, stdout), what travels on a second push, resumed

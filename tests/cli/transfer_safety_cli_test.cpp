@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cdc serve / push / pull against a second hostile probe: a file that shrinks
 // while it is pushed, servers of the test's own that lie (a header saying 10
 // bytes, then megabytes) or never answer, wrong keys, a keyed store served

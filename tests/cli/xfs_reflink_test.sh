@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # cdc dupes --action reflink where the file system has it: XFS (reflink=1) in
 # a loop-mounted image. Duplicates must end up sharing their extents, and
 # every path keeps its bytes, its inode and its metadata (mtime included); a

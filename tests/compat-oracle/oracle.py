@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Cross-checks our compatibility chunkers against their origins on random
 files and random valid parameters, beyond the shared vectors: restic's
 chunker (bench/peers/restic/main.go -lengths, built by run.sh), borg's (python3 borg.chunker) and casync's

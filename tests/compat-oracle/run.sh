@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Cross-checks restic-rabin, borg-buzhash and casync-buzhash against their
 # origins (Debian packages; never linked, never needed by CI) on random files
 # and random valid parameters, beyond tests/vectors/compat:

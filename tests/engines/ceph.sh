@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # A one-node Ceph with radosgw for the tests (the `engines` CTest label):
 # one monitor, one OSD (bluestore on a sparse file), no manager, radosgw on
 # loopback, every port ephemeral, everything inside DIR.

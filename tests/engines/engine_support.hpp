@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the engine tests (tests/engines/*_test.cpp) share: the env file an
 // engine script writes, a shell command, an environment variable for a scope.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The PostgreSQL catalog against a real server (the `engines` CTest label):
 // a private cluster started once for all these tests
 // (tests/engines/postgres.sh; the CTest fixture `postgres` starts it in

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # A private PostgreSQL cluster for the tests (the `engines` CTest label):
 # initdb + pg_ctl from /usr/lib/postgresql/15/bin, listening on loopback on
 # an ephemeral port and on a unix socket inside DIR, everything inside DIR.

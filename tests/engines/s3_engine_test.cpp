@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // S3 pack storage against a real Ceph RGW (the `engines` CTest label): a
 // one-node Ceph started once for all these tests (tests/engines/ceph.sh; the
 // CTest fixture `ceph` starts it in $CDC_TEST_CEPH_DIR, a run by hand starts

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Property: compute_digests (BLAKE3 hashed side by side: full 1 KiB chunks
 // in blake3_hash_many lanes, the partial last chunks in the 16-lane
 // compression, parents and roots merged level by level) gives every message

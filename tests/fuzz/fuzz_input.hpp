@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Decodes a fuzzer input into an algorithm, a valid profile, an optional
 // key, a script of read sizes and the data to chunk.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Property: chunks concatenate to the input; every chunk but the last lies
 // in [min, max] (min - 1 for fastcdc-rs-v2020 with an odd min); the last is
 // in [1, max].

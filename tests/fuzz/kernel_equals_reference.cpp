@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Property: every accelerated kernel level this CPU has (and the one the
 // calibration chooses) returns the scalar reference's cut point for every
 // window: the successive windows of the stream, plus windows at unaligned

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Property: chunking a stream through any read pattern (and a caller buffer
 // of exactly MaxSize) gives the same chunks as chunking it in memory.
 #include "fuzz_input.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Property: whatever requests a client sends, the server's push session
 // (the request handling of `cdc serve`, in process, below gRPC) refuses or
 // accepts them without crashing, never stores a chunk under an id its bytes

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Property: the tree object reader (src/store/tree_object.hpp) refuses any
 // input that is not a tree object with a TreeError, never crashes, never
 // recurses or allocates beyond its input, and what it accepts is a canonical

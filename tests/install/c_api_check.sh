@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Runs the C API test program (c_consumer/c_api_test.c, built by the caller)
 # on inputs made by the cdc tool, for several algorithms and profiles, and
 # compares its chunks and BLAKE3 digests with `cdc chunk --csv`.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # cmake -DTARGET=name -DTARGET_DIR=dir -DBUILD_DIR=dir -DBINARY=file -DEXPECT=absent|present
 #       -P check_link_interface.cmake
 # Finds TARGET's link line in the generated build files (Ninja: build.ninja,

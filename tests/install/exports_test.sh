@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The shared library exports the public API only:
 #   exports_test.sh LIBCDC_SO CDC_H
 #  - its SONAME is libcdc.so.<major>;

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs the build into a temporary prefix, then builds a consumer with
 # find_package(cdc) and another with pkg-config, and runs both; the same for
 # the C API (a C11 program, gcc -std=c11 -Wall -Wextra -Werror).

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The layers include downwards only: no file of the library (src/) or of
 the bindings (bindings/) is compiled with a header folder of the programs
 (tools/) on its include path, or includes a tools/ path directly. Read from

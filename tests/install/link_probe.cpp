@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A program linked with cdc::cdc alone: the link_interface tests inspect its
 // link line and its dynamic dependencies for PLplot (tools only).
 #include <cdc/cdc.hpp>

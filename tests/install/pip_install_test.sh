@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # pip install of the Python package from the source tree, offline (the
 # README's setup): a venv that sees Debian's numpy, pip with
 # --no-build-isolation --no-index (nothing downloaded).

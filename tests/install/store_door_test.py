@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The store has one door (docs/DEVELOPING.md, "The store"):
 
 - src/transfer includes, of the project's own headers below it, only the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Helpers of the tests that run the built tools (tests/cli): everything of
 // test_support.hpp plus running the tool (run_tool, run_tool_as, json_of,
 // spawn_tool, wait_exit).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Helpers of the cdc dupes tests: crafted trees, their expected groups, and
 // snapshots that show whether anything changed.
 #pragma once

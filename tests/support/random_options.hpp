@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Random valid options for any algorithm name, drawn from the rules its
 // AlgorithmInfo states (size ranges, powers of two, which parameters it
 // takes and their ranges), so that tests and fuzz targets cover every name,

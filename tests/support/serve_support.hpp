@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Helpers of the tests that run `cdc serve` and its clients (tests/cli):
 // a server on an ephemeral loopback port (Serve), a store for it, and the
 // user's own token kept in a directory of the test process's.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Helpers of the store tests: data, putting and getting bytes.
 #pragma once
 

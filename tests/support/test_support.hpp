@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Helpers shared by the tests: paths to shared/, JSON lines, chunking
 // helpers and scripted readers.
 #pragma once

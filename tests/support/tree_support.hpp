@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Helpers of the tree layer's tests (tests/unit/tree_test.cpp,
 // restore_tree_test.cpp): an in-memory store of tree objects and contents
 // (the capture's visitor and the restore's source), a tree holding every

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cdc::analyze and cdc::walk_inputs: figures against an independent
 // computation, identical results for any job count and buffer size, and the
 // walk's and the reader's error paths.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The kernel calibration cache on disk (src/kernels/calibration_cache.hpp):
 // a stored calibration reads back as it was written, 0600 in a 0700
 // directory; a missing, damaged, foreign, not-private or tampered file only

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Choosing kernels by measurement: the calibration engine with an injected
 // clock (the fastest median pass is chosen, passes alternate, the budget
 // bounds the rounds), the per-family cache (computed once, whatever the

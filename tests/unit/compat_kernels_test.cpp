@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The compatibility names' kernels at every level this CPU has: every case
 // of shared/testvectors/compat, and windows of every length around each
 // family's own thresholds (min - 64, min + window, max, ...) on random and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // COMPAT.md section 8: every rule of the six names (where the origin
 // asserts, crashes, misbehaves silently or has undefined behaviour) is an
 // OptionError naming the option, the value and the rule; values at the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Every case of shared/testvectors/compat (COMPAT.md's six names, made by
 // running each original chunker): our cut points must be the origin's, from
 // memory, through irregular readers and with a caller-owned buffer of

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The store's encryption primitives (src/crypto): sealing of records and
 // objects (every altered bit, kind, id, context or length detected; the
 // OpenSSL and libsodium backends give the same bytes), the master key's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // DedupIndex: set semantics, growth, probing collisions, concurrency, memory.
 #include <cdc/corpus/dedup_index.hpp>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fingerprints against published test values, and one-shot == incremental.
 #include "test_support.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cdc dupes: the races a user who can write into the tree can provoke
 // between the scan, the plan and the change — chown, chmod (setuid), a new
 // extended attribute, a FIFO or a symlink put where a file or a directory

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cdc dupes, the engine: groups on crafted trees, hard links, empty files,
 // unreadable / vanished / changed files, symlinks, big and sparse files,
 // identical groups in every mode, and the actions (verified on copies).

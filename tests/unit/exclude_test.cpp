@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The exclude patterns (cdc/exclude.hpp): gitignore's rules as a table
 // (names at any depth, anchoring, directory-only, negation, `**`, sets and
 // escapes), roots by name, pattern files, bad patterns, and patterns that

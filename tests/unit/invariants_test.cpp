@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Invariants on random data and random valid profiles: chunks concatenate to
 // the input; every chunk but the last lies in [min, max]; the last is at most
 // max; streaming with random read sizes gives the same chunks.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Differential tests of the accelerated kernels: every kernel level this
 // machine supports must return the scalar reference's cut point for every
 // window (random and adversarial data, every test-vector profile, keyed

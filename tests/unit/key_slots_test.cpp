@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Key slots (src/crypto/key_slot.hpp, key_ring.hpp): the strict slot
 // format, the wrapping's binding to store, slot and parameters, and the
 // key ring in a directory: add / remove / passwd round trips, the last slot

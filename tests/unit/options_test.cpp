@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Every validation rule of ALGORITHMS.md section 5: each violation is an
 // OptionError whose message names the option, the value and the rule.
 #include "test_support.hpp"

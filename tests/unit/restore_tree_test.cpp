@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The restore of a tree against hostile trees and hostile outputs (issue 35
 // item 6): names with "..", '/' or nothing, a symlink followed by an entry
 // "beneath" it, links already in OUT, a directory swapped for a symlink

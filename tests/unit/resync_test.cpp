@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Resync: seeded edit plans, their application, and the shared% measure.
 #include <cdc/corpus/resync.hpp>
 

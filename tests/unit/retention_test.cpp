@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The keep rules of forget (cdc/retention.hpp): restic's documented examples
 // (doc/060_forget.rst: the two weeks of weekday backups under --keep-daily 5
 // and --keep-within-daily 7d; a backup a day for 100 years under daily 7,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The S3 client's pieces that need no S3 service (src/store/s3_client.hpp):
 // locations, endpoints, credentials, the signed query form, S3's XML, the
 // retry policy, the headers added to requests; and the client itself

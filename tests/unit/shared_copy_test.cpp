@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The repository carries the boundary contract (docs/spec) and its test
 // vectors (tests/vectors) so that a clone tests alone; where the upstream
 // copy sits beside the repository (../shared), every file must equal it, so

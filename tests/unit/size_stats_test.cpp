@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SizeStats: exact percentiles, moments, merging in any order, plot accessors.
 #include <cdc/corpus/size_stats.hpp>
 

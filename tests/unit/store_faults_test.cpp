@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cdc::store faults: a flipped byte, a truncated pack, a damaged database, a
 // newer format; each found with a message naming the file and the chunk, and
 // get never writes a wrong byte to its output.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cdc::store against files that change while they are put, names that take
 // all of NAME_MAX or more, a crafted index.db (sizes no chunk of the store
 // may have), and a group share's umask: each defect found by a hostile probe,

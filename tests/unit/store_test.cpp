@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cdc::store: round trips for every algorithm (keyed too), dedup across names
 // and versions, the transfer-service calls, rm + gc, keys.
 #include "store_support.hpp"

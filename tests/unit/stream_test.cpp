@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The driver: the same cut points whatever the reader does, caller-owned
 // buffers, reset, iteration forms, and failures.
 #include "test_support.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cdc/corpus/sweep.hpp: the data behind cdc plot's graphs.
 #include "test_support.hpp"
 

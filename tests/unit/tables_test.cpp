@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Gear tables against the spec files; keyed derivation against the shared
 // keyed table; mask helpers against the spec's definitions.
 #include "test_support.hpp"

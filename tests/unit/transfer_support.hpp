@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Helpers of the transfer tests: the client's push and pull logic talking to
 // the server's sessions in process (no gRPC), and hand-made requests.
 #pragma once

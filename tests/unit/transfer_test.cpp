@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The transfer protocol in process (no gRPC): the client's push and pull
 // logic against the server's sessions over a real store. Round trips, what
 // travels (only missing chunks), seeds and resumed pulls, and every check

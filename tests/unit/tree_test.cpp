@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The tree layer of store format 2 (issue 35 items 2 and 6): tree objects
 // (deterministic, strict reader), the capture of every file type and
 // metadata kind, and the round trip capture -> tree objects -> restore ->

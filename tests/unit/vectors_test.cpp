@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Every case of shared/testvectors/vectors.jsonl: our cut points must equal
 // go-cdc-chunkers', from memory, from a reader with irregular read sizes,
 // and with a caller-owned buffer of exactly MaxSize.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The one directory walker: order, symbolic links, special files, loops,
 // overlaps, file systems and errors, and walk_inputs' view of it (each file
 // once, by device and inode).

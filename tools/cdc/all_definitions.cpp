@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "all_definitions.hpp"
 
 #include "cli_definitions.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The commands that helper programs run (cdc-dupes, cdc-transfer): which
 // helper runs a command line, and the definitions of every command, the
 // helpers' included (`cdc --cli-definitions`, the source of the man pages

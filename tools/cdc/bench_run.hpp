@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The engine of `cdc bench run`: chunk every file of a tree, one chunker per
 // file, N files in flight, and sample memory and CPU while it runs.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shared pieces of the cdc subcommands: exit codes, profile options,
 // algorithm lists, output helpers.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cdc algorithms — every name with its defaults, its parameters and what it
 // reproduces.
 #include "algorithms_json.hpp"

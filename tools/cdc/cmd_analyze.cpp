@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cdc analyze — dedup figures of files, trees and stdin for one or more
 // algorithms, streamed through a pool of workers.
 #include "corpus_options.hpp"

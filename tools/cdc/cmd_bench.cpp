@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cdc bench run|plot — time, CPU and memory of chunking a whole tree with many
 // chunkers in flight (one per file), pooled or not; graphs of saved runs.
 #include "bench_run.hpp"

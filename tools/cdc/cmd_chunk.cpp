@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cdc chunk — print the cut points of one file (or stdin) with fingerprints.
 #include "cli_common.hpp"
 #include "commands.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cdc compare — two algorithms (or two profiles) side by side on one corpus,
 // with deltas; exit 1 when B deduplicates worse than A beyond a tolerance.
 #include "corpus_options.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cdc gen — write deterministic test data (the test-vector input specs).
 #include "cli_common.hpp"
 #include "commands.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cdc kernels — per kernel family, each candidate kernel this CPU runs with
 // the speed the calibration measured for it, and the one chosen (the
 // library times them on a family's first use; cdc/algorithms.hpp).

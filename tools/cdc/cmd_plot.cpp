@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cdc plot — PNG graphs of chunk sizes, resync quality and dedup against the
 // average size, per algorithm and overlaid. The data comes from the library
 // (analyze, SizeStats, cdc/corpus/sweep.hpp); this file only lays out the charts.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cdc resync — how much of a file's chunks survive random edits, per
 // algorithm: insertions, deletions, overwrites or a mix, seeded.
 #include "cli_common.hpp"

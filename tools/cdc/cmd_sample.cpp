@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cdc sample — write the built-in sample corpus (deterministic, ~150 MB).
 #include "cli_common.hpp"
 #include "commands.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cdc speed — in-memory chunking throughput of each algorithm (cutting only,
 // or cutting + a digest of every chunk), beside a memory-read baseline and
 // the algorithm's scalar reference, measured in the same run over the same

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cdc store — a deduplicating, compressed, crash-safe chunk store in a
 // directory: init, put, get, ls, rm, gc, verify, stats (docs/STORE.md).
 #include "commands.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Pieces shared by the `cdc store` subcommands (cmd_store.cpp,
 // cmd_store_put.cpp, cmd_store_get.cpp): opening a store with its key file,
 // error mapping (the key file and the progress line: tools/common).

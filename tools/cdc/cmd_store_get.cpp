@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cdc store get: restore one file (checked before OUT is touched).
 #include "cmd_store.hpp"
 #include "output_path.hpp"

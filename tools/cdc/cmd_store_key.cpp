@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cdc store key list|add|remove|passwd: the key slots of an encrypted store
 // (docs/STORE.md "Encryption"): each slot wraps the store's master key under
 // one password; a change writes the new slot before it removes the old.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cdc store put: files, trees and stdin into a store. Names: --name, else a
 // file's path as given, a tree's files by their path inside the tree (under
 // --name/ when given).

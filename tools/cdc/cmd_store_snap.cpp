@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cdc store backup / snapshots / forget / diff / find, and the snapshot
 // forms of ls and get (SNAP[:PATH]): the store's history (cdc/snapshot.hpp).
 #include "cmd_store.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The subcommands of cdc: each lives in its own cmd_<name>.cpp and adds
 // itself to the app with add_<name>_command (its callback stores the exit
 // code); main.cpp lists them in one table, in `cdc --help` order.

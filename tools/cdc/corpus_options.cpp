@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "corpus_options.hpp"
 
 #include "escape.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Pieces shared by cdc analyze, compare and resync: the corpus options, the
 // progress line, JSON/CSV/table output of AlgorithmResult.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The commands that helper programs run, as entries of `cdc --help`: `cdc
 // dupes` (the lean cdc-dupes, tools/dupes/) and serve / push / pull / ls /
 // hash (cdc-transfer, tools/transfer/: gRPC, dynamically linked). main.cpp

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The built-in sample corpus of `cdc sample`: a deterministic tree (about
 // 150 MB) with several versions of binary and text files (insertions,
 // deletions, overwrites, appends) and exact copies, so that `cdc analyze`

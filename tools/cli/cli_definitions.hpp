@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The command line of a program as data (JSON): every command with its
 // options, positionals, notes, examples and exit codes, read from the same
 // CLI11 definitions that print --help. `cdc --cli-definitions` prints it for

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What each command's --help says after its options, kept as data: notes,
 // examples and the exit codes of that command only. The same record feeds
 // --help (the footer), the definitions dump, and from it the man pages and

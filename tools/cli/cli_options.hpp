@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The one way each kind of option is added to a cdc command (docs/CLI.md):
 // sizes through tools::parse_size, whole numbers through tools::parse_count,
 // algorithm names one by one or as lists, and the flags every command

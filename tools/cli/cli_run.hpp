@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Runs a program's CLI11 app the same way in the cdc tool and its helpers:
 // --help and --version print and exit 0; `--cli-definitions` prints the
 // definitions; a bad command line is one line, "cdc: error: ... (see 'cdc

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What every cdc command line shares and that needs no argument parser:
 // exit codes, usage errors, stdout and stderr helpers (the CLI11 side is
 // tools/cli).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Where the cdc tool finds its helper programs (cdc-plot, cdc-dupes).
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "output_path.hpp"
 
 #include <sys/stat.h>

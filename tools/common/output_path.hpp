@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Output names that are not files to create or replace.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Passwords of encrypted stores (docs/STORE.md "Encryption"): from a file
 // named by a flag, from the environment, or asked on the terminal without
 // echo; never from a command-line value (other users see a process's

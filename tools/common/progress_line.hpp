@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The progress line of long commands on stderr (drawn only when stderr is a
 // terminal and the command is not quiet), and the "12.3 MB" sizes in it.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "put_inputs.hpp"
 
 #include "cli_basics.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What `cdc store put` and `cdc push` take in: files, trees (walked by the
 // library's one walker) and - (stdin), with the names they get. Without a
 // name, a file is named by its path as given and a tree's files by their

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "secret_files.hpp"
 
 #include "cli_basics.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Small secret files the commands read: a store's chunking key (cdc store,
 // cdc serve / push / pull) and a transfer token (cdc serve and its clients).
 #pragma once

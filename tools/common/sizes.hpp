@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Human sizes: "4096", "8K", "8KiB", "1M", "1MiB", "1G", "1GiB" (K = 1024).
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Listings of stored files (cdc store ls, cdc ls): timestamps and lines.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The commands of `cdc --cli-definitions` (tools/cli/cli_definitions.hpp)
 // as a tree that the man pages and the completions are written from.
 #pragma once

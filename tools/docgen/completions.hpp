@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shell completions for cdc from the command tree: commands, flags, the
 // names an option takes, and files or directories where a command takes
 // them.

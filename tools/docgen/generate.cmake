@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Runs at build time (cmake -P): the definitions of every command from the
 # built cdc (which asks its helpers for theirs), then the man pages and the
 # completions from them.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cdc-docgen: the man pages and the shell completions of cdc, written from
 // its definitions (`cdc --cli-definitions`, the source of --help too).
 //   cdc-docgen DEFINITIONS.json OUTDIR

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "man_pages.hpp"
 
 #include <fmt/format.h>

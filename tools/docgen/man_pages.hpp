@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One man page per command (roff, man macros), from the command tree.
 #pragma once
 

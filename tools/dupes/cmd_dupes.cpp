@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cdc dupes — find duplicate files and merge them safely (hard link,
 // reflink, delete). The engine is cdc/dupes.hpp. This is the whole command
 // line of the lean `cdc-dupes` helper that `cdc dupes` runs (main.cpp of the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // {fmt}'s compiled part, built once for the targets that are not installed
 // (tools, tests, bindings, the transfer libraries: the `cdc_fmt` target of
 // the top-level CMakeLists.txt). In header-only mode every translation unit

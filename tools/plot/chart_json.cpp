@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "chart_json.hpp"
 
 #include <fmt/format.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A Chart as JSON: how the cdc tool hands a chart to the cdc-plot helper
 // (see client.cpp). Doubles round-trip exactly; a non-finite value cannot be
 // written (JSON has none) and is reported as a PlotError by the reader.

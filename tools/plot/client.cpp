@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The cdc tool's side of plot.hpp: each chart goes, as JSON in a temporary
 // file, to the cdc-plot helper process, which draws it with PLplot. The tool
 // thus never loads PLplot, cairo or fontconfig (and can be linked

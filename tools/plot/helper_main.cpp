@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cdc-plot: the PNG renderer behind `cdc plot` and `cdc bench --plot`.
 // PLplot and its cairo/pango/fontconfig stack are loaded by this helper only,
 // so the cdc tool itself stays a small static program (see client.cpp).

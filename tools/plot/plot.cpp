@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // PLplot rendering. Inputs are validated before PLplot sees them: PLplot
 // reports fatal errors through plexit(), which ends the process unless the
 // exit handler throws (see PlotExitHandler).

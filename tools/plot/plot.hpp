@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // PNG charts for the cdc tool, drawn with PLplot's pngcairo device.
 //
 // Tools-only: the cdc library never depends on this (see tools/CMakeLists.txt

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // read_png_size: shared by the PLplot renderer (cdc-plot) and its client in
 // the cdc tool; no PLplot here.
 #include "plot.hpp"

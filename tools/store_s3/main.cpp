@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cdc-store-s3: the program behind `cdc store ...` on a store whose packs are
 // in an S3 bucket (docs/STORE.md, "Packs in S3") or whose catalog is in
 // PostgreSQL ("A PostgreSQL catalog"). The static `cdc` links neither

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Child processes for `cdc bench transfer`: start a program with its output
 // in files, sample its resident memory from /proc while it runs, stop it.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cdc bench transfer: the seed's experiment ("big chunk vs smaller chunks on
 // transferring data"), in one run. N MB (default 200) hashed by a server as
 // one unary message (limits raised, as in the seed) and as a stream of

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cdc hash: the BLAKE3 of a file computed by a cdc serve while the bytes
 // stream in (the seed's hashing service; nothing is stored).
 #include "commands.hpp"

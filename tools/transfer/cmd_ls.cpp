@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cdc ls: the files in the store of a cdc serve.
 #include "time_text.hpp"
 #include "commands.hpp"

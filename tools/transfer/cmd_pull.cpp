@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cdc pull: one file out of the store of a cdc serve, fetching only the
 // chunks that no local seed holds.
 #include "commands.hpp"

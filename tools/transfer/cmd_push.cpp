@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cdc push: files, trees and stdin into the store of a cdc serve, sending
 // only the chunks it lacks.
 #include "put_inputs.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cdc serve: a chunk store served over gRPC (push, pull, ls, hash) until
 // SIGINT or SIGTERM.
 #include "secret_files.hpp"

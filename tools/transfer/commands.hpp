@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The commands of cdc-transfer: each lives in its own cmd_<name>.cpp and adds
 // itself to the app with add_<name>_command; main.cpp lists them.
 #pragma once

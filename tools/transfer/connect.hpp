@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the clients of cdc-transfer share: the connection options (address,
 // token, TLS, key), the error mapping to exit codes.
 #pragma once

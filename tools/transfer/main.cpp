@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cdc-transfer: the program behind `cdc serve`, `push`, `pull`, `ls`, `hash`
 // and `cdc bench transfer` (the cdc tool runs it in its place: it links gRPC,
 // which the static cdc binary does not). Its first argument is the command.

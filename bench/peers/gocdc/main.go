@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Chunks one file, held in memory, with go-cdc-chunkers (the Go library whose
 // cut points cdc reproduces) through its public API (NewChunker over a
 // bytes.Reader, Next until io.EOF), and prints one JSON line per algorithm:

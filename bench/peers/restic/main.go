@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Chunks one file, held in memory, with restic's Rabin chunker (Debian's
 // golang-github-restic-chunker-dev) and prints one JSON line: the MB/s of
 // the chunking loop alone (CPU time) and the chunk count; with -lengths, the

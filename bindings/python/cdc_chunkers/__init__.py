@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Content-defined chunking at C++ speed: every algorithm of cdc-chunkers,
 with the boundaries of the projects they reproduce byte for byte
 (go-cdc-chunkers, fastcdc-rs, restic, borg, casync), zero copies and the

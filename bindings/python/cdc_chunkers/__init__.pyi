@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Type stubs of cdc_chunkers (the extension module cdc_chunkers._core).
 import os
 from typing import Any, BinaryIO, Iterable, Iterator, Literal, Optional, SupportsIndex, Tuple, Union, overload

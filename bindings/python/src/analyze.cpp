@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // analyze(paths, ...): the dedup figures of `cdc analyze --json`, as a dict
 // (the same document: src/report/analyze_json.hpp builds both).
 #include "module.hpp"

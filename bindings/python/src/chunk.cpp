@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // chunk(data, ...): every chunk of a buffer at once, as numpy arrays.
 #include "chunks.hpp"
 #include "module.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Chunker and iter_chunks(): chunks of a stream (a path, a binary file) or
 // of a buffer, one at a time, as (offset, memoryview) pairs. A stream is read
 // into one bounded scan buffer (the caller's, or a bytearray of

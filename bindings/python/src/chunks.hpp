@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The result of chunk(): numpy arrays of offsets, lengths and digests.
 #pragma once
 

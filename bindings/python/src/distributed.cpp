@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The pieces of cdc_chunkers.distributed that run inside a task: the walk of
 // the paths local to a worker, the analysis of a shard of files (the
 // library's analyze(), several algorithms in one read) with its distinct

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // dupes(paths, ...): whole-file duplicates, the report of `cdc dupes --json`
 // (groups, linked files, summary) as a dict. Report only: the actions that
 // change files (hard link, reflink, delete) stay with the command line.

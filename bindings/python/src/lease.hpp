@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Memory of a chunker lent to Python code: the part of the scan buffer a
 // reader's readinto() fills, and the chunk views of a stream (views=True).
 // That memory is reused at the next step, so a loan must end there, and a

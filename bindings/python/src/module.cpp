@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The _core extension module of the cdc_chunkers package: errors, the
 // algorithm list, test data, and the pieces in chunk.cpp, chunker.cpp,
 // analyze.cpp and dupes.cpp.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Python arguments -> library options, shared by every function of the
 // module (the same names and rules as the C++ API: zero = the default).
 #pragma once

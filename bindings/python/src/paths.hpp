@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Path arguments, as Python's own open() takes them: str (names that are not
 // UTF-8 arrive surrogate-escaped and leave as their original bytes, as
 // os.fsencode gives them), os.PathLike of str or bytes, and bytes where a

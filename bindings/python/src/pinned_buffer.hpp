@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A Py_buffer held for as long as C++ reads it: the exporter
 // cannot resize or free the memory meanwhile (a bytearray refuses to grow
 // while exported), so the GIL can be released around the work.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A Python exception raised inside a reader (a file's readinto), carried
 // through the C++ chunker as a C++ exception. The chunker keeps a failure and
 // rethrows it on every later call, so it must be re-raisable any number of

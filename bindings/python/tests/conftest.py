@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Shared fixtures: the test vectors (tests/vectors), the cdc tool.
 
 Environment (set by CTest; defaults for a run from the source tree):

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """analyze() returns what `cdc analyze --json` prints for the same tree."""
 import json
 import subprocess

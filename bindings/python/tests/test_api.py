@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The API as users of other chunking packages expect it: independent
 chunks, introspectable signatures, positional sizes, indexable results,
 digests while streaming, and zero-copy views that never show other bytes."""

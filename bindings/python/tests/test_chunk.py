@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """chunk(): inputs of every buffer kind, read in place; digests; results."""
 import hashlib
 import mmap

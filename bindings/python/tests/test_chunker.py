@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Chunker and iter_chunks(): sources, the scan buffer, reset, views."""
 import io
 import os

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The names that reproduce other projects' chunkers (fastcdc-rs, restic,
 borg, casync), with their parameters: every case of
 tests/vectors/compat through chunk() and iter_chunks(), the parameters

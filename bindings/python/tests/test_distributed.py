@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """cdc_chunkers.distributed on a Dask LocalCluster started here (Debian's
 python3-distributed): exact mode equals `cdc analyze --json` for every
 algorithm name, also when a worker is killed mid-run; the sketch keeps its

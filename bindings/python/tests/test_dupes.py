@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """dupes() reports what `cdc dupes --json` prints for the same tree."""
 import json
 import os

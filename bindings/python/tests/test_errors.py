@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Errors: ValueError for options, OSError for I/O, TypeError for sources."""
 import errno
 import os

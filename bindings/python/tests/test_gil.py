@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The GIL is released while cutting and hashing: a second thread runs."""
 import sys
 import threading

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Memory lent to Python code outlives every view made of it, and a view
 that would see other bytes is refused instead of read."""
 import io

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The package: names, docstrings for help(), type stubs."""
 import ast
 import pathlib

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Every case of tests/vectors through chunk() and iter_chunks()."""
 import io
 

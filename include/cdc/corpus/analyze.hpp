@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cdc/corpus/analyze.hpp — deduplication figures for a whole corpus: files,
 // directory trees and stdin, streamed through a bounded pool of workers,
 // several algorithms in one pass over the data.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Deterministic data: the input specs of tests/vectors/README.md
 // (empty, byte42, zeros:LEN, repeat:WORD:LEN, splitmix64:SEED:LEN,
 // text:SEED:LEN), used by tests, benchmarks, `cdc gen` and sample corpora.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cdc/corpus/dedup_index.hpp — the set of distinct chunk fingerprints of a corpus.
 //
 //   cdc::DedupIndex index;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cdc/corpus/resync.hpp — how well an algorithm re-synchronises after edits.
 //
 //   auto edits = cdc::plan_edits(original.size(), {cdc::EditKind::insert, 1, 100, seed});

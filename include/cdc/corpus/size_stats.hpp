@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cdc/corpus/size_stats.hpp — the distribution of chunk sizes, exactly.
 //
 //   cdc::SizeStats stats;

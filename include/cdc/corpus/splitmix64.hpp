@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cdc/corpus/splitmix64.hpp — SplitMix64 (Steele, Lea, Flood 2014): the small,
 // seedable generator behind the resync edits (cdc/corpus/resync.hpp) and the test
 // inputs of the shared test vectors ("splitmix64:SEED:LEN"). The same seed

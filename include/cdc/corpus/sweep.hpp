@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cdc/corpus/sweep.hpp — the data behind the graphs of `cdc plot`: size histograms,
 // dedup ratio against the average chunk size, and resync quality against the
 // number of edits. Built on SizeStats, analyze() and run_resync(); the tool

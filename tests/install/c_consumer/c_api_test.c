@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The C API from a C11 program (gcc -std=c11 -Wall -Wextra -Werror):
  *   c_api_test FILE ALGORITHM MIN AVG MAX [KEY_HEX|-] [level=N seed=N poly=HEX window=N ...]
  * chunks FILE through every feeding path of cdc.h (memory, fd, read callback

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Chunks a fixed buffer and prints "<chunks> <bytes> <blake3 of first chunk>".
 #include <cdc/cdc.hpp>
 

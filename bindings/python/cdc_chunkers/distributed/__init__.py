@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Dedup analysis across a Dask cluster: the report of `cdc analyze --json`
 for files spread over many machines, computed where the files are.
 

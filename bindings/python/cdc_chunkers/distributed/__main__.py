@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """python3 -m cdc_chunkers.distributed: `cdc analyze` over a Dask cluster.
 
   python3 -m cdc_chunkers.distributed --scheduler tcp://HOST:8786 PATH...

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Merging and reading the sketches of sketch mode.
 
 Distinct chunks: HyperLogLog (Flajolet, Fusy, Gandouet, Meunier 2007) with

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The functions Dask runs on the workers (module-level, so that they are
 pickled by reference: a worker imports cdc_chunkers itself). Each is a pure
 function of its arguments: a task that is run again (its worker died, its
