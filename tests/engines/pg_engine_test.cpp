@@ -25,6 +25,7 @@
 #include <cdc/store_pg.hpp>
 
 #include "cli_support.hpp"
+#include "engine_files.hpp"
 #include "engine_support.hpp"
 
 #include <fmt/format.h>
@@ -136,27 +137,7 @@ std::string s3_bucket() {
     return name;
 }
 
-// Files of random bytes under `root`.
-std::map<std::string, std::vector<std::uint8_t>> make_tree(const fs::path& root, int files, std::size_t size,
-                                                            std::uint64_t seed, const std::string& prefix = "f") {
-    std::map<std::string, std::vector<std::uint8_t>> out;
-    fs::create_directories(root);
-    for (int i = 0; i < files; ++i) {
-        const std::string name = fmt::format("{}{:03}.bin", prefix, i);
-        auto bytes = random_bytes(size + static_cast<std::size_t>(i) * 1000, seed + static_cast<std::uint64_t>(i));
-        std::ofstream(root / name, std::ios::binary)
-            .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-        out.emplace(name, std::move(bytes));
-    }
-    return out;
-}
-
-std::vector<std::uint8_t> file_bytes(const fs::path& p) {
-    if (!fs::exists(p)) return {};
-    const std::string text = read_text(p);
-    return {text.begin(), text.end()};
-}
-
+// Every file of `tree` restored under `dir` byte for byte.
 void expect_tree(const fs::path& dir, const std::map<std::string, std::vector<std::uint8_t>>& tree) {
     for (const auto& [name, bytes] : tree) EXPECT_TRUE(file_bytes(dir / name) == bytes) << (dir / name);
 }
@@ -459,33 +440,6 @@ bool wait_packs(const std::string& url, std::int64_t n, pid_t put) {
     return false;
 }
 
-/// verify --full, every listed file of "t" identical to its source, gc,
-/// verify again; how many files are committed.
-std::size_t check_committed(const std::string& store, const std::map<std::string, std::vector<std::uint8_t>>& tree,
-                            const fs::path& out) {
-    fs::create_directories(out);
-    auto v = json_of(run_tool({"store", "verify", "--full", "--json", store}));
-    EXPECT_EQ(v["ok"], true) << v;
-    const auto list = json_of(run_tool({"store", "ls", "--json", store}));
-    if (!list.empty()) {
-        const auto r = run_tool({"store", "get", store, "t", "-o", out.string()});
-        EXPECT_EQ(r.exit_code, 0) << r.err;
-    }
-    for (const auto& m : list) {
-        const std::string name = m["name"];
-        const std::string leaf = name.substr(name.rfind('/') + 1);
-        EXPECT_TRUE(file_bytes(out / leaf) == tree.at(leaf)) << name;
-    }
-    std::size_t restored = 0;
-    for ([[maybe_unused]] const auto& e : fs::directory_iterator(out)) ++restored;
-    EXPECT_EQ(restored, list.size()) << "only what is committed is there";
-    const auto gc = run_tool({"store", "gc", store});
-    EXPECT_EQ(gc.exit_code, 0) << gc.err;
-    v = json_of(run_tool({"store", "verify", "--full", "--json", store}));
-    EXPECT_EQ(v["ok"], true) << v;
-    EXPECT_EQ(v["manifests"], list.size());
-    return list.size();
-}
 
 TEST(PgEngine, AWriterKilledMidPutLeavesNoHalfCommittedFile) {
     const std::string url = make_database();

@@ -18,6 +18,7 @@
 #include <cdc/store_s3.hpp>
 
 #include "cli_support.hpp"
+#include "engine_files.hpp"
 #include "engine_support.hpp"
 
 #include <fmt/format.h>
@@ -251,26 +252,6 @@ TEST(S3Engine, PackStorageRoundTrip) {
     EXPECT_THROW(S3PackStorage(tmp.path(), location(bucket, "p"), true), OptionError);
 }
 
-// Files of random bytes (a few sizes, one above the part size) under `root`.
-std::map<std::string, std::vector<std::uint8_t>> make_tree(const fs::path& root, int files, std::size_t size,
-                                                            std::uint64_t seed) {
-    std::map<std::string, std::vector<std::uint8_t>> out;
-    fs::create_directories(root);
-    for (int i = 0; i < files; ++i) {
-        const std::string name = fmt::format("f{:03}.bin", i);
-        auto bytes = random_bytes(size + static_cast<std::size_t>(i) * 1000, seed + static_cast<std::uint64_t>(i));
-        std::ofstream(root / name, std::ios::binary)
-            .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-        out.emplace(name, std::move(bytes));
-    }
-    return out;
-}
-
-std::vector<std::uint8_t> file_bytes(const fs::path& p) {
-    if (!fs::exists(p)) return {};
-    const std::string text = read_text(p);
-    return {text.begin(), text.end()};
-}
 
 TEST(S3Engine, StoreRoundTripThroughTheTool) {
     const std::string bucket = make_bucket();
@@ -541,34 +522,6 @@ bool wait_objects(const std::string& bucket, const std::string& prefix, std::uin
     return false;
 }
 
-/// After radosgw came back: verify --full, every listed file identical to
-/// its source, gc, verify again. Returns how many files are committed.
-std::size_t check_committed(const std::string& store, const std::map<std::string, std::vector<std::uint8_t>>& tree,
-                     const fs::path& out) {
-    fs::create_directories(out);
-    auto v = json_of(run_tool({"store", "verify", "--full", "--json", store}));
-    EXPECT_EQ(v["ok"], true) << v;
-    const auto list = json_of(run_tool({"store", "ls", "--json", store}));
-    if (!list.empty()) {
-        // Every committed file of the tree "t", restored at once.
-        const auto r = run_tool({"store", "get", store, "t", "-o", out.string()});
-        EXPECT_EQ(r.exit_code, 0) << r.err;
-    }
-    for (const auto& m : list) {
-        const std::string name = m["name"];
-        const std::string leaf = name.substr(name.rfind('/') + 1);
-        EXPECT_EQ(file_bytes(out / leaf), tree.at(leaf)) << name;
-    }
-    std::size_t restored = 0;
-    for ([[maybe_unused]] const auto& e : fs::directory_iterator(out)) ++restored;
-    EXPECT_EQ(restored, list.size()) << "only what is committed is there";
-    const auto gc = run_tool({"store", "gc", store});
-    EXPECT_EQ(gc.exit_code, 0) << gc.err;
-    v = json_of(run_tool({"store", "verify", "--full", "--json", store}));
-    EXPECT_EQ(v["ok"], true) << v;
-    EXPECT_EQ(v["manifests"], list.size());
-    return list.size();
-}
 
 TEST(S3Engine, RadosgwKilledMidPutLeavesNoHalfCommittedFile) {
     const std::string bucket = make_bucket();
