@@ -542,14 +542,18 @@ void add_store_subcommands(CLI::App& st, int& exit_code) {
 }
 
 void add_store_command(CLI::App& app, int& exit_code) {
-    auto* st = app.add_subcommand("store", "a deduplicating, compressed, crash-safe chunk store in a directory: init, "
-                                           "put, get, ls, rm, gc, verify, stats, key");
+    auto* st = app.add_subcommand("store", "a deduplicating, compressed, encrypted, crash-safe store in a directory: "
+                                           "init, backup, snapshots, ls, get, diff, find, forget, put, rm, gc, verify, "
+                                           "stats, migrate, key");
     st->require_subcommand(1);
     add_store_subcommands(*st, exit_code);
-    document(*st, {.notes = "The store keeps each distinct chunk once (BLAKE3-256 ids), zstd-compressed, in pack "
-                            "files, with an SQLite index; see docs/STORE.md.",
-                   .examples = {{"cdc store init /srv/store && cdc store put /srv/store ~/project",
-                                 "create a store and put a tree into it"}},
+    document(*st, {.notes = "The store keeps each distinct chunk once (BLAKE3-256 ids), zstd-compressed and (unless "
+                            "init --no-encryption) sealed, in pack files, with an SQLite (or PostgreSQL) index; "
+                            "backup keeps history in snapshots, put keeps files under names; see docs/STORE.md.",
+                   .examples = {{"cdc store init /srv/store && cdc store backup /srv/store ~/project",
+                                 "create an (encrypted) store and take a snapshot of a tree"},
+                                {"cdc store snapshots /srv/store && cdc store get /srv/store latest:$HOME/project -o /tmp/p",
+                                 "list the snapshots, restore the newest one's tree"}},
                    .exit_codes = {}});
 }
 

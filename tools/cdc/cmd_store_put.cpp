@@ -165,7 +165,8 @@ int run_put(const PutArgs& a) {
 
 void add_store_put(CLI::App& st, int& exit_code) {
     auto a = std::make_shared<PutArgs>();
-    auto* c = st.add_subcommand("put", "store files, directory trees (recursively) or - (stdin)");
+    auto* c = st.add_subcommand("put", "store files, directory trees (recursively) or - (stdin) under names (no history: "
+                                       "cdc store backup keeps snapshots)");
     c->add_option("DIR", a->dir, "the store's directory")->required()->type_name("");
     c->add_option("PATH", a->paths, "files, directories or - for standard input")->required()->type_name("");
     c->add_option("--name", a->name,
@@ -182,7 +183,8 @@ void add_store_put(CLI::App& st, int& exit_code) {
     document(*c, {.notes = "Without --name, a file is stored under its path made relative (as tar does: /srv/a "
                            "as srv/a, ../f as f), a tree's files under their paths inside it; --name follows the "
                            "rule of the names a tree restore writes (relative, no empty, . or .. component, no "
-                           "trailing /; a tree's prefix may end with /). A name already in the store is replaced; a large file whose chunks are "
+                           "trailing /; a tree's prefix may end with /). A name already in the store is replaced (the old "
+                           "version is gone: `cdc store backup` keeps every version, in snapshots); a large file whose chunks are "
                            "all those of the stored file of that name is not hashed a second time (its stored "
                            "digest is kept: 'unchanged'; with the same mode and mtime, its stored manifest too); "
                            "under a new name, the same holds for a stored file that starts with the same chunk "
