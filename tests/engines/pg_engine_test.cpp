@@ -50,9 +50,7 @@ using namespace cdc::store::detail;
 namespace fs = std::filesystem;
 
 struct Engines {
-    fs::path pg_dir;
-    std::map<std::string, std::string> pg;  // PG_DIR/env
-    bool owned = false;
+    EngineInstance pg;
     std::map<std::string, std::string> ceph;  // CEPH_DIR/env (empty: no Ceph)
 };
 
@@ -63,7 +61,7 @@ Engines& engines() {
 
 /// postgresql://USER@127.0.0.1:PORT/DB (no password: PGPASSWORD has it).
 std::string pg_url(const std::string& db) {
-    const auto& pg = engines().pg;
+    const auto& pg = engines().pg.env;
     return fmt::format("postgresql://{}@{}:{}/{}", pg.at("PG_USER"), pg.at("PG_HOST"), pg.at("PG_PORT"), db);
 }
 
@@ -71,39 +69,19 @@ class PgEnvironment : public ::testing::Environment {
 public:
     void SetUp() override {
         Engines& e = engines();
-        const char* given = std::getenv("CDC_TEST_PG_DIR");
-        if (given != nullptr && *given != '\0' && fs::exists(fs::path(given) / "env")) {
-            e.pg_dir = given;  // started by the CTest fixture
-        } else {
-            // (under /tmp: its parents are searchable by the cluster's user)
-            char tmpl[] = "/tmp/cdc-pg-XXXXXX";
-            ASSERT_NE(::mkdtemp(tmpl), nullptr);
-            e.pg_dir = tmpl;
-            e.owned = true;
-            ASSERT_EQ(shell(fmt::format("'{}' start '{}'", CDC_PG_SCRIPT, e.pg_dir.string())), 0)
-                << "PostgreSQL did not start (see " << e.pg_dir << "/server.log)";
-        }
-        e.pg = read_engine_env(e.pg_dir / "env");
-        ASSERT_TRUE(e.pg.count("PG_PORT")) << e.pg_dir;
-        ::setenv("PGPASSWORD", e.pg["PG_PASSWORD"].c_str(), 1);
+        ASSERT_TRUE(e.pg.start("CDC_TEST_PG_DIR", CDC_PG_SCRIPT, "pg", "server.log"));
+        ASSERT_TRUE(e.pg.env.count("PG_PORT")) << e.pg.dir;
+        ::setenv("PGPASSWORD", e.pg.env["PG_PASSWORD"].c_str(), 1);
         ::setenv("PGCONNECT_TIMEOUT", "10", 1);
         ::unsetenv("PGPASSFILE");
         const char* ceph = std::getenv("CDC_TEST_CEPH_DIR");
         if (ceph != nullptr && *ceph != '\0' && fs::exists(fs::path(ceph) / "env")) {
             e.ceph = read_engine_env(fs::path(ceph) / "env");
-            ::setenv("AWS_ACCESS_KEY_ID", e.ceph["CEPH_S3_ACCESS_KEY"].c_str(), 1);
-            ::setenv("AWS_SECRET_ACCESS_KEY", e.ceph["CEPH_S3_SECRET_KEY"].c_str(), 1);
-            ::unsetenv("AWS_SESSION_TOKEN");
+            use_ceph_credentials(e.ceph);
         }
         cdc::store::enable_pg_catalog();
     }
-    void TearDown() override {
-        Engines& e = engines();
-        if (!e.owned) return;
-        shell(fmt::format("'{}' stop '{}'", CDC_PG_SCRIPT, e.pg_dir.string()));
-        std::error_code ec;
-        fs::remove_all(e.pg_dir, ec);
-    }
+    void TearDown() override { engines().pg.stop(CDC_PG_SCRIPT); }
 };
 [[maybe_unused]] const auto* const kEnvironment = ::testing::AddGlobalTestEnvironment(new PgEnvironment);
 
@@ -197,7 +175,7 @@ TEST(PgEngine, RoundTripWithPacksInTheDirectory) {
     EXPECT_FALSE(fs::exists(tmp.path() / "store" / "index.db")) << "the catalog is in the server";
     const std::string recorded = read_text(tmp.path() / "store" / "catalog");
     EXPECT_EQ(recorded, url + "\n");
-    EXPECT_EQ(recorded.find(engines().pg.at("PG_PASSWORD")), std::string::npos);
+    EXPECT_EQ(recorded.find(engines().pg.env.at("PG_PASSWORD")), std::string::npos);
     round_trip(store, tmp.path());
     // The packs are in the directory, named by the sequence's ids.
     std::size_t packs = 0;
@@ -475,7 +453,7 @@ TEST(PgEngine, PostgresRestartedMidPut) {
     int status = 0;
     EXPECT_EQ(::waitpid(put, &status, WNOHANG), 0) << "the put is still under way when the server goes";
     // A fast shutdown (the server aborts open transactions), then up again.
-    EXPECT_EQ(shell(engines().pg.at("PG_CTL_CMD") + " -m fast restart >/dev/null"), 0);
+    EXPECT_EQ(shell(engines().pg.env.at("PG_CTL_CMD") + " -m fast restart >/dev/null"), 0);
     const int code = wait_exit(put);
     ASSERT_TRUE(started);
     const std::string text = read_text(tmp.path() / "err");
@@ -552,7 +530,7 @@ TEST(PgEngine, ClearErrors) {
         EXPECT_NE(r.err.find("symbolic link"), std::string::npos) << r.err;
     }
     // A password on the command line, a location that is not PostgreSQL: usage errors.
-    for (const std::string& bad : std::vector<std::string>{fmt::format("postgresql://cdc:secret@127.0.0.1:{}/x", engines().pg.at("PG_PORT")),
+    for (const std::string& bad : std::vector<std::string>{fmt::format("postgresql://cdc:secret@127.0.0.1:{}/x", engines().pg.env.at("PG_PORT")),
                                   std::string("postgresql://cdc@127.0.0.1/x?password=secret"),
                                   std::string("mysql://cdc@127.0.0.1/x")}) {
         const auto r = run_tool({"store", "init", "--no-encryption", "--catalog", bad, (tmp.path() / "s4").string()});

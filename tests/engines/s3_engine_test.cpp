@@ -42,10 +42,7 @@ namespace {
 using namespace cdc::store::detail;
 namespace fs = std::filesystem;
 
-struct Ceph {
-    fs::path dir;
-    std::map<std::string, std::string> env;  // DIR/env
-    bool owned = false;
+struct Ceph : EngineInstance {
     std::string endpoint() const { return env.at("CEPH_S3_ENDPOINT"); }
 };
 
@@ -58,32 +55,13 @@ class CephEnvironment : public ::testing::Environment {
 public:
     void SetUp() override {
         Ceph& c = ceph();
-        const char* given = std::getenv("CDC_TEST_CEPH_DIR");
-        if (given != nullptr && *given != '\0' && fs::exists(fs::path(given) / "env")) {
-            c.dir = given;  // started by the CTest fixture
-        } else {
-            char tmpl[] = "/tmp/cdc-ceph-XXXXXX";
-            ASSERT_NE(::mkdtemp(tmpl), nullptr);
-            c.dir = tmpl;
-            c.owned = true;
-            ASSERT_EQ(shell(fmt::format("'{}' start '{}'", CDC_CEPH_SCRIPT, c.dir.string())), 0)
-                << "Ceph did not start (see " << c.dir << "/log)";
-        }
-        c.env = read_engine_env(c.dir / "env");
+        ASSERT_TRUE(c.start("CDC_TEST_CEPH_DIR", CDC_CEPH_SCRIPT, "ceph", "log"));
         ASSERT_TRUE(c.env.count("CEPH_S3_ENDPOINT")) << c.dir;
-        ::setenv("AWS_ACCESS_KEY_ID", c.env["CEPH_S3_ACCESS_KEY"].c_str(), 1);
-        ::setenv("AWS_SECRET_ACCESS_KEY", c.env["CEPH_S3_SECRET_KEY"].c_str(), 1);
-        ::unsetenv("AWS_SESSION_TOKEN");
+        use_ceph_credentials(c.env);
         ::unsetenv("CDC_S3_CREDENTIALS_FILE");
         cdc::store::enable_s3_packs();
     }
-    void TearDown() override {
-        Ceph& c = ceph();
-        if (!c.owned) return;
-        shell(fmt::format("'{}' stop '{}'", CDC_CEPH_SCRIPT, c.dir.string()));
-        std::error_code ec;
-        fs::remove_all(c.dir, ec);
-    }
+    void TearDown() override { ceph().stop(CDC_CEPH_SCRIPT); }
 };
 [[maybe_unused]] const auto* const kEnvironment = ::testing::AddGlobalTestEnvironment(new CephEnvironment);
 
