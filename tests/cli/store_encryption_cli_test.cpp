@@ -25,8 +25,6 @@
 #include <thread>
 
 #include <csignal>
-#include <poll.h>
-#include <pty.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -161,44 +159,6 @@ TEST(StoreEncryption, InitEncryptsByDefaultAndNeedsAPassword) {
     EXPECT_EQ(json_of(r)["format_version"], 1);
 }
 
-// Runs the tool on a pseudo-terminal, typing `lines` one per prompt (a
-// prompt ends with ": "); the screen goes to `screen`. The exit code.
-int run_on_pty(const std::vector<std::string>& tool_args, const std::vector<std::string>& lines, std::string& screen) {
-    int master = -1;
-    const pid_t pid = ::forkpty(&master, nullptr, nullptr, nullptr);
-    if (pid == 0) {
-        std::vector<std::string> args = {tool_path().string()};
-        args.insert(args.end(), tool_args.begin(), tool_args.end());
-        std::vector<char*> argv;
-        for (auto& a : args) argv.push_back(a.data());
-        argv.push_back(nullptr);
-        ::execv(argv[0], argv.data());
-        ::_exit(127);
-    }
-    EXPECT_GT(pid, 0);
-    std::size_t sent = 0;
-    char buf[512];
-    for (;;) {
-        pollfd pfd{master, POLLIN, 0};
-        if (::poll(&pfd, 1, 20000) != 1) {  // (a prompt never answered: fail, do not hang)
-            ADD_FAILURE() << "no output for 20 s: " << screen;
-            ::kill(pid, SIGKILL);
-            break;
-        }
-        const ssize_t n = ::read(master, buf, sizeof buf);
-        if (n <= 0) break;  // (EIO once the child closed the terminal)
-        screen.append(buf, static_cast<std::size_t>(n));
-        std::size_t prompts = 0;
-        for (std::size_t at = 0; (at = screen.find(": ", at)) != std::string::npos; at += 2) ++prompts;
-        while (sent < lines.size() && sent < prompts) {
-            const std::string line = lines[sent++] + "\n";
-            EXPECT_EQ(::write(master, line.data(), line.size()), static_cast<ssize_t>(line.size()));
-        }
-    }
-    ::close(master);
-    return wait_exit(pid);
-}
-
 // init on a terminal asks for the password twice, without echo; a mismatch
 // makes no store.
 TEST(StoreEncryption, InitAsksTwiceOnATerminal) {
@@ -206,19 +166,19 @@ TEST(StoreEncryption, InitAsksTwiceOnATerminal) {
     ::unsetenv("CDC_PASSWORD");
     ::unsetenv("CDC_PASSWORD_FILE");
     std::string screen;
-    EXPECT_EQ(run_on_pty({"store", "init", "-q", s.d()}, {"typed one", "typed two"}, screen), 2) << screen;
+    EXPECT_EQ(run_tool_on_pty({"store", "init", "-q", s.d()}, {"typed one", "typed two"}, screen), 2) << screen;
     EXPECT_NE(screen.find("differ"), std::string::npos) << screen;
     EXPECT_FALSE(fs::exists(s.dir / "cdc-store"));
     screen.clear();
-    EXPECT_EQ(run_on_pty({"store", "init", "-q", s.d()}, {"typed pass", "typed pass"}, screen), 0) << screen;
+    EXPECT_EQ(run_tool_on_pty({"store", "init", "-q", s.d()}, {"typed pass", "typed pass"}, screen), 0) << screen;
     EXPECT_NE(screen.find("again: "), std::string::npos) << screen;
     EXPECT_EQ(screen.find("typed pass"), std::string::npos) << "echoed: " << screen;
     EXPECT_EQ(s.run({"store", "ls", s.d()}, s.file("typed", "typed pass")).exit_code, 0);
     // Any command asks once on a terminal.
     screen.clear();
-    EXPECT_EQ(run_on_pty({"store", "ls", s.d()}, {"typed pass"}, screen), 0) << screen;
+    EXPECT_EQ(run_tool_on_pty({"store", "ls", s.d()}, {"typed pass"}, screen), 0) << screen;
     screen.clear();
-    EXPECT_EQ(run_on_pty({"store", "ls", s.d()}, {"wrong"}, screen), 2) << screen;
+    EXPECT_EQ(run_tool_on_pty({"store", "ls", s.d()}, {"wrong"}, screen), 2) << screen;
     EXPECT_NE(screen.find("wrong password"), std::string::npos) << screen;
 }
 

@@ -10,8 +10,6 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include <poll.h>
-#include <pty.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -266,53 +264,16 @@ TEST(StoreKey, ADirectoryWithoutSlotsIsAUsageError) {
 // refused), through a pseudo-terminal as a user types.
 TEST(StoreKey, TheTerminalIsAskedTwiceForANewPassword) {
     KeyedDir k;
-    auto run_on_pty = [&](const std::vector<std::string>& lines, std::string& screen) {
-        int master = -1;
-        const pid_t pid = ::forkpty(&master, nullptr, nullptr, nullptr);
-        if (pid == 0) {
-            std::vector<std::string> args = {tool_path().string(), "store", "key", "add", k.d()};
-            std::vector<char*> argv;
-            for (auto& a : args) argv.push_back(a.data());
-            argv.push_back(nullptr);
-            ::execv(argv[0], argv.data());
-            ::_exit(127);
-        }
-        EXPECT_GT(pid, 0);
-        std::size_t sent = 0;
-        char buf[512];
-        for (;;) {
-            pollfd pfd{master, POLLIN, 0};
-            if (::poll(&pfd, 1, 20000) != 1) {  // (a prompt never answered: fail, do not hang)
-                ADD_FAILURE() << "no output for 20 s: " << screen;
-                ::kill(pid, SIGKILL);
-                break;
-            }
-            const ssize_t n = ::read(master, buf, sizeof buf);
-            if (n <= 0) break;  // (EIO once the child closed the terminal)
-            screen.append(buf, static_cast<std::size_t>(n));
-            // Answer each prompt once it is shown.
-            const std::size_t prompts = [&] {
-                std::size_t c = 0;
-                for (std::size_t at = 0; (at = screen.find(": ", at)) != std::string::npos; at += 2) ++c;
-                return c;
-            }();
-            while (sent < lines.size() && sent < prompts) {
-                const std::string line = lines[sent++] + "\n";
-                EXPECT_EQ(::write(master, line.data(), line.size()), static_cast<ssize_t>(line.size()));
-            }
-        }
-        ::close(master);
-        return wait_exit(pid);
-    };
+    const std::vector<std::string> add{"store", "key", "add", k.d()};
     std::string screen;
-    EXPECT_EQ(run_on_pty({"old password", "typed new", "typed new"}, screen), 0) << screen;
+    EXPECT_EQ(run_tool_on_pty(add, {"old password", "typed new", "typed new"}, screen), 0) << screen;
     EXPECT_NE(screen.find("Enter the password: "), std::string::npos) << screen;
     EXPECT_NE(screen.find("Enter the new password again: "), std::string::npos) << screen;
     EXPECT_EQ(screen.find("typed new"), std::string::npos) << "echoed: " << screen;
     EXPECT_EQ(screen.find("old password"), std::string::npos) << "echoed: " << screen;
     EXPECT_TRUE(k.opens("typed new"));
     screen.clear();
-    EXPECT_EQ(run_on_pty({"old password", "one", "other"}, screen), 2) << screen;
+    EXPECT_EQ(run_tool_on_pty(add, {"old password", "one", "other"}, screen), 2) << screen;
     EXPECT_NE(screen.find("the two new passwords differ"), std::string::npos) << screen;
     EXPECT_FALSE(k.opens("one"));
     EXPECT_EQ(k.slots(), 2u);

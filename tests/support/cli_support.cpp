@@ -16,6 +16,8 @@
 
 #include <fcntl.h>
 #include <grp.h>
+#include <poll.h>
+#include <pty.h>
 #include <spawn.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -133,6 +135,43 @@ pid_t spawn_tool(const std::vector<std::string>& args, const std::filesystem::pa
         ::_exit(127);
     }
     return pid;
+}
+
+int run_tool_on_pty(const std::vector<std::string>& tool_args, const std::vector<std::string>& lines,
+                    std::string& screen) {
+    int master = -1;
+    const pid_t pid = ::forkpty(&master, nullptr, nullptr, nullptr);
+    if (pid == 0) {
+        std::vector<std::string> args = {tool_path().string()};
+        args.insert(args.end(), tool_args.begin(), tool_args.end());
+        std::vector<char*> argv;
+        for (auto& a : args) argv.push_back(a.data());
+        argv.push_back(nullptr);
+        ::execv(argv[0], argv.data());
+        ::_exit(127);
+    }
+    EXPECT_GT(pid, 0);
+    std::size_t sent = 0;
+    char buf[512];
+    for (;;) {
+        pollfd pfd{master, POLLIN, 0};
+        if (::poll(&pfd, 1, 20000) != 1) {
+            ADD_FAILURE() << "no output for 20 s: " << screen;
+            ::kill(pid, SIGKILL);
+            break;
+        }
+        const ssize_t n = ::read(master, buf, sizeof buf);
+        if (n <= 0) break;  // (EIO once the child closed the terminal)
+        screen.append(buf, static_cast<std::size_t>(n));
+        std::size_t prompts = 0;
+        for (std::size_t at = 0; (at = screen.find(": ", at)) != std::string::npos; at += 2) ++prompts;
+        while (sent < lines.size() && sent < prompts) {
+            const std::string line = lines[sent++] + "\n";
+            EXPECT_EQ(::write(master, line.data(), line.size()), static_cast<ssize_t>(line.size()));
+        }
+    }
+    ::close(master);
+    return wait_exit(pid);
 }
 
 int wait_exit(pid_t pid, struct rusage* usage) {

@@ -53,6 +53,12 @@ int wait_exit(pid_t pid, struct rusage* usage = nullptr);
 /// bite: chmod 000 does not stop root. Exit code 100 if the drop failed.
 RunResult run_tool_as(unsigned uid, unsigned gid, const std::vector<std::string>& args);
 
+/// Runs the cdc tool with `args` on a new pseudo-terminal, typing `lines`,
+/// one for each prompt (a prompt ends with ": ") once it is shown; what the
+/// terminal showed goes to `screen`. Its exit code (a prompt not answered
+/// within 20 s is a test failure and the tool is killed, never a hang).
+int run_tool_on_pty(const std::vector<std::string>& args, const std::vector<std::string>& lines, std::string& screen);
+
 /// Waits until process `pid` has `path` open and has read some of it (the
 /// descriptor's position past 0), then cuts the file to `to` bytes. False
 /// if that did not happen within 60 s.
