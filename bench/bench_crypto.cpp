@@ -10,8 +10,9 @@
 #include "seal.hpp"
 #include "seal_evp.hpp"
 
+#include "chunked_corpus.hpp"
+
 #include <cdc/cdc.hpp>
-#include <cdc/corpus/datagen.hpp>
 
 #include <openssl/evp.h>
 #include <sodium.h>
@@ -116,21 +117,8 @@ void BM_crypto_keyed_id(benchmark::State& state) {
 // A put's chunk ids: fastcdc's chunks (~9 KiB) of 64 MiB, batched (16
 // lanes), plain BLAKE3 as an unencrypted store hashes them against the
 // keyed ids of an encrypted one.
-struct Chunks {
-    std::vector<std::uint8_t> data;
-    std::vector<std::uint32_t> lengths;
-};
-const Chunks& chunks() {
-    static const Chunks c = [] {
-        Chunks r;
-        r.data.resize(std::size_t{64} << 20);
-        cdc::fill_splitmix64(r.data, 7);
-        const auto finder = cdc::make_cut_finder("fastcdc", cdc::Options{});
-        cdc::cut_lengths(*finder, std::as_bytes(std::span(r.data)), true, r.lengths);
-        return r;
-    }();
-    return c;
-}
+using Chunks = cdc::bench::ChunkedCorpus;
+const Chunks& chunks() { return cdc::bench::fastcdc_corpus(); }
 
 void BM_crypto_ids_plain_batched(benchmark::State& state) {
     const Chunks& c = chunks();

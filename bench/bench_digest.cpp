@@ -2,7 +2,7 @@
 // Chunk fingerprints: one compute_digest per chunk vs compute_digests over
 // batches of chunks, on the fastcdc chunks (default profile, ~9 KiB) of
 // 64 MiB of SplitMix64 data. Run: build-bench/bench/cdc_bench --benchmark_filter=digest
-#include <cdc/corpus/datagen.hpp>
+#include "chunked_corpus.hpp"
 
 #include <cdc/cdc.hpp>
 
@@ -17,22 +17,8 @@
 
 namespace {
 
-struct Corpus {
-    std::vector<std::uint8_t> data;
-    std::vector<std::uint32_t> lengths;  // fastcdc chunk lengths, in order
-};
-
-const Corpus& corpus() {
-    static const Corpus c = [] {
-        Corpus r;
-        r.data.resize(std::size_t{64} << 20);
-        cdc::fill_splitmix64(r.data, 7);
-        const auto finder = cdc::make_cut_finder("fastcdc", cdc::Options{});
-        cdc::cut_lengths(*finder, std::as_bytes(std::span(r.data)), true, r.lengths);
-        return r;
-    }();
-    return c;
-}
+using Corpus = cdc::bench::ChunkedCorpus;
+const Corpus& corpus() { return cdc::bench::fastcdc_corpus(); }
 
 void set_counters(benchmark::State& state, const Corpus& c) {
     state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(c.data.size()));
