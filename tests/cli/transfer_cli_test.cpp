@@ -512,6 +512,22 @@ v1::PushRequest list_of(const std::vector<std::uint8_t>& chunk) {
     return r;
 }
 
+// A data message that claims `chunk`'s id for its bytes with the first one
+// flipped (raw, whole: one piece).
+v1::PushRequest forged_data(const std::vector<std::uint8_t>& chunk) {
+    auto forged = chunk;
+    forged[0] ^= 1;
+    v1::PushRequest data;
+    auto* c = data.mutable_data()->add_chunks();
+    const auto id = store::chunk_id_of(std::as_bytes(std::span(chunk)));
+    c->set_id(id.data(), id.size());
+    c->set_raw_size(static_cast<std::uint32_t>(chunk.size()));
+    c->set_raw(true);
+    c->set_payload_size(static_cast<std::uint32_t>(chunk.size()));
+    c->set_piece(forged.data(), forged.size());
+    return data;
+}
+
 TEST(ServeCli, AForgedChunkIsRefusedAndNothingIsStored) {
     test::TempDir tmp;
     const auto dir = init_store(tmp);
@@ -528,16 +544,7 @@ TEST(ServeCli, AForgedChunkIsRefusedAndNothingIsStored) {
     v1::PushReply want;
     ASSERT_TRUE(rw->Read(&want));
     EXPECT_EQ(want.want().count(), 1u);
-    auto forged = chunk;
-    forged[0] ^= 1;
-    v1::PushRequest data;
-    auto* c = data.mutable_data()->add_chunks();
-    const auto id = store::chunk_id_of(std::as_bytes(std::span(chunk)));
-    c->set_id(id.data(), id.size());
-    c->set_raw_size(3000);
-    c->set_raw(true);
-    c->set_payload_size(3000);
-    c->set_piece(forged.data(), forged.size());
+    const v1::PushRequest data = forged_data(chunk);
     rw->Write(data);
     rw->WritesDone();
     const grpc::Status status = rw->Finish();
@@ -567,16 +574,7 @@ TEST(ServeCli, ARefusalWhileTheNextRequestIsReadReachesTheClient) {
     ASSERT_TRUE(rw->Write(list_of(chunk)));
     v1::PushReply reply;
     ASSERT_TRUE(rw->Read(&reply));
-    auto forged = chunk;
-    forged[0] ^= 1;
-    v1::PushRequest data;
-    auto* c = data.mutable_data()->add_chunks();
-    const auto id = store::chunk_id_of(std::as_bytes(std::span(chunk)));
-    c->set_id(id.data(), id.size());
-    c->set_raw_size(3000);
-    c->set_raw(true);
-    c->set_payload_size(3000);
-    c->set_piece(forged.data(), forged.size());
+    const v1::PushRequest data = forged_data(chunk);
     ASSERT_TRUE(rw->Write(data));
     // No WritesDone: the server's next read is still pending when it refuses.
     EXPECT_FALSE(rw->Read(&reply));
