@@ -140,7 +140,10 @@ KdfParams fast_kdf_params_for_tests() noexcept { return {1, kMinMemlimit}; }
 KdfParams tune_kdf(std::chrono::duration<double> target) {
     ensure_sodium();
     constexpr std::uint64_t kMiB = std::uint64_t{1} << 20;
-    std::uint64_t mem = 256 * kMiB;
+    // 64 MiB (libsodium's interactive memory), more passes for the time:
+    // every store command derives a key first, and its memory counts in the
+    // command's peak, which a backup keeps under 100 MB.
+    std::uint64_t mem = 64 * kMiB;
     if (const std::uint64_t avail = memory_available(); avail != 0 && avail < 4 * mem)
         mem = std::max<std::uint64_t>(32 * kMiB, std::bit_floor(avail / 4));
     const double want = std::max(target.count(), 0.001);

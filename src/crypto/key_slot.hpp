@@ -78,7 +78,7 @@ inline constexpr std::uint64_t kMinMemlimit = 8192;  // libsodium's minimum for 
 KdfParams fast_kdf_params_for_tests() noexcept;
 
 /// Parameters for which one derivation takes about `target` on this
-/// machine now: memory 256 MiB (less when MemAvailable is below 1 GiB, down
+/// machine now: memory 64 MiB (less when MemAvailable is below 256 MiB, down
 /// to 32 MiB, or when one pass already takes more than twice the target),
 /// then as many passes (opslimit, at least 2 when it fits) as fill the
 /// target, measured with one derivation of one pass.

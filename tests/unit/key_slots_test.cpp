@@ -166,6 +166,9 @@ TEST(KeySlot, TunedParametersAreUsable) {
     const KdfParams p = tune_kdf(std::chrono::milliseconds(100));
     EXPECT_NO_THROW(check_kdf_params(p, "tuned"));
     EXPECT_GE(p.memlimit, std::uint64_t{32} << 20);
+    // (every store command derives a key: its memory counts in the peak of a
+    // backup, which stays under 100 MB)
+    EXPECT_LE(p.memlimit, std::uint64_t{64} << 20);
     const MasterKey key = MasterKey::generate();
     const KeySlot s = wrap_master_key(key, pw("tuned"), kStore, p, 1);
     const auto back = unwrap_master_key(parse_key_slot(serialize(s), "f"), pw("tuned"));
