@@ -76,6 +76,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace cdc::store {
@@ -451,6 +452,12 @@ public:
     /// Removes these manifests in one transaction (their chunks stay until
     /// gc); NotFoundError naming the first unknown name, removing none.
     void remove(std::span<const std::string> names);
+    /// Renames manifests in one transaction, each (from, to); a manifest
+    /// already named `to` is kept and `from` removed instead (names that say
+    /// the content: a snapshot's file contents). NotFoundError naming a
+    /// missing `from`, renaming none. (const as Writer(const Store&): a
+    /// write through the store's catalog, not a change of this object)
+    void rename(std::span<const std::pair<std::string, std::string>> moves) const;
 
     // --- chunks
     bool contains(const ChunkId& id) const;

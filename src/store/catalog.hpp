@@ -258,6 +258,11 @@ public:
     /// Removes these manifests in one transaction (NotFoundError naming the
     /// first unknown name and `store_name`, removing none).
     virtual void remove(std::span<const std::string> names, std::string_view store_name) = 0;
+    /// Gives committed manifests new names in one transaction, each (from,
+    /// to); where a manifest named `to` exists already it is kept and `from`
+    /// is removed: for names that say the content (equal names, equal
+    /// content). NotFoundError naming a missing `from`, renaming none.
+    virtual void rename(std::span<const std::pair<std::string, std::string>> moves, std::string_view store_name) = 0;
     /// f(name, size, chunk count, its list) for every committed manifest, by
     /// name (verify: nothing else of the row is read).
     virtual void for_each_manifest(

@@ -233,6 +233,13 @@ StoreLock::StoreLock(const std::filesystem::path& dir, std::unique_ptr<HostsLock
 }
 
 void StoreLock::lock(bool exclusive, const std::function<void()>& waiting) {
+    std::lock_guard g(m_);
+    if (depth_ > 0) {
+        if (exclusive && !exclusive_)
+            throw StoreError(fmt::format("cannot lock '{}' exclusively: this process holds it shared", path_));
+        ++depth_;
+        return;
+    }
     const int op = exclusive ? LOCK_EX : LOCK_SH;
     if (::flock(fd_.get(), op | LOCK_NB) != 0) {
         if (errno != EWOULDBLOCK)
@@ -250,13 +257,15 @@ void StoreLock::lock(bool exclusive, const std::function<void()>& waiting) {
             throw;
         }
     }
-    held_ = true;
+    exclusive_ = exclusive;
+    depth_ = 1;
 }
 
 void StoreLock::unlock() {
-    if (held_ && hosts_) hosts_->unlock();
-    if (held_ && fd_) ::flock(fd_.get(), LOCK_UN);
-    held_ = false;
+    std::lock_guard g(m_);
+    if (depth_ == 0 || --depth_ > 0) return;
+    if (hosts_) hosts_->unlock();
+    if (fd_) ::flock(fd_.get(), LOCK_UN);
 }
 
 }  // namespace cdc::store::detail

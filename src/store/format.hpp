@@ -16,10 +16,12 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace cdc::store::detail {
 
@@ -113,16 +115,38 @@ public:
     /// Opens DIR/lock (not locked yet); `hosts`, if given, is locked after it
     /// and unlocked before it (a shared catalog's lock across hosts).
     explicit StoreLock(const std::filesystem::path& dir, std::unique_ptr<HostsLock> hosts = nullptr);
+    /// (moved only before any thread uses it: the count moves, the mutex is new)
+    StoreLock(StoreLock&& o) noexcept
+        : fd_(std::move(o.fd_)), path_(std::move(o.path_)), hosts_(std::move(o.hosts_)),
+          depth_(std::exchange(o.depth_, 0)), exclusive_(o.exclusive_) {}
+    StoreLock& operator=(StoreLock&& o) noexcept {
+        fd_ = std::move(o.fd_);
+        path_ = std::move(o.path_);
+        hosts_ = std::move(o.hosts_);
+        depth_ = std::exchange(o.depth_, 0);
+        exclusive_ = o.exclusive_;
+        return *this;
+    }
     /// Blocks until locked; `waiting` is called once if it has to wait.
+    /// Nested: a lock taken while this process holds it (a read inside gc,
+    /// two reading threads) only counts, so that the inner unlock neither
+    /// releases the outer hold nor turns an exclusive lock into a shared
+    /// one (flock on the same descriptor would); an exclusive lock inside a
+    /// shared one is a StoreError.
     void lock(bool exclusive, const std::function<void()>& waiting = {});
     void unlock();
-    bool held() const noexcept { return held_; }
+    bool held() const noexcept {
+        std::lock_guard g(m_);
+        return depth_ > 0;
+    }
 
 private:
     Fd fd_;
     std::string path_;
     std::unique_ptr<HostsLock> hosts_;
-    bool held_ = false;
+    mutable std::mutex m_;
+    std::size_t depth_ = 0;
+    bool exclusive_ = false;
 };
 
 /// Holds a StoreLock shared for a scope.

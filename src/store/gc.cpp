@@ -53,8 +53,8 @@ GcReport Store::gc(const GcOptions& options) {
 
     // 1-3. Pending manifests (their writers are gone: we hold the lock),
     //      then the chunks no manifest lists.
-    // 0. File manifests of snapshots whose backup died before its commit.
-    report.manifests_dropped += detail::drop_orphan_snapshot_files(catalog);
+    // 0. File contents no snapshot names (forgotten snapshots, dead backups).
+    report.manifests_dropped += detail::drop_unreferenced_snapshot_files(*this, catalog);
     const GcSweep swept = catalog.sweep();
     report.manifests_dropped += swept.manifests_dropped;
     report.chunks_removed = swept.chunks_removed;

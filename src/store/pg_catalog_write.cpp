@@ -245,4 +245,32 @@ void PgCatalog::remove(std::span<const std::string> names, std::string_view stor
         "removing files");
 }
 
+void PgCatalog::rename(std::span<const std::pair<std::string, std::string>> moves, std::string_view store_name) {
+    transaction(
+        [&] {
+            for (const auto& [from, to] : moves) {
+                PgParams f;
+                f.add_bytes(from);
+                const PgResult r = conn_.exec("SELECT id FROM manifests WHERE name = $1", f, "renaming files");
+                if (r.rows() == 0)
+                    throw NotFoundError(
+                        fmt::format("no file named '{}' in the store '{}' (nothing renamed)", from, store_name));
+                PgParams id;
+                id.add(r.i64(0, 0));
+                PgParams t;
+                t.add_bytes(to);
+                if (conn_.exec("SELECT 1 FROM manifests WHERE name = $1", t, "renaming files").rows() > 0) {
+                    conn_.exec("DELETE FROM manifest_chunks WHERE manifest = $1", id, "renaming files");
+                    conn_.exec("DELETE FROM manifests WHERE id = $1", id, "renaming files");
+                } else {
+                    PgParams m;
+                    m.add(r.i64(0, 0));
+                    m.add_bytes(to);
+                    conn_.exec("UPDATE manifests SET name = $2 WHERE id = $1", m, "renaming files");
+                }
+            }
+        },
+        "renaming files");
+}
+
 }  // namespace cdc::store::detail

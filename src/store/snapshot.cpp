@@ -228,28 +228,13 @@ public:
         }
         return e;
     }
-    /// The manifest holding content `digest` in the parent.
-    const std::string* manifest_of(const std::string& digest) {
-        if (!by_digest_) {
-            by_digest_.emplace();
-            walk(root_, "");
-        }
-        const auto it = by_digest_->find(digest);
-        return it == by_digest_->end() ? nullptr : &it->second;
-    }
 
 private:
-    void walk(const Entry& e, const std::string& path) {
-        if (e.type == EntryType::file) by_digest_->emplace(e.content.digest, detail::file_name(store_, snap_.id, path));
-        if (e.type != EntryType::directory) return;
-        for (const auto& c : trees_.entries(e.subtree)) walk(c, child_path(path, c.name));
-    }
     const Store& store_;
     detail::SnapshotTrees trees_;
     Snapshot snap_;
     Entry root_;
     std::unordered_map<std::string, std::vector<Entry>> dirs_;
-    std::optional<std::unordered_map<std::string, std::string>> by_digest_;
 };
 
 bool unchanged(const Entry& now, const Entry& before) {
@@ -259,11 +244,6 @@ bool unchanged(const Entry& now, const Entry& before) {
            before.content.digest.size() == 32;
 }
 
-ChunkId id_of(const std::string& digest) {
-    ChunkId id{};
-    std::memcpy(id.data(), digest.data(), std::min(digest.size(), id.size()));
-    return id;
-}
 
 }  // namespace
 
@@ -393,35 +373,24 @@ SnapshotResult create_snapshot(const Store& store, const SnapshotOptions& option
     std::optional<ParentView> pv;
     if (parent && !options.force_read) pv.emplace(store, *parent);
     std::vector<std::size_t> to_read;
+    // The contents the store holds (a parent made before content names
+    // has none: its files are read again, once).
+    std::set<std::string> stored;
+    if (pv)
+        for (const ManifestInfo& m : store.list(detail::kContentPrefix)) stored.insert(m.name);
     for (std::size_t k = 0; k < jobs.size(); ++k) {
         Job& j = jobs[k];
         const Entry& e = d.dirs[j.dir][j.index];
         if (pv) {
             const Entry* before = pv->find(j.path);
-            const std::string* m = before && unchanged(e, *before) ? pv->manifest_of(before->content.digest) : nullptr;
-            if (m) {
-                std::vector<ChunkId> ids;
-                std::vector<std::uint32_t> sizes;
-                std::uint64_t total = 0;
-                try {  // its chunks still indexed: else it is read
-                    store.for_each_chunk(*m, [&](const ChunkId& id, std::uint32_t size) {
-                        ids.push_back(id);
-                        sizes.push_back(size);
-                        total += size;
-                    });
-                } catch (const StoreError&) {
-                    ids.clear();
-                    total = ~std::uint64_t{0};
-                }
-                if (total == tree::data_length(e)) {
-                    w.begin_manifest({j.manifest, e.mode, e.mtime_ns});
-                    if (!ids.empty()) w.add_read_chunks(ids, sizes);
-                    w.finish_manifest(id_of(before->content.digest), total);
-                    j.reused = true;
-                    j.digest = before->content.digest;
-                    ++snap.totals.skipped_unchanged;
-                    continue;
-                }
+            // Unchanged: its content is the parent's, under its content
+            // name; nothing is read or written for it.
+            if (before && unchanged(e, *before) &&
+                stored.count(detail::content_name(store, before->content.digest, tree::data_length(e)))) {
+                j.reused = true;
+                j.digest = before->content.digest;
+                ++snap.totals.skipped_unchanged;
+                continue;
             }
         }
         to_read.push_back(k);
@@ -481,15 +450,21 @@ SnapshotResult create_snapshot(const Store& store, const SnapshotOptions& option
         snap.totals.stored_bytes = w.stats().stored_bytes;
     }
     std::unordered_map<std::string, std::string> digest_of_path;
+    std::vector<std::pair<std::string, std::string>> moves;  // first name -> content name
     for (Job& j : jobs) {
         if (j.skipped) continue;
         if (!j.reused) {
             const auto m = store.find(j.manifest);
             if (!m) throw StoreError(fmt::format("snapshot {}: the content of '/{}' was not committed", snap.id, j.path));
             j.digest.assign(reinterpret_cast<const char*>(m->digest.data()), m->digest.size());
+            moves.emplace_back(j.manifest, detail::content_name(store, j.digest, m->size));
         }
         digest_of_path.emplace(j.path, j.digest);
     }
+    // Each new file under its content name (a content stored already keeps
+    // its manifest), in one transaction before the snapshot's: a crash in
+    // between leaves contents no snapshot names, which gc drops.
+    if (!moves.empty()) store.rename(moves);
 
     // 4. The trees, bottom-up; each distinct one once.
     std::string stream;

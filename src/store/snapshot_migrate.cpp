@@ -86,6 +86,7 @@ SnapshotResult migrate_names(Store& store, const MigrateOptions& options) {
     Writer w(store);
     std::string stream;
     std::set<tree::BlobId> written;
+    std::set<std::string> contents;  // content manifests this migration writes
     std::function<tree::BlobId(const Node&, const std::string&)> build = [&](const Node& n, const std::string& path) {
         std::vector<tree::Entry> entries;
         for (const auto& [name, child] : n.children) {
@@ -105,9 +106,13 @@ SnapshotResult migrate_names(Store& store, const MigrateOptions& options) {
                     sizes.push_back(size);
                     total += size;
                 });
-                w.begin_manifest({detail::file_name(store, snap.id, p), m.mode, m.mtime_ns});
-                if (!ids.empty()) w.add_read_chunks(ids, sizes);
-                w.finish_manifest(m.digest, total);
+                const std::string content = detail::content_name(
+                    store, std::string_view(reinterpret_cast<const char*>(m.digest.data()), m.digest.size()), total);
+                if (contents.insert(content).second && !store.find(content)) {
+                    w.begin_manifest({content, m.mode, m.mtime_ns});
+                    if (!ids.empty()) w.add_read_chunks(ids, sizes);
+                    w.finish_manifest(m.digest, total);
+                }
                 e.type = tree::EntryType::file;
                 e.mode = m.mode & 07777;
                 e.mtime_ns = e.atime_ns = m.mtime_ns;

@@ -11,6 +11,8 @@
 #include <cdc/snapshot.hpp>
 #include <cdc/store.hpp>
 
+#include <functional>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -24,15 +26,24 @@ namespace cdc::store::detail {
 inline const std::string kHeaderPrefix{"\0h/", 3};
 inline const std::string kTreePrefix{"\0t/", 3};
 inline const std::string kFilePrefix{"\0f/", 3};
+inline const std::string kContentPrefix{"\0c/", 3};
 inline constexpr char kInternalNameByte = '\0';
 
 inline std::string header_name(std::string_view id) { return kHeaderPrefix + std::string(id); }
 inline std::string tree_name(std::string_view id) { return kTreePrefix + std::string(id); }
-/// The content manifest of the file at `path` (from the snapshot's root,
-/// '/'-joined) of snapshot `id`: a hash of the path keeps every name short.
-/// The store's chunk id of the path: keyed in an encrypted store, so that
-/// whoever reads the catalog cannot test it for a path they guess.
+/// Where a backup first stores the file at `path` (from the snapshot's
+/// root, '/'-joined) of snapshot `id`, before its digest is known: a hash
+/// of the path keeps every name short. The store's chunk id of the path:
+/// keyed in an encrypted store, so that whoever reads the catalog cannot
+/// test it for a path they guess. The backup renames it to its content
+/// name before it commits; gc drops what a dead backup left.
 std::string file_name(const Store& store, std::string_view id, std::string_view path);
+/// The manifest of a file content (whole-file BLAKE3 `digest`, 32 bytes,
+/// and length), shared by every file and snapshot that holds it: a snapshot
+/// of unchanged files writes no file manifest. The store's chunk id of
+/// digest and length: keyed in an encrypted store, so that the name does
+/// not tell whether a known file is stored.
+std::string content_name(const Store& store, std::string_view digest, std::uint64_t size);
 
 /// The whole content of manifest `name`, checked against its digest
 /// (DamageError otherwise; NotFoundError if absent).
@@ -70,8 +81,20 @@ void commit_snapshot(Writer& w, const Snapshot& s, const std::string& stream);
 /// The root entry of a snapshot: a directory whose subtree is its tree.
 tree::Entry root_entry(const Snapshot& s);
 
-/// Drops the file manifests of snapshots that have no header (a backup
-/// that died before its commit). The caller holds the store exclusively.
-std::uint64_t drop_orphan_snapshot_files(Catalog& catalog);
+/// Drops what no snapshot needs: the file manifests a dead backup left
+/// under its first names, and the contents no snapshot's tree names (the
+/// snapshots that held them were forgotten). The caller holds the store
+/// exclusively (no backup is under way).
+std::uint64_t drop_unreferenced_snapshot_files(const Store& store, Catalog& catalog);
+
+/// f(content name) for every file of snapshot `s` (each distinct directory
+/// once: a file is met at least once, maybe more).
+void for_each_content(const Store& store, const Snapshot& s, const std::function<void(const std::string&)>& f);
+
+/// The manifest holding the content of file entry `e` of snapshot `id` at
+/// `path`: its content name, or where snapshots made before content names
+/// kept it (nullopt if neither is stored).
+std::optional<ManifestInfo> content_manifest(const Store& store, std::string_view id, std::string_view path,
+                                             const tree::Entry& e);
 
 }  // namespace cdc::store::detail

@@ -49,6 +49,19 @@ std::string file_name(const Store& store, std::string_view id, std::string_view 
     return kFilePrefix + std::string(id) + "/" + to_hex(h);
 }
 
+std::string content_name(const Store& store, std::string_view digest, std::uint64_t size) {
+    std::string key(digest);
+    for (int i = 0; i < 8; ++i) key.push_back(static_cast<char>((size >> (8 * i)) & 0xff));
+    const ChunkId h = store.chunk_id(std::as_bytes(std::span(key.data(), key.size())));
+    return kContentPrefix + to_hex(h);
+}
+
+std::optional<ManifestInfo> content_manifest(const Store& store, std::string_view id, std::string_view path,
+                                             const tree::Entry& e) {
+    if (auto m = store.find(content_name(store, e.content.digest, tree::data_length(e)))) return m;
+    return store.find(file_name(store, id, path));
+}
+
 std::string read_manifest(const Store& store, const std::string& name) {
     const auto info = store.find(name);
     if (!info) throw NotFoundError(fmt::format("'{}' is not in the store", shown(name)));
@@ -185,7 +198,7 @@ tree::Entry root_entry(const Snapshot& s) {
     return e;
 }
 
-std::uint64_t drop_orphan_snapshot_files(Catalog& catalog) {
+std::uint64_t drop_unreferenced_snapshot_files(const Store& store, Catalog& catalog) {
     std::map<std::string, std::vector<std::string>> by_snapshot;
     for (const ManifestInfo& m : catalog.list(kFilePrefix)) {
         const auto slash = m.name.find('/', kFilePrefix.size());
@@ -195,8 +208,40 @@ std::uint64_t drop_orphan_snapshot_files(Catalog& catalog) {
     std::vector<std::string> drop;
     for (auto& [id, names] : by_snapshot)
         if (!catalog.find(header_name(id))) drop.insert(drop.end(), names.begin(), names.end());
+    // Contents: those no snapshot's tree names. A snapshot that cannot be
+    // read keeps every content (nothing is dropped on a guess).
+    const auto contents = catalog.list(kContentPrefix);
+    if (!contents.empty()) {
+        std::set<std::string> named;
+        bool complete = true;
+        try {
+            for (const ManifestInfo& h : catalog.list(kHeaderPrefix))
+                for_each_content(store, parse_header(read_manifest(store, h.name), h.name),
+                                 [&](const std::string& name) { named.insert(name); });
+        } catch (const StoreError&) {
+            complete = false;
+        }
+        if (complete)
+            for (const ManifestInfo& m : contents)
+                if (!named.count(m.name)) drop.push_back(m.name);
+    }
     if (!drop.empty()) catalog.remove(drop, "the store");
     return drop.size();
+}
+
+void for_each_content(const Store& store, const Snapshot& s, const std::function<void(const std::string&)>& f) {
+    const SnapshotTrees trees = load_trees(store, s);
+    std::set<tree::BlobId> seen;
+    std::function<void(const tree::BlobId&)> visit = [&](const tree::BlobId& id) {
+        if (!seen.insert(id).second) return;  // a directory met twice holds the same files
+        for (const tree::Entry& e : trees.entries(id)) {
+            if (e.type == tree::EntryType::directory)
+                visit(e.subtree);
+            else if (e.type == tree::EntryType::file)
+                f(content_name(store, e.content.digest, tree::data_length(e)));
+        }
+    };
+    visit(root_entry(s).subtree);
 }
 
 }  // namespace detail
@@ -333,19 +378,29 @@ SnapshotRestoreReport restore_snapshot(const Store& store, const Snapshot& snap,
     const SnapshotTrees trees = detail::load_trees(store, snap);
     const auto parts = components(path);
     const tree::Entry root = resolve(snap, trees, parts);
-    // Content by digest: the manifest of the first file of the snapshot
-    // that has it (a hard link's first file may lie outside `path`).
-    std::unordered_map<std::string, std::string> by_digest;
-    walk(trees, detail::root_entry(snap), "", [&](const tree::Entry& e, const std::string& p) {
-        if (e.type == tree::EntryType::file) by_digest.emplace(e.content.digest, detail::file_name(store, snap.id, p));
-    });
+    // Content by its name (digest and length). Snapshots made before
+    // content names kept it under a file's path: the first file of the
+    // snapshot with that digest (a hard link's may lie outside `path`).
+    std::optional<std::unordered_map<std::string, std::string>> by_digest;
+    auto manifest_of = [&](const tree::Entry& e) -> std::string {
+        std::string name = detail::content_name(store, e.content.digest, tree::data_length(e));
+        if (store.find(name)) return name;
+        if (!by_digest) {
+            by_digest.emplace();
+            walk(trees, detail::root_entry(snap), "", [&](const tree::Entry& x, const std::string& p) {
+                if (x.type == tree::EntryType::file)
+                    by_digest->emplace(x.content.digest, detail::file_name(store, snap.id, p));
+            });
+        }
+        const auto it = by_digest->find(e.content.digest);
+        if (it == by_digest->end() || !store.find(it->second)) throw DamageError("its content is not in the store");
+        return it->second;
+    };
     tree::RestoreSource source;
     source.tree = [&](const tree::BlobId& id) { return trees.entries(id); };
     source.content = [&](const tree::Entry& e, const std::function<void(std::string_view)>& sink) {
-        const auto it = by_digest.find(e.content.digest);
-        if (it == by_digest.end()) throw DamageError("its content is not in the snapshot");
         std::vector<ChunkId> ids;
-        store.for_each_chunk(it->second, [&](const ChunkId& id, std::uint32_t) { ids.push_back(id); });
+        store.for_each_chunk(manifest_of(e), [&](const ChunkId& id, std::uint32_t) { ids.push_back(id); });
         Hasher h(DigestKind::blake3);
         std::uint64_t n = 0;
         store.read_chunks(ids, Store::ChunkForm::raw, [&](std::size_t, const StoredChunk& c) {
@@ -470,7 +525,7 @@ SnapshotCheck verify_snapshots(const Store& store) {
                 } else if (e.type == tree::EntryType::file) {
                     ++r.files;
                     digests.insert(e.content.digest);
-                    const auto f = store.find(detail::file_name(store, id, p));
+                    const auto f = detail::content_manifest(store, id, p, e);
                     if (!f)
                         r.damage.push_back(fmt::format("snapshot {}: '/{}': its content is missing", id, p));
                     else if (std::string(reinterpret_cast<const char*>(f->digest.data()), f->digest.size()) !=
@@ -488,6 +543,24 @@ SnapshotCheck verify_snapshots(const Store& store) {
         } catch (const StoreError& e) {
             r.damage.push_back(fmt::format("snapshot {}: {}", id, e.what()));
         }
+    }
+    std::set<std::string> named;  // contents some snapshot holds
+    bool all_read = true;
+    for (const std::string& id : ids) {
+        try {
+            detail::for_each_content(
+                store, detail::parse_header(detail::read_manifest(store, detail::header_name(id)), id),
+                [&](const std::string& n) { named.insert(n); });
+        } catch (const StoreError&) {
+            all_read = false;  // (named in r.damage above)
+        }
+    }
+    if (all_read) {
+        std::uint64_t unnamed = 0;
+        for (const ManifestInfo& m : store.list(detail::kContentPrefix)) unnamed += named.count(m.name) ? 0U : 1U;
+        if (unnamed > 0)
+            r.notes.push_back(fmt::format("{} file content(s) in no snapshot (of forgotten snapshots; gc drops them)",
+                                          unnamed));
     }
     std::set<std::string> orphans;
     std::uint64_t orphan_files = 0;

@@ -473,6 +473,37 @@ void SqliteCatalog::remove(std::span<const std::string> names, std::string_view 
     t.commit();
 }
 
+void SqliteCatalog::rename(std::span<const std::pair<std::string, std::string>> moves, std::string_view store_name) {
+    Transaction t(db_, true);
+    Stmt find_id(db_, "SELECT id FROM manifests WHERE name = ?1");
+    Stmt drop_chunks(db_, "DELETE FROM manifest_chunks WHERE manifest = ?1");
+    Stmt drop(db_, "DELETE FROM manifests WHERE id = ?1");
+    Stmt move(db_, "UPDATE manifests SET name = ?2 WHERE id = ?1");
+    auto id_of = [&](const std::string& name) -> std::optional<std::int64_t> {
+        find_id.bind(1, name);
+        std::optional<std::int64_t> id;
+        if (find_id.step()) id = find_id.i64(0);
+        find_id.reset();
+        return id;
+    };
+    for (const auto& [from, to] : moves) {
+        const auto id = id_of(from);
+        if (!id)
+            throw NotFoundError(fmt::format("no file named '{}' in the store '{}' (nothing renamed)", from, store_name));
+        if (id_of(to)) {
+            drop_chunks.bind(1, *id);
+            drop_chunks.run();
+            drop.bind(1, *id);
+            drop.run();
+        } else {
+            move.bind(1, *id);
+            move.bind(2, to);
+            move.run();
+        }
+    }
+    t.commit();
+}
+
 void SqliteCatalog::for_each_manifest(
     const std::function<void(const std::string&, std::uint64_t, std::uint64_t, ListReader&)>& f) {
     Stmt ms(db_, "SELECT id, name, size, chunk_count FROM manifests WHERE name IS NOT NULL ORDER BY name");

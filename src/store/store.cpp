@@ -407,6 +407,11 @@ void Store::remove(std::span<const std::string> names) {
     impl_->catalog->remove(names, impl_->dir.string());
 }
 
+void Store::rename(std::span<const std::pair<std::string, std::string>> moves) const {
+    SharedLockGuard guard(impl_->lock);
+    impl_->catalog->rename(moves, impl_->dir.string());
+}
+
 // ================================================================ chunks
 
 bool Store::contains(const ChunkId& id) const { return impl_->catalog->find_chunk(id).has_value(); }

@@ -411,14 +411,17 @@ TEST(StoreSnapshotCli, ACraftedSnapshotWithBadNamesWritesNothingOutside) {
 TEST(StoreSnapshotCli, VerifyNamesASnapshotFileWhoseContentIsMissing) {
     test::TempDir tmp;
     tmp.write("src/a", test::random_bytes(1000, 1));
-    tmp.write("src/b", test::random_bytes(1000, 2));
+    const auto b = test::random_bytes(1000, 2);
+    tmp.write("src/b", b);
     const std::string dir = init_store(tmp);
     const std::string id = backup(dir, {(tmp.path() / "src").string()})["id"];
     expect_verifies(dir);
     const std::string path = (tmp.path() / "src/b").string().substr(1);  // from the snapshot's root
     {
         auto s = store::Store::open(dir);
-        const std::vector<std::string> names{store::detail::file_name(s, id, path)};
+        const store::ChunkId d = store::chunk_id_of(std::as_bytes(std::span(b.data(), b.size())));
+        const std::vector<std::string> names{store::detail::content_name(
+            s, std::string_view(reinterpret_cast<const char*>(d.data()), d.size()), b.size())};
         s.remove(names);
     }
     const auto r = run_tool({"store", "verify", dir, "--json"});
@@ -433,6 +436,53 @@ TEST(StoreSnapshotCli, VerifyNamesASnapshotFileWhoseContentIsMissing) {
     EXPECT_EQ(g.exit_code, 3) << g.err;
     EXPECT_EQ(file_bytes(tmp.path() / "out/a"), test::random_bytes(1000, 1));
     EXPECT_FALSE(fs::exists(tmp.path() / "out/b"));
+}
+
+// A file content is one manifest, whatever the number of snapshots and
+// files that hold it: an unchanged re-snapshot adds its header and trees
+// only; gc drops a content once no snapshot names it, and only then.
+TEST(StoreSnapshotCli, ContentsAreSharedBySnapshotsAndDroppedWhenNoneHoldsThem) {
+    test::TempDir tmp;
+    const auto a = test::random_bytes(50'000, 1), b1 = test::random_bytes(20'000, 2),
+               b2 = test::random_bytes(20'000, 3);
+    tmp.write("src/a", a);
+    tmp.write("src/copy-of-a", a);
+    tmp.write("src/b", b1);
+    const std::string dir = init_store(tmp);
+    const std::string src = (tmp.path() / "src").string();
+    auto count = [&](const std::string& prefix) {
+        return store::Store::open(dir).list(prefix).size();
+    };
+    const std::string first = backup(dir, {src})["id"];
+    EXPECT_EQ(count(store::detail::kContentPrefix), 2u);  // a (twice in the tree) and b
+    EXPECT_EQ(count(store::detail::kFilePrefix), 0u);     // first names all renamed
+    auto all = [&] {
+        return count(store::detail::kHeaderPrefix) + count(store::detail::kTreePrefix) +
+               count(store::detail::kFilePrefix) + count(store::detail::kContentPrefix);
+    };
+    const std::size_t manifests = all();
+    const auto again = backup(dir, {src});
+    EXPECT_EQ(again["totals"]["skipped_unchanged"], 3) << again;
+    EXPECT_EQ(all(), manifests + 2);  // its header and its trees, nothing per file
+    tmp.write("src/b", b2);
+    const std::string third = backup(dir, {src})["id"];
+    EXPECT_EQ(count(store::detail::kContentPrefix), 3u);
+
+    // Forgetting the first two leaves b1 in no snapshot: verify says so, gc drops it.
+    auto r = run_tool({"store", "forget", dir, first, again["id"].get<std::string>(), "--json"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    r = run_tool({"store", "verify", dir, "--json"});
+    ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+    EXPECT_NE(r.out.find("in no snapshot"), std::string::npos) << r.out;
+    r = run_tool({"store", "gc", dir, "--json"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(count(store::detail::kContentPrefix), 2u);
+    expect_verifies(dir);
+    const auto g = run_tool({"store", "get", dir, third + ":" + src, "-o", (tmp.path() / "out").string()});
+    ASSERT_EQ(g.exit_code, 0) << g.err;
+    EXPECT_EQ(file_bytes(tmp.path() / "out/a"), a);
+    EXPECT_EQ(file_bytes(tmp.path() / "out/copy-of-a"), a);
+    EXPECT_EQ(file_bytes(tmp.path() / "out/b"), b2);
 }
 
 TEST(StoreSnapshotCli, MigrateTurnsNamedFilesIntoOneSnapshot) {
