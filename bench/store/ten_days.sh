@@ -120,11 +120,12 @@ def get(tool, step, key):
     return next((r[key] for r in rows if r["tool"] == tool and r["step"] == step), None)
 def days(tool, key):
     return [r[key] for r in rows if r["tool"] == tool and r["step"].startswith("day")]
-print("| tool | 10 snapshots s | peak RSS MB | repo after 10 MB | forget 5 + prune s | repo after 5 MB | unchanged re-snapshot s |")
+print("| tool | 10 snapshots s (CPU s) | peak RSS MB | repo after 10 MB | forget 5 + prune s (CPU s) | repo after 5 MB | unchanged re-snapshot s (CPU s) |")
 print("|---|---|---|---|---|---|---|")
 for t in tools:
-    print(f"| {t} | {sum(days(t,'wall')):.1f} | {max(days(t,'rss_kb'))/1024:.0f} | {get(t,'size10','bytes')/1e6:.0f} | "
-          f"{get(t,'forget','wall'):.2f} | {get(t,'size5','bytes')/1e6:.0f} | {get(t,'unchanged','wall'):.2f} |")
+    print(f"| {t} | {sum(days(t,'wall')):.1f} ({sum(days(t,'cpu')):.1f}) | {max(days(t,'rss_kb'))/1024:.0f} | "
+          f"{get(t,'size10','bytes')/1e6:.0f} | {get(t,'forget','wall'):.2f} ({get(t,'forget','cpu'):.2f}) | "
+          f"{get(t,'size5','bytes')/1e6:.0f} | {get(t,'unchanged','wall'):.2f} ({get(t,'unchanged','cpu'):.2f}) |")
 c = tools[0]
 fastest = min(sum(days(t, "wall")) for t in ("borg", "restic"))
 smallest = min(get(t, "size10", "bytes") for t in ("borg", "restic"))

@@ -5,6 +5,8 @@
 // each refused or handled with the file named.
 #include "store_support.hpp"
 
+#include "store/format.hpp"
+
 #include <cdc/source.hpp>
 
 #include <fmt/format.h>
@@ -18,6 +20,7 @@
 #include <set>
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -307,6 +310,38 @@ TEST(StoreSafety, PacksOfAGroupShareAreGroupWritableWhateverTheUmask) {
     ::umask(old);
     const auto pack = test::first_pack(dir);
     EXPECT_EQ(test::mode_of(pack), 0660u) << pack;
+}
+
+}  // namespace
+}  // namespace cdc
+
+namespace cdc {
+namespace {
+
+// A lock taken again inside the process (gc reading snapshot trees under its
+// exclusive hold) only counts: flock on the same descriptor would turn the
+// exclusive lock shared, and the inner unlock would release it.
+TEST(StoreSafety, TheStoreLockNestsWithoutLoweringOrDroppingIt) {
+    test::TempDir tmp;
+    store::detail::StoreLock lock(tmp.path());
+    auto other_can_share = [&] {
+        const int fd = ::open((tmp.path() / "lock").c_str(), O_RDONLY | O_CLOEXEC);
+        EXPECT_GE(fd, 0);
+        const bool ok = ::flock(fd, LOCK_SH | LOCK_NB) == 0;
+        ::close(fd);
+        return ok;
+    };
+    lock.lock(true);
+    lock.lock(false);
+    lock.unlock();
+    EXPECT_TRUE(lock.held());
+    EXPECT_FALSE(other_can_share());  // still exclusive
+    lock.unlock();
+    EXPECT_FALSE(lock.held());
+    EXPECT_TRUE(other_can_share());
+    lock.lock(false);
+    EXPECT_THROW(lock.lock(true), store::StoreError);
+    lock.unlock();
 }
 
 }  // namespace
