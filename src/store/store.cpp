@@ -120,6 +120,15 @@ ChunkId Store::Impl::chunk_id(std::span<const std::byte> raw) const { return key
 
 ChunkId Store::chunk_id(std::span<const std::byte> raw) const { return impl_->chunk_id(raw); }
 
+ChunkId Store::id_of_plain(const ChunkId& plain) const noexcept { return impl_->keyed_id(plain); }
+
+const std::optional<Key>& Store::chunking_key() const noexcept { return impl_->key; }
+
+std::shared_ptr<const UnlockedKey> Store::unlocked_key() const {
+    if (!impl_->master) return nullptr;
+    return std::make_shared<const UnlockedKey>(UnlockedKey{impl_->info.store_id, impl_->master});
+}
+
 Options Store::Impl::chunking_options() const {
     if (info.profile.keyed && !key)
         throw OptionError(fmt::format("the store '{}' is keyed: its key is needed", dir.string()), "key");
@@ -185,6 +194,14 @@ constexpr const char* kCipher = "xchacha20-poly1305";
 // password; PasswordError when there is none or it opens no key slot.
 std::shared_ptr<const crypto::MasterKey> unlock_master(const std::filesystem::path& dir, const std::string& store_id,
                                                        const std::string& check, const OpenOptions& options) {
+    if (options.unlocked) {
+        // (a server's sessions: the key its first open unlocked)
+        if (options.unlocked->store_id != store_id || !options.unlocked->master ||
+            options.unlocked->master->check_value() != check)
+            throw PasswordError(fmt::format("the store '{}' is encrypted: the unlocked key given is another store's",
+                                            dir.string()));
+        return options.unlocked->master;
+    }
     if (!options.password)
         throw PasswordError(fmt::format("the store '{}' is encrypted: its password is needed", dir.string()));
     std::string password = options.password();
