@@ -7,6 +7,7 @@
 #include "sqlite_catalog.hpp"
 #include "snapshot_names.hpp"
 #include "store_impl.hpp"
+#include "masked_catalog.hpp"
 #include "key_ring.hpp"  // (src/crypto)
 
 #include <cdc/digest.hpp>
@@ -379,6 +380,8 @@ Store Store::open(const std::filesystem::path& dir, const OpenOptions& options) 
                                            c->second));
         info.cipher = c->second;
         impl->master = unlock_master(dir, info.store_id, meta["master_check"], options);
+        // Whole-file digests masked in the catalog: a known file's BLAKE3 is in no row.
+        impl->catalog = detail::mask_file_digests(std::move(impl->catalog), impl->master);
         // The chunker key the store was made with, when it is the master key's.
         const Key derived = impl->master->chunking_key();
         if (info.profile.keyed && key_check_value(derived) == impl->key_check) impl->key = derived;
