@@ -17,6 +17,8 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include <sqlite3.h>
+
 #include <algorithm>
 #include <chrono>
 #include <fstream>
@@ -475,6 +477,109 @@ TEST(StoreEncryption, TamperingIsDetectedAndNamed) {
 
 // kill -9 at random instants of `key passwd`: the store opens afterwards
 // with the old password or the new one, and get returns the file.
+// Catalog rows swapped or pointed elsewhere by a writer of the storage
+// (docs/STORE.md "Threat model"): a chunk row's location moved to another
+// record of the same size fails that record's tag (the chunk id is in its
+// associated data): verify --full and get name the chunk; two files' names,
+// or their chunk lists, swapped: the masked whole-file digests are bound to
+// the name and size, so get names the file and restores nothing.
+TEST(StoreEncryption, SwappedCatalogRowsAreDetectedAndNamed) {
+    EncryptedStore s;
+    ASSERT_EQ(s.run({"store", "init", "-q", "-a", "fixed-v1.0.0", "--avg", "8K", "--zstd-level", "0", s.d()}).exit_code, 0);
+    const auto one = random_bytes(100'000, 31);
+    const auto two = random_bytes(100'000, 32);
+    s.tmp.write("in/one.bin", one);
+    s.tmp.write("in/two.bin", two);
+    ASSERT_EQ(s.run({"store", "put", s.d(), (s.tmp.path() / "in").string()}).exit_code, 0);
+    const fs::path db_path = s.dir / "index.db";
+    const auto pristine = read_all(db_path);
+    auto sql = [&](const std::string& statement) {
+        sqlite3* db = nullptr;
+        ASSERT_EQ(sqlite3_open(db_path.c_str(), &db), SQLITE_OK);
+        char* err = nullptr;
+        EXPECT_EQ(sqlite3_exec(db, statement.c_str(), nullptr, nullptr, &err), SQLITE_OK) << (err ? err : "");
+        sqlite3_free(err);
+        sqlite3_close(db);
+    };
+    auto query_hex = [&](const std::string& statement) {
+        sqlite3* db = nullptr;
+        EXPECT_EQ(sqlite3_open(db_path.c_str(), &db), SQLITE_OK);
+        sqlite3_stmt* st = nullptr;
+        EXPECT_EQ(sqlite3_prepare_v2(db, statement.c_str(), -1, &st, nullptr), SQLITE_OK);
+        std::vector<std::string> out;
+        while (sqlite3_step(st) == SQLITE_ROW)
+            out.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)));
+        sqlite3_finalize(st);
+        sqlite3_close(db);
+        return out;
+    };
+    auto get = [&](const std::string& name) {
+        const auto out = s.tmp.path() / "out.bin";
+        fs::remove(out);
+        auto r = s.run({"store", "get", s.d(), name, "-o", out.string()});
+        if (r.exit_code == 0) r.out = std::string(reinterpret_cast<const char*>(read_all(out).data()), fs::file_size(out));
+        return r;
+    };
+    auto restore = [&] {
+        write_all_to(db_path, pristine);
+        for (const char* side : {"-wal", "-shm"}) fs::remove(db_path.string() + side);
+        ASSERT_EQ(s.run({"store", "verify", "--full", s.d()}).exit_code, 0);
+    };
+
+    // 1. A chunk row pointed at another record of the same stored size.
+    const auto ids = query_hex("SELECT lower(hex(id)) FROM chunks ORDER BY pack, offset");
+    ASSERT_GE(ids.size(), 4u);
+    sql(fmt::format("UPDATE chunks SET (pack, offset) = (SELECT pack, offset FROM chunks WHERE id = x'{}') "
+                    "WHERE id = x'{}'",
+                    ids[2], ids[1]));
+    auto r = s.run({"store", "verify", "--full", s.d()});
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_NE((r.out + r.err).find(ids[1]), std::string::npos) << r.out << r.err;
+    std::size_t refused = 0;
+    for (const char* name : {"one.bin", "two.bin"}) {
+        r = get(name);
+        if (r.exit_code != 0) {
+            ++refused;
+            EXPECT_NE(r.err.find(ids[1]), std::string::npos) << r.err;
+        }
+    }
+    EXPECT_EQ(refused, 1u);  // the file that holds the chunk, and only it
+    restore();
+
+    // 2. The two files' names swapped (each row keeps its digest, size and list).
+    sql("UPDATE manifests SET name = 'tmp-name' WHERE name = 'one.bin';"
+        "UPDATE manifests SET name = 'one.bin' WHERE name = 'two.bin';"
+        "UPDATE manifests SET name = 'two.bin' WHERE name = 'tmp-name';");
+    for (const char* name : {"one.bin", "two.bin"}) {
+        r = get(name);
+        EXPECT_NE(r.exit_code, 0) << name << " restored from another file's row";
+        EXPECT_NE(r.err.find(name), std::string::npos) << r.err;
+        EXPECT_NE(r.err.find("BLAKE3"), std::string::npos) << r.err;
+    }
+    restore();
+
+    // 3. Their digests swapped.
+    sql("CREATE TEMP TABLE d AS SELECT name, digest FROM manifests WHERE name IN ('one.bin', 'two.bin');"
+        "UPDATE manifests SET digest = (SELECT digest FROM d WHERE d.name <> manifests.name) "
+        "WHERE name IN ('one.bin', 'two.bin');");
+    for (const char* name : {"one.bin", "two.bin"}) EXPECT_NE(get(name).exit_code, 0) << name;
+    restore();
+
+    // 4. Their chunk lists swapped.
+    sql("UPDATE manifest_chunks SET manifest = -1 WHERE manifest = (SELECT id FROM manifests WHERE name = 'one.bin');"
+        "UPDATE manifest_chunks SET manifest = (SELECT id FROM manifests WHERE name = 'one.bin') WHERE manifest = "
+        "(SELECT id FROM manifests WHERE name = 'two.bin');"
+        "UPDATE manifest_chunks SET manifest = (SELECT id FROM manifests WHERE name = 'two.bin') WHERE manifest = -1;");
+    for (const char* name : {"one.bin", "two.bin"}) {
+        r = get(name);
+        EXPECT_NE(r.exit_code, 0) << name << " restored with another file's chunks";
+        EXPECT_NE(r.err.find(name), std::string::npos) << r.err;
+    }
+    restore();
+    EXPECT_EQ(get("one.bin").out, std::string(one.begin(), one.end()));
+    EXPECT_EQ(get("two.bin").out, std::string(two.begin(), two.end()));
+}
+
 TEST(StoreEncryption, KillDuringPasswdLeavesTheStoreOpen) {
     EncryptedStore s;
     ASSERT_EQ(s.run({"store", "init", "-q", s.d()}).exit_code, 0);
