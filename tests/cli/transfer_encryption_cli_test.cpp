@@ -90,13 +90,14 @@ TEST(ServeEncrypted, PushPullLsRoundTripAndTheStoreHoldsNoPlainText) {
     const auto noise = random_corpus(300'000, 5);
     st.tmp.write("tree/notes.txt", text);
     st.tmp.write("tree/sub/noise.bin", noise);
+    st.tmp.write("tree/empty", {});
     Serve s(st.dir, st.tmp.path() / "serve", {"--password-file", st.pw.string()});
     ASSERT_NE(s.log().find("the store is encrypted"), std::string::npos) << s.log();
 
     auto r = run_tool({"push", "--to", s.address(), (st.tmp.path() / "tree").string(), "--name", "t", "--json"});
     ASSERT_EQ(r.exit_code, 0) << r.err << s.log();
     auto j = json_of(r);
-    EXPECT_EQ(j["file_count"], 2);
+    EXPECT_EQ(j["file_count"], 3);
     EXPECT_EQ(j["bytes_sent"], text.size() + noise.size());
     // Again: every chunk is found under its keyed id, nothing travels.
     r = run_tool({"push", "--to", s.address(), (st.tmp.path() / "tree").string(), "--name", "t", "--json"});
@@ -112,20 +113,27 @@ TEST(ServeEncrypted, PushPullLsRoundTripAndTheStoreHoldsNoPlainText) {
     const auto ls = json_of(run_tool({"ls", "--from", s.address(), "--json"}));
     std::map<std::string, std::string> digests;
     for (const auto& f : ls) digests[f["name"]] = f["digest"];
-    ASSERT_EQ(digests.size(), 3u);
+    ASSERT_EQ(digests.size(), 4u);
     const std::string text_hex = store::to_hex(store::chunk_id_of(std::as_bytes(std::span(text))));
     EXPECT_NE(digests["t/notes.txt"].find(text_hex), std::string::npos) << digests["t/notes.txt"];
 
     // pull: every file back, byte for byte; with a basis, chunks are reused
     // (the plain ids the server lists match the client's own).
     for (const auto& [name, bytes] : std::vector<std::pair<std::string, std::vector<std::uint8_t>>>{
-             {"t/notes.txt", text}, {"t/sub/noise.bin", noise}, {"copy", text}}) {
+             {"t/notes.txt", text}, {"t/sub/noise.bin", noise}, {"t/empty", {}}, {"copy", text}}) {
         const auto out = st.tmp.path() / "got";
         fs::remove(out);
         r = run_tool({"pull", "--from", s.address(), name, "-o", out.string(), "--json"});
         ASSERT_EQ(r.exit_code, 0) << name << ": " << r.err << s.log();
         EXPECT_EQ(test::read_bytes(out), bytes) << name;
     }
+    // A file one has already (its size and plain digest): nothing travels.
+    const auto again = st.tmp.path() / "again";
+    ASSERT_EQ(run_tool({"pull", "--from", s.address(), "copy", "-o", again.string()}).exit_code, 0);
+    r = run_tool({"pull", "--from", s.address(), "copy", "-o", again.string(), "--json"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(json_of(r)["bytes_sent"], 0) << r.out;
+    EXPECT_EQ(test::read_bytes(again), text);
     auto edited = text;
     edited[300'000] ^= 0x55;
     const auto basis = st.tmp.write("basis.txt", edited);
@@ -174,7 +182,7 @@ TEST(ServeEncrypted, PushPullLsRoundTripAndTheStoreHoldsNoPlainText) {
 TEST(ServeEncrypted, TheChunkerKeyGoesOnlyToAClientWithTheToken) {
     EncryptedServed st;
     Serve s(st.dir, st.tmp.path() / "serve", {"--password-file", st.pw.string()});
-    const auto stub = stub_of(s);
+    auto stub = stub_of(s);
     {
         // No token: refused, nothing of the store said.
         grpc::ClientContext ctx;
