@@ -4,11 +4,14 @@
 // with plain ids on the wire; the store's files hold none of the corpus's
 // marker strings nor a chunk's plain BLAKE3; the chunker key goes only to a
 // client with the token (none without it, none from a --no-token server);
-// a wrong password is refused at start.
+// a forged chunk and a group list are refused; a wrong password is refused
+// at start.
 #include "serve_support.hpp"
 #include "store_support.hpp"
 
 #include "cdc_transfer.grpc.pb.h"
+
+#include <protocol.hpp>
 
 #include <cdc/store.hpp>
 
@@ -218,6 +221,63 @@ TEST(ServeEncrypted, TheChunkerKeyGoesOnlyToAClientWithTheToken) {
     const auto r = run_tool({"push", "--to", open.address(), f.string(), "--name", "f"});
     EXPECT_EQ(r.exit_code, 2) << r.err;
     EXPECT_NE(r.err.find("sends the chunker key only to clients with its token"), std::string::npos) << r.err;
+}
+
+// A forged chunk (bytes that are not the listed plain id's) is refused as
+// on a plain server, and a group list (whose stored groups would be of keyed
+// ids) is refused outright: requests no client of ours sends to it.
+TEST(ServeEncrypted, ForgedChunksAndGroupListsAreRefused) {
+    EncryptedServed st;
+    Serve s(st.dir, st.tmp.path() / "serve", {"--password-file", st.pw.string()});
+    auto stub = stub_of(s);
+    const auto chunk = test::random_bytes(3000, 12);
+    {
+        grpc::ClientContext ctx;
+        test::authorize(ctx);
+        auto rw = stub->Push(&ctx);
+        v1::PushRequest start;
+        start.mutable_start()->set_name("forged");
+        ASSERT_TRUE(rw->Write(start));
+        v1::PushRequest list;
+        std::string ids;
+        transfer::append_id(ids, store::chunk_id_of(std::as_bytes(std::span(chunk))));
+        list.mutable_chunks()->set_ids(ids);
+        list.mutable_chunks()->add_sizes(static_cast<std::uint32_t>(chunk.size()));
+        ASSERT_TRUE(rw->Write(list));
+        v1::PushReply want;
+        ASSERT_TRUE(rw->Read(&want));
+        EXPECT_EQ(want.want().count(), 1u);
+        auto forged = chunk;
+        forged[100] ^= 1;
+        v1::PushRequest data;
+        auto* c = data.mutable_data()->add_chunks();
+        c->set_raw(true);
+        c->set_raw_size(static_cast<std::uint32_t>(forged.size()));
+        c->set_payload_size(static_cast<std::uint32_t>(forged.size()));
+        c->set_piece(std::string(forged.begin(), forged.end()));
+        rw->Write(data);
+        rw->WritesDone();
+        const grpc::Status status = rw->Finish();
+        EXPECT_EQ(status.error_code(), grpc::StatusCode::DATA_LOSS) << status.error_message();
+    }
+    {
+        grpc::ClientContext ctx;
+        test::authorize(ctx);
+        auto rw = stub->Push(&ctx);
+        v1::PushRequest start;
+        start.mutable_start()->set_name("grouped");
+        ASSERT_TRUE(rw->Write(start));
+        v1::PushRequest groups;
+        groups.mutable_groups()->add_counts(1);
+        groups.mutable_groups()->add_bytes(static_cast<std::uint64_t>(chunk.size()));
+        groups.mutable_groups()->set_digests(std::string(32, 'x'));
+        rw->Write(groups);
+        rw->WritesDone();
+        const grpc::Status status = rw->Finish();
+        EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << status.error_message();
+        EXPECT_NE(status.error_message().find("group list"), std::string::npos) << status.error_message();
+    }
+    EXPECT_TRUE(json_of(run_tool({"ls", "--from", s.address(), "--json"})).empty());
 }
 
 TEST(ServeEncrypted, AWrongOrMissingPasswordIsRefusedAtStart) {
