@@ -226,6 +226,9 @@ struct InitOptions {
     std::string catalog;
 };
 
+/// An encrypted store's master key once unlocked (opaque; src/store/store_impl.hpp).
+struct UnlockedKey;
+
 struct OpenOptions {
     /// The key of a keyed store: needed to put (a Writer checks it against
     /// the stored check value), not to read. Ignored for unkeyed stores.
@@ -234,6 +237,11 @@ struct OpenOptions {
     /// is encrypted (PasswordError if absent there, or if the password
     /// opens no key slot). The returned string is wiped after use.
     std::function<std::string()> password;
+    /// An encrypted store's key unlocked by an earlier open of the same
+    /// store (Store::unlocked_key()): used instead of the password, without
+    /// another Argon2id (a server's sessions). PasswordError if it is not
+    /// this store's.
+    std::shared_ptr<const UnlockedKey> unlocked;
 };
 
 /// What a store was created with.
@@ -438,6 +446,17 @@ public:
     /// the store's secret id key (BLAKE3 keyed), so that an id does not say
     /// whether a known chunk is stored.
     ChunkId chunk_id(std::span<const std::byte> raw) const;
+    /// The store's id of a chunk whose BLAKE3-256 is `plain`: `plain` in an
+    /// unencrypted store, that digest keyed with the id key in an encrypted
+    /// one (what a transfer server maps its clients' plain ids with).
+    ChunkId id_of_plain(const ChunkId& plain) const noexcept;
+    /// The key the store's chunker is keyed with, when this Store holds it
+    /// (OpenOptions::key, or an encrypted store's own derived chunker key);
+    /// empty for an unkeyed store or one opened without its key.
+    const std::optional<Key>& chunking_key() const noexcept;
+    /// An encrypted store's unlocked key, to open the store again without
+    /// its password (OpenOptions::unlocked); null for an unencrypted store.
+    std::shared_ptr<const UnlockedKey> unlocked_key() const;
     /// The store's cut finder (needs the key for a keyed store: OptionError).
     std::shared_ptr<const CutFinder> finder() const;
 

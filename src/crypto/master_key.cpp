@@ -13,6 +13,7 @@ namespace {
 
 // BLAKE3 derive_key contexts: hardcoded, globally unique, one per use.
 constexpr const char* kSizeMaskContext = "cdc-chunkers store format 2: catalog raw size mask key";
+constexpr const char* kDigestMaskContext = "cdc-chunkers store format 2: catalog file digest mask key";
 constexpr const char* kChunkerContext = "cdc-chunkers store format 2: keyed chunker key";
 constexpr std::string_view kCheckText = "cdc-chunkers store format 2: master key check";
 
@@ -27,8 +28,12 @@ void derive(const char* context, std::span<const std::uint8_t> key, std::span<st
 }  // namespace
 
 MasterKey::MasterKey(SecretBytes material)
-    : material_(std::move(material)), mask_key_(32), sealer_(material_.span().subspan(0, 32)) {
+    : material_(std::move(material)),
+      mask_key_(32),
+      digest_mask_key_(32),
+      sealer_(material_.span().subspan(0, 32)) {
     derive(kSizeMaskContext, id_key(), mask_key_.span());
+    derive(kDigestMaskContext, id_key(), digest_mask_key_.span());
 }
 
 MasterKey MasterKey::generate() {
@@ -74,6 +79,24 @@ std::uint64_t MasterKey::size_mask(std::span<const std::uint8_t> id) const noexc
     std::uint64_t v = 0;
     for (std::size_t i = 0; i < 8; ++i) v |= std::uint64_t{out[i]} << (8 * i);
     return v;
+}
+
+KeyedId MasterKey::digest_mask(std::string_view name, std::uint64_t size) const noexcept {
+    // name length, name, size (LE): no two (name, size) pairs hash the same input
+    std::array<std::uint8_t, 8> n{}, z{};
+    for (std::size_t i = 0; i < 8; ++i) {
+        n[i] = static_cast<std::uint8_t>(static_cast<std::uint64_t>(name.size()) >> (8 * i));
+        z[i] = static_cast<std::uint8_t>(size >> (8 * i));
+    }
+    blake3_hasher h;
+    blake3_hasher_init_keyed(&h, digest_mask_key_.data());
+    blake3_hasher_update(&h, n.data(), n.size());
+    blake3_hasher_update(&h, name.data(), name.size());
+    blake3_hasher_update(&h, z.data(), z.size());
+    KeyedId out;
+    blake3_hasher_finalize(&h, out.data(), out.size());
+    wipe({reinterpret_cast<std::uint8_t*>(&h), sizeof h});
+    return out;
 }
 
 Key MasterKey::chunking_key() const noexcept {

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 
 namespace cdc::crypto {
 
@@ -65,6 +66,18 @@ public:
         return size ^ size_mask(id);
     }
 
+    /// The mask of a file's whole-file BLAKE3 kept in the catalog (so that
+    /// the catalog does not tell whether a known file is stored): BLAKE3
+    /// keyed with a key derived from the id key (its own context) over the
+    /// file's name and size, 32 bytes, xor'ed with the digest. Its own
+    /// inverse; bound to the name and size, so a digest moved to another
+    /// row unmasks to a wrong one.
+    KeyedId digest_mask(std::string_view name, std::uint64_t size) const noexcept;
+    void mask_digest(std::span<std::uint8_t, 32> digest, std::string_view name, std::uint64_t size) const noexcept {
+        const KeyedId m = digest_mask(name, size);
+        for (std::size_t i = 0; i < 32; ++i) digest[i] ^= m[i];
+    }
+
     /// The key of the store's keyed chunker (the `key` of cdc::Options, as
     /// `--key-file` gives it): BLAKE3's derive_key of the chunker key under
     /// this project's context string, so that the chunker key itself never
@@ -81,7 +94,8 @@ public:
 private:
     explicit MasterKey(SecretBytes material);
     SecretBytes material_;
-    SecretBytes mask_key_;  // derived once from the id key
+    SecretBytes mask_key_;
+    SecretBytes digest_mask_key_;  // (derived once from the id key, as mask_key_)
     Sealer sealer_;
 };
 

@@ -55,8 +55,8 @@ void Store::read_chunks(std::span<const ChunkId> ids, ChunkForm form,
         }
         out.raw_size = loc->raw_size;
         // (Stored form: a sealed record's payload opened, its tag checked.)
-        read_record(files.read(loc->pack), *loc, id, record, "", impl_->sealer());
-        out.codec = stored_payload(record, *loc, id, out.bytes, "", impl_->sealer());
+        out.codec = stored_payload(read_record_bytes(files.read(loc->pack), *loc, record), *loc, id, out.bytes, "",
+                                   impl_->sealer());
         f(next++, out);
     }
     if (decoder) decoder->finish();

@@ -25,16 +25,36 @@ std::string chunk_problem(std::string_view context, const ChunkId& id, const Loc
     return fmt::format("{}chunk {} (pack {:08}, offset {}): {}", context, to_hex(id), loc.pack, loc.offset, reason);
 }
 
+std::span<const std::byte> read_record_bytes(const PackReader& pack, const Location& loc, std::vector<std::byte>& buf) {
+    buf.resize(kRecordHeaderSize + loc.stored_size);
+    const std::size_t got = pack.read_at(loc.offset, buf);
+    return std::span<const std::byte>(buf).first(got);
+}
+
+namespace {
+
+// check_record's checks; the checksum only when `checksum` (a sealed record
+// about to be opened has its tag checked instead, which covers the same
+// bytes: open_sealed looks at the checksum only to word a failure).
+Codec check_record_impl(std::span<const std::byte> record, const Location& loc, const ChunkId& id,
+                        std::string_view context, const crypto::Sealer* sealer, bool checksum);
+
+}  // namespace
+
 Codec read_record(const PackReader& pack, const Location& loc, const ChunkId& id, std::vector<std::byte>& buf,
                   std::string_view context, const crypto::Sealer* sealer) {
-    const std::size_t n = kRecordHeaderSize + loc.stored_size;
-    buf.resize(n);
-    const std::size_t got = pack.read_at(loc.offset, buf);
-    return check_record(std::span<const std::byte>(buf).first(got), loc, id, context, sealer);
+    return check_record(read_record_bytes(pack, loc, buf), loc, id, context, sealer);
 }
 
 Codec check_record(std::span<const std::byte> record, const Location& loc, const ChunkId& id,
                    std::string_view context, const crypto::Sealer* sealer) {
+    return check_record_impl(record, loc, id, context, sealer, true);
+}
+
+namespace {
+
+Codec check_record_impl(std::span<const std::byte> record, const Location& loc, const ChunkId& id,
+                        std::string_view context, const crypto::Sealer* sealer, bool checksum) {
     const std::size_t n = kRecordHeaderSize + loc.stored_size;
     if (record.size() < n)
         throw DamageError(chunk_problem(context, id, loc,
@@ -52,7 +72,7 @@ Codec check_record(std::span<const std::byte> record, const Location& loc, const
     const std::uint32_t header_raw = header->encrypted ? 0 : loc.raw_size;
     if (header->raw_size != header_raw || header->stored_size != loc.stored_size)
         throw DamageError(chunk_problem(context, id, loc, "the record's sizes differ from the index"));
-    if (!record_checksum_ok(h, record.subspan(kRecordHeaderSize, loc.stored_size)))
+    if (checksum && !record_checksum_ok(h, record.subspan(kRecordHeaderSize, loc.stored_size)))
         throw DamageError(chunk_problem(context, id, loc, "checksum mismatch (damaged bytes)"));
     if (header->encrypted) {
         if (loc.stored_size < crypto::kSealOverhead + kSealedSizeBytes)
@@ -62,8 +82,6 @@ Codec check_record(std::span<const std::byte> record, const Location& loc, const
     }
     return header->codec;
 }
-
-namespace {
 
 std::uint32_t get_u32le(const std::uint8_t* p) {
     return static_cast<std::uint32_t>(p[0]) | static_cast<std::uint32_t>(p[1]) << 8 |
@@ -85,6 +103,9 @@ std::span<const std::byte> open_sealed(std::span<const std::byte> record, const 
         sealer.open(crypto::SealKind::record, std::span(id), std::span(h, kRecordAuthenticatedBytes), sealed,
                     std::span(p, plain.size()));
     } catch (const crypto::AuthenticationError&) {
+        // (bytes damaged without intent fail the checksum too: said so)
+        if (!record_checksum_ok(h, record.subspan(kRecordHeaderSize, loc.stored_size)))
+            throw DamageError(chunk_problem(context, id, loc, "checksum mismatch (damaged bytes)"));
         throw DamageError(chunk_problem(context, id, loc,
                                         "its authentication tag does not match (altered, moved or replayed bytes, "
                                         "or sealed under another key)"));
@@ -112,7 +133,8 @@ void decode_payload(Codec codec, std::span<const std::byte> payload, const Locat
 
 void decode_record_into(std::span<const std::byte> record, const Location& loc, const ChunkId& id,
                         std::span<std::byte> out, std::string_view context, const crypto::Sealer* sealer) {
-    const Codec codec = check_record(record, loc, id, context, sealer);
+    // (a sealed record's tag is checked as it is opened: no checksum first)
+    const Codec codec = check_record_impl(record, loc, id, context, sealer, sealer == nullptr);
     if (sealer == nullptr) {
         decode_payload(codec, record.subspan(kRecordHeaderSize, loc.stored_size), loc, id, out, context);
         return;
@@ -123,7 +145,7 @@ void decode_record_into(std::span<const std::byte> record, const Location& loc, 
 
 Codec stored_payload(std::span<const std::byte> record, const Location& loc, const ChunkId& id,
                      std::vector<std::byte>& out, std::string_view context, const crypto::Sealer* sealer) {
-    const Codec codec = check_record(record, loc, id, context, sealer);
+    const Codec codec = check_record_impl(record, loc, id, context, sealer, sealer == nullptr);
     if (sealer == nullptr) {
         const auto payload = record.subspan(kRecordHeaderSize, loc.stored_size);
         out.assign(payload.begin(), payload.end());
@@ -137,8 +159,7 @@ Codec stored_payload(std::span<const std::byte> record, const Location& loc, con
 
 void read_chunk_into(const PackReader& pack, const Location& loc, const ChunkId& id, std::vector<std::byte>& buf,
                      std::span<std::byte> out, std::string_view context, const crypto::Sealer* sealer) {
-    read_record(pack, loc, id, buf, context, sealer);
-    decode_record_into(buf, loc, id, out, context, sealer);
+    decode_record_into(read_record_bytes(pack, loc, buf), loc, id, out, context, sealer);
 }
 
 }  // namespace cdc::store::detail

@@ -71,19 +71,26 @@ private:
 /// <reason>"). Returns the codec.
 Codec read_record(const PackReader& pack, const Location& loc, const ChunkId& id, std::vector<std::byte>& buf,
                   std::string_view context, const crypto::Sealer* sealer);
+/// The record's bytes at `loc` read into buf (fewer at the end of the
+/// pack), unchecked: for decode_record_into or stored_payload, which check.
+std::span<const std::byte> read_record_bytes(const PackReader& pack, const Location& loc, std::vector<std::byte>& buf);
 /// The checks of read_record on a record read already (its bytes from
 /// loc.offset; fewer than the record: truncated).
 Codec check_record(std::span<const std::byte> record, const Location& loc, const ChunkId& id,
                    std::string_view context, const crypto::Sealer* sealer);
 /// check_record, then the raw bytes into `out` (out.size() == loc.raw_size).
+/// A sealed record's checksum is not computed: its tag, checked as it is
+/// opened, covers the same bytes (a record failing it is reported as
+/// damaged when its checksum fails too, else as altered).
 void decode_record_into(std::span<const std::byte> record, const Location& loc, const ChunkId& id,
                         std::span<std::byte> out, std::string_view context, const crypto::Sealer* sealer);
-/// read_record, then the raw bytes into `out` (out.size() == loc.raw_size).
+/// The record read and decoded (decode_record_into) into `out` (out.size() == loc.raw_size).
 void read_chunk_into(const PackReader& pack, const Location& loc, const ChunkId& id, std::vector<std::byte>& buf,
                      std::span<std::byte> out, std::string_view context, const crypto::Sealer* sealer);
 /// check_record, then the stored form of the chunk (a zstd frame or the raw
 /// bytes, as the codec says) into `out`: a plain record's payload, a sealed
-/// one's opened (its tag checked). Returns the codec.
+/// one's opened (its tag checked instead of its checksum, as
+/// decode_record_into). Returns the codec.
 Codec stored_payload(std::span<const std::byte> record, const Location& loc, const ChunkId& id,
                      std::vector<std::byte>& out, std::string_view context, const crypto::Sealer* sealer);
 /// The DamageError text for a chunk.

@@ -7,6 +7,7 @@
 #include "sqlite_catalog.hpp"
 #include "snapshot_names.hpp"
 #include "store_impl.hpp"
+#include "masked_catalog.hpp"
 #include "key_ring.hpp"  // (src/crypto)
 
 #include <cdc/digest.hpp>
@@ -120,6 +121,15 @@ ChunkId Store::Impl::chunk_id(std::span<const std::byte> raw) const { return key
 
 ChunkId Store::chunk_id(std::span<const std::byte> raw) const { return impl_->chunk_id(raw); }
 
+ChunkId Store::id_of_plain(const ChunkId& plain) const noexcept { return impl_->keyed_id(plain); }
+
+const std::optional<Key>& Store::chunking_key() const noexcept { return impl_->key; }
+
+std::shared_ptr<const UnlockedKey> Store::unlocked_key() const {
+    if (!impl_->master) return nullptr;
+    return std::make_shared<const UnlockedKey>(UnlockedKey{impl_->info.store_id, impl_->master});
+}
+
 Options Store::Impl::chunking_options() const {
     if (info.profile.keyed && !key)
         throw OptionError(fmt::format("the store '{}' is keyed: its key is needed", dir.string()), "key");
@@ -185,6 +195,14 @@ constexpr const char* kCipher = "xchacha20-poly1305";
 // password; PasswordError when there is none or it opens no key slot.
 std::shared_ptr<const crypto::MasterKey> unlock_master(const std::filesystem::path& dir, const std::string& store_id,
                                                        const std::string& check, const OpenOptions& options) {
+    if (options.unlocked) {
+        // (a server's sessions: the key its first open unlocked)
+        if (options.unlocked->store_id != store_id || !options.unlocked->master ||
+            options.unlocked->master->check_value() != check)
+            throw PasswordError(fmt::format("the store '{}' is encrypted: the unlocked key given is another store's",
+                                            dir.string()));
+        return options.unlocked->master;
+    }
     if (!options.password)
         throw PasswordError(fmt::format("the store '{}' is encrypted: its password is needed", dir.string()));
     std::string password = options.password();
@@ -362,6 +380,8 @@ Store Store::open(const std::filesystem::path& dir, const OpenOptions& options) 
                                            c->second));
         info.cipher = c->second;
         impl->master = unlock_master(dir, info.store_id, meta["master_check"], options);
+        // Whole-file digests masked in the catalog: a known file's BLAKE3 is in no row.
+        impl->catalog = detail::mask_file_digests(std::move(impl->catalog), impl->master);
         // The chunker key the store was made with, when it is the master key's.
         const Key derived = impl->master->chunking_key();
         if (info.profile.keyed && key_check_value(derived) == impl->key_check) impl->key = derived;

@@ -61,6 +61,11 @@ private:
 
 namespace cdc::store {
 
+struct UnlockedKey {
+    std::string store_id;
+    std::shared_ptr<const crypto::MasterKey> master;
+};
+
 struct Store::Impl {
     std::filesystem::path dir;
     StoreInfo info;

@@ -56,11 +56,15 @@ struct ServerParams {
     bool data_ids_optional = false;       ///< pushed chunk data may go without ids (the chunk due)
     std::string key_check;                ///< a keyed store's key check value (store::key_check_value), if sent
     bool key_missing = false;             ///< keyed, and the server lacks the key: it takes no push
+    bool encrypted = false;               ///< the store is encrypted at rest (the server holds its key)
+    /// An encrypted store's chunker key, sent to a client with the server's token.
+    std::optional<Key> chunker_key;
     std::string address;                  ///< the server's (for messages)
 };
 ServerParams params_from(const v1::InfoReply& info);
 /// The cut finder a client chunks with (OptionError for a keyed store
-/// without `key`, or with a key whose check value is not the store's).
+/// without `key`, or with a key whose check value is not the store's). No
+/// `key`: the chunker key the server sent, if any.
 std::shared_ptr<const CutFinder> client_finder(const ServerParams& params, const std::optional<Key>& key);
 
 /// Progress of a push or pull (called at most ~5 times a second).

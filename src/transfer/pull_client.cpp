@@ -322,10 +322,11 @@ void restore_metadata(int fd, const v1::FileHeader& header, const PullOptions& o
         throw IoError(fmt::format("cannot set the mtime of {}: {}", what, std::strerror(errno)));
 }
 
-/// The chunker of the seeds: none for a keyed store without its key (then
+/// The chunker of the seeds: none for a keyed store without its key (its
+/// --key-file, or the chunker key an encrypted store's server sent; then
 /// nothing local is reused; --seed is refused).
 std::shared_ptr<const CutFinder> seed_finder(const ServerParams& params, const PullOptions& options) {
-    if (!params.profile.keyed || options.key) return client_finder(params, options.key);
+    if (!params.profile.keyed || options.key || params.chunker_key) return client_finder(params, options.key);
     if (!options.seeds.empty())
         throw OptionError("the server's store is keyed: seeds need its key to chunk like it", "key");
     return nullptr;

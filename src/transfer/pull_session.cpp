@@ -89,7 +89,26 @@ std::optional<PullSession::List> PullSession::next_list() {
         ++batch_pos_;
     }
     if (list.ids.empty()) return std::nullopt;
+    if (store_.info().encrypted()) add_plain_ids(list);
     return list;
+}
+
+void PullSession::add_plain_ids(List& list) const {
+    list.plain.resize(list.ids.size());
+    try {
+        store_.read_chunks(list.ids, store::Store::ChunkForm::raw, [&](std::size_t i, const store::StoredChunk& c) {
+            const store::ChunkId plain = store::chunk_id_of(c.bytes);
+            // (the raw form checks the record, not the id: a record under
+            // another id of the same size would pass that)
+            if (store_.id_of_plain(plain) != list.ids[i])
+                throw store::DamageError(fmt::format("'{}': chunk {} holds another chunk's bytes (its id does not "
+                                                     "match them)",
+                                                     name_, store::to_hex(list.ids[i])));
+            list.plain[i] = plain;
+        });
+    } catch (const store::NotFoundError& e) {
+        throw TransferError(Code::aborted, fmt::format("'{}' changed during the pull: {}", name_, e.what()));
+    }
 }
 
 void PullSession::send_list(const List& list, const Sink& sink) {
@@ -97,7 +116,7 @@ void PullSession::send_list(const List& list, const Sink& sink) {
     auto* c = reply.mutable_chunks();
     std::string ids;
     ids.reserve(list.ids.size() * 32);
-    for (const auto& id : list.ids) append_id(ids, id);
+    for (const auto& id : list.wire_ids()) append_id(ids, id);
     c->set_ids(std::move(ids));
     c->mutable_sizes()->Add(list.sizes.begin(), list.sizes.end());
     sink(reply);
@@ -110,9 +129,13 @@ void PullSession::want(const v1::Want& m, const Sink& sink) {
     current_ = next_list();
     if (current_) send_list(*current_, sink);
     std::vector<store::ChunkId> ids;
+    std::vector<store::ChunkId> wire;  // (an encrypted store's: the plain ids)
     ids.reserve(m.count());
     for (std::size_t i = 0; i < wanted.size(); ++i)
-        if (wanted[i]) ids.push_back(list.ids[i]);
+        if (wanted[i]) {
+            ids.push_back(list.ids[i]);
+            if (!list.plain.empty()) wire.push_back(list.plain[i]);
+        }
     v1::PullReply reply;
     ChunkPacker packer([&](v1::Chunks& chunks) {
         reply.mutable_data()->Swap(&chunks);
@@ -121,7 +144,7 @@ void PullSession::want(const v1::Want& m, const Sink& sink) {
     });
     try {
         store_.read_chunks(ids, store::Store::ChunkForm::stored, [&](std::size_t k, const store::StoredChunk& c) {
-            packer.add(ids[k], c.raw_size, c.codec == store::Codec::raw, c.bytes);
+            packer.add(wire.empty() ? ids[k] : wire[k], c.raw_size, c.codec == store::Codec::raw, c.bytes);
         });
     } catch (const store::NotFoundError& e) {
         throw TransferError(Code::aborted, fmt::format("'{}' changed during the pull: {}", name_, e.what()));

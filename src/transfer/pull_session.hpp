@@ -4,6 +4,10 @@
 // read from the store as stored (zstd frames travel as they are). The next
 // list goes out before the data of the current one, so that the client
 // decides what it wants while the data arrives.
+//
+// An encrypted store's catalog holds keyed ids only: a list's chunks are
+// read and hashed for their plain ids before the list goes out, and read
+// again (as stored) for the chunks the client wants.
 #pragma once
 
 #include "cdc_transfer.pb.h"
@@ -37,9 +41,17 @@ public:
 
 private:
     struct List {
-        std::vector<store::ChunkId> ids;
+        std::vector<store::ChunkId> ids;    // the store's
         std::vector<std::uint32_t> sizes;
+        // An encrypted store's: the chunks' plain BLAKE3, the ids the client
+        // sees (empty for a plain store, whose ids are those).
+        std::vector<store::ChunkId> plain;
+        const std::vector<store::ChunkId>& wire_ids() const { return plain.empty() ? ids : plain; }
     };
+    /// An encrypted store: the plain ids of the list's chunks, read, opened
+    /// and hashed (the catalog has only keyed ids), each checked against
+    /// its keyed id.
+    void add_plain_ids(List& list) const;
     void start(const v1::PullStart& m, const Sink& sink);
     void want(const v1::Want& m, const Sink& sink);
     /// The next list from the cursor (at most kPullListChunks and the list byte bound).

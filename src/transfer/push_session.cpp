@@ -28,7 +28,9 @@ constexpr std::uint64_t kBaseMinChunks = 256;
 }  // namespace
 
 PushSession::PushSession(const std::filesystem::path& store_dir, const store::OpenOptions& options)
-    : store_(store::Store::open(store_dir, options)), assembler_(store_.info().profile.max_size) {
+    : store_(store::Store::open(store_dir, options)),
+      encrypted_(store_.info().encrypted()),
+      assembler_(store_.info().profile.max_size) {
     writer_ = std::make_unique<store::Writer>(store_);
     ingest_ = std::make_unique<store::Ingest>(*writer_);
     decompressor_ = std::make_unique<store::detail::Decompressor>();
@@ -113,6 +115,11 @@ void PushSession::add_list(const v1::ChunkList& m, const Sink& sink) {
                             fmt::format("more than {} chunk lists ahead of their data", kMaxListsAhead));
     List list;
     list.ids = ids_from_bytes(m.ids(), count);
+    if (encrypted_) {
+        list.plain = std::move(list.ids);
+        list.ids.resize(count);
+        for (std::size_t i = 0; i < count; ++i) list.ids[i] = store_.id_of_plain(list.plain[i]);
+    }
     list.sizes.assign(m.sizes().begin(), m.sizes().end());
     for (const std::uint32_t s : list.sizes) list.bytes += s;
     if (list.bytes > max_list_bytes_)
@@ -126,6 +133,9 @@ void PushSession::add_list(const v1::ChunkList& m, const Sink& sink) {
 
 void PushSession::add_groups(const v1::GroupList& m, const Sink& sink) {
     require_open("a group list");
+    if (encrypted_)
+        throw TransferError(Code::invalid_argument,
+                            "a group list to the server of an encrypted store (it takes chunk lists only: Info)");
     const std::size_t n = static_cast<std::size_t>(m.counts_size());
     if (n == 0) throw TransferError(Code::invalid_argument, "an empty group list");
     // (32 bytes a digest, or its first 16: a group is keyed by them)
@@ -285,7 +295,7 @@ void PushSession::add_piece(const v1::ChunkData& c) {
     std::size_t j = list.next_data;
     while (!list.wanted[j]) ++j;  // remaining > 0: one is ahead
     list.next_data = j;
-    if (assembler_.add(c, list.ids[j], list.sizes[j])) complete_chunk(list, j);
+    if (assembler_.add(c, list.plain.empty() ? list.ids[j] : list.plain[j], list.sizes[j])) complete_chunk(list, j);
 }
 
 void PushSession::complete_chunk(List& list, std::size_t j) {
@@ -296,7 +306,8 @@ void PushSession::complete_chunk(List& list, std::size_t j) {
     have_last_ = false;
     store::ChunkPut put;
     if (assembler_.raw()) {
-        decode_chunk(*decompressor_, assembler_.payload(), true, list.sizes[j], id, last_raw_,
+        decode_chunk(*decompressor_, assembler_.payload(), true, list.sizes[j], list.plain.empty() ? id : list.plain[j],
+                     last_raw_,
                      fmt::format("'{}' (nothing of the file is committed)", name_));
         put = writer_->put_chunk(last_raw_);
     } else {

@@ -37,6 +37,11 @@
 // Memory is bounded whatever the file size: a few chunk lists of ids
 // (kMaxListsAhead x kMaxListChunks), one chunk being assembled, and the
 // last decoded chunk.
+//
+// An encrypted store: the client's ids are the chunks' plain BLAKE3, mapped
+// to the store's keyed ids as a list arrives (one keyed hash each); the
+// data is checked against the plain id the client listed; group lists are
+// refused (the stored groups are of keyed ids, Info says so).
 #pragma once
 
 #include "cdc_transfer.pb.h"
@@ -94,7 +99,10 @@ public:
 
 private:
     struct List {
-        std::vector<store::ChunkId> ids;
+        std::vector<store::ChunkId> ids;    // the store's ids
+        // An encrypted store's: the ids the client sent (plain BLAKE3), which
+        // ids holds keyed (Store::id_of_plain); empty for a plain store.
+        std::vector<store::ChunkId> plain;
         std::vector<std::uint32_t> sizes;
         std::vector<bool> wanted;
         std::uint64_t bytes = 0;      // sum of sizes
@@ -144,6 +152,7 @@ private:
     void require_open(const char* what) const;
 
     store::Store store_;
+    bool encrypted_ = false;  // ids on the wire are plain, the store's keyed
     std::unique_ptr<store::Writer> writer_;
     // The file's way into the store (after writer_: destroyed first).
     std::unique_ptr<store::Ingest> ingest_;

@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <cstring>
+
 namespace cdc::transfer {
 
 ServerParams params_from(const v1::InfoReply& r) {
@@ -26,10 +28,20 @@ ServerParams params_from(const v1::InfoReply& r) {
     p.data_ids_optional = r.data_ids_optional();
     p.key_check = r.key_check();
     p.key_missing = r.key_missing();
+    p.encrypted = r.encrypted();
+    if (r.chunker_key().size() == std::tuple_size_v<Key>) {
+        Key k;
+        std::memcpy(k.data(), r.chunker_key().data(), k.size());
+        p.chunker_key = k;
+    }
     return p;
 }
 
-std::shared_ptr<const CutFinder> client_finder(const ServerParams& params, const std::optional<Key>& key) {
+std::shared_ptr<const CutFinder> client_finder(const ServerParams& params, const std::optional<Key>& given) {
+    const std::optional<Key>& key = given ? given : params.chunker_key;
+    if (params.profile.keyed && !key && params.encrypted)
+        throw OptionError("the server's store is encrypted and keyed: its server sends the chunker key only to "
+                          "clients with its token, and this one requires none (start cdc serve with a token)");
     if (params.profile.keyed && !key) throw OptionError("the server's store is keyed: give its key to chunk like it", "key");
     // A wrong key cuts elsewhere: files the store could not dedup, under its name.
     if (params.profile.keyed && !params.key_check.empty() && store::key_check_value(*key) != params.key_check)

@@ -92,8 +92,17 @@ class Service final : public ServiceBase {
 public:
     explicit Service(const ServerOptions& o)
         : o_(o),
-          info_(store::Store::open(o.store_dir, o.open).info()),
+          open_(o.open),
           max_client_streams_(o.max_client_streams ? o.max_client_streams : std::max(1u, (o.max_streams + 1) / 2)) {
+        // Opened once here: an encrypted store's password costs one Argon2id,
+        // and the sessions open the store with the key it unlocked.
+        const store::Store s = store::Store::open(o.store_dir, o.open);
+        info_ = s.info();
+        chunker_key_ = s.chunking_key();
+        if (info_.encrypted()) {
+            open_.password = nullptr;
+            open_.unlocked = s.unlocked_key();
+        }
         if (o_.idle_timeout_seconds > 0) watchdog_ = std::thread([this] { watch(); });
     }
     ~Service() override {
@@ -105,7 +114,8 @@ public:
         if (watchdog_.joinable()) watchdog_.join();
     }
 
-    bool key_missing() const noexcept { return info_.profile.keyed && !o_.open.key; }
+    bool key_missing() const noexcept { return info_.profile.keyed && !chunker_key_; }
+    bool encrypted() const noexcept { return info_.encrypted(); }
 
     grpc::Status Info(grpc::ServerContext* ctx, const v1::InfoRequest*, v1::InfoReply* r) override {
         if (auto st = authenticate(ctx); !st.ok()) return st;
@@ -123,11 +133,19 @@ public:
         r->set_store_id(info_.store_id);
         r->set_max_message_bytes(static_cast<std::uint32_t>(o_.max_message_bytes ? o_.max_message_bytes : kMaxMessageBytes));
         r->set_max_list_chunks(static_cast<std::uint32_t>(kMaxListChunks));
-        r->set_group_lists(true);
+        // (an encrypted store's groups are of keyed ids, which clients cannot compute)
+        r->set_group_lists(!info_.encrypted());
         r->set_group_digest_bytes(kShortGroupDigest);
         r->set_data_ids_optional(true);
         r->set_key_check(info_.key_check);
         r->set_key_missing(key_missing());
+        r->set_encrypted(info_.encrypted());
+        // An encrypted store's chunker key, which its pushing clients cut
+        // with, only to a client that proved it holds the token (TLS carries
+        // it beyond the loopback interface: listen_problem). Never a key of
+        // the master key's other uses.
+        if (info_.encrypted() && chunker_key_ && !o_.token.empty())
+            r->set_chunker_key(chunker_key_->data(), chunker_key_->size());
         return grpc::Status::OK;
     }
 
@@ -146,7 +164,7 @@ public:
         const auto t0 = std::chrono::steady_clock::now();
         std::unique_ptr<PullSession> session;
         const grpc::Status st = guarded([&] {
-            session = std::make_unique<PullSession>(o_.store_dir, o_.open);
+            session = std::make_unique<PullSession>(o_.store_dir, open_);
             const auto sink = [&](const v1::PullReply& r) {
                 if (!stream->Write(r)) throw TransferError(Code::cancelled, "the client went away");
             };
@@ -168,7 +186,7 @@ public:
         Slot slot(*this, ctx);
         if (auto st = admit(ctx, slot); !st.ok()) return st;
         return guarded([&] {
-            const store::Store s = store::Store::open(o_.store_dir, o_.open);
+            const store::Store s = store::Store::open(o_.store_dir, open_);
             const auto files = s.list(req->prefix());
             v1::ListReply page;
             for (std::size_t i = 0; i < files.size(); ++i) {
@@ -241,7 +259,7 @@ private:
         const auto t0 = std::chrono::steady_clock::now();
         std::unique_ptr<PushSession> session;
         grpc::Status st = guarded([&] {
-            session = std::make_unique<PushSession>(o_.store_dir, o_.open);
+            session = std::make_unique<PushSession>(o_.store_dir, open_);
             const auto sink = [&](const v1::PushReply& r) { stream.write(r); };
             v1::PushRequest req;
             while (!session->finished() && stream.read(req)) {
@@ -380,7 +398,9 @@ private:
     }
 
     const ServerOptions& o_;
+    store::OpenOptions open_;  // the sessions': an encrypted store's unlocked key instead of its password
     store::StoreInfo info_;
+    std::optional<Key> chunker_key_;  // a keyed store's, when the server holds it
     unsigned max_client_streams_ = 1;
     unsigned active_ = 0;                                 // (slots_mutex_)
     std::unordered_map<std::string, unsigned> per_client_;  // (slots_mutex_)
@@ -467,6 +487,8 @@ Server::~Server() {
 int Server::port() const noexcept { return impl_->port; }
 
 bool Server::key_missing() const noexcept { return impl_->service->key_missing(); }
+
+bool Server::encrypted() const noexcept { return impl_->service->encrypted(); }
 
 void Server::wait() { impl_->server->Wait(); }
 

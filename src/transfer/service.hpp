@@ -19,7 +19,9 @@ inline constexpr double kMaxIdleTimeoutSeconds = 365.0 * 24 * 3600;
 
 struct ServerOptions {
     std::filesystem::path store_dir;
-    store::OpenOptions open;          ///< a keyed store's key (needed to push into it)
+    /// A keyed store's key (needed to push into it); an encrypted store's
+    /// password (called once: the sessions share the key it unlocks).
+    store::OpenOptions open;
     std::string listen = "127.0.0.1:7777";
     std::string tls_cert_pem;         ///< TLS when both are set
     std::string tls_key_pem;
@@ -53,6 +55,8 @@ public:
     int port() const noexcept;
     /// The store is keyed and the server has no key: it refuses pushes.
     bool key_missing() const noexcept;
+    /// The store is encrypted at rest (the server holds its unlocked key).
+    bool encrypted() const noexcept;
     /// Blocks until shutdown() (from another thread or a signal handler thread).
     void wait();
     /// Stops accepting streams, cancels those running after `grace_seconds`.

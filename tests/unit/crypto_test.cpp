@@ -318,6 +318,28 @@ TEST(MasterKey, SizeMaskIsItsOwnInverseAndKeyed) {
     EXPECT_NE(a.size_mask(id1), prefix);
 }
 
+// The catalog's mask of a whole-file digest: its own inverse, bound to the
+// name and the size (a row moved to another name or size unmasks to another
+// digest), one per store, and no function of the size mask or the ids.
+TEST(MasterKey, DigestMaskIsBoundToNameAndSize) {
+    const MasterKey a = MasterKey::generate(), b = MasterKey::generate();
+    const auto digest = a.blob_id(random_bytes(100, 25));  // (any 32 bytes)
+    auto masked = digest;
+    a.mask_digest(masked, "dir/file.bin", 4096);
+    EXPECT_NE(masked, digest);
+    auto back = masked;
+    a.mask_digest(back, "dir/file.bin", 4096);
+    EXPECT_EQ(back, digest);
+    EXPECT_EQ(a.digest_mask("dir/file.bin", 4096), a.digest_mask("dir/file.bin", 4096));
+    EXPECT_NE(a.digest_mask("dir/file.bin", 4096), a.digest_mask("dir/file.bim", 4096));
+    EXPECT_NE(a.digest_mask("dir/file.bin", 4096), a.digest_mask("dir/file.bin", 4097));
+    EXPECT_NE(a.digest_mask("dir/file.bin", 4096), b.digest_mask("dir/file.bin", 4096));
+    // The name's length is hashed before it: a name and a size cannot pass
+    // for another name and size whose bytes run on.
+    EXPECT_NE(a.digest_mask("a", 0x62), a.digest_mask("ab", 0));
+    EXPECT_NE(a.digest_mask("", 0), a.digest_mask(std::string_view("\0", 1), 0));
+}
+
 // The chunker key keys kfastcdc: two stores cut the same bytes at unrelated
 // places; the derived key is not the raw chunker key.
 TEST(MasterKey, ChunkingKeyKeysTheChunker) {

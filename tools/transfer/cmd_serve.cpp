@@ -3,6 +3,7 @@
 // SIGINT or SIGTERM.
 #include "secret_files.hpp"
 #include "commands.hpp"
+#include "../common/password.hpp"
 
 #include <protocol.hpp>
 #include <service.hpp>
@@ -30,6 +31,7 @@ struct ServeArgs {
     std::string token_file;
     bool no_token = false;
     std::string key_file;
+    std::string password_file;
     unsigned max_streams = 16;
     unsigned max_client_streams = 0;
     double idle_timeout = 600;
@@ -52,6 +54,11 @@ int run_serve(const ServeArgs& a) {
     transfer::ServerOptions o;
     o.store_dir = a.store;
     if (!a.key_file.empty()) o.open.key = read_key_file(a.key_file);
+    // Asked only of an encrypted store, once: the sessions share the key it unlocks.
+    o.open.password = [&a] {
+        const crypto::SecretBytes p = get_password(a.password_file, "--password-file", true, Ask::once, "password");
+        return std::string(reinterpret_cast<const char*>(p.span().data()), p.span().size());
+    };
     o.listen = a.listen;
     if (a.tls_cert.empty() != a.tls_key.empty()) throw UsageError("--tls-cert and --tls-key go together");
     if (!a.tls_cert.empty()) {
@@ -96,11 +103,8 @@ int run_serve(const ServeArgs& a) {
         throw UsageError(e.what());
     } catch (const store::NotFoundError& e) {
         throw UsageError(e.what());
-    } catch (const store::PasswordError&) {
-        throw UsageError(fmt::format("the store '{}' is encrypted: serving an encrypted store is not supported yet "
-                                     "(docs/TRANSFER.md, \"Encrypted stores\"); serve an unencrypted one "
-                                     "(cdc store init --no-encryption)",
-                                     a.store));
+    } catch (const store::PasswordError& e) {
+        throw UsageError(e.what());
     }
     const std::string host = a.listen.substr(0, a.listen.rfind(':'));
     const std::string where = fmt::format("{}:{}", host, server->port());
@@ -111,6 +115,10 @@ int run_serve(const ServeArgs& a) {
                                    : fmt::format("token required: {}", token_origin),
                    o.max_message_bytes ? fmt::format(", messages up to {} bytes for the benchmark", o.max_message_bytes)
                                        : "");
+        if (server->encrypted())
+            fmt::print(stderr, "cdc serve: the store is encrypted: {}\n",
+                       o.token.empty() ? "no token, so clients get no chunker key and cannot push"
+                                       : "clients with the token get its chunker key (docs/TRANSFER.md)");
         if (server->key_missing())
             fmt::print(stderr, "cdc serve: the store is keyed and no --key-file was given: pushes are refused\n");
     }
@@ -147,6 +155,11 @@ void add_serve_command(CLI::App& app, int& exit_code) {
     c->add_flag("--no-token", a->no_token,
                 "on the loopback interface, require no token: any local user may push, pull and list");
     c->add_option("--key-file", a->key_file, "the key of a keyed store (needed to push into it)")->type_name("FILE");
+    c->add_option("--password-file", a->password_file,
+                  "an encrypted store's password: the file's content (one trailing newline dropped); default: the "
+                  "file named by CDC_PASSWORD_FILE, else CDC_PASSWORD, else asked on the terminal; the server holds "
+                  "the unlocked key while it runs (docs/TRANSFER.md \"Encrypted stores\")")
+        ->type_name("FILE");
     add_count_option(*c, "--max-streams", a->max_streams, 1, 1'000'000, "streams served at once; more are refused (busy)");
     add_count_option(*c, "--max-client-streams", a->max_client_streams, 0, 1'000'000,
                      "streams one client (an address, every port of it; all local clients are one) may hold at once "
@@ -167,7 +180,9 @@ void add_serve_command(CLI::App& app, int& exit_code) {
                            "stderr. A token is required on the loopback interface too: without --token-file, the "
                            "user's own (made at first start), which the user's own clients send there by "
                            "themselves; other local users need it (or --no-token). A keyed store served without its "
-                           "--key-file refuses pushes. docs/TRANSFER.md shows how to make a certificate.",
+                           "--key-file refuses pushes. An encrypted store needs its password (--password-file): the server stores sealed "
+                           "records, clients send and receive plain chunks; clients that send the token get the "
+                           "store's chunker key. docs/TRANSFER.md shows how to make a certificate.",
                   .examples = {{"cdc serve --store /srv/store", "serve on 127.0.0.1:7777 (the user's own token)"},
                                {"cdc serve --store /srv/store --listen 0.0.0.0:7777 --tls-cert cert.pem --tls-key "
                                 "key.pem --token-file token",
