@@ -261,8 +261,14 @@ public:
     /// Gives committed manifests new names in one transaction, each (from,
     /// to); where a manifest named `to` exists already it is kept and `from`
     /// is removed: for names that say the content (equal names, equal
-    /// content). NotFoundError naming a missing `from`, renaming none.
-    virtual void rename(std::span<const std::pair<std::string, std::string>> moves, std::string_view store_name) = 0;
+    /// content). `digest`, when set, is stored as the renamed manifest's
+    /// digest (a wrapper that keeps digests bound to names sets it).
+    /// NotFoundError naming a missing `from`, renaming none.
+    struct Move {
+        std::string from, to;
+        std::optional<ChunkId> digest;
+    };
+    virtual void rename(std::span<const Move> moves, std::string_view store_name) = 0;
     /// f(name, size, chunk count, its list) for every committed manifest, by
     /// name (verify: nothing else of the row is read).
     virtual void for_each_manifest(

@@ -72,6 +72,20 @@ public:
         return in_->still_there(masked);
     }
     std::unique_ptr<ListReader> read_list(std::int64_t row) override { return in_->read_list(row); }
+    void rename(std::span<const Move> moves, std::string_view store_name) override {
+        // The mask is bound to the name: each digest is unmasked under its
+        // old name and masked again under its new one.
+        std::vector<Move> out(moves.begin(), moves.end());
+        for (Move& m : out) {
+            const auto stored = in_->find(m.from);
+            if (!stored) continue;  // (the inner catalog names it)
+            ChunkId d = m.digest ? *m.digest : stored->digest;
+            if (!m.digest) flip(d, m.from, stored->size);
+            flip(d, m.to, stored->size);
+            m.digest = d;
+        }
+        in_->rename(out, store_name);
+    }
     void remove(std::span<const std::string> names, std::string_view store_name) override {
         in_->remove(names, store_name);
     }

@@ -245,10 +245,10 @@ void PgCatalog::remove(std::span<const std::string> names, std::string_view stor
         "removing files");
 }
 
-void PgCatalog::rename(std::span<const std::pair<std::string, std::string>> moves, std::string_view store_name) {
+void PgCatalog::rename(std::span<const Move> moves, std::string_view store_name) {
     transaction(
         [&] {
-            for (const auto& [from, to] : moves) {
+            for (const auto& [from, to, digest] : moves) {
                 PgParams f;
                 f.add_bytes(from);
                 const PgResult r = conn_.exec("SELECT id FROM manifests WHERE name = $1", f, "renaming files");
@@ -266,7 +266,12 @@ void PgCatalog::rename(std::span<const std::pair<std::string, std::string>> move
                     PgParams m;
                     m.add(r.i64(0, 0));
                     m.add_bytes(to);
-                    conn_.exec("UPDATE manifests SET name = $2 WHERE id = $1", m, "renaming files");
+                    if (digest) {
+                        m.add_bytes(std::string_view(reinterpret_cast<const char*>(digest->data()), digest->size()));
+                        conn_.exec("UPDATE manifests SET name = $2, digest = $3 WHERE id = $1", m, "renaming files");
+                    } else {
+                        conn_.exec("UPDATE manifests SET name = $2 WHERE id = $1", m, "renaming files");
+                    }
                 }
             }
         },

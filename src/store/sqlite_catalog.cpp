@@ -473,12 +473,12 @@ void SqliteCatalog::remove(std::span<const std::string> names, std::string_view 
     t.commit();
 }
 
-void SqliteCatalog::rename(std::span<const std::pair<std::string, std::string>> moves, std::string_view store_name) {
+void SqliteCatalog::rename(std::span<const Move> moves, std::string_view store_name) {
     Transaction t(db_, true);
     Stmt find_id(db_, "SELECT id FROM manifests WHERE name = ?1");
     Stmt drop_chunks(db_, "DELETE FROM manifest_chunks WHERE manifest = ?1");
     Stmt drop(db_, "DELETE FROM manifests WHERE id = ?1");
-    Stmt move(db_, "UPDATE manifests SET name = ?2 WHERE id = ?1");
+    Stmt move(db_, "UPDATE manifests SET name = ?2, digest = coalesce(?3, digest) WHERE id = ?1");
     auto id_of = [&](const std::string& name) -> std::optional<std::int64_t> {
         find_id.bind(1, name);
         std::optional<std::int64_t> id;
@@ -486,7 +486,7 @@ void SqliteCatalog::rename(std::span<const std::pair<std::string, std::string>> 
         find_id.reset();
         return id;
     };
-    for (const auto& [from, to] : moves) {
+    for (const auto& [from, to, digest] : moves) {
         const auto id = id_of(from);
         if (!id)
             throw NotFoundError(fmt::format("no file named '{}' in the store '{}' (nothing renamed)", from, store_name));
@@ -498,6 +498,10 @@ void SqliteCatalog::rename(std::span<const std::pair<std::string, std::string>> 
         } else {
             move.bind(1, *id);
             move.bind(2, to);
+            if (digest)
+                move.bind(3, std::span<const std::uint8_t>(*digest));
+            else
+                move.bind_null(3);
             move.run();
         }
     }

@@ -61,7 +61,7 @@ public:
     bool still_there(const StoredFile& file) override;
     std::unique_ptr<ListReader> read_list(std::int64_t row) override;
     void remove(std::span<const std::string> names, std::string_view store_name) override;
-    void rename(std::span<const std::pair<std::string, std::string>> moves, std::string_view store_name) override;
+    void rename(std::span<const Move> moves, std::string_view store_name) override;
     void for_each_manifest(
         const std::function<void(const std::string&, std::uint64_t, std::uint64_t, ListReader&)>& f) override;
     std::uint64_t pending_manifests() override;

@@ -429,7 +429,10 @@ void Store::remove(std::span<const std::string> names) {
 
 void Store::rename(std::span<const std::pair<std::string, std::string>> moves) const {
     SharedLockGuard guard(impl_->lock);
-    impl_->catalog->rename(moves, impl_->dir.string());
+    std::vector<Catalog::Move> m;
+    m.reserve(moves.size());
+    for (const auto& [from, to] : moves) m.push_back({from, to, std::nullopt});
+    impl_->catalog->rename(m, impl_->dir.string());
 }
 
 // ================================================================ chunks
