@@ -194,7 +194,7 @@ TEST(TransferSnapshotCli, OnlyTheChunksOutAndTheSeedsLackTravel) {
     EXPECT_EQ(test::read_bytes(out / "big.bin"), std::string(big.begin(), big.end()));
     // A fresh directory with a seed holding big.bin: the rest travels.
     const auto seed = tmp.write("seed.bin", big);
-    j = json_of(run_tool({"pull", "--from", s.address(), ref, "-o", (tmp.path() / "fresh").string(), "--seed",
+    j = json_of(run_tool({"pull", "--from", s.address(), ref, "-o", (tmp.path() / "fresh").string(), "--basis",
                           seed.string(), "--json"}));
     EXPECT_EQ(j["bytes_sent"], other.size() + 5);
     EXPECT_EQ(test::read_bytes(tmp.path() / "fresh/big.bin"), std::string(big.begin(), big.end()));

@@ -199,7 +199,7 @@ void add_pull_command(CLI::App& app, int& exit_code) {
                   "OUT: a file (replaced), a directory (NAME's last component inside it) or - for standard output "
                   "(default: NAME's last component here, which must not exist)")
         ->type_name("PATH");
-    c->add_option("--basis,--seed", a->seeds, "a local file whose chunks may be reused (repeatable)")
+    c->add_option("--basis", a->seeds, "a local file whose chunks may be reused (repeatable)")
         ->type_name("FILE")
         ->allow_extra_args(false);
     c->add_flag("--no-metadata", a->no_metadata, "do not apply the file's mode and mtime");
@@ -223,7 +223,7 @@ void add_pull_command(CLI::App& app, int& exit_code) {
                            "is). Nothing beyond the size and chunk count the server announced is asked for or "
                            "written. SNAP[:PATH]: the path is restored into OUT as cdc store get SNAP does (every "
                            "file type and its metadata; nothing written outside OUT, no link followed), in one "
-                           "stream; the chunks the regular files already in OUT and the --seed files hold are not "
+                           "stream; the chunks the regular files already in OUT and the --basis files hold are not "
                            "fetched. Exit 3 when some entries could not be restored (named on stderr).",
                   .examples = {{"cdc pull --from 127.0.0.1:7777 disk.img -o disk.img",
                                 "update disk.img: fetch only the chunks it lacks"},
