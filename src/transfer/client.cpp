@@ -195,6 +195,7 @@ public:
         }
         if (!st.ok()) client_.fail(st, what_, stall_.fired());
     }
+    void interrupt() override { ctx_.TryCancel(); }
     void cancel() override {
         if (finished_) return;
         ctx_.TryCancel();

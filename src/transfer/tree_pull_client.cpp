@@ -12,6 +12,7 @@
 #include "tree_pull.hpp"
 #include "tree_session.hpp"
 
+#include "../common/handoff.hpp"
 #include "../store/codec.hpp"
 
 #include <cdc/digest.hpp>
@@ -27,6 +28,7 @@
 #include <exception>
 #include <limits>
 #include <unordered_map>
+#include <utility>
 
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -42,7 +44,22 @@ public:
     TreeReceiver(TreePullStream& stream, const ServerParams& params, const SeedIndex& seeds,
                  std::vector<store::ContentNeed> needs, TreePullReport& report, const TransferProgressFn& progress)
         : stream_(stream), params_(params), seeds_(seeds), needs_(std::move(needs)), report_(report),
-          assembler_(params.profile.max_size), progress_(progress, 0, 1) {}
+          assembler_(params.profile.max_size), progress_(progress, 0, 1) {
+        // The replies are read ahead by a thread of their own, so that the
+        // server's chunks travel while the restore makes files: read only
+        // when the restore asked for bytes, the stream stopped at each
+        // flow-control window (64 KiB) while the client wrote.
+        ahead_.start([this] {
+            v1::PullTreeReply m;
+            while (stream_.read(m)) ahead_.push(std::exchange(m, {}));
+        });
+    }
+    ~TreeReceiver() {
+        // (a read blocked on the server returns; then the reader is joined)
+        if (!reader_done_) stream_.interrupt();
+    }
+    TreeReceiver(const TreeReceiver&) = delete;
+    TreeReceiver& operator=(const TreeReceiver&) = delete;
 
     /// The restore's content source: the bytes of `need`, from the stream.
     void content(const store::ContentNeed& need, const std::function<void(std::string_view)>& sink) {
@@ -78,10 +95,18 @@ public:
     void end() {
         if (broken_) std::rethrow_exception(broken_);
         if (consume_ < needs_.size()) {
+            stream_.interrupt();
+            v1::PullTreeReply m;
+            while (ahead_.next(m)) {
+            }
+            reader_done_ = true;
             stream_.cancel();
             return;
         }
         while (!ended_) pump();
+        v1::PullTreeReply m;
+        if (ahead_.next(m)) throw TransferError(Code::internal, "tree pull: the server sent more after the end");
+        reader_done_ = true;
         if (!lists_.empty() || assembler_.busy() || !fifo_.empty())
             throw TransferError(Code::internal, "tree pull: the server ended the stream before its data");
         stream_.writes_done();
@@ -127,7 +152,8 @@ private:
 
     void pump() {
         v1::PullTreeReply reply;
-        if (!stream_.read(reply)) {
+        if (!ahead_.next(reply)) {
+            reader_done_ = true;
             stream_.finish();  // throws the server's status
             throw TransferError(Code::internal, "tree pull: the server ended the stream early");
         }
@@ -263,7 +289,10 @@ private:
     std::uint64_t partial_ = 0;                // of it, taken already
     std::uint64_t written_ = 0;
     bool ended_ = false;
+    bool reader_done_ = false;  // the reader thread saw the stream's end
     std::exception_ptr broken_;
+    /// Replies read ahead: at most 16 messages (gRPC's limit: 4 MiB each).
+    common::Handoff<v1::PullTreeReply> ahead_{16};  // last: its thread stops first
 };
 
 store::Snapshot snapshot_of(const v1::SnapshotInfo& m) {

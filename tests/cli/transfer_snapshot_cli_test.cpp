@@ -158,6 +158,13 @@ TEST(TransferSnapshotCli, PullsATreeWithEveryTypeAndItsMetadataInOneStream) {
                   (tmp.path() / "one").string()});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_EQ(test::read_bytes(tmp.path() / "one/leaf"), "leaf");
+    // A part of the tree whose hard link's first file lies outside it: the
+    // link is restored as a file with its content.
+    r = run_tool({"pull", "--from", s.address(), "latest:" + (src / "links").string(), "-o",
+                  (tmp.path() / "links").string(), "--json"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(test::read_bytes(tmp.path() / "links/hard2"), "linked content");
+    EXPECT_EQ(fs::read_symlink(tmp.path() / "links/rel"), "../plain.txt");
     // A snapshot's path restores to a path, not to standard output.
     r = run_tool({"pull", "--from", s.address(), "latest", "-o", "-"});
     EXPECT_EQ(r.exit_code, 2) << r.err;
@@ -192,6 +199,18 @@ TEST(TransferSnapshotCli, OnlyTheChunksOutAndTheSeedsLackTravel) {
     EXPECT_GT(j["bytes_sent"].get<std::uint64_t>(), 0u);
     EXPECT_LT(j["bytes_sent"].get<std::uint64_t>(), 100'000u);
     EXPECT_EQ(test::read_bytes(out / "big.bin"), std::string(big.begin(), big.end()));
+    // A directory in OUT where the tree has a file: that entry is refused
+    // (exit 3) and its content, sent already, is dropped; the files after it
+    // are restored.
+    fs::remove(out / "big.bin");
+    fs::create_directories(out / "big.bin");
+    fs::remove(out / "sub/other.bin");
+    auto r = run_tool({"pull", "--from", s.address(), ref, "-o", out.string(), "--json"});
+    EXPECT_EQ(r.exit_code, 3) << r.err;
+    EXPECT_NE(r.err.find("big.bin"), std::string::npos) << r.err;
+    EXPECT_TRUE(fs::is_directory(out / "big.bin"));
+    EXPECT_EQ(test::read_bytes(out / "sub/other.bin"), std::string(other.begin(), other.end()));
+    EXPECT_EQ(test::read_bytes(out / "small.txt"), "small");
     // A fresh directory with a seed holding big.bin: the rest travels.
     const auto seed = tmp.write("seed.bin", big);
     j = json_of(run_tool({"pull", "--from", s.address(), ref, "-o", (tmp.path() / "fresh").string(), "--basis",
