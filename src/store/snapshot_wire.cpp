@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cstring>
 #include <set>
+#include <unordered_map>
 
 namespace cdc::store {
 
@@ -47,17 +48,46 @@ constexpr std::string_view kRootName = "root";
 }  // namespace
 
 SnapshotExport export_snapshot(const Store& store, const Snapshot& snap, std::string_view path) {
-    const detail::SnapshotTrees trees = detail::load_trees(store, snap);
+    // The snapshot's tree records as stored, each tree object parsed once
+    // (a server answers many pulls: re-encoding every tree, or parsing it
+    // once per walk, took most of a pull's start).
+    const std::string raw = detail::read_manifest(store, detail::tree_name(snap.id));
+    const std::string what = fmt::format("snapshot {}", snap.id);
+    std::unordered_map<tree::BlobId, std::pair<std::size_t, std::size_t>, detail::IdHash> records;  // -> record, object
+    for (std::size_t at = 0; at < raw.size();) {
+        if (raw.size() - at < 36) throw DamageError(fmt::format("{}: a truncated tree record", what));
+        tree::BlobId id{};
+        std::memcpy(id.data(), raw.data() + at, 32);
+        std::uint32_t len = 0;
+        for (int i = 3; i >= 0; --i) len = (len << 8) | static_cast<unsigned char>(raw[at + 32 + static_cast<std::size_t>(i)]);
+        if (raw.size() - at - 36 < len) throw DamageError(fmt::format("{}: a truncated tree record", what));
+        records.emplace(id, std::make_pair(at, std::size_t{36} + len));
+        at += std::size_t{36} + len;
+    }
+    std::unordered_map<tree::BlobId, std::vector<tree::Entry>, detail::IdHash> parsed;
+    auto entries = [&](const tree::BlobId& id) -> const std::vector<tree::Entry>& {
+        if (const auto it = parsed.find(id); it != parsed.end()) return it->second;
+        const auto r = records.find(id);
+        if (r == records.end()) throw DamageError(fmt::format("{}: tree {} is missing", what, to_hex(id)));
+        const auto bytes = std::span(reinterpret_cast<const std::uint8_t*>(raw.data()) + r->second.first + 36,
+                                     r->second.second - 36);
+        if (tree::tree_id(bytes) != id) throw DamageError(fmt::format("{}: tree {} is damaged", what, to_hex(id)));
+        try {
+            return parsed.emplace(id, tree::parse_tree(bytes)).first->second;
+        } catch (const tree::TreeError& e) {
+            throw DamageError(fmt::format("{}: tree {}: {}", what, to_hex(id), e.what()));
+        }
+    };
     const auto parts = path_components(path);
     tree::Entry e = detail::root_entry(snap);
     std::string at;
     for (const auto& name : parts) {
         if (e.type != tree::EntryType::directory)
             throw NotFoundError(fmt::format("snapshot {}: '/{}' is not a directory", snap.id, at));
-        const auto entries = trees.entries(e.subtree);
-        const auto it = std::find_if(entries.begin(), entries.end(), [&](const tree::Entry& x) { return x.name == name; });
+        const auto& list = entries(e.subtree);
+        const auto it = std::find_if(list.begin(), list.end(), [&](const tree::Entry& x) { return x.name == name; });
         at += (at.empty() ? "" : "/") + name;
-        if (it == entries.end()) throw NotFoundError(fmt::format("snapshot {} has no '/{}'", snap.id, at));
+        if (it == list.end()) throw NotFoundError(fmt::format("snapshot {} has no '/{}'", snap.id, at));
         e = *it;
     }
     SnapshotExport x;
@@ -66,24 +96,22 @@ SnapshotExport export_snapshot(const Store& store, const Snapshot& snap, std::st
     if (named.name.empty()) named.name = kRootName;
     const auto root = tree::encode_tree({named});
     x.root.assign(reinterpret_cast<const char*>(root.data()), root.size());
-    // The trees below the path, each once, in the order the restore meets them.
+    // The trees below the path, each once, as stored.
     std::set<tree::BlobId> sent;
     std::function<void(const tree::Entry&)> add = [&](const tree::Entry& d) {
         if (d.type != tree::EntryType::directory || !sent.insert(d.subtree).second) return;
-        const auto entries = trees.entries(d.subtree);  // (checked against its id)
-        const auto bytes = tree::encode_tree(entries);
-        x.trees.append(reinterpret_cast<const char*>(d.subtree.data()), d.subtree.size());
-        const auto len = static_cast<std::uint32_t>(bytes.size());
-        for (int s = 0; s < 4; ++s) x.trees.push_back(static_cast<char>((len >> (8 * s)) & 0xff));
-        x.trees.append(reinterpret_cast<const char*>(bytes.data()), bytes.size());
-        for (const auto& c : entries) add(c);
+        const auto& list = entries(d.subtree);  // (checked against its id)
+        const auto& r = records.at(d.subtree);
+        x.trees.append(raw, r.first, r.second);
+        for (const auto& c : list) add(c);
     };
     add(e);
     // Every content of the snapshot by digest: the manifest of its first file.
     std::function<void(const tree::Entry&, const std::string&)> walk = [&](const tree::Entry& f, const std::string& p) {
-        if (f.type == tree::EntryType::file) x.contents.emplace(f.content.digest, detail::file_name(store, snap.id, p));
+        if (f.type == tree::EntryType::file && !x.contents.count(f.content.digest))
+            x.contents.emplace(f.content.digest, detail::file_name(store, snap.id, p));
         if (f.type != tree::EntryType::directory) return;
-        for (const auto& c : trees.entries(f.subtree)) walk(c, p.empty() ? c.name : p + "/" + c.name);
+        for (const auto& c : entries(f.subtree)) walk(c, p.empty() ? c.name : p + "/" + c.name);
     };
     walk(detail::root_entry(snap), "");
     return x;
@@ -93,6 +121,20 @@ struct ImportedTree::Impl {
     std::vector<std::string> parts;
     tree::Entry root;
     detail::SnapshotTrees trees;
+    /// Trees contents() parsed, for the restore that follows (each parse
+    /// checks the object's canonical bytes: the second cost as much as the
+    /// first), up to kCachedEntries entries.
+    std::unordered_map<tree::BlobId, std::vector<tree::Entry>, detail::IdHash> parsed;
+    std::size_t cached = 0;
+    static constexpr std::size_t kCachedEntries = std::size_t{1} << 20;
+
+    const std::vector<tree::Entry>& entries(const tree::BlobId& id, std::vector<tree::Entry>& scratch) {
+        if (const auto it = parsed.find(id); it != parsed.end()) return it->second;
+        scratch = trees.entries(id);
+        if (cached + scratch.size() > kCachedEntries) return scratch;
+        cached += scratch.size();
+        return parsed.emplace(id, std::move(scratch)).first->second;
+    }
 };
 
 ImportedTree::ImportedTree(std::string_view path, std::string root, std::string trees)
@@ -135,12 +177,14 @@ std::vector<ContentNeed> ImportedTree::contents() const {
         }
     };
     std::function<void(const tree::BlobId&, std::size_t)> entries = [&](const tree::BlobId& id, std::size_t depth) {
-        std::vector<tree::Entry> list;
+        std::vector<tree::Entry> scratch;
+        const std::vector<tree::Entry>* found = nullptr;
         try {
-            list = impl_->trees.entries(id);
+            found = &impl_->entries(id, scratch);
         } catch (const std::exception&) {
             return;
         }
+        const auto& list = *found;
         std::set<std::string_view> seen;
         for (const auto& e : list) {
             if (!tree::name_problem(e.name).empty() || !tree::entry_problem(e).empty() || !seen.insert(e.name).second)
@@ -164,7 +208,10 @@ std::vector<ContentNeed> ImportedTree::contents() const {
 SnapshotRestoreReport ImportedTree::restore(const std::filesystem::path& out, const ContentFn& content,
                                             const SnapshotRestoreOptions& options) const {
     tree::RestoreSource source;
-    source.tree = [&](const tree::BlobId& id) { return impl_->trees.entries(id); };
+    source.tree = [&](const tree::BlobId& id) {
+        const auto it = impl_->parsed.find(id);
+        return it != impl_->parsed.end() ? it->second : impl_->trees.entries(id);
+    };
     source.content = [&](const tree::Entry& e, const std::function<void(std::string_view)>& sink) {
         const ContentNeed need{e.content.digest, tree::data_length(e)};
         Hasher h(DigestKind::blake3);
