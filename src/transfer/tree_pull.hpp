@@ -46,7 +46,9 @@ store::Snapshot snapshot_from_info(const v1::SnapshotInfo& m);
 /// written outside OUT, every tree and content checked), fetching only the
 /// chunks no seed holds. TransferError when the server refuses or the
 /// stream breaks (what was restored stays), or what it sent fails a check;
-/// problems of single entries are in report.restore.
+/// problems of single entries are in report.restore. A thread of its own
+/// reads the stream while this one writes wants, as a gRPC stream allows (the
+/// in-process test stream, whose read() ends when no reply waits, does not).
 TreePullReport pull_tree(TreePullStream& stream, const ServerParams& params, const std::string& snapshot,
                          const std::string& path, const std::filesystem::path& out, const TreePullOptions& options);
 
