@@ -44,6 +44,9 @@ struct SnapshotExport {
     /// every file of the snapshot (a hard link's first file may lie outside
     /// the path).
     std::unordered_map<std::string, std::string> contents;
+    /// Regular files and hard links below the path, each occurrence: no
+    /// restore of it asks for more contents.
+    std::uint64_t files = 0;
 };
 
 /// The export of `path` ("/" or "": the whole snapshot). NotFoundError for a

@@ -106,6 +106,12 @@ SnapshotExport export_snapshot(const Store& store, const Snapshot& snap, std::st
         for (const auto& c : list) add(c);
     };
     add(e);
+    std::function<void(const tree::Entry&)> count = [&](const tree::Entry& f) {
+        if (f.type == tree::EntryType::file || f.type == tree::EntryType::hardlink) ++x.files;
+        if (f.type != tree::EntryType::directory) return;
+        for (const auto& c : entries(f.subtree)) count(c);
+    };
+    count(e);
     // Every content of the snapshot by digest: the manifest of its first file.
     std::function<void(const tree::Entry&, const std::string&)> walk = [&](const tree::Entry& f, const std::string& p) {
         if (f.type == tree::EntryType::file && !x.contents.count(f.content.digest))

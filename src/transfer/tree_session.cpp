@@ -69,8 +69,11 @@ void TreePullSession::files(const v1::TreeFiles& m, const Sink& sink) {
     if (m.digests().size() % 32 != 0 || m.digests().size() / 32 > kMaxTreeFilesPerMessage)
         throw TransferError(Code::invalid_argument, "a files message that is not 32-byte digests (8192 at most)");
     const std::size_t n = m.digests().size() / 32;
-    if (files_.size() + n > kMaxTreeFiles)
-        throw TransferError(Code::resource_exhausted, fmt::format("more than {} contents in one tree pull", kMaxTreeFiles));
+    // (a restore asks for one content per file at most: a client cannot make
+    // the server hold more)
+    if (files_.size() + n > std::min<std::uint64_t>(export_.files, kMaxTreeFiles))
+        throw TransferError(Code::invalid_argument,
+                            fmt::format("more contents asked for than the {} file(s) of the path", export_.files));
     for (std::size_t i = 0; i < n; ++i) {
         const auto it = export_.contents.find(m.digests().substr(i * 32, 32));
         if (it == export_.contents.end())

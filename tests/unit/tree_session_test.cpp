@@ -123,6 +123,17 @@ TEST(TreePullSession, RefusesWhatTheProtocolDoesNotAllow) {
         EXPECT_EQ(code_of([&] { t.handle(files, sink); }), Code::invalid_argument);
         EXPECT_EQ(code_of([&] { t.handle(start("latest", path), sink); }), Code::failed_precondition);
     }
+    {  // more contents than the path has files (the server would hold them)
+        transfer::TreePullSession s(sc.dir, {});
+        std::vector<v1::PullTreeReply> out;
+        s.handle(start("latest", path), [&](const v1::PullTreeReply& r) { out.push_back(r); });
+        std::string trees;
+        for (std::size_t i = 1; i < out.size(); ++i) trees += out[i].trees().bytes();
+        const auto needs = store::ImportedTree(path, out[0].header().root(), trees).contents();
+        v1::PullTreeRequest files;
+        for (int i = 0; i < 3; ++i) *files.mutable_files()->mutable_digests() += needs[0].digest;
+        EXPECT_EQ(code_of([&] { s.handle(files, sink); }), Code::invalid_argument);
+    }
     {  // a path with a NUL byte; an unknown snapshot or path
         transfer::TreePullSession s(sc.dir, {});
         EXPECT_EQ(code_of([&] { s.handle(start("latest", std::string("a\0b", 3)), sink); }), Code::invalid_argument);
