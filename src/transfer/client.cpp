@@ -52,10 +52,18 @@ public:
     StallWatch(const StallWatch&) = delete;
     StallWatch& operator=(const StallWatch&) = delete;
 
+    /// A read and a write may wait at once (a tree pull reads on a thread of
+    /// its own): the call waits from the first of them until none is left.
     class Wait {
     public:
-        explicit Wait(StallWatch& w) : w_(w) { w_.since_ns_.store(now_ns()); }
-        ~Wait() { w_.since_ns_.store(0); }
+        explicit Wait(StallWatch& w) : w_(w) {
+            std::lock_guard lock(w_.mutex_);
+            if (w_.waits_++ == 0) w_.since_ns_.store(now_ns());
+        }
+        ~Wait() {
+            std::lock_guard lock(w_.mutex_);
+            if (--w_.waits_ == 0) w_.since_ns_.store(0);
+        }
         Wait(const Wait&) = delete;
         Wait& operator=(const Wait&) = delete;
 
@@ -84,6 +92,7 @@ private:
     grpc::ClientContext& ctx_;
     std::int64_t limit_ns_ = 0;
     std::atomic<std::int64_t> since_ns_{0};
+    int waits_ = 0;  // (mutex_)
     std::atomic<bool> fired_{false};
     std::mutex mutex_;
     std::condition_variable cv_;

@@ -26,7 +26,11 @@
 #include <map>
 #include <set>
 
+#include <csignal>
+#include <thread>
+
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 namespace cdc {
@@ -275,7 +279,8 @@ TEST(TransferSnapshotCli, AnAppendOnlyTokenAddsButNeverReplaces) {
 /// says. No token.
 class TreeServer final : public v1::Transfer::Service {
 public:
-    using PullTreeFn = std::function<grpc::Status(grpc::ServerReaderWriter<v1::PullTreeReply, v1::PullTreeRequest>*)>;
+    using PullTreeFn = std::function<grpc::Status(grpc::ServerContext*,
+                                                  grpc::ServerReaderWriter<v1::PullTreeReply, v1::PullTreeRequest>*)>;
     PullTreeFn pull_tree;
 
     TreeServer() {
@@ -299,9 +304,9 @@ public:
         r->set_max_list_chunks(8192);
         return grpc::Status::OK;
     }
-    grpc::Status PullTree(grpc::ServerContext*,
+    grpc::Status PullTree(grpc::ServerContext* ctx,
                           grpc::ServerReaderWriter<v1::PullTreeReply, v1::PullTreeRequest>* stream) override {
-        return pull_tree(stream);
+        return pull_tree(ctx, stream);
     }
 
 private:
@@ -364,6 +369,7 @@ struct Forged {
     std::vector<std::vector<tr::Entry>> subtrees;  // more tree objects
     std::map<std::string, std::vector<std::string>> chunks;
     std::uint64_t trees_bytes_claimed = 0;
+    bool silent_after_want = false;  // take the first want, then never answer
 };
 
 void append_record(std::string& trees, const std::vector<std::uint8_t>& object) {
@@ -374,7 +380,8 @@ void append_record(std::string& trees, const std::vector<std::uint8_t>& object) 
     trees += bytes_of(object);
 }
 
-grpc::Status serve_forged(const Forged& f, grpc::ServerReaderWriter<v1::PullTreeReply, v1::PullTreeRequest>* stream) {
+grpc::Status serve_forged(const Forged& f, grpc::ServerContext* ctx,
+                          grpc::ServerReaderWriter<v1::PullTreeReply, v1::PullTreeRequest>* stream) {
     v1::PullTreeRequest req;
     if (!stream->Read(&req) || !req.has_start()) return grpc::Status::OK;
     std::string trees;
@@ -413,6 +420,7 @@ grpc::Status serve_forged(const Forged& f, grpc::ServerReaderWriter<v1::PullTree
         list.mutable_chunks()->set_ids(ids);
         stream->Write(list);
         if (!stream->Read(&req) || !req.has_want()) return grpc::Status::OK;
+        while (f.silent_after_want && !ctx->IsCancelled()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
         for (std::size_t i = 0; i < chunks.size(); ++i) {
             if (!(static_cast<unsigned char>(req.want().bitmap()[i / 8]) & (1u << (i % 8)))) continue;
             v1::PullTreeReply data;
@@ -437,7 +445,7 @@ TEST(TransferSnapshotCli, ALyingServerNeverMakesATreePullWriteOutsideOut) {
     fs::create_directories(outside);
     TreeServer server;
     const auto pull = [&](const Forged& f, const fs::path& out) {
-        server.pull_tree = [&f](auto* stream) { return serve_forged(f, stream); };
+        server.pull_tree = [&f](auto* ctx, auto* stream) { return serve_forged(f, ctx, stream); };
         return run_tool({"pull", "--from", server.address(), "latest:/", "-o", out.string(), "--json", "--timeout", "30"});
     };
 
@@ -535,6 +543,32 @@ TEST(TransferSnapshotCli, ALyingServerNeverMakesATreePullWriteOutsideOut) {
         EXPECT_EQ(test::read_bytes(out / "b"), "bee");
         EXPECT_EQ(paths_below(out), (std::set<std::string>{"b"}));
     }
+}
+
+TEST(TransferSnapshotCli, AServerSilentMidTreeIsGivenUpOn) {
+    // The client reads on a thread of its own while it writes its wants: a
+    // server that goes silent after a want is still given up on (--timeout).
+    test::TempDir tmp;
+    TreeServer server;
+    Forged f;
+    f.entries.push_back(file_entry("x", "some bytes", 10));
+    f.chunks[digest_of("some bytes")] = {"some bytes"};
+    f.silent_after_want = true;
+    server.pull_tree = [&f](auto* ctx, auto* stream) { return serve_forged(f, ctx, stream); };
+    const pid_t pid = test::spawn_tool(
+        {"pull", "--from", server.address(), "latest:/", "-o", (tmp.path() / "restored").string(), "--timeout", "2"}, tmp.path());
+    int code = -1;
+    for (int i = 0; i < 600 && code < 0; ++i) {
+        int status = 0;
+        if (::waitpid(pid, &status, WNOHANG) == pid) code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        else std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    if (code < 0) {
+        ::kill(pid, SIGKILL);
+        test::wait_exit(pid);
+    }
+    EXPECT_EQ(code, 4) << "the pull hung (-1) or failed otherwise: " << test::read_text(tmp.path() / "err");
+    EXPECT_NE(test::read_text(tmp.path() / "err").find("waiting"), std::string::npos) << test::read_text(tmp.path() / "err");
 }
 
 }  // namespace
