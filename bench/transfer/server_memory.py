@@ -182,7 +182,7 @@ class Session:
         return [["hash", "--via", self.addr, str(self.files[n])] for n in names]
 
     def ls(self) -> list[list[str]]:
-        return [["ls", "--from", self.addr, "--json"]]
+        return [["ls", "--from", self.addr, "--names", "--json"]]
 
     def record(self, label: str, commands: list[list[str]], round_: int) -> None:
         t0 = time.monotonic()

@@ -52,10 +52,18 @@ public:
     StallWatch(const StallWatch&) = delete;
     StallWatch& operator=(const StallWatch&) = delete;
 
+    /// A read and a write may wait at once (a tree pull reads on a thread of
+    /// its own): the call waits from the first of them until none is left.
     class Wait {
     public:
-        explicit Wait(StallWatch& w) : w_(w) { w_.since_ns_.store(now_ns()); }
-        ~Wait() { w_.since_ns_.store(0); }
+        explicit Wait(StallWatch& w) : w_(w) {
+            std::lock_guard lock(w_.mutex_);
+            if (w_.waits_++ == 0) w_.since_ns_.store(now_ns());
+        }
+        ~Wait() {
+            std::lock_guard lock(w_.mutex_);
+            if (--w_.waits_ == 0) w_.since_ns_.store(0);
+        }
         Wait(const Wait&) = delete;
         Wait& operator=(const Wait&) = delete;
 
@@ -84,6 +92,7 @@ private:
     grpc::ClientContext& ctx_;
     std::int64_t limit_ns_ = 0;
     std::atomic<std::int64_t> since_ns_{0};
+    int waits_ = 0;  // (mutex_)
     std::atomic<bool> fired_{false};
     std::mutex mutex_;
     std::condition_variable cv_;
@@ -195,6 +204,7 @@ public:
         }
         if (!st.ok()) client_.fail(st, what_, stall_.fired());
     }
+    void interrupt() override { ctx_.TryCancel(); }
     void cancel() override {
         if (finished_) return;
         ctx_.TryCancel();
@@ -400,6 +410,79 @@ PullReport Client::pull_to_fd(const std::string& name, int fd, const PullOptions
     GrpcStream<v1::PullRequest, v1::PullReply> stream(
         *impl_, [this](grpc::ClientContext* ctx) { return impl_->stub->Pull(ctx); }, "pull");
     return transfer::pull_to_fd(stream, p, name, fd, options);
+}
+
+std::vector<store::Snapshot> Client::snapshots() {
+    grpc::ClientContext ctx;
+    impl_->prepare(ctx);
+    StallWatch stall(ctx, impl_->options.timeout_seconds);
+    auto reader = impl_->stub->Snapshots(&ctx, v1::SnapshotsRequest());
+    std::vector<store::Snapshot> out;
+    v1::SnapshotsReply page;
+    auto next = [&] {
+        StallWatch::Wait w(stall);
+        return reader->Read(&page);
+    };
+    while (next())
+        for (const auto& s : page.snapshots()) out.push_back(snapshot_from_info(s));
+    grpc::Status st;
+    {
+        StallWatch::Wait w(stall);
+        st = reader->Finish();
+    }
+    if (!st.ok()) impl_->fail(st, "ls", stall.fired());
+    return out;
+}
+
+std::vector<RemoteNode> Client::snapshot_list(const std::string& snapshot, const std::string& path, bool recursive,
+                                              store::Snapshot& snap) {
+    grpc::ClientContext ctx;
+    impl_->prepare(ctx);
+    StallWatch stall(ctx, impl_->options.timeout_seconds);
+    v1::SnapshotListRequest req;
+    req.set_snapshot(snapshot);
+    req.set_path(path);
+    req.set_recursive(recursive);
+    auto reader = impl_->stub->SnapshotList(&ctx, req);
+    std::vector<RemoteNode> out;
+    v1::SnapshotListReply page;
+    auto next = [&] {
+        StallWatch::Wait w(stall);
+        return reader->Read(&page);
+    };
+    while (next()) {
+        if (page.has_snapshot()) snap = snapshot_from_info(page.snapshot());
+        for (const auto& n : page.nodes()) {
+            RemoteNode r;
+            r.path = n.path();
+            r.type = n.type();
+            r.mode = n.mode();
+            r.uid = n.uid();
+            r.gid = n.gid();
+            r.user = n.user();
+            r.group = n.group();
+            r.size = n.size();
+            r.mtime_ns = n.mtime_ns();
+            r.target = n.target();
+            r.digest = n.digest();
+            out.push_back(std::move(r));
+        }
+    }
+    grpc::Status st;
+    {
+        StallWatch::Wait w(stall);
+        st = reader->Finish();
+    }
+    if (!st.ok()) impl_->fail(st, "ls", stall.fired());
+    return out;
+}
+
+TreePullReport Client::pull_tree(const std::string& snapshot, const std::string& path, const std::filesystem::path& out,
+                                 const TreePullOptions& options) {
+    const ServerParams& p = params();
+    GrpcStream<v1::PullTreeRequest, v1::PullTreeReply> stream(
+        *impl_, [this](grpc::ClientContext* ctx) { return impl_->stub->PullTree(ctx); }, "pull");
+    return transfer::pull_tree(stream, p, snapshot, path, out, options);
 }
 
 }  // namespace cdc::transfer

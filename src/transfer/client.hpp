@@ -4,6 +4,7 @@
 #pragma once
 
 #include "client_api.hpp"
+#include "tree_pull.hpp"
 
 #include <cdc/source.hpp>
 
@@ -40,6 +41,19 @@ struct RemoteFile {
     std::int64_t committed_ns = 0;
 };
 
+/// A path of a snapshot on the server (SnapshotList).
+struct RemoteNode {
+    std::string path;  ///< from the snapshot's root, starting with '/'
+    std::string type;
+    std::uint32_t mode = 0;
+    std::uint32_t uid = 0, gid = 0;
+    std::string user, group;
+    std::uint64_t size = 0;
+    std::int64_t mtime_ns = 0;
+    std::string target;
+    std::string digest;  ///< hex
+};
+
 struct HashResult {
     store::ChunkId digest{};
     std::uint64_t bytes = 0;       ///< as counted by the server
@@ -68,6 +82,15 @@ public:
     PushReport push(const std::vector<PushInput>& inputs, const PushOptions& options);
     PullReport pull(const std::string& name, const std::filesystem::path& out, const PullOptions& options);
     PullReport pull_to_fd(const std::string& name, int fd, const PullOptions& options);
+    /// The server store's snapshots, oldest first.
+    std::vector<store::Snapshot> snapshots();
+    /// The paths of a snapshot at and below `path` (`recursive` false: the
+    /// path and, for a directory, its children); the snapshot's header in `snap`.
+    std::vector<RemoteNode> snapshot_list(const std::string& snapshot, const std::string& path, bool recursive,
+                                          store::Snapshot& snap);
+    /// A path of a snapshot, whole, into `out` (tree_pull.hpp).
+    TreePullReport pull_tree(const std::string& snapshot, const std::string& path, const std::filesystem::path& out,
+                             const TreePullOptions& options);
 
     struct Impl;
 

@@ -35,6 +35,10 @@ public:
     virtual void finish() = 0;
     /// Abandons the stream (the peer sees it cancelled).
     virtual void cancel() = 0;
+    /// Makes a read blocked in another thread return false (the stream is
+    /// cancelled); cancel() or finish() still follow, in the reading thread
+    /// or after it stopped.
+    virtual void interrupt() {}
     /// Bytes of the messages written / read so far (serialized sizes + the
     /// 5-byte gRPC frame header each): what travelled, give or take HTTP/2 framing.
     std::uint64_t wire_sent = 0;

@@ -62,6 +62,11 @@ void PushSession::start(const v1::FileStart& m) {
     if (open_) throw TransferError(Code::failed_precondition, fmt::format("start while '{}' is open", name_));
     if (const std::string why = name_problem(m.name()); !why.empty())
         throw TransferError(Code::invalid_argument, fmt::format("name refused: {}", why));
+    if (refuse_replacing_ && store_.find(m.name()))
+        throw TransferError(Code::permission_denied,
+                            fmt::format("'{}' exists on the server and this token may only add (an append-only "
+                                        "token): it replaces nothing",
+                                        m.name()));
     store::FileMeta meta;
     meta.name = m.name();
     meta.mode = m.mode() & 07777;

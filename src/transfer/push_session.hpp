@@ -96,6 +96,9 @@ public:
     /// (never the open file). Never throws.
     void abort() noexcept;
     const PushTotals& totals() const noexcept { return totals_; }
+    /// Refuses a file whose name the store holds already (an append-only
+    /// token: it may add, never replace what is there).
+    void refuse_replacing(bool refuse) noexcept { refuse_replacing_ = refuse; }
 
 private:
     struct List {
@@ -153,6 +156,7 @@ private:
 
     store::Store store_;
     bool encrypted_ = false;  // ids on the wire are plain, the store's keyed
+    bool refuse_replacing_ = false;
     std::unique_ptr<store::Writer> writer_;
     // The file's way into the store (after writer_: destroyed first).
     std::unique_ptr<store::Ingest> ingest_;

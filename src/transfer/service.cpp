@@ -10,8 +10,10 @@
 #include "pull_session.hpp"
 #include "push_session.hpp"
 #include "read_ahead_bidi.hpp"
+#include "tree_session.hpp"
 
 #include <cdc/digest.hpp>
+#include <cdc/snapshot.hpp>
 
 #include <fmt/format.h>
 #include <grpcpp/grpcpp.h>
@@ -239,6 +241,85 @@ public:
         return grpc::Status::OK;
     }
 
+    grpc::Status Snapshots(grpc::ServerContext* ctx, const v1::SnapshotsRequest*,
+                           grpc::ServerWriter<v1::SnapshotsReply>* writer) override {
+        Slot slot(*this, ctx);
+        if (auto st = admit(ctx, slot); !st.ok()) return st;
+        return guarded([&] {
+            const store::Store s = store::Store::open(o_.store_dir, open_);
+            const auto all = store::list_snapshots(s);
+            v1::SnapshotsReply page;
+            for (std::size_t i = 0; i < all.size(); ++i) {
+                fill_snapshot_info(all[i], page.add_snapshots());
+                if (page.snapshots_size() == 256 || i + 1 == all.size()) {
+                    if (!writer->Write(page)) return grpc::Status(grpc::StatusCode::CANCELLED, "the client went away");
+                    page.Clear();
+                }
+            }
+            return grpc::Status::OK;
+        });
+    }
+
+    grpc::Status SnapshotList(grpc::ServerContext* ctx, const v1::SnapshotListRequest* req,
+                              grpc::ServerWriter<v1::SnapshotListReply>* writer) override {
+        Slot slot(*this, ctx);
+        if (auto st = admit(ctx, slot); !st.ok()) return st;
+        return guarded([&] {
+            const store::Store s = store::Store::open(o_.store_dir, open_);
+            const store::Snapshot snap = store::find_snapshot(s, req->snapshot());
+            v1::SnapshotListReply page;
+            fill_snapshot_info(snap, page.mutable_snapshot());
+            bool gone = false;
+            auto flush = [&] {
+                if (!writer->Write(page)) gone = true;
+                page.Clear();
+            };
+            store::list_snapshot(s, snap, req->path(), req->recursive(), [&](const store::SnapshotNode& n) {
+                if (gone) return;
+                auto* m = page.add_nodes();
+                m->set_path(n.path);
+                m->set_type(n.type);
+                m->set_mode(n.mode);
+                m->set_uid(n.uid);
+                m->set_gid(n.gid);
+                m->set_user(n.user);
+                m->set_group(n.group);
+                m->set_size(n.size);
+                m->set_mtime_ns(n.mtime_ns);
+                m->set_target(n.target);
+                m->set_digest(n.digest);
+                if (page.nodes_size() == 1024) flush();
+            });
+            if (!gone) flush();
+            if (gone) return grpc::Status(grpc::StatusCode::CANCELLED, "the client went away");
+            return grpc::Status::OK;
+        });
+    }
+
+    grpc::Status PullTree(grpc::ServerContext* ctx,
+                          grpc::ServerReaderWriter<v1::PullTreeReply, v1::PullTreeRequest>* stream) override {
+        Slot slot(*this, ctx);
+        if (auto st = admit(ctx, slot); !st.ok()) return st;
+        const auto t0 = std::chrono::steady_clock::now();
+        std::unique_ptr<TreePullSession> session;
+        const grpc::Status st = guarded([&] {
+            session = std::make_unique<TreePullSession>(o_.store_dir, open_);
+            const auto sink = [&](const v1::PullTreeReply& r) {
+                if (!stream->Write(r)) throw TransferError(Code::cancelled, "the client went away");
+            };
+            v1::PullTreeRequest req;
+            while (!session->finished() && stream->Read(&req)) {
+                slot.touch();
+                session->handle(req, sink);
+            }
+            if (!session->finished())
+                return grpc::Status(grpc::StatusCode::CANCELLED, "the tree pull ended before its end");
+            return grpc::Status::OK;
+        });
+        log(ctx, st, fmt::format("tree pull: {} payload bytes sent", session ? session->bytes_sent() : 0), t0);
+        return st;
+    }
+
 private:
     // Push streams that read their next request while they handle one
     // (read_ahead_bidi.hpp): each holds one more data message (~1 MiB). One
@@ -260,6 +341,7 @@ private:
         std::unique_ptr<PushSession> session;
         grpc::Status st = guarded([&] {
             session = std::make_unique<PushSession>(o_.store_dir, open_);
+            session->refuse_replacing(append_only(ctx));
             const auto sink = [&](const v1::PushReply& r) { stream.write(r); };
             v1::PushRequest req;
             while (!session->finished() && stream.read(req)) {
@@ -375,9 +457,21 @@ private:
         if (o_.token.empty()) return grpc::Status::OK;
         const auto& md = ctx->client_metadata();
         const auto it = md.find("authorization");
-        if (it == md.end() || !bearer_matches(std::string_view(it->second.data(), it->second.size()), o_.token))
-            return {grpc::StatusCode::UNAUTHENTICATED, "a valid token is required (--token-file or CDC_TOKEN)"};
-        return grpc::Status::OK;
+        if (it != md.end()) {
+            const std::string_view header(it->second.data(), it->second.size());
+            if (bearer_matches(header, o_.token)) return grpc::Status::OK;
+            if (!o_.append_token.empty() && bearer_matches(header, o_.append_token)) return grpc::Status::OK;
+        }
+        return {grpc::StatusCode::UNAUTHENTICATED, "a valid token is required (--token-file or CDC_TOKEN)"};
+    }
+
+    /// The client holds the append-only token (authenticate() passed): it
+    /// may add, never replace.
+    bool append_only(grpc::ServerContextBase* ctx) const {
+        if (o_.token.empty() || o_.append_token.empty()) return false;
+        const auto& md = ctx->client_metadata();
+        const auto it = md.find("authorization");
+        return it == md.end() || !bearer_matches(std::string_view(it->second.data(), it->second.size()), o_.token);
     }
 
     grpc::Status admit(grpc::ServerContextBase* ctx, const Slot& slot) const {
@@ -427,6 +521,12 @@ Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>()) {
     const bool tls = !o.tls_cert_pem.empty() && !o.tls_key_pem.empty();
     if (const std::string why = listen_problem(o.listen, tls, !o.token.empty()); !why.empty()) throw OptionError(why);
     if (o.max_streams == 0) throw OptionError("max streams 0 is invalid: at least 1", "max_streams");
+    if (!o.append_token.empty() && o.token.empty())
+        throw OptionError("an append-only token needs a full-access token beside it (--token-file, or the user's own "
+                          "on the loopback interface)",
+                          "append_token");
+    if (!o.append_token.empty() && o.append_token == o.token)
+        throw OptionError("the append-only token is the full-access token: give another", "append_token");
     if (o.max_client_streams > o.max_streams)
         throw OptionError(fmt::format("max client streams {} is invalid: at most max streams ({})",
                                       o.max_client_streams, o.max_streams),

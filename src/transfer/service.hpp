@@ -26,6 +26,9 @@ struct ServerOptions {
     std::string tls_cert_pem;         ///< TLS when both are set
     std::string tls_key_pem;
     std::string token;                ///< required from clients when set
+    /// A second token that may add (push new names, read, list, pull) but
+    /// never replace what the store holds; needs `token`.
+    std::string append_token;
     unsigned max_streams = 16;        ///< concurrent push/pull/hash/ls streams; more are refused
     /// Streams one client (a peer address, its port aside) may hold at once,
     /// so that one cannot take every slot; 0: half of max_streams (at least 1).

@@ -155,6 +155,7 @@ const std::map<std::string, Meaning>& shared_flags() {
         {"--dry-run", {"", {""}, "say what would be done, change nothing"}},
         {"--host", {"", {"HOST"}, "the host a snapshot is of"}},
         {"--tag", {"", {"TAG"}, "a tag of snapshots"}},
+        {"--long", {"-l", {""}, "a long listing"}},
     };
     return table;
 }

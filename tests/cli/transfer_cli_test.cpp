@@ -81,7 +81,7 @@ TEST(ServeCli, RoundTripsFilesTreesEmptyFilesAndStdin) {
     EXPECT_EQ(r.exit_code, 2);
     EXPECT_NE(r.err.find("--name"), std::string::npos) << r.err;
     // ls
-    const auto ls = json_of(run_tool({"ls", "--from", s.address(), "--json"}));
+    const auto ls = json_of(run_tool({"ls", "--from", s.address(), "--names", "--json"}));
     std::map<std::string, std::uint64_t> names;
     for (const auto& f : ls) names[f["name"]] = f["size"];
     EXPECT_EQ(names, (std::map<std::string, std::uint64_t>{
@@ -268,7 +268,7 @@ TEST(ServeCli, APushResumesAfterTheClientIsKilled) {
     ::kill(client, SIGKILL);
     EXPECT_EQ(test::wait_exit(client), 128 + SIGKILL);
     ASSERT_TRUE(s.wait_log("push")) << s.log();  // the server saw the stream end and committed the verified chunks
-    EXPECT_TRUE(json_of(run_tool({"ls", "--from", s.address(), "--json"})).empty());  // no file
+    EXPECT_TRUE(json_of(run_tool({"ls", "--from", s.address(), "--names", "--json"})).empty());  // no file
     const auto stats = json_of(run_tool({"store", "stats", dir.string(), "--json"}));
     const std::uint64_t have = stats["chunk_bytes"];
     EXPECT_GE(have, 4u << 20);
@@ -456,7 +456,7 @@ TEST(ServeCli, BadNames) {
     }
     const auto r = run_tool({"pull", "--from", s.address(), "../../etc/passwd", "-o", (tmp.path() / "o").string()});
     EXPECT_EQ(r.exit_code, 2) << r.err;
-    EXPECT_TRUE(json_of(run_tool({"ls", "--from", s.address(), "--json"})).empty());
+    EXPECT_TRUE(json_of(run_tool({"ls", "--from", s.address(), "--names", "--json"})).empty());
 }
 
 TEST(ServeCli, ATreesFilesWithNamesTheServerRefusesAreSkipped) {
@@ -474,7 +474,7 @@ TEST(ServeCli, ATreesFilesWithNamesTheServerRefusesAreSkipped) {
     EXPECT_EQ(r.exit_code, 3) << r.err;
     EXPECT_NE(r.err.find("control byte"), std::string::npos) << r.err;
     EXPECT_NE(r.err.find("not UTF-8"), std::string::npos) << r.err;
-    const auto listed = json_of(run_tool({"ls", "--from", s.address(), "--json"}));
+    const auto listed = json_of(run_tool({"ls", "--from", s.address(), "--names", "--json"}));
     ASSERT_EQ(listed.size(), 1u) << listed.dump();
     EXPECT_EQ(listed[0]["name"], "t/good");
 }
@@ -490,7 +490,7 @@ TEST(ServeCli, APushLeavesOutWhatIsExcluded) {
                                      "--json", "--exclude", "*.o", "--exclude-if-present", ".nobackup"}));
     EXPECT_EQ(j["file_count"], 1);
     EXPECT_EQ(j["excluded"], 3);  // drop.o, sub/deep.o, marked
-    const auto listed = json_of(run_tool({"ls", "--from", s.address(), "--json"}));
+    const auto listed = json_of(run_tool({"ls", "--from", s.address(), "--names", "--json"}));
     ASSERT_EQ(listed.size(), 1u) << listed.dump();
     EXPECT_EQ(listed[0]["name"], "t/keep.c");
 }
@@ -550,7 +550,7 @@ TEST(ServeCli, AForgedChunkIsRefusedAndNothingIsStored) {
     const grpc::Status status = rw->Finish();
     EXPECT_EQ(status.error_code(), grpc::StatusCode::DATA_LOSS) << status.error_message();
     EXPECT_NE(status.error_message().find("another BLAKE3"), std::string::npos) << status.error_message();
-    EXPECT_TRUE(json_of(run_tool({"ls", "--from", s.address(), "--json"})).empty());
+    EXPECT_TRUE(json_of(run_tool({"ls", "--from", s.address(), "--names", "--json"})).empty());
     const auto stats = json_of(run_tool({"store", "stats", dir.string(), "--json"}));
     EXPECT_EQ(stats["chunks"], 0);
 }

@@ -113,7 +113,7 @@ TEST(ServeEncrypted, PushPullLsRoundTripAndTheStoreHoldsNoPlainText) {
     EXPECT_EQ(json_of(r)["bytes_sent"], 0);
 
     // ls shows the plain BLAKE3 of each file.
-    const auto ls = json_of(run_tool({"ls", "--from", s.address(), "--json"}));
+    const auto ls = json_of(run_tool({"ls", "--from", s.address(), "--names", "--json"}));
     std::map<std::string, std::string> digests;
     for (const auto& f : ls) digests[f["name"]] = f["digest"];
     ASSERT_EQ(digests.size(), 4u);
@@ -277,7 +277,7 @@ TEST(ServeEncrypted, ForgedChunksAndGroupListsAreRefused) {
         EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << status.error_message();
         EXPECT_NE(status.error_message().find("group list"), std::string::npos) << status.error_message();
     }
-    EXPECT_TRUE(json_of(run_tool({"ls", "--from", s.address(), "--json"})).empty());
+    EXPECT_TRUE(json_of(run_tool({"ls", "--from", s.address(), "--names", "--json"})).empty());
 }
 
 TEST(ServeEncrypted, AWrongOrMissingPasswordIsRefusedAtStart) {

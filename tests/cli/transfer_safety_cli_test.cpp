@@ -67,7 +67,7 @@ int run_bounded(const std::vector<std::string>& args, const fs::path& dir, doubl
 
 std::map<std::string, std::uint64_t> names_on(const Serve& s) {
     std::map<std::string, std::uint64_t> out;
-    for (const auto& f : json_of(run_tool({"ls", "--from", s.address(), "--json"}))) out[f["name"]] = f["size"];
+    for (const auto& f : json_of(run_tool({"ls", "--from", s.address(), "--names", "--json"}))) out[f["name"]] = f["size"];
     return out;
 }
 
@@ -112,6 +112,10 @@ public:
         return silent(ctx);
     }
     grpc::Status List(grpc::ServerContext* ctx, const v1::ListRequest*, grpc::ServerWriter<v1::ListReply>*) override {
+        return silent(ctx);
+    }
+    grpc::Status Snapshots(grpc::ServerContext* ctx, const v1::SnapshotsRequest*,
+                           grpc::ServerWriter<v1::SnapshotsReply>*) override {
         return silent(ctx);
     }
 

@@ -29,6 +29,7 @@ struct ServeArgs {
     std::string listen = "127.0.0.1:7777";
     std::string tls_cert, tls_key;
     std::string token_file;
+    std::string append_token_file;
     bool no_token = false;
     std::string key_file;
     std::string password_file;
@@ -76,6 +77,12 @@ int run_serve(const ServeArgs& a) {
     } else if (!a.no_token && transfer::is_loopback_address(a.listen) && transfer::address_problem(a.listen).empty()) {
         o.token = default_token(true);
         token_origin = default_token_path();
+    }
+    if (!a.append_token_file.empty()) {
+        if (o.token.empty())
+            throw UsageError("--append-token-file needs a full-access token beside it (--token-file, or the user's own "
+                             "on the loopback interface; not --no-token)");
+        o.append_token = read_token_file(a.append_token_file);
     }
     o.max_streams = a.max_streams;
     if (!(a.idle_timeout >= 0)) throw UsageError(fmt::format("--idle-timeout = {} is invalid: must be >= 0", a.idle_timeout));
@@ -151,6 +158,10 @@ void add_serve_command(CLI::App& app, int& exit_code) {
                   "clients must send this token (a file with one line of 16 to 4096 printable characters); default "
                   "on the loopback interface: the user's own token, ~/.config/cdc/token ($XDG_CONFIG_HOME/cdc/token), "
                   "made at first start (0600), which the user's clients send to loopback servers")
+        ->type_name("FILE");
+    c->add_option("--append-token-file", a->append_token_file,
+                  "a second token, append-only: its clients may push new names, list and pull, but never replace a "
+                  "file the store holds (refused: exit 4); for the machines that back up into the store")
         ->type_name("FILE");
     c->add_flag("--no-token", a->no_token,
                 "on the loopback interface, require no token: any local user may push, pull and list");
