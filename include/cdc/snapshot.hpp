@@ -259,6 +259,11 @@ std::vector<LatestNode> latest_nodes(const Store& store, bool dirs = false);
 /// it as a named file; Store::find has its chunks' count).
 std::string file_manifest(const Store& store, const Snapshot& snap, std::string_view path);
 
+/// Messages name a snapshot's file by its content manifest ("\0f/ID/HASH",
+/// Store::verify, Store::get): this rewrites each such name in `text` as
+/// "/PATH of snapshot ID" (names of snapshots no longer there are kept).
+std::string name_snapshot_files(const Store& store, std::string text);
+
 /// A snapshot rewritten without some paths (remove_paths).
 struct RewrittenSnapshot {
     std::string old_id;

@@ -251,6 +251,40 @@ std::vector<LatestNode> latest_nodes(const Store& store, bool dirs) {
     return v;
 }
 
+std::string name_snapshot_files(const Store& store, std::string text) {
+    const std::string& prefix = detail::kFilePrefix;
+    if (text.find(prefix) == std::string::npos) return text;
+    std::map<std::string, std::map<std::string, std::string>> paths_of;  // snapshot id -> manifest -> path
+    std::size_t at = 0;
+    while ((at = text.find(prefix, at)) != std::string::npos) {
+        const auto slash = text.find('/', at + prefix.size());
+        const std::size_t name_end = slash == std::string::npos ? slash : slash + 1 + 64;  // a chunk id's hex
+        if (slash == std::string::npos || name_end > text.size()) break;
+        const std::string id = text.substr(at + prefix.size(), slash - at - prefix.size());
+        const std::string name = text.substr(at, name_end - at);
+        auto it = paths_of.find(id);
+        if (it == paths_of.end()) {
+            it = paths_of.emplace(id, std::map<std::string, std::string>{}).first;
+            try {
+                const Snapshot snap = find_snapshot(store, id);
+                list_snapshot(store, snap, "/", true, [&](const SnapshotNode& n) {
+                    if (n.type == "file") it->second[file_manifest(store, snap, n.path)] = n.path;
+                });
+            } catch (const std::exception&) {  // (the message keeps the manifest's name)
+            }
+        }
+        const auto p = it->second.find(name);
+        if (p == it->second.end()) {
+            at = name_end;
+            continue;
+        }
+        const std::string shown = fmt::format("{} of snapshot {}", p->second, id);
+        text.replace(at, name.size(), shown);
+        at += shown.size();
+    }
+    return text;
+}
+
 void require_snapshot_format(const Store& store) {
     if (store.info().format_version < kFormatVersion)
         throw OptionError(fmt::format("this store is format {}: run `cdc store migrate {}` (turns its named files "

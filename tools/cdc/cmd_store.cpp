@@ -387,6 +387,7 @@ int run_verify(const VerifyArgs& a) {
     const store::SnapshotCheck snaps = store::verify_snapshots(s);
     for (const auto& d : snaps.damage) r.damage.push_back({d});
     for (const auto& n : snaps.notes) r.notes.push_back({n});
+    for (auto& p : r.damage) p.what = store::name_snapshot_files(s, p.what);
     if (a.json) {
         nlohmann::json j = {{"ok", r.ok()},
                             {"full", a.full},

@@ -87,6 +87,32 @@ int run_get_tree(const store::Store& s, const GetArgs& a) {
     return r.skipped.empty() ? kExitOk : kExitPartial;
 }
 
+/// Writes the file of manifest `manifest` to OUT (a path, - or a stream).
+void get_one(const store::Store& s, const std::string& manifest, const std::string& out, const store::GetOptions& o) {
+    if (out == "-") {
+        s.get(manifest, STDOUT_FILENO, o);
+    } else if (is_stream_path(out)) {
+        const int fd = ::open(out.c_str(), O_WRONLY | O_CLOEXEC);
+        if (fd < 0) throw store::StoreError(fmt::format("cannot open '{}' for writing: {}", out, std::strerror(errno)));
+        try {
+            s.get(manifest, fd, o);
+        } catch (...) {
+            ::close(fd);
+            throw;
+        }
+        if (::close(fd) != 0) throw store::StoreError(fmt::format("closing '{}': {}", out, std::strerror(errno)));
+    } else {
+        s.get(manifest, std::filesystem::path(out), o);
+    }
+}
+
+/// A message about a snapshot's content manifest, naming the file instead.
+std::string named(std::string what, const std::string& manifest, const std::string& name) {
+    for (auto at = what.find(manifest); at != std::string::npos; at = what.find(manifest, at + name.size()))
+        what.replace(at, manifest.size(), name);
+    return what;
+}
+
 /// The files of a put tree (NAME, a directory of the newest snapshot that
 /// holds it; or "." for the newest version of every file) below OUT, each
 /// as a single get writes it.
@@ -187,22 +213,22 @@ int run_get(const GetArgs& a) {
         if (std::filesystem::exists(out, ec))
             throw UsageError(fmt::format("'{}' exists: name the output with -o (it is then replaced)", out));
     }
+    // A directory: NAME's last component inside it (the snapshot's content
+    // manifest has no name to take it from).
+    if (manifest != a.name && out != "-" && !is_stream_path(out)) {
+        std::error_code ec;
+        if (std::filesystem::is_directory(out, ec)) out = (std::filesystem::path(out) / std::filesystem::path(a.name).filename()).string();
+    }
     ProgressLine line(!a.quiet && out != "-" && stderr_is_tty());
     const store::GetOptions o = get_options(a, line);
-    if (out == "-") {
-        s.get(manifest, STDOUT_FILENO, o);
-    } else if (is_stream_path(out)) {
-        const int fd = ::open(out.c_str(), O_WRONLY | O_CLOEXEC);
-        if (fd < 0) throw store::StoreError(fmt::format("cannot open '{}' for writing: {}", out, std::strerror(errno)));
-        try {
-            s.get(manifest, fd, o);
-        } catch (...) {
-            ::close(fd);
-            throw;
-        }
-        if (::close(fd) != 0) throw store::StoreError(fmt::format("closing '{}': {}", out, std::strerror(errno)));
-    } else {
-        s.get(manifest, std::filesystem::path(out), o);
+    try {
+        get_one(s, manifest, out, o);
+    } catch (const store::DamageError& e) {
+        if (manifest == a.name) throw;
+        throw store::DamageError(named(e.what(), "\\0" + manifest.substr(1), a.name));
+    } catch (const store::StoreError& e) {
+        if (manifest == a.name) throw;
+        throw store::StoreError(named(e.what(), "\\0" + manifest.substr(1), a.name));
     }
     if (a.json) {
         nlohmann::json j{{"files", 1}, {"bytes", found->size}, {"skipped", nlohmann::json::array()}};
