@@ -34,8 +34,9 @@ TEST(CliOutput, StoreStatsSaysSpaceSaved) {
     EXPECT_NE(r.out.find("compression: "), std::string::npos) << r.out;
     EXPECT_EQ(r.out.find("dedup 50.00%"), std::string::npos) << r.out;
     const auto j = json_of(run_tool({"store", "stats", "--json", store}));
-    EXPECT_NEAR(j["dedup_space_saved"].get<double>(), 0.5, 1e-9);
-    EXPECT_NEAR(j["dedup_ratio"].get<double>(), 0.5, 1e-9);  // the share kept, as before
+    // (The snapshot's header and trees are a few hundred bytes of its own.)
+    EXPECT_NEAR(j["dedup_space_saved"].get<double>(), 0.5, 1e-3);
+    EXPECT_NEAR(j["dedup_ratio"].get<double>(), 0.5, 1e-3);  // the share kept, as before
     EXPECT_LT(j["space_saved"].get<double>(), 0.5);           // random data: zstd saves nothing, the index costs
 }
 

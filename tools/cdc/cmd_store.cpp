@@ -545,7 +545,7 @@ void add_store_subcommands(CLI::App& st, int& exit_code) {
                       "snapshot (all or none: a NAME no snapshot holds removes nothing)")
             ->required()
             ->type_name("");
-        c->add_flag("-n,--dry-run", a->dry_run, "list what would change, change nothing");
+        c->add_flag("--dry-run", a->dry_run, "list what would change, change nothing");
         add_json_flag(*c, a->json, "{removed: [names], snapshots: [{old, new (null: forgotten), paths}], dry_run}");
         add_quiet_flag(*c, a->quiet);
         document(*c, {.notes = "Each snapshot holding a NAME is rewritten without it (and without hard links to it): "
