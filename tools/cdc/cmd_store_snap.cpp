@@ -2,6 +2,7 @@
 // cdc store backup / snapshots / forget / diff / find, and the snapshot
 // forms of ls and get (SNAP[:PATH]): the store's history (cdc/snapshot.hpp).
 #include "cmd_store.hpp"
+#include "output_path.hpp"
 #include "time_text.hpp"
 
 #include <cdc/snapshot.hpp>
@@ -11,8 +12,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cerrno>
+#include <cstring>
 #include <ctime>
 #include <set>
+
+#include <fcntl.h>
+#include <unistd.h>
 
 namespace cdc::cli {
 
@@ -447,7 +453,31 @@ int run_snapshot_get(const store::Store& s, const std::string& arg, const std::s
                      bool quiet) {
     const auto ref = snapcmd::snapshot_ref(s, arg);
     if (!ref) return -1;
-    if (out.empty() || out == "-") throw UsageError("a snapshot's path is restored to a path: give -o OUT");
+    if (out == "-" || (!out.empty() && tools::is_stream_path(out))) {
+        // One file to standard output or a stream: its content, checked.
+        std::optional<store::SnapshotNode> node;
+        store::list_snapshot(s, ref->first, ref->second, false, [&](const store::SnapshotNode& n) {
+            if (!node) node = n;
+        });
+        if (!node || node->type != "file")
+            throw UsageError(fmt::format("'{}' is not a file: give -o a directory to restore it into", arg));
+        const std::string manifest = store::file_manifest(s, ref->first, node->path);
+        if (out == "-") {
+            s.get(manifest, STDOUT_FILENO);
+        } else {
+            const int fd = ::open(out.c_str(), O_WRONLY | O_CLOEXEC);
+            if (fd < 0) throw store::StoreError(fmt::format("cannot open '{}' for writing: {}", out, std::strerror(errno)));
+            try {
+                s.get(manifest, fd);
+            } catch (...) {
+                ::close(fd);
+                throw;
+            }
+            if (::close(fd) != 0) throw store::StoreError(fmt::format("closing '{}': {}", out, std::strerror(errno)));
+        }
+        return kExitOk;
+    }
+    if (out.empty()) throw UsageError("a snapshot's path is restored to a path: give -o OUT");
     store::SnapshotRestoreOptions o;
     if (keep_setid) o.setid = true;
     const auto r = store::restore_snapshot(s, ref->first, ref->second, out, o);
