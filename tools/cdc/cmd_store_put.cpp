@@ -232,7 +232,7 @@ void add_store_put(CLI::App& st, int& exit_code) {
                            "trailing /; a tree's prefix may end with /). Each put commits one snapshot (tag 'put') "
                            "holding its inputs at /NAME, with their mode, mtime and owner (a tree: its directories' "
                            "too): nothing is replaced. `cdc store get DIR NAME` restores the newest version, "
-                           "`cdc store get DIR SNAP:/NAME` an older one (`cdc store find DIR NAME` lists them), "
+                           "`cdc store get DIR SNAP:/NAME` an older one (`cdc store find DIR /NAME` lists them), "
                            "`cdc store rm DIR NAME` deletes every version. Files are committed in batches: an "
                            "interrupted put commits no snapshot and leaves data that gc reclaims. "
                            "A file that changes while it is read (its size, mtime or ctime) is named and not stored, "
