@@ -21,6 +21,7 @@
 #include <map>
 #include <random>
 #include <set>
+#include <unordered_map>
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -141,8 +142,29 @@ PutSnapshotResult put_snapshot(const Store& store, PutSnapshotOptions& options) 
         w.commit();
     }
 
+    // What was committed, in one range of the catalog's names (a lookup
+    // per file costs more than the rest of the tree).
+    std::unordered_map<std::string, ManifestInfo> committed;
+    for (auto& m : store.list(detail::kFilePrefix + snap.id + "/")) {
+        std::string name = m.name;
+        committed.emplace(std::move(name), std::move(m));
+    }
+
     // The tree, bottom-up.
     const std::uint32_t my_uid = ::geteuid(), my_gid = ::getegid();
+    // Owner names looked up once each (a lookup reads the passwd and group
+    // databases: per file, it was most of a tree put's cost beyond reading).
+    std::map<std::uint32_t, std::string> users, groups;
+    auto user_of = [&](std::uint32_t uid) -> const std::string& {
+        auto it = users.find(uid);
+        if (it == users.end()) it = users.emplace(uid, tree::local_user_name(uid)).first;
+        return it->second;
+    };
+    auto group_of = [&](std::uint32_t gid) -> const std::string& {
+        auto it = groups.find(gid);
+        if (it == groups.end()) it = groups.emplace(gid, tree::local_group_name(gid)).first;
+        return it->second;
+    };
     std::string stream;
     std::set<tree::BlobId> written;
     std::function<tree::BlobId(const Node&, const std::string&)> build = [&](const Node& n, const std::string& path) {
@@ -155,8 +177,10 @@ PutSnapshotResult put_snapshot(const Store& store, PutSnapshotOptions& options) 
                 const std::size_t i = *child.file;
                 if (failed[i]) continue;
                 const PutFile& f = options.files[i];
-                const auto m = store.find(f.input.meta.name);
-                if (!m) throw StoreError(fmt::format("put: the content of '/{}' was not committed", p));
+                const auto found = committed.find(f.input.meta.name);
+                if (found == committed.end())
+                    throw StoreError(fmt::format("put: the content of '/{}' was not committed", p));
+                const ManifestInfo* m = &found->second;
                 e.type = tree::EntryType::file;
                 e.mode = m->mode & 07777;
                 e.mtime_ns = e.atime_ns = m->mtime_ns;
@@ -164,8 +188,8 @@ PutSnapshotResult put_snapshot(const Store& store, PutSnapshotOptions& options) 
                 e.nlink = 1;
                 e.uid = f.uid.value_or(my_uid);
                 e.gid = f.gid.value_or(my_gid);
-                e.user = tree::local_user_name(e.uid);
-                e.group = tree::local_group_name(e.gid);
+                e.user = user_of(e.uid);
+                e.group = group_of(e.gid);
                 e.content.digest.assign(reinterpret_cast<const char*>(m->digest.data()), m->digest.size());
                 ++snap.totals.files;
                 snap.totals.bytes += m->size;
@@ -183,8 +207,8 @@ PutSnapshotResult put_snapshot(const Store& store, PutSnapshotOptions& options) 
                     e.uid = my_uid;
                     e.gid = my_gid;
                 }
-                e.user = tree::local_user_name(e.uid);
-                e.group = tree::local_group_name(e.gid);
+                e.user = user_of(e.uid);
+                e.group = group_of(e.gid);
                 e.subtree = build(child, p);
                 ++snap.totals.dirs;
             }
