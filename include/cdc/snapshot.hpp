@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // cdc/snapshot.hpp — snapshots in a store (issue 35): every backup commits
 // one immutable snapshot of one or more directory trees, with every file
-// type and its metadata; nothing overwrites another snapshot's file.
+// type and its metadata, and every put one of its files at their names
+// (put_snapshot); nothing overwrites another snapshot's file.
 //
 //   auto s = cdc::store::Store::open("/backups/store");
 //   cdc::store::SnapshotOptions o;
