@@ -263,11 +263,8 @@ int run_rm(const RmArgs& a) {
     std::vector<std::string> named, paths;
     for (const auto& n : a.names) (s.find(n) ? named : paths).push_back(n);
     std::vector<store::RewrittenSnapshot> rewritten;
-    if (!paths.empty()) rewritten = store::remove_paths(s, paths, true);
-    if (!a.dry_run) {
-        if (!paths.empty()) rewritten = store::remove_paths(s, paths);
-        if (!named.empty()) s.remove(named);
-    }
+    if (!paths.empty()) rewritten = store::remove_paths(s, paths, a.dry_run);
+    if (!a.dry_run && !named.empty()) s.remove(named);
     if (a.json) {
         nlohmann::json j = nlohmann::json::object();
         tools::put_names(j, "removed", a.names);
