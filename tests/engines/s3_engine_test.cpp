@@ -420,10 +420,12 @@ TEST(S3Engine, WrongCredentialsAndAMissingBucketAreClearErrors) {
         r = run_tool({"store", "verify", store});
         EXPECT_EQ(r.exit_code, 4) << r.err;
         EXPECT_NE(r.err.find("no S3 credentials found"), std::string::npos) << r.err;
-        // ... but what needs no pack works: the catalog is local.
+        // ls too: the names are in the snapshots' trees, which are in the
+        // packs (a clear error, not an empty listing).
         r = run_tool({"store", "ls", store});
-        EXPECT_EQ(r.exit_code, 0) << r.err;
-        EXPECT_NE(r.out.find("keep"), std::string::npos);
+        EXPECT_EQ(r.exit_code, 4) << r.err;
+        EXPECT_NE(r.err.find("no S3 credentials found"), std::string::npos) << r.err;
+        EXPECT_EQ(r.out.find("keep"), std::string::npos) << r.out;
     }
     // Credentials from a file recorded at init, the environment empty.
     const std::string text = fmt::format("[default]\naws_access_key_id = {}\naws_secret_access_key = {}\n",
