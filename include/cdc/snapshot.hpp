@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // cdc/snapshot.hpp — snapshots in a store (issue 35): every backup commits
 // one immutable snapshot of one or more directory trees, with every file
-// type and its metadata; nothing overwrites another snapshot's file.
+// type and its metadata, and every put one of its files at their names
+// (put_snapshot); nothing overwrites another snapshot's file.
 //
 //   auto s = cdc::store::Store::open("/backups/store");
 //   cdc::store::SnapshotOptions o;
@@ -129,6 +130,9 @@ struct SnapshotNode {
     std::int64_t mtime_ns = 0;
     std::string target;  ///< symlink target; hardlink: the path it links to
     std::string digest;  ///< file content digest, hex ("" otherwise)
+    /// A file's content manifest in the store: its content name (Store::get
+    /// and find take it); "" otherwise.
+    std::string content;
 };
 
 /// The nodes at and below `path` ("/" or "" for all; a file: itself), in
@@ -198,5 +202,95 @@ struct MigrateOptions {
 /// left out and reported in `skipped`. Tag "migrated", path "/".
 /// NotFoundError if the store has no named file.
 SnapshotResult migrate_names(Store& store, const MigrateOptions& options = {});
+
+
+// ---------------------------------------------------------------- put, by name
+// `cdc store put` commits one snapshot of its inputs at their names (paths
+// "/NAME"); nothing is replaced: a name put again is a newer version, and
+// `find_latest` resolves a name to the newest snapshot that holds it.
+
+/// One file of a put: its content (Writer::Input; `input.meta.name` is
+/// replaced by the library with the snapshot's content manifest) and where
+/// it goes.
+struct PutFile {
+    std::string path;  ///< in the snapshot: relative, '/'-joined, no empty, "." or ".." component
+    Writer::Input input;
+    /// Its owner, the open callback may set them (default: the running user).
+    std::optional<std::uint32_t> uid, gid;
+};
+/// A directory of a put whose metadata is known (a tree given as input);
+/// directories not listed get 0755, the snapshot's time and the running user.
+struct PutDir {
+    std::string path;  ///< relative; "" is the root
+    std::uint32_t mode = 0755;
+    std::int64_t mtime_ns = 0;
+    std::uint32_t uid = 0, gid = 0;
+};
+struct PutSnapshotOptions {
+    std::vector<PutFile> files;
+    std::vector<PutDir> dirs;
+    /// The inputs' names ("" for a tree put without a name: the root): the
+    /// snapshot's paths ("/" + each).
+    std::vector<std::string> names;
+    std::vector<std::string> tags = {"put"};
+    std::string host;  ///< default: this machine's host name
+    Writer::InputDone done;  ///< per file, as Writer::put_files calls it
+    ProgressFn progress;
+};
+struct PutSnapshotResult {
+    SnapshotResult result;      ///< the snapshot (files that failed to read: in `skipped`)
+    PutStats stats;             ///< the Writer's totals (stored_bytes, raced_*)
+};
+/// Puts the files (Writer::put_files: the same engine and speed as a named
+/// put) and commits one snapshot of them. OptionError for two files at one
+/// path, or a file where another needs a directory. A snapshot is
+/// committed even if every file failed to read (then empty).
+PutSnapshotResult put_snapshot(const Store& store, PutSnapshotOptions& options);
+
+/// The newest snapshot that holds `path` (absolute or relative to the
+/// snapshots' root: "a/b" is "/a/b"), with its node there; nullopt if none.
+struct LatestNode {
+    Snapshot snapshot;
+    SnapshotNode node;
+};
+std::optional<LatestNode> find_latest(const Store& store, std::string_view path);
+
+/// The newest version of every path across snapshots (directories left out
+/// unless `dirs`), sorted by path: each from the newest snapshot holding it.
+std::vector<LatestNode> latest_nodes(const Store& store, bool dirs = false);
+
+/// The content manifest of a file node of a snapshot (Store::get restores
+/// it as a named file; Store::find has its chunks' count).
+std::string file_manifest(const Store& store, const Snapshot& snap, std::string_view path);
+
+/// Messages name a snapshot's file by its content manifest ("\0f/ID/HASH",
+/// Store::verify, Store::get): this rewrites each such name in `text` as
+/// "/PATH of snapshot ID" (names of snapshots no longer there are kept).
+std::string name_snapshot_files(const Store& store, std::string text);
+
+/// A snapshot rewritten without some paths (remove_paths).
+struct RewrittenSnapshot {
+    std::string old_id;
+    std::string new_id;               ///< empty: nothing was left, the snapshot is forgotten
+    std::vector<std::string> removed;  ///< paths of it removed (the ones asked, and hard links to them)
+};
+/// Deletes the history of `paths` ("/a/b" or "a/b": a file or a whole
+/// tree): every snapshot holding one is rewritten without it (a new id;
+/// same time, host, user, paths, tags and parent; new trees; its other
+/// files' content manifests copied, nothing read), the old one forgotten;
+/// a snapshot left empty is forgotten. The new snapshots are committed,
+/// then the old ones forgotten (one transaction each): a crash in between
+/// leaves both, and remove_paths again finishes (a rewrite already there is
+/// not made twice). NotFoundError if no snapshot holds a path (nothing
+/// changed). `dry_run`: what would change, nothing written.
+std::vector<RewrittenSnapshot> remove_paths(Store& store, std::span<const std::string> paths, bool dry_run = false);
+
+/// Format 2 (every new store): files are kept in snapshots only. A store
+/// of format 1 (named files of an earlier cdc) is read as before; writing
+/// to it needs `migrate`: OptionError naming the command otherwise.
+void require_snapshot_format(const Store& store);
+/// Makes a format-1 store format 2 (after migrate_names): its marker
+/// rewritten atomically. Nothing to do for a format-2 store.
+void upgrade_to_snapshot_format(Store& store);
 
 }  // namespace cdc::store

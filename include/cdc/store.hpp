@@ -82,12 +82,15 @@
 namespace cdc::store {
 
 /// The newest on-disk format this library reads and writes. A store of a
-/// newer format is refused (VersionError), never modified. An unencrypted
-/// store is written as format 1; an encrypted one as format 2 (sealed
-/// records and key slots: docs/STORE.md "Encryption"), which a cdc that
-/// knows only format 1 refuses instead of misreading.
+/// newer format is refused (VersionError), never modified. Every new store
+/// is format 2: its files are kept in snapshots (cdc/snapshot.hpp), its
+/// records sealed when it is encrypted (docs/STORE.md "Encryption"); a cdc
+/// that knows only format 1 refuses it instead of misreading. A format-1
+/// store (named files, unencrypted) is read as before; `migrate` turns it
+/// into format 2.
 inline constexpr std::uint32_t kFormatVersion = 2;
-/// The format of a store made without encryption.
+/// The format of stores made by earlier versions without encryption (and
+/// of every pack header: records say whether they are sealed).
 inline constexpr std::uint32_t kPlainFormatVersion = 1;
 
 // ---------------------------------------------------------------- errors
@@ -216,7 +219,7 @@ struct InitOptions {
     /// tuned to ~0.5 s, or minimal with CDC_TEST_FAST_KDF=1), records
     /// sealed, chunk ids keyed, and, unless `chunking.key` is given, the
     /// chunker keyed with a key derived from the master key (for the
-    /// algorithms that take a key). Empty: an unencrypted store (format 1).
+    /// algorithms that take a key). Empty: an unencrypted store.
     std::string password;
     /// Where the catalog goes: empty for SQLite in the store's directory
     /// (the default), or "postgresql://[USER@]HOST[:PORT]/DB" (libpq's URI;

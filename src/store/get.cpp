@@ -57,11 +57,15 @@ struct Readers {
     TaskPool pool;
 };
 
-Restored restore_to_fd(const Store::Impl& s, Readers& readers, std::string_view name, int out_fd,
+Restored restore_to_fd(const Store::Impl& s, Readers& readers, std::string_view stored_name, int out_fd,
                        const std::string& out_desc, const GetOptions& options) {
+    // A snapshot's manifest name starts with a NUL byte: shown as "\0" (a
+    // message is a C string).
+    std::string name(stored_name);
+    if (!name.empty() && name[0] == '\0') name.replace(0, 1, "\\0");
     Catalog& catalog = *s.catalog;
     ReadView read(catalog);  // one view for the whole file and its metadata
-    const auto file = catalog.stored_file(name, std::nullopt, fmt::format("'{}'", name));
+    const auto file = catalog.stored_file(stored_name, std::nullopt, fmt::format("'{}'", name));
     if (!file) throw NotFoundError(fmt::format("no file named '{}' in the store '{}'", name, s.dir.string()));
     const std::uint64_t size = file->size;
     const ChunkId digest = file->digest;

@@ -288,7 +288,7 @@ tree::Entry resolve(const Snapshot& snap, const SnapshotTrees& trees, const std:
     return e;
 }
 
-SnapshotNode node_of(const tree::Entry& e, const std::string& path) {
+SnapshotNode node_of(const Store& store, const tree::Entry& e, const std::string& path) {
     SnapshotNode n;
     n.path = "/" + path;
     n.type = std::string(tree::type_name(e.type));
@@ -304,6 +304,7 @@ SnapshotNode node_of(const tree::Entry& e, const std::string& path) {
     if (e.type == tree::EntryType::file || e.type == tree::EntryType::hardlink)
         n.digest = detail::hex_of(std::span(reinterpret_cast<const std::uint8_t*>(e.content.digest.data()),
                                             e.content.digest.size()));
+    if (e.type == tree::EntryType::file) n.content = detail::content_name(store, e.content.digest, tree::data_length(e));
     return n;
 }
 
@@ -365,12 +366,12 @@ void list_snapshot(const Store& store, const Snapshot& snap, std::string_view pa
     const tree::Entry e = resolve(snap, trees, parts);
     const std::string base = joined(parts);
     if (recursive) {
-        walk(trees, e, base, [&](const tree::Entry& x, const std::string& p) { f(node_of(x, p)); });
+        walk(trees, e, base, [&](const tree::Entry& x, const std::string& p) { f(node_of(store, x, p)); });
         return;
     }
-    f(node_of(e, base));
+    f(node_of(store, e, base));
     if (e.type == tree::EntryType::directory)
-        for (const auto& c : trees.entries(e.subtree)) f(node_of(c, child_path(base, c.name)));
+        for (const auto& c : trees.entries(e.subtree)) f(node_of(store, c, child_path(base, c.name)));
 }
 
 SnapshotRestoreReport restore_snapshot(const Store& store, const Snapshot& snap, std::string_view path,
@@ -595,7 +596,7 @@ void find_in_snapshots(const Store& store, std::string_view pattern,
             if (p.empty()) return;
             const std::string full = "/" + p;
             if (::fnmatch(pat.c_str(), e.name.c_str(), 0) == 0 || ::fnmatch(pat.c_str(), full.c_str(), 0) == 0)
-                f(s, node_of(e, p));
+                f(s, node_of(store, e, p));
         });
     }
 }

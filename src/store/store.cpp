@@ -266,7 +266,8 @@ Store Store::init(const std::filesystem::path& dir, const InitOptions& options_i
     if (!options.catalog.empty()) check_catalog_url(options.catalog);
     // Before anything is made: a bucket that does not answer leaves nothing behind.
     (void)make_pack_storage(dir, options.packs, PackStorageUse::init);
-    const std::uint32_t format = master ? kFormatVersion : kPlainFormatVersion;
+    // Format 2, encrypted or not: files are kept in snapshots only.
+    const std::uint32_t format = kFormatVersion;
     const std::string store_id = random_hex16();
     std::vector<std::pair<std::string, std::string>> settings = {
         {"format_version", std::to_string(format)},

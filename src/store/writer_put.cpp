@@ -121,6 +121,8 @@ void Writer::Impl::fill(Segment& seg, std::size_t carried, Reader& reader, const
         got = read_at_least(reader, std::span<std::byte>(seg.data.get() + seg.size, seg.capacity - seg.size),
                             seg.capacity - seg.size);
     } catch (const IoError& e) {
+        // (A snapshot's manifest name is no name to show: its source names the file.)
+        if (!name.empty() && name[0] == '\0') throw;
         throw IoError(fmt::format("reading '{}': {}", name, e.what()));
     }
     seg.size += got.bytes;

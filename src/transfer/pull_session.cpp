@@ -3,6 +3,8 @@
 
 #include "chunk_messages.hpp"
 
+#include <cdc/snapshot.hpp>
+
 #include <fmt/format.h>
 
 #include <cstring>
@@ -37,7 +39,20 @@ void PullSession::start(const v1::PullStart& m, const Sink& sink) {
     if (const std::string why = name_problem(m.name()); !why.empty())
         throw TransferError(Code::invalid_argument, fmt::format("name refused: {}", why));
     name_ = m.name();
-    const auto info = store_.find(name_);
+    manifest_ = name_;
+    auto info = store_.find(name_);
+    if (!info) {
+        // A file of a snapshot (store put, backup): the newest version of
+        // that path, its content's manifest with the file's own metadata.
+        if (const auto latest = store::find_latest(store_, name_); latest && latest->node.type == "file") {
+            manifest_ = latest->node.content;
+            info = store_.find(manifest_);
+            if (info) {
+                info->mode = latest->node.mode;
+                info->mtime_ns = latest->node.mtime_ns;
+            }
+        }
+    }
     if (!info) throw TransferError(Code::not_found, fmt::format("no file named '{}' on the server", name_));
     v1::PullReply reply;
     auto* h = reply.mutable_header();
@@ -56,7 +71,7 @@ void PullSession::start(const v1::PullStart& m, const Sink& sink) {
         finished_ = true;
         return;
     }
-    cursor_ = std::make_unique<ManifestCursor>(dir_, options_, name_, kPullListChunks);
+    cursor_ = std::make_unique<ManifestCursor>(dir_, options_, manifest_, kPullListChunks);
     current_ = next_list();
     if (current_) {
         send_list(*current_, sink);

@@ -63,6 +63,7 @@ private:
     store::Store store_;
     std::uint64_t max_list_bytes_ = 0;
     std::string name_;
+    std::string manifest_;  ///< the manifest read: name_, or the content of a snapshot's file of that path
     std::unique_ptr<ManifestCursor> cursor_;
     ManifestCursor::Batch batch_;  // read from the cursor, not listed yet
     std::size_t batch_pos_ = 0;

@@ -22,9 +22,12 @@ std::vector<std::string> lines_of(const std::string& text) {
 // how many times smaller), never a bare percentage of what is kept.
 TEST(CliOutput, StoreStatsSaysSpaceSaved) {
     TempDir tmp;
-    const auto data = random_bytes(1 << 20, 7);
+    // Two files that share all chunks but their last (equal files would be
+    // one content manifest: dedup before the chunks): dedup about halves them.
+    auto data = random_bytes(8 << 20, 7);
     tmp.write("in/a.bin", data);
-    tmp.write("in/b.bin", data);  // the same bytes twice: dedup halves the chunks
+    data.back() ^= 1;
+    tmp.write("in/b.bin", data);
     const std::string store = (tmp.path() / "s").string();
     ASSERT_EQ(run_tool({"store", "init", "--no-encryption", "-q", store}).exit_code, 0);
     ASSERT_EQ(run_tool({"store", "put", "-q", store, (tmp.path() / "in").string(), "--name", "in"}).exit_code, 0);
@@ -34,8 +37,9 @@ TEST(CliOutput, StoreStatsSaysSpaceSaved) {
     EXPECT_NE(r.out.find("compression: "), std::string::npos) << r.out;
     EXPECT_EQ(r.out.find("dedup 50.00%"), std::string::npos) << r.out;
     const auto j = json_of(run_tool({"store", "stats", "--json", store}));
-    EXPECT_NEAR(j["dedup_space_saved"].get<double>(), 0.5, 1e-9);
-    EXPECT_NEAR(j["dedup_ratio"].get<double>(), 0.5, 1e-9);  // the share kept, as before
+    // (The snapshot's header and trees are a few hundred bytes of its own.)
+    EXPECT_NEAR(j["dedup_space_saved"].get<double>(), 0.5, 1e-3);
+    EXPECT_NEAR(j["dedup_ratio"].get<double>(), 0.5, 1e-3);  // the share kept, as before
     EXPECT_LT(j["space_saved"].get<double>(), 0.5);           // random data: zstd saves nothing, the index costs
 }
 

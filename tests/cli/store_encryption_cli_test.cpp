@@ -9,6 +9,7 @@
 // `key passwd` leaves the store open to the old or the new password.
 #include "cli_support.hpp"
 
+#include <cdc/snapshot.hpp>
 #include <cdc/store.hpp>
 
 #include <fmt/format.h>
@@ -162,7 +163,7 @@ TEST(StoreEncryption, InitEncryptsByDefaultAndNeedsAPassword) {
     r = run_tool({"store", "init", "--no-encryption", "--json", dir});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_EQ(json_of(r)["encrypted"], false);
-    EXPECT_EQ(json_of(r)["format_version"], 1);
+    EXPECT_EQ(json_of(r)["format_version"], 2);  // every new store: files in snapshots
 }
 
 // init on a terminal asks for the password twice, without echo; a mismatch
@@ -355,7 +356,11 @@ TEST(StoreEncryption, KeyedIdsAndBoundaries) {
     ASSERT_EQ(s2.run({"store", "put", s2.d(), f.string(), "--name", "f.bin"}, pw2).exit_code, 0);
     auto chunks = [&](const store::Store& st) {
         std::vector<std::pair<store::ChunkId, std::uint32_t>> out;
-        st.for_each_chunk("f.bin", [&](const store::ChunkId& id, std::uint32_t n) { out.emplace_back(id, n); });
+        const auto latest = store::find_latest(st, "f.bin");
+        EXPECT_TRUE(latest.has_value());
+        if (!latest) return out;
+        st.for_each_chunk(store::file_manifest(st, latest->snapshot, latest->node.path),
+                          [&](const store::ChunkId& id, std::uint32_t n) { out.emplace_back(id, n); });
         return out;
     };
     const auto c1 = chunks(s1.open());
@@ -546,10 +551,19 @@ TEST(StoreEncryption, SwappedCatalogRowsAreDetectedAndNamed) {
     EXPECT_EQ(refused, 1u);  // the file that holds the chunk, and only it
     restore();
 
+    // The two files' content manifests: the rows of their size (the
+    // snapshot's header and trees are smaller); their names are keyed ids.
+    const auto rows = query_hex("SELECT id FROM manifests WHERE size = 100000 ORDER BY id");
+    ASSERT_EQ(rows.size(), 2u);
+    const std::string& A = rows[0];
+    const std::string& B = rows[1];
+
     // 2. The two files' names swapped (each row keeps its digest, size and list).
-    sql("UPDATE manifests SET name = 'tmp-name' WHERE name = 'one.bin';"
-        "UPDATE manifests SET name = 'one.bin' WHERE name = 'two.bin';"
-        "UPDATE manifests SET name = 'two.bin' WHERE name = 'tmp-name';");
+    sql(fmt::format("CREATE TEMP TABLE n AS SELECT id, name FROM manifests WHERE id IN ({0}, {1});"
+                    "UPDATE manifests SET name = 'tmp-name' WHERE id = {0};"
+                    "UPDATE manifests SET name = (SELECT name FROM n WHERE id = {0}) WHERE id = {1};"
+                    "UPDATE manifests SET name = (SELECT name FROM n WHERE id = {1}) WHERE id = {0};",
+                    A, B));
     for (const char* name : {"one.bin", "two.bin"}) {
         r = get(name);
         EXPECT_NE(r.exit_code, 0) << name << " restored from another file's row";
@@ -559,17 +573,18 @@ TEST(StoreEncryption, SwappedCatalogRowsAreDetectedAndNamed) {
     restore();
 
     // 3. Their digests swapped.
-    sql("CREATE TEMP TABLE d AS SELECT name, digest FROM manifests WHERE name IN ('one.bin', 'two.bin');"
-        "UPDATE manifests SET digest = (SELECT digest FROM d WHERE d.name <> manifests.name) "
-        "WHERE name IN ('one.bin', 'two.bin');");
+    sql(fmt::format("CREATE TEMP TABLE d AS SELECT id, digest FROM manifests WHERE id IN ({0}, {1});"
+                    "UPDATE manifests SET digest = (SELECT digest FROM d WHERE d.id <> manifests.id) "
+                    "WHERE id IN ({0}, {1});",
+                    A, B));
     for (const char* name : {"one.bin", "two.bin"}) EXPECT_NE(get(name).exit_code, 0) << name;
     restore();
 
     // 4. Their chunk lists swapped.
-    sql("UPDATE manifest_chunks SET manifest = -1 WHERE manifest = (SELECT id FROM manifests WHERE name = 'one.bin');"
-        "UPDATE manifest_chunks SET manifest = (SELECT id FROM manifests WHERE name = 'one.bin') WHERE manifest = "
-        "(SELECT id FROM manifests WHERE name = 'two.bin');"
-        "UPDATE manifest_chunks SET manifest = (SELECT id FROM manifests WHERE name = 'two.bin') WHERE manifest = -1;");
+    sql(fmt::format("UPDATE manifest_chunks SET manifest = -1 WHERE manifest = {0};"
+                    "UPDATE manifest_chunks SET manifest = {0} WHERE manifest = {1};"
+                    "UPDATE manifest_chunks SET manifest = {1} WHERE manifest = -1;",
+                    A, B));
     for (const char* name : {"one.bin", "two.bin"}) {
         r = get(name);
         EXPECT_NE(r.exit_code, 0) << name << " restored with another file's chunks";

@@ -115,8 +115,17 @@ TEST(StoreSnapshotCli, EveryFileTypeAndMetadataRoundTrips) {
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_NE(r.out.find("links/rel -> ../plain.txt"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("lrwxrwxrwx"), std::string::npos) << r.out;
-    // The store's named files do not list the snapshot's own manifests.
-    EXPECT_TRUE(json_of(run_tool({"store", "ls", dir, "--json"})).empty());
+    // ls without SNAP: the newest version of every path, never the
+    // snapshot's own manifests.
+    const auto listed = json_of(run_tool({"store", "ls", dir, "--json"}));
+    ASSERT_FALSE(listed.empty());
+    bool leaf = false;
+    for (const auto& e : listed) {
+        EXPECT_NE(e["name"].get<std::string>().front(), '\0');
+        EXPECT_FALSE(e["snapshot"].get<std::string>().empty());
+        leaf = leaf || e["name"] == (src / "dir/sub/deeper/leaf").string().substr(1);
+    }
+    EXPECT_TRUE(leaf) << listed;
     expect_verifies(dir);
 }
 
@@ -485,35 +494,58 @@ TEST(StoreSnapshotCli, ContentsAreSharedBySnapshotsAndDroppedWhenNoneHoldsThem) 
     EXPECT_EQ(file_bytes(tmp.path() / "out/b"), b2);
 }
 
-TEST(StoreSnapshotCli, MigrateTurnsNamedFilesIntoOneSnapshot) {
+// A store made by an earlier cdc (format 1: `put` kept named files; the
+// fixture tests/data/format1-store.tar.gz holds a.txt and dir/b.txt, made
+// with the cdc before put committed snapshots): read as before; put, backup
+// and rm refused with the command that migrates it; migrate makes one
+// snapshot of its names and the store format 2.
+TEST(StoreSnapshotCli, AFormatOneStoreIsReadRefusedForWritesAndMigrated) {
     test::TempDir tmp;
-    const auto a = test::random_bytes(70'000, 1), b = test::random_bytes(3'000, 2);
-    tmp.write("tree/x/a.bin", a);
-    const auto bf = tmp.write("b.bin", b);
-    ASSERT_EQ(::chmod(bf.c_str(), 0640), 0);
-    const std::string dir = init_store(tmp);
-    ASSERT_EQ(run_tool({"store", "put", dir, (tmp.path() / "tree").string(), "--name", "t", "-q"}).exit_code, 0);
-    ASSERT_EQ(run_tool({"store", "put", dir, bf.string(), "--name", "b.bin", "-q"}).exit_code, 0);
-    auto r = run_tool({"store", "migrate", dir, "--remove-names", "--json"});
+    const auto fixture = fs::path(CDC_TEST_DATA_DIR) / "format1-store.tar.gz";
+    ASSERT_EQ(std::system(fmt::format("tar xzf '{}' -C '{}'", fixture.string(), tmp.path().string()).c_str()), 0);
+    const std::string dir = (tmp.path() / "store").string();
+    auto r = run_tool({"store", "stats", dir, "--json"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(json_of(r)["format_version"], 1);
+    r = run_tool({"store", "ls", dir});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("a.txt"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("dir/b.txt"), std::string::npos) << r.out;
+    r = run_tool({"store", "get", dir, "dir/b.txt", "-o", "-"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out, "bravo\n");
+    expect_verifies(dir);
+    const std::string nw = "new\n";
+    const auto f = tmp.write("new.txt", std::span(reinterpret_cast<const std::uint8_t*>(nw.data()), nw.size()));
+    const std::string refusal = fmt::format("this store is format 1: run `cdc store migrate {}`", dir);
+    const std::vector<std::vector<std::string>> writes = {
+        {"store", "put", dir, f.string()}, {"store", "backup", dir, f.string()}, {"store", "rm", dir, "a.txt"}};
+    for (const auto& args : writes) {
+        r = run_tool(args);
+        EXPECT_EQ(r.exit_code, 2) << args[1];
+        EXPECT_NE(r.err.find(refusal), std::string::npos) << args[1] << ": " << r.err;
+    }
+    EXPECT_EQ(json_of(run_tool({"store", "snapshots", dir, "--json"})).size(), 0u);  // nothing written
+    r = run_tool({"store", "migrate", dir, "--remove-names", "--json"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     const auto j = json_of(r);
     EXPECT_EQ(j["totals"]["files"], 2);
     EXPECT_EQ(j["tags"], nlohmann::json::array({"migrated"}));
-    EXPECT_TRUE(json_of(run_tool({"store", "ls", dir, "--json"})).empty());
-    const fs::path out = tmp.path() / "out";
-    r = run_tool({"store", "get", dir, "latest", "-o", out.string()});
+    EXPECT_EQ(json_of(run_tool({"store", "stats", dir, "--json"}))["format_version"], 2);
+    // Now put writes: a.txt's new version is the newest, the migrated one stays.
+    const std::string v2 = "alpha version 2\n";
+    const auto a2 = tmp.write("a.txt", std::span(reinterpret_cast<const std::uint8_t*>(v2.data()), v2.size()));
+    r = run_tool({"store", "put", dir, a2.string(), "--name", "a.txt"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
-    EXPECT_EQ(file_bytes(out / "t/x/a.bin"), a);
-    EXPECT_EQ(file_bytes(out / "b.bin"), b);
-    struct stat st {};
-    ASSERT_EQ(::stat((out / "b.bin").c_str(), &st), 0);
-    EXPECT_EQ(st.st_mode & 07777, 0640u);
+    EXPECT_EQ(run_tool({"store", "get", dir, "a.txt", "-o", "-"}).out, "alpha version 2\n");
+    EXPECT_EQ(run_tool({"store", "get", dir, j["id"].get<std::string>() + ":/a.txt", "-o", (tmp.path() / "old").string()})
+                  .exit_code,
+              0);
+    EXPECT_EQ(test::read_text(tmp.path() / "old"), "alpha version 1\n");
+    EXPECT_EQ(run_tool({"store", "get", dir, "dir/b.txt", "-o", "-"}).out, "bravo\n");
     ASSERT_EQ(run_tool({"store", "gc", dir}).exit_code, 0);
     expect_verifies(dir);
-    r = run_tool({"store", "get", dir, "latest:/t/x/a.bin", "-o", (tmp.path() / "a2").string()});
-    ASSERT_EQ(r.exit_code, 0) << r.err;
-    EXPECT_EQ(file_bytes(tmp.path() / "a2"), a);
-    // Nothing named left: a usage error.
+    // Nothing named left in a format-2 store: a usage error.
     EXPECT_EQ(run_tool({"store", "migrate", dir}).exit_code, 2);
 }
 

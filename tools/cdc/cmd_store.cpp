@@ -19,6 +19,7 @@
 #include <ctime>
 #include <filesystem>
 #include <limits>
+#include <map>
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -203,14 +204,42 @@ int run_ls(const LsArgs& a) {
     const Store s = open_store(a.dir);
     if (!a.prefix.empty())
         if (const int r = run_snapshot_ls(s, a.prefix, a.long_form, a.json); r >= 0) return r;
-    const auto list = s.list(a.prefix);
+    // The newest version of every path of the snapshots (put, backup), and
+    // the named files (a format-1 store, push), by name.
+    struct Row {
+        store::ManifestInfo m;
+        std::string snapshot;
+    };
+    std::map<std::string, Row> rows;
+    for (auto& m : s.list(a.prefix)) rows[m.name] = {m, {}};
+    for (const auto& n : store::latest_nodes(s)) {
+        const std::string name = n.node.path.substr(1);
+        if (!name.starts_with(a.prefix) || rows.count(name)) continue;
+        store::ManifestInfo m;
+        if (n.node.type == "file")
+            if (auto f = s.find(n.node.content)) m = std::move(*f);
+        m.name = name;
+        m.size = n.node.size;
+        m.mode = n.node.mode;
+        m.mtime_ns = n.node.mtime_ns;
+        rows[name] = {std::move(m), n.snapshot.id};
+    }
     if (a.json) {
         nlohmann::json arr = nlohmann::json::array();
-        for (const auto& m : list) arr.push_back(manifest_json(m));
+        for (const auto& [name, r] : rows) {
+            nlohmann::json j = manifest_json(r.m);
+            if (!r.snapshot.empty()) j["snapshot"] = r.snapshot;
+            arr.push_back(std::move(j));
+        }
         fmt::print("{}\n", tools::json_text(arr));
     } else {
-        for (const auto& m : list)
-            fmt::print("{}\n", listing_line(m.size, m.chunks, m.mtime_ns, m.mode, m.name));
+        for (const auto& [name, r] : rows) {
+            const std::string line = listing_line(r.m.size, r.m.chunks, r.m.mtime_ns, r.m.mode, r.m.name);
+            if (a.long_form)
+                fmt::print("{:<8} {}\n", r.snapshot.empty() ? "-" : r.snapshot.substr(0, 8), line);
+            else
+                fmt::print("{}\n", line);
+        }
     }
     finish_stdout();
     return kExitOk;
@@ -221,19 +250,44 @@ int run_ls(const LsArgs& a) {
 struct RmArgs {
     std::string dir;
     std::vector<std::string> names;
+    bool dry_run = false;
     bool json = false;
     bool quiet = false;
 };
 
 int run_rm(const RmArgs& a) {
     Store s = open_store(a.dir);
-    s.remove(a.names);
+    store::require_snapshot_format(s);
+    // Named files (pushed) go as before; every other name's history is
+    // deleted from the snapshots that hold it.
+    std::vector<std::string> named, paths;
+    for (const auto& n : a.names) (s.find(n) ? named : paths).push_back(n);
+    std::vector<store::RewrittenSnapshot> rewritten;
+    if (!paths.empty()) rewritten = store::remove_paths(s, paths, a.dry_run);
+    if (!a.dry_run && !named.empty()) s.remove(named);
     if (a.json) {
         nlohmann::json j = nlohmann::json::object();
         tools::put_names(j, "removed", a.names);
+        nlohmann::json snaps = nlohmann::json::array();
+        for (const auto& r : rewritten) {
+            nlohmann::json x = {{"old", r.old_id}, {"new", r.new_id.empty() ? nlohmann::json() : nlohmann::json(r.new_id)}};
+            tools::put_names(x, "paths", r.removed);
+            snaps.push_back(std::move(x));
+        }
+        j["snapshots"] = std::move(snaps);
+        j["dry_run"] = a.dry_run;
         fmt::print("{}\n", tools::json_text(j));
     } else if (!a.quiet) {
-        fmt::print("removed {} file(s); cdc store gc reclaims their space\n", a.names.size());
+        for (const auto& r : rewritten)
+            for (const auto& p : r.removed)
+                fmt::print("{}snapshot {}: {} {}\n", a.dry_run ? "would change " : "", r.old_id,
+                           r.new_id.empty() ? "forgotten (nothing left):" : "rewritten as " + r.new_id + " without",
+                           tools::escape_text(p));
+        if (a.dry_run)
+            fmt::print("dry run: nothing changed\n");
+        else
+            fmt::print("removed {} name(s) from {} snapshot(s); cdc store gc reclaims their space\n", a.names.size(),
+                       rewritten.size());
     }
     finish_stdout();
     return kExitOk;
@@ -330,6 +384,7 @@ int run_verify(const VerifyArgs& a) {
     const store::SnapshotCheck snaps = store::verify_snapshots(s);
     for (const auto& d : snaps.damage) r.damage.push_back({d});
     for (const auto& n : snaps.notes) r.notes.push_back({n});
+    for (auto& p : r.damage) p.what = store::name_snapshot_files(s, p.what);
     if (a.json) {
         nlohmann::json j = {{"ok", r.ok()},
                             {"full", a.full},
@@ -459,14 +514,17 @@ void add_store_subcommands(CLI::App& st, int& exit_code) {
     add_store_snapshot_commands(st, exit_code);
     {
         auto a = std::make_shared<LsArgs>();
-        auto* c = st.add_subcommand("ls", "list the files of the store (name, size, chunks, mtime, mode)");
+        auto* c = st.add_subcommand("ls", "list the files of the store, the newest version of each (name, size, "
+                                          "chunks, mtime, mode)");
         c->add_option("DIR", a->dir, "the store's directory")->required()->type_name("");
         c->add_option("PREFIX", a->prefix,
                       "only names that start with PREFIX; or SNAP[:PATH]: the tree of a snapshot (latest, or an id's "
                       "first 4 to 32 hex digits) below PATH")
             ->type_name("");
-        c->add_flag("-l,--long", a->long_form, "SNAP: mode, owner, group, size and mtime too");
-        add_json_flag(*c, a->json, "[{name, size, mode, mtime_ns, digest, algorithm, ..., chunks, committed_ns}]");
+        c->add_flag("-l,--long", a->long_form,
+                    "SNAP: mode, owner, group, size and mtime too; without SNAP: the snapshot each version is from");
+        add_json_flag(*c, a->json,
+                      "[{name, size, mode, mtime_ns, digest, algorithm, ..., chunks, committed_ns, snapshot}]");
         add_quiet_flag(*c, a->quiet);
         document(*c, {.notes = "Text output: size, chunks, mtime, mode and name, one file per line.",
                       .examples = {{"cdc store ls /srv/store", "every file"},
@@ -476,18 +534,27 @@ void add_store_subcommands(CLI::App& st, int& exit_code) {
     }
     {
         auto a = std::make_shared<RmArgs>();
-        auto* c = st.add_subcommand("rm", "remove files from the store (their space is reclaimed by gc)");
+        auto* c = st.add_subcommand("rm", "delete names' history: every snapshot holding one is rewritten without it "
+                                          "(gc reclaims the space)");
         c->add_option("DIR", a->dir, "the store's directory")->required()->type_name("");
-        c->add_option("NAME", a->names, "names to remove (all or none: an unknown name removes nothing)")
+        c->add_option("NAME", a->names,
+                      "names (a file or a tree, as put; or an absolute path of a backup) to delete from every "
+                      "snapshot (all or none: a NAME no snapshot holds removes nothing)")
             ->required()
             ->type_name("");
-        add_json_flag(*c, a->json, "{removed: [names]}");
+        c->add_flag("--dry-run", a->dry_run, "list what would change, change nothing");
+        add_json_flag(*c, a->json, "{removed: [names], snapshots: [{old, new (null: forgotten), paths}], dry_run}");
         add_quiet_flag(*c, a->quiet);
-        document(*c, {.notes = "",
+        document(*c, {.notes = "Each snapshot holding a NAME is rewritten without it (and without hard links to it): "
+                               "a new snapshot with the same time, host, paths, tags and parent and a new id; the old "
+                               "one is forgotten, and one left empty is forgotten too. The rewrites are committed "
+                               "before the old snapshots are forgotten (an interruption leaves both; rm again "
+                               "finishes). `cdc store gc` then reclaims the chunks no other file holds.",
                       .examples = {{"cdc store rm /srv/store old.img && cdc store gc /srv/store",
-                                    "remove a file and reclaim its chunks"}},
-                      .exit_codes = exit_codes({{kExitUsage, "usage error, or a NAME not in the store (nothing "
-                                                             "removed)"}})});
+                                    "delete every version of a file and reclaim its chunks"},
+                                   {"cdc store rm /srv/store secrets --dry-run", "what deleting a tree would change"}},
+                      .exit_codes = exit_codes({{kExitUsage, "usage error, a NAME no snapshot holds (nothing "
+                                                             "removed), or a store of format 1 (migrate it first)"}})});
         c->callback([a, &exit_code] { exit_code = with_store_errors([&] { return run_rm(*a); }); });
     }
     {

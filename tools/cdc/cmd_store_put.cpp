@@ -6,12 +6,15 @@
 #include "put_inputs.hpp"
 #include "cmd_store.hpp"
 
+#include <cdc/snapshot.hpp>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <map>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -36,6 +39,31 @@ std::int64_t mtime_ns(const struct stat& st) {
     return std::int64_t{st.st_mtim.tv_sec} * 1'000'000'000 + st.st_mtim.tv_nsec;
 }
 
+/// The metadata of the directories of a tree input, from each file's path
+/// up to the tree's root (the name given, or the snapshot's root).
+std::vector<store::PutDir> tree_dirs(const PutInputs& in) {
+    std::map<std::string, store::PutDir> dirs;
+    for (const PutInput& f : in.files) {
+        if (!f.inside_tree) continue;
+        std::string name = f.name, path = f.path;
+        for (;;) {
+            const auto ns = name.rfind('/');
+            const auto ps = path.rfind('/');
+            if (ns == std::string::npos || ps == std::string::npos) break;
+            name.resize(ns);
+            path.resize(ps == 0 ? 1 : ps);
+            if (dirs.count(name)) break;
+            struct stat st {};
+            if (::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) break;
+            dirs[name] = {name, static_cast<std::uint32_t>(st.st_mode & 07777), mtime_ns(st), st.st_uid, st.st_gid};
+            if (name == in.name) break;
+        }
+    }
+    std::vector<store::PutDir> v;
+    for (auto& [n, d] : dirs) v.push_back(std::move(d));
+    return v;
+}
+
 int run_put(const PutArgs& a) {
     WalkOptions walk;
     walk.follow_symlinks = a.follow_symlinks;
@@ -43,7 +71,7 @@ int run_put(const PutArgs& a) {
     walk.exclude = walk_excludes(a.walk);
     PutInputs in = collect_put_inputs(a.paths, a.name, walk, a.dir);
     store::Store s = open_store(a.dir, a.key_file);
-    store::Writer w(s);
+    store::require_snapshot_format(s);
     ProgressLine line(!a.quiet && !a.json && stderr_is_tty());
     const auto t0 = std::chrono::steady_clock::now();
     store::PutStats total;
@@ -53,12 +81,24 @@ int run_put(const PutArgs& a) {
     // (a small file: read, cut and hashed while the ones before it are
     // stored); closed once it is done.
     std::vector<int> fds(in.files.size(), -1);
-    std::vector<store::Writer::Input> inputs(in.files.size());
+    store::PutSnapshotOptions opts;
+    opts.files.resize(in.files.size());
+    opts.dirs = tree_dirs(in);
+    bool whole_tree = false;
+    for (const auto& f : in.files) whole_tree = whole_tree || f.inside_tree;
+    if (!in.name.empty())
+        opts.names.push_back(in.name);
+    else {
+        if (whole_tree) opts.names.emplace_back();
+        for (const auto& f : in.files)
+            if (!f.inside_tree) opts.names.push_back(f.name);
+    }
     for (std::size_t i = 0; i < in.files.size(); ++i) {
         const PutInput& f = in.files[i];
-        inputs[i].meta.name = f.name;
-        if (!f.stream) inputs[i].size_hint = f.size;
-        inputs[i].open = [&, i](store::FileMeta& meta) {
+        store::PutFile& pf = opts.files[i];
+        pf.path = f.name;
+        if (!f.stream) pf.input.size_hint = f.size;
+        pf.input.open = [&, i](store::FileMeta& meta) {
             const PutInput& file = in.files[i];
             meta.mode = 0644;
             meta.mtime_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -71,6 +111,8 @@ int run_put(const PutArgs& a) {
             if (!S_ISREG(st.st_mode)) return FileSource(fd, file.path);  // a FIFO named: a stream
             meta.mode = static_cast<std::uint32_t>(st.st_mode & 07777);
             meta.mtime_ns = mtime_ns(st);
+            opts.files[i].uid = st.st_uid;
+            opts.files[i].gid = st.st_gid;
             if (st.st_size > (std::int64_t{4} << 20)) ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);  // (a read-ahead hint for what spans reads)
             // A file changed while it is read is skipped, not stored torn.
             return Source::reader(std::make_unique<SteadyFileReader>(fd, st, file.path));
@@ -120,23 +162,26 @@ int run_put(const PutArgs& a) {
             files.push_back(std::move(j));
         }
     };
+    opts.done = done;
+    opts.progress = progress;
+    store::PutSnapshotResult put;
     try {
-        w.put_files(inputs, done, progress);
+        put = store::put_snapshot(s, opts);
     } catch (...) {
         for (std::size_t i = 0; i < fds.size(); ++i) close_input(i);
         throw;
     }
-    w.commit();
-    total.stored_bytes = w.stats().stored_bytes;
-    total.raced_chunks = w.stats().raced_chunks;
-    total.raced_bytes = w.stats().raced_bytes;
+    total.stored_bytes = put.stats.stored_bytes;
+    total.raced_chunks = put.stats.raced_chunks;
+    total.raced_bytes = put.stats.raced_bytes;
     line.clear();
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     for (const auto& e : errors) print_error(fmt::format("{}: {} (skipped)", e.path, e.message));
     if (!a.quiet)
         for (const auto& wn : in.warnings) print_warning(fmt::format("{}: {}", wn.path, wn.message));
     if (a.json) {
-        nlohmann::json j = {{"files", files},
+        nlohmann::json j = {{"snapshot", put.result.snapshot.id},
+                            {"files", files},
                             {"file_count", total.files},
                             {"bytes", total.bytes},
                             {"chunks", total.chunks},
@@ -153,9 +198,10 @@ int run_put(const PutArgs& a) {
         fmt::print("{}\n", tools::json_text(j));
     } else if (!a.quiet) {
         fmt::print("put {} file(s): {} read, {} new, {} stored after compression; {} chunks ({} new) in {:.2f} s "
-                   "({:.0f} MB/s)\n",
+                   "({:.0f} MB/s); snapshot {}\n",
                    total.files, mb(total.bytes), mb(total.new_bytes), mb(total.stored_bytes), total.chunks,
-                   total.new_chunks, secs, secs > 0 ? static_cast<double>(total.bytes) / secs / 1e6 : 0.0);
+                   total.new_chunks, secs, secs > 0 ? static_cast<double>(total.bytes) / secs / 1e6 : 0.0,
+                   put.result.snapshot.id);
     }
     finish_stdout();
     return errors.empty() ? kExitOk : kExitPartial;
@@ -165,8 +211,8 @@ int run_put(const PutArgs& a) {
 
 void add_store_put(CLI::App& st, int& exit_code) {
     auto a = std::make_shared<PutArgs>();
-    auto* c = st.add_subcommand("put", "store files, directory trees (recursively) or - (stdin) under names (no history: "
-                                       "cdc store backup keeps snapshots)");
+    auto* c = st.add_subcommand("put", "store files, directory trees (recursively) or - (stdin) under names: one "
+                                       "new snapshot each time (a name put again is a newer version)");
     c->add_option("DIR", a->dir, "the store's directory")->required()->type_name("");
     c->add_option("PATH", a->paths, "files, directories or - for standard input")->required()->type_name("");
     c->add_option("--name", a->name,
@@ -176,22 +222,22 @@ void add_store_put(CLI::App& st, int& exit_code) {
     c->add_flag("--follow-symlinks", a->follow_symlinks, "follow symbolic links inside directories");
     add_walk_options(*c, a->walk);
     add_json_flag(*c, a->json,
-                  "{files: [{name, path, size, chunks, new_chunks, new_bytes, unchanged, identical}], bytes, "
+                  "{snapshot, files: [{name, path, size, chunks, new_chunks, new_bytes, unchanged, identical}], bytes, "
                   "new_bytes, stored_bytes, unchanged_files, identical_files, raced_chunks, raced_bytes, ..., excluded, "
                   "errors}");
     add_quiet_flag(*c, a->quiet);
     document(*c, {.notes = "Without --name, a file is stored under its path made relative (as tar does: /srv/a "
                            "as srv/a, ../f as f), a tree's files under their paths inside it; --name follows the "
                            "rule of the names a tree restore writes (relative, no empty, . or .. component, no "
-                           "trailing /; a tree's prefix may end with /). A name already in the store is replaced (the old "
-                           "version is gone: `cdc store backup` keeps every version, in snapshots); a large file whose chunks are "
-                           "all those of the stored file of that name is not hashed a second time (its stored "
-                           "digest is kept: 'unchanged'; with the same mode and mtime, its stored manifest too); "
-                           "under a new name, the same holds for a stored file that starts with the same chunk "
-                           "('identical': a tree put again under a new prefix). Files are committed in batches: an "
-                           "interrupted put keeps what was committed and leaves unreferenced data that gc reclaims. "
+                           "trailing /; a tree's prefix may end with /). Each put commits one snapshot (tag 'put') "
+                           "holding its inputs at /NAME, with their mode, mtime and owner (a tree: its directories' "
+                           "too): nothing is replaced. `cdc store get DIR NAME` restores the newest version, "
+                           "`cdc store get DIR SNAP:/NAME` an older one (`cdc store find DIR /NAME` lists them), "
+                           "`cdc store rm DIR NAME` deletes every version. Files are committed in batches: an "
+                           "interrupted put commits no snapshot and leaves data that gc reclaims. "
                            "A file that changes while it is read (its size, mtime or ctime) is named and not stored, "
-                           "nor are the store's own files.",
+                           "nor are the store's own files. A store of format 1 (made by an earlier cdc) is refused: "
+                           "`cdc store migrate DIR` first.",
                   .examples = {{"cdc store put /srv/store disk.img", "store one file under its name"},
                                {"tar c dir | cdc store put /srv/store - --name dir.tar", "store a stream"}},
                   .exit_codes = exit_codes({partial_exit()})});

@@ -2,6 +2,7 @@
 // cdc store backup / snapshots / forget / diff / find, and the snapshot
 // forms of ls and get (SNAP[:PATH]): the store's history (cdc/snapshot.hpp).
 #include "cmd_store.hpp"
+#include "output_path.hpp"
 #include "time_text.hpp"
 
 #include <cdc/snapshot.hpp>
@@ -11,8 +12,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cerrno>
+#include <cstring>
 #include <ctime>
 #include <set>
+
+#include <fcntl.h>
+#include <unistd.h>
 
 namespace cdc::cli {
 
@@ -139,6 +145,7 @@ struct SnapBackupArgs {
 
 int run_backup(const SnapBackupArgs& a) {
     store::Store s = open_store(a.dir, a.key_file);
+    store::require_snapshot_format(s);
     store::SnapshotOptions o;
     for (const auto& p : a.paths) o.paths.emplace_back(p);
     o.tags = a.tags;
@@ -396,7 +403,19 @@ int run_migrate(const SnapMigrateArgs& a) {
     store::MigrateOptions o;
     o.host = a.host;
     o.remove_names = a.remove_names;
+    const std::uint32_t was = s.info().format_version;
+    if (was < store::kFormatVersion && s.list().empty()) {  // nothing to turn into a snapshot
+        store::upgrade_to_snapshot_format(s);
+        if (a.json)
+            fmt::print("{}\n", tools::json_text(nlohmann::json{{"format_version", store::kFormatVersion}}));
+        else if (!a.quiet)
+            fmt::print("no named file; the store is now format {}\n", store::kFormatVersion);
+        finish_stdout();
+        return kExitOk;
+    }
     const auto r = store::migrate_names(s, o);
+    // Then format 2: put and backup write to it.
+    store::upgrade_to_snapshot_format(s);
     for (const auto& i : r.skipped)
         print_error(fmt::format("{}: {} (left out, kept under its name)", tools::escape_text(i.path), i.what));
     if (a.json) {
@@ -404,8 +423,10 @@ int run_migrate(const SnapMigrateArgs& a) {
         j["skipped"] = issues_json(r.skipped);
         fmt::print("{}\n", tools::json_text(j));
     } else if (!a.quiet) {
-        fmt::print("snapshot {} made of {} named file(s) ({}){}\n", r.snapshot.id, r.snapshot.totals.files,
-                   mb(r.snapshot.totals.bytes), a.remove_names ? "; the names removed" : "");
+        fmt::print("snapshot {} made of {} named file(s) ({}){}{}\n", r.snapshot.id, r.snapshot.totals.files,
+                   mb(r.snapshot.totals.bytes), a.remove_names ? "; the names removed" : "",
+                   was < store::kFormatVersion ? fmt::format("; the store is now format {}", store::kFormatVersion)
+                                               : std::string());
     }
     finish_stdout();
     return r.skipped.empty() ? kExitOk : kExitPartial;
@@ -432,7 +453,31 @@ int run_snapshot_get(const store::Store& s, const std::string& arg, const std::s
                      bool quiet) {
     const auto ref = snapcmd::snapshot_ref(s, arg);
     if (!ref) return -1;
-    if (out.empty() || out == "-") throw UsageError("a snapshot's path is restored to a path: give -o OUT");
+    if (out == "-" || (!out.empty() && tools::is_stream_path(out))) {
+        // One file to standard output or a stream: its content, checked.
+        std::optional<store::SnapshotNode> node;
+        store::list_snapshot(s, ref->first, ref->second, false, [&](const store::SnapshotNode& n) {
+            if (!node) node = n;
+        });
+        if (!node || node->type != "file")
+            throw UsageError(fmt::format("'{}' is not a file: give -o a directory to restore it into", arg));
+        const std::string manifest = store::file_manifest(s, ref->first, node->path);
+        if (out == "-") {
+            s.get(manifest, STDOUT_FILENO);
+        } else {
+            const int fd = ::open(out.c_str(), O_WRONLY | O_CLOEXEC);
+            if (fd < 0) throw store::StoreError(fmt::format("cannot open '{}' for writing: {}", out, std::strerror(errno)));
+            try {
+                s.get(manifest, fd);
+            } catch (...) {
+                ::close(fd);
+                throw;
+            }
+            if (::close(fd) != 0) throw store::StoreError(fmt::format("closing '{}': {}", out, std::strerror(errno)));
+        }
+        return kExitOk;
+    }
+    if (out.empty()) throw UsageError("a snapshot's path is restored to a path: give -o OUT");
     store::SnapshotRestoreOptions o;
     if (keep_setid) o.setid = true;
     const auto r = store::restore_snapshot(s, ref->first, ref->second, out, o);
@@ -546,11 +591,12 @@ void add_store_snapshot_commands(CLI::App& st, int& exit_code) {
         add_json_flag(*c, a->json, "{id, time_ns, host, paths, tags, totals, skipped: [{path, error}]}");
         add_quiet_flag(*c, a->quiet);
         document(*c, {.notes = "Each name becomes the path /NAME of the snapshot (tag 'migrated', path /), with "
-                               "its mode and mtime; its chunk list is copied, nothing is read. A name a tree "
+                               "its mode and mtime; its chunk list is copied, nothing is read. A store of format 1 (made by "
+                               "an earlier cdc) becomes format 2, which put, backup and rm need. A name a tree "
                                "cannot hold (an empty, . or .. component; a file that is also another's "
                                "directory) is named, left out and kept (exit 3).",
                       .examples = {{"cdc store migrate /srv/store --remove-names", "history from here on"}},
-                      .exit_codes = exit_codes({partial_exit(), {kExitUsage, "usage error, or no named file"}})});
+                      .exit_codes = exit_codes({partial_exit(), {kExitUsage, "usage error, or no named file in a format-2 store"}})});
         c->callback([a, &exit_code] { exit_code = with_store_errors([&] { return run_migrate(*a); }); });
     }
     {
