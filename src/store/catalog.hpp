@@ -14,6 +14,7 @@
 
 #include <cdc/store.hpp>
 
+#include <array>
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -105,6 +106,15 @@ struct ManifestDraft {
     /// The row of the stored file this one equals (chunks, digest, mode,
     /// mtime): kept as it is at the flush if it is still there unchanged.
     std::int64_t keep_row = 0;
+    // Its catalog records in the packs (catalog_records.hpp), written at
+    // each flush before the packs are synced: its random uid, the pieces
+    // written so far, the stream bytes not yet in a piece, and the ids of
+    // the records it names once published (the settings record, then its
+    // pieces in order: manifests.records, which gc keeps).
+    std::array<std::uint8_t, 16> uid{};
+    std::uint32_t pieces = 0;
+    std::vector<std::uint8_t> stream;
+    std::vector<std::uint8_t> records;
 };
 
 /// What one flush makes durable and visible, in one transaction

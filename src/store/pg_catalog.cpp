@@ -42,7 +42,8 @@ CREATE TABLE chunks(id BYTEA PRIMARY KEY, pack BIGINT NOT NULL, "offset" BIGINT 
                     raw_size BIGINT NOT NULL, stored_size BIGINT NOT NULL);
 CREATE TABLE manifests(id BIGSERIAL PRIMARY KEY, name BYTEA UNIQUE, pending_name BYTEA, size BIGINT, mode BIGINT,
                        mtime_ns BIGINT, digest BYTEA, algorithm TEXT, min_size BIGINT, normal_size BIGINT,
-                       max_size BIGINT, keyed BIGINT, chunk_count BIGINT, committed_ns BIGINT, first_id BYTEA);
+                       max_size BIGINT, keyed BIGINT, chunk_count BIGINT, committed_ns BIGINT, first_id BYTEA,
+                       records BYTEA);
 CREATE INDEX manifests_first_id ON manifests(first_id) WHERE first_id IS NOT NULL;
 CREATE TABLE manifest_chunks(manifest BIGINT NOT NULL, seq BIGINT NOT NULL, ids BYTEA NOT NULL,
                              PRIMARY KEY(manifest, seq));
@@ -210,6 +211,13 @@ void PgCatalog::upgrade_for_writing() {
     const PgResult r = query("SELECT value FROM meta WHERE key = $1", p, "reading the gc epoch");
     if (r.rows() == 0) throw DamageError(fmt::format("the catalog '{}' has no '{}' setting", conn_.url(), kGcEpochKey));
     gc_epoch_ = r.text(0, 0);
+    // manifests.records (catalog_records.hpp) in a catalog made before it.
+    const PgResult has = query("SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema() AND "
+                               "table_name = 'manifests' AND column_name = 'records'",
+                               {}, "reading the schema");
+    if (has.rows() == 0)
+        transaction([&] { conn_.run("ALTER TABLE manifests ADD COLUMN IF NOT EXISTS records BYTEA", "adding records"); },
+                    "adding records to the manifests");
 }
 
 // ---------------------------------------------------------------- read views

@@ -125,7 +125,10 @@ GcSweep PgCatalog::sweep() {
     transaction(
         [&] {
             conn_.run("CREATE TEMP TABLE live ON COMMIT DROP AS SELECT DISTINCT substring(c.ids FROM i * 32 + 1 FOR 32) "
-                      "AS id FROM manifest_chunks c, generate_series(0, length(c.ids) / 32 - 1) AS i; "
+                      "AS id FROM manifest_chunks c, generate_series(0, length(c.ids) / 32 - 1) AS i "
+                      // a manifest's catalog records in the packs live as long as it does
+                      "UNION SELECT substring(m.records FROM i * 32 + 1 FOR 32) FROM manifests m, "
+                      "generate_series(0, length(m.records) / 32 - 1) AS i WHERE m.records IS NOT NULL; "
                       "ANALYZE live",
                       "gathering the live chunks");
             const PgResult dead = conn_.exec(

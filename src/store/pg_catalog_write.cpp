@@ -214,9 +214,13 @@ void PgCatalog::write_batch(FlushBatch& batch, std::vector<std::int64_t>& rows, 
             p.add_bytes(id_bytes(m.first));
         else
             p.add_null();
+        if (m.records.empty())
+            p.add_null();
+        else
+            p.add_bytes(std::span<const std::uint8_t>(m.records));
         conn_.exec("UPDATE manifests SET name = $2, pending_name = NULL, size = $3, mode = $4, mtime_ns = $5, "
                    "digest = $6, algorithm = $7, min_size = $8, normal_size = $9, max_size = $10, keyed = $11, "
-                   "chunk_count = $12, committed_ns = $13, first_id = $14::bytea WHERE id = $1",
+                   "chunk_count = $12, committed_ns = $13, first_id = $14::bytea, records = $15::bytea WHERE id = $1",
                    p, "publishing a file");
     }
     if (!batch.abandoned.empty()) {

@@ -42,6 +42,16 @@ GcSweep SqliteCatalog::sweep() {
             }
         }
         segs.reset();
+        // A manifest's catalog records in the packs live as long as it does.
+        Stmt recs(db_, "SELECT records FROM manifests WHERE records IS NOT NULL");
+        while (recs.step()) {
+            const auto blob = recs.blob(0);
+            for (std::size_t i = 0; i + 32 <= blob.size(); i += 32) {
+                ins.bind(1, blob.subspan(i, 32));
+                ins.run();
+            }
+        }
+        recs.reset();
         Stmt dead(db_, "SELECT count(*), coalesce(sum(stored_size), 0) FROM chunks WHERE NOT EXISTS "
                        "(SELECT 1 FROM temp.live l WHERE l.id = chunks.id)");
         if (dead.step()) {

@@ -3,12 +3,14 @@
 // check, catalog connection), manifests, single chunks and the flush.
 #include "writer_impl.hpp"
 
+#include "catalog_records.hpp"
 #include "codec.hpp"
 
 #include <cdc/digest.hpp>
 
 #include <fmt/format.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <stdexcept>
 
@@ -70,6 +72,12 @@ Writer::Impl::Impl(const Store::Impl& s)
     catalog->upgrade_for_writing();
     packs = std::make_unique<PackAppender>(*s.packs, s.info.pack_size);
     singles.sealer = s.sealer();
+    piece_body = piece_body_size(max_chunk());
+    if (piece_body != 0) {
+        settings_bytes = settings_record(catalog->settings());
+        if (settings_bytes.size() > max_chunk()) piece_body = 0;
+        settings_id = store.chunk_id(settings_bytes);
+    }
 }
 
 Writer::Impl::~Impl() {
@@ -148,8 +156,9 @@ void Writer::Impl::flush() {
 
 void Writer::Impl::flush_once() {
     if (pool) pool->drain();
-    append_singles();
     door.wait_hashed();  // every finished file's digest delivered
+    write_catalog_records();
+    append_singles();
     totals.stored_bytes += stored_counter.exchange(0);
     auto [sizes, rows] = packs->sync();
     bool work = !sizes.empty() || !rows.empty() || !abandoned.empty();
@@ -174,6 +183,53 @@ void Writer::Impl::flush_once() {
     unflushed_new = 0;
     while (!manifests.empty() && manifests.front().finished) manifests.pop_front();
     abandoned.clear();
+}
+
+ChunkId Writer::Impl::store_catalog_record(std::span<const std::byte> bytes) {
+    ensure_started();
+    const ChunkId id = store.chunk_id(bytes);
+    const auto size = static_cast<std::uint32_t>(bytes.size());
+    if (session.emplace(id, size).second) singles.add(id, Codec::raw, size, bytes);
+    return id;
+}
+
+void Writer::Impl::write_catalog_records() {
+    if (piece_body == 0) return;
+    const std::int64_t now =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+            .count();
+    for (ManifestDraft& m : manifests) {
+        if (m.full.empty() && !m.finished) continue;
+        if (m.pieces == 0 && m.stream.empty()) m.uid = random_uid();
+        for (const auto& row : m.full) m.stream.insert(m.stream.end(), row.second.begin(), row.second.end());
+        if (m.finished) {
+            ManifestTrailer t;
+            t.meta = m.meta;
+            t.size = m.size;
+            t.chunks = m.chunks;
+            t.digest = m.digest;
+            t.algorithm = store.info.algorithm;
+            t.profile = finder->profile();
+            t.time_ns = now;
+            const auto trailer = encode_trailer(t);
+            m.stream.insert(m.stream.end(), trailer.begin(), trailer.end());
+        }
+        std::size_t at = 0;
+        while (m.stream.size() - at >= piece_body || (m.finished && at < m.stream.size())) {
+            const std::size_t n = std::min(piece_body, m.stream.size() - at);
+            const bool last = m.finished && at + n == m.stream.size();
+            const ChunkId id =
+                store_catalog_record(manifest_piece(m.uid, m.pieces++, last, std::span(m.stream).subspan(at, n)));
+            at += n;
+            if (m.records.empty()) m.records.insert(m.records.end(), settings_id.begin(), settings_id.end());
+            m.records.insert(m.records.end(), id.begin(), id.end());
+        }
+        m.stream.erase(m.stream.begin(), m.stream.begin() + static_cast<std::ptrdiff_t>(at));
+        if (m.finished && !settings_stored) {
+            if (!catalog->chunk_size(settings_id)) store_catalog_record(settings_bytes);
+            settings_stored = true;
+        }
+    }
 }
 
 ChunkPut Writer::Impl::store_one(const ChunkId& id, std::uint32_t raw_size, Codec codec,

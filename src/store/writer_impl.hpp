@@ -213,6 +213,13 @@ struct Writer::Impl {
     std::size_t ahead_bytes = 0;  // their capacity
     const std::size_t ahead_budget_bytes = detail::ahead_budget();
     bool started = false;
+    // The catalog records: body bytes per piece (0: none written, the
+    // store's chunks are too small), the settings record and whether this
+    // writer made sure it is stored.
+    std::size_t piece_body = 0;
+    std::vector<std::byte> settings_bytes;
+    ChunkId settings_id{};
+    bool settings_stored = false;
     // put_file's ingest door: the stored version compared with, the
     // whole-file digests, one message per file (declared after the
     // segments, manifests and pool: its hasher runs queued callbacks).
@@ -297,6 +304,13 @@ struct Writer::Impl {
                                          broken));
     }
     void flush();
+    /// The catalog records (catalog_records.hpp) of what this flush commits:
+    /// the stream of each manifest with list rows or a finish in it, in
+    /// pieces appended as records (not counted in the put's figures), and
+    /// the settings record once; a published manifest's `records` names them.
+    void write_catalog_records();
+    /// Appends a catalog record of these bytes (once per writer); its id.
+    ChunkId store_catalog_record(std::span<const std::byte> bytes);
     /// docs/STORE.md, "Durability": packs first, then one catalog commit.
     void flush_once();
 
