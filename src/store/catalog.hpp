@@ -299,6 +299,9 @@ public:
         std::uint64_t packs = 0, pack_bytes = 0;
         std::uint64_t size_on_disk = 0;      ///< the catalog's own bytes
         std::uint64_t chunk_table_bytes = 0; ///< 0 if unknown
+        /// Of `chunks`: the catalog records committed manifests name (not
+        /// file data), their raw bytes.
+        std::uint64_t catalog_records = 0, catalog_record_bytes = 0;
     };
     /// One read view.
     virtual Totals totals() = 0;

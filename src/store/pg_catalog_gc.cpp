@@ -262,6 +262,12 @@ Catalog::Totals PgCatalog::totals() {
         s.chunks = static_cast<std::uint64_t>(q.i64(0, 0));
         s.chunk_bytes = static_cast<std::uint64_t>(q.i64(0, 1));
         s.stored_payload = static_cast<std::uint64_t>(q.i64(0, 2));
+        q = conn_.exec("SELECT count(*), coalesce(sum(raw_size), 0)::bigint FROM chunks WHERE id IN (SELECT "
+                       "substring(m.records FROM i * 32 + 1 FOR 32) FROM manifests m, generate_series(0, "
+                       "length(m.records) / 32 - 1) AS i WHERE m.name IS NOT NULL AND m.records IS NOT NULL)",
+                       {}, "counting catalog records");
+        s.catalog_records = static_cast<std::uint64_t>(q.i64(0, 0));
+        s.catalog_record_bytes = static_cast<std::uint64_t>(q.i64(0, 1));
         q = conn_.exec("SELECT count(*), coalesce(sum(size), 0)::bigint FROM packs", {}, "counting packs");
         s.packs = static_cast<std::uint64_t>(q.i64(0, 0));
         s.pack_bytes = static_cast<std::uint64_t>(q.i64(0, 1));

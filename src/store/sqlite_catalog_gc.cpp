@@ -168,6 +168,23 @@ Catalog::Totals SqliteCatalog::totals() {
         }
     }
     {
+        IdSet records;
+        Stmt q(db_, "SELECT records FROM manifests WHERE name IS NOT NULL AND records IS NOT NULL");
+        while (q.step()) {
+            const auto blob = q.blob(0);
+            for (std::size_t i = 0; i + 32 <= blob.size(); i += 32) records.insert(to_id(blob.subspan(i, 32), db_.path()));
+        }
+        Stmt size(db_, "SELECT raw_size FROM chunks WHERE id = ?1");
+        for (const ChunkId& id : records) {
+            size.bind(1, std::span<const std::uint8_t>(id));
+            if (size.step()) {
+                ++s.catalog_records;
+                s.catalog_record_bytes += static_cast<std::uint64_t>(size.i64(0));
+            }
+            size.reset();
+        }
+    }
+    {
         Stmt q(db_, "SELECT count(*), coalesce(sum(size), 0) FROM packs");
         if (q.step()) {
             s.packs = static_cast<std::uint64_t>(q.i64(0));
