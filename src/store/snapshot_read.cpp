@@ -288,7 +288,13 @@ std::vector<Snapshot> list_snapshots(const Store& store) {
     std::vector<Snapshot> out;
     for (const ManifestInfo& m : store.list(detail::kHeaderPrefix)) {
         const std::string id = m.name.substr(detail::kHeaderPrefix.size());
-        out.push_back(detail::parse_header(detail::read_manifest(store, m.name), fmt::format("snapshot {}", id)));
+        std::string header;
+        try {
+            header = detail::read_manifest(store, m.name);
+        } catch (const NotFoundError&) {
+            continue;  // forgotten since it was listed (a forget runs beside this reader)
+        }
+        out.push_back(detail::parse_header(header, fmt::format("snapshot {}", id)));
         if (out.back().id != id) throw DamageError(fmt::format("snapshot {}: its header names {}", id, out.back().id));
     }
     std::sort(out.begin(), out.end(), [](const Snapshot& a, const Snapshot& b) {
