@@ -318,6 +318,16 @@ public:
     /// from max_pack_id() + 1 and the pack storage's exclusive create
     /// settles a collision.
     virtual std::function<std::uint64_t()> pack_ids() const { return {}; }
+    /// Claims chunks this writer is about to store (none indexed yet): of
+    /// `ids`, returns those another live writer claimed first (it stores
+    /// them; this writer refers to them once they are indexed), and claims
+    /// the others. Claims older than a minute are a dead writer's: taken
+    /// over. Default: nothing claimed by others (every writer stores what
+    /// the index lacks; racing copies are garbage for gc).
+    virtual IdSet claim(std::span<const ChunkId> ids) {
+        (void)ids;
+        return {};
+    }
 };
 
 /// begin_read() .. end_read() for a scope (cancelled by the destructor if

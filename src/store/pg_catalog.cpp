@@ -48,6 +48,7 @@ CREATE INDEX manifests_first_id ON manifests(first_id) WHERE first_id IS NOT NUL
 CREATE TABLE manifest_chunks(manifest BIGINT NOT NULL, seq BIGINT NOT NULL, ids BYTEA NOT NULL,
                              PRIMARY KEY(manifest, seq));
 ALTER TABLE manifest_chunks ALTER COLUMN ids SET STORAGE EXTERNAL;
+CREATE TABLE claims(id BYTEA PRIMARY KEY, at TIMESTAMPTZ NOT NULL);
 )sql";
 
 namespace {
@@ -218,6 +219,41 @@ void PgCatalog::upgrade_for_writing() {
     if (has.rows() == 0)
         transaction([&] { conn_.run("ALTER TABLE manifests ADD COLUMN IF NOT EXISTS records BYTEA", "adding records"); },
                     "adding records to the manifests");
+    // claims (claim()) in a catalog made before it.
+    if (query("SELECT to_regclass('claims') IS NULL", {}, "reading the schema").text(0, 0) == "t")
+        transaction([&] { conn_.run("CREATE TABLE IF NOT EXISTS claims(id BYTEA PRIMARY KEY, at TIMESTAMPTZ NOT NULL)",
+                                    "adding claims"); },
+                    "adding the claims table");
+}
+
+IdSet PgCatalog::claim(std::span<const ChunkId> ids) {
+    IdSet others;
+    if (ids.empty()) return others;
+    if (!claims_) claims_ = std::make_unique<PgConn>(conn_.url());
+    if (claims_->broken() && !claims_->reconnect(kPgRetrySeconds)) return others;  // (then this writer stores them)
+    std::vector<ChunkId> sorted(ids.begin(), ids.end());
+    std::sort(sorted.begin(), sorted.end());  // one lock order for writers claiming alike
+    sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
+    std::vector<std::span<const std::uint8_t>> list;
+    list.reserve(sorted.size());
+    for (const ChunkId& id : sorted) list.emplace_back(id.data(), id.size());
+    PgParams p;
+    p.add_bytea_array(list);
+    // Inserted, or taken over from a claim a minute old: this writer's.
+    // (A failure only means this writer stores the chunks itself.)
+    try {
+        const PgResult mine = claims_->exec(
+            "INSERT INTO claims(id, at) SELECT unnest($1::bytea[]), now() ON CONFLICT (id) DO UPDATE SET at = now() "
+            "WHERE claims.at < now() - interval '60 seconds' RETURNING id",
+            p, "claiming chunks");
+        IdSet got;
+        for (int i = 0; i < mine.rows(); ++i) got.insert(to_id(mine.bytes(i, 0), conn_.url()));
+        for (const ChunkId& id : sorted)
+            if (!got.contains(id)) others.insert(id);
+    } catch (const StoreError&) {
+        others.clear();
+    }
+    return others;
 }
 
 // ---------------------------------------------------------------- read views

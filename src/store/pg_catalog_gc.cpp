@@ -118,6 +118,7 @@ GcSweep PgCatalog::sweep() {
                        {}, "dropping pending files");
             r.manifests_dropped = conn_.exec("DELETE FROM manifests WHERE name IS NULL", {}, "dropping pending files")
                                       .affected();
+            conn_.exec("DELETE FROM claims", {}, "dropping dead writers' claims");  // (no writer runs)
         },
         "dropping pending files");
     // The live set computed by the server (every id the lists hold), then

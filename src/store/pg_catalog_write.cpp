@@ -127,6 +127,14 @@ void PgCatalog::write_batch(FlushBatch& batch, std::vector<std::int64_t>& rows, 
             }
         }
     }
+    if (!batch.chunks.empty()) {
+        // Indexed now: their claims (claim()) are done with.
+        std::vector<std::span<const std::uint8_t>> ids;
+        for (const auto& r : batch.chunks) ids.push_back(id_bytes(r.id));
+        PgParams p;
+        p.add_bytea_array(ids);
+        conn_.exec("DELETE FROM claims WHERE id = ANY($1::bytea[])", p, "dropping claims");
+    }
     if (!batch.pack_sizes.empty()) {
         std::vector<std::int64_t> ids, sizes;
         for (const auto& [id, size] : batch.pack_sizes) {

@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <thread>
 #include <stdexcept>
 
 #include <sys/stat.h>
@@ -154,9 +155,94 @@ void Writer::Impl::flush() {
     }
 }
 
+// How long a flush waits for the claimants of its deferred chunks.
+constexpr auto kClaimWait = std::chrono::seconds(5);
+
+void Writer::Impl::defer_claimed(const Segment& seg, std::vector<std::size_t>& fresh, PutStats& file) {
+    std::vector<ChunkId> ids;
+    ids.reserve(fresh.size());
+    for (const std::size_t i : fresh) ids.push_back(id_of(seg.digests[i]));
+    const IdSet others = catalog->claim(ids);
+    if (others.empty()) return;
+    std::vector<std::size_t> offsets(seg.lengths.size());
+    for (std::size_t i = 1; i < offsets.size(); ++i) offsets[i] = offsets[i - 1] + seg.lengths[i - 1];
+    std::erase_if(fresh, [&](std::size_t i) {
+        const ChunkId id = id_of(seg.digests[i]);
+        if (!others.contains(id)) return false;
+        const auto* p = seg.data.get() + offsets[i];
+        deferred.emplace(id, std::vector<std::byte>(p, p + seg.lengths[i]));
+        deferred_bytes += seg.lengths[i];
+        file.new_bytes -= seg.lengths[i];
+        unflushed_new -= seg.lengths[i];
+        return true;
+    });
+}
+
+void Writer::Impl::resolve_deferred() {
+    end_lookups();
+    const auto until = std::chrono::steady_clock::now() + kClaimWait;
+    std::vector<ChunkId> ids;
+    for (;;) {
+        ids.clear();
+        for (const auto& [id, bytes] : deferred) ids.push_back(id);
+        IdSet found;
+        catalog->find_present(ids, found);
+        for (const ChunkId& id : found) {
+            const auto it = deferred.find(id);
+            deferred_bytes -= it->second.size();
+            deferred.erase(it);
+        }
+        if (deferred.empty() || std::chrono::steady_clock::now() >= until) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    // Their claimants are slow or gone: stored here (a copy may race).
+    ensure_started();
+    RecordBatch batch;
+    batch.sealer = store.sealer();
+    std::vector<std::byte> out;
+    for (const auto& [id, raw] : deferred) {
+        const Codec codec = thread_compressor(level).compress(raw, out);
+        batch.add(id, codec, static_cast<std::uint32_t>(raw.size()),
+                  codec == Codec::zstd ? std::span<const std::byte>(out) : std::span<const std::byte>(raw));
+        ++totals.new_chunks;
+        totals.new_bytes += raw.size();
+    }
+    if (!batch.entries.empty()) {
+        packs->append(batch);
+        totals.stored_bytes += batch.bytes.size();
+    }
+    deferred.clear();
+    deferred_bytes = 0;
+}
+
 void Writer::Impl::flush_once() {
     if (pool) pool->drain();
     door.wait_hashed();  // every finished file's digest delivered
+    if (!deferred.empty()) {
+        // First what this writer stored and listed, its files not yet
+        // published: the writers waiting for the chunks it claimed see them
+        // indexed (each commits before it waits: none waits for another
+        // that waits). Then its deferred chunks are indexed by their
+        // claimants, or stored here, before its files are published.
+        std::vector<ManifestDraft*> held;
+        for (auto& m : manifests)
+            if (m.finished) {
+                m.finished = false;
+                held.push_back(&m);
+            }
+        try {
+            flush_commit();
+        } catch (...) {
+            for (ManifestDraft* m : held) m->finished = true;
+            throw;
+        }
+        for (ManifestDraft* m : held) m->finished = true;
+        resolve_deferred();
+    }
+    flush_commit();
+}
+
+void Writer::Impl::flush_commit() {
     write_catalog_records();
     append_singles();
     totals.stored_bytes += stored_counter.exchange(0);
