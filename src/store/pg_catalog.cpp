@@ -12,6 +12,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 
 namespace cdc::store {
 
@@ -239,21 +241,38 @@ IdSet PgCatalog::claim(std::span<const ChunkId> ids) {
     for (const ChunkId& id : sorted) list.emplace_back(id.data(), id.size());
     PgParams p;
     p.add_bytea_array(list);
-    // Inserted, or taken over from a claim a minute old: this writer's.
+    // Inserted, or taken over from a claim a minute old: this writer's. Not
+    // those indexed meanwhile (a claim is dropped when its chunk is indexed:
+    // the writer's lookup view may be older than that commit).
     // (A failure only means this writer stores the chunks itself.)
-    try {
+    for (int attempt = 1;; ++attempt) try {
         const PgResult mine = claims_->exec(
-            "INSERT INTO claims(id, at) SELECT unnest($1::bytea[]), now() ON CONFLICT (id) DO UPDATE SET at = now() "
-            "WHERE claims.at < now() - interval '60 seconds' RETURNING id",
+            "INSERT INTO claims(id, at) SELECT u.id, now() FROM unnest($1::bytea[]) AS u(id) "
+            "WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.id = u.id) "
+            "ON CONFLICT (id) DO UPDATE SET at = now() WHERE claims.at < now() - interval '60 seconds' RETURNING id",
             p, "claiming chunks");
         IdSet got;
         for (int i = 0; i < mine.rows(); ++i) got.insert(to_id(mine.bytes(i, 0), conn_.url()));
+        if (!got.empty()) {
+            // A claim the statement waited for was dropped by its writer's
+            // flush, which indexed the chunk: a new statement sees it.
+            std::vector<std::span<const std::uint8_t>> won;
+            for (const ChunkId& id : got) won.emplace_back(id.data(), id.size());
+            PgParams q;
+            q.add_bytea_array(won);
+            const PgResult indexed =
+                claims_->exec("SELECT id FROM chunks WHERE id = ANY($1::bytea[])", q, "claiming chunks");
+            for (int i = 0; i < indexed.rows(); ++i) got.erase(to_id(indexed.bytes(i, 0), conn_.url()));
+        }
         for (const ChunkId& id : sorted)
             if (!got.contains(id)) others.insert(id);
+        return others;
     } catch (const StoreError&) {
-        others.clear();
+        // A deadlock with a flush dropping claims, a lost server: again, then
+        // nothing claimed by others.
+        if (attempt >= 3 || claims_->broken()) return {};
+        std::this_thread::sleep_for(std::chrono::milliseconds(10 * attempt));
     }
-    return others;
 }
 
 // ---------------------------------------------------------------- read views

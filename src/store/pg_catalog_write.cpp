@@ -133,7 +133,10 @@ void PgCatalog::write_batch(FlushBatch& batch, std::vector<std::int64_t>& rows, 
         for (const auto& r : batch.chunks) ids.push_back(id_bytes(r.id));
         PgParams p;
         p.add_bytea_array(ids);
-        conn_.exec("DELETE FROM claims WHERE id = ANY($1::bytea[])", p, "dropping claims");
+        // (locked in id order, as claim() takes them: no deadlock between them)
+        conn_.exec("DELETE FROM claims WHERE id IN (SELECT id FROM claims WHERE id = ANY($1::bytea[]) ORDER BY id "
+                   "FOR UPDATE)",
+                   p, "dropping claims");
     }
     if (!batch.pack_sizes.empty()) {
         std::vector<std::int64_t> ids, sizes;

@@ -201,7 +201,8 @@ void Writer::Impl::resolve_deferred() {
     batch.sealer = store.sealer();
     std::vector<std::byte> out;
     for (const auto& [id, raw] : deferred) {
-        const Codec codec = thread_compressor(level).compress(raw, out);
+        // (catalog records stay raw: a rebuild looks for them among raw records)
+        const Codec codec = id == settings_id ? Codec::raw : thread_compressor(level).compress(raw, out);
         batch.add(id, codec, static_cast<std::uint32_t>(raw.size()),
                   codec == Codec::zstd ? std::span<const std::byte>(out) : std::span<const std::byte>(raw));
         ++totals.new_chunks;
@@ -218,6 +219,18 @@ void Writer::Impl::resolve_deferred() {
 void Writer::Impl::flush_once() {
     if (pool) pool->drain();
     door.wait_hashed();  // every finished file's digest delivered
+    // The settings record, before the first file this writer publishes
+    // names it: claimed as any chunk (writers starting together store it once).
+    if (piece_body != 0 && !settings_stored && finished_count() > 0) {
+        end_lookups();
+        if (!catalog->chunk_size(settings_id)) {
+            if (claims && catalog->claim(std::span(&settings_id, 1)).contains(settings_id))
+                deferred.emplace(settings_id, settings_bytes);
+            else
+                store_catalog_record(settings_bytes);
+        }
+        settings_stored = true;
+    }
     if (!deferred.empty()) {
         // First what this writer stored and listed, its files not yet
         // published: the writers waiting for the chunks it claimed see them
@@ -311,10 +324,6 @@ void Writer::Impl::write_catalog_records() {
             m.records.insert(m.records.end(), id.begin(), id.end());
         }
         m.stream.erase(m.stream.begin(), m.stream.begin() + static_cast<std::ptrdiff_t>(at));
-        if (m.finished && !settings_stored) {
-            if (!catalog->chunk_size(settings_id)) store_catalog_record(settings_bytes);
-            settings_stored = true;
-        }
     }
 }
 
