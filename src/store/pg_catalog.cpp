@@ -50,7 +50,7 @@ CREATE INDEX manifests_first_id ON manifests(first_id) WHERE first_id IS NOT NUL
 CREATE TABLE manifest_chunks(manifest BIGINT NOT NULL, seq BIGINT NOT NULL, ids BYTEA NOT NULL,
                              PRIMARY KEY(manifest, seq));
 ALTER TABLE manifest_chunks ALTER COLUMN ids SET STORAGE EXTERNAL;
-CREATE TABLE claims(id BYTEA PRIMARY KEY, at TIMESTAMPTZ NOT NULL);
+CREATE UNLOGGED TABLE claims(id BYTEA PRIMARY KEY, at TIMESTAMPTZ NOT NULL);
 )sql";
 
 namespace {
@@ -223,7 +223,7 @@ void PgCatalog::upgrade_for_writing() {
                     "adding records to the manifests");
     // claims (claim()) in a catalog made before it.
     if (query("SELECT to_regclass('claims') IS NULL", {}, "reading the schema").text(0, 0) == "t")
-        transaction([&] { conn_.run("CREATE TABLE IF NOT EXISTS claims(id BYTEA PRIMARY KEY, at TIMESTAMPTZ NOT NULL)",
+        transaction([&] { conn_.run("CREATE UNLOGGED TABLE IF NOT EXISTS claims(id BYTEA PRIMARY KEY, at TIMESTAMPTZ NOT NULL)",
                                     "adding claims"); },
                     "adding the claims table");
 }
