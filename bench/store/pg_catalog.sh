@@ -7,6 +7,7 @@
 #
 #   tests/engines/postgres.sh start /tmp/pg      # a private cluster
 #   bench/store/pg_catalog.sh /tmp/pg [build/cdc] [WORKDIR]
+#   (PG_BENCH_WRITERS_ONLY=1: the N-writers part only)
 set -euo pipefail
 [[ $# -ge 1 ]] || { echo "usage: $0 PG_ENGINE_DIR [CDC] [WORKDIR]" >&2; exit 2; }
 # shellcheck disable=SC1091
@@ -44,8 +45,11 @@ mkdb() {
 }
 url() { echo "postgresql://$PG_USER@$PG_HOST:$PG_PORT/$1"; }
 
-echo "== 1 writer: SQLite vs PostgreSQL, the whole tree (4 dirs)"
-for kind in sqlite pg; do
+# PG_BENCH_WRITERS_ONLY=1: only the N-writers part.
+kinds="sqlite pg"
+[[ ${PG_BENCH_WRITERS_ONLY:-0} == 1 ]] && kinds=""
+[[ -n $kinds ]] && echo "== 1 writer: SQLite vs PostgreSQL, the whole tree (4 dirs)"
+for kind in $kinds; do
   for rep in 1 2; do
     rm -rf $B/s-$kind $B/out-$kind
     if [[ $kind == pg ]]; then mkdb bench1; $CDC store init -q --no-encryption --catalog "$(url bench1)" $B/s-$kind; else $CDC store init -q --no-encryption $B/s-$kind; fi

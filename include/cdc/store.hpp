@@ -422,6 +422,42 @@ struct TreeGetReport {
     std::vector<Skipped> skipped;  ///< damaged, vanished, unsafe or blocked names
 };
 
+// ---------------------------------------------------------------- rebuilding a lost catalog
+
+struct RebuildOptions {
+    /// Where the packs are (the catalog that recorded it is lost): empty
+    /// url for DIR/packs.
+    PackLocation packs;
+    /// An encrypted store's password (as OpenOptions::password).
+    std::function<std::string()> password;
+};
+
+struct RebuildReport {
+    std::string catalog;                ///< the catalog made (the database file, the server)
+    std::string moved_aside;            ///< where an index.db found in DIR was moved, if one was
+    std::uint64_t packs = 0;            ///< packs read
+    std::uint64_t records = 0;          ///< valid records found
+    std::uint64_t chunks = 0;           ///< distinct chunks indexed (catalog records included)
+    std::uint64_t duplicates = 0;       ///< records of a chunk indexed from an earlier pack
+    std::uint64_t manifests = 0;        ///< files and snapshot manifests restored
+    std::uint64_t superseded = 0;       ///< older manifests of a name a newer one replaced
+    std::uint64_t unfinished = 0;       ///< manifests whose last piece no pack holds (never committed)
+    std::uint64_t damaged_bytes = 0;    ///< bytes of packs skipped as damage
+    /// What could not be recovered, one line each (damaged ranges, files
+    /// whose chunks are missing): empty when every committed file came back.
+    std::vector<std::string> problems;
+};
+
+/// Makes a new catalog for the store in `dir` (SQLite in DIR, or the
+/// PostgreSQL database DIR/catalog names, which must hold no store tables)
+/// from its pack storage alone: every record becomes a chunk row, the
+/// catalog records (docs/STORE.md, "Catalog records in the packs") give the
+/// settings and the manifests. An index.db in DIR is moved aside first,
+/// never deleted. DamageError when the packs hold no settings record (a
+/// store written before catalog records: nothing is made, nothing guessed).
+/// Nothing else may use the store meanwhile.
+RebuildReport rebuild_catalog(const std::filesystem::path& dir, const RebuildOptions& options);
+
 // ---------------------------------------------------------------- the store
 
 class Writer;

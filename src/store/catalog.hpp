@@ -14,6 +14,7 @@
 
 #include <cdc/store.hpp>
 
+#include <array>
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -105,6 +106,15 @@ struct ManifestDraft {
     /// The row of the stored file this one equals (chunks, digest, mode,
     /// mtime): kept as it is at the flush if it is still there unchanged.
     std::int64_t keep_row = 0;
+    // Its catalog records in the packs (catalog_records.hpp), written at
+    // each flush before the packs are synced: its random uid, the pieces
+    // written so far, the stream bytes not yet in a piece, and the ids of
+    // the records it names once published (the settings record, then its
+    // pieces in order: manifests.records, which gc keeps).
+    std::array<std::uint8_t, 16> uid{};
+    std::uint32_t pieces = 0;
+    std::vector<std::uint8_t> stream;
+    std::vector<std::uint8_t> records;
 };
 
 /// What one flush makes durable and visible, in one transaction
@@ -300,6 +310,9 @@ public:
         std::uint64_t packs = 0, pack_bytes = 0;
         std::uint64_t size_on_disk = 0;      ///< the catalog's own bytes
         std::uint64_t chunk_table_bytes = 0; ///< 0 if unknown
+        /// Of `chunks`: the catalog records committed manifests name (not
+        /// file data), their raw bytes.
+        std::uint64_t catalog_records = 0, catalog_record_bytes = 0;
     };
     /// One read view.
     virtual Totals totals() = 0;
@@ -316,6 +329,16 @@ public:
     /// from max_pack_id() + 1 and the pack storage's exclusive create
     /// settles a collision.
     virtual std::function<std::uint64_t()> pack_ids() const { return {}; }
+    /// Claims chunks this writer is about to store (none indexed yet): of
+    /// `ids`, returns those another live writer claimed first (it stores
+    /// them; this writer refers to them once they are indexed), and claims
+    /// the others. Claims older than a minute are a dead writer's: taken
+    /// over. Default: nothing claimed by others (every writer stores what
+    /// the index lacks; racing copies are garbage for gc).
+    virtual IdSet claim(std::span<const ChunkId> ids) {
+        (void)ids;
+        return {};
+    }
 };
 
 /// begin_read() .. end_read() for a scope (cancelled by the destructor if

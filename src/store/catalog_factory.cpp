@@ -63,10 +63,16 @@ std::unique_ptr<Catalog> create_catalog(const std::filesystem::path& dir, const 
 }
 
 std::unique_ptr<Catalog> open_catalog(const std::filesystem::path& dir, std::string& url) {
-    url.clear();
+    url = catalog_url(dir);
+    if (url.empty()) return SqliteCatalog::open(dir);
+    return pg_maker(dir, url)(url, nullptr);
+}
+
+std::string catalog_url(const std::filesystem::path& dir) {
+    std::string url;
     const auto file = dir / kCatalogName;
     std::error_code ec;
-    if (!std::filesystem::exists(std::filesystem::symlink_status(file, ec))) return SqliteCatalog::open(dir);
+    if (!std::filesystem::exists(std::filesystem::symlink_status(file, ec))) return url;
     // (Never through a link: it says where the store's catalog is.)
     const Fd fd = open_store_file(file, O_RDONLY, 0);
     if (!fd) throw StoreError(fmt::format("cannot open '{}': {}", file.string(), open_failure(errno)));
@@ -86,7 +92,7 @@ std::unique_ptr<Catalog> open_catalog(const std::filesystem::path& dir, std::str
         throw DamageError(fmt::format("the store '{}': '{}' does not hold a catalog location ({})", dir.string(),
                                       file.string(), e.what()));
     }
-    return pg_maker(dir, url)(url, nullptr);
+    return url;
 }
 
 void write_catalog_file(const std::filesystem::path& dir, const std::string& url) {

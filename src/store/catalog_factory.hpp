@@ -42,6 +42,9 @@ std::unique_ptr<Catalog> create_catalog(const std::filesystem::path& dir, const 
                                         const std::vector<std::pair<std::string, std::string>>& settings);
 /// The catalog of the store in `dir`; `url` gets its location (empty: SQLite).
 std::unique_ptr<Catalog> open_catalog(const std::filesystem::path& dir, std::string& url);
+/// The PostgreSQL catalog location DIR/catalog holds; empty if there is
+/// none (the store's catalog is DIR/index.db).
+std::string catalog_url(const std::filesystem::path& dir);
 /// Writes DIR/catalog (atomically, durably).
 void write_catalog_file(const std::filesystem::path& dir, const std::string& url);
 

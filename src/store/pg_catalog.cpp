@@ -12,6 +12,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 
 namespace cdc::store {
 
@@ -42,11 +44,13 @@ CREATE TABLE chunks(id BYTEA PRIMARY KEY, pack BIGINT NOT NULL, "offset" BIGINT 
                     raw_size BIGINT NOT NULL, stored_size BIGINT NOT NULL);
 CREATE TABLE manifests(id BIGSERIAL PRIMARY KEY, name BYTEA UNIQUE, pending_name BYTEA, size BIGINT, mode BIGINT,
                        mtime_ns BIGINT, digest BYTEA, algorithm TEXT, min_size BIGINT, normal_size BIGINT,
-                       max_size BIGINT, keyed BIGINT, chunk_count BIGINT, committed_ns BIGINT, first_id BYTEA);
+                       max_size BIGINT, keyed BIGINT, chunk_count BIGINT, committed_ns BIGINT, first_id BYTEA,
+                       records BYTEA);
 CREATE INDEX manifests_first_id ON manifests(first_id) WHERE first_id IS NOT NULL;
 CREATE TABLE manifest_chunks(manifest BIGINT NOT NULL, seq BIGINT NOT NULL, ids BYTEA NOT NULL,
                              PRIMARY KEY(manifest, seq));
 ALTER TABLE manifest_chunks ALTER COLUMN ids SET STORAGE EXTERNAL;
+CREATE UNLOGGED TABLE claims(id BYTEA PRIMARY KEY, at TIMESTAMPTZ NOT NULL);
 )sql";
 
 namespace {
@@ -210,6 +214,65 @@ void PgCatalog::upgrade_for_writing() {
     const PgResult r = query("SELECT value FROM meta WHERE key = $1", p, "reading the gc epoch");
     if (r.rows() == 0) throw DamageError(fmt::format("the catalog '{}' has no '{}' setting", conn_.url(), kGcEpochKey));
     gc_epoch_ = r.text(0, 0);
+    // manifests.records (catalog_records.hpp) in a catalog made before it.
+    const PgResult has = query("SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema() AND "
+                               "table_name = 'manifests' AND column_name = 'records'",
+                               {}, "reading the schema");
+    if (has.rows() == 0)
+        transaction([&] { conn_.run("ALTER TABLE manifests ADD COLUMN IF NOT EXISTS records BYTEA", "adding records"); },
+                    "adding records to the manifests");
+    // claims (claim()) in a catalog made before it.
+    if (query("SELECT to_regclass('claims') IS NULL", {}, "reading the schema").text(0, 0) == "t")
+        transaction([&] { conn_.run("CREATE UNLOGGED TABLE IF NOT EXISTS claims(id BYTEA PRIMARY KEY, at TIMESTAMPTZ NOT NULL)",
+                                    "adding claims"); },
+                    "adding the claims table");
+}
+
+IdSet PgCatalog::claim(std::span<const ChunkId> ids) {
+    IdSet others;
+    if (ids.empty()) return others;
+    if (!claims_) claims_ = std::make_unique<PgConn>(conn_.url());
+    if (claims_->broken() && !claims_->reconnect(kPgRetrySeconds)) return others;  // (then this writer stores them)
+    std::vector<ChunkId> sorted(ids.begin(), ids.end());
+    std::sort(sorted.begin(), sorted.end());  // one lock order for writers claiming alike
+    sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
+    std::vector<std::span<const std::uint8_t>> list;
+    list.reserve(sorted.size());
+    for (const ChunkId& id : sorted) list.emplace_back(id.data(), id.size());
+    PgParams p;
+    p.add_bytea_array(list);
+    // Inserted, or taken over from a claim a minute old: this writer's. Not
+    // those indexed meanwhile (a claim is dropped when its chunk is indexed:
+    // the writer's lookup view may be older than that commit).
+    // (A failure only means this writer stores the chunks itself.)
+    for (int attempt = 1;; ++attempt) try {
+        const PgResult mine = claims_->exec(
+            "INSERT INTO claims(id, at) SELECT u.id, now() FROM unnest($1::bytea[]) AS u(id) "
+            "WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.id = u.id) "
+            "ON CONFLICT (id) DO UPDATE SET at = now() WHERE claims.at < now() - interval '60 seconds' RETURNING id",
+            p, "claiming chunks");
+        IdSet got;
+        for (int i = 0; i < mine.rows(); ++i) got.insert(to_id(mine.bytes(i, 0), conn_.url()));
+        if (!got.empty()) {
+            // A claim the statement waited for was dropped by its writer's
+            // flush, which indexed the chunk: a new statement sees it.
+            std::vector<std::span<const std::uint8_t>> won;
+            for (const ChunkId& id : got) won.emplace_back(id.data(), id.size());
+            PgParams q;
+            q.add_bytea_array(won);
+            const PgResult indexed =
+                claims_->exec("SELECT id FROM chunks WHERE id = ANY($1::bytea[])", q, "claiming chunks");
+            for (int i = 0; i < indexed.rows(); ++i) got.erase(to_id(indexed.bytes(i, 0), conn_.url()));
+        }
+        for (const ChunkId& id : sorted)
+            if (!got.contains(id)) others.insert(id);
+        return others;
+    } catch (const StoreError&) {
+        // A deadlock with a flush dropping claims, a lost server: again, then
+        // nothing claimed by others.
+        if (attempt >= 3 || claims_->broken()) return {};
+        std::this_thread::sleep_for(std::chrono::milliseconds(10 * attempt));
+    }
 }
 
 // ---------------------------------------------------------------- read views

@@ -108,6 +108,8 @@ public:
     void transaction(const std::function<void()>& body, std::string_view what);
     PgConn& conn() { return conn_; }
 
+    IdSet claim(std::span<const ChunkId> ids) override;
+
 private:
     explicit PgCatalog(PgConn conn);
     /// The row checks, made at first use (they read the max chunk size).
@@ -120,6 +122,9 @@ private:
     void write_batch(FlushBatch& batch, std::vector<std::int64_t>& rows, std::vector<bool>& kept);
 
     PgConn conn_;
+    /// claim()'s own connection (its statements commit at once, whatever
+    /// read view conn_ holds), made at first use.
+    std::unique_ptr<PgConn> claims_;
     bool reading_ = false;
     /// The gc epoch when this writer took the store's lock (none: not a writer).
     std::optional<std::string> gc_epoch_;

@@ -118,6 +118,7 @@ GcSweep PgCatalog::sweep() {
                        {}, "dropping pending files");
             r.manifests_dropped = conn_.exec("DELETE FROM manifests WHERE name IS NULL", {}, "dropping pending files")
                                       .affected();
+            conn_.exec("DELETE FROM claims", {}, "dropping dead writers' claims");  // (no writer runs)
         },
         "dropping pending files");
     // The live set computed by the server (every id the lists hold), then
@@ -125,7 +126,10 @@ GcSweep PgCatalog::sweep() {
     transaction(
         [&] {
             conn_.run("CREATE TEMP TABLE live ON COMMIT DROP AS SELECT DISTINCT substring(c.ids FROM i * 32 + 1 FOR 32) "
-                      "AS id FROM manifest_chunks c, generate_series(0, length(c.ids) / 32 - 1) AS i; "
+                      "AS id FROM manifest_chunks c, generate_series(0, length(c.ids) / 32 - 1) AS i "
+                      // a manifest's catalog records in the packs live as long as it does
+                      "UNION SELECT substring(m.records FROM i * 32 + 1 FOR 32) FROM manifests m, "
+                      "generate_series(0, length(m.records) / 32 - 1) AS i WHERE m.records IS NOT NULL; "
                       "ANALYZE live",
                       "gathering the live chunks");
             const PgResult dead = conn_.exec(
@@ -259,6 +263,12 @@ Catalog::Totals PgCatalog::totals() {
         s.chunks = static_cast<std::uint64_t>(q.i64(0, 0));
         s.chunk_bytes = static_cast<std::uint64_t>(q.i64(0, 1));
         s.stored_payload = static_cast<std::uint64_t>(q.i64(0, 2));
+        q = conn_.exec("SELECT count(*), coalesce(sum(raw_size), 0)::bigint FROM chunks WHERE id IN (SELECT "
+                       "substring(m.records FROM i * 32 + 1 FOR 32) FROM manifests m, generate_series(0, "
+                       "length(m.records) / 32 - 1) AS i WHERE m.name IS NOT NULL AND m.records IS NOT NULL)",
+                       {}, "counting catalog records");
+        s.catalog_records = static_cast<std::uint64_t>(q.i64(0, 0));
+        s.catalog_record_bytes = static_cast<std::uint64_t>(q.i64(0, 1));
         q = conn_.exec("SELECT count(*), coalesce(sum(size), 0)::bigint FROM packs", {}, "counting packs");
         s.packs = static_cast<std::uint64_t>(q.i64(0, 0));
         s.pack_bytes = static_cast<std::uint64_t>(q.i64(0, 1));

@@ -127,6 +127,17 @@ void PgCatalog::write_batch(FlushBatch& batch, std::vector<std::int64_t>& rows, 
             }
         }
     }
+    if (!batch.chunks.empty()) {
+        // Indexed now: their claims (claim()) are done with.
+        std::vector<std::span<const std::uint8_t>> ids;
+        for (const auto& r : batch.chunks) ids.push_back(id_bytes(r.id));
+        PgParams p;
+        p.add_bytea_array(ids);
+        // (locked in id order, as claim() takes them: no deadlock between them)
+        conn_.exec("DELETE FROM claims WHERE id IN (SELECT id FROM claims WHERE id = ANY($1::bytea[]) ORDER BY id "
+                   "FOR UPDATE)",
+                   p, "dropping claims");
+    }
     if (!batch.pack_sizes.empty()) {
         std::vector<std::int64_t> ids, sizes;
         for (const auto& [id, size] : batch.pack_sizes) {
@@ -214,9 +225,13 @@ void PgCatalog::write_batch(FlushBatch& batch, std::vector<std::int64_t>& rows, 
             p.add_bytes(id_bytes(m.first));
         else
             p.add_null();
+        if (m.records.empty())
+            p.add_null();
+        else
+            p.add_bytes(std::span<const std::uint8_t>(m.records));
         conn_.exec("UPDATE manifests SET name = $2, pending_name = NULL, size = $3, mode = $4, mtime_ns = $5, "
                    "digest = $6, algorithm = $7, min_size = $8, normal_size = $9, max_size = $10, keyed = $11, "
-                   "chunk_count = $12, committed_ns = $13, first_id = $14::bytea WHERE id = $1",
+                   "chunk_count = $12, committed_ns = $13, first_id = $14::bytea, records = $15::bytea WHERE id = $1",
                    p, "publishing a file");
     }
     if (!batch.abandoned.empty()) {

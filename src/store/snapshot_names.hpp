@@ -87,6 +87,12 @@ tree::Entry root_entry(const Snapshot& s);
 /// exclusively (no backup is under way).
 std::uint64_t drop_unreferenced_snapshot_files(const Store& store, Catalog& catalog);
 
+/// Gives the files of committed snapshots that are still under their first
+/// names (`\0f/ID/...`: a catalog rebuilt from the packs' catalog records,
+/// which keep the name a file was committed under) their content names.
+/// Returns how many were renamed or dropped as stored already.
+std::uint64_t adopt_snapshot_files(const Store& store);
+
 /// f(content name) for every file of snapshot `s` (each distinct directory
 /// once: a file is met at least once, maybe more).
 void for_each_content(const Store& store, const Snapshot& s, const std::function<void(const std::string&)>& f);

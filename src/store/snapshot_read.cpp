@@ -229,6 +229,24 @@ std::uint64_t drop_unreferenced_snapshot_files(const Store& store, Catalog& cata
     return drop.size();
 }
 
+std::uint64_t adopt_snapshot_files(const Store& store) {
+    std::vector<std::pair<std::string, std::string>> moves;
+    std::map<std::string, bool> committed;  // snapshot id -> has a header
+    for (const ManifestInfo& m : store.list(kFilePrefix)) {
+        const auto slash = m.name.find('/', kFilePrefix.size());
+        if (slash == std::string::npos) continue;
+        const std::string id = m.name.substr(kFilePrefix.size(), slash - kFilePrefix.size());
+        auto it = committed.find(id);
+        if (it == committed.end()) it = committed.emplace(id, store.find(header_name(id)).has_value()).first;
+        if (!it->second) continue;  // a dead backup's: gc drops it
+        moves.emplace_back(m.name,
+                           content_name(store, std::string_view(reinterpret_cast<const char*>(m.digest.data()), m.digest.size()),
+                                        m.size));
+    }
+    if (!moves.empty()) store.rename(moves);
+    return moves.size();
+}
+
 void for_each_content(const Store& store, const Snapshot& s, const std::function<void(const std::string&)>& f) {
     const SnapshotTrees trees = load_trees(store, s);
     std::set<tree::BlobId> seen;
@@ -334,7 +352,13 @@ std::vector<Snapshot> list_snapshots(const Store& store) {
     std::vector<Snapshot> out;
     for (const ManifestInfo& m : store.list(detail::kHeaderPrefix)) {
         const std::string id = m.name.substr(detail::kHeaderPrefix.size());
-        out.push_back(detail::parse_header(detail::read_manifest(store, m.name), fmt::format("snapshot {}", id)));
+        std::string header;
+        try {
+            header = detail::read_manifest(store, m.name);
+        } catch (const NotFoundError&) {
+            continue;  // forgotten since it was listed (a forget runs beside this reader)
+        }
+        out.push_back(detail::parse_header(header, fmt::format("snapshot {}", id)));
         if (out.back().id != id) throw DamageError(fmt::format("snapshot {}: its header names {}", id, out.back().id));
     }
     std::sort(out.begin(), out.end(), [](const Snapshot& a, const Snapshot& b) {

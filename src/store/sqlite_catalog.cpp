@@ -27,7 +27,7 @@ CREATE TABLE chunks(id BLOB PRIMARY KEY, pack INTEGER NOT NULL, offset INTEGER N
 CREATE TABLE manifests(id INTEGER PRIMARY KEY, name TEXT UNIQUE, pending_name TEXT, size INTEGER, mode INTEGER,
                        mtime_ns INTEGER, digest BLOB, algorithm TEXT, min_size INTEGER, normal_size INTEGER,
                        max_size INTEGER, keyed INTEGER, chunk_count INTEGER, committed_ns INTEGER,
-                       first_id BLOB);
+                       first_id BLOB, records BLOB);
 CREATE TABLE manifest_chunks(manifest INTEGER NOT NULL, seq INTEGER NOT NULL, ids BLOB NOT NULL,
                              PRIMARY KEY(manifest, seq)) WITHOUT ROWID;
 )sql";
@@ -229,10 +229,21 @@ std::unordered_map<std::string, std::string> SqliteCatalog::settings() {
 }
 
 void SqliteCatalog::upgrade_for_writing() {
-    auto has_column = [&] {
-        Stmt q(db_, "SELECT 1 FROM pragma_table_info('manifests') WHERE name = 'first_id'");
+    auto has = [&](const char* column) {
+        Stmt q(db_, "SELECT 1 FROM pragma_table_info('manifests') WHERE name = ?1");
+        q.bind(1, std::string_view(column));
         return q.step();
     };
+    // manifests.records (the ids of a manifest's catalog records in the
+    // packs: catalog_records.hpp), NULL in the rows of older writers.
+    if (!has("records")) {
+        Transaction t(db_, true);
+        if (!has("records")) {
+            db_.exec("ALTER TABLE manifests ADD COLUMN records BLOB", "adding records to the store's manifests");
+            t.commit();
+        }
+    }
+    auto has_column = [&] { return has("first_id"); };
     // The earlier indexes, which an older writer adds back; a no-op without them.
     constexpr const char* kDropEarlier =
         "DROP INDEX IF EXISTS manifest_first_ids; DROP INDEX IF EXISTS manifest_first_chunk";
@@ -563,7 +574,7 @@ void SqliteCatalog::write_manifests(FlushBatch& batch) {
     Stmt publish(db_,
                  "UPDATE manifests SET name = ?2, pending_name = NULL, size = ?3, mode = ?4, mtime_ns = ?5, "
                  "digest = ?6, algorithm = ?7, min_size = ?8, normal_size = ?9, max_size = ?10, keyed = ?11, "
-                 "chunk_count = ?12, committed_ns = ?13, first_id = ?14 WHERE id = ?1");
+                 "chunk_count = ?12, committed_ns = ?13, first_id = ?14, records = ?15 WHERE id = ?1");
     const std::int64_t now = now_ns();
     const Profile& p = batch.profile;
     Stmt same(db_,
@@ -632,6 +643,10 @@ void SqliteCatalog::write_manifests(FlushBatch& batch) {
             publish.bind(14, std::span<const std::uint8_t>(m.first));
         else
             publish.bind_null(14);
+        if (m.records.empty())
+            publish.bind_null(15);
+        else
+            publish.bind(15, std::span<const std::uint8_t>(m.records));
         publish.run();
     }
     for (const std::int64_t id : batch.abandoned) {

@@ -42,6 +42,16 @@ GcSweep SqliteCatalog::sweep() {
             }
         }
         segs.reset();
+        // A manifest's catalog records in the packs live as long as it does.
+        Stmt recs(db_, "SELECT records FROM manifests WHERE records IS NOT NULL");
+        while (recs.step()) {
+            const auto blob = recs.blob(0);
+            for (std::size_t i = 0; i + 32 <= blob.size(); i += 32) {
+                ins.bind(1, blob.subspan(i, 32));
+                ins.run();
+            }
+        }
+        recs.reset();
         Stmt dead(db_, "SELECT count(*), coalesce(sum(stored_size), 0) FROM chunks WHERE NOT EXISTS "
                        "(SELECT 1 FROM temp.live l WHERE l.id = chunks.id)");
         if (dead.step()) {
@@ -155,6 +165,23 @@ Catalog::Totals SqliteCatalog::totals() {
             s.chunks = static_cast<std::uint64_t>(q.i64(0));
             s.chunk_bytes = static_cast<std::uint64_t>(q.i64(1));
             s.stored_payload = static_cast<std::uint64_t>(q.i64(2));
+        }
+    }
+    {
+        IdSet records;
+        Stmt q(db_, "SELECT records FROM manifests WHERE name IS NOT NULL AND records IS NOT NULL");
+        while (q.step()) {
+            const auto blob = q.blob(0);
+            for (std::size_t i = 0; i + 32 <= blob.size(); i += 32) records.insert(to_id(blob.subspan(i, 32), db_.path()));
+        }
+        Stmt size(db_, "SELECT raw_size FROM chunks WHERE id = ?1");
+        for (const ChunkId& id : records) {
+            size.bind(1, std::span<const std::uint8_t>(id));
+            if (size.step()) {
+                ++s.catalog_records;
+                s.catalog_record_bytes += static_cast<std::uint64_t>(size.i64(0));
+            }
+            size.reset();
         }
     }
     {

@@ -472,9 +472,11 @@ StoreStats Store::stats() const {
     s.files = t.files;
     s.logical_bytes = t.logical_bytes;
     s.references = t.references;
-    s.chunks = t.chunks;
-    s.chunk_bytes = t.chunk_bytes;
-    s.stored_bytes = t.stored_payload + s.chunks * kRecordHeaderSize;
+    // (the catalog records committed manifests name are not file data: not
+    // counted as chunks, but stored, so not garbage either)
+    s.chunks = t.chunks - std::min(t.chunks, t.catalog_records);
+    s.chunk_bytes = t.chunk_bytes - std::min(t.chunk_bytes, t.catalog_record_bytes);
+    s.stored_bytes = t.stored_payload + t.chunks * kRecordHeaderSize;
     s.packs = t.packs;
     s.pack_bytes = t.pack_bytes;
     const std::uint64_t headers = s.packs * kPackHeaderSize;

@@ -3,13 +3,16 @@
 // check, catalog connection), manifests, single chunks and the flush.
 #include "writer_impl.hpp"
 
+#include "catalog_records.hpp"
 #include "codec.hpp"
 
 #include <cdc/digest.hpp>
 
 #include <fmt/format.h>
 
+#include <chrono>
 #include <cstdlib>
+#include <thread>
 #include <stdexcept>
 
 #include <sys/stat.h>
@@ -70,6 +73,12 @@ Writer::Impl::Impl(const Store::Impl& s)
     catalog->upgrade_for_writing();
     packs = std::make_unique<PackAppender>(*s.packs, s.info.pack_size);
     singles.sealer = s.sealer();
+    piece_body = piece_body_size(max_chunk());
+    if (piece_body != 0) {
+        settings_bytes = settings_record(catalog->settings());
+        if (settings_bytes.size() > max_chunk()) piece_body = 0;
+        settings_id = store.chunk_id(settings_bytes);
+    }
 }
 
 Writer::Impl::~Impl() {
@@ -146,10 +155,109 @@ void Writer::Impl::flush() {
     }
 }
 
+// How long a flush waits for the claimants of its deferred chunks.
+constexpr auto kClaimWait = std::chrono::seconds(5);
+
+void Writer::Impl::defer_claimed(const Segment& seg, std::vector<std::size_t>& fresh, PutStats& file) {
+    std::vector<ChunkId> ids;
+    ids.reserve(fresh.size());
+    for (const std::size_t i : fresh) ids.push_back(id_of(seg.digests[i]));
+    const IdSet others = catalog->claim(ids);
+    if (others.empty()) return;
+    std::vector<std::size_t> offsets(seg.lengths.size());
+    for (std::size_t i = 1; i < offsets.size(); ++i) offsets[i] = offsets[i - 1] + seg.lengths[i - 1];
+    std::erase_if(fresh, [&](std::size_t i) {
+        const ChunkId id = id_of(seg.digests[i]);
+        if (!others.contains(id)) return false;
+        const auto* p = seg.data.get() + offsets[i];
+        deferred.emplace(id, std::vector<std::byte>(p, p + seg.lengths[i]));
+        deferred_bytes += seg.lengths[i];
+        file.new_bytes -= seg.lengths[i];
+        unflushed_new -= seg.lengths[i];
+        return true;
+    });
+}
+
+void Writer::Impl::resolve_deferred() {
+    end_lookups();
+    const auto until = std::chrono::steady_clock::now() + kClaimWait;
+    std::vector<ChunkId> ids;
+    for (;;) {
+        ids.clear();
+        for (const auto& [id, bytes] : deferred) ids.push_back(id);
+        IdSet found;
+        catalog->find_present(ids, found);
+        for (const ChunkId& id : found) {
+            const auto it = deferred.find(id);
+            deferred_bytes -= it->second.size();
+            deferred.erase(it);
+        }
+        if (deferred.empty() || std::chrono::steady_clock::now() >= until) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    // Their claimants are slow or gone: stored here (a copy may race).
+    ensure_started();
+    RecordBatch batch;
+    batch.sealer = store.sealer();
+    std::vector<std::byte> out;
+    for (const auto& [id, raw] : deferred) {
+        // (catalog records stay raw: a rebuild looks for them among raw records)
+        const Codec codec = id == settings_id ? Codec::raw : thread_compressor(level).compress(raw, out);
+        batch.add(id, codec, static_cast<std::uint32_t>(raw.size()),
+                  codec == Codec::zstd ? std::span<const std::byte>(out) : std::span<const std::byte>(raw));
+        ++totals.new_chunks;
+        totals.new_bytes += raw.size();
+    }
+    if (!batch.entries.empty()) {
+        packs->append(batch);
+        totals.stored_bytes += batch.bytes.size();
+    }
+    deferred.clear();
+    deferred_bytes = 0;
+}
+
 void Writer::Impl::flush_once() {
     if (pool) pool->drain();
-    append_singles();
     door.wait_hashed();  // every finished file's digest delivered
+    // The settings record, before the first file this writer publishes
+    // names it: claimed as any chunk (writers starting together store it once).
+    if (piece_body != 0 && !settings_stored && finished_count() > 0) {
+        end_lookups();
+        if (!catalog->chunk_size(settings_id)) {
+            if (claims && catalog->claim(std::span(&settings_id, 1)).contains(settings_id))
+                deferred.emplace(settings_id, settings_bytes);
+            else
+                store_catalog_record(settings_bytes);
+        }
+        settings_stored = true;
+    }
+    if (!deferred.empty()) {
+        // First what this writer stored and listed, its files not yet
+        // published: the writers waiting for the chunks it claimed see them
+        // indexed (each commits before it waits: none waits for another
+        // that waits). Then its deferred chunks are indexed by their
+        // claimants, or stored here, before its files are published.
+        std::vector<ManifestDraft*> held;
+        for (auto& m : manifests)
+            if (m.finished) {
+                m.finished = false;
+                held.push_back(&m);
+            }
+        try {
+            flush_commit();
+        } catch (...) {
+            for (ManifestDraft* m : held) m->finished = true;
+            throw;
+        }
+        for (ManifestDraft* m : held) m->finished = true;
+        resolve_deferred();
+    }
+    flush_commit();
+}
+
+void Writer::Impl::flush_commit() {
+    write_catalog_records();
+    append_singles();
     totals.stored_bytes += stored_counter.exchange(0);
     auto [sizes, rows] = packs->sync();
     bool work = !sizes.empty() || !rows.empty() || !abandoned.empty();
@@ -174,6 +282,49 @@ void Writer::Impl::flush_once() {
     unflushed_new = 0;
     while (!manifests.empty() && manifests.front().finished) manifests.pop_front();
     abandoned.clear();
+}
+
+ChunkId Writer::Impl::store_catalog_record(std::span<const std::byte> bytes) {
+    ensure_started();
+    const ChunkId id = store.chunk_id(bytes);
+    const auto size = static_cast<std::uint32_t>(bytes.size());
+    if (session.emplace(id, size).second) singles.add(id, Codec::raw, size, bytes);
+    return id;
+}
+
+void Writer::Impl::write_catalog_records() {
+    if (piece_body == 0) return;
+    const std::int64_t now =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+            .count();
+    for (ManifestDraft& m : manifests) {
+        if (m.full.empty() && !m.finished) continue;
+        if (m.pieces == 0 && m.stream.empty()) m.uid = random_uid();
+        for (const auto& row : m.full) m.stream.insert(m.stream.end(), row.second.begin(), row.second.end());
+        if (m.finished) {
+            ManifestTrailer t;
+            t.meta = m.meta;
+            t.size = m.size;
+            t.chunks = m.chunks;
+            t.digest = m.digest;
+            t.algorithm = store.info.algorithm;
+            t.profile = finder->profile();
+            t.time_ns = now;
+            const auto trailer = encode_trailer(t);
+            m.stream.insert(m.stream.end(), trailer.begin(), trailer.end());
+        }
+        std::size_t at = 0;
+        while (m.stream.size() - at >= piece_body || (m.finished && at < m.stream.size())) {
+            const std::size_t n = std::min(piece_body, m.stream.size() - at);
+            const bool last = m.finished && at + n == m.stream.size();
+            const ChunkId id =
+                store_catalog_record(manifest_piece(m.uid, m.pieces++, last, std::span(m.stream).subspan(at, n)));
+            at += n;
+            if (m.records.empty()) m.records.insert(m.records.end(), settings_id.begin(), settings_id.end());
+            m.records.insert(m.records.end(), id.begin(), id.end());
+        }
+        m.stream.erase(m.stream.begin(), m.stream.begin() + static_cast<std::ptrdiff_t>(at));
+    }
 }
 
 ChunkPut Writer::Impl::store_one(const ChunkId& id, std::uint32_t raw_size, Codec codec,

@@ -51,6 +51,9 @@ namespace cdc::store::detail {
 inline constexpr std::uint64_t kDefaultFlushBytes = std::uint64_t{32} << 20;
 inline constexpr std::size_t kFlushRefs = 262144;
 inline constexpr std::size_t kFlushManifests = 4096;
+// Raw bytes of chunks claimed by other writers (deferred) a writer holds
+// before it flushes.
+inline constexpr std::size_t kDeferredBytes = std::size_t{64} << 20;
 // Bytes read per segment (plus MaxSize for the carried tail), segments in flight.
 inline constexpr std::size_t kReadSize = std::size_t{4} << 20;
 inline constexpr std::size_t kSegments = 4;
@@ -193,6 +196,13 @@ struct Writer::Impl {
     std::vector<std::uint8_t> same_ids;  // same_chunks', likewise
     detail::IdSet lookup_found;
     std::unordered_map<ChunkId, std::uint32_t, detail::IdHash> session;  // put by this writer, not yet indexed
+    // New chunks another writer claimed first (Catalog::claim): their raw
+    // bytes, kept until that writer has indexed them (then only referred
+    // to) or, at the latest, the flush that publishes this writer's files
+    // (then stored here: resolve_deferred).
+    std::unordered_map<ChunkId, std::vector<std::byte>, detail::IdHash> deferred;
+    std::size_t deferred_bytes = 0;
+    bool claims = true;  // (false once the catalog claims nothing: a single host's)
     std::deque<ManifestDraft> manifests;  // finished ones, then at most one open (back)
     std::vector<std::int64_t> abandoned;  // pending manifest rows to delete at the next flush
     std::size_t pending_refs = 0;
@@ -213,6 +223,13 @@ struct Writer::Impl {
     std::size_t ahead_bytes = 0;  // their capacity
     const std::size_t ahead_budget_bytes = detail::ahead_budget();
     bool started = false;
+    // The catalog records: body bytes per piece (0: none written, the
+    // store's chunks are too small), the settings record and whether this
+    // writer made sure it is stored.
+    std::size_t piece_body = 0;
+    std::vector<std::byte> settings_bytes;
+    ChunkId settings_id{};
+    bool settings_stored = false;
     // put_file's ingest door: the stored version compared with, the
     // whole-file digests, one message per file (declared after the
     // segments, manifests and pool: its hasher runs queued callbacks).
@@ -282,7 +299,8 @@ struct Writer::Impl {
     /// (between files, finished manifests count too: maybe_flush).
     bool flush_due() const {
         return std::max(packs->unsynced_bytes(), unflushed_new) >= detail::flush_bytes() ||
-               pending_refs >= detail::kFlushRefs || packs->retired_count() >= detail::kMaxRetiredPacks;
+               pending_refs >= detail::kFlushRefs || packs->retired_count() >= detail::kMaxRetiredPacks ||
+               deferred_bytes >= detail::kDeferredBytes;
     }
     void maybe_flush() {
         if (flush_due() || finished_count() >= detail::kFlushManifests) flush();
@@ -297,6 +315,21 @@ struct Writer::Impl {
                                          broken));
     }
     void flush();
+    /// Of `fresh` (indexes into seg's chunks, at byte `offsets`), the chunks
+    /// another writer claimed are kept in `deferred` and dropped from it.
+    void defer_claimed(const Segment& seg, std::vector<std::size_t>& fresh, PutStats& file);
+    /// Waits (a few seconds at most) for the deferred chunks to be indexed
+    /// by their claimants, then stores the others itself.
+    void resolve_deferred();
+    /// The flush proper: catalog records, packs synced, one commit.
+    void flush_commit();
+    /// The catalog records (catalog_records.hpp) of what this flush commits:
+    /// the stream of each manifest with list rows or a finish in it, in
+    /// pieces appended as records (not counted in the put's figures), and
+    /// the settings record once; a published manifest's `records` names them.
+    void write_catalog_records();
+    /// Appends a catalog record of these bytes (once per writer); its id.
+    ChunkId store_catalog_record(std::span<const std::byte> bytes);
     /// docs/STORE.md, "Durability": packs first, then one catalog commit.
     void flush_once();
 

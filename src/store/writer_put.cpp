@@ -185,6 +185,7 @@ void Writer::Impl::store_segment(Segment& seg, ManifestDraft& m, PutStats& file,
             }
         }
     }
+    if (claims && !fresh.empty()) defer_claimed(seg, fresh, file);
     file.bytes += seg.chunk_bytes;
     file.chunks += seg.lengths.size();
     file.new_chunks += fresh.size();

@@ -361,6 +361,55 @@ int run_stats(const StatsArgs& a) {
 
 // ---------------------------------------------------------------- verify
 
+struct RepairArgs {
+    std::string dir;
+    bool rebuild_catalog = false;
+    store::PackLocation packs;
+    bool json = false;
+    bool quiet = false;
+};
+
+int run_repair(const RepairArgs& a) {
+    if (!a.rebuild_catalog) throw UsageError("repair: say what to repair (--rebuild-catalog)");
+    if (!a.packs.is_s3() && (!a.packs.s3_endpoint.empty() || !a.packs.s3_credentials_file.empty()))
+        throw UsageError("--s3-endpoint and --s3-credentials go with --packs s3://BUCKET/PREFIX");
+    store::RebuildOptions o;
+    o.packs = a.packs;
+    if (!o.packs.s3_credentials_file.empty()) {
+        std::error_code ec;
+        const auto abs = std::filesystem::absolute(o.packs.s3_credentials_file, ec);
+        if (!ec) o.packs.s3_credentials_file = abs.string();
+    }
+    o.password = [] { return store_password_text(get_password(g_password_file, kStorePasswordFlag, true, Ask::once, "password")); };
+    store::RebuildReport r;
+    try {
+        r = store::rebuild_catalog(a.dir, o);
+    } catch (const store::StorageUnavailableError& e) {
+        run_store_s3_helper(e);
+    }
+    if (a.json) {
+        nlohmann::json j = {{"ok", r.problems.empty()},    {"catalog", tools::escape_text(r.catalog)},
+                            {"moved_aside", tools::escape_text(r.moved_aside)},
+                            {"packs", r.packs},            {"records", r.records},
+                            {"chunks", r.chunks},          {"duplicates", r.duplicates},
+                            {"manifests", r.manifests},    {"superseded", r.superseded},
+                            {"unfinished", r.unfinished},  {"damaged_bytes", r.damaged_bytes},
+                            {"problems", nlohmann::json::array()}};
+        for (const auto& p : r.problems) j["problems"].push_back(tools::escape_text(p));
+        fmt::print("{}\n", tools::json_text(j));
+    } else {
+        for (const auto& p : r.problems) print_message("cdc: not recovered: ", p);
+        if (!r.moved_aside.empty() && !a.quiet) print_message("cdc: note: the earlier database was moved to ", r.moved_aside);
+        if (!a.quiet)
+            fmt::print("{}: catalog {} rebuilt from {} pack(s): {} chunk(s), {} file manifest(s) ({} older version(s) "
+                       "superseded, {} unfinished), {} duplicate record(s): {}\n",
+                       a.dir, r.catalog, r.packs, r.chunks, r.manifests, r.superseded, r.unfinished, r.duplicates,
+                       r.problems.empty() ? "ok" : fmt::format("{} problem(s)", r.problems.size()));
+    }
+    finish_stdout();
+    return r.problems.empty() ? kExitOk : kExitPartial;
+}
+
 struct VerifyArgs {
     std::string dir;
     bool full = false;
@@ -584,6 +633,35 @@ void add_store_subcommands(CLI::App& st, int& exit_code) {
         c->callback([a, &exit_code] { exit_code = with_store_errors([&] { return run_verify(*a); }); });
     }
     {
+        auto a = std::make_shared<RepairArgs>();
+        auto* c = st.add_subcommand("repair", "rebuild a lost or damaged catalog from the packs alone");
+        c->add_option("DIR", a->dir, "the store's directory (its marker, and DIR/catalog for PostgreSQL)")
+            ->required()
+            ->type_name("");
+        c->add_flag("--rebuild-catalog", a->rebuild_catalog,
+                    "make a new catalog (DIR/index.db, moving an existing one aside, or the empty PostgreSQL database "
+                    "DIR/catalog names) from every record in the packs");
+        c->add_option("--packs", a->packs.url, "where the packs are, s3://BUCKET/PREFIX (default: DIR/packs)")
+            ->type_name("URL");
+        c->add_option("--s3-endpoint", a->packs.s3_endpoint, "the S3 service, http[s]://HOST[:PORT]")->type_name("URL");
+        c->add_option("--s3-region", a->packs.s3_region, "the region requests are signed for")
+            ->type_name("REGION")
+            ->default_str(a->packs.s3_region);
+        c->add_option("--s3-credentials", a->packs.s3_credentials_file, "an AWS credentials file")->type_name("FILE");
+        add_json_flag(*c, a->json, "{ok, catalog, moved_aside, packs, records, chunks, duplicates, manifests, "
+                                   "superseded, unfinished, damaged_bytes, problems: [...]}");
+        add_quiet_flag(*c, a->quiet);
+        document(*c, {.notes = "Nothing else may use the store meanwhile. The packs hold every chunk and, since catalog "
+                               "records, every committed manifest and the settings (docs/STORE.md): a store written "
+                               "before them is refused, nothing guessed. A file removed but not yet reclaimed by gc "
+                               "comes back. Run verify --full afterwards.",
+                      .examples = {{"mv /srv/store/index.db /tmp/ && cdc store repair --rebuild-catalog /srv/store",
+                                    "a new index.db from the packs"}},
+                      .exit_codes = exit_codes({{kExitPartial, "rebuilt, but some files or ranges could not be "
+                                                               "recovered (each named on stderr)"}})});
+        c->callback([a, &exit_code] { exit_code = with_store_errors([&] { return run_repair(*a); }); });
+    }
+    {
         auto a = std::make_shared<StatsArgs>();
         auto* c = st.add_subcommand("stats", "sizes: files, distinct chunks, stored bytes, index bytes per chunk");
         c->add_option("DIR", a->dir, "the store's directory")->required()->type_name("");
@@ -611,7 +689,7 @@ void add_store_subcommands(CLI::App& st, int& exit_code) {
 void add_store_command(CLI::App& app, int& exit_code) {
     auto* st = app.add_subcommand("store", "a deduplicating, compressed, encrypted, crash-safe store in a directory: "
                                            "init, backup, snapshots, ls, get, diff, find, forget, put, rm, gc, verify, "
-                                           "stats, migrate, key");
+                                           "stats, repair, migrate, key");
     st->require_subcommand(1);
     add_store_subcommands(*st, exit_code);
     document(*st, {.notes = "The store keeps each distinct chunk once (BLAKE3-256 ids), zstd-compressed and (unless "
