@@ -167,7 +167,8 @@ Catalog::Totals SqliteCatalog::totals() {
             s.stored_payload = static_cast<std::uint64_t>(q.i64(2));
         }
     }
-    {
+    // (a store no writer of catalog records has opened yet has no column)
+    if (Stmt has(db_, "SELECT 1 FROM pragma_table_info('manifests') WHERE name = 'records'"); has.step()) {
         IdSet records;
         Stmt q(db_, "SELECT records FROM manifests WHERE name IS NOT NULL AND records IS NOT NULL");
         while (q.step()) {

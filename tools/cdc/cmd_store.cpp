@@ -639,7 +639,7 @@ void add_store_subcommands(CLI::App& st, int& exit_code) {
             ->required()
             ->type_name("");
         c->add_flag("--rebuild-catalog", a->rebuild_catalog,
-                    "make a new catalog (DIR/index.db, moving an existing one aside, or the empty PostgreSQL database "
+                    "make a new catalog (in DIR, moving an existing one aside, or in the empty PostgreSQL database "
                     "DIR/catalog names) from every record in the packs");
         c->add_option("--packs", a->packs.url, "where the packs are, s3://BUCKET/PREFIX (default: DIR/packs)")
             ->type_name("URL");
@@ -655,8 +655,8 @@ void add_store_subcommands(CLI::App& st, int& exit_code) {
                                "records, every committed manifest and the settings (docs/STORE.md): a store written "
                                "before them is refused, nothing guessed. A file removed but not yet reclaimed by gc "
                                "comes back. Run verify --full afterwards.",
-                      .examples = {{"mv /srv/store/index.db /tmp/ && cdc store repair --rebuild-catalog /srv/store",
-                                    "a new index.db from the packs"}},
+                      .examples = {{"cdc store repair --rebuild-catalog /srv/store",
+                                    "a new catalog from the packs (a damaged one is moved aside, never deleted)"}},
                       .exit_codes = exit_codes({{kExitPartial, "rebuilt, but some files or ranges could not be "
                                                                "recovered (each named on stderr)"}})});
         c->callback([a, &exit_code] { exit_code = with_store_errors([&] { return run_repair(*a); }); });
