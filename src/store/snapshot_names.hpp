@@ -29,6 +29,10 @@ inline const std::string kFilePrefix{"\0f/", 3};
 inline const std::string kContentPrefix{"\0c/", 3};
 inline constexpr char kInternalNameByte = '\0';
 
+/// A path's names between slashes (empty ones dropped), and back.
+std::vector<std::string> path_parts(std::string_view path);
+std::string join_parts(const std::vector<std::string>& parts);
+
 inline std::string header_name(std::string_view id) { return kHeaderPrefix + std::string(id); }
 inline std::string tree_name(std::string_view id) { return kTreePrefix + std::string(id); }
 /// Where a backup first stores the file at `path` (from the snapshot's

@@ -30,28 +30,6 @@ namespace cdc::store {
 
 namespace {
 
-std::vector<std::string> parts_of(std::string_view path) {
-    std::vector<std::string> out;
-    std::size_t at = 0;
-    while (at <= path.size()) {
-        const auto slash = path.find('/', at);
-        const auto end = slash == std::string_view::npos ? path.size() : slash;
-        if (end > at) out.emplace_back(path.substr(at, end - at));
-        if (slash == std::string_view::npos) break;
-        at = slash + 1;
-    }
-    return out;
-}
-
-std::string joined(const std::vector<std::string>& parts) {
-    std::string s;
-    for (const auto& p : parts) {
-        if (!s.empty()) s.push_back('/');
-        s.append(p);
-    }
-    return s;
-}
-
 struct Node {
     std::map<std::string, Node> children;
     std::optional<std::size_t> file;  ///< index into the put's files
@@ -86,7 +64,7 @@ PutSnapshotResult put_snapshot(const Store& store, PutSnapshotOptions& options) 
     if (snap.user.empty()) snap.user = std::to_string(::geteuid());
     snap.tags = options.tags;
     for (const auto& n : options.names) {
-        const std::string p = "/" + joined(parts_of(n));
+        const std::string p = "/" + detail::join_parts(detail::path_parts(n));
         if (std::find(snap.paths.begin(), snap.paths.end(), p) == snap.paths.end()) snap.paths.push_back(p);
     }
     std::sort(snap.paths.begin(), snap.paths.end());
@@ -95,30 +73,30 @@ PutSnapshotResult put_snapshot(const Store& store, PutSnapshotOptions& options) 
     Node root;
     root.dir = true;
     for (std::size_t i = 0; i < options.files.size(); ++i) {
-        const auto parts = parts_of(options.files[i].path);
+        const auto parts = detail::path_parts(options.files[i].path);
         if (parts.empty()) throw OptionError("a file of a put needs a name");
         Node* at = &root;
         for (std::size_t k = 0; k + 1 < parts.size(); ++k) {
             at = &at->children[parts[k]];
             if (at->file)
                 throw OptionError(fmt::format("'{}' is a file and a directory of '{}' in one put",
-                                              joined({parts.begin(), parts.begin() + static_cast<std::ptrdiff_t>(k) + 1}),
+                                              detail::join_parts({parts.begin(), parts.begin() + static_cast<std::ptrdiff_t>(k) + 1}),
                                               options.files[i].path));
             at->dir = true;
         }
         Node& leaf = at->children[parts.back()];
         if (leaf.file || leaf.dir)
-            throw OptionError(fmt::format("'{}' is given twice in one put", joined(parts)));
+            throw OptionError(fmt::format("'{}' is given twice in one put", detail::join_parts(parts)));
         leaf.file = i;
     }
     std::map<std::string, const PutDir*> dir_meta;
-    for (const auto& d : options.dirs) dir_meta[joined(parts_of(d.path))] = &d;
+    for (const auto& d : options.dirs) dir_meta[detail::join_parts(detail::path_parts(d.path))] = &d;
 
     // The files, into this snapshot's content manifests.
     std::vector<Writer::Input> inputs;
     inputs.reserve(options.files.size());
     for (auto& f : options.files) {
-        f.input.meta.name = detail::file_name(store, snap.id, joined(parts_of(f.path)));
+        f.input.meta.name = detail::file_name(store, snap.id, detail::join_parts(detail::path_parts(f.path)));
         inputs.push_back(f.input);
     }
     std::vector<bool> failed(options.files.size(), false);
@@ -233,7 +211,7 @@ PutSnapshotResult put_snapshot(const Store& store, PutSnapshotOptions& options) 
 
 
 std::optional<LatestNode> find_latest(const Store& store, std::string_view path) {
-    const std::string p = "/" + joined(parts_of(path));
+    const std::string p = "/" + detail::join_parts(detail::path_parts(path));
     auto all = list_snapshots(store);
     for (auto it = all.rbegin(); it != all.rend(); ++it) {
         std::optional<SnapshotNode> node;
@@ -284,11 +262,11 @@ std::string name_snapshot_contents(const Store& store, std::string text);  // (b
 
 std::string file_manifest(const Store& store, const Snapshot& snap, std::string_view path) {
     std::string content;
-    list_snapshot(store, snap, "/" + joined(parts_of(path)), false, [&](const SnapshotNode& n) {
+    list_snapshot(store, snap, "/" + detail::join_parts(detail::path_parts(path)), false, [&](const SnapshotNode& n) {
         if (content.empty()) content = n.content;
     });
     // (a snapshot made before content names: its files under its own id)
-    if (content.empty() || !store.find(content)) return detail::file_name(store, snap.id, joined(parts_of(path)));
+    if (content.empty() || !store.find(content)) return detail::file_name(store, snap.id, detail::join_parts(detail::path_parts(path)));
     return content;
 }
 

@@ -49,6 +49,28 @@ std::string file_name(const Store& store, std::string_view id, std::string_view 
     return kFilePrefix + std::string(id) + "/" + to_hex(h);
 }
 
+std::vector<std::string> path_parts(std::string_view path) {
+    std::vector<std::string> out;
+    std::size_t at = 0;
+    while (at <= path.size()) {
+        const auto slash = path.find('/', at);
+        const auto end = slash == std::string_view::npos ? path.size() : slash;
+        if (end > at) out.emplace_back(path.substr(at, end - at));
+        if (slash == std::string_view::npos) break;
+        at = slash + 1;
+    }
+    return out;
+}
+
+std::string join_parts(const std::vector<std::string>& parts) {
+    std::string s;
+    for (const auto& p : parts) {
+        if (!s.empty()) s.push_back('/');
+        s += p;
+    }
+    return s;
+}
+
 std::string content_name(const Store& store, std::string_view digest, std::uint64_t size) {
     std::string key(digest);
     for (int i = 0; i < 8; ++i) key.push_back(static_cast<char>((size >> (8 * i)) & 0xff));
@@ -268,28 +290,6 @@ using detail::SnapshotTrees;
 
 namespace {
 
-std::vector<std::string> components(std::string_view path) {
-    std::vector<std::string> out;
-    std::size_t at = 0;
-    while (at <= path.size()) {
-        const auto slash = path.find('/', at);
-        const auto end = slash == std::string_view::npos ? path.size() : slash;
-        if (end > at) out.emplace_back(path.substr(at, end - at));
-        if (slash == std::string_view::npos) break;
-        at = slash + 1;
-    }
-    return out;
-}
-
-std::string joined(const std::vector<std::string>& parts) {
-    std::string s;
-    for (const auto& p : parts) {
-        if (!s.empty()) s.push_back('/');
-        s += p;
-    }
-    return s;
-}
-
 /// The entry at `path` below the snapshot's root (the root for "" or "/").
 tree::Entry resolve(const Snapshot& snap, const SnapshotTrees& trees, const std::vector<std::string>& parts) {
     tree::Entry e = detail::root_entry(snap);
@@ -318,7 +318,7 @@ SnapshotNode node_of(const Store& store, const tree::Entry& e, const std::string
     n.size = e.size;
     n.mtime_ns = e.mtime_ns;
     if (e.type == tree::EntryType::symlink) n.target = e.target;
-    if (e.type == tree::EntryType::hardlink) n.target = "/" + joined(e.link);
+    if (e.type == tree::EntryType::hardlink) n.target = "/" + detail::join_parts(e.link);
     if (e.type == tree::EntryType::file || e.type == tree::EntryType::hardlink)
         n.digest = detail::hex_of(std::span(reinterpret_cast<const std::uint8_t*>(e.content.digest.data()),
                                             e.content.digest.size()));
@@ -386,9 +386,9 @@ Snapshot find_snapshot(const Store& store, std::string_view ref) {
 void list_snapshot(const Store& store, const Snapshot& snap, std::string_view path, bool recursive,
                    const std::function<void(const SnapshotNode&)>& f) {
     const SnapshotTrees trees = detail::load_trees(store, snap);
-    const auto parts = components(path);
+    const auto parts = detail::path_parts(path);
     const tree::Entry e = resolve(snap, trees, parts);
-    const std::string base = joined(parts);
+    const std::string base = detail::join_parts(parts);
     if (recursive) {
         walk(trees, e, base, [&](const tree::Entry& x, const std::string& p) { f(node_of(store, x, p)); });
         return;
@@ -401,7 +401,7 @@ void list_snapshot(const Store& store, const Snapshot& snap, std::string_view pa
 SnapshotRestoreReport restore_snapshot(const Store& store, const Snapshot& snap, std::string_view path,
                                        const std::filesystem::path& out, const SnapshotRestoreOptions& options) {
     const SnapshotTrees trees = detail::load_trees(store, snap);
-    const auto parts = components(path);
+    const auto parts = detail::path_parts(path);
     const tree::Entry root = resolve(snap, trees, parts);
     // Content by its name (digest and length). Snapshots made before
     // content names kept it under a file's path: the first file of the

@@ -19,28 +19,6 @@ namespace cdc::store {
 
 namespace {
 
-std::vector<std::string> path_components(std::string_view path) {
-    std::vector<std::string> out;
-    std::size_t at = 0;
-    while (at <= path.size()) {
-        const auto slash = path.find('/', at);
-        const auto end = slash == std::string_view::npos ? path.size() : slash;
-        if (end > at) out.emplace_back(path.substr(at, end - at));
-        if (slash == std::string_view::npos) break;
-        at = slash + 1;
-    }
-    return out;
-}
-
-std::string join_path(const std::vector<std::string>& parts) {
-    std::string s;
-    for (const auto& p : parts) {
-        if (!s.empty()) s.push_back('/');
-        s += p;
-    }
-    return s;
-}
-
 /// The name a root entry travels under (a tree object's names must be
 /// names; the snapshot's root has none).
 constexpr std::string_view kRootName = "root";
@@ -78,7 +56,7 @@ SnapshotExport export_snapshot(const Store& store, const Snapshot& snap, std::st
             throw DamageError(fmt::format("{}: tree {}: {}", what, to_hex(id), e.what()));
         }
     };
-    const auto parts = path_components(path);
+    const auto parts = detail::path_parts(path);
     tree::Entry e = detail::root_entry(snap);
     std::string at;
     for (const auto& name : parts) {
@@ -149,7 +127,7 @@ struct ImportedTree::Impl {
 
 ImportedTree::ImportedTree(std::string_view path, std::string root, std::string trees)
     : impl_(std::make_unique<Impl>()) {
-    impl_->parts = path_components(path);
+    impl_->parts = detail::path_parts(path);
     std::vector<tree::Entry> one;
     try {
         one = tree::parse_tree(std::span(reinterpret_cast<const std::uint8_t*>(root.data()), root.size()));
@@ -179,11 +157,11 @@ std::vector<ContentNeed> ImportedTree::contents() const {
     const tree::RestoreOptions defaults;
     std::vector<std::string> at = impl_->parts;
     auto file = [&](const tree::Entry& e) {
-        if (e.type == tree::EntryType::hardlink && firsts.count(join_path(e.link))) return;
+        if (e.type == tree::EntryType::hardlink && firsts.count(detail::join_parts(e.link))) return;
         if (tree::data_length(e) > 0) out.push_back({e.content.digest, tree::data_length(e)});
         if (e.nlink > 1) {
-            firsts.insert(join_path(at));
-            if (e.type == tree::EntryType::hardlink) firsts.insert(join_path(e.link));
+            firsts.insert(detail::join_parts(at));
+            if (e.type == tree::EntryType::hardlink) firsts.insert(detail::join_parts(e.link));
         }
     };
     std::function<void(const tree::BlobId&, std::size_t)> entries = [&](const tree::BlobId& id, std::size_t depth) {

@@ -3,6 +3,7 @@
 // forms of ls and get (SNAP[:PATH]): the store's history (cdc/snapshot.hpp).
 #include "cmd_store.hpp"
 #include "output_path.hpp"
+#include "snapshot_text.hpp"
 #include "time_text.hpp"
 
 #include <cdc/snapshot.hpp>
@@ -62,44 +63,6 @@ std::string joined(const std::vector<std::string>& v, const char* sep) {
     std::string s;
     for (const auto& x : v) s += (s.empty() ? "" : sep) + x;
     return s;
-}
-
-std::string mode_text(const std::string& type, std::uint32_t mode) {
-    char t = '-';
-    if (type == "dir") t = 'd';
-    else if (type == "symlink") t = 'l';
-    else if (type == "fifo") t = 'p';
-    else if (type == "chardev") t = 'c';
-    else if (type == "blockdev") t = 'b';
-    else if (type == "socket") t = 's';
-    std::string s(1, t);
-    const char* rwx = "rwxrwxrwx";
-    for (int i = 0; i < 9; ++i) s.push_back((mode >> (8 - i)) & 1 ? rwx[i] : '-');
-    if (mode & 04000) s[3] = s[3] == 'x' ? 's' : 'S';
-    if (mode & 02000) s[6] = s[6] == 'x' ? 's' : 'S';
-    if (mode & 01000) s[9] = s[9] == 'x' ? 't' : 'T';
-    return s;
-}
-
-nlohmann::json node_json(const store::SnapshotNode& n) {
-    nlohmann::json j = {{"type", n.type}, {"mode", n.mode}, {"uid", n.uid},          {"gid", n.gid},
-                        {"size", n.size}, {"mtime_ns", n.mtime_ns}};
-    tools::put_name(j, "path", n.path);
-    if (!n.user.empty()) tools::put_name(j, "user", n.user);
-    if (!n.group.empty()) tools::put_name(j, "group", n.group);
-    if (!n.target.empty()) tools::put_name(j, "target", n.target);
-    if (!n.digest.empty()) j["digest"] = n.digest;
-    return j;
-}
-
-std::string node_line(const store::SnapshotNode& n, bool long_form) {
-    std::string name = tools::escape_text(n.path);
-    if (!n.target.empty()) name += (n.type == "symlink" ? " -> " : " => ") + tools::escape_text(n.target);
-    if (!long_form) return name;
-    const std::string owner = n.user.empty() ? std::to_string(n.uid) : tools::escape_text(n.user);
-    const std::string group = n.group.empty() ? std::to_string(n.gid) : tools::escape_text(n.group);
-    return fmt::format("{} {:>8} {:>8} {:>12} {} {}", mode_text(n.type, n.mode), owner, group, n.size,
-                       local_time_text(n.mtime_ns), name);
 }
 
 /// `arg` as SNAP[:PATH] when it names a snapshot of `s`: "latest" or 4 to
@@ -375,11 +338,11 @@ int run_find(const SnapFindArgs& a) {
     store::find_in_snapshots(s, a.pattern, [&](const Snapshot& snap, const store::SnapshotNode& node) {
         ++n;
         if (a.json) {
-            nlohmann::json j = node_json(node);
+            nlohmann::json j = snapshot_node_json(node);
             j["snapshot"] = snap.id;
             arr.push_back(std::move(j));
         } else {
-            fmt::print("{}  {}\n", snap.id.substr(0, 8), node_line(node, true));
+            fmt::print("{}  {}\n", snap.id.substr(0, 8), snapshot_node_line(node, true));
         }
     });
     if (a.json) fmt::print("{}\n", tools::json_text(arr));
@@ -440,9 +403,9 @@ int run_snapshot_ls(const store::Store& s, const std::string& arg, bool long_for
     nlohmann::json arr = nlohmann::json::array();
     store::list_snapshot(s, ref->first, ref->second, true, [&](const store::SnapshotNode& n) {
         if (json)
-            arr.push_back(snapcmd::node_json(n));
+            arr.push_back(snapshot_node_json(n));
         else
-            fmt::print("{}\n", snapcmd::node_line(n, long_form));
+            fmt::print("{}\n", snapshot_node_line(n, long_form));
     });
     if (json) fmt::print("{}\n", tools::json_text(arr));
     finish_stdout();

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // cdc ls: the snapshots of the store of a cdc serve, the paths of one, or
 // its named files.
+#include "snapshot_text.hpp"
 #include "time_text.hpp"
 #include "commands.hpp"
 
@@ -43,23 +44,6 @@ nlohmann::json snapshot_json(const store::Snapshot& s) {
     return j;
 }
 
-std::string mode_text(const std::string& type, std::uint32_t mode) {
-    char t = '-';
-    if (type == "dir") t = 'd';
-    else if (type == "symlink") t = 'l';
-    else if (type == "fifo") t = 'p';
-    else if (type == "chardev") t = 'c';
-    else if (type == "blockdev") t = 'b';
-    else if (type == "socket") t = 's';
-    std::string s(1, t);
-    const char* rwx = "rwxrwxrwx";
-    for (int i = 0; i < 9; ++i) s.push_back((mode >> (8 - i)) & 1 ? rwx[i] : '-');
-    if (mode & 04000) s[3] = s[3] == 'x' ? 's' : 'S';
-    if (mode & 02000) s[6] = s[6] == 'x' ? 's' : 'S';
-    if (mode & 01000) s[9] = s[9] == 'x' ? 't' : 'T';
-    return s;
-}
-
 /// `arg` as SNAP[:PATH]: "latest" or 4 to 32 hex digits, then ':' and a path.
 bool looks_like_snapshot(const std::string& arg) {
     const std::string ref = arg.substr(0, arg.find(':'));
@@ -91,27 +75,10 @@ int list_snapshot_paths(transfer::Client& client, const LsArgs& a) {
     const auto nodes = client.snapshot_list(ref, path, true, snap);
     nlohmann::json arr = nlohmann::json::array();
     for (const auto& n : nodes) {
-        if (a.json) {
-            nlohmann::json j = {{"type", n.type}, {"mode", n.mode}, {"uid", n.uid},
-                                {"gid", n.gid},   {"size", n.size}, {"mtime_ns", n.mtime_ns}};
-            tools::put_name(j, "path", n.path);
-            if (!n.user.empty()) tools::put_name(j, "user", n.user);
-            if (!n.group.empty()) tools::put_name(j, "group", n.group);
-            if (!n.target.empty()) tools::put_name(j, "target", n.target);
-            if (!n.digest.empty()) j["digest"] = n.digest;
-            arr.push_back(std::move(j));
-            continue;
-        }
-        std::string name = tools::escape_text(n.path);
-        if (!n.target.empty()) name += (n.type == "symlink" ? " -> " : " => ") + tools::escape_text(n.target);
-        if (!a.long_form) {
-            fmt::print("{}\n", name);
-            continue;
-        }
-        const std::string owner = n.user.empty() ? std::to_string(n.uid) : tools::escape_text(n.user);
-        const std::string group = n.group.empty() ? std::to_string(n.gid) : tools::escape_text(n.group);
-        fmt::print("{} {:>8} {:>8} {:>12} {} {}\n", mode_text(n.type, n.mode), owner, group, n.size,
-                   local_time_text(n.mtime_ns), name);
+        if (a.json)
+            arr.push_back(snapshot_node_json(n));
+        else
+            fmt::print("{}\n", snapshot_node_line(n, a.long_form));
     }
     if (a.json) fmt::print("{}\n", tools::json_text(arr));
     finish_stdout();
