@@ -189,6 +189,7 @@ void Writer::Impl::resolve_deferred() {
         catalog->find_present(ids, found);
         for (const ChunkId& id : found) {
             const auto it = deferred.find(id);
+            if (it == deferred.end()) continue;  // (found holds only what was asked)
             deferred_bytes -= it->second.size();
             deferred.erase(it);
         }
