@@ -9,6 +9,7 @@
 #include "client_api.hpp"
 #include "progress.hpp"
 #include "seed_index.hpp"
+#include "want_list.hpp"
 
 #include "../store/codec.hpp"
 #include "../common/posix.hpp"
@@ -37,7 +38,6 @@ namespace cdc::transfer {
 
 namespace {
 
-constexpr std::size_t kNoSlot = std::numeric_limits<std::size_t>::max();
 
 void write_all_fd(int fd, std::span<const std::byte> bytes, const std::string& what) {
     std::size_t done = 0;
@@ -124,16 +124,7 @@ public:
     }
 
 private:
-    struct List {
-        std::vector<store::ChunkId> ids;
-        std::vector<std::uint32_t> sizes;
-        std::vector<bool> wanted;
-        std::vector<std::size_t> slot;   // where the bytes of a chunk that is not wanted are (or will be)
-        std::vector<std::byte> local;    // seed bytes, and wanted chunks that recur in the list
-        std::size_t remaining = 0;
-        std::size_t next_data = 0;
-        std::size_t next_write = 0;
-    };
+    using List = WantList;
 
     [[noreturn]] void unexpected(const char* expected) {
         throw TransferError(Code::internal, fmt::format("'{}': the server sent something else than {}", name_, expected));
@@ -172,35 +163,7 @@ private:
                                             "announced (at least {} bytes, {} chunks): refused",
                                             name_, announced_bytes_, announced_chunks_, listed_bytes_,
                                             listed_chunks_));
-        l.wanted.assign(count, false);
-        l.slot.assign(count, kNoSlot);
-        std::unordered_map<store::ChunkId, std::size_t, IdHash> first;  // id -> its first index in the list
-        for (std::size_t i = 0; i < count; ++i) {
-            const auto [it, fresh] = first.emplace(l.ids[i], i);
-            if (!fresh) {
-                // A repeat: the bytes of the first occurrence, kept in `local`.
-                const std::size_t f = it->second;
-                if (l.slot[f] == kNoSlot) {
-                    l.slot[f] = l.local.size();
-                    l.local.resize(l.local.size() + l.sizes[f]);
-                }
-                l.slot[i] = l.slot[f];
-                report.bytes_reused += l.sizes[i];
-                continue;
-            }
-            if (!seeds_.empty()) {
-                const std::size_t at = l.local.size();
-                l.local.resize(at + l.sizes[i]);
-                if (seeds_.fetch(l.ids[i], std::span<std::byte>(l.local).subspan(at, l.sizes[i]))) {
-                    l.slot[i] = at;
-                    report.bytes_reused += l.sizes[i];
-                    continue;
-                }
-                l.local.resize(at);
-            }
-            l.wanted[i] = true;
-            ++l.remaining;
-        }
+        report.bytes_reused += l.mark(seeds_);
         v1::PullRequest req;
         auto* w = req.mutable_want();
         w->set_bitmap(make_bitmap(l.wanted));
@@ -214,9 +177,7 @@ private:
         if (lists_.empty() || lists_.front().remaining == 0)
             throw TransferError(Code::internal, fmt::format("'{}': chunk data that was not asked for", name_));
         List& l = lists_.front();
-        std::size_t j = l.next_data;
-        while (!l.wanted[j]) ++j;
-        l.next_data = j;
+        const std::size_t j = l.next_wanted();
         if (!assembler_.add(c, l.ids[j], l.sizes[j])) return;
         decode_chunk(decompressor_, assembler_.payload(), assembler_.raw(), l.sizes[j], l.ids[j], raw_,
                      fmt::format("'{}'", name_));
@@ -225,7 +186,7 @@ private:
         ++report.chunks_sent;
         write_locals(l, j);
         put(raw_);
-        if (l.slot[j] != kNoSlot) std::memcpy(l.local.data() + l.slot[j], raw_.data(), raw_.size());
+        if (l.slot[j] != WantList::kNoSlot) std::memcpy(l.local.data() + l.slot[j], raw_.data(), raw_.size());
         l.next_write = l.next_data = j + 1;
         --l.remaining;
         write_completed();

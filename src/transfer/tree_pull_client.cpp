@@ -9,6 +9,7 @@
 #include "chunk_messages.hpp"
 #include "progress.hpp"
 #include "seed_index.hpp"
+#include "want_list.hpp"
 #include "tree_pull.hpp"
 #include "tree_session.hpp"
 
@@ -37,7 +38,6 @@ namespace cdc::transfer {
 
 namespace {
 
-constexpr std::size_t kNoSlot = std::numeric_limits<std::size_t>::max();
 
 class TreeReceiver {
 public:
@@ -114,16 +114,7 @@ public:
     }
 
 private:
-    struct List {
-        std::vector<store::ChunkId> ids;
-        std::vector<std::uint32_t> sizes;
-        std::vector<bool> wanted;
-        std::vector<std::size_t> slot;
-        std::vector<std::byte> local;
-        std::size_t remaining = 0;
-        std::size_t next_data = 0;
-        std::size_t next_write = 0;
-    };
+    using List = WantList;
 
     void next_content() {
         ++consume_;
@@ -199,34 +190,7 @@ private:
         if (bytes > max_list_bytes(params_.profile.max_size))
             throw TransferError(Code::internal, fmt::format("tree pull: a chunk list of {} bytes", bytes));
         report_.chunks += count;
-        l.wanted.assign(count, false);
-        l.slot.assign(count, kNoSlot);
-        std::unordered_map<store::ChunkId, std::size_t, IdHash> first;
-        for (std::size_t i = 0; i < count; ++i) {
-            const auto [it, fresh] = first.emplace(l.ids[i], i);
-            if (!fresh) {
-                const std::size_t f = it->second;
-                if (l.slot[f] == kNoSlot) {
-                    l.slot[f] = l.local.size();
-                    l.local.resize(l.local.size() + l.sizes[f]);
-                }
-                l.slot[i] = l.slot[f];
-                report_.bytes_reused += l.sizes[i];
-                continue;
-            }
-            if (!seeds_.empty()) {
-                const std::size_t at = l.local.size();
-                l.local.resize(at + l.sizes[i]);
-                if (seeds_.fetch(l.ids[i], std::span<std::byte>(l.local).subspan(at, l.sizes[i]))) {
-                    l.slot[i] = at;
-                    report_.bytes_reused += l.sizes[i];
-                    continue;
-                }
-                l.local.resize(at);
-            }
-            l.wanted[i] = true;
-            ++l.remaining;
-        }
+        report_.bytes_reused += l.mark(seeds_);
         v1::PullTreeRequest req;
         auto* w = req.mutable_want();
         w->set_bitmap(make_bitmap(l.wanted));
@@ -240,9 +204,7 @@ private:
         if (lists_.empty() || lists_.front().remaining == 0)
             throw TransferError(Code::internal, "tree pull: chunk data that was not asked for");
         List& l = lists_.front();
-        std::size_t j = l.next_data;
-        while (!l.wanted[j]) ++j;
-        l.next_data = j;
+        const std::size_t j = l.next_wanted();
         if (!assembler_.add(c, l.ids[j], l.sizes[j])) return;
         std::vector<std::byte> raw;
         decode_chunk(decompressor_, assembler_.payload(), assembler_.raw(), l.sizes[j], l.ids[j], raw, "tree pull");
@@ -250,7 +212,7 @@ private:
         report_.payload_sent += assembler_.payload().size();
         ++report_.chunks_sent;
         locals(l, j);
-        if (l.slot[j] != kNoSlot) std::memcpy(l.local.data() + l.slot[j], raw.data(), raw.size());
+        if (l.slot[j] != WantList::kNoSlot) std::memcpy(l.local.data() + l.slot[j], raw.data(), raw.size());
         fifo_.push_back(std::move(raw));
         l.next_write = l.next_data = j + 1;
         --l.remaining;
