@@ -6,6 +6,7 @@
 #pragma once
 
 #include "catalog.hpp"
+#include "restore_tree.hpp"
 #include "tree.hpp"
 
 #include <cdc/snapshot.hpp>
@@ -96,6 +97,14 @@ std::uint64_t drop_unreferenced_snapshot_files(const Store& store, Catalog& cata
 /// which keep the name a file was committed under) their content names.
 /// Returns how many were renamed or dropped as stored already.
 std::uint64_t adopt_snapshot_files(const Store& store);
+
+/// Restores `root` (at `parts` in its snapshot) into `out`: trees from
+/// `source.tree`, each file's bytes from `source.content`, checked against
+/// the entry's length and digest before the file is kept; problems as
+/// restore_snapshot reports them. store get and the tree pull share it.
+SnapshotRestoreReport restore_checked(const std::filesystem::path& out, const tree::Entry& root,
+                                      const std::vector<std::string>& parts, tree::RestoreSource source,
+                                      const SnapshotRestoreOptions& options);
 
 /// f(content name) for every file of snapshot `s` (each distinct directory
 /// once: a file is met at least once, maybe more).

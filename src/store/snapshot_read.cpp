@@ -251,6 +251,44 @@ std::uint64_t drop_unreferenced_snapshot_files(const Store& store, Catalog& cata
     return drop.size();
 }
 
+SnapshotRestoreReport restore_checked(const std::filesystem::path& out, const tree::Entry& root,
+                                      const std::vector<std::string>& parts, tree::RestoreSource source,
+                                      const SnapshotRestoreOptions& options) {
+    auto bytes = std::move(source.content);
+    source.content = [&bytes](const tree::Entry& e, const std::function<void(std::string_view)>& sink) {
+        Hasher h(DigestKind::blake3);
+        std::uint64_t n = 0;
+        bytes(e, [&](std::string_view b) {
+            h.update(std::as_bytes(std::span(b.data(), b.size())));
+            n += b.size();
+            sink(b);
+        });
+        const Digest d = h.finish();
+        if (n != tree::data_length(e) ||
+            std::string(reinterpret_cast<const char*>(d.bytes.data()), d.size) != e.content.digest)
+            throw DamageError("its content does not match its digest");
+    };
+    tree::RestoreOptions ro;
+    ro.owner = options.owner;
+    ro.setid = options.setid;
+    ro.tree_path = parts;
+    const tree::RestoreReport r = tree::restore(out, root, source, ro);
+    SnapshotRestoreReport rep;
+    rep.directories = r.directories;
+    rep.files = r.files;
+    rep.hardlinks = r.hardlinks;
+    rep.symlinks = r.symlinks;
+    rep.specials = r.specials;
+    rep.bytes = r.bytes;
+    for (const auto& p : r.problems) {
+        if (p.kind == tree::RestoreProblem::Kind::not_restored)
+            rep.not_restored.push_back({p.path, p.why});
+        else
+            rep.problems.push_back({p.path, fmt::format("{}: {}", tree::kind_name(p.kind), p.why)});
+    }
+    return rep;
+}
+
 std::uint64_t adopt_snapshot_files(const Store& store) {
     std::vector<std::pair<std::string, std::string>> moves;
     std::map<std::string, bool> committed;  // snapshot id -> has a header
@@ -426,37 +464,11 @@ SnapshotRestoreReport restore_snapshot(const Store& store, const Snapshot& snap,
     source.content = [&](const tree::Entry& e, const std::function<void(std::string_view)>& sink) {
         std::vector<ChunkId> ids;
         store.for_each_chunk(manifest_of(e), [&](const ChunkId& id, std::uint32_t) { ids.push_back(id); });
-        Hasher h(DigestKind::blake3);
-        std::uint64_t n = 0;
         store.read_chunks(ids, Store::ChunkForm::raw, [&](std::size_t, const StoredChunk& c) {
-            h.update(c.bytes);
-            n += c.bytes.size();
             sink(std::string_view(reinterpret_cast<const char*>(c.bytes.data()), c.bytes.size()));
         });
-        const Digest d = h.finish();
-        if (n != tree::data_length(e) ||
-            std::string(reinterpret_cast<const char*>(d.bytes.data()), d.size) != e.content.digest)
-            throw DamageError("its content does not match its digest");
     };
-    tree::RestoreOptions ro;
-    ro.owner = options.owner;
-    ro.setid = options.setid;
-    ro.tree_path = parts;
-    const tree::RestoreReport r = tree::restore(out, root, source, ro);
-    SnapshotRestoreReport rep;
-    rep.directories = r.directories;
-    rep.files = r.files;
-    rep.hardlinks = r.hardlinks;
-    rep.symlinks = r.symlinks;
-    rep.specials = r.specials;
-    rep.bytes = r.bytes;
-    for (const auto& p : r.problems) {
-        if (p.kind == tree::RestoreProblem::Kind::not_restored)
-            rep.not_restored.push_back({p.path, p.why});
-        else
-            rep.problems.push_back({p.path, fmt::format("{}: {}", tree::kind_name(p.kind), p.why)});
-    }
-    return rep;
+    return detail::restore_checked(out, root, parts, std::move(source), options);
 }
 
 void forget_snapshots(Store& store, std::span<const std::string> ids) {

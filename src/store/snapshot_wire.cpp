@@ -201,37 +201,9 @@ SnapshotRestoreReport ImportedTree::restore(const std::filesystem::path& out, co
         return it != impl_->parsed.end() ? it->second : impl_->trees.entries(id);
     };
     source.content = [&](const tree::Entry& e, const std::function<void(std::string_view)>& sink) {
-        const ContentNeed need{e.content.digest, tree::data_length(e)};
-        Hasher h(DigestKind::blake3);
-        std::uint64_t n = 0;
-        content(need, [&](std::string_view bytes) {
-            h.update(std::as_bytes(std::span(bytes.data(), bytes.size())));
-            n += bytes.size();
-            sink(bytes);
-        });
-        const Digest d = h.finish();
-        if (n != need.length || std::string(reinterpret_cast<const char*>(d.bytes.data()), d.size) != e.content.digest)
-            throw DamageError("its content does not match its digest");
+        content(ContentNeed{e.content.digest, tree::data_length(e)}, sink);
     };
-    tree::RestoreOptions ro;
-    ro.owner = options.owner;
-    ro.setid = options.setid;
-    ro.tree_path = impl_->parts;
-    const tree::RestoreReport r = tree::restore(out, impl_->root, source, ro);
-    SnapshotRestoreReport rep;
-    rep.directories = r.directories;
-    rep.files = r.files;
-    rep.hardlinks = r.hardlinks;
-    rep.symlinks = r.symlinks;
-    rep.specials = r.specials;
-    rep.bytes = r.bytes;
-    for (const auto& p : r.problems) {
-        if (p.kind == tree::RestoreProblem::Kind::not_restored)
-            rep.not_restored.push_back({p.path, p.why});
-        else
-            rep.problems.push_back({p.path, fmt::format("{}: {}", tree::kind_name(p.kind), p.why)});
-    }
-    return rep;
+    return detail::restore_checked(out, impl_->root, impl_->parts, std::move(source), options);
 }
 
 }  // namespace cdc::store
