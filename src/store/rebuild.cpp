@@ -78,25 +78,9 @@ private:
     void unlock_if_encrypted() {
         std::error_code ec;
         if (!std::filesystem::exists(dir_ / "keys", ec)) return;
-        if (!options_.password)
-            throw PasswordError(fmt::format("the store '{}' is encrypted: its password is needed", dir_.string()));
-        std::string password = options_.password();
-        struct Wipe {
-            std::string& s;
-            ~Wipe() { crypto::wipe({reinterpret_cast<std::uint8_t*>(s.data()), s.size()}); }
-        } wipe{password};
-        try {
-            crypto::DirKeySlots slots(dir_, crypto::DirKeySlots::Mode::read);
-            crypto::UnlockedKey u = crypto::open_key_ring(slots, crypto::bytes_of(password));
-            store_id_ = u.store_id;
-            ids_.master = std::make_shared<const crypto::MasterKey>(std::move(u.key));
-        } catch (const crypto::WrongPasswordError& e) {
-            throw PasswordError(e.what());
-        } catch (const crypto::KeyRingError& e) {
-            throw DamageError(e.what());
-        } catch (const crypto::KeySlotError& e) {
-            throw DamageError(e.what());
-        }
+        crypto::UnlockedKey u = open_with_password(dir_, options_.password, {});
+        store_id_ = u.store_id;
+        ids_.master = std::make_shared<const crypto::MasterKey>(std::move(u.key));
     }
 
     /// The header of a whole, valid record at `pos` (checksum included).

@@ -191,6 +191,32 @@ std::uint64_t meta_u64(const std::unordered_map<std::string, std::string>& meta,
 
 constexpr const char* kCipher = "xchacha20-poly1305";
 
+}  // namespace
+
+crypto::UnlockedKey detail::open_with_password(const std::filesystem::path& dir,
+                                               const std::function<std::string()>& password,
+                                               std::string_view store_id) {
+    if (!password) throw PasswordError(fmt::format("the store '{}' is encrypted: its password is needed", dir.string()));
+    std::string p = password();
+    struct Wipe {
+        std::string& s;
+        ~Wipe() { crypto::wipe({reinterpret_cast<std::uint8_t*>(s.data()), s.size()}); }
+    } wipe{p};
+    if (p.empty()) throw PasswordError(fmt::format("the store '{}' is encrypted: its password is needed", dir.string()));
+    try {
+        crypto::DirKeySlots slots(dir, crypto::DirKeySlots::Mode::read);
+        return crypto::open_key_ring(slots, crypto::bytes_of(p), store_id);
+    } catch (const crypto::WrongPasswordError& e) {
+        throw PasswordError(e.what());
+    } catch (const crypto::KeyRingError& e) {
+        throw DamageError(e.what());
+    } catch (const crypto::KeySlotError& e) {
+        throw DamageError(e.what());
+    }
+}
+
+namespace {
+
 // The master key of an encrypted store, unwrapped with the caller's
 // password; PasswordError when there is none or it opens no key slot.
 std::shared_ptr<const crypto::MasterKey> unlock_master(const std::filesystem::path& dir, const std::string& store_id,
@@ -203,30 +229,12 @@ std::shared_ptr<const crypto::MasterKey> unlock_master(const std::filesystem::pa
                                             dir.string()));
         return options.unlocked->master;
     }
-    if (!options.password)
-        throw PasswordError(fmt::format("the store '{}' is encrypted: its password is needed", dir.string()));
-    std::string password = options.password();
-    struct Wipe {
-        std::string& s;
-        ~Wipe() { crypto::wipe({reinterpret_cast<std::uint8_t*>(s.data()), s.size()}); }
-    } wipe{password};
-    if (password.empty())
-        throw PasswordError(fmt::format("the store '{}' is encrypted: its password is needed", dir.string()));
-    try {
-        crypto::DirKeySlots slots(dir, crypto::DirKeySlots::Mode::read);
-        crypto::UnlockedKey u = crypto::open_key_ring(slots, crypto::bytes_of(password), store_id);
-        if (u.key.check_value() != check)
-            throw DamageError(fmt::format("the store '{}': key slot {} holds a key that is not this store's (its "
-                                          "check value differs from the catalog's)",
-                                          dir.string(), u.slot_id));
-        return std::make_shared<const crypto::MasterKey>(std::move(u.key));
-    } catch (const crypto::WrongPasswordError& e) {
-        throw PasswordError(e.what());
-    } catch (const crypto::KeyRingError& e) {
-        throw DamageError(e.what());
-    } catch (const crypto::KeySlotError& e) {
-        throw DamageError(e.what());
-    }
+    crypto::UnlockedKey u = detail::open_with_password(dir, options.password, store_id);
+    if (u.key.check_value() != check)
+        throw DamageError(fmt::format("the store '{}': key slot {} holds a key that is not this store's (its "
+                                      "check value differs from the catalog's)",
+                                      dir.string(), u.slot_id));
+    return std::make_shared<const crypto::MasterKey>(std::move(u.key));
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include "pack_storage.hpp"
 #include "records.hpp"
 #include "../common/task_pool.hpp"
+#include "key_ring.hpp"    // (src/crypto)
 #include "master_key.hpp"  // (src/crypto)
 
 #include <cdc/digest.hpp>
@@ -20,6 +21,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -56,6 +58,13 @@ private:
     const ProgressFn& fn_;
     Clock::time_point t0_, last_;
 };
+
+/// The key ring of the encrypted store in `dir` opened with the caller's
+/// password (wiped after use); its slots must be store `store_id`'s (empty:
+/// whichever store they name). PasswordError when there is no password, it
+/// is empty or it opens no slot; DamageError for slots that cannot be read.
+crypto::UnlockedKey open_with_password(const std::filesystem::path& dir,
+                                       const std::function<std::string()>& password, std::string_view store_id);
 
 }  // namespace cdc::store::detail
 
