@@ -196,11 +196,16 @@ std::size_t Ingest::hash_stored(std::span<const ChunkId> ids,
 void Ingest::list(std::span<const ChunkId> ids, std::span<const std::uint32_t> sizes) {
     impl_->w.check_usable();
     impl_->w.add_read_chunks(ids, sizes);
+    // A list of chunks the store holds stores nothing, so nothing else would
+    // flush: an unchanged 4 GiB file's 512k ids would wait for its end.
+    if (impl_->w.flush_due()) impl_->w.flush();
 }
 
 std::uint64_t Ingest::list_stored(std::span<const ChunkId> ids) {
     impl_->w.check_usable();
-    return impl_->w.add_chunks(ids);
+    const std::uint64_t bytes = impl_->w.add_chunks(ids);
+    if (impl_->w.flush_due()) impl_->w.flush();
+    return bytes;
 }
 
 Ingest::Result Ingest::digest(std::uint64_t size) {

@@ -289,7 +289,10 @@ ChunkId Writer::Impl::store_catalog_record(std::span<const std::byte> bytes) {
     ensure_started();
     const ChunkId id = store.chunk_id(bytes);
     const auto size = static_cast<std::uint32_t>(bytes.size());
-    if (session.emplace(id, size).second) singles.add(id, Codec::raw, size, bytes);
+    if (session.emplace(id, size).second) {
+        singles.add(id, Codec::raw, size, bytes);
+        if (singles.bytes.size() >= kSinglesBatch) append_singles();  // (a long list's pieces: by the MiB)
+    }
     return id;
 }
 
@@ -301,7 +304,26 @@ void Writer::Impl::write_catalog_records() {
     for (ManifestDraft& m : manifests) {
         if (m.full.empty() && !m.finished) continue;
         if (m.pieces == 0 && m.stream.empty()) m.uid = random_uid();
-        for (const auto& row : m.full) m.stream.insert(m.stream.end(), row.second.begin(), row.second.end());
+        // Row by row, pieces cut as the stream fills: a flush of a long list
+        // (up to kFlushRefs ids) holds one piece and one row more, not a
+        // second copy of every row.
+        auto cut = [&](bool to_end) {
+            std::size_t at = 0;
+            while (m.stream.size() - at >= piece_body || (to_end && at < m.stream.size())) {
+                const std::size_t n = std::min(piece_body, m.stream.size() - at);
+                const bool last = to_end && at + n == m.stream.size();
+                const ChunkId id =
+                    store_catalog_record(manifest_piece(m.uid, m.pieces++, last, std::span(m.stream).subspan(at, n)));
+                at += n;
+                if (m.records.empty()) m.records.insert(m.records.end(), settings_id.begin(), settings_id.end());
+                m.records.insert(m.records.end(), id.begin(), id.end());
+            }
+            m.stream.erase(m.stream.begin(), m.stream.begin() + static_cast<std::ptrdiff_t>(at));
+        };
+        for (const auto& row : m.full) {
+            m.stream.insert(m.stream.end(), row.second.begin(), row.second.end());
+            cut(false);
+        }
         if (m.finished) {
             ManifestTrailer t;
             t.meta = m.meta;
@@ -313,18 +335,8 @@ void Writer::Impl::write_catalog_records() {
             t.time_ns = now;
             const auto trailer = encode_trailer(t);
             m.stream.insert(m.stream.end(), trailer.begin(), trailer.end());
+            cut(true);
         }
-        std::size_t at = 0;
-        while (m.stream.size() - at >= piece_body || (m.finished && at < m.stream.size())) {
-            const std::size_t n = std::min(piece_body, m.stream.size() - at);
-            const bool last = m.finished && at + n == m.stream.size();
-            const ChunkId id =
-                store_catalog_record(manifest_piece(m.uid, m.pieces++, last, std::span(m.stream).subspan(at, n)));
-            at += n;
-            if (m.records.empty()) m.records.insert(m.records.end(), settings_id.begin(), settings_id.end());
-            m.records.insert(m.records.end(), id.begin(), id.end());
-        }
-        m.stream.erase(m.stream.begin(), m.stream.begin() + static_cast<std::ptrdiff_t>(at));
     }
 }
 

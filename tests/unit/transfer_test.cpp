@@ -164,6 +164,38 @@ TEST(TransferLocal, PushingAgainUnderTheSameName) {
 // A store of a peer-compatible name with its own parameters (restic's
 // polynomial here): the client learns them from Info and cuts exactly like
 // the store, so a file the store already holds sends nothing.
+TEST(TransferLocal, AListOfStoredChunksFlushesAsItGrows) {
+    // A push of a file the store holds lists only stored chunks: nothing is
+    // stored, so only the count of listed ids can call for a flush. Without
+    // it a 4 GiB file's 512k ids (and the catalog records made of them) sat
+    // in the server's memory until its end: +37 MB of VmHWM. Listed here in
+    // batches past the writer's flush threshold (262,144 ids), the file not
+    // ended: the flush shows as the manifest's catalog records synced into
+    // the packs.
+    test::TempDir tmp;
+    const auto dir = make_store(tmp);
+    std::vector<std::uint8_t> chunk(200);  // (below the minimum: one chunk)
+    for (std::size_t i = 0; i < chunk.size(); ++i) chunk[i] = static_cast<std::uint8_t>(i * 131 + 7);
+    const auto p = tmp.write("one", chunk);
+    test::local_push(dir, {{p.string(), "one", chunk.size()}});
+    const auto pack_bytes = [&] {
+        std::uintmax_t n = 0;
+        for (const auto& e : fs::recursive_directory_iterator(dir / "packs"))
+            if (e.is_regular_file()) n += e.file_size();
+        return n;
+    };
+    const store::Store s = store::Store::open(dir);
+    const store::ChunkId id = store::chunk_id_of(std::as_bytes(std::span(chunk)));
+    store::Writer w(s);
+    store::Ingest door(w);
+    door.begin({"many", 0644, 0});
+    const std::uintmax_t before = pack_bytes();
+    const std::vector<store::ChunkId> batch(4096, id);
+    for (int i = 0; i < 70; ++i) door.list_stored(batch);  // 286,720 ids
+    EXPECT_GT(pack_bytes(), before + (std::uintmax_t{4} << 20));
+    door.abandon();
+}
+
 TEST(TransferLocal, PeerParametersTravel) {
     test::TempDir tmp;
     store::InitOptions o;
