@@ -93,15 +93,27 @@ def _groups(paths):
     return groups
 
 
-def _plan(files, target):
-    """Consecutive files (walk order) in shards of about `target` bytes."""
+def _plan(files, target, parts=0, most=0):
+    """Consecutive files (walk order) in shards of about `target` bytes; with
+    parts > 0, of about min(most, max(target, remaining bytes / parts))
+    instead (guided self-scheduling): large shards first, then smaller ones,
+    so that the last shards, run while other workers are already idle, are
+    short."""
+    remaining = sum(f[1] for f in files)
     shards, current, size = [], [], 0
+
+    def next_goal():
+        return min(most, max(target, remaining // parts)) if parts else target
+
+    goal = next_goal()
     for f in files:
         current.append(f)
         size += f[1]
-        if size >= target:
+        if size >= goal:
             shards.append((current, size))
+            remaining -= size
             current, size = [], 0
+            goal = next_goal()
     if current:
         shards.append((current, size))
     return shards
@@ -176,8 +188,10 @@ def analyze(paths, algorithms="fastcdc", min_size=0, avg_size=0, max_size=0, *, 
                  LocalCluster of this machine's cores, closed at the end.
     mode         "exact" (equal to cdc analyze) or "sketch" (see the module).
     buckets      exact mode: partitions of the ids (0: one per worker thread).
-    shard_bytes  bytes of files per task (0: about a quarter of each thread's
-                 share in exact mode, 4 MiB .. 256 MiB; half in sketch mode).
+    shard_bytes  bytes of files per task (0, exact mode: half of each
+                 thread's share of the bytes left, at most 256 MiB, down to a
+                 sixteenth of its share of all bytes, 4 MiB .. 64 MiB;
+                 sketch mode: half of each thread's share).
     precision, sample, sketch_seed
                  sketch mode: HyperLogLog registers (2^precision, 4..18), the
                  bottom-k sample size, and the seed of the sketches' hash.
@@ -245,26 +259,43 @@ def _run(client, groups, spec, resolved, sketch, buckets, shard_bytes, precision
                            **where(h)) for i, (h, p) in enumerate(groups)]
     walked = [_tasks.unpack(w) for w in client.gather(walks)]
     total = sum(f[1] for w in walked for f in w["files"])
+    # Exact mode, by default: shards of half of each thread's share of what
+    # is left (at most 256 MiB), down to a sixteenth of its share of the
+    # whole (4 MiB .. 64 MiB) at the end; sketch mode: half of each thread's
+    # share (a sketch costs the same whatever its shard's size).
+    parts = 0
     if shard_bytes:
         target = shard_bytes
     elif sketch:
         target = max(_MiB, math.ceil(total / (2 * threads)))
     else:
-        target = min(256 * _MiB, max(4 * _MiB, total // (4 * threads)))
-    plan = [(h, files, size) for (h, _), w in zip(groups, walked) for files, size in _plan(w["files"], target)]
+        target = min(64 * _MiB, max(4 * _MiB, total // (16 * threads)))
+        parts = 2 * threads
+    plan = [(h, files, size) for (h, _), w in zip(groups, walked)
+            for files, size in _plan(w["files"], target, parts, 256 * _MiB)]
+    # The largest shards first (Dask runs the tasks of higher priority
+    # first): the run ends with the small ones, the workers finishing
+    # together; the tasks that split a shard's result run as soon as it is
+    # there, before any other shard.
+    order = sorted(range(len(plan)), key=lambda i: -plan[i][2])
+    rank = {i: len(plan) - k for k, i in enumerate(order)}
     nbuckets = buckets or threads
     meter = _Progress(progress, len(plan), total)
     meter.step(0, walked=True)  # the walk is done, no shard has started
 
     shards = [client.submit(_tasks.shard, _tasks.pack(files), spec, 0 if sketch else nbuckets, precision if sketch else 0,
-                            sample, sketch_seed, key=f"cdc-shard-{token}-{i}", retries=retries, **where(h))
+                            sample, sketch_seed, key=f"cdc-shard-{token}-{i}", retries=retries, priority=rank[i],
+                            **where(h))
               for i, (h, files, _) in enumerate(plan)]
-    figures = [client.submit(_tasks.figures, s, key=f"cdc-figures-{token}-{i}") for i, s in enumerate(shards)]
+    first = len(plan) + 1
+    figures = [client.submit(_tasks.figures, s, key=f"cdc-figures-{token}-{i}", priority=first)
+               for i, s in enumerate(shards)]
     if sketch:
-        sketches = [client.submit(_tasks.sketch, s, key=f"cdc-sketch-{token}-{i}") for i, s in enumerate(shards)]
+        sketches = [client.submit(_tasks.sketch, s, key=f"cdc-sketch-{token}-{i}", priority=first)
+                    for i, s in enumerate(shards)]
     else:
-        parts = [[client.submit(_tasks.bucket, s, r, key=f"cdc-bucket-{token}-{i}-{r}") for i, s in enumerate(shards)]
-                 for r in range(nbuckets)]
+        parts = [[client.submit(_tasks.bucket, s, r, key=f"cdc-bucket-{token}-{i}-{r}", priority=first)
+                  for i, s in enumerate(shards)] for r in range(nbuckets)]
         reducers = [client.submit(_tasks.reduce, *p, key=f"cdc-reduce-{token}-{r}") for r, p in enumerate(parts)]
 
     import distributed
