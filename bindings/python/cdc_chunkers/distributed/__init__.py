@@ -237,8 +237,13 @@ def analyze(paths, algorithms="fastcdc", min_size=0, avg_size=0, max_size=0, *, 
         try:
             client = distributed.get_client()
         except ValueError:
-            cluster = distributed.LocalCluster(n_workers=os.cpu_count() or 1, threads_per_worker=1,
-                                               dashboard_address=None)
+            # No dashboard, so no use for Dask's statistical profiler either:
+            # it samples each worker's threads every 10 ms (half of an idle
+            # worker's CPU time).
+            import dask
+            with dask.config.set({"distributed.worker.profile.enabled": False}):
+                cluster = distributed.LocalCluster(n_workers=os.cpu_count() or 1, threads_per_worker=1,
+                                                   dashboard_address=None)
             client = distributed.Client(cluster)
             own = (client, cluster)
     try:
