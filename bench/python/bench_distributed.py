@@ -105,12 +105,38 @@ def timed(client, tree, names):
     return rep, wall, {a: w1[a] - w0[a] for a in w1}, c1 - c0
 
 
+def phases(client, tree, names):
+    """Where one run's wall time goes, from Dask's task stream: the walk, the
+    wait for the first shard, the shards (compute time summed, and the
+    time from the first worker done to the last), what follows the last
+    shard (its split, the reducers, the report)."""
+    t0 = time.time()
+    with distributed.get_task_stream(client) as ts:
+        cdd.analyze(tree, names, client=client)
+    end = time.time()
+    spans = {}
+    for t in ts.data:
+        kind = t["key"].split("-")[1]
+        for s in t["startstops"]:
+            if s["action"] == "compute":
+                spans.setdefault(kind, []).append((s["start"], s["stop"], t["worker"]))
+    walk_end = max(e for _, e, _ in spans["walk"])
+    shards = spans["shard"]
+    last = {}
+    for _, e, w in shards:
+        last[w] = max(last.get(w, 0), e)
+    return (f"wall {end - t0:.3f} s: walk {walk_end - t0:.3f}, to the first shard {min(s for s, _, _ in shards) - walk_end:.3f}, "
+            f"{len(shards)} shards {sum(e - s for s, e, _ in shards):.3f} (summed), the last worker's tail "
+            f"{max(last.values()) - min(last.values()):.3f}, after the last shard {end - max(last.values()):.3f}")
+
+
 def scale(args):
     tree = args.scale_tree
     names = args.algorithms.split(",")
     times = {"1 worker": [], "2 workers": [], "cdc analyze -j 1": []}
     cpu = {1: [], 2: []}  # (busiest worker's CPU, all workers' CPU, this process's CPU) a run
     size = rss = None
+    breakdown = {}
     # One cluster at a time (an idle one costs the client process ~2% of
     # a core), started and warmed up (the page cache, the workers'
     # imports) before its timed run.
@@ -123,6 +149,8 @@ def scale(args):
                     rep, wall, workers, here = timed(client, tree, names)
                     if n == 2:
                         rss = peak_rss(client)
+                    if r == args.rounds - 1:
+                        breakdown[n] = phases(client, tree, names)
                 finally:
                     client.close()
                     c.close()
@@ -153,6 +181,8 @@ def scale(args):
           f"{m[2][1]:.2f} s, the busiest {m[2][0]:.2f} s (client process {m[2][2]:.2f} s); "
           f"2 workers / 1 worker from CPU time: {m[1][0] / (m[2][1] / 2 + m[2][2] / 2):.2f}x "
           f"({m[1][0] / (m[2][0] + m[2][2] / 2):.2f}x with the busiest worker's)")
+    for n, text in breakdown.items():
+        print(f"scale  one more run, {n} worker{'s' if n > 1 else ''}: {text}")
     print(f"scale  peak RSS of the 2 workers after {size / 1e6:.0f} MB x 2 runs: "
           + ", ".join(f"{v / 2**20:.0f} MiB" for v in rss.values()))
     if args.half_tree:
