@@ -317,12 +317,16 @@ def _run(client, groups, spec, resolved, sketch, buckets, shard_bytes, precision
         reducers = [_submit(client, _tasks.reduce, *p, key=f"cdc-reduce-{token}-{r}") for r, p in enumerate(parts)]
 
     import distributed
-    sizes = {s.key: size for s, (_, _, size) in zip(shards, plan)}
-    for done in distributed.as_completed(shards):
+    # A shard's figures, fetched as each is done (a shard is done when its
+    # figures are): no wait for all of them after the last shard.
+    sizes = {f.key: size for f, (_, _, size) in zip(figures, plan)}
+    fetched = {}
+    for done, result in distributed.as_completed(figures, with_results=True):
+        fetched[done.key] = result
         meter.step(sizes[done.key])
     meter.step(0, final=True)
 
-    shard_figures = client.gather(figures)
+    shard_figures = [fetched[f.key] for f in figures]
     n = len(resolved)
     algos = [{"files": 0, "bytes": 0, "chunks": 0, "distinct_chunks": 0, "distinct_bytes": 0, "cut_seconds": 0.0,
               "hash_seconds": 0.0, "index_bytes": 0, "sizes": []} for _ in range(n)]
