@@ -23,11 +23,13 @@
 import argparse
 import json
 import math
+import os
 import resource
 import statistics
 import subprocess
 import time
 
+import dask
 import distributed
 
 import cdc_chunkers.distributed as cdd
@@ -45,9 +47,12 @@ def figures(doc):
     return doc
 
 
-def cluster(n):
-    c = distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
-                                 silence_logs=50)
+def cluster(n, profile=True):
+    # (Dask's statistical profiler samples each worker's threads every 10
+    # ms: half of an idle worker's CPU time; a cluster's setting)
+    with dask.config.set({"distributed.worker.profile.enabled": profile}):
+        c = distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
+                                     silence_logs=50)
     return c, distributed.Client(c)
 
 
@@ -85,38 +90,101 @@ def equal(args):
         c.close()
 
 
+def cpu_seconds():
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def timed(client, tree, names):
+    """One analyze call: its wall time, each worker's CPU time during it,
+    and this process's (the client, the LocalCluster's scheduler and
+    nannies)."""
+    w0, c0, t = client.run(cpu_seconds), cpu_seconds(), time.monotonic()
+    rep = cdd.analyze(tree, names, client=client)
+    wall, c1, w1 = time.monotonic() - t, cpu_seconds(), client.run(cpu_seconds)
+    return rep, wall, {a: w1[a] - w0[a] for a in w1}, c1 - c0
+
+
+def phases(client, tree, names):
+    """Where one run's wall time goes, from Dask's task stream: the walk, the
+    wait for the first shard, the shards (compute time summed, and the
+    time from the first worker done to the last), what follows the last
+    shard (its split, the reducers, the report)."""
+    t0 = time.time()
+    with distributed.get_task_stream(client) as ts:
+        cdd.analyze(tree, names, client=client)
+    end = time.time()
+    spans = {}
+    for t in ts.data:
+        kind = t["key"].split("-")[1]
+        for s in t["startstops"]:
+            if s["action"] == "compute":
+                spans.setdefault(kind, []).append((s["start"], s["stop"], t["worker"]))
+    walk_end = max(e for _, e, _ in spans["walk"])
+    shards = spans["shard"]
+    last = {}
+    for _, e, w in shards:
+        last[w] = max(last.get(w, 0), e)
+    return (f"wall {end - t0:.3f} s: walk {walk_end - t0:.3f}, to the first shard {min(s for s, _, _ in shards) - walk_end:.3f}, "
+            f"{len(shards)} shards {sum(e - s for s, e, _ in shards):.3f} (summed), the last worker's tail "
+            f"{max(last.values()) - min(last.values()):.3f}, after the last shard {end - max(last.values()):.3f}")
+
+
 def scale(args):
     tree = args.scale_tree
     names = args.algorithms.split(",")
-    clusters = {n: cluster(n) for n in (1, 2)}
     times = {"1 worker": [], "2 workers": [], "cdc analyze -j 1": []}
-    size = None
-    try:
-        for n, (_, client) in clusters.items():  # warm up: the page cache, the workers' imports
-            cdd.analyze(tree, names, client=client)
-        for r in range(args.rounds):
-            for label, n in (("1 worker", 1), ("2 workers", 2), ("cdc analyze -j 1", 0)):
-                if n:
-                    t = time.monotonic()
-                    rep = cdd.analyze(tree, names, client=clusters[n][1])
-                    times[label].append(time.monotonic() - t)
-                    size = rep["bytes"]
-                else:
-                    _, t = cdc_analyze(args.cdc, ["-a", args.algorithms, "-j", "1", tree])
-                    times[label].append(t)
-        med = {k: statistics.median(v) for k, v in times.items()}
-        for k, v in times.items():
-            print(f"scale  {k:<18} median {size / med[k] / 1e6:7.1f} MB/s  "
-                  f"(runs: {', '.join(f'{size / x / 1e6:.0f}' for x in v)})")
-        print(f"scale  2 workers / 1 worker: {med['1 worker'] / med['2 workers']:.2f}x; "
-              f"1 worker / cdc analyze -j 1: {med['cdc analyze -j 1'] / med['1 worker']:.2f}x")
-        rss = peak_rss(clusters[2][1])
-        print(f"scale  peak RSS of the 2 workers after {size / 1e6:.0f} MB x {args.rounds + 1} runs: "
-              + ", ".join(f"{v / 2**20:.0f} MiB" for v in rss.values()))
-    finally:
-        for c, client in clusters.values():
-            client.close()
-            c.close()
+    cpu = {1: [], 2: []}  # (busiest worker's CPU, all workers' CPU, this process's CPU) a run
+    size = rss = None
+    breakdown = {}
+    # One cluster at a time (an idle one costs the client process ~2% of
+    # a core), started and warmed up (the page cache, the workers'
+    # imports) before its timed run.
+    for r in range(args.rounds):
+        for label, n in (("1 worker", 1), ("2 workers", 2), ("cdc analyze -j 1", 0)):
+            if n:
+                c, client = cluster(n, args.worker_profile == "on")
+                try:
+                    cdd.analyze(tree, names, client=client)
+                    rep, wall, workers, here = timed(client, tree, names)
+                    if n == 2:
+                        rss = peak_rss(client)
+                    if r == args.rounds - 1:
+                        breakdown[n] = phases(client, tree, names)
+                finally:
+                    client.close()
+                    c.close()
+                times[label].append(wall)
+                cpu[n].append((max(workers.values()), sum(workers.values()), here))
+                size = rep["bytes"]
+            else:
+                _, t = cdc_analyze(args.cdc, ["-a", args.algorithms, "-j", "1", tree])
+                times[label].append(t)
+    med = {k: statistics.median(v) for k, v in times.items()}
+    for k, v in times.items():
+        print(f"scale  {k:<18} median {size / med[k] / 1e6:7.1f} MB/s  "
+              f"(runs: {', '.join(f'{size / x / 1e6:.0f}' for x in v)})")
+    best = {k: min(v) for k, v in times.items()}  # the run least disturbed by other processes
+    print(f"scale  2 workers / 1 worker: {med['1 worker'] / med['2 workers']:.2f}x (best runs: "
+          f"{best['1 worker'] / best['2 workers']:.2f}x); 1 worker / cdc analyze -j 1: "
+          f"{med['cdc analyze -j 1'] / med['1 worker']:.2f}x (best runs: {best['cdc analyze -j 1'] / best['1 worker']:.2f}x) "
+          f"(load average {os.getloadavg()[0]:.1f})")
+    # The same ratio from CPU time, for a loaded machine (where a
+    # worker's wall time is mostly waiting for a core): one worker's CPU
+    # time against a worker's share of the two workers' CPU time plus
+    # half of the client process' (its scheduler, client and nannies
+    # share the two cores with the two workers; with one worker they
+    # have a core of their own). It leaves out the waits between tasks
+    # and the imbalance of the end (given by the busiest worker's).
+    m = {n: [statistics.median(x[i] for x in cpu[n]) for i in range(3)] for n in (1, 2)}
+    print(f"scale  CPU time: 1 worker {m[1][0]:.2f} s (client process {m[1][2]:.2f} s); 2 workers: "
+          f"{m[2][1]:.2f} s, the busiest {m[2][0]:.2f} s (client process {m[2][2]:.2f} s); "
+          f"2 workers / 1 worker from CPU time: {m[1][0] / (m[2][1] / 2 + m[2][2] / 2):.2f}x "
+          f"({m[1][0] / (m[2][0] + m[2][2] / 2):.2f}x with the busiest worker's)")
+    for n, text in breakdown.items():
+        print(f"scale  one more run, {n} worker{'s' if n > 1 else ''}: {text}")
+    print(f"scale  peak RSS of the 2 workers after {size / 1e6:.0f} MB x 2 runs: "
+          + ", ".join(f"{v / 2**20:.0f} MiB" for v in rss.values()))
     if args.half_tree:
         for t in (args.half_tree, tree):
             c, client = cluster(2)
@@ -171,6 +239,8 @@ def main():
     p.add_argument("--sketch-sizes", default="128,512,2048", help="min,avg,max of the sketch runs")
     p.add_argument("--algorithms", default="fastcdc")
     p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--worker-profile", choices=("on", "off"), default="on",
+                   help="Dask's statistical profiler in the workers of the scale runs (on: Dask's default)")
     p.add_argument("--seeds", type=int, default=20)
     p.add_argument("--what", default="equal,scale,sketch")
     args = p.parse_args()

@@ -169,6 +169,7 @@ AnalyzeOptions analyze_options(const py::dict& spec) {
     o.algorithms = resolve_algorithms(spec["algorithms"], profile_args(spec));
     o.digest = parse_digest_kind(spec.contains("digest") ? spec["digest"].cast<std::string>() : "blake3");
     o.follow_symlinks = spec.contains("follow_symlinks") && spec["follow_symlinks"].cast<bool>();
+    if (spec.contains("read_size") && !spec["read_size"].is_none()) o.read_size = spec["read_size"].cast<std::size_t>();
     return o;
 }
 

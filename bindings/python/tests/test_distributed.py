@@ -205,6 +205,27 @@ def test_bad_input_is_refused_before_any_task(tmp_path, client):
         cdd.analyze(tmp_path / "missing", client=client)
 
 
+def test_the_default_plan_makes_large_shards_first_and_small_ones_last():
+    sizes = [5, 100, 3, 3, 40, 7, 7, 7, 2, 2, 9, 1, 1, 1, 30, 2, 2, 2, 2, 2]
+    files = [(b"f%d" % i, n, True) for i, n in enumerate(sizes)]
+    # goal = min(50, max(4, bytes left / 4)): 50, 30, 19, 14, 10, 4, 4, 4
+    shards = cdd._plan(files, 4, 4, 50)
+    assert [f for part, _ in shards for f in part] == files  # every file once, in walk order
+    assert [n for _, n in shards] == [105, 46, 21, 14, 32, 4, 4, 2]
+    assert all(n == sum(f[1] for f in part) for part, n in shards)
+    assert [n for _, n in cdd._plan(files, 50)] == [105, 53, 60, 10]  # a fixed size (shard_bytes)
+
+
+def test_without_a_client_it_runs_a_cluster_of_its_own(tmp_path, cdc_tool):
+    tree = make_tree(tmp_path, files=4)
+    code = "import json, sys\nimport cdc_chunkers.distributed as cdd\nprint(json.dumps(cdd.analyze(sys.argv[1])))"
+    done = subprocess.run([sys.executable, "-c", code, str(tree)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    got = json.loads(done.stdout)
+    assert figures(got) == figures(cdc_analyze(cdc_tool, ["-a", "fastcdc", str(tree)]))
+    assert got["distributed"]["workers"] == (os.cpu_count() or 1)
+
+
 def run_cli(*args):
     return subprocess.run([sys.executable, "-m", "cdc_chunkers.distributed", *args], capture_output=True, text=True,
                           timeout=300)

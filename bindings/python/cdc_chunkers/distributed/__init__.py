@@ -57,6 +57,11 @@ DEFAULT_PRECISION = 16
 DEFAULT_SAMPLE = 1 << 17
 
 _MiB = 1 << 20
+# Bytes a shard reads at a time (cdc analyze: 2 MiB). Two workers on the two
+# cores of the benchmark's machine (1 MiB of L2 cache each) took 3-5% more
+# CPU time than one at a time with 2 MiB buffers and none with 512 KiB; one
+# alone takes the same time with either.
+_READ_SIZE = 512 << 10
 
 
 def _path_bytes(path):
@@ -93,15 +98,27 @@ def _groups(paths):
     return groups
 
 
-def _plan(files, target):
-    """Consecutive files (walk order) in shards of about `target` bytes."""
+def _plan(files, target, parts=0, most=0):
+    """Consecutive files (walk order) in shards of about `target` bytes; with
+    parts > 0, of about min(most, max(target, remaining bytes / parts))
+    instead (guided self-scheduling): large shards first, then smaller ones,
+    so that the last shards, run while other workers are already idle, are
+    short."""
+    remaining = sum(f[1] for f in files)
     shards, current, size = [], [], 0
+
+    def next_goal():
+        return min(most, max(target, remaining // parts)) if parts else target
+
+    goal = next_goal()
     for f in files:
         current.append(f)
         size += f[1]
-        if size >= target:
+        if size >= goal:
             shards.append((current, size))
+            remaining -= size
             current, size = [], 0
+            goal = next_goal()
     if current:
         shards.append((current, size))
     return shards
@@ -142,6 +159,14 @@ class _Progress:
         sys.stderr.flush()
 
 
+def _submit(client, fn, *args, **kwargs):
+    """client.submit(fn, ...), from a function of one line: Dask (2022.12)
+    reads the source of the function that calls submit() at each call, for
+    its dashboard, and tokenizing _run's took ~2.7 ms a task (0.13 s of CPU
+    a run of 47 tasks, while the shards run)."""
+    return client.submit(fn, *args, **kwargs)
+
+
 def _bytes_sent(client, token):
     """Bytes of this run's tasks each worker sent to others (Dask's transfer
     logs; a worker restarted meanwhile has lost its log)."""
@@ -176,8 +201,10 @@ def analyze(paths, algorithms="fastcdc", min_size=0, avg_size=0, max_size=0, *, 
                  LocalCluster of this machine's cores, closed at the end.
     mode         "exact" (equal to cdc analyze) or "sketch" (see the module).
     buckets      exact mode: partitions of the ids (0: one per worker thread).
-    shard_bytes  bytes of files per task (0: about a quarter of each thread's
-                 share in exact mode, 4 MiB .. 256 MiB; half in sketch mode).
+    shard_bytes  bytes of files per task (0, exact mode: half of each
+                 thread's share of the bytes left, at most 256 MiB, down to a
+                 sixteenth of its share of all bytes, 4 MiB .. 64 MiB;
+                 sketch mode: half of each thread's share).
     precision, sample, sketch_seed
                  sketch mode: HyperLogLog registers (2^precision, 4..18), the
                  bottom-k sample size, and the seed of the sketches' hash.
@@ -198,7 +225,7 @@ def analyze(paths, algorithms="fastcdc", min_size=0, avg_size=0, max_size=0, *, 
     names = [algorithms] if isinstance(algorithms, str) else list(algorithms)
     spec = {"algorithms": names, "min_size": min_size, "avg_size": avg_size, "max_size": max_size, "key": key,
             "level": level, "seed": seed, "polynomial": polynomial, "window": window, "digest": digest,
-            "follow_symlinks": bool(follow_symlinks)}
+            "follow_symlinks": bool(follow_symlinks), "read_size": _READ_SIZE}
     resolved = _core._dist_check(spec)  # bad options fail here, before any task
     sketch = mode == "sketch"
     if sketch and not 4 <= precision <= 18:
@@ -215,8 +242,13 @@ def analyze(paths, algorithms="fastcdc", min_size=0, avg_size=0, max_size=0, *, 
         try:
             client = distributed.get_client()
         except ValueError:
-            cluster = distributed.LocalCluster(n_workers=os.cpu_count() or 1, threads_per_worker=1,
-                                               dashboard_address=None)
+            # No dashboard, so no use for Dask's statistical profiler either:
+            # it samples each worker's threads every 10 ms (half of an idle
+            # worker's CPU time).
+            import dask
+            with dask.config.set({"distributed.worker.profile.enabled": False}):
+                cluster = distributed.LocalCluster(n_workers=os.cpu_count() or 1, threads_per_worker=1,
+                                                   dashboard_address=None)
             client = distributed.Client(cluster)
             own = (client, cluster)
     try:
@@ -241,39 +273,60 @@ def _run(client, groups, spec, resolved, sketch, buckets, shard_bytes, precision
         return {"workers": [host], "allow_other_workers": False} if host else {}
 
     # (a walk that raises names a bad top-level path: not worth a retry)
-    walks = [client.submit(_tasks.walk, p, spec["follow_symlinks"], key=f"cdc-walk-{token}-{i}", pure=False,
+    walks = [_submit(client, _tasks.walk, p, spec["follow_symlinks"], key=f"cdc-walk-{token}-{i}", pure=False,
                            **where(h)) for i, (h, p) in enumerate(groups)]
     walked = [_tasks.unpack(w) for w in client.gather(walks)]
     total = sum(f[1] for w in walked for f in w["files"])
+    # Exact mode, by default: shards of half of each thread's share of what
+    # is left (at most 256 MiB), down to a sixteenth of its share of the
+    # whole (4 MiB .. 64 MiB) at the end; sketch mode: half of each thread's
+    # share (a sketch costs the same whatever its shard's size).
+    parts = 0
     if shard_bytes:
         target = shard_bytes
     elif sketch:
         target = max(_MiB, math.ceil(total / (2 * threads)))
     else:
-        target = min(256 * _MiB, max(4 * _MiB, total // (4 * threads)))
-    plan = [(h, files, size) for (h, _), w in zip(groups, walked) for files, size in _plan(w["files"], target)]
+        target = min(64 * _MiB, max(4 * _MiB, total // (16 * threads)))
+        parts = 2 * threads
+    plan = [(h, files, size) for (h, _), w in zip(groups, walked)
+            for files, size in _plan(w["files"], target, parts, 256 * _MiB)]
+    # The largest shards first (Dask runs the tasks of higher priority
+    # first): the run ends with the small ones, the workers finishing
+    # together; the tasks that split a shard's result run as soon as it is
+    # there, before any other shard.
+    order = sorted(range(len(plan)), key=lambda i: -plan[i][2])
+    rank = {i: len(plan) - k for k, i in enumerate(order)}
     nbuckets = buckets or threads
     meter = _Progress(progress, len(plan), total)
     meter.step(0, walked=True)  # the walk is done, no shard has started
 
-    shards = [client.submit(_tasks.shard, _tasks.pack(files), spec, 0 if sketch else nbuckets, precision if sketch else 0,
-                            sample, sketch_seed, key=f"cdc-shard-{token}-{i}", retries=retries, **where(h))
+    shards = [_submit(client, _tasks.shard, _tasks.pack(files), spec, 0 if sketch else nbuckets, precision if sketch else 0,
+                            sample, sketch_seed, key=f"cdc-shard-{token}-{i}", retries=retries, priority=rank[i],
+                            **where(h))
               for i, (h, files, _) in enumerate(plan)]
-    figures = [client.submit(_tasks.figures, s, key=f"cdc-figures-{token}-{i}") for i, s in enumerate(shards)]
+    first = len(plan) + 1
+    figures = [_submit(client, _tasks.figures, s, key=f"cdc-figures-{token}-{i}", priority=first)
+               for i, s in enumerate(shards)]
     if sketch:
-        sketches = [client.submit(_tasks.sketch, s, key=f"cdc-sketch-{token}-{i}") for i, s in enumerate(shards)]
+        sketches = [_submit(client, _tasks.sketch, s, key=f"cdc-sketch-{token}-{i}", priority=first)
+                    for i, s in enumerate(shards)]
     else:
-        parts = [[client.submit(_tasks.bucket, s, r, key=f"cdc-bucket-{token}-{i}-{r}") for i, s in enumerate(shards)]
-                 for r in range(nbuckets)]
-        reducers = [client.submit(_tasks.reduce, *p, key=f"cdc-reduce-{token}-{r}") for r, p in enumerate(parts)]
+        parts = [[_submit(client, _tasks.bucket, s, r, key=f"cdc-bucket-{token}-{i}-{r}", priority=first)
+                  for i, s in enumerate(shards)] for r in range(nbuckets)]
+        reducers = [_submit(client, _tasks.reduce, *p, key=f"cdc-reduce-{token}-{r}") for r, p in enumerate(parts)]
 
     import distributed
-    sizes = {s.key: size for s, (_, _, size) in zip(shards, plan)}
-    for done in distributed.as_completed(shards):
+    # A shard's figures, fetched as each is done (a shard is done when its
+    # figures are): no wait for all of them after the last shard.
+    sizes = {f.key: size for f, (_, _, size) in zip(figures, plan)}
+    fetched = {}
+    for done, result in distributed.as_completed(figures, with_results=True):
+        fetched[done.key] = result
         meter.step(sizes[done.key])
     meter.step(0, final=True)
 
-    shard_figures = client.gather(figures)
+    shard_figures = [fetched[f.key] for f in figures]
     n = len(resolved)
     algos = [{"files": 0, "bytes": 0, "chunks": 0, "distinct_chunks": 0, "distinct_bytes": 0, "cut_seconds": 0.0,
               "hash_seconds": 0.0, "index_bytes": 0, "sizes": []} for _ in range(n)]
