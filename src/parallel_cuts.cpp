@@ -108,10 +108,11 @@ std::size_t parallel_segment_min(const CutFinder& finder) noexcept {
 }
 
 std::size_t cut_lengths_parallel(const CutFinder& finder, std::span<const std::byte> bytes, bool at_end,
-                                 std::vector<std::uint32_t>& out, unsigned threads) {
+                                 std::vector<std::uint32_t>& out, unsigned threads, std::size_t segment_min) {
     if (threads == 0) threads = std::max(1U, std::thread::hardware_concurrency());
+    if (segment_min == 0) segment_min = parallel_segment_min(finder);
     const std::size_t n = bytes.size();
-    const std::size_t parts = std::min<std::size_t>(threads, n / parallel_segment_min(finder));
+    const std::size_t parts = std::min<std::size_t>(threads, n / segment_min);
     if (parts <= 1) return cut_lengths(finder, bytes, at_end, out);
     const Input in{reinterpret_cast<const std::uint8_t*>(bytes.data()), n, at_end, finder.profile().max_size};
     std::vector<Segment> segs(parts);

@@ -71,9 +71,11 @@ std::size_t cut_lengths(const CutFinder& finder, std::span<const std::byte> byte
 /// both chains are the same. Inputs too short to split, or data where
 /// chains never meet (every chunk max_size, each chain offset from the
 /// next), cost about one thread's time; the lengths are exact whatever the
-/// data. Throws std::bad_alloc.
+/// data. `segment_min`: the shortest segment a thread is given (0:
+/// parallel_segment_min; any size is exact, tiny ones make chains meet
+/// late, which the tests want). Throws std::bad_alloc.
 std::size_t cut_lengths_parallel(const CutFinder& finder, std::span<const std::byte> bytes, bool at_end,
-                                 std::vector<std::uint32_t>& out, unsigned threads);
+                                 std::vector<std::uint32_t>& out, unsigned threads, std::size_t segment_min = 0);
 
 /// The shortest segment cut_lengths_parallel gives a thread for `finder`:
 /// input shorter than twice this is cut by one thread.

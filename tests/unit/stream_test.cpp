@@ -91,6 +91,28 @@ TEST(CutLengthsParallel, EqualsTheSequentialLoopForEveryThreadCount) {
     EXPECT_GE(split, 10U);  // the Gear names and the others at the small profile
 }
 
+// Tiny segments (down to one byte): chains that meet several segments on,
+// extensions across segments whose chains are empty (not at the end: the
+// last max_size bytes cut nothing), on the mixed data of every name.
+TEST(CutLengthsParallel, TinySegmentsAreExact) {
+    const auto data = mixed_data();
+    const auto bytes = std::as_bytes(std::span(data)).first(200000);
+    for (const auto& f : finders()) {
+        SCOPED_TRACE(std::string(f->name()) + " max=" + std::to_string(f->profile().max_size));
+        for (const bool at_end : {true, false}) {
+            std::vector<std::uint32_t> expected;
+            const std::size_t consumed = cut_lengths(*f, bytes, at_end, expected);
+            for (const std::size_t segment : {std::size_t{1}, std::size_t{777}, f->profile().max_size / 3 + 1,
+                                              std::size_t{40000}}) {
+                SCOPED_TRACE("segment=" + std::to_string(segment) + " at_end=" + std::to_string(at_end));
+                std::vector<std::uint32_t> got;
+                EXPECT_EQ(cut_lengths_parallel(*f, bytes, at_end, got, 7, segment), consumed);
+                EXPECT_EQ(got, expected);
+            }
+        }
+    }
+}
+
 // One thread, or an input shorter than two segments: the sequential loop.
 TEST(CutLengthsParallel, ShortInputsAndOneThread) {
     const auto f = make_cut_finder("fastcdc");
