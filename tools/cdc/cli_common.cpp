@@ -194,7 +194,8 @@ void compute_digests_parallel(DigestKind kind, std::span<const std::byte> data, 
     // Run r covers chunks [first[r], first[r + 1]) and bytes from offset[r].
     std::vector<std::size_t> first{0};
     std::vector<std::size_t> offset{0};
-    const std::size_t per_job = data.size() / jobs + 1;
+    // (at least 1 MiB a run: a thread start costs more than hashing less)
+    const std::size_t per_job = std::max<std::size_t>(data.size() / jobs + 1, std::size_t{1} << 20);
     std::size_t bytes = 0;
     for (std::size_t i = 0; i < lengths.size(); ++i) {
         bytes += lengths[i];
