@@ -152,7 +152,7 @@ void add_chunk_command(CLI::App& app, int& exit_code) {
     add_quiet_flag(*cmd, args->quiet);
     add_count_option(*cmd, "-j,--jobs", args->jobs, 0, limits::kJobs,
                      "threads cutting the stream and fingerprinting its chunks (0: every core; the cut points are "
-                     "the same for any number)");
+                     "the same for any number; but with -j 1 the input is read and printed 64 MiB at a time)");
     cmd->add_option("PATH", args->path, "file to chunk, or - for standard input")->required()->type_name("");
     document(*cmd, {.notes = "Text output: one line per chunk, offset, length and the digest in hex.",
                     .examples = {{"cdc chunk -a fastcdc-v1.0.0 --avg 16K disk.img",
