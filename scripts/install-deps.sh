@@ -28,7 +28,7 @@ PKGS=(
 )
 # Optional groups: peers for benchmarks (bench/peers) and duplicate finders.
 if [[ "${1:-}" == "--peers" ]]; then
-  PKGS+=(golang-go golang-github-restic-chunker-dev python3 borgbackup restic casync time b3sum xxhash rsync fdupes jdupes rdfind rmlint hyperfine)
+  PKGS+=(golang-go golang-github-restic-chunker-dev golang-lukechampine-blake3-dev python3 borgbackup restic casync time b3sum xxhash rsync fdupes jdupes rdfind rmlint hyperfine)
 fi
 
 missing=()

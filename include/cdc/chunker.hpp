@@ -62,6 +62,25 @@ CutProgress cut_lengths(const CutFinder& finder, std::span<const std::byte> byte
 std::size_t cut_lengths(const CutFinder& finder, std::span<const std::byte> bytes, bool at_end,
                         std::vector<std::uint32_t>& out);
 
+/// The same as the vector form of cut_lengths (appends the lengths, returns
+/// the bytes consumed), with up to `threads` threads (0: one per hardware
+/// thread). The bytes are split into segments; each thread cuts its segment
+/// as if a chunk started there, then follows its chain of cuts past the
+/// segment's end until it lands on a cut of a later segment: a cut depends
+/// only on where its chunk starts (the finder is pure), so from there on
+/// both chains are the same. Inputs too short to split, or data where
+/// chains never meet (every chunk max_size, each chain offset from the
+/// next), cost about one thread's time; the lengths are exact whatever the
+/// data. `segment_min`: the shortest segment a thread is given (0:
+/// parallel_segment_min; any size is exact, tiny ones make chains meet
+/// late, which the tests want). Throws std::bad_alloc.
+std::size_t cut_lengths_parallel(const CutFinder& finder, std::span<const std::byte> bytes, bool at_end,
+                                 std::vector<std::uint32_t>& out, unsigned threads, std::size_t segment_min = 0);
+
+/// The shortest segment cut_lengths_parallel gives a thread for `finder`:
+/// input shorter than twice this is cut by one thread.
+std::size_t parallel_segment_min(const CutFinder& finder) noexcept;
+
 /// The size of the buffer a chunker allocates for itself when none is given:
 /// 2 x max_size, at least 256 KiB (fewer, larger reads and moves).
 std::size_t default_buffer_size(std::size_t max_size) noexcept;

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <sstream>
 
 namespace cdc::test {
@@ -59,6 +60,29 @@ TEST(CliChunk, StdinEqualsFileAndFormats) {
     EXPECT_EQ(doc["bytes"], data.size());
     EXPECT_EQ(doc["chunks"].size(), doc["count"].get<std::size_t>());
     EXPECT_EQ(doc["chunks"][0]["digest"].get<std::string>().size(), 64u);
+}
+
+// -j: the same rows on any number of threads, from a file or a pipe; the
+// input is longer than one window of the parallel path (64 MiB), so that a
+// window's uncut tail moves on to the next.
+TEST(CliChunk, ThreadsGiveTheSameChunks) {
+    TempDir tmp;
+    auto data = random_bytes(std::size_t{66} << 20, 9);
+    std::fill(data.begin() + (std::size_t{20} << 20), data.begin() + (std::size_t{23} << 20), std::uint8_t{0});
+    const auto path = tmp.write("big.bin", data);
+    const auto one = run_tool({"chunk", "-j", "1", "--csv", path.string()});
+    ASSERT_EQ(one.exit_code, 0) << one.err;
+    EXPECT_GT(lines(one.out).size(), 5000U);
+    for (const char* jobs : {"2", "3", "0"}) {
+        const auto r = run_tool({"chunk", "-j", jobs, "--csv", path.string()});
+        ASSERT_EQ(r.exit_code, 0) << r.err;
+        EXPECT_EQ(r.out, one.out) << "-j " << jobs;
+    }
+    const auto piped = run_tool({"chunk", "-j", "2", "--csv", "-"}, path.string());
+    ASSERT_EQ(piped.exit_code, 0) << piped.err;
+    EXPECT_EQ(piped.out, one.out);
+    const auto bad = run_tool({"chunk", "-j", "x", path.string()});
+    EXPECT_NE(bad.exit_code, 0);
 }
 
 TEST(CliChunk, KeyChangesCutPoints) {

@@ -51,6 +51,25 @@ TEST(SpeedCli, ChunkCountsDoNotDependOnTheKernel) {
     EXPECT_EQ(outputs.size(), 1u) << *outputs.begin();
 }
 
+// -j: the buffer cut as one stream on several threads, the same chunks as
+// on one (8 MiB: two segments or more for the Gear names' default profiles).
+TEST(SpeedCli, JobsGiveTheSameChunkCounts) {
+    std::set<std::string> outputs;
+    for (const char* j : {"1", "2", "3"}) {
+        const auto r = run_tool({"speed", "--size", "8MiB", "--json", "-j", j, "--digest", "blake3", "-a",
+                                 "fastcdc,jc-v1.1.0,fastcdc4stadia,ultracdc"});
+        ASSERT_EQ(r.exit_code, 0) << r.err;
+        const auto doc = nlohmann::json::parse(r.out);
+        EXPECT_EQ(doc["jobs"].get<unsigned>(), static_cast<unsigned>(j[0] - '0'));
+        std::string counts;
+        for (const auto& row : doc["results"])
+            counts += row["algorithm"].get<std::string>() + "=" + std::to_string(row["chunks"].get<std::uint64_t>()) + " ";
+        outputs.insert(counts);
+    }
+    EXPECT_EQ(outputs.size(), 1u) << *outputs.begin();
+    EXPECT_EQ(run_tool({"speed", "-j", "-1"}).exit_code, 2);
+}
+
 TEST(SpeedCli, TextOutputDigestAndUsageErrors) {
     const auto r = run_tool({"speed", "--size", "1MiB", "--digest", "blake3", "-a", "fastcdc"});
     ASSERT_EQ(r.exit_code, 0) << r.err;

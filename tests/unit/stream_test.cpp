@@ -54,6 +54,82 @@ std::vector<std::shared_ptr<const CutFinder>> finders() {
     return out;
 }
 
+// cut_lengths_parallel: the lengths of cut_lengths whatever the number of
+// threads, where the segments' chains meet at once (random data), late
+// (a zero run across a segment start: max_size chunks, offset from the
+// true chain's, until the data changes) or never (zeros to the end).
+TEST(CutLengthsParallel, EqualsTheSequentialLoopForEveryThreadCount) {
+    std::vector<std::uint8_t> data = random_bytes(std::size_t{5} << 19, 21);
+    data.insert(data.end(), std::size_t{3} << 19, 0);
+    const auto text = generate_input("text:7:1500000");
+    data.insert(data.end(), text.begin(), text.end());
+    const auto more = random_bytes(std::size_t{1} << 20, 22);
+    data.insert(data.end(), more.begin(), more.end());
+    std::vector<std::uint8_t> zeros_tail = data;
+    zeros_tail.insert(zeros_tail.end(), std::size_t{5} << 20, 0);
+    std::size_t split = 0;
+    for (const auto& f : finders()) {
+        if (2 * parallel_segment_min(*f) > data.size()) continue;
+        SCOPED_TRACE(std::string(f->name()) + " max=" + std::to_string(f->profile().max_size));
+        for (const auto* input : {&data, &zeros_tail}) {
+            const auto bytes = std::as_bytes(std::span(*input));
+            for (const bool at_end : {true, false}) {
+                std::vector<std::uint32_t> expected;
+                const std::size_t consumed = cut_lengths(*f, bytes, at_end, expected);
+                for (const unsigned threads : {0U, 3U, 64U}) {
+                    SCOPED_TRACE("threads=" + std::to_string(threads) + " at_end=" + std::to_string(at_end));
+                    std::vector<std::uint32_t> got{7};  // appended to, as cut_lengths does
+                    EXPECT_EQ(cut_lengths_parallel(*f, bytes, at_end, got, threads), consumed);
+                    ASSERT_EQ(got.front(), 7U);
+                    got.erase(got.begin());
+                    EXPECT_EQ(got, expected);
+                }
+            }
+        }
+        ++split;
+    }
+    EXPECT_GE(split, 10U);  // the Gear names and the others at the small profile
+}
+
+// Tiny segments (down to one byte): chains that meet several segments on,
+// extensions across segments whose chains are empty (not at the end: the
+// last max_size bytes cut nothing), on the mixed data of every name.
+TEST(CutLengthsParallel, TinySegmentsAreExact) {
+    const auto data = mixed_data();
+    const auto bytes = std::as_bytes(std::span(data)).first(200000);
+    for (const auto& f : finders()) {
+        SCOPED_TRACE(std::string(f->name()) + " max=" + std::to_string(f->profile().max_size));
+        for (const bool at_end : {true, false}) {
+            std::vector<std::uint32_t> expected;
+            const std::size_t consumed = cut_lengths(*f, bytes, at_end, expected);
+            for (const std::size_t segment : {std::size_t{1}, std::size_t{777}, f->profile().max_size / 3 + 1,
+                                              std::size_t{40000}}) {
+                SCOPED_TRACE("segment=" + std::to_string(segment) + " at_end=" + std::to_string(at_end));
+                std::vector<std::uint32_t> got;
+                EXPECT_EQ(cut_lengths_parallel(*f, bytes, at_end, got, 7, segment), consumed);
+                EXPECT_EQ(got, expected);
+            }
+        }
+    }
+}
+
+// One thread, or an input shorter than two segments: the sequential loop.
+TEST(CutLengthsParallel, ShortInputsAndOneThread) {
+    const auto f = make_cut_finder("fastcdc");
+    const auto data = random_bytes(300000, 5);
+    const auto bytes = std::as_bytes(std::span(data));
+    std::vector<std::uint32_t> expected;
+    cut_lengths(*f, bytes, true, expected);
+    for (const unsigned threads : {1U, 4U}) {
+        std::vector<std::uint32_t> got;
+        EXPECT_EQ(cut_lengths_parallel(*f, bytes, true, got, threads), data.size());
+        EXPECT_EQ(got, expected);
+    }
+    std::vector<std::uint32_t> none;
+    EXPECT_EQ(cut_lengths_parallel(*f, {}, true, none, 4), 0U);
+    EXPECT_TRUE(none.empty());
+}
+
 // cut_lengths, the batch loop behind every consumer: the chunker's cuts
 // whether given everything at once, piece by piece as data arrives (the
 // uncut tail moved to the front with the next piece, as a stream driver

@@ -10,7 +10,9 @@
 
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <charconv>
+#include <thread>
 #include <limits>
 #include <map>
 #include <cerrno>
@@ -184,6 +186,40 @@ std::string_view flag_of(std::string_view command, std::string_view field) noexc
     for (const auto& f : kFieldFlags)
         if (f.field == field && (f.command.empty() || f.command == command)) return f.flag;
     return {};
+}
+
+void compute_digests_parallel(DigestKind kind, std::span<const std::byte> data, std::span<const std::uint32_t> lengths,
+                              std::span<Digest> out, unsigned jobs) {
+    if (jobs == 0) jobs = std::max(1U, std::thread::hardware_concurrency());
+    // Run r covers chunks [first[r], first[r + 1]) and bytes from offset[r].
+    std::vector<std::size_t> first{0};
+    std::vector<std::size_t> offset{0};
+    // (at least 1 MiB a run: a thread start costs more than hashing less)
+    const std::size_t per_job = std::max<std::size_t>(data.size() / jobs + 1, std::size_t{1} << 20);
+    std::size_t bytes = 0;
+    for (std::size_t i = 0; i < lengths.size(); ++i) {
+        bytes += lengths[i];
+        if (bytes >= per_job * first.size() && first.size() < jobs && i + 1 < lengths.size()) {
+            first.push_back(i + 1);
+            offset.push_back(bytes);
+        }
+    }
+    first.push_back(lengths.size());
+    auto run = [&](std::size_t r) {
+        constexpr std::size_t kBatch = 64;
+        std::size_t at = offset[r];
+        for (std::size_t i = first[r]; i < first[r + 1]; i += kBatch) {
+            const std::size_t count = std::min(kBatch, first[r + 1] - i);
+            const auto batch = lengths.subspan(i, count);
+            std::size_t size = 0;
+            for (const std::uint32_t l : batch) size += l;
+            compute_digests(kind, data.subspan(at, size), batch, out.subspan(i, count));
+            at += size;
+        }
+    };
+    std::vector<std::jthread> pool;
+    for (std::size_t r = 1; r + 1 < first.size(); ++r) pool.emplace_back(run, r);
+    run(0);
 }
 
 }  // namespace cdc::cli

@@ -79,6 +79,12 @@ nlohmann::json parameters_json(const cdc::AlgorithmInfo& a, const cdc::Profile& 
 // parameters_for, split_comma_list, parse_algorithm_list and
 // resolve_algorithm_list live in src/report (the Python binding uses them).
 using tools::parameters_for;
+/// compute_digests of every chunk, `lengths` over `data` from its start,
+/// on up to `jobs` threads (contiguous runs of chunks of about equal bytes,
+/// at least 1 MiB each; 0: one per hardware thread), 64 chunks per call.
+void compute_digests_parallel(DigestKind kind, std::span<const std::byte> data, std::span<const std::uint32_t> lengths,
+                              std::span<Digest> out, unsigned jobs);
+
 using tools::parse_algorithm_list;
 using tools::resolve_algorithm_list;
 using tools::split_comma_list;

@@ -7,7 +7,10 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cerrno>
+#include <memory>
+#include <vector>
 #include <cstring>
 #include <sys/stat.h>
 
@@ -22,6 +25,7 @@ struct ChunkArgs {
     bool csv = false;
     bool json = false;
     bool quiet = false;
+    unsigned jobs = 0;
     std::string path;
 };
 
@@ -39,11 +43,50 @@ Source open_input(const std::string& path) {
     }
 }
 
+/// Calls f(offset, bytes, digest hex) for every chunk of `source`, in order:
+/// windows of the stream read whole, each cut as one stream on `jobs`
+/// threads (cut_lengths_parallel) and its chunks' digests computed on as
+/// many; the tail a window cannot cut yet moves to the next.
+template <class F>
+void each_chunk_parallel(const CutFinder& finder, Source source, DigestKind digest, unsigned jobs, F&& f) {
+    const std::size_t max = finder.profile().max_size;
+    // Windows long enough to give every thread segments of its own.
+    const std::size_t window = std::max<std::size_t>(std::size_t{64} << 20, 4 * parallel_segment_min(finder) + max);
+    const auto buffer = std::make_unique_for_overwrite<std::byte[]>(window);
+    std::size_t live = 0;
+    std::uint64_t offset = 0;
+    bool end = false;
+    std::vector<std::uint32_t> lengths;
+    std::vector<Digest> digests;
+    while (!end || live > 0) {
+        if (!end) {
+            const FillResult r =
+                read_at_least(*source.reader_ptr(), std::span(buffer.get() + live, window - live), window - live);
+            live += r.bytes;
+            end = r.end;
+        }
+        const std::span<const std::byte> bytes(buffer.get(), live);
+        lengths.clear();
+        const std::size_t used = cut_lengths_parallel(finder, bytes, end, lengths, jobs);
+        if (digest != DigestKind::none) {
+            digests.resize(lengths.size());
+            compute_digests_parallel(digest, bytes.first(used), lengths, digests, jobs);
+        }
+        std::size_t at = 0;
+        for (std::size_t i = 0; i < lengths.size(); ++i) {
+            f(offset + at, lengths[i], digest == DigestKind::none ? std::string() : digests[i].hex());
+            at += lengths[i];
+        }
+        offset += used;
+        std::memmove(buffer.get(), buffer.get() + used, live - used);
+        live -= used;
+    }
+}
+
 int run(const ChunkArgs& args) {
     const Options options = args.profile.options();
     const DigestKind digest = parse_digest_kind(args.digest);
     auto finder = make_cut_finder(args.algorithm, options, parse_kernel_level(args.kernel));
-    Chunker chunker(finder, open_input(args.path));
     const Profile& p = finder->profile();
 
     fmt::memory_buffer out;
@@ -64,23 +107,28 @@ int run(const ChunkArgs& args) {
     }
     std::uint64_t count = 0;
     std::uint64_t bytes = 0;
-    for (const Chunk& c : chunker) {
-        const std::string hex = digest == DigestKind::none ? std::string() : compute_digest(digest, c.bytes).hex();
+    const auto emit = [&](std::uint64_t offset, std::size_t size, const std::string& hex) {
         if (args.json) {
-            fmt::format_to(std::back_inserter(out), "{}{{\"offset\":{},\"length\":{}", count ? "," : "", c.offset,
-                           c.size());
+            fmt::format_to(std::back_inserter(out), "{}{{\"offset\":{},\"length\":{}", count ? "," : "", offset, size);
             if (digest != DigestKind::none) fmt::format_to(std::back_inserter(out), ",\"digest\":\"{}\"", hex);
             fmt::format_to(std::back_inserter(out), "}}");
         } else if (args.csv) {
-            fmt::format_to(std::back_inserter(out), "{},{},{}\n", c.offset, c.size(), hex);
+            fmt::format_to(std::back_inserter(out), "{},{},{}\n", offset, size, hex);
         } else if (digest == DigestKind::none) {
-            fmt::format_to(std::back_inserter(out), "{:>12} {:>9}\n", c.offset, c.size());
+            fmt::format_to(std::back_inserter(out), "{:>12} {:>9}\n", offset, size);
         } else {
-            fmt::format_to(std::back_inserter(out), "{:>12} {:>9} {}\n", c.offset, c.size(), hex);
+            fmt::format_to(std::back_inserter(out), "{:>12} {:>9} {}\n", offset, size, hex);
         }
         ++count;
-        bytes += c.size();
+        bytes += size;
         if (out.size() > 1 << 16) flush();
+    };
+    if (args.jobs == 1) {
+        Chunker chunker(finder, open_input(args.path));
+        for (const Chunk& c : chunker)
+            emit(c.offset, c.size(), digest == DigestKind::none ? std::string() : compute_digest(digest, c.bytes).hex());
+    } else {
+        each_chunk_parallel(*finder, open_input(args.path), digest, args.jobs, emit);
     }
     if (args.json) fmt::format_to(std::back_inserter(out), "],\"count\":{},\"bytes\":{}}}\n", count, bytes);
     flush();
@@ -102,6 +150,9 @@ void add_chunk_command(CLI::App& app, int& exit_code) {
                                "count, bytes}");
     csv->excludes(json);
     add_quiet_flag(*cmd, args->quiet);
+    add_count_option(*cmd, "-j,--jobs", args->jobs, 0, limits::kJobs,
+                     "threads cutting the stream and fingerprinting its chunks (0: every core; the cut points are "
+                     "the same for any number; but with -j 1 the input is read and printed 64 MiB at a time)");
     cmd->add_option("PATH", args->path, "file to chunk, or - for standard input")->required()->type_name("");
     document(*cmd, {.notes = "Text output: one line per chunk, offset, length and the digest in hex.",
                     .examples = {{"cdc chunk -a fastcdc-v1.0.0 --avg 16K disk.img",

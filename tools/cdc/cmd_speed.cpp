@@ -19,6 +19,7 @@
 #include <cstring>
 #include <ctime>
 #include <limits>
+#include <optional>
 #include <span>
 
 namespace cdc::cli {
@@ -32,6 +33,7 @@ struct SpeedArgs {
     std::string digest = "none";
     std::string kernel = "auto";
     unsigned runs = 1;
+    std::optional<unsigned> jobs;  // given: cut on this many threads, timed by the wall clock
     bool json = false;
     bool quiet = false;
 };
@@ -96,6 +98,24 @@ Measure cut_all(const CutFinder& finder, const std::uint8_t* buf, std::size_t si
     return m;
 }
 
+// With --jobs: cut_lengths_parallel over the whole buffer (and the digests on
+// as many threads), timed by the wall clock, as several threads' CPU time
+// would not say how long the cut took.
+Measure cut_all_parallel(const CutFinder& finder, const std::uint8_t* buf, std::size_t size, DigestKind digest,
+                         unsigned jobs) {
+    const auto data = std::as_bytes(std::span(buf, size));
+    std::vector<std::uint32_t> lengths;
+    const auto t0 = std::chrono::steady_clock::now();
+    cut_lengths_parallel(finder, data, true, lengths, jobs);
+    std::vector<Digest> digests;
+    if (digest != DigestKind::none) {
+        digests.resize(lengths.size());
+        compute_digests_parallel(digest, data, lengths, digests, jobs);
+    }
+    const std::chrono::duration<double> took = std::chrono::steady_clock::now() - t0;
+    return {took.count(), lengths.size()};
+}
+
 // The names to measure: the list given, or with "all" every content-defined
 // name, kfastcdc with a fixed key when none was given.
 std::vector<AlgorithmSpec> speed_runs(const SpeedArgs& args, const Options& base) {
@@ -139,17 +159,21 @@ struct SpeedRow {
 // One name: the kernel at `level` and the scalar reference, their runs
 // alternating so that a slow spell of the machine does not fall on one only.
 SpeedRow measure(const AlgorithmSpec& r, KernelLevel level, const std::vector<std::uint8_t>& buf, DigestKind digest,
-                 unsigned runs) {
+                 unsigned runs, std::optional<unsigned> jobs) {
+    const auto cut = [&](const CutFinder& f) {
+        return jobs ? cut_all_parallel(f, buf.data(), buf.size(), digest, *jobs)
+                    : cut_all(f, buf.data(), buf.size(), digest);
+    };
     auto finder = make_cut_finder(r.name, r.options, level);
     auto scalar =
         finder->kernel_level() == KernelLevel::scalar ? finder : make_cut_finder(r.name, r.options, KernelLevel::scalar);
     Measure best{1e300, 0};
     Measure best_scalar{1e300, 0};
     for (unsigned k = 0; k < runs; ++k) {
-        const Measure m = cut_all(*finder, buf.data(), buf.size(), digest);
+        const Measure m = cut(*finder);
         if (m.seconds < best.seconds) best = m;
         if (scalar == finder) continue;
-        const Measure s = cut_all(*scalar, buf.data(), buf.size(), digest);
+        const Measure s = cut(*scalar);
         if (s.seconds < best_scalar.seconds) best_scalar = s;
     }
     if (scalar == finder) best_scalar = best;
@@ -171,12 +195,14 @@ void print_rows(const SpeedArgs& args, const std::vector<SpeedRow>& rows, double
                                {"kernel", to_string(row.used)}});
         nlohmann::json out = {{"baseline_mb_s", baseline}, {"results", results},   {"bytes", size},
                               {"data", args.data},         {"digest", args.digest}, {"checksum", checksum & 0xFF}};
+        if (args.jobs) out["jobs"] = *args.jobs;
         fmt::print("{}\n", out.dump(2));
         return;
     }
-    fmt::print("{} of {} data in memory, digest {}, best of {} run(s); MB = 10^6 bytes; X SCALAR: against the "
+    fmt::print("{} of {} data in memory, digest {}, best of {} run(s){}; MB = 10^6 bytes; X SCALAR: against the "
                "scalar reference, measured side by side\n",
-               tools::format_size(static_cast<double>(size)), args.data, args.digest, args.runs);
+               tools::format_size(static_cast<double>(size)), args.data, args.digest, args.runs,
+               args.jobs ? fmt::format(", {} thread(s), wall-clock time", *args.jobs) : std::string());
     fmt::print("{:<18} {:<10} {:>10} {:>10} {:>9} {:>9}\n", "ALGORITHM", "KERNEL", "MB/S", "CHUNKS", "BASELINE",
                "X SCALAR");
     fmt::print("{:<18} {:<10} {:>10.0f} {:>10} {:>8.1f}% {:>9}\n", "memory-read", "-", baseline, "-", 100.0, "-");
@@ -204,7 +230,7 @@ int run(const SpeedArgs& args) {
     const double baseline = memory_baseline(buf, args.runs, checksum);
     std::vector<SpeedRow> rows;
     for (const auto& r : runs) {
-        rows.push_back(measure(r, level, buf, digest, args.runs));
+        rows.push_back(measure(r, level, buf, digest, args.runs, args.jobs));
         if (!args.json && !args.quiet && stderr_is_tty()) fmt::print(stderr, "\r{} done\x1b[K", r.name);
     }
     if (!args.json && !args.quiet && stderr_is_tty()) fmt::print(stderr, "\r\x1b[K");
@@ -229,6 +255,12 @@ void add_speed_command(CLI::App& app, int& exit_code) {
     add_kernel_option(*cmd, args->kernel);
     add_count_option(*cmd, "--runs", args->runs, 1, limits::kRuns,
                      "measure each algorithm this many times and report the best");
+    cmd->add_option_function<unsigned>(
+           "-j,--jobs", [args](unsigned j) { args->jobs = j; },
+           "cut each buffer as one stream on this many threads (0: every core), timed by the wall clock "
+           "(without: one thread, its CPU time)")
+        ->type_name("N")
+        ->check(CLI::Range(0U, static_cast<unsigned>(limits::kJobs)));
     add_json_flag(*cmd, args->json,
                   "{\"baseline_mb_s\", \"results\": [{\"algorithm\", \"mb_s\", \"chunks\", "
                   "\"fraction_of_baseline\", \"scalar_mb_s\", \"relative_to_scalar\", \"kernel\"}], ...}");
