@@ -15,6 +15,7 @@
 #include <functional>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -115,5 +116,46 @@ void for_each_content(const Store& store, const Snapshot& s, const std::function
 /// kept it (nullopt if neither is stored).
 std::optional<ManifestInfo> content_manifest(const Store& store, std::string_view id, std::string_view path,
                                              const tree::Entry& e);
+
+}  // namespace cdc::store::detail
+
+namespace cdc::store::detail {
+
+/// What one snapshot is made of, for the one engine behind `backup`
+/// (create_snapshot) and `put` (put_snapshot): trees and files of the disk
+/// captured with every file type and its metadata (tree::capture), placed
+/// at given paths of the snapshot, and files given as Writer inputs (a
+/// stream, a file named on the command line).
+struct SnapshotSources {
+    struct Root {
+        std::string disk;                ///< what is captured (never followed if a link)
+        std::vector<std::string> place;  ///< where it goes: components from the snapshot's root (empty: the root)
+    };
+    std::vector<Root> roots;
+    std::span<PutFile> files;  ///< placed at their `path`
+    /// A directory made above a root or a file (components of its path): its entry.
+    std::function<tree::Entry(const std::vector<std::string>& place)> dir_above;
+    /// Two sources may share directories (a put's trees and files merge);
+    /// otherwise a root inside or beside another's place is refused.
+    bool merge = false;
+    std::optional<Snapshot> parent;  ///< its unchanged files are not read
+    bool xattrs = true;
+    bool one_file_system = false;
+    WalkExcludes exclude;
+    /// A directory never entered wherever a tree holds it (the store's own),
+    /// reported as a warning.
+    std::optional<std::pair<std::uint64_t, std::uint64_t>> never_enter;  ///< st_dev, st_ino
+    ProgressFn progress;
+    Writer::InputDone files_done;  ///< per file of `files`
+    /// Per regular file of a root, once stored (disk path).
+    std::function<void(const std::string& disk, const PutStats&)> tree_file_done;
+};
+
+/// Captures, stores and commits the snapshot `snap` (header fields but the
+/// tree and totals set): `result.skipped` names what was left out (disk
+/// paths for roots' entries, "/PATH" for `files`), `tree_skipped` the
+/// roots' part of it. Returns the Writer's totals.
+PutStats build_snapshot(const Store& store, Snapshot& snap, SnapshotResult& result, SnapshotSources& sources,
+                        std::vector<SnapshotIssue>* tree_skipped = nullptr);
 
 }  // namespace cdc::store::detail
