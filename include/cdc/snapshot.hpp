@@ -301,10 +301,11 @@ struct RewrittenSnapshot {
 /// tree): every snapshot holding one is rewritten without it (a new id;
 /// same time, host, user, paths, tags and parent; new trees; its other
 /// files' content manifests copied, nothing read), the old one forgotten;
-/// a snapshot left empty is forgotten. The new snapshots are committed,
-/// then the old ones forgotten (one transaction each): a crash in between
-/// leaves both, and remove_paths again finishes (a rewrite already there is
-/// not made twice). NotFoundError if no snapshot holds a path (nothing
+/// a snapshot left empty is forgotten. The new snapshots are committed and
+/// the old ones forgotten in one transaction (rewrites too large for one
+/// flush of the Writer are committed before it: a crash in between leaves
+/// both, and remove_paths again finishes; a rewrite already there is not
+/// made twice). NotFoundError if no snapshot holds a path (nothing
 /// changed). `dry_run`: what would change, nothing written.
 std::vector<RewrittenSnapshot> remove_paths(Store& store, std::span<const std::string> paths, bool dry_run = false);
 

@@ -121,6 +121,10 @@ std::optional<ManifestInfo> content_manifest(const Store& store, std::string_vie
 
 namespace cdc::store::detail {
 
+/// The manifests of these snapshots (header, trees, files under their id):
+/// what forgetting them removes. NotFoundError for an id with no header.
+std::vector<std::string> snapshot_manifests(const Store& store, std::span<const std::string> ids);
+
 /// What one snapshot is made of, for the one engine behind `backup`
 /// (create_snapshot) and `put` (put_snapshot): trees and files of the disk
 /// captured with every file type and its metadata (tree::capture), placed

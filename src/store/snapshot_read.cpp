@@ -472,6 +472,11 @@ SnapshotRestoreReport restore_snapshot(const Store& store, const Snapshot& snap,
 }
 
 void forget_snapshots(Store& store, std::span<const std::string> ids) {
+    // Store::remove is one transaction: a snapshot goes whole or not at all.
+    store.remove(detail::snapshot_manifests(store, ids));
+}
+
+std::vector<std::string> detail::snapshot_manifests(const Store& store, std::span<const std::string> ids) {
     std::vector<std::string> names;
     std::set<std::string> seen;
     for (const auto& id : ids) {
@@ -481,8 +486,7 @@ void forget_snapshots(Store& store, std::span<const std::string> ids) {
         if (store.find(detail::tree_name(id))) names.push_back(detail::tree_name(id));
         for (const auto& m : store.list(detail::kFilePrefix + id + "/")) names.push_back(m.name);
     }
-    // Store::remove is one transaction: a snapshot goes whole or not at all.
-    store.remove(names);
+    return names;
 }
 
 namespace {

@@ -219,6 +219,7 @@ int run_put(const PutArgs& a) {
                             {"raced_bytes", total.raced_bytes},
                             {"seconds", secs},
                             {"excluded", in.excluded + put.result.excluded},
+                            {"skipped_unchanged", put.result.snapshot.totals.skipped_unchanged},
                             {"dirs", put.result.snapshot.totals.dirs},
                             {"others", put.result.snapshot.totals.others},
                             {"skipped", issues_json(errors)},
