@@ -222,30 +222,36 @@ public:
     ParentView(const Store& store, const Snapshot& p) : store_(store), trees_(detail::load_trees(store, p)), snap_(p) {
         root_ = detail::root_entry(p);
     }
+    /// The entry at `path` ('/'-joined, from the root); files of one
+    /// directory come in a row, so its entries are looked up once.
     const Entry* find(const std::string& path) {
-        const auto parts = split(path);
-        const Entry* e = &root_;
-        std::string at;
-        for (const auto& name : parts) {
-            if (e->type != EntryType::directory) return nullptr;
-            auto it = dirs_.find(at);
-            if (it == dirs_.end()) it = dirs_.emplace(at, trees_.entries(e->subtree)).first;
-            const auto& v = it->second;
-            const auto x = std::lower_bound(v.begin(), v.end(), name,
-                                            [](const Entry& a, const std::string& n) { return a.name < n; });
-            if (x == v.end() || x->name != name) return nullptr;
-            e = &*x;
-            at = child_path(at, name);
-        }
-        return e;
+        const auto slash = path.rfind('/');
+        const std::vector<Entry>* v = children(slash == std::string::npos ? std::string() : path.substr(0, slash));
+        if (!v) return nullptr;
+        const std::string_view name = slash == std::string::npos ? std::string_view(path) : std::string_view(path).substr(slash + 1);
+        const auto x = std::lower_bound(v->begin(), v->end(), name,
+                                        [](const Entry& a, std::string_view n) { return a.name < n; });
+        if (x == v->end() || x->name != name) return nullptr;
+        return &*x;
     }
 
 private:
+    /// The entries of directory `dir` ("" the root), nullptr if it is not one.
+    const std::vector<Entry>* children(const std::string& dir) {
+        if (const auto it = dirs_.find(dir); it != dirs_.end()) return it->second ? &*it->second : nullptr;
+        const Entry* e = dir.empty() ? &root_ : find(dir);
+        std::optional<std::vector<Entry>> v;
+        if (e && e->type == EntryType::directory) v = trees_.entries(e->subtree);
+        // (values of an unordered_map stay where they are as it grows)
+        auto& slot = dirs_.emplace(dir, std::move(v)).first->second;
+        return slot ? &*slot : nullptr;
+    }
+
     const Store& store_;
     detail::SnapshotTrees trees_;
     Snapshot snap_;
     Entry root_;
-    std::unordered_map<std::string, std::vector<Entry>> dirs_;
+    std::unordered_map<std::string, std::optional<std::vector<Entry>>> dirs_;
 };
 
 bool unchanged(const Entry& now, const Entry& before) {
@@ -457,7 +463,6 @@ PutStats build_snapshot(const Store& store, Snapshot& snap, SnapshotResult& resu
                         j.dir = di;
                         j.index = i;
                         j.path = p;
-                        j.manifest = detail::file_name(store, snap.id, p);
                         if (const auto f = file_at.find({di, e.name}); f != file_at.end() && !disk) {
                             j.file = f->second;
                         } else if (disk) {
@@ -495,6 +500,8 @@ PutStats build_snapshot(const Store& store, Snapshot& snap, SnapshotResult& resu
                 continue;
             }
         }
+        // (named only if read: a keyed hash of its path)
+        j.manifest = detail::file_name(store, snap.id, j.path);
         to_read.push_back(k);
     }
 
@@ -599,7 +606,7 @@ PutStats build_snapshot(const Store& store, Snapshot& snap, SnapshotResult& resu
         std::vector<Entry> out;
         out.reserve(d.dirs[di].size());
         for (std::size_t i = 0; i < d.dirs[di].size(); ++i) {
-            Entry e = d.dirs[di][i];
+            Entry e = std::move(d.dirs[di][i]);  // (each directory is built once)
             const std::string p = child_path(path, e.name);
             switch (e.type) {
             case EntryType::directory:
