@@ -108,8 +108,11 @@ SnapshotRestoreReport restore_checked(const std::filesystem::path& out, const tr
                                       const SnapshotRestoreOptions& options);
 
 /// f(content name) for every file of snapshot `s` (each distinct directory
-/// once: a file is met at least once, maybe more).
-void for_each_content(const Store& store, const Snapshot& s, const std::function<void(const std::string&)>& f);
+/// once: a file is met at least once, maybe more). `seen`, if given, holds
+/// the directories (tree ids) already visited, across calls: a directory
+/// that snapshots share is read once (a tree's id is its bytes' hash).
+void for_each_content(const Store& store, const Snapshot& s, const std::function<void(const std::string&)>& f,
+                      std::set<tree::BlobId>* seen = nullptr);
 
 /// The manifest holding the content of file entry `e` of snapshot `id` at
 /// `path`: its content name, or where snapshots made before content names

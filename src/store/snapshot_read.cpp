@@ -235,11 +235,12 @@ std::uint64_t drop_unreferenced_snapshot_files(const Store& store, Catalog& cata
     const auto contents = catalog.list(kContentPrefix);
     if (!contents.empty()) {
         std::set<std::string> named;
+        std::set<tree::BlobId> seen;  // directories snapshots share: read once
         bool complete = true;
         try {
             for (const ManifestInfo& h : catalog.list(kHeaderPrefix))
                 for_each_content(store, parse_header(read_manifest(store, h.name), h.name),
-                                 [&](const std::string& name) { named.insert(name); });
+                                 [&](const std::string& name) { named.insert(name); }, &seen);
         } catch (const StoreError&) {
             complete = false;
         }
@@ -307,9 +308,12 @@ std::uint64_t adopt_snapshot_files(const Store& store) {
     return moves.size();
 }
 
-void for_each_content(const Store& store, const Snapshot& s, const std::function<void(const std::string&)>& f) {
+void for_each_content(const Store& store, const Snapshot& s, const std::function<void(const std::string&)>& f,
+                      std::set<tree::BlobId>* seen_before) {
+    std::set<tree::BlobId> own;
+    std::set<tree::BlobId>& seen = seen_before ? *seen_before : own;
+    if (seen.count(root_entry(s).subtree)) return;  // (its trees are not even read)
     const SnapshotTrees trees = load_trees(store, s);
-    std::set<tree::BlobId> seen;
     std::function<void(const tree::BlobId&)> visit = [&](const tree::BlobId& id) {
         if (!seen.insert(id).second) return;  // a directory met twice holds the same files
         for (const tree::Entry& e : trees.entries(id)) {
