@@ -235,6 +235,19 @@ public:
         return &*x;
     }
 
+    /// The parent's tree of directory `dir` and its encoded bytes, if its
+    /// entries are `entries` (then the new snapshot's tree is that one:
+    /// not encoded again).
+    std::optional<std::pair<BlobId, std::string_view>> same_tree(const std::string& dir, const std::vector<Entry>& entries) {
+        const Entry* e = dir.empty() ? &root_ : find(dir);
+        if (!e || e->type != EntryType::directory) return std::nullopt;
+        const std::vector<Entry>* v = children(dir);
+        if (!v || *v != entries) return std::nullopt;
+        const std::string_view raw = trees_.raw(e->subtree);
+        if (raw.empty()) return std::nullopt;
+        return std::make_pair(e->subtree, raw);
+    }
+
 private:
     /// The entries of directory `dir` ("" the root), nullptr if it is not one.
     const std::vector<Entry>* children(const std::string& dir) {
@@ -659,6 +672,11 @@ PutStats build_snapshot(const Store& store, Snapshot& snap, SnapshotResult& resu
             }
             out.push_back(std::move(e));
         }
+        if (pv)
+            if (const auto same = pv->same_tree(path, out)) {
+                detail::append_encoded_tree(same->first, same->second, stream, written);
+                return same->first;
+            }
         return detail::append_tree(std::move(out), stream, written);
     };
     snap.tree = to_hex(build(0, ""));

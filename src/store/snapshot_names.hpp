@@ -69,6 +69,12 @@ public:
     /// is not a tree object).
     std::vector<tree::Entry> entries(const tree::BlobId& id) const;
     bool has(const tree::BlobId& id) const { return index_.count(id) != 0; }
+    /// The encoded bytes of tree `id` as stored (empty if absent; checked
+    /// against the id only by entries()).
+    std::string_view raw(const tree::BlobId& id) const {
+        const auto it = index_.find(id);
+        return it == index_.end() ? std::string_view() : std::string_view(bytes_).substr(it->second.first, it->second.second);
+    }
 
 private:
     std::string bytes_;
@@ -80,6 +86,9 @@ SnapshotTrees load_trees(const Store& store, const Snapshot& s);
 /// Encodes a directory's entries (tree_object.hpp), appends the object to a
 /// "\0t/" stream unless `written` has its id already; returns its id.
 tree::BlobId append_tree(std::vector<tree::Entry> entries, std::string& stream, std::set<tree::BlobId>& written);
+/// Appends tree `id` of bytes `bytes` (encoded already) to `stream`, once.
+void append_encoded_tree(const tree::BlobId& id, std::string_view bytes, std::string& stream,
+                         std::set<tree::BlobId>& written);
 /// Puts the trees and the header of `s` (its tree set) and commits: the
 /// snapshot becomes visible in this transaction.
 void commit_snapshot(Writer& w, const Snapshot& s, const std::string& stream);

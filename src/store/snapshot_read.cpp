@@ -194,13 +194,17 @@ SnapshotTrees load_trees(const Store& store, const Snapshot& s) {
 tree::BlobId append_tree(std::vector<tree::Entry> entries, std::string& stream, std::set<tree::BlobId>& written) {
     const std::vector<std::uint8_t> bytes = tree::encode_tree(std::move(entries));
     const tree::BlobId id = tree::tree_id(bytes);
-    if (written.insert(id).second) {
-        stream.append(reinterpret_cast<const char*>(id.data()), id.size());
-        const auto len = static_cast<std::uint32_t>(bytes.size());
-        for (int s = 0; s < 4; ++s) stream.push_back(static_cast<char>((len >> (8 * s)) & 0xff));
-        stream.append(reinterpret_cast<const char*>(bytes.data()), bytes.size());
-    }
+    append_encoded_tree(id, std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()), stream, written);
     return id;
+}
+
+void append_encoded_tree(const tree::BlobId& id, std::string_view bytes, std::string& stream,
+                         std::set<tree::BlobId>& written) {
+    if (!written.insert(id).second) return;
+    stream.append(reinterpret_cast<const char*>(id.data()), id.size());
+    const auto len = static_cast<std::uint32_t>(bytes.size());
+    for (int s = 0; s < 4; ++s) stream.push_back(static_cast<char>((len >> (8 * s)) & 0xff));
+    stream.append(bytes);
 }
 
 void commit_snapshot(Writer& w, const Snapshot& s, const std::string& stream) {
