@@ -361,13 +361,19 @@ PutStats build_snapshot(const Store& store, Snapshot& snap, SnapshotResult& resu
         for (std::size_t k = 0; k < n; ++k) s += "/" + place[k];
         return s.empty() ? std::string("/") : s;
     };
-    // Puts `e` at `pos` of directory `di` (names stay sorted), or merges it
-    // into a directory already there.
-    std::function<void(std::size_t, Entry, const std::string&)> put_entry = [&](std::size_t di, Entry e,
-                                                                               const std::string& at) {
+    auto join_disk = [](const std::string& dir, const std::string& name) {
+        return dir == "/" ? "/" + name : dir + "/" + name;
+    };
+    // Puts `e` into directory `di` (names stay sorted), or merges it into a
+    // directory already there. `from`: the directory on disk `e` was
+    // captured in, when that is not `di`'s (a tree's entries moved into
+    // another directory: its files are read from where they are).
+    std::function<void(std::size_t, Entry, const std::string&, const std::string*)> put_entry =
+        [&](std::size_t di, Entry e, const std::string& at, const std::string* from) {
         auto& v = d.dirs[di];
         auto it = std::lower_bound(v.begin(), v.end(), e.name, [](const Entry& x, const std::string& n) { return x.name < n; });
         if (it == v.end() || it->name != e.name) {
+            if (from && e.type != EntryType::directory) disk_file[{di, e.name}] = join_disk(*from, e.name);
             v.insert(it, std::move(e));
             return;
         }
@@ -380,9 +386,11 @@ PutStats build_snapshot(const Store& store, Snapshot& snap, SnapshotResult& resu
             it->subtree = keep;
             d.made.erase(into);
         }
+        const auto src_dir = disk_of.find(provisional_index(e.subtree));
+        const std::string* src_disk = src_dir == disk_of.end() ? nullptr : &src_dir->second;
         for (Entry& c : std::vector<Entry>(d.dirs[provisional_index(e.subtree)])) {
             const std::string where = at + "/" + c.name;
-            put_entry(into, std::move(c), where);
+            put_entry(into, std::move(c), where, src_disk);
         }
     };
     // The directory that holds `place` (made as needed).
@@ -435,16 +443,17 @@ PutStats build_snapshot(const Store& store, Snapshot& snap, SnapshotResult& resu
         }
         if (r.place.empty()) {  // the snapshot's root
             if (e.type != EntryType::directory) throw OptionError(fmt::format("'{}' is not a directory: it needs a name", r.disk));
+            const std::string& from = disk_of.at(provisional_index(e.subtree));
             for (Entry& c : std::vector<Entry>(d.dirs[provisional_index(e.subtree)])) {
                 const std::string where = "/" + c.name;
-                put_entry(0, std::move(c), where);
+                put_entry(0, std::move(c), where, &from);
             }
             continue;
         }
         const std::size_t at = parent_of(r.place);
         e.name = r.place.back();
         if (e.type == EntryType::file) disk_file[{at, e.name}] = r.disk;
-        put_entry(at, std::move(e), shown(r.place, r.place.size()));
+        put_entry(at, std::move(e), shown(r.place, r.place.size()), nullptr);
     }
     for (std::size_t x = 0; x < src.files.size(); ++x) {
         const auto place = path_parts(src.files[x].path);
@@ -454,7 +463,7 @@ PutStats build_snapshot(const Store& store, Snapshot& snap, SnapshotResult& resu
         e.name = place.back();
         e.type = EntryType::file;
         file_at[{at, e.name}] = x;
-        put_entry(at, std::move(e), shown(place, place.size()));
+        put_entry(at, std::move(e), shown(place, place.size()), nullptr);
     }
 
     // 2. Files: reused from the parent, or queued to be read.
@@ -476,12 +485,14 @@ PutStats build_snapshot(const Store& store, Snapshot& snap, SnapshotResult& resu
                         j.dir = di;
                         j.index = i;
                         j.path = p;
-                        if (const auto f = file_at.find({di, e.name}); f != file_at.end() && !disk) {
+                        if (const auto f = file_at.find({di, e.name}); f != file_at.end()) {
                             j.file = f->second;
+                        } else if (const auto df = disk_file.find({di, e.name}); df != disk_file.end()) {
+                            j.disk = df->second;
                         } else if (disk) {
-                            j.disk = *disk == "/" ? "/" + e.name : *disk + "/" + e.name;
+                            j.disk = join_disk(*disk, e.name);
                         } else {
-                            j.disk = disk_file.at({di, e.name});
+                            throw StoreError(fmt::format("snapshot {}: no source for '/{}'", snap.id, p));
                         }
                         jobs.push_back(std::move(j));
                     }

@@ -30,6 +30,14 @@ namespace cdc::store {
 
 namespace {
 
+/// "/" and the path's names ('/'-joined). (Built by appending: GCC 12's
+/// -Wrestrict misreads `"/" + std::string&&` once inlined.)
+std::string absolute(std::string_view path) {
+    std::string p("/");
+    p += detail::join_parts(detail::path_parts(path));
+    return p;
+}
+
 std::string host_name() {
     char buf[256] = {};
     if (::gethostname(buf, sizeof buf - 1) != 0) return "localhost";
@@ -58,7 +66,7 @@ PutSnapshotResult put_snapshot(const Store& store, PutSnapshotOptions& options) 
     if (snap.user.empty()) snap.user = std::to_string(::geteuid());
     snap.tags = options.tags;
     for (const auto& n : options.names) {
-        const std::string p = "/" + detail::join_parts(detail::path_parts(n));
+        const std::string p = absolute(n);
         if (std::find(snap.paths.begin(), snap.paths.end(), p) == snap.paths.end()) snap.paths.push_back(p);
     }
     std::sort(snap.paths.begin(), snap.paths.end());
@@ -106,7 +114,7 @@ PutSnapshotResult put_snapshot(const Store& store, PutSnapshotOptions& options) 
 
 
 std::optional<LatestNode> find_latest(const Store& store, std::string_view path) {
-    const std::string p = "/" + detail::join_parts(detail::path_parts(path));
+    const std::string p = absolute(path);
     auto all = list_snapshots(store);
     for (auto it = all.rbegin(); it != all.rend(); ++it) {
         std::optional<SnapshotNode> node;
@@ -157,7 +165,7 @@ std::string name_snapshot_contents(const Store& store, std::string text);  // (b
 
 std::string file_manifest(const Store& store, const Snapshot& snap, std::string_view path) {
     std::string content;
-    list_snapshot(store, snap, "/" + detail::join_parts(detail::path_parts(path)), false, [&](const SnapshotNode& n) {
+    list_snapshot(store, snap, absolute(path), false, [&](const SnapshotNode& n) {
         if (content.empty()) content = n.content;
     });
     // (a snapshot made before content names: its files under its own id)
