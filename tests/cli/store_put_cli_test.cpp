@@ -352,7 +352,8 @@ TEST(StorePutCli, KillNineDuringRmThenEverySnapshotVerifiesAndRestoresAndRmAgain
         const int victim = static_cast<int>(rng() % kNames);
         const std::string name = fmt::format("r/n{}", victim);
         const pid_t pid = test::spawn_tool({"store", "rm", dir, name, "-q"}, tmp.path(), env);
-        std::this_thread::sleep_for(std::chrono::microseconds(rng() % 60'000));
+        // (an rm of these names takes a few ms on an idle machine: most kills land in it)
+        std::this_thread::sleep_for(std::chrono::microseconds(rng() % 8'000));
         ::kill(pid, SIGKILL);
         const int code = test::wait_exit(pid);
         if (code == 128 + SIGKILL)
