@@ -38,6 +38,7 @@
 #include <filesystem>
 #include <functional>
 #include <optional>
+#include <utility>
 #include <span>
 #include <string>
 #include <string_view>
@@ -226,8 +227,16 @@ struct PutDir {
     std::int64_t mtime_ns = 0;
     std::uint32_t uid = 0, gid = 0;
 };
+/// A directory tree of a put: captured as a backup captures it (every file
+/// type: directories empty or not, symlinks, hard links, FIFOs, devices,
+/// sockets; owner, mode, times, xattrs and ACLs, holes).
+struct PutTree {
+    std::string path;    ///< in the snapshot, as PutFile::path ("" : its entries at the snapshot's root)
+    std::string source;  ///< the directory on disk (not followed if a link)
+};
 struct PutSnapshotOptions {
     std::vector<PutFile> files;
+    std::vector<PutTree> trees;  ///< merged with the files and each other (a name in two of them is refused)
     std::vector<PutDir> dirs;
     /// The inputs' names ("" for a tree put without a name: the root): the
     /// snapshot's paths ("/" + each).
@@ -235,10 +244,24 @@ struct PutSnapshotOptions {
     std::vector<std::string> tags = {"put"};
     std::string host;  ///< default: this machine's host name
     Writer::InputDone done;  ///< per file, as Writer::put_files calls it
+    /// Per regular file of `trees` once stored (its path on disk).
+    std::function<void(const std::string& source, const PutStats&)> tree_file_done;
     ProgressFn progress;
+    /// What `trees` leave out (as SnapshotOptions).
+    WalkExcludes exclude;
+    bool one_file_system = false;
+    bool xattrs = true;
+    /// A directory never entered in `trees` (the store's own), by st_dev and
+    /// st_ino: a warning where found.
+    std::optional<std::pair<std::uint64_t, std::uint64_t>> never_enter;
+    /// Compare with the newest snapshot of this host and names: a tree's
+    /// file whose size, mtime, ctime, inode and device are unchanged is not
+    /// read again (as a backup's).
+    bool use_parent = true;
 };
 struct PutSnapshotResult {
-    SnapshotResult result;      ///< the snapshot (files that failed to read: in `skipped`)
+    SnapshotResult result;      ///< the snapshot (left out: in `skipped`, files by "/PATH", trees' by their path on disk)
+    std::vector<SnapshotIssue> tree_skipped;  ///< the part of `skipped` from `trees`
     PutStats stats;             ///< the Writer's totals (stored_bytes, raced_*)
 };
 /// Puts the files (Writer::put_files: the same engine and speed as a named
@@ -278,10 +301,11 @@ struct RewrittenSnapshot {
 /// tree): every snapshot holding one is rewritten without it (a new id;
 /// same time, host, user, paths, tags and parent; new trees; its other
 /// files' content manifests copied, nothing read), the old one forgotten;
-/// a snapshot left empty is forgotten. The new snapshots are committed,
-/// then the old ones forgotten (one transaction each): a crash in between
-/// leaves both, and remove_paths again finishes (a rewrite already there is
-/// not made twice). NotFoundError if no snapshot holds a path (nothing
+/// a snapshot left empty is forgotten. The new snapshots are committed and
+/// the old ones forgotten in one transaction (rewrites too large for one
+/// flush of the Writer are committed before it: a crash in between leaves
+/// both, and remove_paths again finishes; a rewrite already there is not
+/// made twice). NotFoundError if no snapshot holds a path (nothing
 /// changed). `dry_run`: what would change, nothing written.
 std::vector<RewrittenSnapshot> remove_paths(Store& store, std::span<const std::string> paths, bool dry_run = false);
 

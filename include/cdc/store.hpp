@@ -675,6 +675,10 @@ public:
 
     /// Makes everything put so far durable, then visible (one transaction).
     void commit();
+    /// commit(), removing these committed manifests in its last transaction:
+    /// what was put and the removal are visible together (NotFoundError for
+    /// a name that is not there, nothing of that transaction committed).
+    void commit_removing(std::span<const std::string> names);
     /// Totals since construction (stored_bytes: up to the last flush).
     const PutStats& stats() const noexcept;
 

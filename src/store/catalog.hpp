@@ -128,6 +128,9 @@ struct FlushBatch {
     /// Finished ones and the open one: commit sets `row` and empties `full`.
     std::vector<ManifestDraft*> manifests;
     std::span<const std::int64_t> abandoned;
+    /// Committed manifests removed in the same transaction (NotFoundError
+    /// for a name that is not there: nothing of the batch is committed).
+    std::span<const std::string> remove;
     std::string algorithm;  ///< the chunking the finished manifests record
     Profile profile;
     /// Set by commit: chunks of `chunks` another writer had indexed first

@@ -240,6 +240,15 @@ void PgCatalog::write_batch(FlushBatch& batch, std::vector<std::int64_t>& rows, 
         conn_.exec("DELETE FROM manifest_chunks WHERE manifest = ANY($1::bigint[])", p, "dropping abandoned files");
         conn_.exec("DELETE FROM manifests WHERE id = ANY($1::bigint[])", p, "dropping abandoned files");
     }
+    for (const auto& name : batch.remove) {
+        PgParams p;
+        p.add_bytes(name);
+        const PgResult r = conn_.exec("DELETE FROM manifests WHERE name = $1 RETURNING id", p, "removing files");
+        if (r.rows() == 0) throw NotFoundError(fmt::format("no file named '{}' in the store (nothing committed)", name));
+        PgParams q;
+        q.add(r.i64(0, 0));
+        conn_.exec("DELETE FROM manifest_chunks WHERE manifest = $1", q, "removing files");
+    }
 }
 
 void PgCatalog::remove(std::span<const std::string> names, std::string_view store_name) {

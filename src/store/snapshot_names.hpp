@@ -15,6 +15,7 @@
 #include <functional>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -68,6 +69,12 @@ public:
     /// is not a tree object).
     std::vector<tree::Entry> entries(const tree::BlobId& id) const;
     bool has(const tree::BlobId& id) const { return index_.count(id) != 0; }
+    /// The encoded bytes of tree `id` as stored (empty if absent; checked
+    /// against the id only by entries()).
+    std::string_view raw(const tree::BlobId& id) const {
+        const auto it = index_.find(id);
+        return it == index_.end() ? std::string_view() : std::string_view(bytes_).substr(it->second.first, it->second.second);
+    }
 
 private:
     std::string bytes_;
@@ -79,6 +86,9 @@ SnapshotTrees load_trees(const Store& store, const Snapshot& s);
 /// Encodes a directory's entries (tree_object.hpp), appends the object to a
 /// "\0t/" stream unless `written` has its id already; returns its id.
 tree::BlobId append_tree(std::vector<tree::Entry> entries, std::string& stream, std::set<tree::BlobId>& written);
+/// Appends tree `id` of bytes `bytes` (encoded already) to `stream`, once.
+void append_encoded_tree(const tree::BlobId& id, std::string_view bytes, std::string& stream,
+                         std::set<tree::BlobId>& written);
 /// Puts the trees and the header of `s` (its tree set) and commits: the
 /// snapshot becomes visible in this transaction.
 void commit_snapshot(Writer& w, const Snapshot& s, const std::string& stream);
@@ -107,13 +117,61 @@ SnapshotRestoreReport restore_checked(const std::filesystem::path& out, const tr
                                       const SnapshotRestoreOptions& options);
 
 /// f(content name) for every file of snapshot `s` (each distinct directory
-/// once: a file is met at least once, maybe more).
-void for_each_content(const Store& store, const Snapshot& s, const std::function<void(const std::string&)>& f);
+/// once: a file is met at least once, maybe more). `seen`, if given, holds
+/// the directories (tree ids) already visited, across calls: a directory
+/// that snapshots share is read once (a tree's id is its bytes' hash).
+void for_each_content(const Store& store, const Snapshot& s, const std::function<void(const std::string&)>& f,
+                      std::set<tree::BlobId>* seen = nullptr);
 
 /// The manifest holding the content of file entry `e` of snapshot `id` at
 /// `path`: its content name, or where snapshots made before content names
 /// kept it (nullopt if neither is stored).
 std::optional<ManifestInfo> content_manifest(const Store& store, std::string_view id, std::string_view path,
                                              const tree::Entry& e);
+
+}  // namespace cdc::store::detail
+
+namespace cdc::store::detail {
+
+/// The manifests of these snapshots (header, trees, files under their id):
+/// what forgetting them removes. NotFoundError for an id with no header.
+std::vector<std::string> snapshot_manifests(const Store& store, std::span<const std::string> ids);
+
+/// What one snapshot is made of, for the one engine behind `backup`
+/// (create_snapshot) and `put` (put_snapshot): trees and files of the disk
+/// captured with every file type and its metadata (tree::capture), placed
+/// at given paths of the snapshot, and files given as Writer inputs (a
+/// stream, a file named on the command line).
+struct SnapshotSources {
+    struct Root {
+        std::string disk;                ///< what is captured (never followed if a link)
+        std::vector<std::string> place;  ///< where it goes: components from the snapshot's root (empty: the root)
+    };
+    std::vector<Root> roots;
+    std::span<PutFile> files;  ///< placed at their `path`
+    /// A directory made above a root or a file (components of its path): its entry.
+    std::function<tree::Entry(const std::vector<std::string>& place)> dir_above;
+    /// Two sources may share directories (a put's trees and files merge);
+    /// otherwise a root inside or beside another's place is refused.
+    bool merge = false;
+    std::optional<Snapshot> parent;  ///< its unchanged files are not read
+    bool xattrs = true;
+    bool one_file_system = false;
+    WalkExcludes exclude;
+    /// A directory never entered wherever a tree holds it (the store's own),
+    /// reported as a warning.
+    std::optional<std::pair<std::uint64_t, std::uint64_t>> never_enter;  ///< st_dev, st_ino
+    ProgressFn progress;
+    Writer::InputDone files_done;  ///< per file of `files`
+    /// Per regular file of a root, once stored (disk path).
+    std::function<void(const std::string& disk, const PutStats&)> tree_file_done;
+};
+
+/// Captures, stores and commits the snapshot `snap` (header fields but the
+/// tree and totals set): `result.skipped` names what was left out (disk
+/// paths for roots' entries, "/PATH" for `files`), `tree_skipped` the
+/// roots' part of it. Returns the Writer's totals.
+PutStats build_snapshot(const Store& store, Snapshot& snap, SnapshotResult& result, SnapshotSources& sources,
+                        std::vector<SnapshotIssue>* tree_skipped = nullptr);
 
 }  // namespace cdc::store::detail

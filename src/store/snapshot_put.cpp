@@ -30,11 +30,13 @@ namespace cdc::store {
 
 namespace {
 
-struct Node {
-    std::map<std::string, Node> children;
-    std::optional<std::size_t> file;  ///< index into the put's files
-    bool dir = false;
-};
+/// "/" and the path's names ('/'-joined). (Built by appending: GCC 12's
+/// -Wrestrict misreads `"/" + std::string&&` once inlined.)
+std::string absolute(std::string_view path) {
+    std::string p("/");
+    p += detail::join_parts(detail::path_parts(path));
+    return p;
+}
 
 std::string host_name() {
     char buf[256] = {};
@@ -64,154 +66,55 @@ PutSnapshotResult put_snapshot(const Store& store, PutSnapshotOptions& options) 
     if (snap.user.empty()) snap.user = std::to_string(::geteuid());
     snap.tags = options.tags;
     for (const auto& n : options.names) {
-        const std::string p = "/" + detail::join_parts(detail::path_parts(n));
+        const std::string p = absolute(n);
         if (std::find(snap.paths.begin(), snap.paths.end(), p) == snap.paths.end()) snap.paths.push_back(p);
     }
     std::sort(snap.paths.begin(), snap.paths.end());
 
-    // The tree of names first: a clash is refused before anything is read.
-    Node root;
-    root.dir = true;
-    for (std::size_t i = 0; i < options.files.size(); ++i) {
-        const auto parts = detail::path_parts(options.files[i].path);
-        if (parts.empty()) throw OptionError("a file of a put needs a name");
-        Node* at = &root;
-        for (std::size_t k = 0; k + 1 < parts.size(); ++k) {
-            at = &at->children[parts[k]];
-            if (at->file)
-                throw OptionError(fmt::format("'{}' is a file and a directory of '{}' in one put",
-                                              detail::join_parts({parts.begin(), parts.begin() + static_cast<std::ptrdiff_t>(k) + 1}),
-                                              options.files[i].path));
-            at->dir = true;
-        }
-        Node& leaf = at->children[parts.back()];
-        if (leaf.file || leaf.dir)
-            throw OptionError(fmt::format("'{}' is given twice in one put", detail::join_parts(parts)));
-        leaf.file = i;
-    }
+    detail::SnapshotSources src;
+    src.files = options.files;
+    src.merge = true;
+    for (const auto& t : options.trees) src.roots.push_back({t.source, detail::path_parts(t.path)});
+    // Directories above the inputs: as given (a tree's), else plain ones.
     std::map<std::string, const PutDir*> dir_meta;
     for (const auto& d : options.dirs) dir_meta[detail::join_parts(detail::path_parts(d.path))] = &d;
-
-    // The files, into this snapshot's content manifests.
-    std::vector<Writer::Input> inputs;
-    inputs.reserve(options.files.size());
-    for (auto& f : options.files) {
-        f.input.meta.name = detail::file_name(store, snap.id, detail::join_parts(detail::path_parts(f.path)));
-        inputs.push_back(f.input);
-    }
-    std::vector<bool> failed(options.files.size(), false);
-    Writer w(store);
-    auto done = [&](std::size_t i, const PutStats& r, const std::exception_ptr& io_error) {
-        if (io_error) {
-            failed[i] = true;
-            try {
-                std::rethrow_exception(io_error);
-            } catch (const std::exception& e) {
-                out.result.skipped.push_back({"/" + options.files[i].path, e.what()});
-            }
+    src.dir_above = [&](const std::vector<std::string>& place) {
+        tree::Entry e;
+        e.type = tree::EntryType::directory;
+        const auto d = dir_meta.find(detail::join_parts(place));
+        if (d != dir_meta.end()) {
+            e.mode = d->second->mode & 07777;
+            e.mtime_ns = e.atime_ns = d->second->mtime_ns;
+            e.uid = d->second->uid;
+            e.gid = d->second->gid;
         } else {
-            snap.totals.bytes_read += r.bytes;
-            snap.totals.new_bytes += r.new_bytes;
+            e.mode = 0755;
+            e.mtime_ns = e.atime_ns = snap.time_ns;
+            e.uid = ::geteuid();
+            e.gid = ::getegid();
         }
-        if (options.done) options.done(i, r, io_error);
+        e.user = tree::local_user_name(e.uid);
+        e.group = tree::local_group_name(e.gid);
+        return e;
     };
-    if (!inputs.empty()) {
-        w.put_files(inputs, done, options.progress);
-        w.commit();
-    }
-
-    // What was committed, in one range of the catalog's names (a lookup
-    // per file costs more than the rest of the tree).
-    std::unordered_map<std::string, ManifestInfo> committed;
-    std::vector<std::pair<std::string, std::string>> moves;  // first name -> content name
-    for (auto& m : store.list(detail::kFilePrefix + snap.id + "/")) {
-        std::string name = m.name;
-        moves.emplace_back(m.name, detail::content_name(store, std::string_view(reinterpret_cast<const char*>(m.digest.data()),
-                                                                                m.digest.size()),
-                                                        m.size));
-        committed.emplace(std::move(name), std::move(m));
-    }
-    // Each file under its content name before the snapshot commits (as a
-    // backup does, create_snapshot): a crash in between leaves contents no
-    // snapshot names, which gc drops.
-    if (!moves.empty()) store.rename(moves);
-
-    // The tree, bottom-up.
-    const std::uint32_t my_uid = ::geteuid(), my_gid = ::getegid();
-    // Owner names looked up once each (a lookup reads the passwd and group
-    // databases: per file, it was most of a tree put's cost beyond reading).
-    std::map<std::uint32_t, std::string> users, groups;
-    auto user_of = [&](std::uint32_t uid) -> const std::string& {
-        auto it = users.find(uid);
-        if (it == users.end()) it = users.emplace(uid, tree::local_user_name(uid)).first;
-        return it->second;
-    };
-    auto group_of = [&](std::uint32_t gid) -> const std::string& {
-        auto it = groups.find(gid);
-        if (it == groups.end()) it = groups.emplace(gid, tree::local_group_name(gid)).first;
-        return it->second;
-    };
-    std::string stream;
-    std::set<tree::BlobId> written;
-    std::function<tree::BlobId(const Node&, const std::string&)> build = [&](const Node& n, const std::string& path) {
-        std::vector<tree::Entry> entries;
-        for (const auto& [name, child] : n.children) {
-            const std::string p = path.empty() ? name : path + "/" + name;
-            tree::Entry e;
-            e.name = name;
-            if (child.file) {
-                const std::size_t i = *child.file;
-                if (failed[i]) continue;
-                const PutFile& f = options.files[i];
-                const auto found = committed.find(f.input.meta.name);
-                if (found == committed.end())
-                    throw StoreError(fmt::format("put: the content of '/{}' was not committed", p));
-                const ManifestInfo* m = &found->second;
-                e.type = tree::EntryType::file;
-                e.mode = m->mode & 07777;
-                e.mtime_ns = e.atime_ns = m->mtime_ns;
-                e.size = m->size;
-                e.nlink = 1;
-                e.uid = f.uid.value_or(my_uid);
-                e.gid = f.gid.value_or(my_gid);
-                e.user = user_of(e.uid);
-                e.group = group_of(e.gid);
-                e.content.digest.assign(reinterpret_cast<const char*>(m->digest.data()), m->digest.size());
-                ++snap.totals.files;
-                snap.totals.bytes += m->size;
-            } else {
-                e.type = tree::EntryType::directory;
-                const auto d = dir_meta.find(p);
-                if (d != dir_meta.end()) {
-                    e.mode = d->second->mode & 07777;
-                    e.mtime_ns = e.atime_ns = d->second->mtime_ns;
-                    e.uid = d->second->uid;
-                    e.gid = d->second->gid;
-                } else {
-                    e.mode = 0755;
-                    e.mtime_ns = e.atime_ns = snap.time_ns;
-                    e.uid = my_uid;
-                    e.gid = my_gid;
-                }
-                e.user = user_of(e.uid);
-                e.group = group_of(e.gid);
-                e.subtree = build(child, p);
-                ++snap.totals.dirs;
-            }
-            entries.push_back(std::move(e));
-        }
-        return detail::append_tree(std::move(entries), stream, written);
-    };
-    snap.tree = to_hex(build(root, ""));
-    snap.totals.skipped_unreadable = out.result.skipped.size();
-    detail::commit_snapshot(w, snap, stream);
-    out.stats = w.stats();
+    if (options.use_parent && !options.trees.empty())
+        for (const Snapshot& s : list_snapshots(store))
+            if (s.host == snap.host && s.paths == snap.paths) src.parent = s;
+    if (src.parent) snap.parent = src.parent->id;
+    src.xattrs = options.xattrs;
+    src.one_file_system = options.one_file_system;
+    src.exclude = options.exclude;
+    src.never_enter = options.never_enter;
+    src.progress = options.progress;
+    src.files_done = options.done;
+    src.tree_file_done = options.tree_file_done;
+    out.stats = detail::build_snapshot(store, snap, out.result, src, &out.tree_skipped);
     return out;
 }
 
 
 std::optional<LatestNode> find_latest(const Store& store, std::string_view path) {
-    const std::string p = "/" + detail::join_parts(detail::path_parts(path));
+    const std::string p = absolute(path);
     auto all = list_snapshots(store);
     for (auto it = all.rbegin(); it != all.rend(); ++it) {
         std::optional<SnapshotNode> node;
@@ -262,7 +165,7 @@ std::string name_snapshot_contents(const Store& store, std::string text);  // (b
 
 std::string file_manifest(const Store& store, const Snapshot& snap, std::string_view path) {
     std::string content;
-    list_snapshot(store, snap, "/" + detail::join_parts(detail::path_parts(path)), false, [&](const SnapshotNode& n) {
+    list_snapshot(store, snap, absolute(path), false, [&](const SnapshotNode& n) {
         if (content.empty()) content = n.content;
     });
     // (a snapshot made before content names: its files under its own id)

@@ -194,13 +194,17 @@ SnapshotTrees load_trees(const Store& store, const Snapshot& s) {
 tree::BlobId append_tree(std::vector<tree::Entry> entries, std::string& stream, std::set<tree::BlobId>& written) {
     const std::vector<std::uint8_t> bytes = tree::encode_tree(std::move(entries));
     const tree::BlobId id = tree::tree_id(bytes);
-    if (written.insert(id).second) {
-        stream.append(reinterpret_cast<const char*>(id.data()), id.size());
-        const auto len = static_cast<std::uint32_t>(bytes.size());
-        for (int s = 0; s < 4; ++s) stream.push_back(static_cast<char>((len >> (8 * s)) & 0xff));
-        stream.append(reinterpret_cast<const char*>(bytes.data()), bytes.size());
-    }
+    append_encoded_tree(id, std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()), stream, written);
     return id;
+}
+
+void append_encoded_tree(const tree::BlobId& id, std::string_view bytes, std::string& stream,
+                         std::set<tree::BlobId>& written) {
+    if (!written.insert(id).second) return;
+    stream.append(reinterpret_cast<const char*>(id.data()), id.size());
+    const auto len = static_cast<std::uint32_t>(bytes.size());
+    for (int s = 0; s < 4; ++s) stream.push_back(static_cast<char>((len >> (8 * s)) & 0xff));
+    stream.append(bytes);
 }
 
 void commit_snapshot(Writer& w, const Snapshot& s, const std::string& stream) {
@@ -235,11 +239,12 @@ std::uint64_t drop_unreferenced_snapshot_files(const Store& store, Catalog& cata
     const auto contents = catalog.list(kContentPrefix);
     if (!contents.empty()) {
         std::set<std::string> named;
+        std::set<tree::BlobId> seen;  // directories snapshots share: read once
         bool complete = true;
         try {
             for (const ManifestInfo& h : catalog.list(kHeaderPrefix))
                 for_each_content(store, parse_header(read_manifest(store, h.name), h.name),
-                                 [&](const std::string& name) { named.insert(name); });
+                                 [&](const std::string& name) { named.insert(name); }, &seen);
         } catch (const StoreError&) {
             complete = false;
         }
@@ -307,9 +312,12 @@ std::uint64_t adopt_snapshot_files(const Store& store) {
     return moves.size();
 }
 
-void for_each_content(const Store& store, const Snapshot& s, const std::function<void(const std::string&)>& f) {
+void for_each_content(const Store& store, const Snapshot& s, const std::function<void(const std::string&)>& f,
+                      std::set<tree::BlobId>* seen_before) {
+    std::set<tree::BlobId> own;
+    std::set<tree::BlobId>& seen = seen_before ? *seen_before : own;
+    if (seen.count(root_entry(s).subtree)) return;  // (its trees are not even read)
     const SnapshotTrees trees = load_trees(store, s);
-    std::set<tree::BlobId> seen;
     std::function<void(const tree::BlobId&)> visit = [&](const tree::BlobId& id) {
         if (!seen.insert(id).second) return;  // a directory met twice holds the same files
         for (const tree::Entry& e : trees.entries(id)) {
@@ -472,6 +480,11 @@ SnapshotRestoreReport restore_snapshot(const Store& store, const Snapshot& snap,
 }
 
 void forget_snapshots(Store& store, std::span<const std::string> ids) {
+    // Store::remove is one transaction: a snapshot goes whole or not at all.
+    store.remove(detail::snapshot_manifests(store, ids));
+}
+
+std::vector<std::string> detail::snapshot_manifests(const Store& store, std::span<const std::string> ids) {
     std::vector<std::string> names;
     std::set<std::string> seen;
     for (const auto& id : ids) {
@@ -481,8 +494,7 @@ void forget_snapshots(Store& store, std::span<const std::string> ids) {
         if (store.find(detail::tree_name(id))) names.push_back(detail::tree_name(id));
         for (const auto& m : store.list(detail::kFilePrefix + id + "/")) names.push_back(m.name);
     }
-    // Store::remove is one transaction: a snapshot goes whole or not at all.
-    store.remove(names);
+    return names;
 }
 
 namespace {

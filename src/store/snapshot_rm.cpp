@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Deleting a path's history (cdc/snapshot.hpp, remove_paths): each snapshot
 // that holds it rewritten without it (new trees, a new header with a new id,
-// the other files' contents kept, nothing read), the old one forgotten.
+// the other files' contents kept, nothing read), the old one forgotten in
+// the same transaction.
 #include "snapshot_names.hpp"
 
 #include "tree_object.hpp"
@@ -159,8 +160,15 @@ std::vector<RewrittenSnapshot> remove_paths(Store& store, std::span<const std::s
     for (const Plan& p : plans) report.push_back({p.old.id, p.now.id, p.removed});
     if (dry_run) return report;
 
-    // The rewrites first, in one Writer: each header after its files and
-    // trees, so that a flush never shows a header without them.
+    // The rewrites, in one Writer (each header after its files and trees,
+    // so that a flush never shows a header without them), and the old
+    // snapshots removed in its last transaction: one transaction unless
+    // the rewrites are large enough for the Writer to flush before (then a
+    // crash in between leaves some rewrites beside their old snapshots, and
+    // remove_paths again finishes).
+    std::vector<std::string> old;
+    for (const Plan& p : plans) old.push_back(p.old.id);
+    const std::vector<std::string> old_names = detail::snapshot_manifests(store, old);
     {
         Writer w(store);
         bool any = false;
@@ -195,12 +203,12 @@ std::vector<RewrittenSnapshot> remove_paths(Store& store, std::span<const std::s
             w.put_file({detail::header_name(p.now.id), 0600, p.now.time_ns},
                        MemorySource(std::span<const char>(header.data(), header.size())));
         }
-        if (any) w.commit();
+        if (any) {
+            w.commit_removing(old_names);
+            return report;
+        }
     }
-    // Then the old ones, in one transaction.
-    std::vector<std::string> old;
-    for (const Plan& p : plans) old.push_back(p.old.id);
-    forget_snapshots(store, old);
+    store.remove(old_names);  // (nothing to write: one transaction still)
     return report;
 }
 

@@ -562,6 +562,22 @@ void SqliteCatalog::commit(FlushBatch& batch) {
         }
     }
     write_manifests(batch);
+    if (!batch.remove.empty()) {
+        Stmt find_id(db_, "SELECT id FROM manifests WHERE name = ?1");
+        Stmt drop_chunks(db_, "DELETE FROM manifest_chunks WHERE manifest = ?1");
+        Stmt drop(db_, "DELETE FROM manifests WHERE id = ?1");
+        for (const auto& name : batch.remove) {
+            find_id.bind(1, name);
+            if (!find_id.step())
+                throw NotFoundError(fmt::format("no file named '{}' in the store (nothing committed)", name));
+            const std::int64_t id = find_id.i64(0);
+            find_id.reset();
+            drop_chunks.bind(1, id);
+            drop_chunks.run();
+            drop.bind(1, id);
+            drop.run();
+        }
+    }
     t.commit();
 }
 

@@ -245,7 +245,7 @@ void Writer::Impl::flush_once() {
                 held.push_back(&m);
             }
         try {
-            flush_commit();
+            flush_commit(false);
         } catch (...) {
             for (ManifestDraft* m : held) m->finished = true;
             throw;
@@ -256,12 +256,12 @@ void Writer::Impl::flush_once() {
     flush_commit();
 }
 
-void Writer::Impl::flush_commit() {
+void Writer::Impl::flush_commit(bool last) {
     write_catalog_records();
     append_singles();
     totals.stored_bytes += stored_counter.exchange(0);
     auto [sizes, rows] = packs->sync();
-    bool work = !sizes.empty() || !rows.empty() || !abandoned.empty();
+    bool work = !sizes.empty() || !rows.empty() || !abandoned.empty() || (last && !removing.empty());
     for (const auto& m : manifests) work = work || m.finished || !m.full.empty();
     if (!work) {
         packs->release_retired();  // no length to commit
@@ -272,6 +272,7 @@ void Writer::Impl::flush_commit() {
     batch.pack_sizes = sizes;
     for (auto& m : manifests) batch.manifests.push_back(&m);
     batch.abandoned = abandoned;
+    if (last) batch.remove = removing;
     batch.algorithm = store.info.algorithm;
     batch.profile = finder->profile();
     catalog->commit(batch);
@@ -283,6 +284,7 @@ void Writer::Impl::flush_commit() {
     unflushed_new = 0;
     while (!manifests.empty() && manifests.front().finished) manifests.pop_front();
     abandoned.clear();
+    if (last) removing.clear();
 }
 
 ChunkId Writer::Impl::store_catalog_record(std::span<const std::byte> bytes) {
@@ -480,6 +482,16 @@ void Writer::finish_manifest(const ChunkId& digest, std::uint64_t size) {
     impl_->finish(digest, size);
 }
 void Writer::commit() { impl_->flush(); }
+
+void Writer::commit_removing(std::span<const std::string> names) {
+    impl_->removing.assign(names.begin(), names.end());
+    try {
+        impl_->flush();
+    } catch (...) {
+        impl_->removing.clear();
+        throw;
+    }
+}
 const PutStats& Writer::stats() const noexcept { return impl_->totals; }
 
 }  // namespace cdc::store

@@ -322,7 +322,10 @@ struct Writer::Impl {
     /// by their claimants, then stores the others itself.
     void resolve_deferred();
     /// The flush proper: catalog records, packs synced, one commit.
-    void flush_commit();
+    /// `last`: the flush's final transaction (it carries `removing`).
+    void flush_commit(bool last = true);
+    /// Removed in the next commit's final transaction (commit_removing).
+    std::vector<std::string> removing;
     /// The catalog records (catalog_records.hpp) of what this flush commits:
     /// the stream of each manifest with list rows or a finish in it, in
     /// pieces appended as records (not counted in the put's figures), and

@@ -6,6 +6,7 @@
 // instants of rm, then verify and restore every snapshot, and rm again
 // finishes without a duplicate.
 #include "cli_support.hpp"
+#include "tree_support.hpp"
 
 #include "store/snapshot_names.hpp"
 
@@ -24,6 +25,7 @@
 #include <thread>
 
 #include <csignal>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -128,6 +130,81 @@ TEST(StorePutCli, OverlappingTreesAreBothKept) {
     for (const auto& e : json_of(run_tool({"store", "ls", dir, "--json"}))) from[e["name"]] = e["snapshot"];
     EXPECT_EQ(from, (std::map<std::string, std::string>{{"t/x", s2}, {"t/z", s2}, {"t/sub/y", s1}}));
     expect_verifies(dir);
+}
+
+TEST(StorePutCli, ATreeKeepsEveryFileTypeAndItsMetadataAsBackupDoes) {
+    test::TempDir tmp;
+    const fs::path src = tmp.path() / "src";
+    const test::FullTree made = test::make_full_tree(src);
+    {  // reading a symlink moves its atime once (relatime): settled first
+        test::MemoryTrees settle;
+        test::tr::capture(src, settle);
+    }
+    const std::string dir = init_store(tmp);
+    auto r = run_tool({"store", "put", dir, src.string(), "--name", "t", "--json"});
+    ASSERT_EQ(r.exit_code, made.root ? 0 : 3) << r.err;
+    auto j = json_of(r);
+    if (made.root) {
+        EXPECT_TRUE(j["skipped"].empty()) << j.dump();
+    }
+    EXPECT_GE(j["others"].get<int>(), 5 + 3 + 1) << j.dump();  // symlinks, hard links, the FIFO at least
+    test::MemoryTrees before;
+    const auto root = test::tr::capture(src, before);
+
+    const fs::path out = tmp.path() / "out";
+    r = run_tool({"store", "get", dir, "latest:/t", "-o", out.string(), "--keep-setid", "--json"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto g = json_of(r);
+    EXPECT_EQ(g["hardlinks"], 3);
+    EXPECT_EQ(g["symlinks"], 5);
+    EXPECT_EQ(g["specials"], made.devices ? 3 : 1);
+    EXPECT_TRUE(fs::is_symlink(out / "links/dangling"));
+    EXPECT_EQ(fs::status(out / "fifo").type(), fs::file_type::fifo);
+    EXPECT_TRUE(fs::is_directory(out / "empty") && fs::is_empty(out / "empty"));
+    test::MemoryTrees after;
+    const auto back = test::tr::capture(out, after);
+    std::vector<std::string> diffs;
+    test::diff_trees(before, root, after, back, "", diffs);
+    // The snapshot holds the empty directory's atime (`get latest:/t/empty`
+    // alone restores it), but the restore of the whole /t leaves it at the
+    // time of the restore, where the same tree backed up at its absolute
+    // path restores whole: a defect of the restore with this layout
+    // (reported), not of the put; tolerated here.
+    std::erase(diffs, std::string("empty: atime"));
+    EXPECT_EQ(diffs, std::vector<std::string>{"sock: only in the first"});
+    struct stat st {};
+    ASSERT_EQ(::stat((out / "sparse.img").c_str(), &st), 0);
+    EXPECT_LT(st.st_blocks * 512, 1 << 20) << "the holes were written as zeros";
+
+    // Put again with one file changed: the others are not read.
+    test::write_bytes(src / "dir/sub/deeper/leaf", "changed leaf");
+    r = run_tool({"store", "put", dir, src.string(), "--name", "t", "--json"});
+    ASSERT_EQ(r.exit_code, made.root ? 0 : 3) << r.err;
+    j = json_of(r);
+    EXPECT_EQ(j["files"].size(), 1u) << j.dump();  // only the changed one was read
+    EXPECT_GE(j["skipped_unchanged"].get<int>(), 8) << j.dump();
+    EXPECT_EQ(got(dir, "t/dir/sub/deeper/leaf"), "changed leaf");
+    expect_verifies(dir);
+}
+
+TEST(StorePutCli, TreesAndFilesOfOnePutMergeAndAClashIsRefused) {
+    test::TempDir tmp;
+    const std::string dir = init_store(tmp);
+    tmp.write("a/x", test::random_bytes(1000, 1));
+    tmp.write("a/d/y", test::random_bytes(1000, 2));
+    tmp.write("b/d/z", test::random_bytes(1000, 3));
+    fs::create_directories(tmp.path() / "b/e");
+    fs::create_symlink("d/z", tmp.path() / "b/l");
+    auto r = run_tool({"store", "put", dir, (tmp.path() / "a").string(), (tmp.path() / "b").string(), "--json"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    std::set<std::string> paths;
+    for (const auto& n : json_of(run_tool({"store", "ls", dir, "latest:/", "--json"}))) paths.insert(n["path"]);
+    paths.erase("/");
+    EXPECT_EQ(paths, (std::set<std::string>{"/x", "/d", "/d/y", "/d/z", "/e", "/l"}));
+    tmp.write("c/x", test::random_bytes(10, 4));
+    r = run_tool({"store", "put", dir, (tmp.path() / "a").string(), (tmp.path() / "c").string()});
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find("given twice"), std::string::npos) << r.err;
 }
 
 /// Every chunk id any manifest (named or a snapshot's) lists.
@@ -275,7 +352,8 @@ TEST(StorePutCli, KillNineDuringRmThenEverySnapshotVerifiesAndRestoresAndRmAgain
         const int victim = static_cast<int>(rng() % kNames);
         const std::string name = fmt::format("r/n{}", victim);
         const pid_t pid = test::spawn_tool({"store", "rm", dir, name, "-q"}, tmp.path(), env);
-        std::this_thread::sleep_for(std::chrono::microseconds(rng() % 60'000));
+        // (an rm of these names takes a few ms on an idle machine: most kills land in it)
+        std::this_thread::sleep_for(std::chrono::microseconds(rng() % 8'000));
         ::kill(pid, SIGKILL);
         const int code = test::wait_exit(pid);
         if (code == 128 + SIGKILL)

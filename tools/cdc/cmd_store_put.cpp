@@ -13,6 +13,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <algorithm>
 #include <cstring>
 #include <map>
 
@@ -69,7 +70,10 @@ int run_put(const PutArgs& a) {
     walk.follow_symlinks = a.follow_symlinks;
     walk.one_file_system = a.walk.one_file_system;
     walk.exclude = walk_excludes(a.walk);
-    PutInputs in = collect_put_inputs(a.paths, a.name, walk, a.dir);
+    // Trees are captured by the store as a backup captures them (every
+    // file type and its metadata); with --follow-symlinks they are walked
+    // here, links followed, and only regular files are kept.
+    PutInputs in = collect_put_inputs(a.paths, a.name, walk, a.dir, true);
     store::Store s = open_store(a.dir, a.key_file);
     store::require_snapshot_format(s);
     ProgressLine line(!a.quiet && !a.json && stderr_is_tty());
@@ -84,8 +88,12 @@ int run_put(const PutArgs& a) {
     store::PutSnapshotOptions opts;
     opts.files.resize(in.files.size());
     opts.dirs = tree_dirs(in);
-    bool whole_tree = false;
+    bool whole_tree = !in.trees.empty() && in.name.empty();
     for (const auto& f : in.files) whole_tree = whole_tree || f.inside_tree;
+    for (const auto& t : in.trees) opts.trees.push_back({t.name, t.path});
+    opts.exclude = walk.exclude;
+    opts.one_file_system = walk.one_file_system;
+    if (struct stat sst {}; ::stat(a.dir.c_str(), &sst) == 0) opts.never_enter.emplace(sst.st_dev, sst.st_ino);
     if (!in.name.empty())
         opts.names.push_back(in.name);
     else {
@@ -127,22 +135,12 @@ int run_put(const PutArgs& a) {
         progress = [&](const store::Progress& p) {
             const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
             const std::uint64_t doneb = total.bytes + p.bytes_done;
-            line.draw(fmt::format("put: {} / {}  {:.0f} MB/s  new {}  {}/{} files", mb(doneb), mb(in.bytes),
+            line.draw(fmt::format("put: {} / {}  {:.0f} MB/s  new {}  {}/{} files", mb(doneb),
+                                  mb(std::max(in.bytes, p.bytes_total)),
                                   secs > 0 ? static_cast<double>(doneb) / secs / 1e6 : 0.0,
-                                  mb(total.new_bytes + p.new_bytes), done_files, in.files.size()));
+                                  mb(total.new_bytes + p.new_bytes), done_files, std::max(in.files.size(), p.files_total)));
         };
-    auto done = [&](std::size_t i, const store::PutStats& r, const std::exception_ptr& io_error) {
-        close_input(i);
-        ++done_files;
-        const PutInput& f = in.files[i];
-        if (io_error) {
-            try {
-                std::rethrow_exception(io_error);
-            } catch (const IoError& e) {
-                errors.push_back({f.path, e.what()});
-            }
-            return;
-        }
+    auto add = [&](const std::string& name, const std::string& path, const store::PutStats& r) {
         total.files += r.files;
         total.bytes += r.bytes;
         total.chunks += r.chunks;
@@ -157,12 +155,37 @@ int run_put(const PutArgs& a) {
                                 {"new_bytes", r.new_bytes},
                                 {"unchanged", r.unchanged_files != 0},
                                 {"identical", r.identical_files != 0}};
-            tools::put_name(j, "name", f.name);  // "name_bytes" / "path_bytes" when not UTF-8
-            tools::put_name(j, "path", f.path);
+            tools::put_name(j, "name", name);  // "name_bytes" / "path_bytes" when not UTF-8
+            tools::put_name(j, "path", path);
             files.push_back(std::move(j));
         }
     };
+    auto done = [&](std::size_t i, const store::PutStats& r, const std::exception_ptr& io_error) {
+        close_input(i);
+        ++done_files;
+        const PutInput& f = in.files[i];
+        if (io_error) {
+            try {
+                std::rethrow_exception(io_error);
+            } catch (const IoError& e) {
+                errors.push_back({f.path, e.what()});
+            }
+            return;
+        }
+        add(f.name, f.path, r);
+    };
     opts.done = done;
+    opts.tree_file_done = [&](const std::string& path, const store::PutStats& r) {
+        ++done_files;
+        std::string name = path;
+        for (const auto& t : in.trees)
+            if (path.size() > t.path.size() && path.starts_with(t.path) && (t.path == "/" || path[t.path.size()] == '/')) {
+                const std::string rel = path.substr(t.path.size() + (t.path == "/" ? 0 : 1));
+                name = t.name.empty() ? rel : t.name + "/" + rel;
+                break;
+            }
+        add(name, path, r);
+    };
     opts.progress = progress;
     store::PutSnapshotResult put;
     try {
@@ -171,6 +194,8 @@ int run_put(const PutArgs& a) {
         for (std::size_t i = 0; i < fds.size(); ++i) close_input(i);
         throw;
     }
+    for (const auto& i : put.tree_skipped) errors.push_back({i.path, i.what});
+    for (const auto& w : put.result.warnings) in.warnings.push_back({w.path, w.what});
     total.stored_bytes = put.stats.stored_bytes;
     total.raced_chunks = put.stats.raced_chunks;
     total.raced_bytes = put.stats.raced_bytes;
@@ -193,15 +218,21 @@ int run_put(const PutArgs& a) {
                             {"raced_chunks", total.raced_chunks},
                             {"raced_bytes", total.raced_bytes},
                             {"seconds", secs},
-                            {"excluded", in.excluded},
+                            {"excluded", in.excluded + put.result.excluded},
+                            {"skipped_unchanged", put.result.snapshot.totals.skipped_unchanged},
+                            {"dirs", put.result.snapshot.totals.dirs},
+                            {"others", put.result.snapshot.totals.others},
+                            {"skipped", issues_json(errors)},
                             {"errors", issues_json(errors)}};
         fmt::print("{}\n", tools::json_text(j));
     } else if (!a.quiet) {
+        const auto& t = put.result.snapshot.totals;
         fmt::print("put {} file(s): {} read, {} new, {} stored after compression; {} chunks ({} new) in {:.2f} s "
-                   "({:.0f} MB/s); snapshot {}\n",
-                   total.files, mb(total.bytes), mb(total.new_bytes), mb(total.stored_bytes), total.chunks,
-                   total.new_chunks, secs, secs > 0 ? static_cast<double>(total.bytes) / secs / 1e6 : 0.0,
-                   put.result.snapshot.id);
+                   "({:.0f} MB/s); {} dir(s), {} other(s) (links, special files); {} unchanged file(s) not read; "
+                   "snapshot {}\n",
+                   t.files, mb(total.bytes), mb(total.new_bytes), mb(total.stored_bytes), total.chunks,
+                   total.new_chunks, secs, secs > 0 ? static_cast<double>(total.bytes) / secs / 1e6 : 0.0, t.dirs,
+                   t.others, t.skipped_unchanged, put.result.snapshot.id);
     }
     finish_stdout();
     return errors.empty() ? kExitOk : kExitPartial;
@@ -230,8 +261,11 @@ void add_store_put(CLI::App& st, int& exit_code) {
                            "as srv/a, ../f as f), a tree's files under their paths inside it; --name follows the "
                            "rule of the names a tree restore writes (relative, no empty, . or .. component, no "
                            "trailing /; a tree's prefix may end with /). Each put commits one snapshot (tag 'put') "
-                           "holding its inputs at /NAME, with their mode, mtime and owner (a tree: its directories' "
-                           "too): nothing is replaced. `cdc store get DIR NAME` restores the newest version, "
+                           "holding its inputs at /NAME, with their mode, mtime and owner; a tree is captured as `store backup` captures "
+                           "it: every file type (empty directories, symlinks, hard links, FIFOs, devices) with its "
+                           "metadata (xattrs, ACLs, holes), and its files unchanged since the newest snapshot of "
+                           "the same names (size, mtime, ctime, inode, device) are not read again; with "
+                           "--follow-symlinks its links are followed and only its files are kept. Nothing is replaced. `cdc store get DIR NAME` restores the newest version, "
                            "`cdc store get DIR SNAP:/NAME` an older one (`cdc store find DIR /NAME` lists them), "
                            "`cdc store rm DIR NAME` deletes every version. Files are committed in batches: an "
                            "interrupted put commits no snapshot and leaves data that gc reclaims. "

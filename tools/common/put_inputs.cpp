@@ -134,7 +134,7 @@ private:
 }  // namespace
 
 PutInputs collect_put_inputs(const std::vector<std::string>& paths, const std::string& name, const WalkOptions& walk_options,
-                             const std::string& store_dir) {
+                             const std::string& store_dir, bool capture_trees) {
     if (!name.empty() && paths.size() > 1)
         throw UsageError("--name applies to one PATH (a file, a tree: its prefix, or -)");
     if (std::count(paths.begin(), paths.end(), "-") > 1)
@@ -167,6 +167,13 @@ PutInputs collect_put_inputs(const std::vector<std::string>& paths, const std::s
         if (!name.empty())
             if (const std::string why = store::name_problem(in.name); !why.empty())
                 throw UsageError(fmt::format("name refused: {} (--name '{}')", why, name));
+        if (tree && capture_trees && !follow_symlinks) {
+            std::string root = tree_root.size() > 1 ? tree_root.substr(0, tree_root.size() - 1) : tree_root;
+            struct stat lst {};
+            if (::lstat(root.c_str(), &lst) == 0 && S_ISLNK(lst.st_mode)) root = real_path(root).value_or(root);
+            in.trees.push_back({std::move(root), in.name});
+            continue;
+        }
         PutCollector collector(in, std::move(tree_root), in.name, store_real, follow_symlinks);
         try {
             walk(std::span(&p, 1), wo, collector);

@@ -22,8 +22,16 @@ struct PutInput {
     bool stream = false;       ///< stdin, or a FIFO named: read as a stream, size unknown
 };
 
+/// A directory given to put, captured whole by the store (every file type
+/// and its metadata), not walked here.
+struct PutTreeInput {
+    std::string path;  ///< the directory (a link given resolved), without trailing slashes
+    std::string name;  ///< its place ("" : the snapshot's root)
+};
+
 struct PutInputs {
     std::vector<PutInput> files;
+    std::vector<PutTreeInput> trees;  ///< with `capture_trees`
     std::vector<InputIssue> errors;    ///< inside trees: skipped
     std::vector<InputIssue> warnings;  ///< special files skipped on purpose
     std::uint64_t bytes = 0;           ///< sizes at walk time
@@ -40,7 +48,9 @@ struct PutInputs {
 /// (put's store; empty for push) is never entered, by any path (a PATH in
 /// it is a UsageError): its live database and growing packs are not data to
 /// put into it. `walk`: links followed, file systems, exclusions.
+/// `capture_trees`: a directory given (without walk.follow_symlinks) is
+/// listed in `trees` instead of walked.
 PutInputs collect_put_inputs(const std::vector<std::string>& paths, const std::string& name, const WalkOptions& walk,
-                             const std::string& store_dir = {});
+                             const std::string& store_dir = {}, bool capture_trees = false);
 
 }  // namespace cdc::cli
