@@ -255,12 +255,16 @@ void add_speed_command(CLI::App& app, int& exit_code) {
     add_kernel_option(*cmd, args->kernel);
     add_count_option(*cmd, "--runs", args->runs, 1, limits::kRuns,
                      "measure each algorithm this many times and report the best");
-    cmd->add_option_function<unsigned>(
-           "-j,--jobs", [args](unsigned j) { args->jobs = j; },
+    // (an optional target: without -j, one thread and its CPU time; so not
+    // add_count_option, but its parser)
+    cmd->add_option_function<std::string>(
+           "-j,--jobs",
+           [args](const std::string& v) {
+               args->jobs = static_cast<unsigned>(tools::parse_count(v, "--jobs", 0, limits::kJobs));
+           },
            "cut each buffer as one stream on this many threads (0: every core), timed by the wall clock "
            "(without: one thread, its CPU time)")
-        ->type_name("N")
-        ->check(CLI::Range(0U, static_cast<unsigned>(limits::kJobs)));
+        ->type_name("N");
     add_json_flag(*cmd, args->json,
                   "{\"baseline_mb_s\", \"results\": [{\"algorithm\", \"mb_s\", \"chunks\", "
                   "\"fraction_of_baseline\", \"scalar_mb_s\", \"relative_to_scalar\", \"kernel\"}], ...}");
