@@ -12,6 +12,7 @@
 // 4. The trees are encoded bottom-up with those digests (tree_object.hpp),
 //    each distinct one once into the "\0t/ID" manifest, then the header;
 //    one last commit makes the snapshot visible.
+#include "snapshot_capture.hpp"
 #include "snapshot_names.hpp"
 
 #include "tree_object.hpp"
@@ -41,23 +42,9 @@ using tree::BlobId;
 using tree::Entry;
 using tree::EntryType;
 
-/// Provisional ids of captured directories: an index into Draft::dirs.
-BlobId provisional(std::size_t i) {
-    BlobId b{};
-    b[0] = 0xd1;
-    std::memcpy(b.data() + 8, &i, sizeof i);
-    return b;
-}
-std::size_t provisional_index(const BlobId& b) {
-    std::size_t i = 0;
-    std::memcpy(&i, b.data() + 8, sizeof i);
-    return i;
-}
-
-struct Draft {
-    std::vector<std::vector<Entry>> dirs;
-    std::set<std::size_t> made;  ///< directories above the paths, made from lstat
-};
+using detail::Draft;
+using detail::provisional;
+using detail::provisional_index;
 
 std::string child_path(const std::string& dir, const std::string& name) { return dir.empty() ? name : dir + "/" + name; }
 
@@ -237,49 +224,46 @@ private:
     std::unordered_map<std::string, std::vector<Entry>> dirs_;
 };
 
-bool unchanged(const Entry& now, const Entry& before) {
+}  // namespace
+
+namespace detail {
+
+BlobId provisional(std::size_t i) {
+    BlobId b{};
+    b[0] = 0xd1;
+    std::memcpy(b.data() + 8, &i, sizeof i);
+    return b;
+}
+
+std::size_t provisional_index(const BlobId& b) {
+    std::size_t i = 0;
+    std::memcpy(&i, b.data() + 8, sizeof i);
+    return i;
+}
+
+std::unique_ptr<Reader> extent_reader(int fd, std::vector<tree::Extent> ranges, const struct stat& at_open,
+                                      std::string name) {
+    return std::make_unique<ExtentReader>(fd, std::move(ranges), at_open, std::move(name));
+}
+
+bool unchanged_since(const Entry& now, const Entry& before) {
     return (before.type == EntryType::file || before.type == EntryType::hardlink) && now.size == before.size &&
            now.mtime_ns == before.mtime_ns && now.ctime_ns == before.ctime_ns && now.inode == before.inode &&
            now.device == before.device && now.sparse == before.sparse && now.extents == before.extents &&
            before.content.digest.size() == 32;
 }
 
-
-}  // namespace
-
-SnapshotResult create_snapshot(const Store& store, const SnapshotOptions& options) {
+Draft capture_paths(const SnapshotOptions& options, Snapshot& snap, SnapshotResult& result) {
     if (options.paths.empty()) throw OptionError("a snapshot needs at least one path");
-    SnapshotResult result;
-    Snapshot& snap = result.snapshot;
-    snap.id = random_id();
-    const auto now = std::chrono::system_clock::now();
-    snap.time_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count();
-    snap.utc_offset_s = utc_offset(std::chrono::system_clock::to_time_t(now));
-    snap.host = options.host.empty() ? host_name() : options.host;
-    snap.user = user_name();
-    snap.tags = options.tags;
     for (const auto& p : options.paths) {
         std::string a = std::filesystem::absolute(p).lexically_normal().string();
         while (a.size() > 1 && a.back() == '/') a.pop_back();
         if (std::find(snap.paths.begin(), snap.paths.end(), a) == snap.paths.end()) snap.paths.push_back(a);
     }
     std::sort(snap.paths.begin(), snap.paths.end());
-
-    // The parent: given, or the newest of this host and these paths.
-    std::optional<Snapshot> parent;
-    if (!options.parent.empty()) {
-        parent = find_snapshot(store, options.parent);
-    } else if (!options.no_parent) {
-        for (const Snapshot& s : list_snapshots(store))
-            if (s.host == snap.host && s.paths == snap.paths) parent = s;
-    }
-    if (parent) snap.parent = parent->id;
-
-    // 1. Capture.
     Draft d;
     d.dirs.emplace_back();  // the root
     d.made.insert(0);
-    std::size_t root = 0;
     tree::CaptureOptions co;
     co.xattrs = options.xattrs;
     co.one_file_system = options.one_file_system;
@@ -311,7 +295,7 @@ SnapshotResult create_snapshot(const Store& store, const SnapshotOptions& option
             } catch (const std::system_error& err) {
                 throw OptionError(err.what());
             }
-            root = provisional_index(e.subtree);
+            d.root = provisional_index(e.subtree);
             continue;
         }
         std::size_t cur = 0;
@@ -345,6 +329,35 @@ SnapshotResult create_snapshot(const Store& store, const SnapshotOptions& option
         e.name = parts.back();
         d.dirs[cur].push_back(std::move(e));
     }
+    return d;
+}
+
+}  // namespace detail
+
+SnapshotResult create_snapshot(const Store& store, const SnapshotOptions& options) {
+    if (options.paths.empty()) throw OptionError("a snapshot needs at least one path");
+    SnapshotResult result;
+    Snapshot& snap = result.snapshot;
+    snap.id = random_id();
+    const auto now = std::chrono::system_clock::now();
+    snap.time_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count();
+    snap.utc_offset_s = utc_offset(std::chrono::system_clock::to_time_t(now));
+    snap.host = options.host.empty() ? host_name() : options.host;
+    snap.user = user_name();
+    snap.tags = options.tags;
+    // 1. Capture (the paths first: the parent is found by them).
+    Draft d = detail::capture_paths(options, snap, result);
+    const std::size_t root = d.root;
+
+    // The parent: given, or the newest of this host and these paths.
+    std::optional<Snapshot> parent;
+    if (!options.parent.empty()) {
+        parent = find_snapshot(store, options.parent);
+    } else if (!options.no_parent) {
+        for (const Snapshot& s : list_snapshots(store))
+            if (s.host == snap.host && s.paths == snap.paths) parent = s;
+    }
+    if (parent) snap.parent = parent->id;
 
     // 2. Files: reused from the parent, or queued to be read.
     std::vector<Job> jobs;
@@ -385,7 +398,7 @@ SnapshotResult create_snapshot(const Store& store, const SnapshotOptions& option
             const Entry* before = pv->find(j.path);
             // Unchanged: its content is the parent's, under its content
             // name; nothing is read or written for it.
-            if (before && unchanged(e, *before) &&
+            if (before && detail::unchanged_since(e, *before) &&
                 stored.count(detail::content_name(store, before->content.digest, tree::data_length(e)))) {
                 j.reused = true;
                 j.digest = before->content.digest;
