@@ -166,12 +166,20 @@ TEST(TransferTreePush, AnUnchangedTreeIsPushedWithoutReadingOrSendingItsFiles) {
     EXPECT_EQ(third["files_pushed"], 1);
     EXPECT_EQ(third["files_reused"], 2);
     EXPECT_LT(third["bytes_sent"].get<std::uint64_t>(), 100'000u);
+    // Same size and mtime, a new ctime (a chmod there and back): read again.
+    fs::permissions(tmp.path() / "src/sub/b.txt", fs::perms::owner_exec, fs::perm_options::add);
+    fs::permissions(tmp.path() / "src/sub/b.txt", fs::perms::owner_exec, fs::perm_options::remove);
+    r = run_tool({"push", "--to", s.address(), src.string(), "--json"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(json_of(r)["files_pushed"], 1);
+    EXPECT_EQ(json_of(r)["bytes_read"], 6);
+    EXPECT_EQ(json_of(r)["bytes_sent"], 0);
     // --force-read reads every file, sends no chunk the server has.
     r = run_tool({"push", "--to", s.address(), src.string(), "--force-read", "--json"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_EQ(json_of(r)["files_pushed"], 3);
     EXPECT_EQ(json_of(r)["bytes_sent"], 0);
-    EXPECT_EQ(snapshot_count(dir), 4u);
+    EXPECT_EQ(snapshot_count(dir), 5u);
     // The newest restores the changed file.
     const fs::path out = tmp.path() / "out";
     r = run_tool({"pull", "--from", s.address(), "latest:" + src.string(), "-o", out.string()});
