@@ -186,7 +186,8 @@ void PushSession::add_groups(const v1::GroupList& m, const Sink& sink) {
     if (!groups_read_) {
         groups_read_ = true;
         try {
-            groups_ = BaseGroups::open(store::Ingest::stored_list(store_, name_));
+            // (a snapshot's file: the parent's content of that path)
+            groups_ = BaseGroups::open(store::Ingest::stored_list(store_, snap_ ? snapshot_base(name_) : name_));
         } catch (const store::StoreError& e) {
             fail_file(name_, e);
         }

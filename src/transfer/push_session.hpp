@@ -158,6 +158,10 @@ private:
     static std::string snapshot_path_problem(const std::string& path);
     /// Where a pushed file of the snapshot at `path` is stored first.
     std::string snapshot_file_name(const std::string& path) const;
+    /// The manifest of the parent's content at `path` (a file's path in the
+    /// pushed snapshot), "" if the parent has none: its groups are the
+    /// ones a group list of that file is compared with.
+    std::string snapshot_base(const std::string& path);
     /// A content this stream pushed (its file verified).
     void pushed_content(const store::ChunkId& digest, std::uint64_t size);
     void complete_lists();

@@ -126,6 +126,21 @@ std::string PushSession::snapshot_file_name(const std::string& path) const {
     return store::detail::file_name(store_, snap_->snap.id, path);
 }
 
+std::string PushSession::snapshot_base(const std::string& path) {
+    SnapshotState& st = *snap_;
+    if (!st.parent) return {};
+    try {
+        if (!st.parent_trees) st.parent_trees = store::detail::load_trees(store_, *st.parent);
+        const Entry* before = st.parent_entry(store::detail::path_parts(path));
+        if (!before || (before->type != EntryType::file && before->type != EntryType::hardlink) ||
+            before->content.digest.size() != 32)
+            return {};
+        return store::detail::content_name(store_, before->content.digest, store::tree::data_length(*before));
+    } catch (const store::StoreError&) {
+        return {};  // (a damaged parent: the file's groups are compared with nothing)
+    }
+}
+
 void PushSession::pushed_content(const store::ChunkId& digest, std::uint64_t size) {
     snap_->pushed.insert(content_key({reinterpret_cast<const char*>(digest.data()), digest.size()}, size));
     snap_->first_names.push_back(snapshot_file_name(name_));
