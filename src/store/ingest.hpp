@@ -33,6 +33,8 @@
 #pragma once
 
 #include <cdc/digest.hpp>
+#include <cdc/snapshot.hpp>
+#include <cdc/source.hpp>
 #include <cdc/store.hpp>
 
 #include <cstddef>
@@ -44,6 +46,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include <sys/stat.h>
 
 namespace cdc::store {
 
@@ -139,6 +143,110 @@ public:
 private:
     friend class Writer;
     explicit Ingest(std::unique_ptr<Impl> impl);
+    std::unique_ptr<Impl> impl_;
+};
+
+/// A snapshot taken in from elsewhere: the server's side of `cdc push` of a
+/// tree (src/transfer, docs/TRANSFER.md "Pushing a tree as a snapshot").
+/// Its files go in through an Ingest of the same Writer, each named
+/// file_name(path) (stored(...) once ended); the parent's unchanged files
+/// are offered back (reuse); the sender's tree records are checked in
+/// everything (commit) and the snapshot commits whole or not at all.
+/// Refusals: OptionError ("snapshot refused: ..."); the parent:
+/// NotFoundError / OptionError; a damaged parent: DamageError.
+class SnapshotIntake {
+public:
+    struct Start {
+        std::vector<std::string> paths;  ///< absolute, normalised
+        std::vector<std::string> tags;
+        std::string host, user;
+        std::string parent;              ///< an id or prefix; empty: the newest of this host and paths
+        bool no_parent = false;
+        std::int64_t time_ns = 0;
+        std::int32_t utc_offset_s = 0;
+    };
+    /// `max_name_bytes`: the longest '/'-joined path taken.
+    SnapshotIntake(const Store& store, const Start& start, std::size_t max_name_bytes);
+    ~SnapshotIntake();
+    SnapshotIntake(const SnapshotIntake&) = delete;
+    SnapshotIntake& operator=(const SnapshotIntake&) = delete;
+
+    /// The header so far (its id, the parent found).
+    const Snapshot& snapshot() const;
+    /// Why `path` ('/'-joined, no leading '/') is no path in a snapshot;
+    /// empty if it is one.
+    static std::string path_problem(std::string_view path, std::size_t max_bytes);
+    /// The manifest a file at `path` is stored under until the commit.
+    std::string file_name(const std::string& path) const;
+    /// The parent's content of the file at `path` (a manifest name to
+    /// compare the new version with), empty if none.
+    std::string base(const std::string& path);
+    /// The file at `path` was stored with this content.
+    void stored(const ChunkId& digest, std::uint64_t size, const std::string& path);
+
+    struct Candidate {
+        std::string_view path;  ///< '/'-joined, no leading '/'
+        std::uint64_t size = 0;
+        std::int64_t mtime_ns = 0, ctime_ns = 0;
+        std::uint64_t inode = 0, device = 0;
+    };
+    /// Per candidate, the parent's content digest (32 bytes) if the file is
+    /// unchanged since the parent (restic's rule) and its content is still
+    /// stored, else 32 zero bytes.
+    std::string reuse(std::span<const Candidate> batch);
+    /// Appends tree records ([32-byte id][u32 LE length][object] each).
+    void add_trees(std::string_view bytes);
+    /// Checks the tree records from `root` (32 bytes), names the stored
+    /// files by their contents and commits the snapshot in `writer`'s last
+    /// transaction. `read`: bytes_read, new_bytes and skipped_unreadable.
+    const Snapshot& commit(Writer& writer, std::string_view root, const SnapshotTotals& read);
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+/// A tree captured to be sent as a snapshot: the client's side of `cdc
+/// push` of a tree. Captured as `store backup` captures (metadata only,
+/// nothing read); once the sender knows each regular file's content, the
+/// tree objects are encoded bottom-up.
+class TreeCapture {
+public:
+    /// Fills snap.paths; problems go to result (skipped, warnings, excluded).
+    TreeCapture(const SnapshotOptions& options, Snapshot& snap, SnapshotResult& result);
+    ~TreeCapture();
+    TreeCapture(const TreeCapture&) = delete;
+    TreeCapture& operator=(const TreeCapture&) = delete;
+
+    struct File {
+        std::string path;  ///< from the snapshot's root, no leading '/'
+        std::uint64_t size = 0;
+        std::uint64_t data_length = 0;  ///< bytes of content (a sparse file's data extents)
+        std::int64_t mtime_ns = 0, ctime_ns = 0;
+        std::uint64_t inode = 0, device = 0;
+        bool sparse = false;
+        std::uint32_t mode = 0;
+    };
+    /// This process's user, as a snapshot names it (the name, else the uid).
+    static std::string user_name();
+    /// The regular files, depth first in name order.
+    const std::vector<File>& files() const;
+    /// A reader of file `i`'s data extents from `fd` (a sparse file), which
+    /// fails if the file changes from `at_open` while it is read.
+    std::unique_ptr<Reader> extents(std::size_t i, int fd, const struct stat& at_open, std::string name) const;
+
+    struct Content {
+        std::string digest;                  ///< 32 bytes; empty: the file is left out
+        const struct stat* opened = nullptr; ///< the file as read (size and times), if it was
+    };
+    /// The tree records (appended to `records`) with contents[i] for
+    /// files()[i]; returns the root's id (32 bytes). A hard link to a file
+    /// left out is left out too, named in `skipped`.
+    std::string encode(std::span<const Content> contents, std::string& records,
+                       std::vector<SnapshotIssue>& skipped) const;
+
+private:
+    struct Impl;
     std::unique_ptr<Impl> impl_;
 };
 

@@ -398,6 +398,15 @@ PushReport Client::push(const std::vector<PushInput>& inputs, const PushOptions&
     return push_files(open, p, inputs, options);
 }
 
+TreePushReport Client::push_tree(const TreePushOptions& options) {
+    const ServerParams& p = params();
+    auto open = [this]() -> std::unique_ptr<PushStream> {
+        return std::make_unique<GrpcStream<v1::PushRequest, v1::PushReply>>(
+            *impl_, [this](grpc::ClientContext* ctx) { return impl_->stub->Push(ctx); }, "push");
+    };
+    return transfer::push_tree(open, p, options);
+}
+
 PullReport Client::pull(const std::string& name, const std::filesystem::path& out, const PullOptions& options) {
     const ServerParams& p = params();
     GrpcStream<v1::PullRequest, v1::PullReply> stream(

@@ -80,6 +80,8 @@ public:
     /// The same as one unary message holding all of `bytes` (the seed's way).
     HashResult hash_unary(std::span<const std::byte> bytes);
     PushReport push(const std::vector<PushInput>& inputs, const PushOptions& options);
+    /// A tree as one snapshot (push_tree in client_api.hpp).
+    TreePushReport push_tree(const TreePushOptions& options);
     PullReport pull(const std::string& name, const std::filesystem::path& out, const PullOptions& options);
     PullReport pull_to_fd(const std::string& name, int fd, const PullOptions& options);
     /// The server store's snapshots, oldest first.

@@ -9,6 +9,7 @@
 
 #include <cdc/algorithms.hpp>
 #include <cdc/options.hpp>
+#include <cdc/snapshot.hpp>
 
 #include <cstdint>
 #include <filesystem>
@@ -103,6 +104,7 @@ struct PushedFile {
     std::uint64_t new_chunks = 0;      ///< chunks the server stored (a chunk sent may be stored already by a concurrent push)
     bool unchanged = false;            ///< the server's file of that name had the same chunks (nothing read back)
     bool identical = false;            ///< a new name: another stored file had the same chunks (nothing read back)
+    std::string digest;                ///< BLAKE3-256 of the bytes sent (32 raw bytes)
 };
 
 struct InputProblem {
@@ -138,6 +140,48 @@ struct PushOptions {
 /// server refuses something or the stream breaks.
 PushReport push_files(const std::function<std::unique_ptr<PushStream>()>& open_stream, const ServerParams& params,
                       const std::vector<PushInput>& inputs, const PushOptions& options);
+
+// ---------------------------------------------------------------- a tree as one snapshot
+
+struct TreePushOptions {
+    PushOptions push;
+    /// The paths, tags, host, parent (an id on the server, or "": the
+    /// newest of this host and paths), no_parent, force_read, xattrs,
+    /// excludes and one_file_system, as for `store backup`.
+    store::SnapshotOptions snapshot;
+};
+
+struct TreePushReport {
+    store::Snapshot snapshot;                 ///< as the server committed it (its id and totals)
+    std::vector<store::SnapshotIssue> skipped;   ///< left out (could not be read, changed while read)
+    std::vector<store::SnapshotIssue> warnings;  ///< kept, with a problem
+    std::uint64_t excluded = 0;
+    std::uint64_t files_pushed = 0;           ///< files whose chunks were listed
+    std::uint64_t files_reused = 0;           ///< files unchanged since the parent: not read
+    std::uint64_t bytes_read = 0;
+    std::uint64_t bytes_sent = 0;
+    std::uint64_t payload_sent = 0;
+    std::uint64_t chunks = 0;
+    std::uint64_t chunks_sent = 0;
+    std::uint64_t tree_bytes = 0;             ///< of the tree records sent
+    std::uint64_t wire_sent = 0;
+    std::uint64_t wire_received = 0;
+    unsigned attempts = 1;                    ///< streams used (a file that changed while read restarts the push)
+    double seconds = 0;
+};
+
+/// Captures the paths as `store backup` does and commits them on the server
+/// as one snapshot, in one Push stream (proto: SnapshotStart): files
+/// unchanged since the parent are offered back by the server and not read;
+/// the others are pushed as by push_files; then the tree objects and the
+/// commit. A file that changes while it is read ends the stream (the
+/// server keeps its chunks, commits no snapshot) and the push starts again
+/// without it (it is reported in `skipped`). TransferError if the server
+/// refuses (an encrypted store, a format-1 store, a parent it lacks) or the
+/// stream breaks: no snapshot is committed then. OptionError for paths that
+/// cannot be captured.
+TreePushReport push_tree(const std::function<std::unique_ptr<PushStream>()>& open_stream, const ServerParams& params,
+                         const TreePushOptions& options);
 
 // ---------------------------------------------------------------- pull
 

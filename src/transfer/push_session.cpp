@@ -47,6 +47,19 @@ void PushSession::require_open(const char* what) const {
 
 void PushSession::handle(const v1::PushRequest& request, const Sink& sink) {
     if (finished_) throw TransferError(Code::failed_precondition, "a request after finish");
+    const bool first = !any_request_;
+    any_request_ = true;
+    if (request.body_case() == v1::PushRequest::kSnapshot) {
+        if (!first) throw TransferError(Code::failed_precondition, "snapshot must be a push's first request");
+        snapshot_start(request.snapshot(), sink);
+        return;
+    }
+    switch (request.body_case()) {
+    case v1::PushRequest::kCandidates: candidates(request.candidates(), sink); return;
+    case v1::PushRequest::kTrees: tree_bytes(request.trees()); return;
+    case v1::PushRequest::kCommit: commit_snapshot(request.commit(), sink); return;
+    default: break;
+    }
     switch (request.body_case()) {
     case v1::PushRequest::kStart: start(request.start()); break;
     case v1::PushRequest::kChunks: add_list(request.chunks(), sink); break;
@@ -60,15 +73,15 @@ void PushSession::handle(const v1::PushRequest& request, const Sink& sink) {
 
 void PushSession::start(const v1::FileStart& m) {
     if (open_) throw TransferError(Code::failed_precondition, fmt::format("start while '{}' is open", name_));
-    if (const std::string why = name_problem(m.name()); !why.empty())
+    if (const std::string why = snap_ ? snapshot_path_problem(m.name()) : name_problem(m.name()); !why.empty())
         throw TransferError(Code::invalid_argument, fmt::format("name refused: {}", why));
-    if (refuse_replacing_ && store_.find(m.name()))
+    if (refuse_replacing_ && !snap_ && store_.find(m.name()))
         throw TransferError(Code::permission_denied,
                             fmt::format("'{}' exists on the server and this token may only add (an append-only "
                                         "token): it replaces nothing",
                                         m.name()));
     store::FileMeta meta;
-    meta.name = m.name();
+    meta.name = snap_ ? snapshot_file_name(m.name()) : m.name();
     meta.mode = m.mode() & 07777;
     meta.mtime_ns = m.mtime_ns();
     ingest_->begin(meta);
@@ -173,7 +186,8 @@ void PushSession::add_groups(const v1::GroupList& m, const Sink& sink) {
     if (!groups_read_) {
         groups_read_ = true;
         try {
-            groups_ = BaseGroups::open(store::Ingest::stored_list(store_, name_));
+            // (a snapshot's file: the parent's content of that path)
+            groups_ = BaseGroups::open(store::Ingest::stored_list(store_, snap_ ? snapshot_base(name_) : name_));
         } catch (const store::StoreError& e) {
             fail_file(name_, e);
         }
@@ -438,6 +452,7 @@ void PushSession::end(const v1::FileEnd& m, const Sink& sink) {
                                         name_, store::to_hex(r.digest), store::to_hex(digest)));
     }
     ingest_->end(m.size(), digest);
+    if (snap_) pushed_content(digest, m.size());
     open_ = false;
     ++totals_.files;
     totals_.bytes += m.size();
@@ -456,6 +471,7 @@ void PushSession::end(const v1::FileEnd& m, const Sink& sink) {
 }
 
 void PushSession::finish(const Sink& sink) {
+    if (snap_) throw TransferError(Code::failed_precondition, "finish in a snapshot push (send commit)");
     if (open_) throw TransferError(Code::failed_precondition, fmt::format("finish while '{}' is open", name_));
     writer_->commit();
     finished_ = true;

@@ -97,8 +97,11 @@ public:
     void abort() noexcept;
     const PushTotals& totals() const noexcept { return totals_; }
     /// Refuses a file whose name the store holds already (an append-only
-    /// token: it may add, never replace what is there).
+    /// token: it may add, never replace what is there). A snapshot replaces
+    /// nothing: a tree pushed as one is allowed.
     void refuse_replacing(bool refuse) noexcept { refuse_replacing_ = refuse; }
+    /// The snapshot committed (a tree pushed as one), once it is.
+    const std::string& snapshot_id() const noexcept { return snapshot_id_; }
 
 private:
     struct List {
@@ -144,6 +147,23 @@ private:
     void complete_chunk(List& list, std::size_t j);
     void end(const v1::FileEnd& m, const Sink& sink);
     void finish(const Sink& sink);
+    // A tree pushed as a snapshot (push_snapshot.cpp).
+    struct SnapshotState;
+    void snapshot_start(const v1::SnapshotStart& m, const Sink& sink);
+    void candidates(const v1::Candidates& m, const Sink& sink);
+    void tree_bytes(const v1::TreeBytes& m);
+    void commit_snapshot(const v1::SnapshotCommit& m, const Sink& sink);
+    void require_snapshot(const char* what) const;
+    /// Why `path` (a file's path in the pushed snapshot) is refused, "" if not.
+    static std::string snapshot_path_problem(const std::string& path);
+    /// Where a pushed file of the snapshot at `path` is stored first.
+    std::string snapshot_file_name(const std::string& path) const;
+    /// The manifest of the parent's content at `path` (a file's path in the
+    /// pushed snapshot), "" if the parent has none: its groups are the
+    /// ones a group list of that file is compared with.
+    std::string snapshot_base(const std::string& path);
+    /// A content this stream pushed (its file verified).
+    void pushed_content(const store::ChunkId& digest, std::uint64_t size);
     void complete_lists();
     /// Queues chunks [next_hash, end) of the front list for the whole-file
     /// hash, in order: read back from the store, or the chunk in hand.
@@ -191,6 +211,12 @@ private:
 
     PushTotals totals_;
     bool finished_ = false;
+    struct SnapshotStateDeleter {
+        void operator()(SnapshotState* s) const noexcept;
+    };
+    std::unique_ptr<SnapshotState, SnapshotStateDeleter> snap_;  // a tree pushed as a snapshot
+    bool any_request_ = false;
+    std::string snapshot_id_;
 };
 
 }  // namespace cdc::transfer

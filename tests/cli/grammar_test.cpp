@@ -160,6 +160,11 @@ const std::map<std::string, Meaning>& shared_flags() {
         {"--host", {"", {"HOST"}, "the host a snapshot is of"}},
         {"--tag", {"", {"TAG"}, "a tag of snapshots"}},
         {"--long", {"-l", {""}, "a long listing"}},
+        {"--parent", {"", {"SNAP"}, "the snapshot compared with"}},
+        {"--no-parent", {"", {""}, "compare with no snapshot"}},
+        {"--force-read", {"", {""}, "read every file, even unchanged ones"}},
+        {"--no-xattrs", {"", {""}, "do not record extended attributes"}},
+        {"--names", {"", {""}, "named files rather than snapshots"}},
     };
     return table;
 }

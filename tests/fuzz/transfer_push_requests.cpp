@@ -10,13 +10,17 @@
 // The input is decoded into requests built from a small pool of chunk
 // contents with correct ids (so that the fuzzer reaches deep states), with
 // flips that break ids, sizes, pieces, order and digests, and raw protobuf
-// bytes parsed as requests.
+// bytes parsed as requests. Snapshot pushes too (SnapshotStart, trees,
+// commit): whatever trees a client sends, every snapshot committed passes
+// verify_snapshots (each file's content there, with its digest and size).
 #include "fuzz_input.hpp"
 
 #include <push_session.hpp>
 
 #include "../store/codec.hpp"
+#include "../store/tree_object.hpp"
 
+#include <cdc/snapshot.hpp>
 #include <cdc/store.hpp>
 
 #include <fcntl.h>
@@ -58,6 +62,7 @@ struct Harness {
     std::size_t next_due = 0;
     std::vector<std::vector<std::size_t>> groups;  // pool indices of the last group list's groups
     std::string group_want;                        // the last group want's bitmap
+    store::tree::BlobId last_tree{};               // the last tree object sent
     store::detail::Compressor zstd{3};
 
     void send(const transfer::v1::PushRequest& r) {
@@ -101,7 +106,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     for (int steps = 0; steps < 64 && !in.rest().empty(); ++steps) {
         transfer::v1::PushRequest r;
         const std::uint8_t op = in.u8();
-        switch (op % 9) {
+        switch (op % 12) {
         case 0: {  // start
             r.mutable_start()->set_name(kNames[in.u8() % 8]);
             r.mutable_start()->set_mode(in.u16());
@@ -210,6 +215,49 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             if (r.chunks().sizes_size() == 0) r.mutable_chunks()->add_sizes(1);
             break;
         }
+        case 9: {  // a snapshot push's start (a good path, or one refused)
+            static const char* const kPaths[] = {"/x", "/x/y", "x", "/x/../y", "/"};
+            r.mutable_snapshot()->add_paths(kPaths[in.u8() % 5]);
+            r.mutable_snapshot()->set_no_parent((op & 0x80) != 0);
+            break;
+        }
+        case 10: {  // a tree object naming the bytes listed since the last start, or another tree, maybe lying
+            store::tree::Entry e;
+            e.name = kNames[in.u8() % 8];
+            if (op & 0x80) {
+                e.type = store::tree::EntryType::directory;
+                e.mode = 0755;
+                e.subtree = h.last_tree;
+            } else {
+                e.type = store::tree::EntryType::file;
+                e.mode = 0644;
+                e.size = h.file.size() + ((op & 0x40) ? 1 : 0);
+                e.nlink = 1;
+                const auto d = store::chunk_id_of(std::as_bytes(std::span(h.file)));
+                e.content.digest.assign(reinterpret_cast<const char*>(d.data()), d.size());
+            }
+            std::vector<std::uint8_t> object;
+            try {
+                object = store::tree::encode_tree({e});
+            } catch (const store::tree::TreeError&) {
+                object = {0xa1, 0x61, 0x76, 0x01};  // (a name the encoder refuses: bytes that are no tree)
+            }
+            store::tree::BlobId id = store::tree::tree_id(object);
+            if (op & 0x20) id[in.u8() % 32] ^= 1;
+            h.last_tree = id;
+            std::string rec(reinterpret_cast<const char*>(id.data()), id.size());
+            const auto len = static_cast<std::uint32_t>(object.size() + ((op & 0x10) ? 1 : 0));
+            for (int i = 0; i < 4; ++i) rec.push_back(static_cast<char>((len >> (8 * i)) & 0xff));
+            rec.append(reinterpret_cast<const char*>(object.data()), object.size());
+            r.mutable_trees()->set_bytes(rec);
+            break;
+        }
+        case 11: {  // commit the last tree (or a flipped id)
+            auto id = h.last_tree;
+            if (op & 0x80) id[in.u8() % 32] ^= 1;
+            r.mutable_commit()->set_root(id.data(), id.size());
+            break;
+        }
         default: {  // raw protobuf bytes
             const auto bytes = take(in, in.u8());
             if (!r.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) continue;
@@ -229,5 +277,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     ::close(null);
     static unsigned runs = 0;
     if (++runs % 512 == 0 && !s.verify().ok()) std::abort();
+    // Every committed snapshot is whole: its trees, each file's content
+    // (the snapshots accumulate: checked now and then, as verify).
+    if (runs % 64 == 0 && !store::verify_snapshots(s).damage.empty()) std::abort();
     return 0;
 }
