@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "seal_evp.hpp"
 
-#include "aead_backend.hpp"
 #include "secret.hpp"
 
 #include <openssl/evp.h>
@@ -13,7 +12,7 @@
 #include <memory>
 #include <new>
 
-namespace cdc::crypto {
+namespace cdc::crypto::detail {
 
 namespace {
 
@@ -63,6 +62,17 @@ bool update(EVP_CIPHER_CTX* ctx, bool encrypt, const std::uint8_t* in, std::size
     return true;
 }
 
+}  // namespace
+
+bool evp_aead_available() noexcept {
+    try {
+        ensure_sodium();  // (HChaCha20)
+    } catch (...) {
+        return false;
+    }
+    return chacha_cipher() != nullptr;
+}
+
 bool evp_seal(const std::uint8_t* key, const std::uint8_t* nonce, std::span<const std::uint8_t> ad,
               std::span<const std::uint8_t> plain, std::uint8_t* cipher, std::uint8_t* tag) {
     const Inner inner(key, nonce);
@@ -90,15 +100,4 @@ bool evp_open(const std::uint8_t* key, const std::uint8_t* nonce, std::span<cons
            EVP_DecryptFinal_ex(ctx, plain + cipher.size(), &len) == 1;
 }
 
-constexpr detail::AeadFunctions kEvp{evp_seal, evp_open};
-
-}  // namespace
-
-bool enable_openssl_aead() {
-    ensure_sodium();  // (HChaCha20)
-    if (chacha_cipher() == nullptr) return false;
-    detail::install_openssl_aead(&kEvp);
-    return true;
-}
-
-}  // namespace cdc::crypto
+}  // namespace cdc::crypto::detail
