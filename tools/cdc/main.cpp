@@ -15,9 +15,6 @@
 #include <string_view>
 #include <unistd.h>
 
-#ifdef CDC_TOOL_OPENSSL_AEAD
-#endif
-
 namespace {
 
 // Every subcommand, in `cdc --help` order.
