@@ -3,6 +3,8 @@
 
 #include "secret.hpp"
 
+#include <cdc/error.hpp>
+
 #include <openssl/evp.h>
 #include <sodium.h>
 
@@ -33,8 +35,9 @@ struct CtxFree {
 EVP_CIPHER_CTX* thread_ctx() {
     thread_local const std::unique_ptr<EVP_CIPHER_CTX, CtxFree> ctx = [] {
         std::unique_ptr<EVP_CIPHER_CTX, CtxFree> c(EVP_CIPHER_CTX_new());
-        if (!c || EVP_CipherInit_ex2(c.get(), chacha_cipher(), nullptr, nullptr, 1, nullptr) != 1)
-            throw std::bad_alloc();
+        if (!c) throw std::bad_alloc();
+        if (EVP_CipherInit_ex2(c.get(), chacha_cipher(), nullptr, nullptr, 1, nullptr) != 1)
+            throw Error("OpenSSL could not set up a ChaCha20-Poly1305 context");
         return c;
     }();
     return ctx.get();
