@@ -1,14 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "seal.hpp"
 
-#include "aead_backend.hpp"
+#include "seal_evp.hpp"
 
 #include <sodium.h>
 
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <atomic>
 #include <climits>
 #include <cstring>
 #include <memory>
@@ -61,8 +60,6 @@ std::vector<std::uint8_t>& thread_ad() {
     return ad;
 }
 
-std::atomic<const detail::AeadFunctions*> g_openssl{nullptr};
-
 }  // namespace
 
 std::string_view name_of(SealKind kind) noexcept {
@@ -76,10 +73,6 @@ std::string_view name_of(SealKind kind) noexcept {
     return "object";
 }
 
-void detail::install_openssl_aead(const AeadFunctions* functions) noexcept { g_openssl = functions; }
-
-bool openssl_aead_enabled() noexcept { return g_openssl.load() != nullptr; }
-
 std::vector<std::uint8_t> associated_data(SealKind kind, std::span<const std::uint8_t> id,
                                           std::span<const std::uint8_t> context) {
     std::vector<std::uint8_t> ad;
@@ -91,10 +84,10 @@ Sealer::Sealer(std::span<const std::uint8_t> key, AeadBackend backend) : backend
     if (key.size() != kKeyBytes) throw Error(fmt::format("a sealing key has {} bytes, not {}", kKeyBytes, key.size()));
     ensure_sodium();
     key_ = SecretBytes::copy_of(key);
-    openssl_ = g_openssl.load();
-    if (backend_ == AeadBackend::fastest) backend_ = openssl_ != nullptr ? AeadBackend::openssl : AeadBackend::sodium;
-    if (backend_ == AeadBackend::openssl && openssl_ == nullptr)
-        throw Error("the OpenSSL AEAD is not enabled in this program (enable_openssl_aead)");
+    if (backend_ == AeadBackend::fastest)
+        backend_ = detail::evp_aead_available() ? AeadBackend::openssl : AeadBackend::sodium;
+    if (backend_ == AeadBackend::openssl && !detail::evp_aead_available())
+        throw Error("OpenSSL provides no ChaCha20-Poly1305 here (a FIPS-only provider?)");
 }
 
 void Sealer::seal(SealKind kind, std::span<const std::uint8_t> id, std::span<const std::uint8_t> context,
@@ -112,7 +105,7 @@ void Sealer::seal(SealKind kind, std::span<const std::uint8_t> id, std::span<con
                                                             ad.data(), ad.size(), nullptr, nonce, key_.data());
         return;
     }
-    if (!openssl_->seal(key_.data(), nonce, ad, plain, cipher, tag)) {
+    if (!detail::evp_seal(key_.data(), nonce, ad, plain, cipher, tag)) {
         wipe(out);
         throw Error(fmt::format("sealing a {}: OpenSSL's ChaCha20-Poly1305 failed", name_of(kind)));
     }
@@ -143,7 +136,7 @@ void Sealer::open(SealKind kind, std::span<const std::uint8_t> id, std::span<con
         ok = crypto_aead_xchacha20poly1305_ietf_decrypt_detached(out.data(), nullptr, cipher, n, tag, ad.data(),
                                                                  ad.size(), nonce, key_.data()) == 0;
     } else {
-        ok = openssl_->open(key_.data(), nonce, ad, {cipher, n}, tag, out.data());
+        ok = detail::evp_open(key_.data(), nonce, ad, {cipher, n}, tag, out.data());
     }
     if (!ok) {
         wipe(out);

@@ -12,10 +12,10 @@
 // records a key seals (a 96-bit one, as AES-GCM's, would bound a key to
 // about 2^32 records).
 //
-// The AEAD is libsodium's crypto_aead_xchacha20poly1305_ietf, or the same
-// bytes from OpenSSL's EVP ChaCha20-Poly1305 under the XChaCha subkey
-// (several times faster; a program opts in: seal_evp.hpp, aead_backend.hpp
-// says why).
+// The AEAD is libsodium's crypto_aead_xchacha20poly1305_ietf. OpenSSL's
+// EVP ChaCha20-Poly1305 under the XChaCha subkey computes the same bytes
+// about twice as fast (seal_evp.hpp): Sealers use it unless OpenSSL lacks
+// the cipher (a FIPS-only provider), then libsodium's own.
 #pragma once
 
 #include "secret.hpp"
@@ -60,14 +60,10 @@ public:
 
 /// Which implementation computes the AEAD (the same bytes either way).
 enum class AeadBackend {
-    fastest,  ///< OpenSSL's when the program enabled it (seal_evp.hpp), else libsodium's
-    openssl,  ///< OpenSSL's EVP ChaCha20-Poly1305 under the HChaCha20 subkey (throws if not enabled)
+    fastest,  ///< OpenSSL's when OpenSSL has ChaCha20-Poly1305, else libsodium's
+    openssl,  ///< OpenSSL's EVP ChaCha20-Poly1305 under the HChaCha20 subkey (throws if OpenSSL lacks it)
     sodium,   ///< libsodium's crypto_aead_xchacha20poly1305_ietf
 };
-
-namespace detail {
-struct AeadFunctions;
-}
 
 /// Seals and opens under one 32-byte key, kept in SecretBytes. Its const
 /// members may be called from several threads at once.
@@ -96,7 +92,6 @@ public:
 private:
     SecretBytes key_;
     AeadBackend backend_;
-    const detail::AeadFunctions* openssl_ = nullptr;
 };
 
 /// The associated data of (kind, id, context): "cdc-seal" || kind ||
@@ -104,9 +99,6 @@ private:
 /// the tests and for documentation; seal and open build it themselves.
 std::vector<std::uint8_t> associated_data(SealKind kind, std::span<const std::uint8_t> id,
                                           std::span<const std::uint8_t> context);
-
-/// Whether the program enabled the OpenSSL AEAD (enable_openssl_aead()).
-bool openssl_aead_enabled() noexcept;
 
 /// A view of text as bytes (ids given as text, contexts).
 inline std::span<const std::uint8_t> bytes_of(std::string_view text) noexcept {

@@ -189,6 +189,39 @@ TEST(StoreEncryption, InitAsksTwiceOnATerminal) {
     EXPECT_NE(screen.find("wrong password"), std::string::npos) << screen;
 }
 
+// Where OpenSSL provides no ChaCha20-Poly1305 (here: a configuration that
+// loads only its base provider, as a FIPS-only one would lack it too), the
+// records are sealed and opened by libsodium, the same AEAD: each build
+// reads what the other sealed.
+TEST(StoreEncryption, WithoutOpenSslsCipherLibsodiumSealsTheSameRecords) {
+    EncryptedStore s;
+    const std::string base_only = s.file("base-only.cnf",
+                                         "openssl_conf = openssl_init\n[openssl_init]\nproviders = provider_sect\n"
+                                         "[provider_sect]\nbase = base_sect\n[base_sect]\nactivate = 1\n");
+    ASSERT_EQ(s.run({"store", "init", "-q", s.d()}).exit_code, 0);
+    const auto text = text_corpus(1'500'000);
+    const auto rnd = random_corpus(700'000, 12);
+    const auto a = s.tmp.write("a.txt", text);
+    const auto b = s.tmp.write("b.bin", rnd);
+    auto r = s.run({"store", "put", s.d(), a.string(), "--name", "a.txt"});  // sealed by OpenSSL
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    {
+        const EnvVar conf("OPENSSL_CONF", base_only);
+        r = s.run({"store", "put", s.d(), b.string(), "--name", "b.bin"});  // sealed by libsodium
+        ASSERT_EQ(r.exit_code, 0) << r.err;
+        const auto out = s.tmp.path() / "a.out";
+        r = s.run({"store", "get", s.d(), "a.txt", "-o", out.string()});
+        ASSERT_EQ(r.exit_code, 0) << r.err;
+        EXPECT_EQ(read_all(out), text);
+    }
+    const auto out = s.tmp.path() / "b.out";
+    r = s.run({"store", "get", s.d(), "b.bin", "-o", out.string()});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(read_all(out), rnd);
+    r = s.run({"store", "verify", "--full", s.d()});
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+}
+
 TEST(StoreEncryption, RoundTripAndNothingInClear) {
     EncryptedStore s;
     auto r = s.run({"store", "init", "--json", s.d()});

@@ -20,6 +20,7 @@
 
 #include <bit>
 #include <set>
+#include <thread>
 
 namespace cdc::test {
 namespace {
@@ -45,7 +46,7 @@ const Bytes& header() {
 }
 
 std::vector<AeadBackend> backends() {
-    EXPECT_TRUE(crypto::enable_openssl_aead());
+    EXPECT_TRUE(crypto::detail::evp_aead_available());
     return {AeadBackend::sodium, AeadBackend::openssl};
 }
 
@@ -224,6 +225,113 @@ TEST(Seal, WrongBufferSizesAreRefused) {
     Bytes out(10);
     EXPECT_THROW(s.seal(SealKind::record, record_id(), {}, Bytes(11), out), Error);
     EXPECT_THROW(Sealer(Bytes(31)), Error);
+}
+
+// A Sealer uses OpenSSL's AEAD where OpenSSL has it (it has here).
+TEST(Seal, TheDefaultBackendIsOpenSsl) {
+    EXPECT_EQ(Sealer(key_of(30)).backend(), AeadBackend::openssl);
+    EXPECT_EQ(MasterKey::generate().sealer().backend(), AeadBackend::openssl);
+}
+
+// The OpenSSL construction against libsodium's one-shot XChaCha20-Poly1305
+// with the same key, nonce and associated data: the same cipher text and
+// tag, byte for byte, at every length around ChaCha20's 64-byte blocks and
+// Poly1305's 16-byte blocks; each opens the other's.
+TEST(Seal, OpenSslGivesLibsodiumsBytesForTheSameNonce) {
+    ASSERT_TRUE(crypto::detail::evp_aead_available());
+    std::uint64_t seed = 100;
+    for (const std::size_t n : {0u, 1u, 15u, 16u, 17u, 63u, 64u, 65u, 4095u, 65536u + 3u}) {
+        for (const std::size_t ad_size : {0u, 1u, 17u, 99u}) {
+            const Bytes key = random_bytes(32, ++seed), nonce = random_bytes(24, ++seed);
+            const Bytes ad = random_bytes(ad_size, ++seed), plain = random_bytes(n, ++seed);
+            Bytes c1(n), t1(16), c2(n), t2(16);
+            ASSERT_TRUE(crypto::detail::evp_seal(key.data(), nonce.data(), ad, plain, c1.data(), t1.data()));
+            crypto_aead_xchacha20poly1305_ietf_encrypt_detached(c2.data(), t2.data(), nullptr, plain.data(), n,
+                                                                ad.data(), ad.size(), nullptr, nonce.data(),
+                                                                key.data());
+            EXPECT_EQ(hex(c1), hex(c2)) << n << " bytes, " << ad_size << " of associated data";
+            EXPECT_EQ(hex(t1), hex(t2)) << n << " bytes, " << ad_size << " of associated data";
+            Bytes back(n, 0x5A);
+            EXPECT_TRUE(crypto::detail::evp_open(key.data(), nonce.data(), ad, c2, t2.data(), back.data()));
+            EXPECT_EQ(back, plain) << n;
+        }
+    }
+}
+
+// Every byte of the cipher text, of the tag and of the associated data,
+// altered alone, makes OpenSSL's open fail.
+TEST(Seal, OpenSslRefusesEveryAlteredByte) {
+    ASSERT_TRUE(crypto::detail::evp_aead_available());
+    const Bytes key = random_bytes(32, 40), nonce = random_bytes(24, 41), ad = random_bytes(45, 42);
+    for (const std::size_t n : {0u, 17u, 65u}) {
+        const Bytes plain = random_bytes(n, 43 + n);
+        Bytes cipher(n), tag(16), out(n);
+        ASSERT_TRUE(crypto::detail::evp_seal(key.data(), nonce.data(), ad, plain, cipher.data(), tag.data()));
+        ASSERT_TRUE(crypto::detail::evp_open(key.data(), nonce.data(), ad, cipher, tag.data(), out.data()));
+        for (const std::uint8_t flip : {std::uint8_t{0x01}, std::uint8_t{0x80}}) {
+            for (std::size_t i = 0; i < n; ++i) {
+                Bytes bad = cipher;
+                bad[i] ^= flip;
+                EXPECT_FALSE(crypto::detail::evp_open(key.data(), nonce.data(), ad, bad, tag.data(), out.data()))
+                    << "cipher byte " << i;
+            }
+            for (std::size_t i = 0; i < tag.size(); ++i) {
+                Bytes bad = tag;
+                bad[i] ^= flip;
+                EXPECT_FALSE(crypto::detail::evp_open(key.data(), nonce.data(), ad, cipher, bad.data(), out.data()))
+                    << "tag byte " << i;
+            }
+            for (std::size_t i = 0; i < ad.size(); ++i) {
+                Bytes bad = ad;
+                bad[i] ^= flip;
+                EXPECT_FALSE(crypto::detail::evp_open(key.data(), nonce.data(), bad, cipher, tag.data(), out.data()))
+                    << "associated data byte " << i;
+            }
+            for (std::size_t i = 0; i < nonce.size(); ++i) {
+                Bytes bad = nonce;
+                bad[i] ^= flip;
+                EXPECT_FALSE(crypto::detail::evp_open(key.data(), bad.data(), ad, cipher, tag.data(), out.data()))
+                    << "nonce byte " << i;
+            }
+        }
+        // A failed open leaves the context fit for the next one.
+        EXPECT_TRUE(crypto::detail::evp_open(key.data(), nonce.data(), ad, cipher, tag.data(), out.data()));
+        EXPECT_EQ(out, plain);
+    }
+}
+
+// One Sealer shared by threads that seal and open at once (each thread has
+// its own EVP context): every record opens, under libsodium too, to what
+// its thread sealed. (The TSan build runs this for races.)
+TEST(Seal, OneSealerServesSeveralThreadsAtOnce) {
+    const Bytes key = key_of(50);
+    const Sealer shared(key);
+    ASSERT_EQ(shared.backend(), AeadBackend::openssl);
+    const Sealer ref(key, AeadBackend::sodium);
+    constexpr int kThreads = 6, kRecords = 150;
+    std::vector<int> failures(kThreads, 0);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+        threads.emplace_back([&, t] {
+            for (int i = 0; i < kRecords; ++i) {
+                const std::size_t n = static_cast<std::size_t>((t * 7919 + i * 104729) % 9000);
+                const Bytes plain = random_bytes(n, static_cast<std::uint64_t>(t * 1000 + i));
+                const Bytes id = random_bytes(32, static_cast<std::uint64_t>(t * 1000 + i + 500000));
+                const Bytes sealed = shared.seal(SealKind::record, id, header(), plain);
+                if (shared.open(SealKind::record, id, header(), sealed) != plain) ++failures[static_cast<std::size_t>(t)];
+                if (ref.open(SealKind::record, id, header(), sealed) != plain) ++failures[static_cast<std::size_t>(t)];
+                Bytes bad = sealed;
+                bad[bad.size() - 1] ^= 1;
+                try {
+                    (void)shared.open(SealKind::record, id, header(), bad);
+                    ++failures[static_cast<std::size_t>(t)];
+                } catch (const AuthenticationError&) {
+                }
+            }
+        });
+    }
+    for (std::thread& th : threads) th.join();
+    for (int t = 0; t < kThreads; ++t) EXPECT_EQ(failures[static_cast<std::size_t>(t)], 0) << "thread " << t;
 }
 
 // ---------------------------------------------------------------- master key

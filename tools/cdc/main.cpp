@@ -15,10 +15,6 @@
 #include <string_view>
 #include <unistd.h>
 
-#ifdef CDC_TOOL_OPENSSL_AEAD
-#include "seal_evp.hpp"  // (src/crypto)
-#endif
-
 namespace {
 
 // Every subcommand, in `cdc --help` order.
@@ -54,9 +50,6 @@ int main(int argc, char** argv) {
     using namespace cdc::cli;
     if (const Helper* helper = helper_of(argc, argv)) return exec_helper(*helper, argv);
     set_store_command_line(argv);  // (a store with S3 packs: the cdc-store-s3 helper runs the command)
-#ifdef CDC_TOOL_OPENSSL_AEAD
-    (void)cdc::crypto::enable_openssl_aead();  // (false: libsodium's, the same bytes)
-#endif
     CLI::App app{"content-defined chunking and deduplication: chunk, analyze, compare, resync, bench, "
                  "plot, speed, find duplicate files, store them, and transfer them (serve, push, pull).\n",
                  "cdc"};
