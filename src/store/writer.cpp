@@ -293,7 +293,7 @@ ChunkId Writer::Impl::store_catalog_record(std::span<const std::byte> bytes) {
     const auto size = static_cast<std::uint32_t>(bytes.size());
     if (session.emplace(id, size).second) {
         singles.add(id, Codec::raw, size, bytes);
-        if (singles.bytes.size() >= kSinglesBatch) append_singles();  // (a long list's pieces: by the MiB)
+        if (singles.bytes.size() >= kSinglesBatch) append_singles();  // (a long list's pieces: by the batch)
     }
     return id;
 }
@@ -346,7 +346,8 @@ ChunkPut Writer::Impl::store_one(const ChunkId& id, std::uint32_t raw_size, Code
                                  std::span<const std::byte> payload) {
     ensure_started();
     // The batch's final size at most, once: grown by doubling, the record
-    // that passes 1 MiB made it 2 MiB (each push server stream has one).
+    // that passes the batch size would double it (each push server stream
+    // has one).
     if (singles.bytes.capacity() == 0) singles.bytes.reserve(kSinglesBatch + kRecordHeaderSize + max_chunk());
     const std::size_t before = singles.bytes.size();
     singles.add(id, codec, raw_size, payload);

@@ -60,8 +60,10 @@ inline constexpr std::size_t kSegments = 4;
 // New chunks per compression task (raw bytes).
 inline constexpr std::size_t kCompressGroup = std::size_t{1} << 20;
 inline constexpr std::size_t kDigestBatch = 64;
-// Record bytes of single chunks (put_chunk, put_chunk_compressed) per append.
-inline constexpr std::size_t kSinglesBatch = std::size_t{1} << 20;
+// Record bytes of single chunks (put_chunk, put_chunk_compressed) per append:
+// a write(2) per ~32 chunks of 8 KiB; each push stream of a server holds one
+// batch (four streams at once: 1 MiB batches set its peak memory).
+inline constexpr std::size_t kSinglesBatch = std::size_t{256} << 10;
 // A writer's read view for lookups is renewed after this long (begin_lookups).
 inline constexpr auto kLookupSnapshotAge = std::chrono::milliseconds(100);
 // put_files reads small files ahead into segments of their own, at most
