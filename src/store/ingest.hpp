@@ -212,7 +212,9 @@ private:
 /// tree objects are encoded bottom-up.
 class TreeCapture {
 public:
-    /// Fills snap.paths; problems go to result (skipped, warnings, excluded).
+    /// Stamps `snap` (id, time, options.host or this machine's, this
+    /// process's user) and fills snap.paths; problems go to result
+    /// (skipped, warnings, excluded).
     TreeCapture(const SnapshotOptions& options, Snapshot& snap, SnapshotResult& result);
     ~TreeCapture();
     TreeCapture(const TreeCapture&) = delete;
@@ -227,8 +229,6 @@ public:
         bool sparse = false;
         std::uint32_t mode = 0;
     };
-    /// This process's user, as a snapshot names it (the name, else the uid).
-    static std::string user_name();
     /// The regular files, depth first in name order.
     const std::vector<File>& files() const;
     /// A reader of file `i`'s data extents from `fd` (a sparse file), which

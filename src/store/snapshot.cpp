@@ -12,7 +12,6 @@
 // 4. The trees are encoded bottom-up with those digests (tree_object.hpp),
 //    each distinct one once into the "\0t/ID" manifest, then the header;
 //    one last commit makes the snapshot visible.
-#include "ingest.hpp"
 #include "snapshot_capture.hpp"
 #include "snapshot_names.hpp"
 
@@ -53,26 +52,6 @@ using detail::provisional_index;
 std::string child_path(const std::string& dir, const std::string& name) { return dir.empty() ? name : dir + "/" + name; }
 
 std::int64_t ns_of(const struct timespec& t) { return std::int64_t{t.tv_sec} * 1'000'000'000 + t.tv_nsec; }
-
-std::string random_id() {
-    std::random_device rd;
-    std::string s;
-    for (int i = 0; i < 4; ++i) s += fmt::format("{:08x}", rd());
-    return s;
-}
-
-std::string host_name() {
-    char buf[256] = {};
-    if (::gethostname(buf, sizeof buf - 1) != 0) return "localhost";
-    return buf;
-}
-
-
-std::int32_t utc_offset(std::time_t t) {
-    struct tm tm {};
-    ::localtime_r(&t, &tm);
-    return static_cast<std::int32_t>(tm.tm_gmtoff);
-}
 
 struct Job {
     std::size_t dir = 0, index = 0;
@@ -146,20 +125,9 @@ SnapshotResult create_snapshot(const Store& store, const SnapshotOptions& option
     if (options.paths.empty()) throw OptionError("a snapshot needs at least one path");
     SnapshotResult result;
     Snapshot& snap = result.snapshot;
-    snap.id = random_id();
-    const auto now = std::chrono::system_clock::now();
-    snap.time_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count();
-    snap.utc_offset_s = utc_offset(std::chrono::system_clock::to_time_t(now));
-    snap.host = options.host.empty() ? host_name() : options.host;
-    snap.user = TreeCapture::user_name();
+    detail::stamp_snapshot(snap, options.host);
     snap.tags = options.tags;
-    for (const auto& p : options.paths) {
-        std::string a = std::filesystem::absolute(p).lexically_normal().string();
-        while (a.size() > 1 && a.back() == '/') a.pop_back();
-        if (std::find(snap.paths.begin(), snap.paths.end(), a) == snap.paths.end()) snap.paths.push_back(a);
-    }
-    std::sort(snap.paths.begin(), snap.paths.end());
-    if (snap.paths.size() > 1 && snap.paths.front() == "/") throw OptionError("'/' and other paths overlap: give '/' alone");
+    detail::normalise_paths(options.paths, snap);
 
     detail::SnapshotSources src;
     // The parent: given, or the newest of this host and these paths.

@@ -11,7 +11,10 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <chrono>
+#include <ctime>
 #include <functional>
+#include <random>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -304,15 +307,41 @@ Captured capture_sources(SnapshotSources& src, SnapshotResult& result, std::vect
     return cap;
 }
 
-Draft capture_paths(const SnapshotOptions& options, Snapshot& snap, SnapshotResult& result) {
-    if (options.paths.empty()) throw OptionError("a snapshot needs at least one path");
-    for (const auto& p : options.paths) {
+void stamp_snapshot(Snapshot& snap, const std::string& host) {
+    {
+        std::random_device rd;
+        snap.id.clear();
+        for (int i = 0; i < 4; ++i) snap.id += fmt::format("{:08x}", rd());
+    }
+    const auto now = std::chrono::system_clock::now();
+    snap.time_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count();
+    const std::time_t t = std::chrono::system_clock::to_time_t(now);
+    struct tm tm {};
+    ::localtime_r(&t, &tm);
+    snap.utc_offset_s = static_cast<std::int32_t>(tm.tm_gmtoff);
+    if (!host.empty()) {
+        snap.host = host;
+    } else {
+        char buf[256] = {};
+        snap.host = ::gethostname(buf, sizeof buf - 1) == 0 ? buf : "localhost";
+    }
+    const std::string user = tree::local_user_name(::geteuid());
+    snap.user = user.empty() ? std::to_string(::geteuid()) : user;
+}
+
+void normalise_paths(const std::vector<std::filesystem::path>& paths, Snapshot& snap) {
+    if (paths.empty()) throw OptionError("a snapshot needs at least one path");
+    for (const auto& p : paths) {
         std::string a = std::filesystem::absolute(p).lexically_normal().string();
         while (a.size() > 1 && a.back() == '/') a.pop_back();
         if (std::find(snap.paths.begin(), snap.paths.end(), a) == snap.paths.end()) snap.paths.push_back(a);
     }
     std::sort(snap.paths.begin(), snap.paths.end());
     if (snap.paths.size() > 1 && snap.paths.front() == "/") throw OptionError("'/' and other paths overlap: give '/' alone");
+}
+
+Draft capture_paths(const SnapshotOptions& options, Snapshot& snap, SnapshotResult& result) {
+    normalise_paths(options.paths, snap);
     SnapshotSources src;
     for (const std::string& a : snap.paths) src.roots.push_back({a, path_parts(a)});
     src.dir_above = [](const std::vector<std::string>& place) { return directory_above(place); };

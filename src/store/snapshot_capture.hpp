@@ -14,6 +14,7 @@
 #include <cdc/source.hpp>
 
 #include <cstddef>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <set>
@@ -48,6 +49,13 @@ struct Captured {
 /// `tree_skipped`), exclusions to result.excluded. OptionError for a path
 /// that cannot be examined or sources that overlap (unless they merge).
 Captured capture_sources(SnapshotSources& src, SnapshotResult& result, std::vector<SnapshotIssue>* tree_skipped);
+
+/// A new snapshot's id (random), time, UTC offset, host (`host`, else this
+/// machine's name) and user (this process's).
+void stamp_snapshot(Snapshot& snap, const std::string& host);
+/// `paths` made absolute and normalised, sorted, each once, into
+/// snap.paths. OptionError for none, or for '/' with others.
+void normalise_paths(const std::vector<std::filesystem::path>& paths, Snapshot& snap);
 
 /// Fills `snap.paths` (absolute, normalised, sorted, unique) from
 /// options.paths and captures each at its own path, as `store backup` does,

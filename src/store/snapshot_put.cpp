@@ -4,6 +4,7 @@
 // manifests, then a tree of their names; names resolved to their newest
 // version (find_latest, latest_nodes); the store's format (2: snapshots
 // only).
+#include "snapshot_capture.hpp"
 #include "snapshot_names.hpp"
 
 #include "format.hpp"
@@ -38,32 +39,12 @@ std::string absolute(std::string_view path) {
     return p;
 }
 
-std::string host_name() {
-    char buf[256] = {};
-    if (::gethostname(buf, sizeof buf - 1) != 0) return "localhost";
-    return buf;
-}
-
 }  // namespace
 
 PutSnapshotResult put_snapshot(const Store& store, PutSnapshotOptions& options) {
     PutSnapshotResult out;
     Snapshot& snap = out.result.snapshot;
-    {
-        std::random_device rd;
-        for (int i = 0; i < 4; ++i) snap.id += fmt::format("{:08x}", rd());
-    }
-    const auto now = std::chrono::system_clock::now();
-    snap.time_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count();
-    {
-        const std::time_t t = std::chrono::system_clock::to_time_t(now);
-        struct tm tm {};
-        ::localtime_r(&t, &tm);
-        snap.utc_offset_s = static_cast<std::int32_t>(tm.tm_gmtoff);
-    }
-    snap.host = options.host.empty() ? host_name() : options.host;
-    snap.user = tree::local_user_name(::geteuid());
-    if (snap.user.empty()) snap.user = std::to_string(::geteuid());
+    detail::stamp_snapshot(snap, options.host);
     snap.tags = options.tags;
     for (const auto& n : options.names) {
         const std::string p = absolute(n);

@@ -39,6 +39,7 @@ struct TreeCapture::Impl {
 TreeCapture::TreeCapture(const SnapshotOptions& options, Snapshot& snap, SnapshotResult& result)
     : impl_(std::make_unique<Impl>()) {
     Impl& c = *impl_;
+    detail::stamp_snapshot(snap, options.host);
     c.d = detail::capture_paths(options, snap, result);
     std::function<void(std::size_t, const std::string&)> collect = [&](std::size_t di, const std::string& path) {
         for (std::size_t i = 0; i < c.d.dirs[di].size(); ++i) {
@@ -57,11 +58,6 @@ TreeCapture::TreeCapture(const SnapshotOptions& options, Snapshot& snap, Snapsho
 }
 
 TreeCapture::~TreeCapture() = default;
-
-std::string TreeCapture::user_name() {
-    std::string n = tree::local_user_name(::geteuid());
-    return n.empty() ? std::to_string(::geteuid()) : n;
-}
 
 const std::vector<TreeCapture::File>& TreeCapture::files() const { return impl_->files; }
 

@@ -38,12 +38,6 @@ constexpr unsigned kMaxAttempts = 4;
 
 std::int64_t ns_of(const struct timespec& t) { return std::int64_t{t.tv_sec} * 1'000'000'000 + t.tv_nsec; }
 
-std::string host_name() {
-    char buf[256] = {};
-    if (::gethostname(buf, sizeof buf - 1) != 0) return "localhost";
-    return buf;
-}
-
 struct Job {
     std::string path;    ///< from the snapshot's root, no leading '/'
     std::string digest;  ///< 32 bytes once pushed or reused
@@ -85,16 +79,6 @@ TreePushReport push_tree(const std::function<std::unique_ptr<PushStream>()>& ope
     // 1. Capture, metadata only.
     store::SnapshotResult captured;
     store::Snapshot& snap = captured.snapshot;
-    const auto now = std::chrono::system_clock::now();
-    snap.time_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count();
-    {
-        const std::time_t t = std::chrono::system_clock::to_time_t(now);
-        struct tm tm {};
-        ::localtime_r(&t, &tm);
-        snap.utc_offset_s = static_cast<std::int32_t>(tm.tm_gmtoff);
-    }
-    snap.host = options.snapshot.host.empty() ? host_name() : options.snapshot.host;
-    snap.user = store::TreeCapture::user_name();
     const store::TreeCapture cap(options.snapshot, snap, captured);
     const std::vector<store::TreeCapture::File>& files = cap.files();
     report.warnings = captured.warnings;
