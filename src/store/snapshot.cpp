@@ -28,7 +28,6 @@
 #include <ctime>
 #include <map>
 #include <optional>
-#include <random>
 #include <set>
 #include <unordered_map>
 
@@ -130,13 +129,7 @@ SnapshotResult create_snapshot(const Store& store, const SnapshotOptions& option
     detail::normalise_paths(options.paths, snap);
 
     detail::SnapshotSources src;
-    // The parent: given, or the newest of this host and these paths.
-    if (!options.parent.empty()) {
-        src.parent = find_snapshot(store, options.parent);
-    } else if (!options.no_parent) {
-        for (const Snapshot& s : list_snapshots(store))
-            if (s.host == snap.host && s.paths == snap.paths) src.parent = s;
-    }
+    src.parent = detail::find_parent(store, snap, options.parent, options.no_parent);
     if (src.parent) snap.parent = src.parent->id;
     if (options.force_read) src.parent.reset();
     for (const std::string& a : snap.paths) src.roots.push_back({a, detail::path_parts(a)});

@@ -307,12 +307,24 @@ Captured capture_sources(SnapshotSources& src, SnapshotResult& result, std::vect
     return cap;
 }
 
+std::string new_snapshot_id() {
+    std::random_device rd;
+    std::string id;
+    for (int i = 0; i < 4; ++i) id += fmt::format("{:08x}", rd());
+    return id;
+}
+
+std::optional<Snapshot> find_parent(const Store& store, const Snapshot& snap, const std::string& named, bool none) {
+    if (!named.empty()) return find_snapshot(store, named);
+    std::optional<Snapshot> parent;
+    if (!none)
+        for (const Snapshot& s : list_snapshots(store))  // (oldest first: the last that matches is the newest)
+            if (s.host == snap.host && s.paths == snap.paths) parent = s;
+    return parent;
+}
+
 void stamp_snapshot(Snapshot& snap, const std::string& host) {
-    {
-        std::random_device rd;
-        snap.id.clear();
-        for (int i = 0; i < 4; ++i) snap.id += fmt::format("{:08x}", rd());
-    }
+    snap.id = new_snapshot_id();
     const auto now = std::chrono::system_clock::now();
     snap.time_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count();
     const std::time_t t = std::chrono::system_clock::to_time_t(now);

@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -50,6 +51,11 @@ struct Captured {
 /// that cannot be examined or sources that overlap (unless they merge).
 Captured capture_sources(SnapshotSources& src, SnapshotResult& result, std::vector<SnapshotIssue>* tree_skipped);
 
+/// A new snapshot's id: 32 random hex digits.
+std::string new_snapshot_id();
+/// The parent of `snap`: the snapshot `named` (an id or prefix: NotFoundError
+/// if none), else unless `none` the newest of snap's host and paths.
+std::optional<Snapshot> find_parent(const Store& store, const Snapshot& snap, const std::string& named, bool none);
 /// A new snapshot's id (random), time, UTC offset, host (`host`, else this
 /// machine's name) and user (this process's).
 void stamp_snapshot(Snapshot& snap, const std::string& host);

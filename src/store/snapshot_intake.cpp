@@ -24,7 +24,6 @@
 #include <functional>
 #include <map>
 #include <optional>
-#include <random>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -146,16 +145,8 @@ SnapshotIntake::SnapshotIntake(const Store& store, const Start& m, std::size_t m
     s.user = m.user;
     s.time_ns = m.time_ns;
     s.utc_offset_s = m.utc_offset_s;
-    {
-        std::random_device rd;
-        for (int i = 0; i < 4; ++i) s.id += fmt::format("{:08x}", rd());
-    }
-    if (!m.parent.empty()) {
-        impl_->parent = find_snapshot(store, m.parent);
-    } else if (!m.no_parent) {
-        for (const Snapshot& x : list_snapshots(store))
-            if (x.host == s.host && x.paths == s.paths) impl_->parent = x;
-    }
+    s.id = detail::new_snapshot_id();
+    impl_->parent = detail::find_parent(store, s, m.parent, m.no_parent);
     if (impl_->parent) s.parent = impl_->parent->id;
 }
 

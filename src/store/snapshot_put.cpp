@@ -20,7 +20,6 @@
 #include <ctime>
 #include <fstream>
 #include <map>
-#include <random>
 #include <set>
 #include <unordered_map>
 
@@ -78,9 +77,7 @@ PutSnapshotResult put_snapshot(const Store& store, PutSnapshotOptions& options) 
         e.group = tree::local_group_name(e.gid);
         return e;
     };
-    if (options.use_parent && !options.trees.empty())
-        for (const Snapshot& s : list_snapshots(store))
-            if (s.host == snap.host && s.paths == snap.paths) src.parent = s;
+    if (options.use_parent && !options.trees.empty()) src.parent = detail::find_parent(store, snap, {}, false);
     if (src.parent) snap.parent = src.parent->id;
     src.xattrs = options.xattrs;
     src.one_file_system = options.one_file_system;
