@@ -196,6 +196,8 @@ public:
     std::string reuse(std::span<const Candidate> batch);
     /// Appends tree records ([32-byte id][u32 LE length][object] each).
     void add_trees(std::string_view bytes);
+    /// Whether tree records came (candidates may not follow them).
+    bool trees_begun() const;
     /// Checks the tree records from `root` (32 bytes), names the stored
     /// files by their contents and commits the snapshot in `writer`'s last
     /// transaction. `read`: bytes_read, new_bytes and skipped_unreadable.

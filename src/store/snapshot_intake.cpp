@@ -219,6 +219,8 @@ std::string SnapshotIntake::reuse(std::span<const Candidate> batch) {
     return digests;
 }
 
+bool SnapshotIntake::trees_begun() const { return impl_->trees_begun; }
+
 void SnapshotIntake::add_trees(std::string_view bytes) {
     impl_->trees_begun = true;
     if (impl_->trees.size() + bytes.size() > kMaxTreeBytes)

@@ -90,6 +90,7 @@ void PushSession::snapshot_start(const v1::SnapshotStart& m, const Sink& sink) {
 
 void PushSession::candidates(const v1::Candidates& m, const Sink& sink) {
     require_snapshot("candidates");
+    if (snap_->intake->trees_begun()) throw TransferError(Code::failed_precondition, "candidates after the trees");
     const std::size_t n = static_cast<std::size_t>(m.paths_size());
     if (n > kMaxCandidatesPerMessage || m.sizes_size() != m.paths_size() || m.mtimes_ns_size() != m.paths_size() ||
         m.ctimes_ns_size() != m.paths_size() || m.inodes_size() != m.paths_size() ||
