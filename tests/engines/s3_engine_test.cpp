@@ -173,6 +173,41 @@ TEST(S3Engine, PackStorageRoundTrip) {
         EXPECT_EQ(std::memcmp(part.data(), big.data() + at - kPackHeaderSize, part.size()), 0) << at;
     }
 
+    // Small reads in order: the blocks after them come ahead, several per
+    // GET, split into the cache's blocks (a fresh storage: an empty cache).
+    {
+        S3PackStorage fresh(tmp.path(), location(bucket, "p"), false);
+        auto in_order = fresh.open(2);
+        ASSERT_TRUE(in_order);
+        std::vector<unsigned char> got;
+        std::array<unsigned char, 50000> piece{};
+        for (std::uint64_t at = 0;; at += piece.size()) {
+            const std::size_t n = in_order->read_at(at, std::as_writable_bytes(std::span(piece)));
+            got.insert(got.end(), piece.begin(), piece.begin() + static_cast<std::ptrdiff_t>(n));
+            if (n < piece.size()) break;
+        }
+        EXPECT_EQ(got, big_back);
+    }
+    // A fetch ahead that fails (the object went away) is reported to the
+    // reader that needs its block, as its own read's error, never a hang.
+    {
+        sink = st.create(6);
+        ASSERT_TRUE(sink);
+        sink->append(big);
+        sink->sync();
+        sink.reset();
+        S3PackStorage fresh(tmp.path(), location(bucket, "p"), false);
+        auto gone = fresh.open(6);
+        ASSERT_TRUE(gone);
+        EXPECT_EQ(gone->read_at(0, part), part.size());
+        st.remove(6);
+        // Block 1 after block 0: in order, so blocks 2.. are asked ahead
+        // (and fail); block 1's own GET fails first.
+        EXPECT_THROW(gone->read_at(S3PackStorage::kBlockBytes, part), store::StoreError);
+        EXPECT_THROW(gone->read_at(2 * S3PackStorage::kBlockBytes, part), store::StoreError);
+        EXPECT_THROW(gone->read_at(3 * S3PackStorage::kBlockBytes + 7, part), store::StoreError);
+    }
+
     // Never an overwrite: another writer's object of the same name stays, and
     // the sink's sync fails (a single PUT: If-None-Match; multipart: asked first).
     for (const std::uint64_t id : {std::uint64_t{3}, std::uint64_t{4}}) {
