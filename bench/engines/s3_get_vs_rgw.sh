@@ -20,17 +20,8 @@ work=$(realpath -m "${3:-$(mktemp -d /tmp/cdc-s3-get-XXXXXX)}")
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 cdc=${CDC:-$repo/build/cdc}
 mkdir -p "$work"
-ceph_dir=$work/ceph
-"$repo/tests/engines/ceph.sh" start "$ceph_dir"
-trap '"$repo/tests/engines/ceph.sh" stop "$ceph_dir"' EXIT
-# shellcheck disable=SC1091
-. "$ceph_dir/env"
-export AWS_ACCESS_KEY_ID=$CEPH_S3_ACCESS_KEY AWS_SECRET_ACCESS_KEY=$CEPH_S3_SECRET_KEY
-s3() {  # METHOD PATH [curl args...]
-  local method=$1 path=$2; shift 2
-  curl -sf --aws-sigv4 "aws:amz:us-east-1:s3" --user "$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY" \
-    -H "x-amz-content-sha256: UNSIGNED-PAYLOAD" -X "$method" "$CEPH_S3_ENDPOINT/$path" "$@"
-}
+# shellcheck source=bench/engines/with_ceph.sh
+. "$repo/bench/engines/with_ceph.sh"
 s3 PUT cdc-get >/dev/null
 s3 PUT raw-get >/dev/null
 "$cdc" gen -q "$spec" -o "$work/file"

@@ -14,18 +14,11 @@ work=$(realpath -m "${2:-$(mktemp -d /tmp/cdc-s3-bench-XXXXXX)}")
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 cdc=${CDC:-$repo/build/cdc}
 mkdir -p "$work"
-ceph_dir=$work/ceph
-"$repo/tests/engines/ceph.sh" start "$ceph_dir"
-trap '"$repo/tests/engines/ceph.sh" stop "$ceph_dir"' EXIT
-# shellcheck disable=SC1091
-. "$ceph_dir/env"
-export AWS_ACCESS_KEY_ID=$CEPH_S3_ACCESS_KEY AWS_SECRET_ACCESS_KEY=$CEPH_S3_SECRET_KEY
+# shellcheck source=bench/engines/with_ceph.sh
+. "$repo/bench/engines/with_ceph.sh"
 log=$ceph_dir/log/client.rgw.log
 requests() { grep -c "req done" "$log" || true; }
-mkbucket() {
-  curl -sf --aws-sigv4 "aws:amz:us-east-1:s3" --user "$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY" \
-    -H "x-amz-content-sha256: UNSIGNED-PAYLOAD" -X PUT "$CEPH_S3_ENDPOINT/$1" >/dev/null
-}
+mkbucket() { s3 PUT "$1" >/dev/null; }
 bucket_bytes() {
   radosgw-admin -c "$CEPH_CONF" bucket stats --bucket="$1" |
     /usr/bin/python3 -c 'import json,sys; d=json.load(sys.stdin); print(sum(v.get("size",0) for v in d.get("usage",{}).values()))'
