@@ -29,6 +29,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <thread>
 #include <unordered_map>
 
 #include <fcntl.h>
@@ -111,6 +112,21 @@ public:
         return std::make_pair(e->subtree, raw);
     }
 
+    /// Decodes every directory of the parent below `dir` ahead of find's
+    /// asking. One that cannot be decoded is left for find, which throws
+    /// where it is needed (as when decoded on demand).
+    void decode_all(const std::string& dir = {}) {
+        const std::vector<Entry>* v = nullptr;
+        try {
+            v = children(dir);
+        } catch (const std::exception&) {
+            return;
+        }
+        if (!v) return;
+        for (const Entry& e : *v)
+            if (e.type == EntryType::directory) decode_all(child_path(dir, e.name));
+    }
+
 private:
     /// The entries of directory `dir` ("" the root), nullptr if it is not one.
     const std::vector<Entry>* children(const std::string& dir) {
@@ -158,8 +174,39 @@ namespace detail {
 
 PutStats build_snapshot(const Store& store, Snapshot& snap, SnapshotResult& result, SnapshotSources& src,
                         std::vector<SnapshotIssue>* tree_skipped) {
-    // 1. Capture, and the places of the sources.
+    // 1. Capture, and the places of the sources. The capture reads only
+    // the file system; meanwhile another thread reads what phase 2 compares
+    // with from the store: the parent's trees, decoded, and the names of
+    // the contents the store holds (a parent made before content names has
+    // none: its files are read again, once). A daily backup's capture and
+    // these reads take about the same time, each a single thread's work.
+    // The store is used by that thread alone until it is joined.
+    std::optional<ParentView> pv;
+    std::vector<std::string> stored;  // sorted
+    std::exception_ptr parent_error;
+    std::thread parent_reader;
+    if (src.parent)
+        parent_reader = std::thread([&] {
+            try {
+                pv.emplace(store, *src.parent);
+                pv->decode_all();
+                std::vector<ManifestInfo> listed = store.list(detail::kContentPrefix);
+                stored.reserve(listed.size());
+                for (ManifestInfo& m : listed) stored.push_back(std::move(m.name));
+                std::sort(stored.begin(), stored.end());
+            } catch (...) {
+                parent_error = std::current_exception();
+            }
+        });
+    struct Joiner {
+        std::thread& t;
+        ~Joiner() {
+            if (t.joinable()) t.join();
+        }
+    } join_parent_reader{parent_reader};
     Captured cap = capture_sources(src, result, tree_skipped);
+    if (parent_reader.joinable()) parent_reader.join();
+    if (parent_error) std::rethrow_exception(parent_error);
     Draft& d = cap.d;
     const auto& disk_of = cap.disk_of;
     const auto& disk_file = cap.disk_file;
@@ -206,14 +253,7 @@ PutStats build_snapshot(const Store& store, Snapshot& snap, SnapshotResult& resu
         collect(0, "", nullptr);
     }
     Writer w(store);
-    std::optional<ParentView> pv;
-    if (src.parent) pv.emplace(store, *src.parent);
     std::vector<std::size_t> to_read;
-    // The contents the store holds (a parent made before content names
-    // has none: its files are read again, once).
-    std::set<std::string> stored;
-    if (pv)
-        for (const ManifestInfo& m : store.list(detail::kContentPrefix)) stored.insert(m.name);
     for (std::size_t k = 0; k < jobs.size(); ++k) {
         Job& j = jobs[k];
         const Entry& e = d.dirs[j.dir][j.index];
@@ -222,7 +262,8 @@ PutStats build_snapshot(const Store& store, Snapshot& snap, SnapshotResult& resu
             // Unchanged: its content is the parent's, under its content
             // name; nothing is read or written for it.
             if (before && detail::unchanged_since(e, *before) &&
-                stored.count(detail::content_name(store, before->content.digest, tree::data_length(e)))) {
+                std::binary_search(stored.begin(), stored.end(),
+                                   detail::content_name(store, before->content.digest, tree::data_length(e)))) {
                 j.reused = true;
                 j.digest = before->content.digest;
                 ++snap.totals.skipped_unchanged;
