@@ -447,6 +447,30 @@ TEST(StoreSnapshotCli, VerifyNamesASnapshotFileWhoseContentIsMissing) {
     EXPECT_FALSE(fs::exists(tmp.path() / "out/b"));
 }
 
+// The parent is read on a thread while the tree is captured: what it
+// cannot read (here its trees, gone) still fails the backup, named, and
+// nothing is committed; without a parent the same tree is backed up.
+TEST(StoreSnapshotCli, ABackupWhoseParentLacksItsTreesFailsAndCommitsNothing) {
+    test::TempDir tmp;
+    tmp.write("src/d/a", test::random_bytes(1000, 1));
+    tmp.write("src/b", test::random_bytes(1000, 2));
+    const std::string dir = init_store(tmp);
+    const std::string src = (tmp.path() / "src").string();
+    const std::string id = backup(dir, {src})["id"];
+    {
+        auto s = store::Store::open(dir);
+        s.remove(std::vector<std::string>{store::detail::tree_name(id)});
+    }
+    tmp.write("src/b", test::random_bytes(1000, 3));
+    const auto r = run_tool({"store", "backup", dir, src});
+    EXPECT_NE(r.exit_code, 0) << r.out;
+    EXPECT_NE(r.err.find(id), std::string::npos) << r.err;
+    EXPECT_EQ(snapshot_ids(dir).size(), 1u);
+    const auto again = backup(dir, {src, "--no-parent"});
+    EXPECT_EQ(again["parent"], "") << again.dump();
+    EXPECT_EQ(snapshot_ids(dir).size(), 2u);
+}
+
 // A file content is one manifest, whatever the number of snapshots and
 // files that hold it: an unchanged re-snapshot adds its header and trees
 // only; gc drops a content once no snapshot names it, and only then.
