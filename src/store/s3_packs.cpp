@@ -14,8 +14,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
-#include <thread>
-#include <vector>
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -279,30 +277,8 @@ struct S3PackStorage::Block {
     std::mutex mutex;
     std::condition_variable cv;
     bool ready = false;
-    bool ahead = false;  // fetched ahead: a reader that meets its error asks again itself
     std::exception_ptr error;
     std::vector<std::byte> bytes;
-};
-
-struct S3PackStorage::Ahead {
-    struct Job {  // consecutive blocks of one pack, fetched by one GET
-        std::uint64_t id, size, first;
-        std::vector<std::shared_ptr<Block>> blocks;
-    };
-    std::mutex mutex;
-    std::condition_variable cv;
-    std::deque<Job> jobs;
-    bool stop = false;
-    std::vector<std::thread> threads;
-
-    ~Ahead() {
-        {
-            std::lock_guard lock(mutex);
-            stop = true;
-        }
-        cv.notify_all();
-        for (auto& t : threads) t.join();
-    }
 };
 
 S3PackStorage::S3PackStorage(std::filesystem::path dir, const PackLocation& where, bool init)
@@ -331,11 +307,7 @@ S3PackStorage::S3PackStorage(std::filesystem::path dir, const PackLocation& wher
                           "packs");
 }
 
-S3PackStorage::~S3PackStorage() {
-    // (the fetch-ahead threads use this storage's client and cache: joined
-    // before the members go)
-    ahead_.reset();
-}
+S3PackStorage::~S3PackStorage() = default;
 
 const s3::Client& S3PackStorage::client() const {
     std::call_once(client_once_, [&] {
@@ -472,7 +444,7 @@ std::shared_ptr<const S3PackStorage::Block> S3PackStorage::block(std::uint64_t i
                                                                  std::uint64_t index) const {
     const auto key = std::make_pair(id, index);
     std::shared_ptr<Block> b;
-    bool load_it = false;
+    bool load = false;
     {
         std::lock_guard lock(cache_mutex_);
         if (const auto it = blocks_.find(key); it != blocks_.end()) {
@@ -483,136 +455,48 @@ std::shared_ptr<const S3PackStorage::Block> S3PackStorage::block(std::uint64_t i
             b = std::make_shared<Block>();
             blocks_.emplace(key, b);
             lru_.push_front(key);
-            load_it = true;
+            load = true;
             while (lru_.size() > kCachedBlocks) {
                 blocks_.erase(lru_.back());
                 lru_.pop_back();
             }
         }
-        // (a bounded record: the packs a get reads at once are few)
-        if (last_asked_.size() > 4 * kCachedBlocks) last_asked_.clear();
-        const auto last = last_asked_.find(id);
-        const bool sequential = last != last_asked_.end() && last->second + 1 == index;
-        last_asked_[id] = index;
-        if (sequential) queue_ahead(id, size, index);
     }
-    if (load_it) {
-        load(id, size, index, std::span<const std::shared_ptr<Block>>(&b, 1));
-        return b;
-    }
-    std::unique_lock lock(b->mutex);
-    b->cv.wait(lock, [&] { return b->ready; });
-    if (b->error) {
-        if (b->ahead) {
-            // A fetch ahead failed (and left the cache): this reader's own
-            // request retries it and reports its own error.
-            lock.unlock();
-            return block(id, size, index);
-        }
-        std::rethrow_exception(b->error);
-    }
-    return b;
-}
-
-void S3PackStorage::load(std::uint64_t id, std::uint64_t size, std::uint64_t first,
-                         std::span<const std::shared_ptr<Block>> run) const {
-    const std::uint64_t begin = first * kBlockBytes;
-    const std::uint64_t end = std::min<std::uint64_t>(size, begin + run.size() * kBlockBytes);
-    const bool ahead = run.front()->ahead;
-    try {
-        std::vector<std::byte> bytes(static_cast<std::size_t>(end - begin));
-        s3::Request r;
-        r.key = key_of(id);
-        r.headers = {fmt::format("Range: bytes={}-{}", begin, end - 1)};
-        r.into = bytes;
-        const s3::Response a = client().send(r);
-        bytes.resize(static_cast<std::size_t>(a.received));
-        for (std::size_t i = 0; i < run.size(); ++i) {
-            const std::size_t from = std::min(bytes.size(), i * kBlockBytes);
-            const std::size_t to = std::min(bytes.size(), from + kBlockBytes);
-            std::vector<std::byte> part;
-            if (run.size() == 1)
-                part = std::move(bytes);
-            else
-                part.assign(bytes.begin() + static_cast<std::ptrdiff_t>(from),
-                            bytes.begin() + static_cast<std::ptrdiff_t>(to));
-            {
-                std::lock_guard lock(run[i]->mutex);
-                run[i]->bytes = std::move(part);
-                run[i]->ready = true;
-            }
-            run[i]->cv.notify_all();
-        }
-    } catch (...) {
-        for (const auto& b : run) {
+    if (load) {
+        const std::uint64_t first = index * kBlockBytes;
+        const std::uint64_t end = std::min<std::uint64_t>(size, first + kBlockBytes);
+        try {
+            std::vector<std::byte> bytes(static_cast<std::size_t>(end - first));
+            s3::Request r;
+            r.key = key_of(id);
+            r.headers = {fmt::format("Range: bytes={}-{}", first, end - 1)};
+            r.into = bytes;
+            const s3::Response a = client().send(r);
+            bytes.resize(static_cast<std::size_t>(a.received));
+            std::lock_guard lock(b->mutex);
+            b->bytes = std::move(bytes);
+            b->ready = true;
+        } catch (...) {
             {
                 std::lock_guard lock(b->mutex);
                 b->error = std::current_exception();
                 b->ready = true;
             }
             b->cv.notify_all();
-        }
-        std::lock_guard lock(cache_mutex_);
-        for (std::size_t i = 0; i < run.size(); ++i) {
-            const auto key = std::make_pair(id, first + i);
-            if (const auto it = blocks_.find(key); it != blocks_.end() && it->second == run[i]) {
+            std::lock_guard lock(cache_mutex_);
+            if (const auto it = blocks_.find(key); it != blocks_.end() && it->second == b) {
                 blocks_.erase(it);
                 lru_.remove(key);
             }
+            throw;
         }
-        if (!ahead) throw;
+        b->cv.notify_all();
+        return b;
     }
-}
-
-void S3PackStorage::queue_ahead(std::uint64_t id, std::uint64_t size, std::uint64_t index) const {
-    const std::uint64_t blocks = (size + kBlockBytes - 1) / kBlockBytes;
-    const std::uint64_t last = std::min(blocks, index + 1 + kAheadBlocks);
-    // Refilled in runs: only once the first block missing ahead is within
-    // half the window, so that one GET brings half of it or more (GETs of
-    // 1 MiB each cost the RGW a request per MiB).
-    std::uint64_t j = index + 1;
-    while (j < last && blocks_.contains(std::make_pair(id, j))) ++j;
-    if (j >= last || j > index + 1 + kAheadBlocks / 2) return;
-    std::vector<Ahead::Job> jobs;
-    for (; j < last; ++j) {
-        const auto key = std::make_pair(id, j);
-        if (blocks_.contains(key)) continue;
-        auto b = std::make_shared<Block>();
-        b->ahead = true;
-        blocks_.emplace(key, b);
-        // (in front: pushed behind, a full cache would evict it at once and
-        // its GET would be wasted)
-        lru_.push_front(key);
-        if (jobs.empty() || jobs.back().first + jobs.back().blocks.size() != j) jobs.push_back({id, size, j, {}});
-        jobs.back().blocks.push_back(std::move(b));
-    }
-    while (lru_.size() > kCachedBlocks) {
-        blocks_.erase(lru_.back());
-        lru_.pop_back();
-    }
-    if (jobs.empty()) return;
-    if (!ahead_) {
-        ahead_ = std::make_unique<Ahead>();
-        for (std::size_t t = 0; t < kAheadThreads; ++t)
-            ahead_->threads.emplace_back([this, a = ahead_.get()] {
-                for (;;) {
-                    Ahead::Job job;
-                    {
-                        std::unique_lock lock(a->mutex);
-                        a->cv.wait(lock, [&] { return a->stop || !a->jobs.empty(); });
-                        if (a->stop) return;
-                        job = std::move(a->jobs.front());
-                        a->jobs.pop_front();
-                    }
-                    load(job.id, job.size, job.first, job.blocks);
-                }
-            });
-    }
-    {
-        std::lock_guard lock(ahead_->mutex);
-        for (auto& jb : jobs) ahead_->jobs.push_back(std::move(jb));
-    }
-    ahead_->cv.notify_all();
+    std::unique_lock lock(b->mutex);
+    b->cv.wait(lock, [&] { return b->ready; });
+    if (b->error) std::rethrow_exception(b->error);
+    return b;
 }
 
 void S3PackStorage::forget_blocks(std::uint64_t id) const {

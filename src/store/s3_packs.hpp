@@ -15,10 +15,7 @@
 // before its commit (an orphan gc deletes) is never taken for free.
 //
 // Reads are ranged GETs through a cache of aligned blocks shared by the
-// storage's readers (bounded; packs never change once written). A reader
-// that asks for the block after the one it asked for last in a pack is
-// reading on: the next blocks are fetched ahead, on threads of their own,
-// so that the round trips of one GET overlap the next one's transfer.
+// storage's readers (bounded; packs never change once written).
 #pragma once
 
 #include "pack_storage.hpp"
@@ -32,7 +29,6 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <span>
 
 namespace cdc::store::detail {
 
@@ -72,24 +68,12 @@ public:
     /// 1.5x the requests; docs/BENCHMARKS.md.)
     static constexpr std::size_t kBlockBytes = std::size_t{1} << 20;
     static constexpr std::size_t kCachedBlocks = 32;
-    /// Blocks fetched ahead of a sequential reader, and the threads that
-    /// fetch them (a small share of the cache: what is fetched ahead is used
-    /// before it is evicted).
-    static constexpr std::size_t kAheadBlocks = 8;
-    static constexpr std::size_t kAheadThreads = 2;
     /// A read of pack `id` (`size` bytes long) at `offset`, through the cache.
     std::size_t read(std::uint64_t id, std::uint64_t size, std::uint64_t offset, std::span<std::byte> out) const;
 
 private:
     struct Block;
-    struct Ahead;
     std::shared_ptr<const Block> block(std::uint64_t id, std::uint64_t size, std::uint64_t index) const;
-    /// Fetches the blocks of pack `id` from `first` on into `run` by one GET
-    /// (the cache holds them under their keys until ready or failed).
-    void load(std::uint64_t id, std::uint64_t size, std::uint64_t first,
-              std::span<const std::shared_ptr<Block>> run) const;
-    /// Queues the blocks after `index` that the cache lacks (cache_mutex_ held).
-    void queue_ahead(std::uint64_t id, std::uint64_t size, std::uint64_t index) const;
     void forget_blocks(std::uint64_t id) const;
 
     std::filesystem::path dir_;
@@ -103,8 +87,6 @@ private:
     mutable std::mutex cache_mutex_;
     mutable std::list<std::pair<std::uint64_t, std::uint64_t>> lru_;  // (pack, block), most recent first
     mutable std::map<std::pair<std::uint64_t, std::uint64_t>, std::shared_ptr<Block>> blocks_;
-    mutable std::map<std::uint64_t, std::uint64_t> last_asked_;  // pack -> the block a reader asked for last
-    mutable std::unique_ptr<Ahead> ahead_;                         // started at the first sequential read
 };
 
 }  // namespace cdc::store::detail

@@ -173,8 +173,8 @@ TEST(S3Engine, PackStorageRoundTrip) {
         EXPECT_EQ(std::memcmp(part.data(), big.data() + at - kPackHeaderSize, part.size()), 0) << at;
     }
 
-    // Small reads in order: the blocks after them come ahead, several per
-    // GET, split into the cache's blocks (a fresh storage: an empty cache).
+    // Small reads in order through a fresh storage (an empty cache): every
+    // block fetched once, in order, whole.
     {
         S3PackStorage fresh(tmp.path(), location(bucket, "p"), false);
         auto in_order = fresh.open(2);
@@ -188,8 +188,8 @@ TEST(S3Engine, PackStorageRoundTrip) {
         }
         EXPECT_EQ(got, big_back);
     }
-    // A fetch ahead that fails (the object went away) is reported to the
-    // reader that needs its block, as its own read's error, never a hang.
+    // A pack that went away between reads: each read after it is an error
+    // of its own (never a hang on a block another read failed to fetch).
     {
         sink = st.create(6);
         ASSERT_TRUE(sink);
@@ -201,8 +201,6 @@ TEST(S3Engine, PackStorageRoundTrip) {
         ASSERT_TRUE(gone);
         EXPECT_EQ(gone->read_at(0, part), part.size());
         st.remove(6);
-        // Block 1 after block 0: in order, so blocks 2.. are asked ahead
-        // (and fail); block 1's own GET fails first.
         EXPECT_THROW(gone->read_at(S3PackStorage::kBlockBytes, part), store::StoreError);
         EXPECT_THROW(gone->read_at(2 * S3PackStorage::kBlockBytes, part), store::StoreError);
         EXPECT_THROW(gone->read_at(3 * S3PackStorage::kBlockBytes + 7, part), store::StoreError);
