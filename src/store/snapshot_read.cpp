@@ -225,13 +225,21 @@ tree::Entry root_entry(const Snapshot& s) {
 }
 
 std::uint64_t drop_unreferenced_snapshot_files(const Store& store, Catalog& catalog) {
+    std::vector<std::string> files, contents;
+    unreferenced_snapshot_files(store, catalog, files, contents);
+    files.insert(files.end(), contents.begin(), contents.end());
+    if (!files.empty()) catalog.remove(files, "the store");
+    return files.size();
+}
+
+void unreferenced_snapshot_files(const Store& store, Catalog& catalog, std::vector<std::string>& drop,
+                                 std::vector<std::string>& unnamed) {
     std::map<std::string, std::vector<std::string>> by_snapshot;
     for (const ManifestInfo& m : catalog.list(kFilePrefix)) {
         const auto slash = m.name.find('/', kFilePrefix.size());
         if (slash == std::string::npos) continue;
         by_snapshot[m.name.substr(kFilePrefix.size(), slash - kFilePrefix.size())].push_back(m.name);
     }
-    std::vector<std::string> drop;
     for (auto& [id, names] : by_snapshot)
         if (!catalog.find(header_name(id))) drop.insert(drop.end(), names.begin(), names.end());
     // Contents: those no snapshot's tree names. A snapshot that cannot be
@@ -250,10 +258,8 @@ std::uint64_t drop_unreferenced_snapshot_files(const Store& store, Catalog& cata
         }
         if (complete)
             for (const ManifestInfo& m : contents)
-                if (!named.count(m.name)) drop.push_back(m.name);
+                if (!named.count(m.name)) unnamed.push_back(m.name);
     }
-    if (!drop.empty()) catalog.remove(drop, "the store");
-    return drop.size();
 }
 
 SnapshotRestoreReport restore_checked(const std::filesystem::path& out, const tree::Entry& root,
