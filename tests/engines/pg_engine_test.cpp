@@ -403,7 +403,7 @@ TEST(PgEngine, AWriterAfterTheMarkIgnoresCondemnedChunks) {
     TempDir tmp;
     const std::string store = (tmp.path() / "s").string();
     ASSERT_EQ(run_tool({"store", "init", "--no-encryption", "-q", "--catalog", url, store}).exit_code, 0);
-    const auto bytes = random_bytes(12 << 20, 77);
+    const auto bytes = random_bytes(24 << 20, 77);
     const auto a = tmp.write("a.bin", bytes);
     ASSERT_EQ(run_tool({"store", "put", "-q", store, a.string(), "--name", "a"}).exit_code, 0);
     ASSERT_EQ(run_tool({"store", "rm", "-q", store, "a"}).exit_code, 0);
@@ -765,6 +765,96 @@ TEST(PgEngine, GcBesideTwoWritersAndKillsLosesNothing) {
         ASSERT_EQ(r.exit_code, 0) << snap.id << ": " << r.err;
         expect_tree(out / fs::relative(snap.src, "/"), snap.tree);
     }
+}
+
+// gc beside writers (docs/STORE.md, "gc while writers write"): half of 6
+// snapshots forgotten and pruned while 2 writers back up new trees (each
+// with a file of a forgotten snapshot): gc marks, waits for the sessions
+// alive at its mark (the writers), sweeps; every other snapshot (the kept
+// ones and the writers') restores byte for byte, verify --full is clean;
+// the times are printed, and those of a gc of as much with no writer.
+TEST(PgEngine, GcOfHalfTheSnapshotsWhileTwoWritersPutLosesNothing) {
+    const std::string url = make_database();
+    TempDir tmp;
+    const std::string store = (tmp.path() / "store").string();
+    ASSERT_EQ(run_tool({"store", "init", "--no-encryption", "-q", "--catalog", url, store}).exit_code, 0);
+    std::vector<std::map<std::string, std::vector<std::uint8_t>>> trees;
+    std::vector<std::string> ids;
+    for (int i = 0; i < 6; ++i) {
+        const fs::path in = tmp.path() / fmt::format("in{}", i);
+        trees.push_back(make_tree(in, 4, 300000, 500 + static_cast<std::uint64_t>(i)));
+        const auto j = json_of(run_tool({"store", "backup", "--json", store, in.string()}));
+        ids.push_back(j.value("id", std::string()));
+    }
+    // The writers' trees, each also sharing a file with a forgotten snapshot.
+    std::vector<pid_t> writers;
+    for (int w = 0; w < 2; ++w) {
+        const fs::path in = tmp.path() / fmt::format("w{}", w);
+        trees.push_back(make_tree(in, 12, 1500000, 900 + static_cast<std::uint64_t>(w)));
+        fs::copy_file(tmp.path() / fmt::format("in{}", 2 * w + 1) / trees[static_cast<std::size_t>(2 * w + 1)].begin()->first,
+                      in / "from-forgotten");
+        trees.back()["from-forgotten"] = file_bytes(in / "from-forgotten");
+        const fs::path logs = tmp.path() / fmt::format("wlog{}", w);
+        fs::create_directories(logs);
+        writers.push_back(spawn_tool({"store", "backup", "--json", store, in.string()}, logs,
+                                     {{"CDC_STORE_FLUSH_BYTES", std::to_string(1 << 20)}}));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // (the writers under way, most likely)
+    const auto t0 = std::chrono::steady_clock::now();
+    const fs::path glogs = tmp.path() / "gclog";
+    fs::create_directories(glogs);
+    const pid_t gc = spawn_tool({"store", "forget", "--prune", "-q", store, ids[1], ids[3], ids[5]}, glogs);
+    // Every process's end, as it comes (waitpid WNOHANG): when gc ended
+    // relative to the writers.
+    std::vector<pid_t> all = {writers[0], writers[1], gc};
+    std::vector<double> ended(3, -1);
+    std::vector<int> codes(3, -1);
+    for (int left = 3; left > 0;) {
+        for (std::size_t k = 0; k < 3; ++k) {
+            if (ended[k] >= 0) continue;
+            int status = 0;
+            if (::waitpid(all[k], &status, WNOHANG) == all[k]) {
+                ended[k] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+                codes[k] = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+                --left;
+            }
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    EXPECT_EQ(codes[2], 0) << read_text(glogs / "err");
+    std::vector<std::string> writer_ids;
+    for (int w = 0; w < 2; ++w) {
+        const fs::path logs = tmp.path() / fmt::format("wlog{}", w);
+        EXPECT_EQ(codes[static_cast<std::size_t>(w)], 0) << read_text(logs / "err");
+        const auto j = nlohmann::json::parse(read_text(logs / "out"), nullptr, false);
+        writer_ids.push_back(j.is_object() ? j.value("id", std::string()) : std::string());
+    }
+    std::cout << fmt::format("forget --prune of 3 of 6 snapshots started while 2 backups ran: writers ended after "
+                             "{:.2f} s and {:.2f} s, forget --prune after {:.2f} s (its gc waits for the sessions of its mark)\n",
+                             ended[0], ended[1], ended[2]);
+    const auto v = json_of(run_tool({"store", "verify", "--full", "--json", store}));
+    EXPECT_EQ(v["ok"], true) << v;
+    std::vector<std::pair<std::string, std::size_t>> kept = {{ids[0], 0}, {ids[2], 2}, {ids[4], 4},
+                                                             {writer_ids[0], 6}, {writer_ids[1], 7}};
+    std::size_t listed = 0;
+    for (const auto& j : json_of(run_tool({"store", "snapshots", "--json", store}))) {
+        (void)j;
+        ++listed;
+    }
+    EXPECT_EQ(listed, kept.size());
+    for (const auto& [id, t] : kept) {
+        const fs::path out = tmp.path() / ("out-" + id);
+        const auto r = run_tool({"store", "get", store, id, "-o", out.string(), "-q"});
+        ASSERT_EQ(r.exit_code, 0) << id << ": " << r.err;
+        const fs::path src = t < 6 ? tmp.path() / fmt::format("in{}", t) : tmp.path() / fmt::format("w{}", t - 6);
+        expect_tree(out / fs::relative(src, "/"), trees[t]);
+    }
+    // As much forgotten with no writer: the mark, an empty wait, the sweep.
+    const auto t1 = std::chrono::steady_clock::now();
+    ASSERT_EQ(run_tool({"store", "forget", "--prune", "-q", store, ids[0], ids[2], ids[4]}).exit_code, 0);
+    std::cout << fmt::format("forget --prune of the other 3 with no writer: {:.2f} s\n",
+                             std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count());
+    EXPECT_EQ(json_of(run_tool({"store", "verify", "--full", "--json", store}))["ok"], true);
 }
 
 }  // namespace
