@@ -315,6 +315,13 @@ void PgCatalog::rename(std::span<const Move> moves, std::string_view store_name)
                 id.add(r.i64(0, 0));
                 PgParams t;
                 t.add_bytes(to);
+                // A target gc condemned (a content no snapshot named at its
+                // mark) gives way to this copy: were this one dropped, the
+                // sweep could drop the other under the snapshot naming it.
+                conn_.exec("DELETE FROM manifest_chunks WHERE manifest IN (SELECT id FROM manifests WHERE name = $1 "
+                           "AND condemned IS NOT NULL)",
+                           t, "renaming files");
+                conn_.exec("DELETE FROM manifests WHERE name = $1 AND condemned IS NOT NULL", t, "renaming files");
                 if (conn_.exec("SELECT 1 FROM manifests WHERE name = $1", t, "renaming files").rows() > 0) {
                     conn_.exec("DELETE FROM manifest_chunks WHERE manifest = $1", id, "renaming files");
                     conn_.exec("DELETE FROM manifests WHERE id = $1", id, "renaming files");
