@@ -351,14 +351,16 @@ public:
         return false;
     }
     /// Phase 2, one transaction (after gc_wait): drops the pending
-    /// manifests made before the mark, the condemned manifests still in
-    /// `unreferenced`, the condemned chunks nothing lists now; clears the
+    /// manifests made before the mark, the condemned manifests (contents)
+    /// not in `named` (the contents the snapshots name; none dropped unless
+    /// `named_complete`), the condemned chunks nothing lists now; clears the
     /// other marks; `dead_files` (file manifests of backups that never
     /// committed) go if they are from before the mark. Sets `quiet` to the last pack id taken before the mark
     /// (no writer appends to those any more).
-    virtual GcSweep gc_sweep(std::span<const std::string> unreferenced, std::span<const std::string> dead_files,
-                             std::uint64_t& quiet) {
-        (void)unreferenced;
+    virtual GcSweep gc_sweep(std::span<const std::string> named, bool named_complete,
+                             std::span<const std::string> dead_files, std::uint64_t& quiet) {
+        (void)named;
+        (void)named_complete;
         (void)dead_files;
         (void)quiet;
         throw StoreError("this catalog has no gc beside writers");

@@ -69,9 +69,11 @@ GcReport Store::gc(const GcOptions& options) {
     } else {
         bool swept = false;
         auto sweep = [&] {
-            std::vector<std::string> files, contents;
-            detail::unreferenced_snapshot_files(*this, catalog, files, contents);
-            const GcSweep s = catalog.gc_sweep(contents, files, quiet);
+            // (the contents condemned are hidden from the listing: those the
+            // snapshots do not name go)
+            std::vector<std::string> files, contents, named;
+            const bool complete = detail::unreferenced_snapshot_files(*this, catalog, files, contents, &named);
+            const GcSweep s = catalog.gc_sweep(named, complete, files, quiet);
             report.manifests_dropped += s.manifests_dropped;
             report.chunks_removed += s.chunks_removed;
             report.bytes_removed += s.stored_bytes_removed + s.chunks_removed * kRecordHeaderSize;

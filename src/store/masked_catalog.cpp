@@ -124,9 +124,9 @@ public:
     std::uint64_t gc_mark(std::span<const std::string> unreferenced) override { return in_->gc_mark(unreferenced); }
     bool gc_marked() override { return in_->gc_marked(); }
     bool gc_wait(double seconds, double timeout) override { return in_->gc_wait(seconds, timeout); }
-    GcSweep gc_sweep(std::span<const std::string> unreferenced, std::span<const std::string> dead_files,
+    GcSweep gc_sweep(std::span<const std::string> named, bool named_complete, std::span<const std::string> dead_files,
                      std::uint64_t& quiet) override {
-        return in_->gc_sweep(unreferenced, dead_files, quiet);
+        return in_->gc_sweep(named, named_complete, dead_files, quiet);
     }
 
 private:

@@ -140,7 +140,7 @@ public:
     std::uint64_t gc_mark(std::span<const std::string> unreferenced) override;
     bool gc_marked() override;
     bool gc_wait(double seconds, double timeout) override;
-    GcSweep gc_sweep(std::span<const std::string> unreferenced, std::span<const std::string> dead_files,
+    GcSweep gc_sweep(std::span<const std::string> named, bool named_complete, std::span<const std::string> dead_files,
                      std::uint64_t& quiet) override;
 
     /// Runs `body` in one transaction (BEGIN .. COMMIT), again from the

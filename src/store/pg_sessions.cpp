@@ -222,8 +222,8 @@ bool PgCatalog::gc_wait(double seconds, double timeout) {
     }
 }
 
-GcSweep PgCatalog::gc_sweep(std::span<const std::string> unreferenced, std::span<const std::string> dead_files,
-                            std::uint64_t& quiet) {
+GcSweep PgCatalog::gc_sweep(std::span<const std::string> named, bool named_complete,
+                            std::span<const std::string> dead_files, std::uint64_t& quiet) {
     GcSweep r;
     transaction(
         [&] {
@@ -263,14 +263,16 @@ GcSweep PgCatalog::gc_sweep(std::span<const std::string> unreferenced, std::span
             // Contents condemned at the mark that no snapshot names now
             // (a writer since the mark could not find them: it stored them
             // again, as a new row).
-            const PgParams u = names_param(unreferenced);
-            conn_.exec("DELETE FROM manifest_chunks WHERE manifest IN (SELECT id FROM manifests WHERE condemned IS "
-                       "NOT NULL AND name = ANY($1::bytea[]))",
-                       u, "dropping unreferenced files");
-            r.manifests_dropped += conn_.exec("DELETE FROM manifests WHERE condemned IS NOT NULL AND name = "
-                                              "ANY($1::bytea[])",
-                                              u, "dropping unreferenced files")
-                                       .affected();
+            if (named_complete) {
+                const PgParams u = names_param(named);
+                conn_.exec("DELETE FROM manifest_chunks WHERE manifest IN (SELECT id FROM manifests WHERE condemned "
+                           "IS NOT NULL AND NOT (name = ANY($1::bytea[])))",
+                           u, "dropping unreferenced files");
+                r.manifests_dropped += conn_.exec("DELETE FROM manifests WHERE condemned IS NOT NULL AND NOT (name = "
+                                                  "ANY($1::bytea[]))",
+                                                  u, "dropping unreferenced files")
+                                           .affected();
+            }
             conn_.exec("UPDATE manifests SET condemned = NULL WHERE condemned IS NOT NULL", {}, "clearing marks");
             conn_.run(kLiveTable, "gathering the live chunks");
             const PgResult dead = conn_.exec("DELETE FROM chunks c WHERE c.condemned IS NOT NULL AND NOT EXISTS "

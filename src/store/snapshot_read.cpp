@@ -232,8 +232,8 @@ std::uint64_t drop_unreferenced_snapshot_files(const Store& store, Catalog& cata
     return files.size();
 }
 
-void unreferenced_snapshot_files(const Store& store, Catalog& catalog, std::vector<std::string>& drop,
-                                 std::vector<std::string>& unnamed) {
+bool unreferenced_snapshot_files(const Store& store, Catalog& catalog, std::vector<std::string>& drop,
+                                 std::vector<std::string>& unnamed, std::vector<std::string>* named_out) {
     std::map<std::string, std::vector<std::string>> by_snapshot;
     for (const ManifestInfo& m : catalog.list(kFilePrefix)) {
         const auto slash = m.name.find('/', kFilePrefix.size());
@@ -245,10 +245,10 @@ void unreferenced_snapshot_files(const Store& store, Catalog& catalog, std::vect
     // Contents: those no snapshot's tree names. A snapshot that cannot be
     // read keeps every content (nothing is dropped on a guess).
     const auto contents = catalog.list(kContentPrefix);
-    if (!contents.empty()) {
+    bool complete = true;
+    if (!contents.empty() || named_out) {
         std::set<std::string> named;
         std::set<tree::BlobId> seen;  // directories snapshots share: read once
-        bool complete = true;
         try {
             for (const ManifestInfo& h : catalog.list(kHeaderPrefix))
                 for_each_content(store, parse_header(read_manifest(store, h.name), h.name),
@@ -259,7 +259,9 @@ void unreferenced_snapshot_files(const Store& store, Catalog& catalog, std::vect
         if (complete)
             for (const ManifestInfo& m : contents)
                 if (!named.count(m.name)) unnamed.push_back(m.name);
+        if (named_out) named_out->assign(named.begin(), named.end());
     }
+    return complete;
 }
 
 SnapshotRestoreReport restore_checked(const std::filesystem::path& out, const tree::Entry& root,

@@ -423,7 +423,7 @@ TEST(PgEngine, AWriterAfterTheMarkIgnoresCondemnedChunks) {
         std::ofstream out(fifo, std::ios::binary);
         out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size() - 1000));
         out.flush();
-        std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // (its lookups of A's chunks)
+        std::this_thread::sleep_for(std::chrono::milliseconds(2000));  // (its lookups of A's chunks)
         old_session->unlock();
         g = json_of(run_tool({"store", "gc", "--no-wait", "--json", store}));
         EXPECT_GT(g["chunks_removed"].get<std::uint64_t>(), 0u) << "the sweep ran: " << g;
