@@ -4,6 +4,9 @@
 // delete empty and orphan pack files, cut off torn tails. Each step is one
 // transaction; files are deleted only after the transaction that stops
 // naming them, so a crash anywhere leaves only unreferenced files behind.
+// A catalog whose gc runs beside writers (PostgreSQL: "gc while writers
+// write") replaces the first steps with its mark, wait and sweep, and the
+// pack steps touch only the packs taken before the mark.
 #include "pack_writer.hpp"
 #include "snapshot_names.hpp"
 #include "store_impl.hpp"

@@ -618,7 +618,8 @@ void add_store_subcommands(CLI::App& st, int& exit_code) {
     }
     {
         auto a = std::make_shared<GcArgs>();
-        auto* c = st.add_subcommand("gc", "reclaim unreferenced chunks, rewrite sparse packs (waits for writers)");
+        auto* c = st.add_subcommand("gc", "reclaim unreferenced chunks, rewrite sparse packs (waits for writers; beside them with a "
+                                          "PostgreSQL catalog)");
         c->add_option("DIR", a->dir, "the store's directory")->required()->type_name("");
         add_json_flag(*c, a->json, "{manifests_dropped, chunks_removed, bytes_removed, packs_rewritten, "
                                    "packs_deleted, bytes_before, bytes_after, chunks_condemned, sweep_left}");
