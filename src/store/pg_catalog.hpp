@@ -52,14 +52,21 @@ void ensure_gc_schema(PgConn& conn);
 class PgSession {
 public:
     PgSession(const std::string& url, std::string_view kind);
+    /// On a connection of the caller's (already checked by ensure_gc_schema).
+    PgSession(PgConn conn, std::string_view kind);
     ~PgSession();
+    /// Ends the session; its connection, for another session (nullopt if
+    /// it is down).
+    std::optional<PgConn> end();
     PgSession(const PgSession&) = delete;
     PgSession& operator=(const PgSession&) = delete;
     std::int64_t id() const noexcept { return id_; }
 
 private:
+    void start(std::string_view kind);
     void beat_loop();
     PgConn conn_;
+    bool ended_ = false;
     std::int64_t id_ = 0;
     std::mutex mutex_;
     std::condition_variable cv_;

@@ -24,7 +24,13 @@ public:
     explicit PgHostsLock(std::string url) : url_(std::move(url)) {}
     void lock(bool exclusive, const std::function<void()>& waiting) override {
         if (!exclusive) {
-            session_ = std::make_unique<PgSession>(url_, "session");
+            // (the connection of the last session again: a read is a
+            // session, and reads come one after another)
+            if (spare_ && !spare_->broken())
+                session_ = std::make_unique<PgSession>(std::move(*spare_), "session");
+            else
+                session_ = std::make_unique<PgSession>(url_, "session");
+            spare_.reset();
             return;
         }
         if (!conn_ || conn_->broken()) conn_.emplace(url_);
@@ -39,7 +45,10 @@ public:
         held_ = true;
     }
     void unlock() noexcept override {
-        session_.reset();
+        if (session_) {
+            spare_ = session_->end();
+            session_.reset();
+        }
         if (!held_ || !conn_) return;
         held_ = false;
         try {
@@ -56,6 +65,7 @@ private:
     std::string url_;
     std::optional<PgConn> conn_;
     std::unique_ptr<PgSession> session_;
+    std::optional<PgConn> spare_;
     bool held_ = false;
 };
 

@@ -84,6 +84,12 @@ void ensure_gc_schema(PgConn& conn) {
 
 PgSession::PgSession(const std::string& url, std::string_view kind) : conn_(url) {
     ensure_gc_schema(conn_);
+    start(kind);
+}
+
+PgSession::PgSession(PgConn conn, std::string_view kind) : conn_(std::move(conn)) { start(kind); }
+
+void PgSession::start(std::string_view kind) {
     PgParams p;
     p.add_text(host_name()).add(static_cast<std::int64_t>(::getpid())).add_text(kind);
     // The advisory lock is taken before the row is visible: gc never sees a
@@ -108,7 +114,11 @@ PgSession::PgSession(const std::string& url, std::string_view kind) : conn_(url)
     thread_ = std::thread([this] { beat_loop(); });
 }
 
-PgSession::~PgSession() {
+PgSession::~PgSession() { (void)end(); }
+
+std::optional<PgConn> PgSession::end() {
+    if (ended_) return std::nullopt;
+    ended_ = true;
     {
         std::lock_guard g(mutex_);
         stop_ = true;
@@ -120,8 +130,10 @@ PgSession::~PgSession() {
         p.add(id_);
         conn_.exec("DELETE FROM sessions WHERE id = $1", p);
         conn_.exec("SELECT pg_advisory_unlock($1::bigint)", p);
+        return std::move(conn_);
     } catch (...) {
         // (its connection closes: gc sees the session dead and drops the row)
+        return std::nullopt;
     }
 }
 
