@@ -12,7 +12,10 @@
 //   - 3 writers at once (distinct and overlapping files): every file
 //     restores byte-identical, verify --full, the duplicate bytes the race
 //     stored reported (stats: garbage), gc takes them back.
-//   - The store's lock across hosts: shared for writers, exclusive for gc.
+//   - gc beside writers (docs/STORE.md, "gc while writers write"): sessions,
+//     one gc at a time, a writer declared dead fails its flush, a writer
+//     after the mark ignores condemned chunks, gc in a loop beside 2
+//     writers with kill -9 of both kinds, gc of half the snapshots.
 //   - Two `cdc serve` of one store: pushed to one, pulled from the other.
 //   - A writer killed (-9) mid-put; PostgreSQL restarted mid-put: the put
 //     retries or fails clearly, never a half-committed file.
