@@ -441,6 +441,46 @@ TEST(PgEngine, AWriterAfterTheMarkIgnoresCondemnedChunks) {
     EXPECT_TRUE(file_bytes(out) == bytes);
 }
 
+// The sweep waits for the sessions alive at the mark: a writer that found
+// A's chunks before the mark (not condemned then) and commits after it
+// keeps them. Were they swept under it, its flush would be refused.
+TEST(PgEngine, TheSweepWaitsForAWriterFromBeforeTheMark) {
+    const std::string url = make_database();
+    TempDir tmp;
+    const std::string store = (tmp.path() / "s").string();
+    ASSERT_EQ(run_tool({"store", "init", "--no-encryption", "-q", "--catalog", url, store}).exit_code, 0);
+    const auto bytes = random_bytes(24 << 20, 78);
+    const auto a = tmp.write("a.bin", bytes);
+    ASSERT_EQ(run_tool({"store", "put", "-q", store, a.string(), "--name", "a"}).exit_code, 0);
+    ASSERT_EQ(run_tool({"store", "rm", "-q", store, "a"}).exit_code, 0);
+    const fs::path fifo = tmp.path() / "fifo";
+    ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+    RunResult put;
+    std::thread w([&] { put = run_tool({"store", "put", "-q", store, "-", "--name", "a0"}, fifo.string()); });
+    {
+        std::ofstream out(fifo, std::ios::binary);
+        out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size() - 1000));
+        out.flush();
+        std::this_thread::sleep_for(std::chrono::milliseconds(2000));  // (its lookups find A's chunks)
+        auto g = json_of(run_tool({"store", "gc", "--no-wait", "--json", store}));
+        EXPECT_GT(g["chunks_condemned"].get<std::uint64_t>(), 0u) << g;
+        EXPECT_EQ(g["sweep_left"], true) << "the writer from before the mark runs: " << g;
+        g = json_of(run_tool({"store", "gc", "--wait", "0.5", "--json", store}));
+        EXPECT_EQ(g["chunks_removed"].get<std::uint64_t>(), 0u) << g;
+        EXPECT_EQ(g["sweep_left"], true) << g;
+        out.write(reinterpret_cast<const char*>(bytes.data() + bytes.size() - 1000), 1000);
+    }
+    w.join();
+    ASSERT_EQ(put.exit_code, 0) << put.err;
+    const auto g = json_of(run_tool({"store", "gc", "--json", store}));
+    EXPECT_EQ(g["sweep_left"], false) << g;
+    const auto v = json_of(run_tool({"store", "verify", "--full", "--json", store}));
+    EXPECT_EQ(v["ok"], true) << v;
+    const fs::path out = tmp.path() / "out.bin";
+    ASSERT_EQ(run_tool({"store", "get", "-q", store, "a0", "-o", out.string()}).exit_code, 0);
+    EXPECT_TRUE(file_bytes(out) == bytes);
+}
+
 /// Waits until the catalog at `url` has `n` pack rows (the put is under way).
 bool wait_packs(const std::string& url, std::int64_t n, pid_t put) {
     PgConn c(url);
