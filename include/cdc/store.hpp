@@ -388,6 +388,14 @@ struct GcOptions {
     double rewrite_below = 0.5;
     /// Called once if gc has to wait for the exclusive lock (writers running).
     std::function<void()> on_wait;
+    /// A PostgreSQL catalog's gc runs beside writers (docs/STORE.md, "gc
+    /// while writers write"): how long it waits, after its mark, for the
+    /// sessions alive at the mark to end before it sweeps (0: no wait; the
+    /// sweep is left to a later gc).
+    double wait_seconds = 600;
+    /// A session (writer, reader) without a heartbeat for this long is
+    /// declared dead (its connection gone: at once).
+    double session_timeout = 600;
 };
 
 struct GcReport {
@@ -398,6 +406,8 @@ struct GcReport {
     std::uint64_t packs_deleted = 0;
     std::uint64_t bytes_before = 0;       ///< pack bytes on disk
     std::uint64_t bytes_after = 0;
+    std::uint64_t chunks_condemned = 0;   ///< marked by gc beside writers
+    bool sweep_left = false;              ///< gc beside writers: the sweep waits for a later gc
 };
 
 /// How get writes.

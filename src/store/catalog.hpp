@@ -189,6 +189,9 @@ public:
     /// Blocks until held; `waiting` is called once if it has to wait.
     virtual void lock(bool exclusive, const std::function<void()>& waiting) = 0;
     virtual void unlock() noexcept = 0;
+    /// Whether gc runs beside writers and readers (its exclusive lock only
+    /// keeps other gcs out): then DIR/lock is taken shared by gc too.
+    virtual bool gc_beside_writers() const { return false; }
 };
 
 class Catalog {
@@ -326,6 +329,42 @@ public:
     /// The store's lock across hosts, held besides DIR/lock (a connection of
     /// its own); nullptr for a catalog only one host uses.
     virtual std::unique_ptr<HostsLock> hosts_lock() const { return nullptr; }
+
+    // ---- gc beside writers (docs/STORE.md, "gc while writers write"); a
+    // catalog whose hosts_lock() says gc_beside_writers() has them.
+    /// Phase 1, one transaction: records the mark (the sessions, manifests
+    /// and pack ids there are), marks `condemned` the manifests named in
+    /// `unreferenced` (no snapshot names them) and then every chunk no
+    /// other manifest lists. Returns the chunks marked.
+    virtual std::uint64_t gc_mark(std::span<const std::string> unreferenced) {
+        (void)unreferenced;
+        throw StoreError("this catalog has no gc beside writers");
+    }
+    /// Whether a mark waits for its sweep.
+    virtual bool gc_marked() { return false; }
+    /// Waits up to `seconds` for every session alive at the mark to end
+    /// (a session whose connection is gone, or without a heartbeat for
+    /// `timeout` seconds, is declared dead and dropped); true once they have.
+    virtual bool gc_wait(double seconds, double timeout) {
+        (void)seconds;
+        (void)timeout;
+        return false;
+    }
+    /// Phase 2, one transaction (after gc_wait): drops the pending
+    /// manifests made before the mark, the condemned manifests (contents)
+    /// not in `named` (the contents the snapshots name; none dropped unless
+    /// `named_complete`), the condemned chunks nothing lists now; clears the
+    /// other marks; `dead_files` (file manifests of backups that never
+    /// committed) go if they are from before the mark. Sets `quiet` to the last pack id taken before the mark
+    /// (no writer appends to those any more).
+    virtual GcSweep gc_sweep(std::span<const std::string> named, bool named_complete,
+                             std::span<const std::string> dead_files, std::uint64_t& quiet) {
+        (void)named;
+        (void)named_complete;
+        (void)dead_files;
+        (void)quiet;
+        throw StoreError("this catalog has no gc beside writers");
+    }
     /// Where new pack ids come from when writers on several hosts must never
     /// pick the same one (a database sequence): a function that may be
     /// called from any thread, one call at a time; empty: a writer counts on

@@ -240,7 +240,8 @@ void StoreLock::lock(bool exclusive, const std::function<void()>& waiting) {
         ++depth_;
         return;
     }
-    const int op = exclusive ? LOCK_EX : LOCK_SH;
+    // (gc beside writers: the hosts lock keeps other gcs out, DIR/lock none)
+    const int op = exclusive && !(hosts_ && hosts_->gc_beside_writers()) ? LOCK_EX : LOCK_SH;
     if (::flock(fd_.get(), op | LOCK_NB) != 0) {
         if (errno != EWOULDBLOCK)
             throw StoreError(fmt::format("cannot lock '{}': {}", path_, std::strerror(errno)));

@@ -4,12 +4,16 @@
 // delete empty and orphan pack files, cut off torn tails. Each step is one
 // transaction; files are deleted only after the transaction that stops
 // naming them, so a crash anywhere leaves only unreferenced files behind.
+// A catalog whose gc runs beside writers (PostgreSQL: "gc while writers
+// write") replaces the first steps with its mark, wait and sweep, and the
+// pack steps touch only the packs taken before the mark.
 #include "pack_writer.hpp"
 #include "snapshot_names.hpp"
 #include "store_impl.hpp"
 
 #include <fmt/format.h>
 
+#include <limits>
 #include <map>
 #include <set>
 
@@ -50,21 +54,56 @@ GcReport Store::gc(const GcOptions& options) {
     PackStorage& storage = *impl_->packs;
     const crypto::Sealer* sealer = impl_->sealer();
     report.bytes_before = sum_values(storage.list());
+    // Beside writers (a PostgreSQL catalog): mark, wait, sweep, and only the
+    // packs taken before the mark (`quiet`) are cut, rewritten or deleted.
+    const auto hosts = catalog.hosts_lock();
+    const bool beside = hosts && hosts->gc_beside_writers();
+    std::uint64_t quiet = std::numeric_limits<std::uint64_t>::max();
 
-    // 1-3. Pending manifests (their writers are gone: we hold the lock),
-    //      then the chunks no manifest lists.
-    // 0. File contents no snapshot names (forgotten snapshots, dead backups).
-    report.manifests_dropped += detail::drop_unreferenced_snapshot_files(*this, catalog);
-    const GcSweep swept = catalog.sweep();
-    report.manifests_dropped += swept.manifests_dropped;
-    report.chunks_removed = swept.chunks_removed;
-    report.bytes_removed = swept.stored_bytes_removed + swept.chunks_removed * kRecordHeaderSize;
+    if (!beside) {
+        // 1-3. Pending manifests (their writers are gone: we hold the lock),
+        //      then the chunks no manifest lists.
+        // 0. File contents no snapshot names (forgotten snapshots, dead backups).
+        report.manifests_dropped += detail::drop_unreferenced_snapshot_files(*this, catalog);
+        const GcSweep swept = catalog.sweep();
+        report.manifests_dropped += swept.manifests_dropped;
+        report.chunks_removed = swept.chunks_removed;
+        report.bytes_removed = swept.stored_bytes_removed + swept.chunks_removed * kRecordHeaderSize;
+    } else {
+        bool swept = false;
+        auto sweep = [&] {
+            // (the contents condemned are hidden from the listing: those the
+            // snapshots do not name go)
+            std::vector<std::string> files, contents, named;
+            const bool complete = detail::unreferenced_snapshot_files(*this, catalog, files, contents, &named);
+            const GcSweep s = catalog.gc_sweep(named, complete, files, quiet);
+            report.manifests_dropped += s.manifests_dropped;
+            report.chunks_removed += s.chunks_removed;
+            report.bytes_removed += s.stored_bytes_removed + s.chunks_removed * kRecordHeaderSize;
+            swept = true;
+        };
+        // An earlier gc's mark (--no-wait, interrupted) is swept first if
+        // the sessions it waits for have ended; else it stays.
+        if (catalog.gc_marked() && catalog.gc_wait(0, options.session_timeout)) sweep();
+        if (!catalog.gc_marked()) {
+            std::vector<std::string> files, contents;
+            detail::unreferenced_snapshot_files(*this, catalog, files, contents);
+            report.chunks_condemned = catalog.gc_mark(contents);
+            if (catalog.gc_wait(options.wait_seconds, options.session_timeout)) sweep();
+        }
+        report.sweep_left = catalog.gc_marked();
+        if (!swept) {
+            report.bytes_after = report.bytes_before;
+            return report;
+        }
+    }
 
     // 4. Live bytes per pack; empty packs go, sparse ones are rewritten.
     const std::map<std::uint64_t, std::uint64_t> committed = catalog.packs();
     const std::map<std::uint64_t, std::uint64_t> live = catalog.live_bytes();
     std::set<std::uint64_t> empty, sparse;
     for (const auto& [id, size] : committed) {
+        if (id > quiet) continue;  // (a writer may still be writing it)
         const auto it = live.find(id);
         const std::uint64_t l = it == live.end() ? 0 : it->second;
         if (l == 0)
@@ -90,7 +129,10 @@ GcReport Store::gc(const GcOptions& options) {
             auto [sizes, rows] = out.sync();
             catalog.move_chunks(sizes, rows, done_packs);
             out.release_retired();
-            for (const auto id : done_packs) storage.remove(id);
+            // (Beside writers, a reader may have looked a record up in the
+            // old pack: the next gc deletes it, after its wait, as an orphan.)
+            if (!beside)
+                for (const auto id : done_packs) storage.remove(id);
             report.packs_rewritten += done_packs.size();
             done_packs.clear();
             files.close_all();
@@ -129,6 +171,7 @@ GcReport Store::gc(const GcOptions& options) {
     {
         const std::map<std::uint64_t, std::uint64_t> rows = catalog.packs();
         for (const auto& [id, size] : storage.list()) {
+            if (id > quiet) continue;
             const auto it = rows.find(id);
             if (it == rows.end()) {
                 storage.remove(id);
@@ -137,7 +180,7 @@ GcReport Store::gc(const GcOptions& options) {
                 storage.truncate(id, it->second);
             }
         }
-        storage.reclaim_incomplete();
+        if (!beside) storage.reclaim_incomplete();  // (writers' uploads under way)
         storage.sync_names();
     }
     catalog.compact();

@@ -121,6 +121,13 @@ public:
     std::vector<std::string> check(bool full) override { return in_->check(full); }
     std::unique_ptr<HostsLock> hosts_lock() const override { return in_->hosts_lock(); }
     std::function<std::uint64_t()> pack_ids() const override { return in_->pack_ids(); }
+    std::uint64_t gc_mark(std::span<const std::string> unreferenced) override { return in_->gc_mark(unreferenced); }
+    bool gc_marked() override { return in_->gc_marked(); }
+    bool gc_wait(double seconds, double timeout) override { return in_->gc_wait(seconds, timeout); }
+    GcSweep gc_sweep(std::span<const std::string> named, bool named_complete, std::span<const std::string> dead_files,
+                     std::uint64_t& quiet) override {
+        return in_->gc_sweep(named, named_complete, dead_files, quiet);
+    }
 
 private:
     void flip(ChunkId& digest, std::string_view name, std::uint64_t size) const noexcept {

@@ -41,16 +41,18 @@ CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE packs(id BIGINT PRIMARY KEY, size BIGINT NOT NULL);
 CREATE SEQUENCE pack_ids AS BIGINT MINVALUE 1 MAXVALUE 4294967295 NO CYCLE;
 CREATE TABLE chunks(id BYTEA PRIMARY KEY, pack BIGINT NOT NULL, "offset" BIGINT NOT NULL,
-                    raw_size BIGINT NOT NULL, stored_size BIGINT NOT NULL);
+                    raw_size BIGINT NOT NULL, stored_size BIGINT NOT NULL, condemned TIMESTAMPTZ);
 CREATE TABLE manifests(id BIGSERIAL PRIMARY KEY, name BYTEA UNIQUE, pending_name BYTEA, size BIGINT, mode BIGINT,
                        mtime_ns BIGINT, digest BYTEA, algorithm TEXT, min_size BIGINT, normal_size BIGINT,
                        max_size BIGINT, keyed BIGINT, chunk_count BIGINT, committed_ns BIGINT, first_id BYTEA,
-                       records BYTEA);
+                       records BYTEA, condemned TIMESTAMPTZ);
 CREATE INDEX manifests_first_id ON manifests(first_id) WHERE first_id IS NOT NULL;
 CREATE TABLE manifest_chunks(manifest BIGINT NOT NULL, seq BIGINT NOT NULL, ids BYTEA NOT NULL,
                              PRIMARY KEY(manifest, seq));
 ALTER TABLE manifest_chunks ALTER COLUMN ids SET STORAGE EXTERNAL;
 CREATE UNLOGGED TABLE claims(id BYTEA PRIMARY KEY, at TIMESTAMPTZ NOT NULL);
+CREATE TABLE sessions(id BIGSERIAL PRIMARY KEY, host TEXT NOT NULL, pid BIGINT NOT NULL, kind TEXT NOT NULL,
+                      started TIMESTAMPTZ NOT NULL, heartbeat TIMESTAMPTZ NOT NULL);
 )sql";
 
 namespace {
@@ -183,6 +185,7 @@ std::unique_ptr<Catalog> PgCatalog::open(const std::string& url) {
                                          "NULL AND to_regclass('manifests') IS NOT NULL");
     if (there.rows() != 1 || there.bytes(0, 0).size() != 1 || there.bytes(0, 0)[0] == 0)
         throw DamageError(fmt::format("the database '{}' holds no store (its tables are missing)", url));
+    ensure_gc_schema(c->conn_);  // (its lookups name the marks' columns)
     return c;
 }
 
@@ -209,6 +212,9 @@ std::unordered_map<std::string, std::string> PgCatalog::settings() {
 }
 
 void PgCatalog::upgrade_for_writing() {
+    // This writer's session (its lookups follow): gc waits for it, and
+    // each flush fails if gc declared it dead.
+    if (!session_) session_ = std::make_unique<PgSession>(conn_.url(), "writer");
     PgParams p;
     p.add_text(kGcEpochKey);
     const PgResult r = query("SELECT value FROM meta WHERE key = $1", p, "reading the gc epoch");
@@ -248,7 +254,7 @@ IdSet PgCatalog::claim(std::span<const ChunkId> ids) {
     for (int attempt = 1;; ++attempt) try {
         const PgResult mine = claims_->exec(
             "INSERT INTO claims(id, at) SELECT u.id, now() FROM unnest($1::bytea[]) AS u(id) "
-            "WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.id = u.id) "
+            "WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.id = u.id AND c.condemned IS NULL) "
             "ON CONFLICT (id) DO UPDATE SET at = now() WHERE claims.at < now() - interval '60 seconds' RETURNING id",
             p, "claiming chunks");
         IdSet got;
@@ -261,7 +267,8 @@ IdSet PgCatalog::claim(std::span<const ChunkId> ids) {
             PgParams q;
             q.add_bytea_array(won);
             const PgResult indexed =
-                claims_->exec("SELECT id FROM chunks WHERE id = ANY($1::bytea[])", q, "claiming chunks");
+                claims_->exec("SELECT id FROM chunks WHERE id = ANY($1::bytea[]) AND condemned IS NULL", q,
+                              "claiming chunks");
             for (int i = 0; i < indexed.rows(); ++i) got.erase(to_id(indexed.bytes(i, 0), conn_.url()));
         }
         for (const ChunkId& id : sorted)
@@ -372,7 +379,9 @@ void PgCatalog::find_present(std::span<const ChunkId> ids, IdSet& found) {
         for (std::size_t k = 0; k < n; ++k) items.push_back(id_bytes(ids[i + k]));
         PgParams p;
         p.add_bytea_array(items);
-        const PgResult r = query("SELECT id FROM chunks WHERE id = ANY($1::bytea[])", p, "looking chunks up");
+        // (A condemned row is gc's to drop: a writer stores that chunk again.)
+        const PgResult r = query("SELECT id FROM chunks WHERE id = ANY($1::bytea[]) AND condemned IS NULL", p,
+                                 "looking chunks up");
         for (int k = 0; k < r.rows(); ++k) found.insert(to_id(r.bytes(k, 0), "a chunk row"));
     }
 }
@@ -393,12 +402,12 @@ std::uint64_t PgCatalog::max_pack_id() {
 }
 
 std::vector<std::uint64_t> PgCatalog::packs_below(std::uint64_t below, std::size_t limit) {
-    PgParams p;
-    p.add(below).add(static_cast<std::uint64_t>(limit));
-    const PgResult r = query("SELECT id FROM packs WHERE size < $1 ORDER BY size DESC LIMIT $2", p, "listing packs");
-    std::vector<std::uint64_t> out;
-    for (int i = 0; i < r.rows(); ++i) out.push_back(static_cast<std::uint64_t>(r.i64(i, 0)));
-    return out;
+    // A writer never continues a pack here: gc beside writers cuts, rewrites
+    // and deletes the packs taken before its mark, which no writer may be
+    // appending to (writers then start new packs, as in object storage).
+    (void)below;
+    (void)limit;
+    return {};
 }
 
 std::optional<std::uint64_t> PgCatalog::pack_length(std::uint64_t pack) {
@@ -415,7 +424,7 @@ std::optional<std::uint64_t> PgCatalog::pack_length(std::uint64_t pack) {
 std::vector<ManifestInfo> PgCatalog::list(std::string_view prefix) {
     PgParams p;
     p.add_bytes(prefix);
-    const PgResult r = query(fmt::format("SELECT {} FROM manifests WHERE name IS NOT NULL AND "
+    const PgResult r = query(fmt::format("SELECT {} FROM manifests WHERE name IS NOT NULL AND condemned IS NULL AND "
                                          "substring(name FROM 1 FOR length($1::bytea)) = $1::bytea ORDER BY name",
                                          kManifestColumns)
                                  .c_str(),
@@ -429,7 +438,7 @@ std::optional<ManifestInfo> PgCatalog::find(std::string_view name) {
     PgParams p;
     p.add_bytes(name);
     const PgResult r =
-        query(fmt::format("SELECT {} FROM manifests WHERE name = $1", kManifestColumns).c_str(), p, "finding a file");
+        query(fmt::format("SELECT {} FROM manifests WHERE name = $1 AND condemned IS NULL", kManifestColumns).c_str(), p, "finding a file");
     if (r.rows() == 0) return std::nullopt;
     return read_manifest_row(r, 0, conn_.url());
 }
@@ -439,7 +448,7 @@ std::optional<StoredFile> PgCatalog::stored_file(std::string_view name, std::opt
     PgParams p;
     p.add_bytes(name);
     const PgResult r =
-        query(fmt::format("SELECT {} FROM manifests WHERE name = $1", kStoredColumns).c_str(), p, "finding a file");
+        query(fmt::format("SELECT {} FROM manifests WHERE name = $1 AND condemned IS NULL", kStoredColumns).c_str(), p, "finding a file");
     if (r.rows() == 0 || (size && static_cast<std::uint64_t>(r.i64(0, 3)) != *size)) return std::nullopt;
     return read_stored(r, 0, context);
 }
@@ -459,7 +468,7 @@ std::vector<StoredFile> PgCatalog::files_starting_with(const ChunkId& first, std
                                                        std::optional<std::uint64_t> chunks) {
     PgParams p;
     p.add_bytes(id_bytes(first)).add(static_cast<std::uint64_t>(limit));
-    const PgResult r = query(fmt::format("SELECT {} FROM manifests WHERE first_id = $1 AND name IS NOT NULL "
+    const PgResult r = query(fmt::format("SELECT {} FROM manifests WHERE first_id = $1 AND name IS NOT NULL AND condemned IS NULL "
                                          "ORDER BY id DESC LIMIT $2",
                                          kStoredColumns)
                                  .c_str(),
@@ -476,7 +485,7 @@ std::vector<StoredFile> PgCatalog::files_starting_with(const ChunkId& first, std
 bool PgCatalog::still_there(const StoredFile& file) {
     PgParams p;
     p.add(file.row).add_bytes(id_bytes(file.digest)).add(file.chunks);
-    return query("SELECT 1 FROM manifests WHERE id = $1 AND digest = $2 AND chunk_count = $3", p, "checking a file")
+    return query("SELECT 1 FROM manifests WHERE id = $1 AND digest = $2 AND chunk_count = $3 AND condemned IS NULL", p, "checking a file")
                .rows() > 0;
 }
 

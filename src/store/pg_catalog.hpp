@@ -12,7 +12,10 @@
 #include "catalog.hpp"
 #include "pg_conn.hpp"
 
+#include <condition_variable>
 #include <memory>
+#include <mutex>
+#include <thread>
 #include <optional>
 #include <string>
 #include <utility>
@@ -30,6 +33,46 @@ inline constexpr const char* kGcEpochKey = "gc_epoch";
 /// The advisory lock keys of the store's lock (pg_advisory_lock(int, int)).
 inline constexpr int kPgLockClass = 0x63646373;  // "cdcs"
 inline constexpr int kPgLockStore = 1;
+/// gc's lock (pg_advisory_lock(kPgLockClass, kPgLockGc)): one gc at a time.
+inline constexpr int kPgLockGc = 2;
+/// The settings row of a mark waiting for its sweep: "S M P", the last
+/// session id, manifest id and pack id there were at the mark.
+inline constexpr const char* kGcMarkKey = "gc_mark";
+
+/// Adds what gc beside writers needs (sessions, the condemned marks) to a
+/// catalog made before it.
+void ensure_gc_schema(PgConn& conn);
+
+/// A writer's or reader's session (docs/STORE.md, "gc while writers
+/// write"): a `sessions` row, the advisory lock on its id (held by a
+/// connection of its own: gc sees a session whose process died at once)
+/// and a thread that beats its heartbeat. gc waits for the sessions alive
+/// at its mark; one it declared dead (no heartbeat) has no row any more,
+/// and its writer's next flush fails.
+class PgSession {
+public:
+    PgSession(const std::string& url, std::string_view kind);
+    /// On a connection of the caller's (already checked by ensure_gc_schema).
+    PgSession(PgConn conn, std::string_view kind);
+    ~PgSession();
+    /// Ends the session; its connection, for another session (nullopt if
+    /// it is down).
+    std::optional<PgConn> end();
+    PgSession(const PgSession&) = delete;
+    PgSession& operator=(const PgSession&) = delete;
+    std::int64_t id() const noexcept { return id_; }
+
+private:
+    void start(std::string_view kind);
+    void beat_loop();
+    PgConn conn_;
+    bool ended_ = false;
+    std::int64_t id_ = 0;
+    std::mutex mutex_;
+    std::condition_variable cv_;
+    bool stop_ = false;
+    std::thread thread_;
+};
 
 class PgCatalog final : public Catalog {
 public:
@@ -101,6 +144,12 @@ public:
     std::unique_ptr<HostsLock> hosts_lock() const override;
     std::function<std::uint64_t()> pack_ids() const override;
 
+    std::uint64_t gc_mark(std::span<const std::string> unreferenced) override;
+    bool gc_marked() override;
+    bool gc_wait(double seconds, double timeout) override;
+    GcSweep gc_sweep(std::span<const std::string> named, bool named_complete, std::span<const std::string> dead_files,
+                     std::uint64_t& quiet) override;
+
     /// Runs `body` in one transaction (BEGIN .. COMMIT), again from the
     /// start after a deadlock, a unique key another writer took meanwhile
     /// or a lost connection (reconnecting for up to kPgRetrySeconds); the
@@ -128,6 +177,8 @@ private:
     bool reading_ = false;
     /// The gc epoch when this writer took the store's lock (none: not a writer).
     std::optional<std::string> gc_epoch_;
+    /// A writer's session: each flush beats it and fails if gc declared it dead.
+    std::unique_ptr<PgSession> session_;
     std::unique_ptr<CatalogCheck> check_;
 };
 

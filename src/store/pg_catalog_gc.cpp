@@ -15,63 +15,58 @@ namespace {
 
 std::span<const std::uint8_t> id_bytes(const ChunkId& id) { return {id.data(), id.size()}; }
 
-/// The store's lock across hosts: PostgreSQL advisory locks on a
-/// connection of its own (held as long as it is), shared by writers and
-/// readers, exclusive for gc. A server that goes away takes the lock with
-/// it: so does every transaction of its holder, which then fails.
+/// The store's lock across hosts. Shared (writers, readers): a session
+/// (PgSession) that gc beside writers waits for. Exclusive (gc): the
+/// advisory lock kPgLockGc on a connection of its own, one gc at a time;
+/// writers and readers run on.
 class PgHostsLock final : public HostsLock {
 public:
     explicit PgHostsLock(std::string url) : url_(std::move(url)) {}
     void lock(bool exclusive, const std::function<void()>& waiting) override {
+        if (!exclusive) {
+            // (the connection of the last session again: a read is a
+            // session, and reads come one after another)
+            if (spare_ && !spare_->broken())
+                session_ = std::make_unique<PgSession>(std::move(*spare_), "session");
+            else
+                session_ = std::make_unique<PgSession>(url_, "session");
+            spare_.reset();
+            return;
+        }
         if (!conn_ || conn_->broken()) conn_.emplace(url_);
         PgParams p;
-        p.add(std::int64_t{kPgLockClass}).add(std::int64_t{kPgLockStore});
-        const char* try_sql = exclusive ? "SELECT pg_try_advisory_lock($1::int, $2::int)"
-                                        : "SELECT pg_try_advisory_lock_shared($1::int, $2::int)";
-        const PgResult r = conn_->exec(try_sql, p, "locking the store");
+        p.add(std::int64_t{kPgLockClass}).add(std::int64_t{kPgLockGc});
+        const PgResult r = conn_->exec("SELECT pg_try_advisory_lock($1::int, $2::int)", p, "locking the store for gc");
         const auto got = r.bytes(0, 0);
         if (got.size() != 1 || got[0] == 0) {
             if (waiting) waiting();
-            conn_->exec(exclusive ? "SELECT pg_advisory_lock($1::int, $2::int)"
-                                  : "SELECT pg_advisory_lock_shared($1::int, $2::int)",
-                        p, "locking the store");
+            conn_->exec("SELECT pg_advisory_lock($1::int, $2::int)", p, "locking the store for gc");
         }
-        exclusive_ = exclusive;
         held_ = true;
-        if (exclusive) {
-            // gc from here on: a writer whose lock went with a lost
-            // connection fails its next flush rather than commit lists of
-            // chunks this gc may drop. (Waits for the flushes under way.)
-            try {
-                PgParams e;
-                e.add_text(kGcEpochKey);
-                conn_->exec("UPDATE meta SET value = (value::bigint + 1)::text WHERE key = $1", e,
-                            "starting gc");
-            } catch (...) {
-                unlock();
-                throw;
-            }
-        }
     }
     void unlock() noexcept override {
+        if (session_) {
+            spare_ = session_->end();
+            session_.reset();
+        }
         if (!held_ || !conn_) return;
         held_ = false;
         try {
             PgParams p;
-            p.add(std::int64_t{kPgLockClass}).add(std::int64_t{kPgLockStore});
-            conn_->exec(exclusive_ ? "SELECT pg_advisory_unlock($1::int, $2::int)"
-                                   : "SELECT pg_advisory_unlock_shared($1::int, $2::int)",
-                        p);
+            p.add(std::int64_t{kPgLockClass}).add(std::int64_t{kPgLockGc});
+            conn_->exec("SELECT pg_advisory_unlock($1::int, $2::int)", p);
         } catch (...) {
             conn_.reset();  // (closing the connection lets go of the lock)
         }
     }
+    bool gc_beside_writers() const override { return true; }
 
 private:
     std::string url_;
     std::optional<PgConn> conn_;
+    std::unique_ptr<PgSession> session_;
+    std::optional<PgConn> spare_;
     bool held_ = false;
-    bool exclusive_ = false;
 };
 
 /// Pack ids from the sequence, over a connection of their own (a writer's

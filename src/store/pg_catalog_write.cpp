@@ -76,17 +76,26 @@ void PgCatalog::commit(FlushBatch& batch) {
 void PgCatalog::write_batch(FlushBatch& batch, std::vector<std::int64_t>& rows, std::vector<bool>& kept) {
     rows.assign(batch.manifests.size(), 0);
     kept.assign(batch.manifests.size(), false);
+    if (session_) {
+        // Still a session gc waits for (gc drops the row of one it declared
+        // dead; the row's lock makes a gc dropping it wait for this flush).
+        PgParams p;
+        p.add(session_->id());
+        if (conn_.exec("UPDATE sessions SET heartbeat = now() WHERE id = $1", p, "beating the session").affected() == 0)
+            throw StoreError(fmt::format("the catalog '{}': gc declared this writer dead (no heartbeat) and may have "
+                                         "dropped chunks it refers to: what it wrote since its last flush is not "
+                                         "committed; put it again",
+                                         conn_.url()));
+    }
+    // Whether a gc swept since this writer started: then what it publishes
+    // is checked below (FOR SHARE: a sweep that starts now waits for this
+    // flush, and sees it committed).
+    bool swept = false;
     if (gc_epoch_) {
-        // No gc since this writer started (FOR SHARE: one that starts now
-        // waits for this flush, and sees it committed).
         PgParams p;
         p.add_text(kGcEpochKey);
         const PgResult r = conn_.exec("SELECT value FROM meta WHERE key = $1 FOR SHARE", p, "checking the gc epoch");
-        if (r.rows() == 0 || r.text(0, 0) != *gc_epoch_)
-            throw StoreError(fmt::format("the catalog '{}': a gc ran while this writer's lock on the store was lost "
-                                         "(with the connection to the server): what it wrote since its last flush "
-                                         "is not committed; put it again",
-                                         conn_.url()));
+        swept = r.rows() == 0 || r.text(0, 0) != *gc_epoch_;
     }
     // Chunk rows in id order: two writers inserting the same ids take the
     // index's locks in one order (no deadlock); a chunk another writer
@@ -114,7 +123,10 @@ void PgCatalog::write_batch(FlushBatch& batch, std::vector<std::int64_t>& rows, 
             const PgResult added = conn_.exec(
                 "INSERT INTO chunks(id, pack, \"offset\", raw_size, stored_size) "
                 "SELECT * FROM unnest($1::bytea[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[]) "
-                "ON CONFLICT (id) DO NOTHING RETURNING id",
+                // (a row gc condemned is re-pointed to this copy and kept)
+                "ON CONFLICT (id) DO UPDATE SET pack = excluded.pack, \"offset\" = excluded.\"offset\", "
+                "raw_size = excluded.raw_size, stored_size = excluded.stored_size, condemned = NULL "
+                "WHERE chunks.condemned IS NOT NULL RETURNING id",
                 p, "indexing chunks");
             if (static_cast<std::size_t>(added.rows()) < n) {
                 IdSet in;
@@ -231,8 +243,28 @@ void PgCatalog::write_batch(FlushBatch& batch, std::vector<std::int64_t>& rows, 
             p.add_bytes(std::span<const std::uint8_t>(m.records));
         conn_.exec("UPDATE manifests SET name = $2, pending_name = NULL, size = $3, mode = $4, mtime_ns = $5, "
                    "digest = $6, algorithm = $7, min_size = $8, normal_size = $9, max_size = $10, keyed = $11, "
-                   "chunk_count = $12, committed_ns = $13, first_id = $14::bytea, records = $15::bytea WHERE id = $1",
+                   "chunk_count = $12, committed_ns = $13, first_id = $14::bytea, records = $15::bytea, "
+                   "condemned = NULL WHERE id = $1",
                    p, "publishing a file");
+        if (swept) {
+            // A gc swept since this writer started: a chunk it found before
+            // that sweep's mark may be gone (e.g. listed by a snapshot
+            // forgotten meanwhile). Nothing is published that names one.
+            PgParams q;
+            q.add(row);
+            const PgResult missing = conn_.exec(
+                "SELECT count(*) FROM (SELECT substring(c.ids FROM i * 32 + 1 FOR 32) AS id FROM manifest_chunks c, "
+                "generate_series(0, length(c.ids) / 32 - 1) AS i WHERE c.manifest = $1 UNION ALL "
+                "SELECT substring(m.records FROM i * 32 + 1 FOR 32) FROM manifests m, "
+                "generate_series(0, length(m.records) / 32 - 1) AS i WHERE m.id = $1 AND m.records IS NOT NULL) x "
+                "WHERE NOT EXISTS (SELECT 1 FROM chunks k WHERE k.id = x.id)",
+                q, "checking a file's chunks");
+            if (missing.i64(0, 0) > 0)
+                throw StoreError(fmt::format("the catalog '{}': gc dropped {} chunk(s) that a file of this writer "
+                                             "refers to while it ran: nothing of this flush is committed; put it "
+                                             "again",
+                                             conn_.url(), missing.i64(0, 0)));
+        }
     }
     if (!batch.abandoned.empty()) {
         PgParams p;
@@ -283,6 +315,13 @@ void PgCatalog::rename(std::span<const Move> moves, std::string_view store_name)
                 id.add(r.i64(0, 0));
                 PgParams t;
                 t.add_bytes(to);
+                // A target gc condemned (a content no snapshot named at its
+                // mark) gives way to this copy: were this one dropped, the
+                // sweep could drop the other under the snapshot naming it.
+                conn_.exec("DELETE FROM manifest_chunks WHERE manifest IN (SELECT id FROM manifests WHERE name = $1 "
+                           "AND condemned IS NOT NULL)",
+                           t, "renaming files");
+                conn_.exec("DELETE FROM manifests WHERE name = $1 AND condemned IS NOT NULL", t, "renaming files");
                 if (conn_.exec("SELECT 1 FROM manifests WHERE name = $1", t, "renaming files").rows() > 0) {
                     conn_.exec("DELETE FROM manifest_chunks WHERE manifest = $1", id, "renaming files");
                     conn_.exec("DELETE FROM manifests WHERE id = $1", id, "renaming files");

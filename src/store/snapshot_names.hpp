@@ -101,6 +101,13 @@ tree::Entry root_entry(const Snapshot& s);
 /// snapshots that held them were forgotten). The caller holds the store
 /// exclusively (no backup is under way).
 std::uint64_t drop_unreferenced_snapshot_files(const Store& store, Catalog& catalog);
+/// What drop_unreferenced_snapshot_files drops, without dropping it: the
+/// files of backups that never committed (`files`), the contents no
+/// snapshot names (`contents`); `named` (if given) gets the contents the
+/// snapshots name. False if a snapshot could not be read (then `contents`
+/// is empty and `named` incomplete).
+bool unreferenced_snapshot_files(const Store& store, Catalog& catalog, std::vector<std::string>& files,
+                                 std::vector<std::string>& contents, std::vector<std::string>* named = nullptr);
 
 /// Gives the files of committed snapshots that are still under their first
 /// names (`\0f/ID/...`: a catalog rebuilt from the packs' catalog records,

@@ -225,22 +225,30 @@ tree::Entry root_entry(const Snapshot& s) {
 }
 
 std::uint64_t drop_unreferenced_snapshot_files(const Store& store, Catalog& catalog) {
+    std::vector<std::string> files, contents;
+    unreferenced_snapshot_files(store, catalog, files, contents);
+    files.insert(files.end(), contents.begin(), contents.end());
+    if (!files.empty()) catalog.remove(files, "the store");
+    return files.size();
+}
+
+bool unreferenced_snapshot_files(const Store& store, Catalog& catalog, std::vector<std::string>& drop,
+                                 std::vector<std::string>& unnamed, std::vector<std::string>* named_out) {
     std::map<std::string, std::vector<std::string>> by_snapshot;
     for (const ManifestInfo& m : catalog.list(kFilePrefix)) {
         const auto slash = m.name.find('/', kFilePrefix.size());
         if (slash == std::string::npos) continue;
         by_snapshot[m.name.substr(kFilePrefix.size(), slash - kFilePrefix.size())].push_back(m.name);
     }
-    std::vector<std::string> drop;
     for (auto& [id, names] : by_snapshot)
         if (!catalog.find(header_name(id))) drop.insert(drop.end(), names.begin(), names.end());
     // Contents: those no snapshot's tree names. A snapshot that cannot be
     // read keeps every content (nothing is dropped on a guess).
     const auto contents = catalog.list(kContentPrefix);
-    if (!contents.empty()) {
+    bool complete = true;
+    if (!contents.empty() || named_out) {
         std::set<std::string> named;
         std::set<tree::BlobId> seen;  // directories snapshots share: read once
-        bool complete = true;
         try {
             for (const ManifestInfo& h : catalog.list(kHeaderPrefix))
                 for_each_content(store, parse_header(read_manifest(store, h.name), h.name),
@@ -250,10 +258,10 @@ std::uint64_t drop_unreferenced_snapshot_files(const Store& store, Catalog& cata
         }
         if (complete)
             for (const ManifestInfo& m : contents)
-                if (!named.count(m.name)) drop.push_back(m.name);
+                if (!named.count(m.name)) unnamed.push_back(m.name);
+        if (named_out) named_out->assign(named.begin(), named.end());
     }
-    if (!drop.empty()) catalog.remove(drop, "the store");
-    return drop.size();
+    return complete;
 }
 
 SnapshotRestoreReport restore_checked(const std::filesystem::path& out, const tree::Entry& root,

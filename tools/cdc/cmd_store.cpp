@@ -470,6 +470,9 @@ struct GcArgs {
     std::string dir;
     bool json = false;
     bool quiet = false;
+    bool no_wait = false;
+    double wait_seconds = 600;
+    double session_timeout = 600;
 };
 
 int run_gc(const GcArgs& a) {
@@ -477,18 +480,25 @@ int run_gc(const GcArgs& a) {
     store::GcOptions o;
     if (!a.quiet && !a.json)
         o.on_wait = [] { fmt::print(stderr, "cdc: waiting for the writers of the store to finish...\n"); };
+    o.wait_seconds = a.no_wait ? 0 : a.wait_seconds;
+    o.session_timeout = a.session_timeout;
     const auto r = s.gc(o);
     if (a.json) {
         nlohmann::json j = {{"manifests_dropped", r.manifests_dropped}, {"chunks_removed", r.chunks_removed},
                             {"bytes_removed", r.bytes_removed},         {"packs_rewritten", r.packs_rewritten},
                             {"packs_deleted", r.packs_deleted},         {"bytes_before", r.bytes_before},
-                            {"bytes_after", r.bytes_after}};
+                            {"bytes_after", r.bytes_after},
+                            {"chunks_condemned", r.chunks_condemned},   {"sweep_left", r.sweep_left}};
         fmt::print("{}\n", tools::json_text(j));
     } else if (!a.quiet) {
         fmt::print("gc: {} chunk(s) removed ({}), {} pack(s) rewritten, {} deleted, {} pending manifest(s) dropped; "
                    "packs {} -> {}\n",
                    r.chunks_removed, mb(r.bytes_removed), r.packs_rewritten, r.packs_deleted, r.manifests_dropped,
                    mb(r.bytes_before), mb(r.bytes_after));
+        if (r.chunks_condemned > 0 || r.sweep_left)
+            fmt::print("gc: {} chunk(s) marked{}\n", r.chunks_condemned,
+                       r.sweep_left ? "; the sweep is left to the next gc (sessions from before the mark still run)"
+                                    : "");
     }
     finish_stdout();
     return kExitOk;
@@ -608,11 +618,21 @@ void add_store_subcommands(CLI::App& st, int& exit_code) {
     }
     {
         auto a = std::make_shared<GcArgs>();
-        auto* c = st.add_subcommand("gc", "reclaim unreferenced chunks, rewrite sparse packs (waits for writers)");
+        auto* c = st.add_subcommand("gc", "reclaim unreferenced chunks, rewrite sparse packs (waits for writers; beside them with a "
+                                          "PostgreSQL catalog)");
         c->add_option("DIR", a->dir, "the store's directory")->required()->type_name("");
         add_json_flag(*c, a->json, "{manifests_dropped, chunks_removed, bytes_removed, packs_rewritten, "
-                                   "packs_deleted, bytes_before, bytes_after}");
+                                   "packs_deleted, bytes_before, bytes_after, chunks_condemned, sweep_left}");
         add_quiet_flag(*c, a->quiet);
+        c->add_flag("--no-wait", a->no_wait,
+                    "PostgreSQL catalog: mark and return; the sweep is left to a later gc (when the sessions "
+                    "alive at the mark have ended)");
+        c->add_option("--wait", a->wait_seconds,
+                      "PostgreSQL catalog: seconds to wait after the mark for the sessions alive then (default 600)")
+            ->check(CLI::NonNegativeNumber);
+        c->add_option("--session-timeout", a->session_timeout,
+                      "PostgreSQL catalog: a session without a heartbeat for this many seconds is dead (default 600)")
+            ->check(CLI::PositiveNumber);
         document(*c, {.notes = "",
                       .examples = {{"cdc store gc /srv/store", "reclaim the space of removed and replaced files"}},
                       .exit_codes = exit_codes()});
