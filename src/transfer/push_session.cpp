@@ -56,6 +56,7 @@ void PushSession::handle(const v1::PushRequest& request, const Sink& sink) {
     }
     switch (request.body_case()) {
     case v1::PushRequest::kCandidates: candidates(request.candidates(), sink); return;
+    case v1::PushRequest::kTreeIds: tree_ids(request.tree_ids(), sink); return;
     case v1::PushRequest::kTrees: tree_bytes(request.trees()); return;
     case v1::PushRequest::kCommit: commit_snapshot(request.commit(), sink); return;
     default: break;
