@@ -61,10 +61,6 @@ void PushSession::require_snapshot(const char* what) const {
 }
 
 void PushSession::snapshot_start(const v1::SnapshotStart& m, const Sink& sink) {
-    if (encrypted_)
-        throw TransferError(Code::failed_precondition,
-                            "the store is encrypted: a tree pushed as a snapshot is not taken by the server of an "
-                            "encrypted store yet (push its files by name with cdc push --names)");
     if (store_.info().format_version < store::kFormatVersion)
         throw TransferError(Code::failed_precondition,
                             fmt::format("the server's store is format {}: it takes no snapshot until `cdc store "

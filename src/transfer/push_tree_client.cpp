@@ -115,10 +115,6 @@ void send_trees(PushStream& stream, const std::string& records, bool ask, TreePu
 TreePushReport push_tree(const std::function<std::unique_ptr<PushStream>()>& open_stream, const ServerParams& params,
                          const TreePushOptions& options) {
     const auto t0 = std::chrono::steady_clock::now();
-    if (params.encrypted)
-        throw TransferError(Code::failed_precondition,
-                            "the server's store is encrypted: it takes no tree as a snapshot yet (push the files by "
-                            "name: cdc push --names)");
     if (params.profile.keyed && params.key_missing)
         throw TransferError(Code::failed_precondition,
                             fmt::format("the server{} holds no key for its keyed store (it was started without "
