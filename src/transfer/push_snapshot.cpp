@@ -100,11 +100,10 @@ void PushSession::candidates(const v1::Candidates& m, const Sink& sink) {
     std::vector<store::SnapshotIntake::Candidate> batch(n);
     for (std::size_t i = 0; i < n; ++i) {
         const int k = static_cast<int>(i);
-        batch[i] = {m.paths(k), m.sizes(k), m.mtimes_ns(k), m.ctimes_ns(k), m.inodes(k), m.devices(k)};
-        if (m.sparse_size() != 0) {
-            batch[i].sparse = m.sparse(k);
-            batch[i].extents = m.extents(k);
-        }
+        const bool any = m.sparse_size() != 0;  // (none: a client that offers no sparse file)
+        batch[i] = {m.paths(k),  m.sizes(k),          m.mtimes_ns(k),
+                    m.ctimes_ns(k), m.inodes(k),      m.devices(k),
+                    any && m.sparse(k), any ? std::string_view(m.extents(k)) : std::string_view()};
     }
     v1::PushReply reply;
     reply.mutable_reuse()->set_digests(intake_call("candidates", [&] { return snap_->intake->reuse(batch); }));

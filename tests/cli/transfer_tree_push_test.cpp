@@ -583,7 +583,7 @@ TEST(TransferTreePush, ALyingClientIsRefusedAndNothingIsCommitted) {
         RawPush p(*stub);
         p.start("/x", parent_id);
         const std::string d = p.file("a", content);
-        const auto inner = tr::encode_tree({file_entry("a", d, content.size())});
+        const auto inner = tr::encode_tree({file_entry("b", d, content.size())});
         const auto top = tr::encode_tree({dir_entry("in", tr::tree_id(inner))});
         EXPECT_EQ(ask(p, {tr::tree_id(inner), tr::tree_id(top)}), std::string("\1\1", 2));
         std::string records;
