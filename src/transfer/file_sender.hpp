@@ -101,8 +101,8 @@ public:
         e->set_size(file_.bytes);
         e->set_digest(d.bytes.data(), 32);
         stream_.write(req);
-        if (defer_done_) {  // (read before the next reply: replies come in order)
-            ++dones_due_;
+        if (defer_done_ || !expect_done_) {  // (read before the next reply: replies come in order)
+            if (expect_done_) ++dones_due_;
             sent_before_ += file_.bytes_sent;
             return file_;
         }
@@ -124,6 +124,9 @@ public:
     /// round trip; its PushedFile then lacks new_chunks, unchanged and
     /// identical (a tree push uses none of them).
     void defer_done(bool defer) noexcept { defer_done_ = defer; }
+    /// Whether the server sends a `done` per file (a tree push's server
+    /// may send none: SnapshotStarted.no_dones).
+    void expect_done(bool expect) noexcept { expect_done_ = expect; }
     /// Reads the `done` of every file whose done was deferred.
     void read_dones() {
         while (dones_due_ > 0) {
@@ -361,6 +364,7 @@ private:
     const std::size_t group_digest_bytes_;
     const bool data_ids_optional_;
     bool defer_done_ = false;
+    bool expect_done_ = true;
     std::size_t dones_due_ = 0;  // files ended whose done is not read yet
     std::deque<InFlight> in_flight_;   // in file order (references stay valid: push_back, pop_front)
     std::deque<InFlight*> replies_;    // the list each reply to come is about

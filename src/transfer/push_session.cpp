@@ -468,7 +468,7 @@ void PushSession::end(const v1::FileEnd& m, const Sink& sink) {
     done->set_new_bytes(file_new_bytes_);
     done->set_unchanged(file_unchanged_);
     done->set_identical(file_identical_);
-    sink(reply);
+    if (!snap_) sink(reply);  // (a snapshot push has none: SnapshotStarted.no_dones)
 }
 
 void PushSession::finish(const Sink& sink) {

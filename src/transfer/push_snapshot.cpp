@@ -81,6 +81,7 @@ void PushSession::snapshot_start(const v1::SnapshotStart& m, const Sink& sink) {
     v1::PushReply reply;
     reply.mutable_snapshot_started()->set_id(s.id);
     reply.mutable_snapshot_started()->set_parent(s.parent);
+    reply.mutable_snapshot_started()->set_no_dones(true);
     snap_ = std::move(st);
     sink(reply);
 }

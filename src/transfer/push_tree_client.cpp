@@ -140,6 +140,7 @@ TreePushReport push_tree(const std::function<std::unique_ptr<PushStream>()>& ope
         std::vector<store::SnapshotIssue> skipped = captured.skipped;
         skipped.insert(skipped.end(), changed.begin(), changed.end());
         std::unique_ptr<PushStream> stream = open_stream();
+        bool no_dones = false;  // (the server sends no done per file)
         auto add_wire = [&] {
             report.wire_sent += stream->wire_sent;
             report.wire_received += stream->wire_received;
@@ -168,6 +169,7 @@ TreePushReport push_tree(const std::function<std::unique_ptr<PushStream>()>& ope
                 stream->write(req);
                 const v1::PushReply r = read_reply(*stream, v1::PushReply::kSnapshotStarted, "the snapshot's start");
                 report.snapshot.parent = r.snapshot_started().parent();
+                no_dones = r.snapshot_started().no_dones();
             }
             if (!options.snapshot.force_read && !report.snapshot.parent.empty()) {
                 std::vector<std::size_t> batch;
@@ -215,6 +217,7 @@ TreePushReport push_tree(const std::function<std::unique_ptr<PushStream>()>& ope
             ProgressThrottle progress(options.push.progress, total, count);
             detail::FileSender sender(*stream, params, finder, pool, progress, options.push.group_lists);
             sender.defer_done(true);
+            sender.expect_done(!no_dones);
             for (std::size_t k = 0; k < jobs.size(); ++k) {
                 Job& j = jobs[k];
                 if (j.reused || j.skipped) continue;
