@@ -96,7 +96,7 @@ void PushSession::candidates(const v1::Candidates& m, const Sink& sink) {
         (m.sparse_size() != 0 && m.sparse_size() != m.paths_size()))
         throw TransferError(Code::invalid_argument,
                             fmt::format("snapshot refused: a candidates message of {} paths (at most {}, each with "
-                                        "its five fields) (nothing is committed)",
+                                        "its five fields, and sparse and extents for all or none) (nothing is committed)",
                                         n, kMaxCandidatesPerMessage));
     std::vector<store::SnapshotIntake::Candidate> batch(n);
     for (std::size_t i = 0; i < n; ++i) {

@@ -594,6 +594,34 @@ TEST(TransferTreePush, ALyingClientIsRefusedAndNothingIsCommitted) {
         add_record(records, top);
         refused(p, records, tr::tree_id(top), "was not sent");
     }
+    {  // A sparse candidate's extents that are not (offset, length) pairs;
+       // sparse flags for some candidates only.
+        for (const bool short_flags : {false, true}) {
+            RawPush p(*stub);
+            p.start("/x", parent_id);
+            v1::PushRequest m;
+            auto* c = m.mutable_candidates();
+            for (const char* path : {"x/a", "x/b"}) {
+                c->add_paths(path);
+                c->add_sizes(content.size());
+                c->add_mtimes_ns(0);
+                c->add_ctimes_ns(0);
+                c->add_inodes(0);
+                c->add_devices(0);
+            }
+            c->add_sparse(true);
+            c->add_extents(std::string(7, 'e'));
+            if (!short_flags) {
+                c->add_sparse(false);
+                c->add_extents("");
+            }
+            p.send(m);
+            const grpc::Status st = p.end();
+            EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << st.error_message();
+            EXPECT_NE(st.error_message().find(short_flags ? "each with" : "(offset, length) pairs"), std::string::npos)
+                << st.error_message();
+        }
+    }
     {  // Ids that are not 32 bytes each; ids after the records.
         RawPush p(*stub);
         p.start("/x", parent_id);
