@@ -69,7 +69,11 @@ public:
         FdReader stream(fd, in.path == "-" ? std::string("stdin") : in.path);
         std::optional<SteadyFileReader> file;
         if (S_ISREG(opened.st_mode) && in.path != "-") file.emplace(fd, opened, in.path);
-        ChunkFeed feed(finder_, reader ? *reader : file ? static_cast<Reader&>(*file) : stream);
+        // (a small regular file is chunked on this thread: ChunkFeed::kInlineBytes)
+        std::optional<std::uint64_t> size_hint;
+        if (file && !reader) size_hint = static_cast<std::uint64_t>(opened.st_size);
+        ChunkFeed feed(finder_, reader ? *reader : file ? static_cast<Reader&>(*file) : stream, std::size_t{4} << 20,
+                       size_hint);
         Hasher whole(DigestKind::blake3);
         const std::uint64_t list_bytes = max_list_bytes(params_.profile.max_size);
         const std::size_t list_chunks = std::min<std::size_t>(kMaxListChunks, params_.max_list_chunks ? params_.max_list_chunks : kMaxListChunks);
