@@ -4,8 +4,8 @@
 # day 1 then day 2 (and an unchanged re-push) of bench/store/make_tree_days.py,
 # each copied with `rsync -aHAX --delete` into one fixed path (WORK_DIR/live).
 # `cdc store backup` writes into one store; `cdc push` sends to a `cdc serve`
-# of another on the loopback interface (both at 64 KiB average chunks, plain:
-# a tree push to an encrypted store is refused). Every step is timed by
+# of another on the loopback interface (both at 64 KiB average chunks, plain,
+# as the figures in docs/BENCHMARKS.md were taken). Every step is timed by
 # bench/store/timed.py (wall, CPU of the client, peak RSS of the client);
 # the pushed snapshot of day 2 is pulled back and checked with
 # `rsync -naicHAX --numeric-ids` against day 2.

@@ -189,11 +189,18 @@ public:
         std::uint64_t size = 0;
         std::int64_t mtime_ns = 0, ctime_ns = 0;
         std::uint64_t inode = 0, device = 0;
+        bool sparse = false;
+        std::string_view extents;  ///< a sparse file's data extents (u64 LE offset, length, ...)
     };
     /// Per candidate, the parent's content digest (32 bytes) if the file is
-    /// unchanged since the parent (restic's rule) and its content is still
-    /// stored, else 32 zero bytes.
+    /// unchanged since the parent (restic's rule, with a sparse file's
+    /// extents) and its content is still stored, else 32 zero bytes.
     std::string reuse(std::span<const Candidate> batch);
+    /// Per tree id (32 bytes each, before any tree record), '\1' where the
+    /// sender must send that tree, '\0' where the parent holds it: the
+    /// commit reads those from the parent (and only those: a tree neither
+    /// sent nor answered held is refused).
+    std::string wanted_trees(std::string_view ids);
     /// Appends tree records ([32-byte id][u32 LE length][object] each).
     void add_trees(std::string_view bytes);
     /// Whether tree records came (candidates may not follow them).
@@ -230,6 +237,7 @@ public:
         std::uint64_t inode = 0, device = 0;
         bool sparse = false;
         std::uint32_t mode = 0;
+        std::string extents;  ///< a sparse file's data extents (u64 LE offset, length, ...), as Candidate's
     };
     /// The regular files, depth first in name order.
     const std::vector<File>& files() const;

@@ -24,6 +24,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -51,6 +52,20 @@ std::string content_key(std::string_view digest, std::uint64_t length) {
     return k;
 }
 
+/// A sparse file's data extents from the wire (u64 LE offset, length,
+/// ...); nullopt if they are not whole pairs.
+std::optional<std::vector<tree::Extent>> extents_of(std::string_view b) {
+    if (b.size() % 16 != 0) return std::nullopt;
+    std::vector<tree::Extent> out(b.size() / 16);
+    const auto u64 = [&](std::size_t at) {
+        std::uint64_t v = 0;
+        for (int i = 7; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(b[at + static_cast<std::size_t>(i)]);
+        return v;
+    };
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] = {u64(i * 16), u64(i * 16 + 8)};
+    return out;
+}
+
 [[noreturn]] void refuse(const std::string& why) {
     throw OptionError(fmt::format("snapshot refused: {} (nothing is committed)", why));
 }
@@ -76,10 +91,22 @@ struct SnapshotIntake::Impl {
     std::unordered_set<std::string> offered;  // content keys a reuse offered
     std::vector<std::string> first_names;     // the stored files' manifests before their content names
     std::uint64_t candidates = 0;
+    std::uint64_t tree_ids = 0;                           // ids asked about (wanted_trees)
+    std::unordered_set<BlobId, detail::IdHash> held;      // of those, the parent's: not sent, read at the commit
     std::string trees;  // the records received
     bool trees_begun = false;
 
     Impl(const Store& s, std::size_t max_name) : store(s), max_name_bytes(max_name) {}
+
+    /// The parent's trees, read once (a damaged parent: DamageError).
+    void load_parent() {
+        if (!parent || parent_trees) return;
+        try {
+            parent_trees = detail::load_trees(store, *parent);
+        } catch (const StoreError& e) {
+            throw DamageError(fmt::format("the parent snapshot {}: {}", parent->id, e.what()));
+        }
+    }
 
     /// The parent's entry at `parts`, or nullptr.
     const Entry* parent_entry(const std::vector<std::string>& parts) {
@@ -183,13 +210,7 @@ std::string SnapshotIntake::reuse(std::span<const Candidate> batch) {
     if (st.trees_begun) throw OptionError("snapshot refused: candidates after the trees (nothing is committed)");
     st.candidates += batch.size();
     if (st.candidates > kMaxCandidates) refuse(fmt::format("more than {} candidates", kMaxCandidates));
-    if (st.parent && !st.parent_trees) {
-        try {
-            st.parent_trees = detail::load_trees(st.store, *st.parent);
-        } catch (const StoreError& e) {
-            throw DamageError(fmt::format("the parent snapshot {}: {}", st.parent->id, e.what()));
-        }
-    }
+    st.load_parent();
     std::string digests(batch.size() * 32, '\0');
     for (std::size_t i = 0; i < batch.size(); ++i) {
         const Candidate& c = batch[i];
@@ -203,6 +224,12 @@ std::string SnapshotIntake::reuse(std::span<const Candidate> batch) {
         now.ctime_ns = c.ctime_ns;
         now.inode = c.inode;
         now.device = c.device;
+        if (c.sparse) {
+            auto x = extents_of(c.extents);
+            if (!x) refuse(fmt::format("candidate '{}': extents that are not (offset, length) pairs", c.path));
+            now.sparse = true;
+            now.extents = std::move(*x);
+        }
         const Entry* before = nullptr;
         try {
             before = st.parent_entry(detail::path_parts(c.path));
@@ -211,12 +238,32 @@ std::string SnapshotIntake::reuse(std::span<const Candidate> batch) {
         }
         if (!before || !detail::unchanged_since(now, *before)) continue;
         const std::string& d = before->content.digest;
+        const std::uint64_t length = tree::data_length(now);  // (a sparse file's: its extents')
         // (the content must still be stored: a forgotten parent's may be gone)
-        if (!st.store.find(detail::content_name(st.store, d, now.size))) continue;
-        st.offered.insert(content_key(d, now.size));
+        if (!st.store.find(detail::content_name(st.store, d, length))) continue;
+        st.offered.insert(content_key(d, length));
         std::memcpy(digests.data() + i * 32, d.data(), 32);
     }
     return digests;
+}
+
+std::string SnapshotIntake::wanted_trees(std::string_view ids) {
+    Impl& st = *impl_;
+    if (st.trees_begun) refuse("tree ids after the tree records");
+    if (ids.size() % 32 != 0) refuse("tree ids that are not 32 bytes each");
+    st.tree_ids += ids.size() / 32;
+    if (st.tree_ids > kMaxTreeBytes / 36) refuse(fmt::format("more than {} tree ids", kMaxTreeBytes / 36));
+    st.load_parent();
+    std::string wanted(ids.size() / 32, '\1');
+    for (std::size_t i = 0; i < wanted.size(); ++i) {
+        BlobId id{};
+        std::memcpy(id.data(), ids.data() + i * 32, 32);
+        if (st.parent_trees && st.parent_trees->has(id)) {
+            st.held.insert(id);
+            wanted[i] = '\0';
+        }
+    }
+    return wanted;
 }
 
 bool SnapshotIntake::trees_begun() const { return impl_->trees_begun; }
@@ -238,7 +285,8 @@ const Snapshot& SnapshotIntake::commit(Writer& writer, std::string_view root_id,
     // The tree records: each parsed, checked against its id, once.
     struct Tree {
         std::vector<Entry> entries;
-        std::size_t at = 0, length = 0;
+        std::size_t at = 0, length = 0;  // of its record among those sent
+        bool held = false;               // the parent's, not sent
         bool reached = false;
         SnapshotTotals totals;  // below it, once counted
         std::uint64_t reused = 0;
@@ -271,11 +319,20 @@ const Snapshot& SnapshotIntake::commit(Writer& writer, std::string_view root_id,
     }
 
     // Walked from the root: every name, every content, every subtree.
+    std::vector<BlobId> held_order;  // the parent's trees reached
     std::function<Tree&(const BlobId&, const std::string&, std::size_t)> walk =
         [&](const BlobId& id, const std::string& path, std::size_t depth) -> Tree& {
         if (depth > kMaxDepth) refuse(fmt::format("'{}': directories deeper than {}", path, kMaxDepth));
-        const auto it = trees.find(id);
-        if (it == trees.end()) refuse(fmt::format("'{}': its tree {} was not sent", path, to_hex(id)));
+        auto it = trees.find(id);
+        if (it == trees.end()) {
+            // Not sent: the parent's, if the server answered that it held it.
+            if (!st.held.count(id)) refuse(fmt::format("'{}': its tree {} was not sent", path, to_hex(id)));
+            Tree t;
+            t.entries = st.parent_trees->entries(id);  // (checked against its id; DamageError)
+            t.held = true;
+            it = trees.emplace(id, std::move(t)).first;
+            held_order.push_back(id);
+        }
         Tree& t = it->second;
         if (t.counted) return t;
         t.reached = true;
@@ -326,6 +383,8 @@ const Snapshot& SnapshotIntake::commit(Writer& writer, std::string_view root_id,
         if (!t.reached) refuse(fmt::format("tree {} is in no directory of the snapshot", to_hex(id)));
         stream.append(r, t.at, t.length);
     }
+    std::set<BlobId> written;
+    for (const BlobId& id : held_order) detail::append_encoded_tree(id, st.parent_trees->raw(id), stream, written);
 
     // The stored files under their content names (as a backup does, before
     // the snapshot's own transaction).

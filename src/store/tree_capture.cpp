@@ -25,6 +25,17 @@ using tree::EntryType;
 
 std::string child_path(const std::string& dir, const std::string& name) { return dir.empty() ? name : dir + "/" + name; }
 
+/// A sparse file's data extents as the wire carries them (u64 LE offset,
+/// length, ...): the server compares them with the parent's.
+std::string extents_bytes(const std::vector<tree::Extent>& x) {
+    std::string b;
+    b.reserve(x.size() * 16);
+    for (const tree::Extent& e : x)
+        for (const std::uint64_t v : {e.offset, e.length})
+            for (int i = 0; i < 8; ++i) b.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+    return b;
+}
+
 std::int64_t ns_of(const struct timespec& t) { return std::int64_t{t.tv_sec} * 1'000'000'000 + t.tv_nsec; }
 
 }  // namespace
@@ -50,7 +61,8 @@ TreeCapture::TreeCapture(const SnapshotOptions& options, Snapshot& snap, Snapsho
             } else if (e.type == EntryType::file) {
                 c.file_of[(std::uint64_t{di} << 32) | i] = c.files.size();
                 c.where.emplace_back(di, i);
-                c.files.push_back({p, e.size, tree::data_length(e), e.mtime_ns, e.ctime_ns, e.inode, e.device, e.sparse, e.mode});
+                c.files.push_back({p, e.size, tree::data_length(e), e.mtime_ns, e.ctime_ns, e.inode, e.device, e.sparse, e.mode,
+                                   e.sparse ? extents_bytes(e.extents) : std::string()});
             }
         }
     };

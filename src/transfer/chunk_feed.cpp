@@ -17,8 +17,16 @@ constexpr std::size_t kSlots = ChunkFeed::kSegments;
 constexpr std::size_t kDigestBatch = 64;
 }  // namespace
 
-ChunkFeed::ChunkFeed(std::shared_ptr<const CutFinder> finder, Reader& reader, std::size_t read_size)
-    : finder_(std::move(finder)), read_size_(read_size), slots_(kSlots), pool_(1), ready_(kSlots) {
+ChunkFeed::ChunkFeed(std::shared_ptr<const CutFinder> finder, Reader& reader, std::size_t read_size,
+                     std::optional<std::uint64_t> size_hint)
+    : finder_(std::move(finder)), read_size_(read_size), ready_(kSlots) {
+    if (size_hint && *size_hint <= kInlineBytes) {
+        inline_reader_ = &reader;
+        inline_bytes_.resize(static_cast<std::size_t>(*size_hint) + 1);  // (+1: the end is seen in one read)
+        return;
+    }
+    slots_.resize(kSlots);
+    pool_.emplace(1);
     const std::size_t capacity = read_size_ + finder_->profile().max_size;
     for (auto& s : slots_) {
         s.data = std::make_unique_for_overwrite<std::byte[]>(capacity);
@@ -66,13 +74,13 @@ void ChunkFeed::run(Reader& reader) {
             for (std::size_t i = 0, at = 0; i < g.lengths.size(); at += g.lengths[i], ++i) g.starts[i] = at;
             // The ids, in parts hashed side by side (this thread helps).
             const std::size_t n = g.lengths.size();
-            const std::size_t parts = pool_.threads() + 1;  // the worker and this thread
+            const std::size_t parts = pool_->threads() + 1;  // the worker and this thread
             const std::size_t per = std::max(kDigestBatch, (n + parts - 1) / parts);
             std::atomic<std::size_t> left{0};
             for (std::size_t b = 0; b < n; b += per) {
                 const std::size_t e = std::min(n, b + per);
                 left.fetch_add(1);
-                pool_.submit([&g, &left, b, e] {
+                pool_->submit([&g, &left, b, e] {
                     Digest digests[kDigestBatch];
                     for (std::size_t i = b; i < e; i += kDigestBatch) {
                         const std::size_t m = std::min(kDigestBatch, e - i);
@@ -85,7 +93,7 @@ void ChunkFeed::run(Reader& reader) {
                     left.fetch_sub(1);
                 });
             }
-            pool_.wait([&] { return left.load() == 0; });
+            pool_->wait([&] { return left.load() == 0; });
             offset += cut;
             prev = s;
             prev_cut = cut;
@@ -94,12 +102,47 @@ void ChunkFeed::run(Reader& reader) {
     }
 }
 
+ChunkFeed::Segment* ChunkFeed::next_inline() {
+    Reader& reader = *inline_reader_;
+    inline_reader_ = nullptr;
+    std::size_t size = 0;
+    for (;;) {  // (a file that grew since its size was taken: read on; its reader says it changed)
+        if (size == inline_bytes_.size()) inline_bytes_.resize(inline_bytes_.size() * 2);
+        const FillResult got = read_at_least(reader, {inline_bytes_.data() + size, inline_bytes_.size() - size},
+                                             inline_bytes_.size() - size);
+        size += got.bytes;
+        if (got.end) break;
+    }
+    if (size == 0) return nullptr;
+    Segment& g = inline_segment_;
+    const std::span<const std::byte> all(inline_bytes_.data(), size);
+    cut_lengths(*finder_, all, true, g.lengths);
+    g.offset = 0;
+    g.bytes = all;
+    const std::size_t n = g.lengths.size();
+    g.ids.resize(n);
+    g.starts.resize(n);
+    for (std::size_t i = 0, at = 0; i < n; at += g.lengths[i], ++i) g.starts[i] = at;
+    Digest digests[kDigestBatch];
+    for (std::size_t i = 0; i < n; i += kDigestBatch) {
+        const std::size_t m = std::min(kDigestBatch, n - i);
+        const std::size_t len = g.starts[i + m - 1] + g.lengths[i + m - 1] - g.starts[i];
+        compute_digests(DigestKind::blake3, {g.bytes.data() + g.starts[i], len},
+                        std::span<const std::uint32_t>(g.lengths.data() + i, m), std::span<Digest>(digests, m));
+        for (std::size_t j = 0; j < m; ++j) std::memcpy(g.ids[i + j].data(), digests[j].bytes.data(), 32);
+    }
+    return &g;
+}
+
 ChunkFeed::Segment* ChunkFeed::next() {
+    if (inline_reader_) return next_inline();
+    if (slots_.empty()) return nullptr;  // (inline: its one segment was handed out)
     Slot* s = nullptr;
     return ready_.next(s) ? &s->segment : nullptr;
 }
 
 void ChunkFeed::release(Segment* segment) {
+    if (segment == &inline_segment_) return;
     for (auto& s : slots_)
         if (&s.segment == segment) ready_.update([&] { free_.push_back(&s); });
 }

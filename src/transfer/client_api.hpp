@@ -62,6 +62,7 @@ struct ServerParams {
     std::string key_check;                ///< a keyed store's key check value (store::key_check_value), if sent
     bool key_missing = false;             ///< keyed, and the server lacks the key: it takes no push
     bool encrypted = false;               ///< the store is encrypted at rest (the server holds its key)
+    bool tree_ids = false;                ///< a tree push may ask which trees the server lacks (TreeIds)
     /// An encrypted store's chunker key, sent to a client with the server's token.
     std::optional<Key> chunker_key;
     std::string address;                  ///< the server's (for messages)
@@ -164,6 +165,8 @@ struct TreePushReport {
     std::uint64_t chunks = 0;
     std::uint64_t chunks_sent = 0;
     std::uint64_t tree_bytes = 0;             ///< of the tree records sent
+    std::uint64_t trees = 0;                  ///< tree objects of the snapshot
+    std::uint64_t trees_sent = 0;             ///< of those, sent (the others the server held)
     std::uint64_t wire_sent = 0;
     std::uint64_t wire_received = 0;
     unsigned attempts = 1;                    ///< streams used (a file that changed while read restarts the push)

@@ -69,7 +69,11 @@ public:
         FdReader stream(fd, in.path == "-" ? std::string("stdin") : in.path);
         std::optional<SteadyFileReader> file;
         if (S_ISREG(opened.st_mode) && in.path != "-") file.emplace(fd, opened, in.path);
-        ChunkFeed feed(finder_, reader ? *reader : file ? static_cast<Reader&>(*file) : stream);
+        // (a small regular file is chunked on this thread: ChunkFeed::kInlineBytes)
+        std::optional<std::uint64_t> size_hint;
+        if (file && !reader) size_hint = static_cast<std::uint64_t>(opened.st_size);
+        ChunkFeed feed(finder_, reader ? *reader : file ? static_cast<Reader&>(*file) : stream, std::size_t{4} << 20,
+                       size_hint);
         Hasher whole(DigestKind::blake3);
         const std::uint64_t list_bytes = max_list_bytes(params_.profile.max_size);
         const std::size_t list_chunks = std::min<std::size_t>(kMaxListChunks, params_.max_list_chunks ? params_.max_list_chunks : kMaxListChunks);
@@ -101,8 +105,8 @@ public:
         e->set_size(file_.bytes);
         e->set_digest(d.bytes.data(), 32);
         stream_.write(req);
-        if (defer_done_) {  // (read before the next reply: replies come in order)
-            ++dones_due_;
+        if (defer_done_ || !expect_done_) {  // (read before the next reply: replies come in order)
+            if (expect_done_) ++dones_due_;
             sent_before_ += file_.bytes_sent;
             return file_;
         }
@@ -124,6 +128,9 @@ public:
     /// round trip; its PushedFile then lacks new_chunks, unchanged and
     /// identical (a tree push uses none of them).
     void defer_done(bool defer) noexcept { defer_done_ = defer; }
+    /// Whether the server sends a `done` per file (a tree push's server
+    /// may send none: SnapshotStarted.no_dones).
+    void expect_done(bool expect) noexcept { expect_done_ = expect; }
     /// Reads the `done` of every file whose done was deferred.
     void read_dones() {
         while (dones_due_ > 0) {
@@ -361,6 +368,7 @@ private:
     const std::size_t group_digest_bytes_;
     const bool data_ids_optional_;
     bool defer_done_ = false;
+    bool expect_done_ = true;
     std::size_t dones_due_ = 0;  // files ended whose done is not read yet
     std::deque<InFlight> in_flight_;   // in file order (references stay valid: push_back, pop_front)
     std::deque<InFlight*> replies_;    // the list each reply to come is about

@@ -56,6 +56,7 @@ void PushSession::handle(const v1::PushRequest& request, const Sink& sink) {
     }
     switch (request.body_case()) {
     case v1::PushRequest::kCandidates: candidates(request.candidates(), sink); return;
+    case v1::PushRequest::kTreeIds: tree_ids(request.tree_ids(), sink); return;
     case v1::PushRequest::kTrees: tree_bytes(request.trees()); return;
     case v1::PushRequest::kCommit: commit_snapshot(request.commit(), sink); return;
     default: break;
@@ -467,7 +468,7 @@ void PushSession::end(const v1::FileEnd& m, const Sink& sink) {
     done->set_new_bytes(file_new_bytes_);
     done->set_unchanged(file_unchanged_);
     done->set_identical(file_identical_);
-    sink(reply);
+    if (!snap_) sink(reply);  // (a snapshot push has none: SnapshotStarted.no_dones)
 }
 
 void PushSession::finish(const Sink& sink) {

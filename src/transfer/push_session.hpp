@@ -151,6 +151,7 @@ private:
     struct SnapshotState;
     void snapshot_start(const v1::SnapshotStart& m, const Sink& sink);
     void candidates(const v1::Candidates& m, const Sink& sink);
+    void tree_ids(const v1::TreeIds& m, const Sink& sink);
     void tree_bytes(const v1::TreeBytes& m);
     void commit_snapshot(const v1::SnapshotCommit& m, const Sink& sink);
     void require_snapshot(const char* what) const;

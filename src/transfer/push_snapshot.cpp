@@ -19,6 +19,7 @@ namespace cdc::transfer {
 namespace {
 
 constexpr std::size_t kMaxCandidatesPerMessage = 4096;
+constexpr std::size_t kMaxTreeIdsPerMessage = 32768;
 
 /// The store's refusal as the stream's status.
 template <class F>
@@ -60,10 +61,6 @@ void PushSession::require_snapshot(const char* what) const {
 }
 
 void PushSession::snapshot_start(const v1::SnapshotStart& m, const Sink& sink) {
-    if (encrypted_)
-        throw TransferError(Code::failed_precondition,
-                            "the store is encrypted: a tree pushed as a snapshot is not taken by the server of an "
-                            "encrypted store yet (push its files by name with cdc push --names)");
     if (store_.info().format_version < store::kFormatVersion)
         throw TransferError(Code::failed_precondition,
                             fmt::format("the server's store is format {}: it takes no snapshot until `cdc store "
@@ -84,6 +81,7 @@ void PushSession::snapshot_start(const v1::SnapshotStart& m, const Sink& sink) {
     v1::PushReply reply;
     reply.mutable_snapshot_started()->set_id(s.id);
     reply.mutable_snapshot_started()->set_parent(s.parent);
+    reply.mutable_snapshot_started()->set_no_dones(true);
     snap_ = std::move(st);
     sink(reply);
 }
@@ -94,18 +92,35 @@ void PushSession::candidates(const v1::Candidates& m, const Sink& sink) {
     const std::size_t n = static_cast<std::size_t>(m.paths_size());
     if (n > kMaxCandidatesPerMessage || m.sizes_size() != m.paths_size() || m.mtimes_ns_size() != m.paths_size() ||
         m.ctimes_ns_size() != m.paths_size() || m.inodes_size() != m.paths_size() ||
-        m.devices_size() != m.paths_size())
+        m.devices_size() != m.paths_size() || m.sparse_size() != m.extents_size() ||
+        (m.sparse_size() != 0 && m.sparse_size() != m.paths_size()))
         throw TransferError(Code::invalid_argument,
                             fmt::format("snapshot refused: a candidates message of {} paths (at most {}, each with "
-                                        "its five fields) (nothing is committed)",
+                                        "its five fields, and sparse and extents for all or none) (nothing is committed)",
                                         n, kMaxCandidatesPerMessage));
     std::vector<store::SnapshotIntake::Candidate> batch(n);
     for (std::size_t i = 0; i < n; ++i) {
         const int k = static_cast<int>(i);
-        batch[i] = {m.paths(k), m.sizes(k), m.mtimes_ns(k), m.ctimes_ns(k), m.inodes(k), m.devices(k)};
+        const bool any = m.sparse_size() != 0;  // (none: a client that offers no sparse file)
+        batch[i] = {m.paths(k),  m.sizes(k),          m.mtimes_ns(k),
+                    m.ctimes_ns(k), m.inodes(k),      m.devices(k),
+                    any && m.sparse(k), any ? std::string_view(m.extents(k)) : std::string_view()};
     }
     v1::PushReply reply;
     reply.mutable_reuse()->set_digests(intake_call("candidates", [&] { return snap_->intake->reuse(batch); }));
+    sink(reply);
+}
+
+void PushSession::tree_ids(const v1::TreeIds& m, const Sink& sink) {
+    require_snapshot("tree ids");
+    if (m.ids().size() > kMaxTreeIdsPerMessage * 32)
+        throw TransferError(Code::invalid_argument,
+                            fmt::format("snapshot refused: a tree ids message of {} bytes (at most {} ids) (nothing "
+                                        "is committed)",
+                                        m.ids().size(), kMaxTreeIdsPerMessage));
+    v1::PushReply reply;
+    reply.mutable_trees_wanted()->set_wanted(
+        intake_call("tree ids", [&] { return snap_->intake->wanted_trees(m.ids()); }));
     sink(reply);
 }
 

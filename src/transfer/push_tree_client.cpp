@@ -20,6 +20,7 @@
 #include <cstring>
 #include <ctime>
 #include <functional>
+#include <algorithm>
 #include <set>
 #include <unordered_map>
 
@@ -33,6 +34,8 @@ namespace {
 
 // Files offered to the server per Candidates message (its limit).
 constexpr std::size_t kCandidatesPerMessage = 4096;
+// Tree ids asked about per TreeIds message (the server's limit).
+constexpr std::size_t kTreeIdsPerMessage = 32768;
 // Streams tried: each restart leaves out a file that changed while it was read.
 constexpr unsigned kMaxAttempts = 4;
 
@@ -59,15 +62,59 @@ v1::PushReply read_reply(PushStream& stream, v1::PushReply::BodyCase want, const
     return reply;
 }
 
+/// The tree records ([32-byte id][u32 LE length][object] each), split.
+struct Record {
+    std::size_t at = 0, length = 0;  // the whole record's
+};
+std::vector<Record> split_records(const std::string& records) {
+    std::vector<Record> out;
+    for (std::size_t at = 0; at + 36 <= records.size();) {
+        std::uint32_t len = 0;
+        for (int i = 3; i >= 0; --i)
+            len = (len << 8) | static_cast<unsigned char>(records[at + 32 + static_cast<std::size_t>(i)]);
+        out.push_back({at, 36 + std::size_t{len}});
+        at += 36 + len;
+    }
+    return out;
+}
+
+/// Sends the tree records: with `ask`, their ids first (the server answers
+/// which it lacks: the parent's trees it holds are not sent).
+void send_trees(PushStream& stream, const std::string& records, bool ask, TreePushReport& report) {
+    const std::vector<Record> all = split_records(records);
+    std::vector<char> wanted(all.size(), 1);
+    if (ask) {
+        for (std::size_t first = 0; first < all.size(); first += kTreeIdsPerMessage) {
+            const std::size_t n = std::min(kTreeIdsPerMessage, all.size() - first);
+            v1::PushRequest req;
+            std::string* ids = req.mutable_tree_ids()->mutable_ids();
+            ids->reserve(n * 32);
+            for (std::size_t i = first; i < first + n; ++i) ids->append(records, all[i].at, 32);
+            stream.write(req);
+            const v1::PushReply r = read_reply(stream, v1::PushReply::kTreesWanted, "tree ids");
+            if (r.trees_wanted().wanted().size() != n)
+                throw TransferError(Code::internal, "the server answered tree ids with a list of another length");
+            for (std::size_t i = 0; i < n; ++i) wanted[first + i] = r.trees_wanted().wanted()[i] != 0;
+        }
+    }
+    report.trees = all.size();
+    report.trees_sent = 0;
+    std::string out;  // (the records wanted, in pieces of kDataMessageBytes: the server joins them)
+    for (std::size_t i = 0; i < all.size(); ++i)
+        if (wanted[i]) ++report.trees_sent, out.append(records, all[i].at, all[i].length);
+    report.tree_bytes = out.size();
+    for (std::size_t at = 0; at < out.size(); at += kDataMessageBytes) {
+        v1::PushRequest req;
+        req.mutable_trees()->set_bytes(out.substr(at, kDataMessageBytes));
+        stream.write(req);
+    }
+}
+
 }  // namespace
 
 TreePushReport push_tree(const std::function<std::unique_ptr<PushStream>()>& open_stream, const ServerParams& params,
                          const TreePushOptions& options) {
     const auto t0 = std::chrono::steady_clock::now();
-    if (params.encrypted)
-        throw TransferError(Code::failed_precondition,
-                            "the server's store is encrypted: it takes no tree as a snapshot yet (push the files by "
-                            "name: cdc push --names)");
     if (params.profile.keyed && params.key_missing)
         throw TransferError(Code::failed_precondition,
                             fmt::format("the server{} holds no key for its keyed store (it was started without "
@@ -93,6 +140,7 @@ TreePushReport push_tree(const std::function<std::unique_ptr<PushStream>()>& ope
         std::vector<store::SnapshotIssue> skipped = captured.skipped;
         skipped.insert(skipped.end(), changed.begin(), changed.end());
         std::unique_ptr<PushStream> stream = open_stream();
+        bool no_dones = false;  // (the server sends no done per file)
         auto add_wire = [&] {
             report.wire_sent += stream->wire_sent;
             report.wire_received += stream->wire_received;
@@ -121,6 +169,7 @@ TreePushReport push_tree(const std::function<std::unique_ptr<PushStream>()>& ope
                 stream->write(req);
                 const v1::PushReply r = read_reply(*stream, v1::PushReply::kSnapshotStarted, "the snapshot's start");
                 report.snapshot.parent = r.snapshot_started().parent();
+                no_dones = r.snapshot_started().no_dones();
             }
             if (!options.snapshot.force_read && !report.snapshot.parent.empty()) {
                 std::vector<std::size_t> batch;
@@ -135,6 +184,8 @@ TreePushReport push_tree(const std::function<std::unique_ptr<PushStream>()>& ope
                         m->add_ctimes_ns(e.ctime_ns);
                         m->add_inodes(e.inode);
                         m->add_devices(e.device);
+                        m->add_sparse(e.sparse);
+                        m->add_extents(e.extents);
                     }
                     stream->write(req);
                     const v1::PushReply r = read_reply(*stream, v1::PushReply::kReuse, "candidates");
@@ -152,7 +203,7 @@ TreePushReport push_tree(const std::function<std::unique_ptr<PushStream>()>& ope
                     batch.clear();
                 };
                 for (std::size_t k = 0; k < jobs.size(); ++k) {
-                    if (jobs[k].skipped || files[k].sparse) continue;  // (a sparse file is read again: its extents are not offered)
+                    if (jobs[k].skipped) continue;
                     batch.push_back(k);
                     if (batch.size() == kCandidatesPerMessage) offer();
                 }
@@ -166,6 +217,7 @@ TreePushReport push_tree(const std::function<std::unique_ptr<PushStream>()>& ope
             ProgressThrottle progress(options.push.progress, total, count);
             detail::FileSender sender(*stream, params, finder, pool, progress, options.push.group_lists);
             sender.defer_done(true);
+            sender.expect_done(!no_dones);
             for (std::size_t k = 0; k < jobs.size(); ++k) {
                 Job& j = jobs[k];
                 if (j.reused || j.skipped) continue;
@@ -236,12 +288,7 @@ TreePushReport push_tree(const std::function<std::unique_ptr<PushStream>()>& ope
                 if (!jobs[k].skipped) contents[k] = {jobs[k].digest, jobs[k].was_opened ? &jobs[k].opened : nullptr};
             std::string records;
             const std::string root = cap.encode(contents, records, skipped);
-            report.tree_bytes = records.size();
-            for (std::size_t at = 0; at < records.size(); at += kDataMessageBytes) {
-                v1::PushRequest req;
-                req.mutable_trees()->set_bytes(records.substr(at, kDataMessageBytes));
-                stream->write(req);
-            }
+            send_trees(*stream, records, params.tree_ids && !report.snapshot.parent.empty(), report);
             v1::PushRequest req;
             req.mutable_commit()->set_root(root.data(), root.size());
             req.mutable_commit()->set_skipped_unreadable(skipped.size());

@@ -90,20 +90,19 @@ public:
         return true;
     }
 
-    /// Sends a reply and waits until gRPC took it; TransferError(cancelled)
-    /// when the stream broke.
+    /// Sends a reply: it waits for the previous one to be taken by gRPC
+    /// (one write at a time), not for this one, so that the body goes on
+    /// with the next request meanwhile (a push's `done` of a file costs its
+    /// thread no wait). TransferError(cancelled) when the stream broke.
     void write(const Reply& reply) {
         {
-            std::lock_guard lock(mutex_);
-            if (cancelled_) throw TransferError(Code::cancelled, "the client went away");
+            std::unique_lock lock(mutex_);
+            cv_.wait(lock, [&] { return !writing_; });
+            if (cancelled_ || !write_ok_) throw TransferError(Code::cancelled, "the client went away");
             writing_ = true;
-            write_ok_ = false;
         }
         outgoing_ = reply;
         this->StartWrite(&outgoing_);
-        std::unique_lock lock(mutex_);
-        cv_.wait(lock, [&] { return !writing_; });
-        if (!write_ok_) throw TransferError(Code::cancelled, "the client went away");
     }
 
     void OnReadDone(bool ok) override {
@@ -166,6 +165,11 @@ private:
             }
             body_ = nullptr;  // what it captured goes before the stream ends
             if (ahead_) budget_.give();
+            {
+                // (the last reply taken before the status)
+                std::unique_lock lock(mutex_);
+                cv_.wait(lock, [&] { return !writing_; });
+            }
             this->Finish(st);
         });
     }
@@ -183,7 +187,7 @@ private:
     bool ended_ = false;         // (mutex_) the client half-closed, or the stream broke
     bool cancelled_ = false;     // (mutex_)
     bool writing_ = false;       // (mutex_)
-    bool write_ok_ = false;      // (mutex_)
+    bool write_ok_ = true;       // (mutex_) the last write went
 };
 
 }  // namespace cdc::transfer

@@ -29,6 +29,7 @@ ServerParams params_from(const v1::InfoReply& r) {
     p.key_check = r.key_check();
     p.key_missing = r.key_missing();
     p.encrypted = r.encrypted();
+    p.tree_ids = r.tree_ids();
     if (r.chunker_key().size() == std::tuple_size_v<Key>) {
         Key k;
         std::memcpy(k.data(), r.chunker_key().data(), k.size());

@@ -142,6 +142,7 @@ public:
         r->set_key_check(info_.key_check);
         r->set_key_missing(key_missing());
         r->set_encrypted(info_.encrypted());
+        r->set_tree_ids(true);
         // An encrypted store's chunker key, which its pushing clients cut
         // with, only to a client that proved it holds the token (TLS carries
         // it beyond the loopback interface: listen_problem). Never a key of

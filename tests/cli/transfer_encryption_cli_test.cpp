@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // cdc serve of an encrypted store (docs/TRANSFER.md "Encrypted stores"): the
 // server holds the password; push, pull, ls and a second push round trip
-// with plain ids on the wire; the store's files hold none of the corpus's
+// with plain ids on the wire; a tree pushed as a snapshot commits, and
+// pushed again unchanged sends no file; the store's files hold none of the corpus's
 // marker strings nor a chunk's plain BLAKE3; the chunker key goes only to a
 // client with the token (none without it, none from a --no-token server);
 // a forged chunk and a group list are refused; a wrong password is refused
@@ -97,14 +98,9 @@ TEST(ServeEncrypted, PushPullLsRoundTripAndTheStoreHoldsNoPlainText) {
     Serve s(st.dir, st.tmp.path() / "serve", {"--password-file", st.pw.string()});
     ASSERT_NE(s.log().find("the store is encrypted"), std::string::npos) << s.log();
 
-    // A tree as a snapshot is refused by the server of an encrypted store
-    // (its content names and digests are keyed), with a sentence; named
-    // files go.
-    auto r = run_tool({"push", "--to", s.address(), (st.tmp.path() / "tree").string()});
-    EXPECT_EQ(r.exit_code, 4) << r.err;
-    EXPECT_NE(r.err.find("encrypted"), std::string::npos) << r.err;
-    EXPECT_NE(r.err.find("--names"), std::string::npos) << r.err;
-    r = run_tool({"push", "--to", s.address(), (st.tmp.path() / "tree").string(), "--name", "t", "--json"});
+    // Named files (a tree as a snapshot: the next test).
+    auto r = run_tool({"push", "--to", s.address(), (st.tmp.path() / "tree").string(), "--names", "--name", "t",
+                       "--json"});
     ASSERT_EQ(r.exit_code, 0) << r.err << s.log();
     auto j = json_of(r);
     EXPECT_EQ(j["file_count"], 3);
@@ -187,6 +183,50 @@ TEST(ServeEncrypted, PushPullLsRoundTripAndTheStoreHoldsNoPlainText) {
             ASSERT_FALSE(contains(bytes, store::to_hex(c))) << f;
         }
     }
+}
+
+TEST(ServeEncrypted, ATreeIsPushedAsASnapshotAndAnUnchangedOneSendsNothing) {
+    EncryptedServed st;
+    const auto text = text_corpus(400'000);
+    st.tmp.write("tree/notes.txt", text);
+    st.tmp.write("tree/sub/deeper/noise.bin", random_corpus(200'000, 6));
+    st.tmp.write("tree/other/x.txt", text_corpus(1000));
+    const fs::path tree = st.tmp.path() / "tree";
+    Serve s(st.dir, st.tmp.path() / "serve", {"--password-file", st.pw.string()});
+    auto r = run_tool({"push", "--to", s.address(), tree.string(), "--json"});
+    ASSERT_EQ(r.exit_code, 0) << r.err << s.log();
+    const auto first = json_of(r);
+    EXPECT_EQ(first["files_pushed"], 3);
+    EXPECT_EQ(first["totals"]["files"], 3);
+    // Unchanged: the files are offered back (their content names keyed on
+    // the server), the parent's trees held; nothing read.
+    r = run_tool({"push", "--to", s.address(), tree.string(), "--json"});
+    ASSERT_EQ(r.exit_code, 0) << r.err << s.log();
+    const auto second = json_of(r);
+    EXPECT_EQ(second["parent"], first["id"]);
+    EXPECT_EQ(second["files_pushed"], 0);
+    EXPECT_EQ(second["files_reused"], 3);
+    EXPECT_EQ(second["bytes_sent"], 0);
+    EXPECT_LT(second["trees_sent"].get<std::uint64_t>(), second["trees"].get<std::uint64_t>());
+    // One file changed: its unchanged chunks are found under their keyed ids.
+    auto edited = text;
+    edited[200'000] ^= 0x55;
+    st.tmp.write("tree/notes.txt", edited);
+    r = run_tool({"push", "--to", s.address(), tree.string(), "--json"});
+    ASSERT_EQ(r.exit_code, 0) << r.err << s.log();
+    EXPECT_EQ(json_of(r)["files_pushed"], 1);
+    EXPECT_LT(json_of(r)["bytes_sent"].get<std::uint64_t>(), text.size() / 4);
+    s.stop(SIGTERM);
+    // The store checks whole and gives the newest snapshot back.
+    r = run_tool({"store", "verify", "--full", st.dir.string(), "--password-file", st.pw.string()});
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    const fs::path out = st.tmp.path() / "out";
+    r = run_tool({"store", "get", st.dir.string(), "latest:" + tree.string(), "-o", out.string(), "--password-file",
+                  st.pw.string()});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(test::read_bytes(out / "notes.txt"), edited);
+    EXPECT_EQ(test::read_bytes(out / "other/x.txt"), text_corpus(1000));
+    for (const fs::path& f : st.files()) EXPECT_FALSE(contains(test::read_bytes(f), kCanaryText)) << f;
 }
 
 TEST(ServeEncrypted, TheChunkerKeyGoesOnlyToAClientWithTheToken) {

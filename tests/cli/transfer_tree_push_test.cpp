@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // `cdc push DIR` commits one snapshot on the server (issue 35 item 5): every
 // file type and its metadata come back through `pull --from` and `store
-// get`; a second push of an unchanged tree reads and sends no file; a push
+// get`; a second push of an unchanged tree reads and sends no file, nor
+// (issue 35 item 5) the trees the server holds, nor an unchanged sparse
+// file; a push
 // that ends before its commit leaves no snapshot and a rerun works; an
 // append-only token pushes trees; a lying client (trees that do not match
 // their ids, names with ".." or '/', files naming contents it never sent,
-// huge counts) is refused with nothing committed.
+// huge counts, trees the server said it lacks and were not sent, trees it
+// holds whose contents were not offered) is refused with nothing committed.
 #include "serve_support.hpp"
 #include "tree_support.hpp"
 
@@ -156,6 +159,8 @@ TEST(TransferTreePush, AnUnchangedTreeIsPushedWithoutReadingOrSendingItsFiles) {
     // directories above the path are recorded with theirs)
     EXPECT_EQ(second["tree"].get<std::string>().size(), 64u);
     EXPECT_LT(second["wire_bytes_sent"].get<std::uint64_t>(), 20'000u);
+    // The trees the parent holds (sub/ and empty/ at least) are not sent.
+    EXPECT_LT(second["tree_bytes"].get<std::uint64_t>(), first["tree_bytes"].get<std::uint64_t>());
     // One file changed: it alone is read; its unchanged chunks stay home.
     auto changed = big;
     for (std::size_t i = 0; i < 50; ++i) changed[i] ^= 0x33;
@@ -194,6 +199,98 @@ TEST(TransferTreePush, AnUnchangedTreeIsPushedWithoutReadingOrSendingItsFiles) {
     EXPECT_EQ(json_of(r)["file_count"], 4);  // big, hard, sub/a, sub/b (the link is not followed)
 }
 
+TEST(TransferTreePush, OnlyTheTreesTheServerLacksAreSent) {
+    test::TempDir tmp;
+    for (const char* d : {"src/a/a1", "src/b", "src/c/d"}) fs::create_directories(tmp.path() / d);
+    for (int i = 0; i < 20; ++i) {
+        test::write_bytes(tmp.path() / fmt::format("src/a/a1/f{}.txt", i), fmt::format("file {}", i));
+        test::write_bytes(tmp.path() / fmt::format("src/b/g{}.txt", i), fmt::format("other {}", i));
+    }
+    test::write_bytes(tmp.path() / "src/c/d/z.txt", "zzz");
+    const fs::path src = tmp.path() / "src";
+    const auto dir = init_store(tmp);
+    Serve s(dir, tmp.path() / "serve");
+    auto r = run_tool({"push", "--to", s.address(), src.string(), "--json"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto first = json_of(r);
+    EXPECT_EQ(first["trees_sent"], first["trees"]);  // (no parent: every tree)
+    // One file deep down changed: a/, a/a1/ and b/ stay on the server.
+    test::write_bytes(tmp.path() / "src/c/d/z.txt", "zzzz");
+    r = run_tool({"push", "--to", s.address(), src.string(), "--json"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto second = json_of(r);
+    EXPECT_EQ(second["trees"], first["trees"]);
+    EXPECT_LE(second["trees_sent"].get<std::uint64_t>() + 3, second["trees"].get<std::uint64_t>());
+    EXPECT_GE(second["trees_sent"].get<std::uint64_t>(), 3u);  // c/d, c, src (and the directories above it)
+    EXPECT_LT(second["tree_bytes"].get<std::uint64_t>(), first["tree_bytes"].get<std::uint64_t>() / 2);
+    EXPECT_EQ(second["totals"]["files"], 41);
+    // The snapshot is whole: it verifies and restores every file.
+    r = run_tool({"store", "verify", dir.string()});
+    EXPECT_EQ(r.exit_code, 0) << r.err << r.out;
+    const fs::path out = tmp.path() / "out";
+    r = run_tool({"pull", "--from", s.address(), "latest:" + src.string(), "-o", out.string()});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(test::read_bytes(out / "a/a1/f7.txt"), "file 7");
+    EXPECT_EQ(test::read_bytes(out / "b/g19.txt"), "other 19");
+    EXPECT_EQ(test::read_bytes(out / "c/d/z.txt"), "zzzz");
+    // A snapshot made from those held trees is a parent like any other.
+    r = run_tool({"push", "--to", s.address(), src.string(), "--json"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(json_of(r)["files_pushed"], 0);
+    EXPECT_EQ(json_of(r)["parent"], second["id"]);
+}
+
+TEST(TransferTreePush, AnUnchangedSparseFileIsNotPushedAgain) {
+    test::TempDir tmp;
+    fs::create_directories(tmp.path() / "src");
+    const fs::path sparse = tmp.path() / "src/holes.bin";
+    {
+        const int fd = ::open(sparse.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        ASSERT_GE(fd, 0);
+        const std::string data(8192, 'd');
+        ASSERT_EQ(::pwrite(fd, data.data(), data.size(), 1 << 20), static_cast<ssize_t>(data.size()));
+        ASSERT_EQ(::ftruncate(fd, 4 << 20), 0);
+        ::close(fd);
+    }
+    struct stat st {};
+    ASSERT_EQ(::stat(sparse.c_str(), &st), 0);
+    if (st.st_blocks * 512 >= st.st_size) GTEST_SKIP() << "this filesystem keeps no holes";
+    test::write_bytes(tmp.path() / "src/plain.txt", "plain");
+    const fs::path src = tmp.path() / "src";
+    const auto dir = init_store(tmp);
+    Serve s(dir, tmp.path() / "serve");
+    auto r = run_tool({"push", "--to", s.address(), src.string(), "--json"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(json_of(r)["files_pushed"], 2);
+    r = run_tool({"push", "--to", s.address(), src.string(), "--json"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto second = json_of(r);
+    EXPECT_EQ(second["files_pushed"], 0);
+    EXPECT_EQ(second["files_reused"], 2);
+    EXPECT_EQ(second["bytes_read"], 0);
+    // Changed (data elsewhere, the same size, mtime put back; its ctime and
+    // extents differ): read again.
+    {
+        const int fd = ::open(sparse.c_str(), O_WRONLY);
+        ASSERT_GE(fd, 0);
+        const std::string data(8192, 'e');
+        ASSERT_EQ(::pwrite(fd, data.data(), data.size(), 2 << 20), static_cast<ssize_t>(data.size()));
+        const struct timespec times[2] = {st.st_atim, st.st_mtim};
+        ASSERT_EQ(::futimens(fd, times), 0);
+        ::close(fd);
+    }
+    r = run_tool({"push", "--to", s.address(), src.string(), "--json"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(json_of(r)["files_pushed"], 1);
+    const fs::path out = tmp.path() / "out";
+    r = run_tool({"pull", "--from", s.address(), "latest:" + src.string(), "-o", out.string()});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    std::string want(4 << 20, '\0');
+    std::fill_n(want.begin() + (1 << 20), 8192, 'd');
+    std::fill_n(want.begin() + (2 << 20), 8192, 'e');
+    EXPECT_TRUE(test::read_bytes(out / "holes.bin") == want);
+}
+
 // ------------------------------------------------------------ raw streams
 
 std::unique_ptr<v1::Transfer::Stub> stub_of(const Serve& s) {
@@ -226,15 +323,20 @@ struct RawPush {
         }
         return rw->Finish();
     }
-    void start(const std::string& path = "/x") {
+    void start(const std::string& path = "/x", const std::string& parent = {}) {
         v1::PushRequest m;
         m.mutable_snapshot()->add_paths(path);
         m.mutable_snapshot()->set_host("raw");
-        m.mutable_snapshot()->set_no_parent(true);
+        if (parent.empty())
+            m.mutable_snapshot()->set_no_parent(true);
+        else
+            m.mutable_snapshot()->set_parent(parent);
         ASSERT_TRUE(send(m));
         const auto r = read();
         ASSERT_TRUE(r && r->has_snapshot_started());
+        no_dones = r->snapshot_started().no_dones();
     }
+    bool no_dones = false;  ///< the server sends no done per file
     /// One small file of one chunk under `name`: its digest.
     std::string file(const std::string& name, const std::string& bytes) {
         v1::PushRequest m;
@@ -262,6 +364,7 @@ struct RawPush {
         m.mutable_end()->set_size(bytes.size());
         m.mutable_end()->set_digest(id);
         send(m);
+        if (no_dones) return id;  // (a refusal would end the stream: the commit says)
         const auto done = read();
         return done && done->has_done() ? id : std::string();
     }
@@ -337,6 +440,7 @@ TEST(TransferTreePush, ALyingClientIsRefusedAndNothingIsCommitted) {
     {  // The good case first: the same messages commit.
         RawPush p(*stub);
         p.start();
+        EXPECT_TRUE(p.no_dones);  // (the next reply after the file is the commit's)
         const std::string d = p.file("x/a", content);
         ASSERT_EQ(d.size(), 32u);
         std::string records;
@@ -416,6 +520,127 @@ TEST(TransferTreePush, ALyingClientIsRefusedAndNothingIsCommitted) {
         records = std::string(20, 'x');
         root[0] = 1;
     }, "truncated");
+    // Tree ids (the trees the server holds are not sent). The parent here is
+    // the good case's snapshot: its trees are held, and its content is
+    // reused only where the server offered it back.
+    const auto snaps = json_of(run_tool({"store", "snapshots", dir.string(), "--json"}));
+    std::string parent_id;
+    for (const auto& x : snaps)
+        if (x["host"] == "raw") parent_id = x["id"];
+    ASSERT_FALSE(parent_id.empty());
+    const auto held_inner = tr::encode_tree({file_entry("a", digest_bytes(content), content.size())});
+    const auto held_top = tr::encode_tree({dir_entry("x", tr::tree_id(held_inner))});
+    const tr::BlobId held = tr::tree_id(held_top);
+    const auto ask = [](RawPush& p, const std::vector<tr::BlobId>& ids) {
+        v1::PushRequest m;
+        for (const auto& id : ids) m.mutable_tree_ids()->mutable_ids()->append(reinterpret_cast<const char*>(id.data()), 32);
+        p.send(m);
+        const auto r = p.read();
+        return r && r->has_trees_wanted() ? r->trees_wanted().wanted() : std::string("no answer");
+    };
+    const auto refused = [&](RawPush& p, const std::string& records, const tr::BlobId& root, const std::string& what) {
+        const auto before = snapshot_count(dir);
+        const grpc::Status st = commit(p, records, root);
+        EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << what << ": " << st.error_message();
+        EXPECT_NE(st.error_message().find(what), std::string::npos) << st.error_message();
+        EXPECT_EQ(snapshot_count(dir), before) << what;
+    };
+    {  // The good case: its file offered back, its trees held, none sent.
+        RawPush p(*stub);
+        p.start("/x", parent_id);
+        v1::PushRequest m;
+        auto* c = m.mutable_candidates();
+        c->add_paths("x/a");
+        c->add_sizes(content.size());
+        c->add_mtimes_ns(0);
+        c->add_ctimes_ns(0);
+        c->add_inodes(0);
+        c->add_devices(0);
+        p.send(m);
+        const auto reuse = p.read();
+        ASSERT_TRUE(reuse && reuse->has_reuse());
+        EXPECT_EQ(reuse->reuse().digests(), digest_bytes(content));
+        tr::BlobId lacking{};
+        lacking[5] = 9;
+        EXPECT_EQ(ask(p, {tr::tree_id(held_inner), held, lacking}), std::string("\0\0\1", 3));
+        const auto before = snapshot_count(dir);
+        const grpc::Status st = commit(p, "", held);
+        ASSERT_TRUE(st.ok()) << st.error_message();
+        EXPECT_EQ(snapshot_count(dir), before + 1);
+    }
+    {  // The parent's trees held, its content not offered: nothing pulled back.
+        RawPush p(*stub);
+        p.start("/x", parent_id);
+        EXPECT_EQ(ask(p, {tr::tree_id(held_inner), held}), std::string("\0\0", 2));
+        refused(p, "", held, "neither pushed in this stream nor offered");
+    }
+    {  // The parent's root named without asking: the server never said it held it.
+        RawPush p(*stub);
+        p.start("/x", parent_id);
+        const std::string d = p.file("a", content);
+        const auto top = tr::encode_tree({file_entry("a", d, content.size()), dir_entry("old", held)});
+        std::string records;
+        add_record(records, top);
+        refused(p, records, tr::tree_id(top), "was not sent");
+    }
+    {  // A tree the server said it lacks, then not sent.
+        RawPush p(*stub);
+        p.start("/x", parent_id);
+        const std::string d = p.file("a", content);
+        const auto inner = tr::encode_tree({file_entry("b", d, content.size())});
+        const auto top = tr::encode_tree({dir_entry("in", tr::tree_id(inner))});
+        EXPECT_EQ(ask(p, {tr::tree_id(inner), tr::tree_id(top)}), std::string("\1\1", 2));
+        std::string records;
+        add_record(records, top);
+        refused(p, records, tr::tree_id(top), "was not sent");
+    }
+    {  // A sparse candidate's extents that are not (offset, length) pairs;
+       // sparse flags for some candidates only.
+        for (const bool short_flags : {false, true}) {
+            RawPush p(*stub);
+            p.start("/x", parent_id);
+            v1::PushRequest m;
+            auto* c = m.mutable_candidates();
+            for (const char* path : {"x/a", "x/b"}) {
+                c->add_paths(path);
+                c->add_sizes(content.size());
+                c->add_mtimes_ns(0);
+                c->add_ctimes_ns(0);
+                c->add_inodes(0);
+                c->add_devices(0);
+            }
+            c->add_sparse(true);
+            c->add_extents(std::string(7, 'e'));
+            if (!short_flags) {
+                c->add_sparse(false);
+                c->add_extents("");
+            }
+            p.send(m);
+            const grpc::Status st = p.end();
+            EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << st.error_message();
+            EXPECT_NE(st.error_message().find(short_flags ? "each with" : "(offset, length) pairs"), std::string::npos)
+                << st.error_message();
+        }
+    }
+    {  // Ids that are not 32 bytes each; ids after the records.
+        RawPush p(*stub);
+        p.start("/x", parent_id);
+        v1::PushRequest m;
+        m.mutable_tree_ids()->set_ids(std::string(33, 'i'));
+        p.send(m);
+        EXPECT_EQ(p.end().error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+        RawPush q(*stub);
+        q.start("/x", parent_id);
+        m.Clear();
+        m.mutable_trees()->set_bytes(std::string(36, 'x'));
+        q.send(m);
+        m.Clear();
+        m.mutable_tree_ids()->set_ids(std::string(32, 'i'));
+        q.send(m);
+        const grpc::Status st = q.end();
+        EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << st.error_message();
+        EXPECT_NE(st.error_message().find("after the tree records"), std::string::npos) << st.error_message();
+    }
     {  // A file path with ".." in the snapshot's files; too many candidates.
         RawPush p(*stub);
         p.start();
@@ -455,7 +680,7 @@ TEST(TransferTreePush, ALyingClientIsRefusedAndNothingIsCommitted) {
         q.send(m);
         EXPECT_EQ(q.end().error_code(), grpc::StatusCode::FAILED_PRECONDITION);
     }
-    EXPECT_EQ(snapshot_count(dir), 2u);
+    EXPECT_EQ(snapshot_count(dir), 3u);  // (the backup, the good case and the good case on held trees)
 }
 
 TEST(TransferTreePush, APushThatEndsBeforeItsCommitLeavesNoSnapshotAndARerunWorks) {

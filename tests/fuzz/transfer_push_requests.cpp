@@ -10,8 +10,8 @@
 // The input is decoded into requests built from a small pool of chunk
 // contents with correct ids (so that the fuzzer reaches deep states), with
 // flips that break ids, sizes, pieces, order and digests, and raw protobuf
-// bytes parsed as requests. Snapshot pushes too (SnapshotStart, trees,
-// commit): whatever trees a client sends, every snapshot committed passes
+// bytes parsed as requests. Snapshot pushes too (SnapshotStart, tree ids,
+// trees, commit): whatever trees a client sends, every snapshot committed passes
 // verify_snapshots (each file's content there, with its digest and size).
 #include "fuzz_input.hpp"
 
@@ -252,10 +252,20 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             r.mutable_trees()->set_bytes(rec);
             break;
         }
-        case 11: {  // commit the last tree (or a flipped id)
+        case 11: {  // commit the last tree, or ask which of it and others the server lacks (or a flipped id)
             auto id = h.last_tree;
             if (op & 0x80) id[in.u8() % 32] ^= 1;
-            r.mutable_commit()->set_root(id.data(), id.size());
+            if (op & 0x40) {
+                // (the answered-held trees are read from the parent at the commit)
+                std::string ids(reinterpret_cast<const char*>(id.data()), id.size());
+                if (op & 0x20) {  // (more ids, maybe not whole ones)
+                    const auto more = take(in, in.u8() % 70);
+                    ids.append(reinterpret_cast<const char*>(more.data()), more.size());
+                }
+                r.mutable_tree_ids()->set_ids(ids);
+            } else {
+                r.mutable_commit()->set_root(id.data(), id.size());
+            }
             break;
         }
         default: {  // raw protobuf bytes

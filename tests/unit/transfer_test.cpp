@@ -6,6 +6,8 @@
 // digests, protocol order, bounds, a client that vanishes.
 #include "transfer_support.hpp"
 
+#include <chunk_feed.hpp>
+
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
@@ -1030,6 +1032,49 @@ TEST(PullChecks, WantsAreChecked) {
     want.mutable_want()->set_bitmap(std::string("\x03\x00", 2));
     want.mutable_want()->set_count(3);  // says 3, sets 2
     EXPECT_EQ(code_of([&] { s.handle(want, sink); }), Code::invalid_argument);
+}
+
+// A small file is chunked on the caller's thread (ChunkFeed::kInlineBytes):
+// the same chunks and ids as the threaded feed, also when the file is
+// larger or smaller than its size said (it changed since its fstat).
+TEST(ChunkFeedInline, ASmallStreamCutsAsTheThreadedFeed) {
+    test::TempDir tmp;
+    const auto dir = make_store(tmp);
+    const auto finder = transfer::client_finder(test::params_of(dir), {});
+    const auto chunks_of = [&](const std::vector<std::uint8_t>& bytes, std::optional<std::uint64_t> hint,
+                               std::size_t& segments) {
+        std::size_t at = 0;
+        FunctionReader reader([&](std::span<std::byte> buf) {
+            const std::size_t n = std::min<std::size_t>({buf.size(), bytes.size() - at, 70'000});
+            std::memcpy(buf.data(), bytes.data() + at, n);
+            at += n;
+            return ReadResult{n, at == bytes.size()};
+        });
+        transfer::ChunkFeed feed(finder, reader, std::size_t{4} << 20, hint);
+        std::vector<std::pair<std::uint32_t, store::ChunkId>> out;
+        segments = 0;
+        while (auto* g = feed.next()) {
+            ++segments;
+            for (std::size_t i = 0; i < g->lengths.size(); ++i) {
+                EXPECT_EQ(store::chunk_id_of(g->bytes.subspan(g->starts[i], g->lengths[i])), g->ids[i]);
+                out.emplace_back(g->lengths[i], g->ids[i]);
+            }
+            feed.release(g);
+        }
+        return out;
+    };
+    for (const std::size_t size : {std::size_t{0}, std::size_t{1}, std::size_t{100'000}, std::size_t{1} << 20}) {
+        const auto bytes = test::mixed_bytes(size, 7);
+        std::size_t threaded = 0, inline_segments = 0;
+        const auto want = chunks_of(bytes, std::nullopt, threaded);
+        EXPECT_EQ(chunks_of(bytes, size, inline_segments), want) << size;
+        EXPECT_LE(inline_segments, 1u) << size;
+        EXPECT_EQ(chunks_of(bytes, size / 2, inline_segments), want) << size;  // (it grew)
+        EXPECT_EQ(chunks_of(bytes, size + 5000, inline_segments), want) << size;  // (it shrank)
+        std::uint64_t total = 0;
+        for (const auto& c : want) total += c.first;
+        EXPECT_EQ(total, size);
+    }
 }
 
 }  // namespace

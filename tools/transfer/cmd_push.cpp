@@ -130,6 +130,8 @@ int run_push_tree(const PushArgs& a) {
         j["chunks"] = r.chunks;
         j["chunks_sent"] = r.chunks_sent;
         j["tree_bytes"] = r.tree_bytes;
+        j["trees"] = r.trees;
+        j["trees_sent"] = r.trees_sent;
         j["wire_bytes_sent"] = r.wire_sent;
         j["wire_bytes_received"] = r.wire_received;
         j["attempts"] = r.attempts;
@@ -265,13 +267,14 @@ void add_push_command(CLI::App& app, int& exit_code) {
                   "payload_sent, wire_bytes_sent, wire_bytes_received, seconds, excluded, errors}; a snapshot: {id, "
                   "time_ns, host, user, paths, tags, parent, tree, totals: {files, dirs, others, bytes, bytes_read, "
                   "new_bytes, skipped_unchanged, skipped_unreadable}, files_pushed, files_reused, bytes_read, "
-                  "bytes_sent, payload_sent, chunks, chunks_sent, tree_bytes, wire_bytes_sent, wire_bytes_received, "
-                  "attempts, seconds, skipped, warnings, excluded}");
+                  "bytes_sent, payload_sent, chunks, chunks_sent, tree_bytes, trees, trees_sent, wire_bytes_sent, "
+                  "wire_bytes_received, attempts, seconds, skipped, warnings, excluded}");
     add_quiet_flag(*c, a->quiet);
     document(*c, {.notes = "A directory among the PATHs (without --name or --names) is pushed as one snapshot, as "
                            "cdc store backup makes one: every file type and its metadata, the PATHs at their "
                            "absolute paths; a regular file whose size, mtime, ctime, inode and device equal those "
-                           "in the parent snapshot is not read (the server offers its content back); the snapshot "
+                           "in the parent snapshot (a sparse file's data extents too) is not read (the server offers its "
+                           "content back), and a directory's tree the parent holds is not sent; the snapshot "
                            "appears on the server whole or not at all. Files alone, - and --names push named files, "
                            "named as with cdc store put: a file by its path made relative, a tree's files by their paths "
                            "inside it. Each file is chunked with the store's parameters; the server checks every "
