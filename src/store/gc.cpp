@@ -180,7 +180,9 @@ GcReport Store::gc(const GcOptions& options) {
                 storage.truncate(id, it->second);
             }
         }
-        if (!beside) storage.reclaim_incomplete();  // (writers' uploads under way)
+        // (beside writers: only the packs taken before the mark, whose
+        // writers' sessions the sweep waited for; later ones may be uploading)
+        storage.reclaim_incomplete(quiet);
         storage.sync_names();
     }
     catalog.compact();

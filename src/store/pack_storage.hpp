@@ -81,9 +81,11 @@ public:
     /// can be opened.
     virtual void truncate(std::uint64_t id, std::uint64_t length) = 0;
     /// Reclaims what interrupted writers left that list() does not show
-    /// (S3: unfinished multipart uploads, pack id reservations); called by gc
-    /// while no writer runs.
-    virtual void reclaim_incomplete() {}
+    /// (S3: unfinished multipart uploads, pack id reservations) for the
+    /// packs of ids up to `up_to`; called by gc with no writer running, or,
+    /// beside writers, with the last pack id taken before its mark (every
+    /// session that could still be writing those has ended).
+    virtual void reclaim_incomplete(std::uint64_t /*up_to*/) {}
 };
 
 }  // namespace cdc::store::detail

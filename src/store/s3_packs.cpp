@@ -409,7 +409,7 @@ void S3PackStorage::remove(std::uint64_t id) {
     forget_blocks(id);
 }
 
-void S3PackStorage::reclaim_incomplete() {
+void S3PackStorage::reclaim_incomplete(std::uint64_t up_to) {
     const std::string prefix = key_of(0).substr(0, key_of(0).size() - pack_file_name(0).size());
     std::string key_marker, id_marker;
     for (;;) {
@@ -426,7 +426,10 @@ void S3PackStorage::reclaim_incomplete() {
             d.key = s3::xml_value(up, "Key").value_or("");
             d.query = {{"uploadId", s3::xml_value(up, "UploadId").value_or("")}};
             d.expected = {404};
-            if (d.key.starts_with(prefix)) client().send(d);
+            if (!d.key.starts_with(prefix)) continue;
+            // (a pack after `up_to` may be uploading now: a writer's)
+            const auto id = parse_pack_name(std::string_view(d.key).substr(prefix.size()));
+            if (id && *id <= up_to) client().send(d);
         }
         if (s3::xml_value(a.body, "IsTruncated").value_or("false") != "true") break;
         key_marker = s3::xml_value(a.body, "NextKeyMarker").value_or("");
@@ -435,7 +438,10 @@ void S3PackStorage::reclaim_incomplete() {
     }
     std::error_code ec;
     for (const auto& e : std::filesystem::directory_iterator(dir_ / kPacksDir, ec))
-        if (e.path().extension() == ".uploading") std::filesystem::remove(e.path(), ec);
+        if (e.path().extension() == ".uploading") {
+            const auto id = parse_pack_name(e.path().stem().string() + ".pack");
+            if (id && *id <= up_to) std::filesystem::remove(e.path(), ec);
+        }
 }
 
 // ---------------------------------------------------------------- reads

@@ -52,9 +52,9 @@ public:
     /// Nothing: an object is never longer than its committed length (it is
     /// written whole before the commit that names it).
     void truncate(std::uint64_t, std::uint64_t) override {}
-    /// Aborts the multipart uploads under the prefix and drops the id
-    /// reservations of DIR/packs (gc, with no writer running).
-    void reclaim_incomplete() override;
+    /// Aborts the multipart uploads of packs up to `up_to` under the prefix
+    /// and drops their id reservations in DIR/packs (gc).
+    void reclaim_incomplete(std::uint64_t up_to) override;
 
     /// The object key of pack `id`.
     std::string key_of(std::uint64_t id) const;
