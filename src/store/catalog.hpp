@@ -131,6 +131,10 @@ struct FlushBatch {
     /// Committed manifests removed in the same transaction (NotFoundError
     /// for a name that is not there: nothing of the batch is committed).
     std::span<const std::string> remove;
+    /// Committed manifests that what this batch commits names (a snapshot's
+    /// contents): a gc mark on them, or on the chunks they list, is cleared
+    /// in the same transaction (catalogs without marks ignore it).
+    std::span<const std::string> named;
     std::string algorithm;  ///< the chunking the finished manifests record
     Profile profile;
     /// Set by commit: chunks of `chunks` another writer had indexed first

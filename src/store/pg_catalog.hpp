@@ -169,6 +169,10 @@ private:
     /// The flush's statements (within transaction()); the rows a flush made
     /// for each manifest go to `rows` (applied to the drafts once committed).
     void write_batch(FlushBatch& batch, std::vector<std::int64_t>& rows, std::vector<bool>& kept);
+    /// In write_batch, while a gc's mark stands: clears the marks on the
+    /// contents `batch.named` names and on the chunks they and the batch's
+    /// finished manifests list.
+    void clear_marks(const FlushBatch& batch, std::span<const std::int64_t> rows, const std::vector<bool>& kept);
 
     PgConn conn_;
     /// claim()'s own connection (its statements commit at once, whatever
