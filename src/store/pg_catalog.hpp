@@ -38,6 +38,8 @@ inline constexpr int kPgLockGc = 2;
 /// The settings row of a mark waiting for its sweep: "S M P", the last
 /// session id, manifest id and pack id there were at the mark.
 inline constexpr const char* kGcMarkKey = "gc_mark";
+/// The settings row a snapshot's commit bumps (Catalog::snapshot_commits).
+inline constexpr const char* kSnapshotCommitsKey = "snapshot_commits";
 
 /// Adds what gc beside writers needs (sessions, the condemned marks) to a
 /// catalog made before it.
@@ -144,7 +146,8 @@ public:
     std::unique_ptr<HostsLock> hosts_lock() const override;
     std::function<std::uint64_t()> pack_ids() const override;
 
-    std::uint64_t gc_mark(std::span<const std::string> unreferenced) override;
+    std::uint64_t snapshot_commits() override;
+    std::optional<std::uint64_t> gc_mark(std::span<const std::string> unreferenced, std::uint64_t listed_at) override;
     bool gc_marked() override;
     bool gc_wait(double seconds, double timeout) override;
     GcSweep gc_sweep(std::span<const std::string> named, bool named_complete, std::span<const std::string> dead_files,

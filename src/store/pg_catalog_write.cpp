@@ -266,6 +266,15 @@ void PgCatalog::write_batch(FlushBatch& batch, std::vector<std::int64_t>& rows, 
                                              conn_.url(), missing.i64(0, 0)));
         }
     }
+    if (!batch.named.empty()) {
+        // A gc that listed what the snapshots name before this commit marks
+        // nothing (gc_mark compares this count): it lists them again.
+        PgParams p;
+        p.add_text(kSnapshotCommitsKey);
+        conn_.exec("INSERT INTO meta(key, value) VALUES($1, '1') ON CONFLICT (key) DO UPDATE SET value = "
+                   "(meta.value::bigint + 1)::text",
+                   p, "counting snapshots");
+    }
     clear_marks(batch, rows, kept);
     if (!batch.abandoned.empty()) {
         PgParams p;

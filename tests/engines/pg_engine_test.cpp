@@ -16,7 +16,8 @@
 //     one gc at a time, a writer declared dead fails its flush, a writer
 //     after the mark ignores condemned chunks, a snapshot committed after
 //     the mark naming contents it condemned restores at once (its writer
-//     paused by CDC_TEST_PAUSE_BEFORE_SNAPSHOT_COMMIT), gc in a loop beside 2
+//     paused by CDC_TEST_PAUSE_BEFORE_SNAPSHOT_COMMIT), a mark after a
+//     snapshot committed since gc's listing marks nothing, gc in a loop beside 2
 //     writers with kill -9 of both kinds, gc of half the snapshots.
 //   - Two `cdc serve` of one store: pushed to one, pulled from the other.
 //   - A writer killed (-9) mid-put; PostgreSQL restarted mid-put: the put
@@ -548,6 +549,44 @@ TEST(PgEngine, ASnapshotCommittedAfterTheMarkRestoresAtOnce) {
     r = run_tool({"store", "get", store, "b", "-o", (tmp.path() / "out").string()});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     expect_tree(tmp.path() / "out", tree);
+    const auto v = json_of(run_tool({"store", "verify", "--full", "--json", store}));
+    EXPECT_EQ(v["ok"], true) << v;
+}
+
+// gc lists the contents no snapshot names, then marks them: a snapshot
+// committed in between (naming some of them) makes the mark refuse, with
+// nothing marked (gc lists again), rather than hide that snapshot's
+// contents until the sweep.
+TEST(PgEngine, AMarkAfterASnapshotCommittedSinceTheListingMarksNothing) {
+    const std::string url = make_database();
+    TempDir tmp;
+    const std::string store = (tmp.path() / "s").string();
+    ASSERT_EQ(run_tool({"store", "init", "--no-encryption", "-q", "--catalog", url, store}).exit_code, 0);
+    const auto tree = make_tree(tmp.path() / "in", 2, 1 << 20, 83);
+    ASSERT_EQ(run_tool({"store", "put", "-q", store, (tmp.path() / "in").string(), "--name", "a"}).exit_code, 0);
+    ASSERT_EQ(run_tool({"store", "rm", "-q", store, "a"}).exit_code, 0);
+    auto catalog = PgCatalog::open(url);
+    const std::uint64_t at = catalog->snapshot_commits();
+    std::vector<std::string> unnamed;  // (what gc lists: no snapshot names them now)
+    for (const auto& m : catalog->list(std::string("\0c/", 3))) unnamed.push_back(m.name);
+    ASSERT_EQ(unnamed.size(), tree.size());
+    ASSERT_EQ(run_tool({"store", "put", "-q", store, (tmp.path() / "in").string(), "--name", "b"}).exit_code, 0);
+    EXPECT_GT(catalog->snapshot_commits(), at);
+    EXPECT_FALSE(catalog->gc_mark(unnamed, at).has_value()) << "a snapshot committed since the listing";
+    EXPECT_FALSE(catalog->gc_marked());
+    PgConn db(url);
+    EXPECT_EQ(db.exec("SELECT count(*) FROM manifests WHERE condemned IS NOT NULL").i64(0, 0), 0);
+    EXPECT_EQ(db.exec("SELECT count(*) FROM chunks WHERE condemned IS NOT NULL").i64(0, 0), 0);
+    // Listed again, the mark stands and condemns none of b's contents.
+    const std::uint64_t now = catalog->snapshot_commits();
+    const auto marked = catalog->gc_mark({}, now);
+    ASSERT_TRUE(marked.has_value());
+    EXPECT_TRUE(catalog->gc_marked());
+    auto r = run_tool({"store", "get", store, "b", "-o", (tmp.path() / "out").string()});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    expect_tree(tmp.path() / "out", tree);
+    const auto g = json_of(run_tool({"store", "gc", "--json", store}));
+    EXPECT_EQ(g["sweep_left"], false) << g;
     const auto v = json_of(run_tool({"store", "verify", "--full", "--json", store}));
     EXPECT_EQ(v["ok"], true) << v;
 }
