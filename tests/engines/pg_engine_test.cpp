@@ -17,7 +17,8 @@
 //     after the mark ignores condemned chunks, a snapshot committed after
 //     the mark naming contents it condemned restores at once (its writer
 //     paused by CDC_TEST_PAUSE_BEFORE_SNAPSHOT_COMMIT), a mark after a
-//     snapshot committed since gc's listing marks nothing, gc in a loop beside 2
+//     snapshot committed since gc's listing marks nothing, stats while a
+//     mark stands leave out what it condemned, gc in a loop beside 2
 //     writers with kill -9 of both kinds, gc of half the snapshots.
 //   - Two `cdc serve` of one store: pushed to one, pulled from the other.
 //   - A writer killed (-9) mid-put; PostgreSQL restarted mid-put: the put
@@ -589,6 +590,43 @@ TEST(PgEngine, AMarkAfterASnapshotCommittedSinceTheListingMarksNothing) {
     EXPECT_EQ(g["sweep_left"], false) << g;
     const auto v = json_of(run_tool({"store", "verify", "--full", "--json", store}));
     EXPECT_EQ(v["ok"], true) << v;
+}
+
+// stats while a mark stands (docs/STORE.md): what it condemned is left out
+// of the files and chunks, as from listings, and counted as garbage; the
+// sweep then takes that garbage back.
+TEST(PgEngine, StatsLeaveOutWhatTheMarkCondemned) {
+    const std::string url = make_database();
+    TempDir tmp;
+    const std::string store = (tmp.path() / "s").string();
+    ASSERT_EQ(run_tool({"store", "init", "--no-encryption", "-q", "--catalog", url, store}).exit_code, 0);
+    const auto a = tmp.write("a.bin", random_bytes(8 << 20, 79));
+    const auto k = tmp.write("k.bin", random_bytes(1 << 20, 80));
+    ASSERT_EQ(run_tool({"store", "put", "-q", store, a.string(), "--name", "a"}).exit_code, 0);
+    ASSERT_EQ(run_tool({"store", "put", "-q", store, k.string(), "--name", "k"}).exit_code, 0);
+    ASSERT_EQ(run_tool({"store", "rm", "-q", store, "a"}).exit_code, 0);
+    const auto s0 = json_of(run_tool({"store", "stats", "--json", store}));
+    // A session from before the mark holds the sweep back.
+    auto catalog = PgCatalog::open(url);
+    auto old_session = catalog->hosts_lock();
+    old_session->lock(false, {});
+    const auto g = json_of(run_tool({"store", "gc", "--no-wait", "--json", store}));
+    ASSERT_EQ(g["sweep_left"], true) << g;
+    const auto s1 = json_of(run_tool({"store", "stats", "--json", store}));
+    EXPECT_EQ(s1["files"].get<std::uint64_t>(), s0["files"].get<std::uint64_t>() - 1) << "a's content: " << s1;
+    EXPECT_EQ(s1["chunks"].get<std::uint64_t>() + g["chunks_condemned"].get<std::uint64_t>(),
+              s0["chunks"].get<std::uint64_t>())
+        << s1;
+    EXPECT_EQ(s1["pack_bytes"], s0["pack_bytes"]) << s1;
+    EXPECT_GE(s1["garbage_bytes"].get<std::uint64_t>(), s0["garbage_bytes"].get<std::uint64_t>() + (8u << 20))
+        << s1;
+    old_session->unlock();
+    const auto swept = json_of(run_tool({"store", "gc", "--json", store}));
+    EXPECT_EQ(swept["sweep_left"], false) << swept;
+    const auto s2 = json_of(run_tool({"store", "stats", "--json", store}));
+    EXPECT_EQ(s2["files"], s1["files"]) << s2;
+    EXPECT_EQ(s2["chunks"], s1["chunks"]) << s2;
+    EXPECT_LT(s2["garbage_bytes"].get<std::uint64_t>(), s1["garbage_bytes"].get<std::uint64_t>()) << s2;
 }
 
 /// Waits until the catalog at `url` has `n` pack rows (the put is under way).
