@@ -225,7 +225,11 @@ void test_pause_before_commit() {
     while (fd < 0 && errno == EINTR);
     if (fd < 0) return;
     char buf[64];
-    while (::read(fd, buf, sizeof buf) > 0 || errno == EINTR) errno = 0;
+    for (;;) {
+        const ssize_t n = ::read(fd, buf, sizeof buf);
+        if (n > 0 || (n < 0 && errno == EINTR)) continue;
+        break;
+    }
     ::close(fd);
 }
 
