@@ -131,6 +131,10 @@ struct FlushBatch {
     /// Committed manifests removed in the same transaction (NotFoundError
     /// for a name that is not there: nothing of the batch is committed).
     std::span<const std::string> remove;
+    /// Committed manifests that what this batch commits names (a snapshot's
+    /// contents): a gc mark on them, or on the chunks they list, is cleared
+    /// in the same transaction (catalogs without marks ignore it).
+    std::span<const std::string> named;
     std::string algorithm;  ///< the chunking the finished manifests record
     Profile profile;
     /// Set by commit: chunks of `chunks` another writer had indexed first
@@ -332,12 +336,20 @@ public:
 
     // ---- gc beside writers (docs/STORE.md, "gc while writers write"); a
     // catalog whose hosts_lock() says gc_beside_writers() has them.
+    /// How many snapshots naming contents have committed (a count their
+    /// commits bump, FlushBatch::named): read before gc lists what the
+    /// snapshots name.
+    virtual std::uint64_t snapshot_commits() { return 0; }
     /// Phase 1, one transaction: records the mark (the sessions, manifests
     /// and pack ids there are), marks `condemned` the manifests named in
     /// `unreferenced` (no snapshot names them) and then every chunk no
-    /// other manifest lists. Returns the chunks marked.
-    virtual std::uint64_t gc_mark(std::span<const std::string> unreferenced) {
+    /// other manifest lists. Returns the chunks marked; std::nullopt, with
+    /// nothing marked, if `unreferenced` is not empty and a snapshot
+    /// committed since snapshot_commits() was `listed_at` (it may name some
+    /// of them: list them again).
+    virtual std::optional<std::uint64_t> gc_mark(std::span<const std::string> unreferenced, std::uint64_t listed_at) {
         (void)unreferenced;
+        (void)listed_at;
         throw StoreError("this catalog has no gc beside writers");
     }
     /// Whether a mark waits for its sweep.

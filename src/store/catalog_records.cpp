@@ -34,7 +34,11 @@ json::binary_t binary_of(std::span<const std::uint8_t> b) { return json::binary_
 
 }  // namespace
 
-bool volatile_setting(std::string_view key) { return key == "gc_epoch"; }
+// (gc_epoch, gc_mark and snapshot_commits: pg_catalog.hpp's kGcEpochKey,
+// kGcMarkKey and kSnapshotCommitsKey, which change as gc and writers run)
+bool volatile_setting(std::string_view key) {
+    return key == "gc_epoch" || key == "gc_mark" || key == "snapshot_commits";
+}
 
 std::vector<std::byte> settings_record(const std::unordered_map<std::string, std::string>& settings) {
     // (json objects are std::map: sorted keys, the same bytes for the same settings)

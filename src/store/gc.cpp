@@ -15,6 +15,7 @@
 
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
 
 #include <fcntl.h>
@@ -38,6 +39,10 @@ public:
 private:
     StoreLock& l_;
 };
+
+/// How many times gc lists the unreferenced contents before a mark that
+/// condemns none (snapshots committing all the while).
+constexpr int kMarkAttempts = 5;
 
 std::uint64_t sum_values(const std::map<std::uint64_t, std::uint64_t>& m) {
     std::uint64_t s = 0;
@@ -86,9 +91,17 @@ GcReport Store::gc(const GcOptions& options) {
         // the sessions it waits for have ended; else it stays.
         if (catalog.gc_marked() && catalog.gc_wait(0, options.session_timeout)) sweep();
         if (!catalog.gc_marked()) {
-            std::vector<std::string> files, contents;
-            detail::unreferenced_snapshot_files(*this, catalog, files, contents);
-            report.chunks_condemned = catalog.gc_mark(contents);
+            // A snapshot committed while the contents were listed may name
+            // some of them: listed again (after a few tries, no content is
+            // marked: their chunks stay live, nothing is lost).
+            std::optional<std::uint64_t> condemned;
+            for (int attempt = 0; !condemned; ++attempt) {
+                std::vector<std::string> files, contents;
+                const std::uint64_t at = catalog.snapshot_commits();
+                if (attempt < kMarkAttempts) detail::unreferenced_snapshot_files(*this, catalog, files, contents);
+                condemned = catalog.gc_mark(contents, at);
+            }
+            report.chunks_condemned = *condemned;
             if (catalog.gc_wait(options.wait_seconds, options.session_timeout)) sweep();
         }
         report.sweep_left = catalog.gc_marked();

@@ -121,7 +121,10 @@ public:
     std::vector<std::string> check(bool full) override { return in_->check(full); }
     std::unique_ptr<HostsLock> hosts_lock() const override { return in_->hosts_lock(); }
     std::function<std::uint64_t()> pack_ids() const override { return in_->pack_ids(); }
-    std::uint64_t gc_mark(std::span<const std::string> unreferenced) override { return in_->gc_mark(unreferenced); }
+    std::uint64_t snapshot_commits() override { return in_->snapshot_commits(); }
+    std::optional<std::uint64_t> gc_mark(std::span<const std::string> unreferenced, std::uint64_t listed_at) override {
+        return in_->gc_mark(unreferenced, listed_at);
+    }
     bool gc_marked() override { return in_->gc_marked(); }
     bool gc_wait(double seconds, double timeout) override { return in_->gc_wait(seconds, timeout); }
     GcSweep gc_sweep(std::span<const std::string> named, bool named_complete, std::span<const std::string> dead_files,

@@ -38,6 +38,8 @@ inline constexpr int kPgLockGc = 2;
 /// The settings row of a mark waiting for its sweep: "S M P", the last
 /// session id, manifest id and pack id there were at the mark.
 inline constexpr const char* kGcMarkKey = "gc_mark";
+/// The settings row a snapshot's commit bumps (Catalog::snapshot_commits).
+inline constexpr const char* kSnapshotCommitsKey = "snapshot_commits";
 
 /// Adds what gc beside writers needs (sessions, the condemned marks) to a
 /// catalog made before it.
@@ -144,7 +146,8 @@ public:
     std::unique_ptr<HostsLock> hosts_lock() const override;
     std::function<std::uint64_t()> pack_ids() const override;
 
-    std::uint64_t gc_mark(std::span<const std::string> unreferenced) override;
+    std::uint64_t snapshot_commits() override;
+    std::optional<std::uint64_t> gc_mark(std::span<const std::string> unreferenced, std::uint64_t listed_at) override;
     bool gc_marked() override;
     bool gc_wait(double seconds, double timeout) override;
     GcSweep gc_sweep(std::span<const std::string> named, bool named_complete, std::span<const std::string> dead_files,
@@ -169,6 +172,10 @@ private:
     /// The flush's statements (within transaction()); the rows a flush made
     /// for each manifest go to `rows` (applied to the drafts once committed).
     void write_batch(FlushBatch& batch, std::vector<std::int64_t>& rows, std::vector<bool>& kept);
+    /// In write_batch, while a gc's mark stands: clears the marks on the
+    /// contents `batch.named` names and on the chunks they and the batch's
+    /// finished manifests list.
+    void clear_marks(const FlushBatch& batch, std::span<const std::int64_t> rows, const std::vector<bool>& kept);
 
     PgConn conn_;
     /// claim()'s own connection (its statements commit at once, whatever

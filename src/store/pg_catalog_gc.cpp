@@ -246,21 +246,27 @@ Catalog::Totals PgCatalog::totals() {
     Totals s;
     begin_read();
     try {
+        // What a mark of gc beside writers condemned is left out, as from
+        // listings and lookups: the files are those `ls` shows, and the
+        // condemned chunks' records count as garbage (the standing mark's
+        // sweep drops them unless a writer from before it lists them; a
+        // commit that does clears their marks).
         PgResult q = conn_.exec("SELECT count(*), coalesce(sum(size), 0)::bigint, coalesce(sum(chunk_count), 0)::bigint "
-                                "FROM manifests WHERE name IS NOT NULL",
+                                "FROM manifests WHERE name IS NOT NULL AND condemned IS NULL",
                                 {}, "counting files");
         s.files = static_cast<std::uint64_t>(q.i64(0, 0));
         s.logical_bytes = static_cast<std::uint64_t>(q.i64(0, 1));
         s.references = static_cast<std::uint64_t>(q.i64(0, 2));
         q = conn_.exec("SELECT count(*), coalesce(sum(raw_size), 0)::bigint, coalesce(sum(stored_size), 0)::bigint "
-                       "FROM chunks",
+                       "FROM chunks WHERE condemned IS NULL",
                        {}, "counting chunks");
         s.chunks = static_cast<std::uint64_t>(q.i64(0, 0));
         s.chunk_bytes = static_cast<std::uint64_t>(q.i64(0, 1));
         s.stored_payload = static_cast<std::uint64_t>(q.i64(0, 2));
-        q = conn_.exec("SELECT count(*), coalesce(sum(raw_size), 0)::bigint FROM chunks WHERE id IN (SELECT "
-                       "substring(m.records FROM i * 32 + 1 FOR 32) FROM manifests m, generate_series(0, "
-                       "length(m.records) / 32 - 1) AS i WHERE m.name IS NOT NULL AND m.records IS NOT NULL)",
+        q = conn_.exec("SELECT count(*), coalesce(sum(raw_size), 0)::bigint FROM chunks WHERE condemned IS NULL AND "
+                       "id IN (SELECT substring(m.records FROM i * 32 + 1 FOR 32) FROM manifests m, generate_series(0, "
+                       "length(m.records) / 32 - 1) AS i WHERE m.name IS NOT NULL AND m.condemned IS NULL AND "
+                       "m.records IS NOT NULL)",
                        {}, "counting catalog records");
         s.catalog_records = static_cast<std::uint64_t>(q.i64(0, 0));
         s.catalog_record_bytes = static_cast<std::uint64_t>(q.i64(0, 1));

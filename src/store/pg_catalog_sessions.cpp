@@ -158,14 +158,38 @@ void PgSession::beat_loop() {
     }
 }
 
-std::uint64_t PgCatalog::gc_mark(std::span<const std::string> unreferenced) {
+namespace {
+
+std::uint64_t read_snapshot_commits(PgConn& c) {
+    PgParams k;
+    k.add_text(kSnapshotCommitsKey);
+    const PgResult r = c.exec("SELECT value::bigint FROM meta WHERE key = $1", k, "counting snapshots");
+    return r.rows() == 0 ? 0 : static_cast<std::uint64_t>(r.i64(0, 0));
+}
+
+}  // namespace
+
+std::uint64_t PgCatalog::snapshot_commits() {
+    PgParams k;
+    k.add_text(kSnapshotCommitsKey);
+    const PgResult r = query("SELECT value::bigint FROM meta WHERE key = $1", k, "counting snapshots");
+    return r.rows() == 0 ? 0 : static_cast<std::uint64_t>(r.i64(0, 0));
+}
+
+std::optional<std::uint64_t> PgCatalog::gc_mark(std::span<const std::string> unreferenced, std::uint64_t listed_at) {
     ensure_gc_schema(conn_);
-    std::uint64_t condemned = 0;
+    std::optional<std::uint64_t> condemned;
     transaction(
         [&] {
+            condemned.reset();
             // No session registers meanwhile: one that does after this
             // commit sees the marks in its every lookup.
             conn_.run("LOCK TABLE sessions IN SHARE MODE", "marking");
+            // Nor does a flush commit meanwhile (it updates its session's
+            // row first): a snapshot committed since gc listed what the
+            // snapshots name is counted here, one after this commit clears
+            // the marks on what it names (write_batch).
+            if (!unreferenced.empty() && read_snapshot_commits(conn_) != listed_at) return;
             Mark m;
             m.sessions = conn_.exec("SELECT coalesce(max(id), 0)::bigint FROM sessions", {}, "marking").i64(0, 0);
             m.manifests = conn_.exec("SELECT coalesce(max(id), 0)::bigint FROM manifests", {}, "marking").i64(0, 0);

@@ -266,6 +266,16 @@ void PgCatalog::write_batch(FlushBatch& batch, std::vector<std::int64_t>& rows, 
                                              conn_.url(), missing.i64(0, 0)));
         }
     }
+    if (!batch.named.empty()) {
+        // A gc that listed what the snapshots name before this commit marks
+        // nothing (gc_mark compares this count): it lists them again.
+        PgParams p;
+        p.add_text(kSnapshotCommitsKey);
+        conn_.exec("INSERT INTO meta(key, value) VALUES($1, '1') ON CONFLICT (key) DO UPDATE SET value = "
+                   "(meta.value::bigint + 1)::text",
+                   p, "counting snapshots");
+    }
+    clear_marks(batch, rows, kept);
     if (!batch.abandoned.empty()) {
         PgParams p;
         p.add_int_array(std::vector<std::int64_t>(batch.abandoned.begin(), batch.abandoned.end()));
@@ -281,6 +291,51 @@ void PgCatalog::write_batch(FlushBatch& batch, std::vector<std::int64_t>& rows, 
         q.add(r.i64(0, 0));
         conn_.exec("DELETE FROM manifest_chunks WHERE manifest = $1", q, "removing files");
     }
+}
+
+void PgCatalog::clear_marks(const FlushBatch& batch, std::span<const std::int64_t> rows,
+                            const std::vector<bool>& kept) {
+    // Only while a gc's mark stands (else nothing is condemned). The mark
+    // cannot commit during this flush: it locks `sessions`, whose row this
+    // flush updated first; one committed before that update is seen here.
+    PgParams k;
+    k.add_text(kGcMarkKey);
+    if (conn_.exec("SELECT 1 FROM meta WHERE key = $1", k, "reading the mark").rows() == 0) return;
+    // Why clearing is safe: the sweep drops a condemned chunk only if no
+    // manifest lists it, and a condemned content only if no snapshot names
+    // it; what this flush commits lists those chunks and names those
+    // contents, so the sweep would keep them anyway. Clearing the marks now
+    // only lets lookups and listings see them meanwhile: a snapshot that
+    // names a content condemned at a mark made after its writer found it
+    // restores as soon as it is committed, not after the sweep. (A writer
+    // after the mark that finds them refers to rows the sweep keeps; were
+    // the snapshot forgotten before the sweep, they stay until the next gc.)
+    std::vector<std::int64_t> manifests;
+    if (!batch.named.empty()) {
+        std::vector<std::span<const std::uint8_t>> names;
+        names.reserve(batch.named.size());
+        for (const auto& n : batch.named) names.emplace_back(reinterpret_cast<const std::uint8_t*>(n.data()), n.size());
+        PgParams p;
+        p.add_bytea_array(names);
+        const PgResult r = conn_.exec("UPDATE manifests SET condemned = NULL WHERE condemned IS NOT NULL AND "
+                                      "name = ANY($1::bytea[]) RETURNING id",
+                                      p, "clearing gc's marks");
+        for (int i = 0; i < r.rows(); ++i) manifests.push_back(r.i64(i, 0));
+    }
+    for (std::size_t i = 0; i < batch.manifests.size(); ++i) {
+        const ManifestDraft& m = *batch.manifests[i];
+        if (!m.finished) continue;
+        manifests.push_back(kept[i] ? m.keep_row : rows[i]);
+    }
+    if (manifests.empty()) return;
+    PgParams p;
+    p.add_int_array(manifests);
+    conn_.exec("UPDATE chunks k SET condemned = NULL FROM (SELECT substring(c.ids FROM i * 32 + 1 FOR 32) AS id "
+               "FROM manifest_chunks c, generate_series(0, length(c.ids) / 32 - 1) AS i WHERE c.manifest = "
+               "ANY($1::bigint[]) UNION SELECT substring(m.records FROM i * 32 + 1 FOR 32) FROM manifests m, "
+               "generate_series(0, length(m.records) / 32 - 1) AS i WHERE m.id = ANY($1::bigint[]) AND m.records "
+               "IS NOT NULL) x WHERE k.id = x.id AND k.condemned IS NOT NULL",
+               p, "clearing gc's marks");
 }
 
 void PgCatalog::remove(std::span<const std::string> names, std::string_view store_name) {

@@ -460,7 +460,7 @@ PutStats build_snapshot(const Store& store, Snapshot& snap, SnapshotResult& resu
     // capture), directories that could not be listed, names that vanished.
     snap.totals.skipped_unreadable = result.skipped.size();
 
-    detail::commit_snapshot(w, snap, stream);
+    detail::commit_snapshot(store, w, snap, stream);
     return w.stats();
 }
 

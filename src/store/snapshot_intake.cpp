@@ -411,7 +411,7 @@ const Snapshot& SnapshotIntake::commit(Writer& writer, std::string_view root_id,
     s.totals.new_bytes = read.new_bytes;
     s.totals.skipped_unchanged = top.reused;
     s.totals.skipped_unreadable = read.skipped_unreadable;
-    detail::commit_snapshot(writer, s, stream);
+    detail::commit_snapshot(st.store, writer, s, stream);
     return s;
 }
 

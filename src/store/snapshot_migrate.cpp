@@ -134,7 +134,7 @@ SnapshotResult migrate_names(Store& store, const MigrateOptions& options) {
     };
     snap.tree = to_hex(build(root, ""));
     snap.totals.skipped_unreadable = result.skipped.size();
-    detail::commit_snapshot(w, snap, stream);
+    detail::commit_snapshot(store, w, snap, stream);
     if (options.remove_names) {
         std::set<std::string> left_out;  // (kept under their names: not in the snapshot)
         for (const auto& i : result.skipped) left_out.insert(i.path);

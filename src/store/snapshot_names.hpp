@@ -90,8 +90,10 @@ tree::BlobId append_tree(std::vector<tree::Entry> entries, std::string& stream, 
 void append_encoded_tree(const tree::BlobId& id, std::string_view bytes, std::string& stream,
                          std::set<tree::BlobId>& written);
 /// Puts the trees and the header of `s` (its tree set) and commits: the
-/// snapshot becomes visible in this transaction.
-void commit_snapshot(Writer& w, const Snapshot& s, const std::string& stream);
+/// snapshot becomes visible in this transaction, and the contents it names
+/// are made live again if a gc beside writers condemned them
+/// (Writer::commit_naming).
+void commit_snapshot(const Store& store, Writer& w, const Snapshot& s, const std::string& stream);
 
 /// The root entry of a snapshot: a directory whose subtree is its tree.
 tree::Entry root_entry(const Snapshot& s);
@@ -129,6 +131,9 @@ SnapshotRestoreReport restore_checked(const std::filesystem::path& out, const tr
 /// that snapshots share is read once (a tree's id is its bytes' hash).
 void for_each_content(const Store& store, const Snapshot& s, const std::function<void(const std::string&)>& f,
                       std::set<tree::BlobId>* seen = nullptr);
+/// The same with the snapshot's trees at hand (e.g. not committed yet).
+void for_each_content(const Store& store, const Snapshot& s, const SnapshotTrees& trees,
+                      const std::function<void(const std::string&)>& f, std::set<tree::BlobId>* seen = nullptr);
 
 /// The manifest holding the content of file entry `e` of snapshot `id` at
 /// `path`: its content name, or where snapshots made before content names

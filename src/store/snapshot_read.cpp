@@ -13,11 +13,15 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <set>
 
+#include <fcntl.h>
 #include <fnmatch.h>
+#include <unistd.h>
 
 namespace cdc::store {
 
@@ -207,11 +211,44 @@ void append_encoded_tree(const tree::BlobId& id, std::string_view bytes, std::st
     stream.append(bytes);
 }
 
-void commit_snapshot(Writer& w, const Snapshot& s, const std::string& stream) {
+namespace {
+
+/// A test's pause (CDC_TEST_PAUSE_BEFORE_SNAPSHOT_COMMIT=FIFO, docs/STORE.md,
+/// "Tests"): the snapshot's files are committed and renamed, the snapshot
+/// is not; the FIFO opened for reading blocks until the test opens it to
+/// write, then its end (the test closing it) lets the commit go on.
+void test_pause_before_commit() {
+    const char* fifo = std::getenv("CDC_TEST_PAUSE_BEFORE_SNAPSHOT_COMMIT");
+    if (fifo == nullptr || *fifo == '\0') return;
+    int fd = -1;
+    do fd = ::open(fifo, O_RDONLY | O_CLOEXEC);
+    while (fd < 0 && errno == EINTR);
+    if (fd < 0) return;
+    char buf[64];
+    for (;;) {
+        const ssize_t n = ::read(fd, buf, sizeof buf);
+        if (n > 0 || (n < 0 && errno == EINTR)) continue;
+        break;
+    }
+    ::close(fd);
+}
+
+}  // namespace
+
+void commit_snapshot(const Store& store, Writer& w, const Snapshot& s, const std::string& stream) {
+    test_pause_before_commit();
     const std::string header = header_json(s);
+    // The contents the snapshot names (its stream is its whole tree set):
+    // the commit that makes it visible makes them live again if a gc beside
+    // writers condemned them at a mark made after this writer found them
+    // (PgCatalog::write_batch says why that is safe).
+    std::set<std::string> named;
+    for_each_content(store, s, SnapshotTrees(stream, tree_name(s.id)),
+                     [&](const std::string& name) { named.insert(name); });
     w.put_file({tree_name(s.id), 0600, s.time_ns}, MemorySource(std::span<const char>(stream.data(), stream.size())));
     w.put_file({header_name(s.id), 0600, s.time_ns}, MemorySource(std::span<const char>(header.data(), header.size())));
-    w.commit();
+    const std::vector<std::string> names(named.begin(), named.end());
+    w.commit_naming(names);
 }
 
 tree::Entry root_entry(const Snapshot& s) {
@@ -325,7 +362,13 @@ void for_each_content(const Store& store, const Snapshot& s, const std::function
     std::set<tree::BlobId> own;
     std::set<tree::BlobId>& seen = seen_before ? *seen_before : own;
     if (seen.count(root_entry(s).subtree)) return;  // (its trees are not even read)
-    const SnapshotTrees trees = load_trees(store, s);
+    for_each_content(store, s, load_trees(store, s), f, &seen);
+}
+
+void for_each_content(const Store& store, const Snapshot& s, const SnapshotTrees& trees,
+                      const std::function<void(const std::string&)>& f, std::set<tree::BlobId>* seen_before) {
+    std::set<tree::BlobId> own;
+    std::set<tree::BlobId>& seen = seen_before ? *seen_before : own;
     std::function<void(const tree::BlobId&)> visit = [&](const tree::BlobId& id) {
         if (!seen.insert(id).second) return;  // a directory met twice holds the same files
         for (const tree::Entry& e : trees.entries(id)) {

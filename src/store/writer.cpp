@@ -261,7 +261,8 @@ void Writer::Impl::flush_commit(bool last) {
     append_singles();
     totals.stored_bytes += stored_counter.exchange(0);
     auto [sizes, rows] = packs->sync();
-    bool work = !sizes.empty() || !rows.empty() || !abandoned.empty() || (last && !removing.empty());
+    bool work = !sizes.empty() || !rows.empty() || !abandoned.empty() ||
+                (last && (!removing.empty() || !naming.empty()));
     for (const auto& m : manifests) work = work || m.finished || !m.full.empty();
     if (!work) {
         packs->release_retired();  // no length to commit
@@ -272,7 +273,10 @@ void Writer::Impl::flush_commit(bool last) {
     batch.pack_sizes = sizes;
     for (auto& m : manifests) batch.manifests.push_back(&m);
     batch.abandoned = abandoned;
-    if (last) batch.remove = removing;
+    if (last) {
+        batch.remove = removing;
+        batch.named = naming;
+    }
     batch.algorithm = store.info.algorithm;
     batch.profile = finder->profile();
     catalog->commit(batch);
@@ -284,7 +288,10 @@ void Writer::Impl::flush_commit(bool last) {
     unflushed_new = 0;
     while (!manifests.empty() && manifests.front().finished) manifests.pop_front();
     abandoned.clear();
-    if (last) removing.clear();
+    if (last) {
+        removing.clear();
+        naming.clear();
+    }
 }
 
 ChunkId Writer::Impl::store_catalog_record(std::span<const std::byte> bytes) {
@@ -492,6 +499,16 @@ void Writer::commit_removing(std::span<const std::string> names) {
         impl_->removing.clear();
         throw;
     }
+}
+void Writer::commit_naming(std::span<const std::string> names) {
+    impl_->naming.assign(names.begin(), names.end());
+    try {
+        impl_->flush();
+    } catch (...) {
+        impl_->naming.clear();
+        throw;
+    }
+    impl_->naming.clear();  // (a flush with nothing to commit carries none)
 }
 const PutStats& Writer::stats() const noexcept { return impl_->totals; }
 

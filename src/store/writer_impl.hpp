@@ -328,6 +328,8 @@ struct Writer::Impl {
     void flush_commit(bool last = true);
     /// Removed in the next commit's final transaction (commit_removing).
     std::vector<std::string> removing;
+    /// Made live again in the next commit's final transaction (commit_naming).
+    std::vector<std::string> naming;
     /// The catalog records (catalog_records.hpp) of what this flush commits:
     /// the stream of each manifest with list rows or a finish in it, in
     /// pieces appended as records (not counted in the put's figures), and

@@ -14,7 +14,11 @@
 //     stored reported (stats: garbage), gc takes them back.
 //   - gc beside writers (docs/STORE.md, "gc while writers write"): sessions,
 //     one gc at a time, a writer declared dead fails its flush, a writer
-//     after the mark ignores condemned chunks, gc in a loop beside 2
+//     after the mark ignores condemned chunks, a snapshot committed after
+//     the mark naming contents it condemned restores at once (its writer
+//     paused by CDC_TEST_PAUSE_BEFORE_SNAPSHOT_COMMIT), a mark after a
+//     snapshot committed since gc's listing marks nothing, stats while a
+//     mark stands leave out what it condemned, gc in a loop beside 2
 //     writers with kill -9 of both kinds, gc of half the snapshots.
 //   - Two `cdc serve` of one store: pushed to one, pulled from the other.
 //   - A writer killed (-9) mid-put; PostgreSQL restarted mid-put: the put
@@ -45,6 +49,7 @@
 #include <random>
 #include <thread>
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -479,6 +484,151 @@ TEST(PgEngine, TheSweepWaitsForAWriterFromBeforeTheMark) {
     const fs::path out = tmp.path() / "out.bin";
     ASSERT_EQ(run_tool({"store", "get", "-q", store, "a0", "-o", out.string()}).exit_code, 0);
     EXPECT_TRUE(file_bytes(out) == bytes);
+}
+
+/// Opens `fifo` to write once the process `pid` opened it to read (it paused
+/// there: CDC_TEST_PAUSE_BEFORE_SNAPSHOT_COMMIT); -1 if it ended first or
+/// did not within 2 minutes.
+int open_when_paused(const fs::path& fifo, pid_t pid) {
+    for (int i = 0; i < 12000; ++i) {
+        const int fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+        if (fd >= 0) return fd;
+        int status = 0;
+        if (::waitpid(pid, &status, WNOHANG) == pid) {
+            ADD_FAILURE() << "the backup ended before its snapshot's commit";
+            return -1;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return -1;
+}
+
+// A snapshot committed after gc's mark naming a content that mark condemned
+// (its writer, alive at the mark, found the content before it) restores at
+// once: its commit clears the marks. Here a backup of a tree whose files'
+// contents only a forgotten snapshot holds renames its files onto those
+// contents (found: not condemned yet), pauses before its snapshot's commit
+// (CDC_TEST_PAUSE_BEFORE_SNAPSHOT_COMMIT), gc --no-wait marks them
+// condemned (no snapshot names them), then the snapshot commits.
+TEST(PgEngine, ASnapshotCommittedAfterTheMarkRestoresAtOnce) {
+    const std::string url = make_database();
+    TempDir tmp;
+    const std::string store = (tmp.path() / "s").string();
+    ASSERT_EQ(run_tool({"store", "init", "--no-encryption", "-q", "--catalog", url, store}).exit_code, 0);
+    const auto tree = make_tree(tmp.path() / "in", 3, 3 << 20, 81);
+    ASSERT_EQ(run_tool({"store", "put", "-q", store, (tmp.path() / "in").string(), "--name", "a"}).exit_code, 0);
+    ASSERT_EQ(run_tool({"store", "rm", "-q", store, "a"}).exit_code, 0);
+    const fs::path fifo = tmp.path() / "pause";
+    ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+    fs::create_directories(tmp.path() / "blog");
+    const pid_t b = spawn_tool({"store", "put", "-q", store, (tmp.path() / "in").string(), "--name", "b"},
+                               tmp.path() / "blog", {{"CDC_TEST_PAUSE_BEFORE_SNAPSHOT_COMMIT", fifo.string()}});
+    const int pause = open_when_paused(fifo, b);
+    ASSERT_GE(pause, 0);
+    PgConn db(url);
+    const auto g = json_of(run_tool({"store", "gc", "--no-wait", "--json", store}));
+    EXPECT_GT(g["chunks_condemned"].get<std::uint64_t>(), 0u) << g;
+    EXPECT_EQ(g["sweep_left"], true) << "the backup from before the mark runs: " << g;
+    EXPECT_EQ(db.exec("SELECT count(*) FROM manifests WHERE condemned IS NOT NULL").i64(0, 0),
+              static_cast<std::int64_t>(tree.size()))
+        << "the contents the backup found are condemned";
+    const std::int64_t chunks_marked = db.exec("SELECT count(*) FROM chunks WHERE condemned IS NOT NULL").i64(0, 0);
+    ::close(pause);  // the snapshot commits
+    ASSERT_EQ(wait_exit(b), 0) << read_text(tmp.path() / "blog" / "err");
+    EXPECT_EQ(db.exec("SELECT count(*) FROM manifests WHERE condemned IS NOT NULL").i64(0, 0), 0)
+        << "the commit cleared its contents' marks";
+    EXPECT_LT(db.exec("SELECT count(*) FROM chunks WHERE condemned IS NOT NULL").i64(0, 0), chunks_marked)
+        << "and their chunks'";
+    // Restored right after its commit, the mark still standing.
+    auto r = run_tool({"store", "get", store, "b", "-o", (tmp.path() / "out").string()});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    expect_tree(tmp.path() / "out", tree);
+    // The sweep keeps them; restored again, verify --full clean.
+    const auto s = json_of(run_tool({"store", "gc", "--json", store}));
+    EXPECT_EQ(s["sweep_left"], false) << s;
+    fs::remove_all(tmp.path() / "out");
+    r = run_tool({"store", "get", store, "b", "-o", (tmp.path() / "out").string()});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    expect_tree(tmp.path() / "out", tree);
+    const auto v = json_of(run_tool({"store", "verify", "--full", "--json", store}));
+    EXPECT_EQ(v["ok"], true) << v;
+}
+
+// gc lists the contents no snapshot names, then marks them: a snapshot
+// committed in between (naming some of them) makes the mark refuse, with
+// nothing marked (gc lists again), rather than hide that snapshot's
+// contents until the sweep.
+TEST(PgEngine, AMarkAfterASnapshotCommittedSinceTheListingMarksNothing) {
+    const std::string url = make_database();
+    TempDir tmp;
+    const std::string store = (tmp.path() / "s").string();
+    ASSERT_EQ(run_tool({"store", "init", "--no-encryption", "-q", "--catalog", url, store}).exit_code, 0);
+    const auto tree = make_tree(tmp.path() / "in", 2, 1 << 20, 83);
+    ASSERT_EQ(run_tool({"store", "put", "-q", store, (tmp.path() / "in").string(), "--name", "a"}).exit_code, 0);
+    ASSERT_EQ(run_tool({"store", "rm", "-q", store, "a"}).exit_code, 0);
+    auto catalog = PgCatalog::open(url);
+    const std::uint64_t at = catalog->snapshot_commits();
+    std::vector<std::string> unnamed;  // (what gc lists: no snapshot names them now)
+    for (const auto& m : catalog->list(std::string("\0c/", 3))) unnamed.push_back(m.name);
+    ASSERT_EQ(unnamed.size(), tree.size());
+    ASSERT_EQ(run_tool({"store", "put", "-q", store, (tmp.path() / "in").string(), "--name", "b"}).exit_code, 0);
+    EXPECT_GT(catalog->snapshot_commits(), at);
+    EXPECT_FALSE(catalog->gc_mark(unnamed, at).has_value()) << "a snapshot committed since the listing";
+    EXPECT_FALSE(catalog->gc_marked());
+    PgConn db(url);
+    EXPECT_EQ(db.exec("SELECT count(*) FROM manifests WHERE condemned IS NOT NULL").i64(0, 0), 0);
+    EXPECT_EQ(db.exec("SELECT count(*) FROM chunks WHERE condemned IS NOT NULL").i64(0, 0), 0);
+    // Listed again, the mark stands and condemns none of b's contents.
+    const std::uint64_t now = catalog->snapshot_commits();
+    const auto marked = catalog->gc_mark({}, now);
+    ASSERT_TRUE(marked.has_value());
+    EXPECT_TRUE(catalog->gc_marked());
+    auto r = run_tool({"store", "get", store, "b", "-o", (tmp.path() / "out").string()});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    expect_tree(tmp.path() / "out", tree);
+    const auto g = json_of(run_tool({"store", "gc", "--json", store}));
+    EXPECT_EQ(g["sweep_left"], false) << g;
+    const auto v = json_of(run_tool({"store", "verify", "--full", "--json", store}));
+    EXPECT_EQ(v["ok"], true) << v;
+}
+
+// stats while a mark stands (docs/STORE.md): what it condemned is left out
+// of the files and chunks, as from listings, and counted as garbage; the
+// sweep then takes that garbage back.
+TEST(PgEngine, StatsLeaveOutWhatTheMarkCondemned) {
+    const std::string url = make_database();
+    TempDir tmp;
+    const std::string store = (tmp.path() / "s").string();
+    ASSERT_EQ(run_tool({"store", "init", "--no-encryption", "-q", "--catalog", url, store}).exit_code, 0);
+    const auto a = tmp.write("a.bin", random_bytes(8 << 20, 79));
+    const auto k = tmp.write("k.bin", random_bytes(1 << 20, 80));
+    ASSERT_EQ(run_tool({"store", "put", "-q", store, a.string(), "--name", "a"}).exit_code, 0);
+    ASSERT_EQ(run_tool({"store", "put", "-q", store, k.string(), "--name", "k"}).exit_code, 0);
+    ASSERT_EQ(run_tool({"store", "rm", "-q", store, "a"}).exit_code, 0);
+    const auto s0 = json_of(run_tool({"store", "stats", "--json", store}));
+    // A session from before the mark holds the sweep back.
+    auto catalog = PgCatalog::open(url);
+    auto old_session = catalog->hosts_lock();
+    old_session->lock(false, {});
+    const auto g = json_of(run_tool({"store", "gc", "--no-wait", "--json", store}));
+    ASSERT_EQ(g["sweep_left"], true) << g;
+    const auto s1 = json_of(run_tool({"store", "stats", "--json", store}));
+    EXPECT_EQ(s1["files"].get<std::uint64_t>(), s0["files"].get<std::uint64_t>() - 1) << "a's content: " << s1;
+    // (chunks_condemned also counts a's catalog records, which `chunks` never counts)
+    EXPECT_LT(s1["chunks"].get<std::uint64_t>(), s0["chunks"].get<std::uint64_t>()) << s1;
+    EXPECT_GE(s1["chunks"].get<std::uint64_t>() + g["chunks_condemned"].get<std::uint64_t>(),
+              s0["chunks"].get<std::uint64_t>())
+        << s1;
+    EXPECT_EQ(s1["pack_bytes"], s0["pack_bytes"]) << s1;
+    EXPECT_GE(s1["garbage_bytes"].get<std::uint64_t>(), s0["garbage_bytes"].get<std::uint64_t>() + (8u << 20))
+        << s1;
+    old_session->unlock();
+    const auto swept = json_of(run_tool({"store", "gc", "--json", store}));
+    EXPECT_EQ(swept["sweep_left"], false) << swept;
+    const auto s2 = json_of(run_tool({"store", "stats", "--json", store}));
+    EXPECT_EQ(s2["files"], s1["files"]) << s2;
+    EXPECT_EQ(s2["chunks"], s1["chunks"]) << s2;
+    EXPECT_LT(s2["garbage_bytes"].get<std::uint64_t>(), s1["garbage_bytes"].get<std::uint64_t>()) << s2;
 }
 
 /// Waits until the catalog at `url` has `n` pack rows (the put is under way).
