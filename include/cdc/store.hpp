@@ -352,9 +352,9 @@ struct StoreStats {
     std::uint64_t stored_bytes = 0;     ///< their records in the packs (payload + headers)
     std::uint64_t packs = 0;
     std::uint64_t pack_bytes = 0;       ///< pack files' committed lengths
-    /// Pack bytes no indexed chunk uses (interrupted writers, duplicates of
-    /// concurrent writers, removed chunks): gc reclaims them. Chunks that are
-    /// indexed but listed by no manifest (after rm) are counted by gc.
+    /// Pack bytes no indexed chunk uses (interrupted writers, concurrent writers' duplicates,
+    /// removed chunks; with gc beside writers, the chunks a standing mark condemned): gc
+    /// reclaims them. Indexed chunks that no manifest lists (after rm) are counted by gc.
     std::uint64_t garbage_bytes = 0;
     std::uint64_t index_bytes = 0;      ///< the SQLite database (+ WAL)
     std::uint64_t chunk_table_bytes = 0;///< pages of the chunk index alone (0 if unknown)
