@@ -15,6 +15,25 @@ namespace cdc::transfer {
 namespace {
 constexpr std::size_t kSlots = ChunkFeed::kSegments;
 constexpr std::size_t kDigestBatch = 64;
+
+/// Sizes `g`'s ids and starts to its lengths; fills the starts.
+void lay_out(ChunkFeed::Segment& g) {
+    g.ids.resize(g.lengths.size());
+    g.starts.resize(g.lengths.size());
+    for (std::size_t i = 0, at = 0; i < g.lengths.size(); at += g.lengths[i], ++i) g.starts[i] = at;
+}
+
+/// The ids of chunks [b, e) of `g`, kDigestBatch at a time.
+void hash_ids(ChunkFeed::Segment& g, std::size_t b, std::size_t e) {
+    Digest digests[kDigestBatch];
+    for (std::size_t i = b; i < e; i += kDigestBatch) {
+        const std::size_t m = std::min(kDigestBatch, e - i);
+        const std::size_t len = g.starts[i + m - 1] + g.lengths[i + m - 1] - g.starts[i];
+        compute_digests(DigestKind::blake3, {g.bytes.data() + g.starts[i], len},
+                        std::span<const std::uint32_t>(g.lengths.data() + i, m), std::span<Digest>(digests, m));
+        for (std::size_t j = 0; j < m; ++j) std::memcpy(g.ids[i + j].data(), digests[j].bytes.data(), 32);
+    }
+}
 }  // namespace
 
 ChunkFeed::ChunkFeed(std::shared_ptr<const CutFinder> finder, Reader& reader, std::size_t read_size,
@@ -69,9 +88,7 @@ void ChunkFeed::run(Reader& reader) {
             const std::size_t cut = cut_lengths(*finder_, {s->data.get(), size}, eof, g.lengths);
             g.offset = offset;
             g.bytes = {s->data.get(), cut};
-            g.ids.resize(g.lengths.size());
-            g.starts.resize(g.lengths.size());
-            for (std::size_t i = 0, at = 0; i < g.lengths.size(); at += g.lengths[i], ++i) g.starts[i] = at;
+            lay_out(g);
             // The ids, in parts hashed side by side (this thread helps).
             const std::size_t n = g.lengths.size();
             const std::size_t parts = pool_->threads() + 1;  // the worker and this thread
@@ -81,15 +98,7 @@ void ChunkFeed::run(Reader& reader) {
                 const std::size_t e = std::min(n, b + per);
                 left.fetch_add(1);
                 pool_->submit([&g, &left, b, e] {
-                    Digest digests[kDigestBatch];
-                    for (std::size_t i = b; i < e; i += kDigestBatch) {
-                        const std::size_t m = std::min(kDigestBatch, e - i);
-                        const std::size_t len = g.starts[i + m - 1] + g.lengths[i + m - 1] - g.starts[i];
-                        compute_digests(DigestKind::blake3, {g.bytes.data() + g.starts[i], len},
-                                        std::span<const std::uint32_t>(g.lengths.data() + i, m),
-                                        std::span<Digest>(digests, m));
-                        for (std::size_t j = 0; j < m; ++j) std::memcpy(g.ids[i + j].data(), digests[j].bytes.data(), 32);
-                    }
+                    hash_ids(g, b, e);
                     left.fetch_sub(1);
                 });
             }
@@ -119,18 +128,8 @@ ChunkFeed::Segment* ChunkFeed::next_inline() {
     cut_lengths(*finder_, all, true, g.lengths);
     g.offset = 0;
     g.bytes = all;
-    const std::size_t n = g.lengths.size();
-    g.ids.resize(n);
-    g.starts.resize(n);
-    for (std::size_t i = 0, at = 0; i < n; at += g.lengths[i], ++i) g.starts[i] = at;
-    Digest digests[kDigestBatch];
-    for (std::size_t i = 0; i < n; i += kDigestBatch) {
-        const std::size_t m = std::min(kDigestBatch, n - i);
-        const std::size_t len = g.starts[i + m - 1] + g.lengths[i + m - 1] - g.starts[i];
-        compute_digests(DigestKind::blake3, {g.bytes.data() + g.starts[i], len},
-                        std::span<const std::uint32_t>(g.lengths.data() + i, m), std::span<Digest>(digests, m));
-        for (std::size_t j = 0; j < m; ++j) std::memcpy(g.ids[i + j].data(), digests[j].bytes.data(), 32);
-    }
+    lay_out(g);
+    hash_ids(g, 0, g.lengths.size());
     return &g;
 }
 
