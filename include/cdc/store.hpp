@@ -689,12 +689,14 @@ public:
     /// what was put and the removal are visible together (NotFoundError for
     /// a name that is not there, nothing of that transaction committed).
     void commit_removing(std::span<const std::string> names);
-    /// commit(), whose last transaction also makes these committed manifests
-    /// (a snapshot's contents, named by what it commits) live again if a gc
-    /// running beside writers condemned them at its mark (a PostgreSQL
-    /// catalog: docs/STORE.md, "gc while writers write"): they are found by
-    /// lookups and listings again, and their chunks too.
-    void commit_naming(std::span<const std::string> names);
+    /// commit(), whose last transaction also makes the committed manifests
+    /// `names()` gives (a snapshot's contents, named by what it commits) live
+    /// again if a gc running beside writers condemned them at its mark (a
+    /// PostgreSQL catalog: docs/STORE.md, "gc while writers write"): they
+    /// are found by lookups and listings again, and their chunks too.
+    /// `names` is called only for a catalog whose gc marks (else it is
+    /// commit(): a snapshot's walk for nothing).
+    void commit_naming(const std::function<std::vector<std::string>()>& names);
     /// Totals since construction (stored_bytes: up to the last flush).
     const PutStats& stats() const noexcept;
 

@@ -336,6 +336,9 @@ public:
 
     // ---- gc beside writers (docs/STORE.md, "gc while writers write"); a
     // catalog whose hosts_lock() says gc_beside_writers() has them.
+    /// Whether gc marks what it will drop (then a commit names what it
+    /// refers to: FlushBatch::named).
+    virtual bool gc_marks() const { return false; }
     /// How many snapshots naming contents have committed (a count their
     /// commits bump, FlushBatch::named): read before gc lists what the
     /// snapshots name.

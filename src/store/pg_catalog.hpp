@@ -146,6 +146,7 @@ public:
     std::unique_ptr<HostsLock> hosts_lock() const override;
     std::function<std::uint64_t()> pack_ids() const override;
 
+    bool gc_marks() const override { return true; }
     std::uint64_t snapshot_commits() override;
     std::optional<std::uint64_t> gc_mark(std::span<const std::string> unreferenced, std::uint64_t listed_at) override;
     bool gc_marked() override;

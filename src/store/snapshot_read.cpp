@@ -238,17 +238,18 @@ void test_pause_before_commit() {
 void commit_snapshot(const Store& store, Writer& w, const Snapshot& s, const std::string& stream) {
     test_pause_before_commit();
     const std::string header = header_json(s);
+    w.put_file({tree_name(s.id), 0600, s.time_ns}, MemorySource(std::span<const char>(stream.data(), stream.size())));
+    w.put_file({header_name(s.id), 0600, s.time_ns}, MemorySource(std::span<const char>(header.data(), header.size())));
     // The contents the snapshot names (its stream is its whole tree set):
     // the commit that makes it visible makes them live again if a gc beside
     // writers condemned them at a mark made after this writer found them
     // (PgCatalog::write_batch says why that is safe).
-    std::set<std::string> named;
-    for_each_content(store, s, SnapshotTrees(stream, tree_name(s.id)),
-                     [&](const std::string& name) { named.insert(name); });
-    w.put_file({tree_name(s.id), 0600, s.time_ns}, MemorySource(std::span<const char>(stream.data(), stream.size())));
-    w.put_file({header_name(s.id), 0600, s.time_ns}, MemorySource(std::span<const char>(header.data(), header.size())));
-    const std::vector<std::string> names(named.begin(), named.end());
-    w.commit_naming(names);
+    w.commit_naming([&] {
+        std::set<std::string> named;
+        for_each_content(store, s, SnapshotTrees(stream, tree_name(s.id)),
+                         [&](const std::string& name) { named.insert(name); });
+        return std::vector<std::string>(named.begin(), named.end());
+    });
 }
 
 tree::Entry root_entry(const Snapshot& s) {

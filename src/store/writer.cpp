@@ -491,24 +491,21 @@ void Writer::finish_manifest(const ChunkId& digest, std::uint64_t size) {
 }
 void Writer::commit() { impl_->flush(); }
 
-void Writer::commit_removing(std::span<const std::string> names) {
-    impl_->removing.assign(names.begin(), names.end());
+void Writer::Impl::flush_carrying(std::vector<std::string>& slot, std::vector<std::string> names) {
+    slot = std::move(names);
     try {
-        impl_->flush();
+        flush();
     } catch (...) {
-        impl_->removing.clear();
+        slot.clear();
         throw;
     }
+    slot.clear();  // (the last transaction took them; a flush with nothing to commit carries none)
 }
-void Writer::commit_naming(std::span<const std::string> names) {
-    impl_->naming.assign(names.begin(), names.end());
-    try {
-        impl_->flush();
-    } catch (...) {
-        impl_->naming.clear();
-        throw;
-    }
-    impl_->naming.clear();  // (a flush with nothing to commit carries none)
+void Writer::commit_removing(std::span<const std::string> names) {
+    impl_->flush_carrying(impl_->removing, {names.begin(), names.end()});
+}
+void Writer::commit_naming(const std::function<std::vector<std::string>()>& names) {
+    impl_->flush_carrying(impl_->naming, impl_->catalog->gc_marks() ? names() : std::vector<std::string>());
 }
 const PutStats& Writer::stats() const noexcept { return impl_->totals; }
 

@@ -326,6 +326,9 @@ struct Writer::Impl {
     /// The flush proper: catalog records, packs synced, one commit.
     /// `last`: the flush's final transaction (it carries `removing`).
     void flush_commit(bool last = true);
+    /// flush() with `names` in `slot` (removing or naming) for its last
+    /// transaction; `slot` is empty after, whether it committed or threw.
+    void flush_carrying(std::vector<std::string>& slot, std::vector<std::string> names);
     /// Removed in the next commit's final transaction (commit_removing).
     std::vector<std::string> removing;
     /// Made live again in the next commit's final transaction (commit_naming).
