@@ -249,10 +249,15 @@ public:
         std::string digest;                  ///< 32 bytes; empty: the file is left out
         const struct stat* opened = nullptr; ///< the file as read (size and times), if it was
     };
-    /// The tree records (appended to `records`) with contents[i] for
-    /// files()[i]; returns the root's id (32 bytes). A hard link to a file
-    /// left out is left out too, named in `skipped`.
-    std::string encode(std::span<const Content> contents, std::string& records,
+    /// Where one tree record lies in `records`: its id is its first 32 bytes.
+    struct RecordSpan {
+        std::size_t at = 0, length = 0;
+    };
+    /// The tree records (appended to `records`, each once, where `spans`
+    /// says) with contents[i] for files()[i]; returns the root's id (32
+    /// bytes). A hard link to a file left out is left out too, named in
+    /// `skipped`.
+    std::string encode(std::span<const Content> contents, std::string& records, std::vector<RecordSpan>& spans,
                        std::vector<SnapshotIssue>& skipped) const;
 
 private:

@@ -80,7 +80,7 @@ std::unique_ptr<Reader> TreeCapture::extents(std::size_t i, int fd, const struct
 }
 
 std::string TreeCapture::encode(std::span<const Content> contents, std::string& records,
-                                std::vector<SnapshotIssue>& skipped) const {
+                                std::vector<RecordSpan>& spans, std::vector<SnapshotIssue>& skipped) const {
     const Impl& c = *impl_;
     if (contents.size() != c.files.size()) throw std::invalid_argument("TreeCapture::encode: a content per file");
     std::unordered_map<std::string, std::size_t> file_of_path;
@@ -119,7 +119,10 @@ std::string TreeCapture::encode(std::span<const Content> contents, std::string& 
             }
             out.push_back(std::move(e));
         }
-        return detail::append_tree(std::move(out), records, written);
+        const std::size_t at = records.size();
+        const BlobId id = detail::append_tree(std::move(out), records, written);
+        if (records.size() != at) spans.push_back({at, records.size() - at});  // (else written before)
+        return id;
     };
     const BlobId root = build(c.d.root, "");
     return std::string(reinterpret_cast<const char*>(root.data()), root.size());

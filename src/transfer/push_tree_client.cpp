@@ -62,26 +62,10 @@ v1::PushReply read_reply(PushStream& stream, v1::PushReply::BodyCase want, const
     return reply;
 }
 
-/// The tree records ([32-byte id][u32 LE length][object] each), split.
-struct Record {
-    std::size_t at = 0, length = 0;  // the whole record's
-};
-std::vector<Record> split_records(const std::string& records) {
-    std::vector<Record> out;
-    for (std::size_t at = 0; at + 36 <= records.size();) {
-        std::uint32_t len = 0;
-        for (int i = 3; i >= 0; --i)
-            len = (len << 8) | static_cast<unsigned char>(records[at + 32 + static_cast<std::size_t>(i)]);
-        out.push_back({at, 36 + std::size_t{len}});
-        at += 36 + len;
-    }
-    return out;
-}
-
 /// Sends the tree records: with `ask`, their ids first (the server answers
 /// which it lacks: the parent's trees it holds are not sent).
-void send_trees(PushStream& stream, const std::string& records, bool ask, TreePushReport& report) {
-    const std::vector<Record> all = split_records(records);
+void send_trees(PushStream& stream, const std::string& records, std::span<const store::TreeCapture::RecordSpan> all,
+                bool ask, TreePushReport& report) {
     std::vector<char> wanted(all.size(), 1);
     if (ask) {
         for (std::size_t first = 0; first < all.size(); first += kTreeIdsPerMessage) {
@@ -287,8 +271,9 @@ TreePushReport push_tree(const std::function<std::unique_ptr<PushStream>()>& ope
             for (std::size_t k = 0; k < jobs.size(); ++k)
                 if (!jobs[k].skipped) contents[k] = {jobs[k].digest, jobs[k].was_opened ? &jobs[k].opened : nullptr};
             std::string records;
-            const std::string root = cap.encode(contents, records, skipped);
-            send_trees(*stream, records, params.tree_ids && !report.snapshot.parent.empty(), report);
+            std::vector<store::TreeCapture::RecordSpan> spans;
+            const std::string root = cap.encode(contents, records, spans, skipped);
+            send_trees(*stream, records, spans, params.tree_ids && !report.snapshot.parent.empty(), report);
             v1::PushRequest req;
             req.mutable_commit()->set_root(root.data(), root.size());
             req.mutable_commit()->set_skipped_unreadable(skipped.size());
