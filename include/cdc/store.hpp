@@ -262,7 +262,8 @@ struct StoreInfo {
     /// the key), empty for an unkeyed store.
     std::string key_check;
     /// Encrypted at rest: records sealed with this cipher
-    /// ("xchacha20-poly1305"); empty for an unencrypted store.
+    /// ("xchacha20-poly1305-r2"; "xchacha20-poly1305" in stores of the
+    /// first sealed record form); empty for an unencrypted store.
     std::string cipher;
     bool encrypted() const noexcept { return !cipher.empty(); }
 };

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <climits>
 #include <cstring>
 #include <memory>
@@ -90,22 +91,34 @@ Sealer::Sealer(std::span<const std::uint8_t> key, AeadBackend backend) : backend
         throw Error("OpenSSL provides no ChaCha20-Poly1305 here (a FIPS-only provider?)");
 }
 
+namespace {
+
+void check_nonce_bytes(std::size_t nonce_bytes) {
+    if (nonce_bytes != kNonceBytes && nonce_bytes != kShortNonceBytes)
+        throw Error(fmt::format("a sealed string carries a nonce of {} or {} bytes, not {}", kNonceBytes,
+                                kShortNonceBytes, nonce_bytes));
+}
+
+}  // namespace
+
 void Sealer::seal(SealKind kind, std::span<const std::uint8_t> id, std::span<const std::uint8_t> context,
-                  std::span<const std::uint8_t> plain, std::span<std::uint8_t> out) const {
-    if (out.size() != plain.size() + kSealOverhead)
+                  std::span<const std::uint8_t> plain, std::span<std::uint8_t> out, std::size_t nonce_bytes) const {
+    check_nonce_bytes(nonce_bytes);
+    if (out.size() != plain.size() + nonce_bytes + kTagBytes)
         throw Error(fmt::format("seal: output of {} bytes for {} plain bytes", out.size(), plain.size()));
     std::vector<std::uint8_t>& ad = thread_ad();
     build_ad(ad, kind, id, context);
-    std::uint8_t* nonce = out.data();
-    std::uint8_t* cipher = out.data() + kNonceBytes;
+    std::array<std::uint8_t, kNonceBytes> nonce{};  // (a short nonce: its last bytes zero)
+    randombytes_buf(nonce.data(), nonce_bytes);
+    std::memcpy(out.data(), nonce.data(), nonce_bytes);
+    std::uint8_t* cipher = out.data() + nonce_bytes;
     std::uint8_t* tag = cipher + plain.size();
-    randombytes_buf(nonce, kNonceBytes);
     if (backend_ == AeadBackend::sodium) {
         crypto_aead_xchacha20poly1305_ietf_encrypt_detached(cipher, tag, nullptr, plain.data(), plain.size(),
-                                                            ad.data(), ad.size(), nullptr, nonce, key_.data());
+                                                            ad.data(), ad.size(), nullptr, nonce.data(), key_.data());
         return;
     }
-    if (!detail::evp_seal(key_.data(), nonce, ad, plain, cipher, tag)) {
+    if (!detail::evp_seal(key_.data(), nonce.data(), ad, plain, cipher, tag)) {
         wipe(out);
         throw Error(fmt::format("sealing a {}: OpenSSL's ChaCha20-Poly1305 failed", name_of(kind)));
     }
@@ -120,23 +133,26 @@ std::vector<std::uint8_t> Sealer::seal(SealKind kind, std::span<const std::uint8
 }
 
 void Sealer::open(SealKind kind, std::span<const std::uint8_t> id, std::span<const std::uint8_t> context,
-                  std::span<const std::uint8_t> sealed, std::span<std::uint8_t> out) const {
-    if (sealed.size() < kSealOverhead)
+                  std::span<const std::uint8_t> sealed, std::span<std::uint8_t> out, std::size_t nonce_bytes) const {
+    check_nonce_bytes(nonce_bytes);
+    const std::size_t overhead = nonce_bytes + kTagBytes;
+    if (sealed.size() < overhead)
         fail(kind, id, fmt::format("{} sealed bytes, fewer than nonce and tag ({}): truncated", sealed.size(),
-                                   kSealOverhead));
-    const std::size_t n = sealed.size() - kSealOverhead;
+                                   overhead));
+    const std::size_t n = sealed.size() - overhead;
     if (out.size() != n) throw Error(fmt::format("open: output of {} bytes for {} sealed bytes", out.size(), sealed.size()));
     std::vector<std::uint8_t>& ad = thread_ad();
     build_ad(ad, kind, id, context);
-    const std::uint8_t* nonce = sealed.data();
-    const std::uint8_t* cipher = sealed.data() + kNonceBytes;
+    std::array<std::uint8_t, kNonceBytes> nonce{};
+    std::memcpy(nonce.data(), sealed.data(), nonce_bytes);
+    const std::uint8_t* cipher = sealed.data() + nonce_bytes;
     const std::uint8_t* tag = cipher + n;
     bool ok = false;
     if (backend_ == AeadBackend::sodium) {
         ok = crypto_aead_xchacha20poly1305_ietf_decrypt_detached(out.data(), nullptr, cipher, n, tag, ad.data(),
-                                                                 ad.size(), nonce, key_.data()) == 0;
+                                                                 ad.size(), nonce.data(), key_.data()) == 0;
     } else {
-        ok = detail::evp_open(key_.data(), nonce, ad, {cipher, n}, tag, out.data());
+        ok = detail::evp_open(key_.data(), nonce.data(), ad, {cipher, n}, tag, out.data());
     }
     if (!ok) {
         wipe(out);

@@ -37,6 +37,12 @@ void Compressor::compress_frame(std::span<const std::byte> raw, std::vector<std:
     out.resize(n);
 }
 
+std::optional<std::uint64_t> frame_content_size(std::span<const std::byte> frame) noexcept {
+    const unsigned long long declared = ZSTD_getFrameContentSize(frame.data(), frame.size());
+    if (declared == ZSTD_CONTENTSIZE_UNKNOWN || declared == ZSTD_CONTENTSIZE_ERROR) return std::nullopt;
+    return static_cast<std::uint64_t>(declared);
+}
+
 std::uint64_t stored_size_bound(std::uint64_t raw_size) noexcept {
     return ZSTD_compressBound(static_cast<std::size_t>(raw_size));
 }

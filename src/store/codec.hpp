@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -54,6 +55,10 @@ public:
 private:
     ZSTD_DCtx_s* ctx_ = nullptr;
 };
+
+/// The raw size a zstd frame declares (its frame content size); empty if it
+/// declares none or is no frame.
+std::optional<std::uint64_t> frame_content_size(std::span<const std::byte> frame) noexcept;
 
 /// The largest payload a record of `raw_size` bytes may have (zstd's bound:
 /// a record is never larger; one kept raw has exactly raw_size).

@@ -131,9 +131,11 @@ void encode_record(const ChunkId& id, Codec codec, std::uint32_t raw_size, std::
     put_u64(out + 48, checksum(out, payload));
 }
 
-void encode_sealed_header(const ChunkId& id, Codec codec, std::uint32_t stored_size, std::uint8_t* out) {
+void encode_sealed_header(const ChunkId& id, Codec codec, bool compact, std::uint32_t stored_size,
+                          std::uint8_t* out) {
     std::memcpy(out, kRecordMagic.data(), 4);
-    out[4] = static_cast<std::uint8_t>(static_cast<std::uint8_t>(codec) | kRecordEncrypted);
+    out[4] = static_cast<std::uint8_t>(static_cast<std::uint8_t>(codec) | kRecordEncrypted |
+                                       (compact ? kRecordCompact : 0));
     out[5] = out[6] = out[7] = 0;
     put_u32(out + 8, 0);  // the raw size is inside the sealed payload
     put_u32(out + 12, stored_size);
@@ -147,10 +149,14 @@ void set_record_checksum(std::uint8_t* header, std::span<const std::byte> payloa
 
 std::optional<RecordHeader> decode_record(const std::uint8_t* h) {
     if (std::memcmp(h, kRecordMagic.data(), 4) != 0) return std::nullopt;
-    if ((h[4] & ~(1u | kRecordEncrypted)) != 0 || h[5] != 0 || h[6] != 0 || h[7] != 0) return std::nullopt;
+    if ((h[4] & ~(1u | kRecordEncrypted | kRecordCompact)) != 0 || h[5] != 0 || h[6] != 0 || h[7] != 0)
+        return std::nullopt;
+    // (the compact form is a form of sealed record only)
+    if ((h[4] & kRecordCompact) != 0 && (h[4] & kRecordEncrypted) == 0) return std::nullopt;
     RecordHeader r;
     r.codec = static_cast<Codec>(h[4] & 1u);
     r.encrypted = (h[4] & kRecordEncrypted) != 0;
+    r.compact = (h[4] & kRecordCompact) != 0;
     r.raw_size = get_u32(h + 8);
     r.stored_size = get_u32(h + 12);
     std::memcpy(r.id.data(), h + 16, r.id.size());

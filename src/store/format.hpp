@@ -57,12 +57,19 @@ std::string check_pack_header(std::span<const std::uint8_t> bytes, std::uint64_t
 /// Bit 1 of a record's flags byte (the byte after the magic; bit 0 is the
 /// codec): the payload is sealed (docs/STORE-V2.md "Records and packs").
 inline constexpr std::uint8_t kRecordEncrypted = 2;
-/// Bytes of the raw size that leads a sealed record's plain text.
+/// Bytes of the raw size that leads a sealed record's plain text (the
+/// first sealed form).
 inline constexpr std::size_t kSealedSizeBytes = 4;
+/// Bit 2 (with kRecordEncrypted): a sealed record of the compact form
+/// (docs/STORE-V2.md "Records and packs"): a 128-bit nonce, and no raw size
+/// sealed ahead of the stored form (the raw bytes' length, or the size its
+/// zstd frame declares). 12 bytes less per record than the first form.
+inline constexpr std::uint8_t kRecordCompact = 4;
 
 struct RecordHeader {
     Codec codec = Codec::raw;
     bool encrypted = false;
+    bool compact = false;  ///< a sealed record of the compact form (kRecordCompact)
     std::uint32_t raw_size = 0;
     std::uint32_t stored_size = 0;
     ChunkId id{};
@@ -73,10 +80,11 @@ struct RecordHeader {
 void encode_record(const ChunkId& id, Codec codec, std::uint32_t raw_size, std::span<const std::byte> payload,
                    std::uint8_t* out);
 /// The first 48 bytes of a sealed record's header (magic, flags with
-/// kRecordEncrypted, raw size 0, stored size, id): the associated data its
-/// payload is sealed with. The checksum follows once the payload is sealed
-/// (set_record_checksum).
-void encode_sealed_header(const ChunkId& id, Codec codec, std::uint32_t stored_size, std::uint8_t* out);
+/// kRecordEncrypted and, for the compact form, kRecordCompact, raw size 0,
+/// stored size, id): the associated data its payload is sealed with. The
+/// checksum follows once the payload is sealed (set_record_checksum).
+void encode_sealed_header(const ChunkId& id, Codec codec, bool compact, std::uint32_t stored_size,
+                          std::uint8_t* out);
 /// Bytes of a header that a sealed payload's tag covers (all but the checksum).
 inline constexpr std::size_t kRecordAuthenticatedBytes = 48;
 /// Computes and writes the checksum of a header whose payload follows it.

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "pack_writer.hpp"
 
+#include "codec.hpp"
 #include "seal.hpp"  // (src/crypto)
 
 #include <fmt/format.h>
@@ -17,9 +18,26 @@ namespace cdc::store::detail {
 
 void RecordBatch::add(const ChunkId& id, Codec codec, std::uint32_t raw_size, std::span<const std::byte> payload) {
     const std::size_t at = bytes.size();
+    if (sealer != nullptr && compact &&
+        (codec == Codec::raw ? payload.size() == raw_size : frame_content_size(payload) == raw_size)) {
+        // payload = nonce (16) || seal(frame or raw) || tag, with the
+        // header's first 48 bytes as associated data; the raw size is the
+        // form's own (a frame that declares none takes the first form).
+        const std::size_t stored = payload.size() + crypto::kShortSealOverhead;
+        bytes.resize(at + kRecordHeaderSize + stored);
+        std::uint8_t* h = bytes.data() + at;
+        encode_sealed_header(id, codec, true, static_cast<std::uint32_t>(stored), h);
+        sealer->seal(crypto::SealKind::record, std::span(id), std::span<const std::uint8_t>(h, kRecordAuthenticatedBytes),
+                     std::span(reinterpret_cast<const std::uint8_t*>(payload.data()), payload.size()),
+                     std::span(h + kRecordHeaderSize, stored), crypto::kShortNonceBytes);
+        set_record_checksum(h, std::as_bytes(std::span<const std::uint8_t>(h + kRecordHeaderSize, stored)));
+        entries.push_back({id, at, raw_size, static_cast<std::uint32_t>(stored)});
+        return;
+    }
     if (sealer != nullptr) {
-        // payload = nonce || seal([raw size u32 LE][frame or raw]) || tag,
-        // with the header's first 48 bytes as associated data.
+        // The first form: payload = nonce (24) || seal([raw size u32 LE]
+        // [frame or raw]) || tag, with the header's first 48 bytes as
+        // associated data.
         const std::size_t plain_size = kSealedSizeBytes + payload.size();
         const std::size_t stored = plain_size + crypto::kSealOverhead;
         thread_local std::vector<std::uint8_t> plain;
@@ -31,7 +49,7 @@ void RecordBatch::add(const ChunkId& id, Codec codec, std::uint32_t raw_size, st
         if (!payload.empty()) std::memcpy(plain.data() + kSealedSizeBytes, payload.data(), payload.size());
         bytes.resize(at + kRecordHeaderSize + stored);
         std::uint8_t* h = bytes.data() + at;
-        encode_sealed_header(id, codec, static_cast<std::uint32_t>(stored), h);
+        encode_sealed_header(id, codec, false, static_cast<std::uint32_t>(stored), h);
         sealer->seal(crypto::SealKind::record, std::span(id), std::span<const std::uint8_t>(h, kRecordAuthenticatedBytes),
                      plain, std::span(h + kRecordHeaderSize, stored));
         set_record_checksum(h, std::as_bytes(std::span<const std::uint8_t>(h + kRecordHeaderSize, stored)));

@@ -30,6 +30,9 @@ struct RecordBatch {
     /// The store's data key in an encrypted store: add() seals each record
     /// (docs/STORE-V2.md "Records and packs"); nullptr in a plain store.
     const crypto::Sealer* sealer = nullptr;
+    /// Seal in the compact form (format.hpp kRecordCompact) where the record
+    /// allows it: a store whose cipher names that form.
+    bool compact = false;
     std::vector<std::uint8_t> bytes;
     struct Entry {
         ChunkId id;

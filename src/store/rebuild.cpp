@@ -10,6 +10,7 @@
 #include "format.hpp"
 #include "masked_catalog.hpp"
 #include "pack_storage_factory.hpp"
+#include "records.hpp"
 #include "snapshot_names.hpp"
 #include "store_impl.hpp"
 #include "key_ring.hpp"  // (src/crypto)
@@ -21,6 +22,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <limits>
 #include <map>
 
 namespace cdc::store {
@@ -28,12 +30,6 @@ namespace cdc::store {
 using namespace detail;
 
 namespace {
-
-std::uint32_t u32le(const std::byte* p) {
-    std::uint32_t v = 0;
-    for (int i = 3; i >= 0; --i) v = v << 8 | std::to_integer<std::uint32_t>(p[i]);
-    return v;
-}
 
 struct Piece {
     ManifestPiece piece;
@@ -162,22 +158,24 @@ private:
         std::span<const std::byte> form = payload;
         std::uint32_t raw_size = h.raw_size;
         if (sealer) {
-            if (payload.size() < crypto::kSealOverhead + kSealedSizeBytes) {
+            if (payload.size() < sealed_overhead(h)) {
                 problem(fmt::format("{}: a sealed record too short to hold a payload: skipped", where));
                 return std::nullopt;
             }
-            plain_.resize(payload.size() - crypto::kSealOverhead);
+            OpenedRecord opened;
             try {
-                const auto* hp = reinterpret_cast<const std::uint8_t*>(record.data());
-                sealer->open(crypto::SealKind::record, std::span(h.id), std::span(hp, kRecordAuthenticatedBytes),
-                             std::span(reinterpret_cast<const std::uint8_t*>(payload.data()), payload.size()),
-                             std::span(reinterpret_cast<std::uint8_t*>(plain_.data()), plain_.size()));
+                opened = open_record(*sealer, h, record, plain_);
             } catch (const crypto::AuthenticationError&) {
                 problem(fmt::format("{}: chunk {}: its authentication tag does not match: skipped", where, to_hex(h.id)));
                 return std::nullopt;
             }
-            raw_size = u32le(plain_.data());
-            form = std::span<const std::byte>(plain_).subspan(kSealedSizeBytes);
+            if (!opened.raw_size || *opened.raw_size > std::numeric_limits<std::uint32_t>::max()) {
+                problem(fmt::format("{}: chunk {}: its zstd frame declares no usable raw size: skipped", where,
+                                    to_hex(h.id)));
+                return std::nullopt;
+            }
+            raw_size = static_cast<std::uint32_t>(*opened.raw_size);
+            form = opened.form;
         }
         if (h.codec == Codec::raw && form.size() == raw_size) take_catalog_record(form, h.id, where);
         return PendingRow{h.id, pack, pos, raw_size, h.stored_size};

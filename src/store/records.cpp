@@ -36,10 +36,34 @@ namespace {
 // check_record's checks; the checksum only when `checksum` (a sealed record
 // about to be opened has its tag checked instead, which covers the same
 // bytes: open_sealed looks at the checksum only to word a failure).
-Codec check_record_impl(std::span<const std::byte> record, const Location& loc, const ChunkId& id,
-                        std::string_view context, const crypto::Sealer* sealer, bool checksum);
+RecordHeader check_record_impl(std::span<const std::byte> record, const Location& loc, const ChunkId& id,
+                               std::string_view context, const crypto::Sealer* sealer, bool checksum);
+
+std::uint32_t get_u32le(const std::byte* b) {
+    const auto* p = reinterpret_cast<const std::uint8_t*>(b);
+    return static_cast<std::uint32_t>(p[0]) | static_cast<std::uint32_t>(p[1]) << 8 |
+           static_cast<std::uint32_t>(p[2]) << 16 | static_cast<std::uint32_t>(p[3]) << 24;
+}
 
 }  // namespace
+
+std::size_t sealed_overhead(const RecordHeader& h) noexcept {
+    return h.compact ? crypto::kShortSealOverhead : crypto::kSealOverhead + kSealedSizeBytes;
+}
+
+OpenedRecord open_record(const crypto::Sealer& sealer, const RecordHeader& h, std::span<const std::byte> record,
+                         std::vector<std::byte>& plain) {
+    const auto* hp = reinterpret_cast<const std::uint8_t*>(record.data());
+    const auto sealed = std::span(hp + kRecordHeaderSize, h.stored_size);
+    const std::size_t nonce = h.compact ? crypto::kShortNonceBytes : crypto::kNonceBytes;
+    plain.resize(h.stored_size - nonce - crypto::kTagBytes);
+    sealer.open(crypto::SealKind::record, std::span(h.id), std::span(hp, kRecordAuthenticatedBytes), sealed,
+                std::span(reinterpret_cast<std::uint8_t*>(plain.data()), plain.size()), nonce);
+    const std::span<const std::byte> all(plain);
+    if (!h.compact) return {all.subspan(kSealedSizeBytes), get_u32le(plain.data())};
+    if (h.codec == Codec::raw) return {all, all.size()};
+    return {all, frame_content_size(all)};
+}
 
 Codec read_record(const PackReader& pack, const Location& loc, const ChunkId& id, std::vector<std::byte>& buf,
                   std::string_view context, const crypto::Sealer* sealer) {
@@ -48,13 +72,13 @@ Codec read_record(const PackReader& pack, const Location& loc, const ChunkId& id
 
 Codec check_record(std::span<const std::byte> record, const Location& loc, const ChunkId& id,
                    std::string_view context, const crypto::Sealer* sealer) {
-    return check_record_impl(record, loc, id, context, sealer, true);
+    return check_record_impl(record, loc, id, context, sealer, true).codec;
 }
 
 namespace {
 
-Codec check_record_impl(std::span<const std::byte> record, const Location& loc, const ChunkId& id,
-                        std::string_view context, const crypto::Sealer* sealer, bool checksum) {
+RecordHeader check_record_impl(std::span<const std::byte> record, const Location& loc, const ChunkId& id,
+                               std::string_view context, const crypto::Sealer* sealer, bool checksum) {
     const std::size_t n = kRecordHeaderSize + loc.stored_size;
     if (record.size() < n)
         throw DamageError(chunk_problem(context, id, loc,
@@ -75,44 +99,35 @@ Codec check_record_impl(std::span<const std::byte> record, const Location& loc, 
     if (checksum && !record_checksum_ok(h, record.subspan(kRecordHeaderSize, loc.stored_size)))
         throw DamageError(chunk_problem(context, id, loc, "checksum mismatch (damaged bytes)"));
     if (header->encrypted) {
-        if (loc.stored_size < crypto::kSealOverhead + kSealedSizeBytes)
+        if (loc.stored_size < sealed_overhead(*header))
             throw DamageError(chunk_problem(context, id, loc, "a sealed record too short to hold a payload"));
     } else if (header->codec == Codec::raw && header->stored_size != header->raw_size) {
         throw DamageError(chunk_problem(context, id, loc, "a raw record whose sizes differ"));
     }
-    return header->codec;
+    return *header;
 }
 
-std::uint32_t get_u32le(const std::uint8_t* p) {
-    return static_cast<std::uint32_t>(p[0]) | static_cast<std::uint32_t>(p[1]) << 8 |
-           static_cast<std::uint32_t>(p[2]) << 16 | static_cast<std::uint32_t>(p[3]) << 24;
-}
-
-// Opens a checked sealed record's payload into `plain` ([raw size][frame
-// or raw bytes]): the tag covers the payload and the header's first 48
-// bytes (the id among them), so a flipped byte, a record moved under another
-// id or one sealed under another key fails here. Returns the stored form.
-std::span<const std::byte> open_sealed(std::span<const std::byte> record, const Location& loc, const ChunkId& id,
-                                       std::vector<std::byte>& plain, std::string_view context,
-                                       const crypto::Sealer& sealer) {
-    const auto* h = reinterpret_cast<const std::uint8_t*>(record.data());
-    const auto sealed = std::span(h + kRecordHeaderSize, loc.stored_size);
-    plain.resize(loc.stored_size - crypto::kSealOverhead);
-    auto* p = reinterpret_cast<std::uint8_t*>(plain.data());
+// Opens a checked sealed record's payload into `plain`: a flipped byte, a
+// record moved under another id or one sealed under another key fails
+// here. Returns the stored form.
+std::span<const std::byte> open_sealed(std::span<const std::byte> record, const RecordHeader& header,
+                                       const Location& loc, const ChunkId& id, std::vector<std::byte>& plain,
+                                       std::string_view context, const crypto::Sealer& sealer) {
+    OpenedRecord opened;
     try {
-        sealer.open(crypto::SealKind::record, std::span(id), std::span(h, kRecordAuthenticatedBytes), sealed,
-                    std::span(p, plain.size()));
+        opened = open_record(sealer, header, record, plain);
     } catch (const crypto::AuthenticationError&) {
         // (bytes damaged without intent fail the checksum too: said so)
+        const auto* h = reinterpret_cast<const std::uint8_t*>(record.data());
         if (!record_checksum_ok(h, record.subspan(kRecordHeaderSize, loc.stored_size)))
             throw DamageError(chunk_problem(context, id, loc, "checksum mismatch (damaged bytes)"));
         throw DamageError(chunk_problem(context, id, loc,
                                         "its authentication tag does not match (altered, moved or replayed bytes, "
                                         "or sealed under another key)"));
     }
-    if (get_u32le(p) != loc.raw_size)
+    if (opened.raw_size != loc.raw_size)
         throw DamageError(chunk_problem(context, id, loc, "the sealed raw size differs from the index"));
-    return std::span<const std::byte>(plain).subspan(kSealedSizeBytes);
+    return opened.form;
 }
 
 void decode_payload(Codec codec, std::span<const std::byte> payload, const Location& loc, const ChunkId& id,
@@ -134,27 +149,28 @@ void decode_payload(Codec codec, std::span<const std::byte> payload, const Locat
 void decode_record_into(std::span<const std::byte> record, const Location& loc, const ChunkId& id,
                         std::span<std::byte> out, std::string_view context, const crypto::Sealer* sealer) {
     // (a sealed record's tag is checked as it is opened: no checksum first)
-    const Codec codec = check_record_impl(record, loc, id, context, sealer, sealer == nullptr);
+    const RecordHeader header = check_record_impl(record, loc, id, context, sealer, sealer == nullptr);
     if (sealer == nullptr) {
-        decode_payload(codec, record.subspan(kRecordHeaderSize, loc.stored_size), loc, id, out, context);
+        decode_payload(header.codec, record.subspan(kRecordHeaderSize, loc.stored_size), loc, id, out, context);
         return;
     }
     thread_local std::vector<std::byte> plain;
-    decode_payload(codec, open_sealed(record, loc, id, plain, context, *sealer), loc, id, out, context);
+    decode_payload(header.codec, open_sealed(record, header, loc, id, plain, context, *sealer), loc, id, out,
+                   context);
 }
 
 Codec stored_payload(std::span<const std::byte> record, const Location& loc, const ChunkId& id,
                      std::vector<std::byte>& out, std::string_view context, const crypto::Sealer* sealer) {
-    const Codec codec = check_record_impl(record, loc, id, context, sealer, sealer == nullptr);
+    const RecordHeader header = check_record_impl(record, loc, id, context, sealer, sealer == nullptr);
     if (sealer == nullptr) {
         const auto payload = record.subspan(kRecordHeaderSize, loc.stored_size);
         out.assign(payload.begin(), payload.end());
-        return codec;
+        return header.codec;
     }
     thread_local std::vector<std::byte> plain;
-    const auto payload = open_sealed(record, loc, id, plain, context, *sealer);
+    const auto payload = open_sealed(record, header, loc, id, plain, context, *sealer);
     out.assign(payload.begin(), payload.end());
-    return codec;
+    return header.codec;
 }
 
 void read_chunk_into(const PackReader& pack, const Location& loc, const ChunkId& id, std::vector<std::byte>& buf,

@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -93,6 +94,25 @@ void read_chunk_into(const PackReader& pack, const Location& loc, const ChunkId&
 /// decode_record_into). Returns the codec.
 Codec stored_payload(std::span<const std::byte> record, const Location& loc, const ChunkId& id,
                      std::vector<std::byte>& out, std::string_view context, const crypto::Sealer* sealer);
+/// Bytes a sealed record's payload has beyond its stored form: nonce and
+/// tag, and in the first form the sealed raw size (44 or 32).
+std::size_t sealed_overhead(const RecordHeader& h) noexcept;
+/// A sealed record opened (open_record).
+struct OpenedRecord {
+    std::span<const std::byte> form;  ///< the stored form: a zstd frame or the raw bytes, as the codec says
+    /// The raw size the record declares: sealed ahead of the form (first
+    /// form), or the raw bytes' length or the frame's declared size
+    /// (compact form; empty when a frame declares none).
+    std::optional<std::uint64_t> raw_size;
+};
+/// Opens the sealed payload of the record whose decoded header is `h`
+/// (`record`: header + h.stored_size payload bytes, at least
+/// sealed_overhead(h) of them) into `plain`. The tag covers the payload and
+/// the header's first 48 bytes (the id and flags among them). Throws
+/// crypto::AuthenticationError.
+OpenedRecord open_record(const crypto::Sealer& sealer, const RecordHeader& h, std::span<const std::byte> record,
+                         std::vector<std::byte>& plain);
+
 /// The DamageError text for a chunk.
 std::string chunk_problem(std::string_view context, const ChunkId& id, const Location& loc, std::string_view reason);
 

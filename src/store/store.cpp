@@ -189,7 +189,13 @@ std::uint64_t meta_u64(const std::unordered_map<std::string, std::string>& meta,
                                   it->second));
 }
 
-constexpr const char* kCipher = "xchacha20-poly1305";
+// The records' AEAD: XChaCha20-Poly1305 in either sealed record form
+// (format.hpp); the compact one for stores made now, the first one read and
+// written on in the stores that have it. A cdc that knows only the first
+// refuses a store of the second by this name, rather than calling its
+// records damaged.
+constexpr const char* kCipher = "xchacha20-poly1305-r2";
+constexpr const char* kCipherFirstForm = "xchacha20-poly1305";
 
 }  // namespace
 
@@ -384,10 +390,11 @@ Store Store::open(const std::filesystem::path& dir, const OpenOptions& options) 
         throw VersionError(fmt::format("the store '{}' uses the algorithm '{}', unknown to this cdc", dir.string(),
                                        info.algorithm));
     if (const auto c = meta.find("cipher"); c != meta.end() && !c->second.empty()) {
-        if (c->second != kCipher)
+        if (c->second != kCipher && c->second != kCipherFirstForm)
             throw VersionError(fmt::format("the store '{}' is encrypted with '{}', unknown to this cdc", dir.string(),
                                            c->second));
         info.cipher = c->second;
+        impl->compact_records = c->second == kCipher;
         impl->master = unlock_master(dir, info.store_id, meta["master_check"], options);
         // Whole-file digests masked in the catalog: a known file's BLAKE3 is in no row.
         impl->catalog = detail::mask_file_digests(std::move(impl->catalog), impl->master);

@@ -6,6 +6,7 @@
 #include "catalog.hpp"
 #include "format.hpp"
 #include "pack_storage.hpp"
+#include "pack_writer.hpp"
 #include "records.hpp"
 #include "../common/task_pool.hpp"
 #include "key_ring.hpp"    // (src/crypto)
@@ -92,10 +93,17 @@ struct Store::Impl {
     /// An encrypted store's master key, unwrapped at open with the
     /// password; null for a plain store.
     std::shared_ptr<const crypto::MasterKey> master;
+    /// Records sealed in the compact form (the cipher's name says so).
+    bool compact_records = false;
 
     Options chunking_options() const;
     /// The key records are sealed with, nullptr in a plain store.
     const crypto::Sealer* sealer() const noexcept { return master ? &master->sealer() : nullptr; }
+    /// A batch made ready to seal as this store does (nothing in a plain one).
+    void seal_records(detail::RecordBatch& batch) const noexcept {
+        batch.sealer = sealer();
+        batch.compact = compact_records;
+    }
     /// The id of a chunk: its BLAKE3-256, which in an encrypted store is
     /// then hashed once more with the id key (keyed_id).
     ChunkId chunk_id(std::span<const std::byte> raw) const;

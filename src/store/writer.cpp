@@ -72,7 +72,7 @@ Writer::Impl::Impl(const Store::Impl& s)
     // writer (put, push): whoever looks files up by it holds a Writer.
     catalog->upgrade_for_writing();
     packs = std::make_unique<PackAppender>(*s.packs, s.info.pack_size);
-    singles.sealer = s.sealer();
+    s.seal_records(singles);
     piece_body = piece_body_size(max_chunk());
     if (piece_body != 0) {
         settings_bytes = settings_record(catalog->settings());
@@ -199,7 +199,7 @@ void Writer::Impl::resolve_deferred() {
     // Their claimants are slow or gone: stored here (a copy may race).
     ensure_started();
     RecordBatch batch;
-    batch.sealer = store.sealer();
+    store.seal_records(batch);
     std::vector<std::byte> out;
     for (const auto& [id, raw] : deferred) {
         // (catalog records stay raw: a rebuild looks for them among raw records)

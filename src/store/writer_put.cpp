@@ -227,7 +227,7 @@ void Writer::Impl::store_segment(Segment& seg, ManifestDraft& m, PutStats& file,
             thread_local std::vector<std::byte> out;
             thread_local RecordBatch batch;
             batch.clear();
-            batch.sealer = store.sealer();
+            store.seal_records(batch);
             Compressor& c = thread_compressor(level);
             for (std::size_t k = 0; k < items.size(); ++k) {
                 const std::span<const std::byte> raw(sp->data.get() + items[k].first, items[k].second);

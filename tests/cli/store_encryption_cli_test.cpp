@@ -272,6 +272,62 @@ TEST(StoreEncryption, RoundTripAndNothingInClear) {
     (void)b;
 }
 
+// Records are sealed in the compact form (a 16-byte nonce, 32 bytes beyond
+// the stored form); a store of the first form (its cipher says so) is read
+// and written in that form, both kinds of record side by side; a cipher this
+// cdc does not know is refused, its name given, nothing read as damage.
+TEST(StoreEncryption, RecordFormsFollowTheStoresCipher) {
+    EncryptedStore s;
+    auto r = s.run({"store", "init", "--json", s.d()});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(json_of(r)["cipher"], "xchacha20-poly1305-r2");
+    const auto one = random_corpus(300'000, 21), two = random_corpus(300'000, 22);
+    const auto a = s.tmp.write("a.bin", one);
+    ASSERT_EQ(s.run({"store", "put", s.d(), a.string(), "--name", "a"}).exit_code, 0);
+    auto flags = [&] {
+        std::vector<std::uint8_t> out;
+        for (const auto& p : s.packs()) {
+            const auto pack = read_all(p);
+            for (const auto& [at, n] : records_of(pack)) out.push_back(pack[at + 4]);
+        }
+        return out;
+    };
+    const auto first = flags();
+    ASSERT_FALSE(first.empty());
+    for (const std::uint8_t f : first) EXPECT_EQ(f & 6, 6) << "a record not sealed in the compact form";
+    auto set_cipher = [&](const std::string& name) {
+        sqlite3* db = nullptr;
+        ASSERT_EQ(sqlite3_open((s.dir / "index.db").c_str(), &db), SQLITE_OK);
+        const std::string q = fmt::format("UPDATE meta SET value = '{}' WHERE key = 'cipher'", name);
+        EXPECT_EQ(sqlite3_exec(db, q.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
+        EXPECT_EQ(sqlite3_changes(db), 1);
+        sqlite3_close(db);
+    };
+    set_cipher("xchacha20-poly1305");
+    r = s.run({"store", "stats", "--json", s.d()});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(json_of(r)["cipher"], "xchacha20-poly1305");
+    const auto b = s.tmp.write("b.bin", two);
+    ASSERT_EQ(s.run({"store", "put", s.d(), b.string(), "--name", "b"}).exit_code, 0);
+    const auto both = flags();
+    ASSERT_GT(both.size(), first.size());
+    for (std::size_t i = first.size(); i < both.size(); ++i)
+        EXPECT_EQ(both[i] & 6, 2) << "a record of the first form's store sealed otherwise";
+    for (const auto& [name, want] : {std::pair{"a", &one}, std::pair{"b", &two}}) {
+        const auto out = s.tmp.path() / "out.bin";
+        r = s.run({"store", "get", s.d(), name, "-o", out.string()});
+        ASSERT_EQ(r.exit_code, 0) << r.err;
+        EXPECT_EQ(read_all(out), *want) << name;
+    }
+    r = s.run({"store", "verify", "--full", s.d()});
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    set_cipher("xchacha20-poly1305-r9");
+    r = s.run({"store", "get", s.d(), "a", "-o", (s.tmp.path() / "out3.bin").string()});
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_NE(r.err.find("'xchacha20-poly1305-r9', unknown to this cdc"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("damage"), std::string::npos) << r.err;
+}
+
 // Snapshots of an encrypted store: names, link targets and contents live in
 // sealed tree and content records only (the catalog holds snapshot ids and
 // hashes), and a backup restores byte for byte with its names.
@@ -486,9 +542,9 @@ TEST(StoreEncryption, TamperingIsDetectedAndNamed) {
         write_all_to(pack_path, p);
         expect_named("truncated", id_hex(original, l_at), "truncated");
     }
-    {  // a record rewritten unsealed (flag cleared, raw size set): refused
+    {  // a record rewritten unsealed (the sealed and compact flags cleared): refused
         auto p = original;
-        p[a_at + 4] &= static_cast<std::uint8_t>(~2u);
+        p[a_at + 4] &= static_cast<std::uint8_t>(~6u);
         fix_checksum(p, a_at);
         write_all_to(pack_path, p);
         expect_named("unsealed", id_hex(original, a_at), "unsealed record");

@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <set>
 #include <thread>
@@ -97,6 +98,39 @@ TEST(Seal, OpenSslAndLibsodiumAreTheSameAead) {
                                                              a.data(), key.data()),
                   0);
         EXPECT_EQ(out, plain);
+    }
+}
+
+// A record's short nonce: 16 random bytes carried, the XChaCha20 nonce's
+// last 8 zero (libsodium opens it so); it opens only as what it was sealed as.
+TEST(Seal, AShortNonceIsTheXChaChaNonceEndingInZeros) {
+    for (const AeadBackend b : backends()) {
+        const Bytes key = key_of(40);
+        const Sealer s(key, b);
+        for (const std::size_t n : {0u, 1u, 3000u, 65536u}) {
+            const Bytes plain = random_bytes(n, 41 + n);
+            Bytes sealed(n + crypto::kShortSealOverhead);
+            s.seal(SealKind::record, record_id(), header(), plain, sealed, crypto::kShortNonceBytes);
+            Bytes out(n);
+            s.open(SealKind::record, record_id(), header(), sealed, out, crypto::kShortNonceBytes);
+            EXPECT_EQ(out, plain) << backend_name(b) << " " << n;
+            Bytes nonce(crypto::kNonceBytes, 0);
+            std::copy_n(sealed.begin(), crypto::kShortNonceBytes, nonce.begin());
+            const Bytes ad = crypto::associated_data(SealKind::record, record_id(), header());
+            Bytes ref(n);
+            ASSERT_EQ(crypto_aead_xchacha20poly1305_ietf_decrypt_detached(
+                          ref.data(), nullptr, sealed.data() + crypto::kShortNonceBytes, n,
+                          sealed.data() + crypto::kShortNonceBytes + n, ad.data(), ad.size(), nonce.data(), key.data()),
+                      0) << backend_name(b);
+            EXPECT_EQ(ref, plain);
+            // as a full-nonce string it does not open (the sizes would not even agree)
+            if (n >= 8) {
+                Bytes wrong(n - 8);
+                EXPECT_THROW(s.open(SealKind::record, record_id(), header(), sealed, wrong), AuthenticationError);
+            }
+        }
+        Bytes out(10);
+        EXPECT_THROW(s.seal(SealKind::record, record_id(), header(), Bytes(10), out, 12), Error);
     }
 }
 

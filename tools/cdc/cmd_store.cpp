@@ -157,7 +157,7 @@ int run_init(const InitArgs& a) {
                             {"algorithm", i.algorithm},   {"min_size", i.profile.min_size},
                             {"avg_size", i.profile.normal_size}, {"max_size", i.profile.max_size},
                             {"keyed", i.profile.keyed},   {"encrypted", i.encrypted()},
-                            {"zstd_level", i.zstd_level},
+                            {"cipher", i.cipher},         {"zstd_level", i.zstd_level},
                             {"pack_size", i.pack_size},   {"packs_location", packs_text(i.packs)},
                             {"catalog", i.catalog.empty() ? "the store's directory" : i.catalog}};
         tools::put_name(j, "dir", a.dir);
@@ -316,6 +316,8 @@ int run_stats(const StatsArgs& a) {
                             {"avg_size", i.profile.normal_size},
                             {"max_size", i.profile.max_size},
                             {"keyed", i.profile.keyed},
+                            {"encrypted", i.encrypted()},
+                            {"cipher", i.cipher},
                             {"zstd_level", i.zstd_level},
                             {"pack_size", i.pack_size},
                             {"packs_location", packs_text(i.packs)},
@@ -343,6 +345,7 @@ int run_stats(const StatsArgs& a) {
     } else {
         fmt::print("store      {} (format {}, id {})\n", a.dir, i.format_version, i.store_id);
         fmt::print("chunking   {}, zstd level {}\n", profile_text(i.algorithm, i.profile), i.zstd_level);
+        fmt::print("encrypted  {}\n", i.encrypted() ? "yes, " + i.cipher : std::string("no"));
         if (i.packs.is_s3()) fmt::print("packs in   {}\n", packs_text(i.packs));
         if (!i.catalog.empty()) fmt::print("catalog    {}\n", i.catalog);
         fmt::print("files      {} ({} in {} chunk references)\n", st.files, mb(st.logical_bytes), st.references);
@@ -546,7 +549,7 @@ void add_store_subcommands(CLI::App& st, int& exit_code) {
                     "an unencrypted store (format 1): its packs and index hold contents and names in clear; by "
                     "default a store is encrypted under a password (docs/STORE.md \"Encryption\")");
         add_json_flag(*c, a->json, "{dir, store_id, format_version, algorithm, min_size, avg_size, max_size, keyed, "
-                                   "encrypted, zstd_level, pack_size, packs_location, catalog}");
+                                   "encrypted, cipher, zstd_level, pack_size, packs_location, catalog}");
         add_quiet_flag(*c, a->quiet);
         document(*c, {.notes = "The chunking parameters are fixed for the store's life: every file put is cut "
                                "with them, and cdc push chunks alike. With --packs s3://..., every store command "
