@@ -294,15 +294,9 @@ const Snapshot& SnapshotIntake::commit(Writer& writer, std::string_view root_id,
     };
     std::map<BlobId, Tree> trees;
     std::vector<BlobId> order;
-    const std::string& r = st.trees;
-    for (std::size_t at = 0; at < r.size();) {
-        if (r.size() - at < 36) refuse("a truncated tree record");
-        BlobId id{};
-        std::memcpy(id.data(), r.data() + at, 32);
-        std::uint32_t len = 0;
-        std::memcpy(&len, r.data() + at + 32, 4);  // little-endian, as the records are written
-        if (len > r.size() - at - 36) refuse("a tree record longer than what follows it");
-        const auto bytes = std::span(reinterpret_cast<const std::uint8_t*>(r.data() + at + 36), len);
+    const std::string problem = detail::for_each_tree_record(st.trees, [&](const detail::TreeRecord& rec) {
+        const BlobId& id = rec.id;
+        const auto bytes = std::span(reinterpret_cast<const std::uint8_t*>(rec.object.data()), rec.object.size());
         if (tree::tree_id(bytes) != id) refuse(fmt::format("tree {} does not have that id (BLAKE3 of its bytes)", to_hex(id)));
         if (trees.count(id)) refuse(fmt::format("tree {} sent twice", to_hex(id)));
         Tree t;
@@ -311,12 +305,12 @@ const Snapshot& SnapshotIntake::commit(Writer& writer, std::string_view root_id,
         } catch (const tree::TreeError& e) {
             refuse(fmt::format("tree {}: {}", to_hex(id), e.what()));
         }
-        t.at = at;
-        t.length = 36 + len;
+        t.at = rec.at;
+        t.length = detail::kTreeRecordHead + rec.object.size();
         trees.emplace(id, std::move(t));
         order.push_back(id);
-        at += 36 + len;
-    }
+    });
+    if (!problem.empty()) refuse(problem);
 
     // Walked from the root: every name, every content, every subtree.
     std::vector<BlobId> held_order;  // the parent's trees reached
@@ -377,11 +371,11 @@ const Snapshot& SnapshotIntake::commit(Writer& writer, std::string_view root_id,
     };
     const Tree& top = walk(root, "", 0);
     std::string stream;
-    stream.reserve(r.size());
+    stream.reserve(st.trees.size());
     for (const BlobId& id : order) {
         const Tree& t = trees.at(id);
         if (!t.reached) refuse(fmt::format("tree {} is in no directory of the snapshot", to_hex(id)));
-        stream.append(r, t.at, t.length);
+        stream.append(st.trees, t.at, t.length);
     }
     std::set<BlobId> written;
     for (const BlobId& id : held_order) detail::append_encoded_tree(id, st.parent_trees->raw(id), stream, written);

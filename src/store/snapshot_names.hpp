@@ -59,6 +59,20 @@ std::string header_json(const Snapshot& s);
 /// DamageError (naming `what`) for anything but a header.
 Snapshot parse_header(std::string_view json, std::string_view what);
 
+/// Bytes of a tree record's head: the tree's id and the u32 LE length of
+/// its object.
+inline constexpr std::size_t kTreeRecordHead = 36;
+/// One record of a tree stream (a "\0t/ID" manifest, a push's trees).
+struct TreeRecord {
+    tree::BlobId id{};
+    std::size_t at = 0;       ///< where the record starts in the stream
+    std::string_view object;  ///< the tree object (not checked against the id)
+};
+/// Calls `each` on every record of `stream`, in order, never reading beyond
+/// it (lengths are the stream's own, untrusted). Returns what is wrong with
+/// the stream's end, or an empty string if it ends with a whole record.
+std::string for_each_tree_record(std::string_view stream, const std::function<void(const TreeRecord&)>& each);
+
 /// A snapshot's tree objects, by id: "\0t/ID" is records of
 /// [32-byte id][u32 LE length][tree object].
 class SnapshotTrees {
@@ -75,6 +89,15 @@ public:
         const auto it = index_.find(id);
         return it == index_.end() ? std::string_view() : std::string_view(bytes_).substr(it->second.first, it->second.second);
     }
+    /// The whole record of tree `id` as stored (head and object; empty if absent).
+    std::string_view record(const tree::BlobId& id) const {
+        const auto it = index_.find(id);
+        return it == index_.end() ? std::string_view()
+                                  : std::string_view(bytes_).substr(it->second.first - kTreeRecordHead,
+                                                                    it->second.second + kTreeRecordHead);
+    }
+    /// What the trees were read as ("snapshot ID"), for messages.
+    const std::string& what() const noexcept { return what_; }
 
 private:
     std::string bytes_;

@@ -162,20 +162,28 @@ Snapshot parse_header(std::string_view bytes, std::string_view what) {
     }
 }
 
-SnapshotTrees::SnapshotTrees(std::string bytes, std::string_view what) : bytes_(std::move(bytes)), what_(what) {
-    std::size_t at = 0;
-    while (at < bytes_.size()) {
-        if (bytes_.size() - at < 36) throw DamageError(fmt::format("{}: a truncated tree record", what_));
-        tree::BlobId id{};
-        std::memcpy(id.data(), bytes_.data() + at, 32);
-        std::uint32_t len = 0;
+std::string for_each_tree_record(std::string_view stream, const std::function<void(const TreeRecord&)>& each) {
+    for (std::size_t at = 0; at < stream.size();) {
+        if (stream.size() - at < kTreeRecordHead) return "a truncated tree record";
+        TreeRecord r;
+        r.at = at;
+        std::memcpy(r.id.data(), stream.data() + at, r.id.size());
+        std::uint32_t len = 0;  // little-endian, whatever the host
         for (int i = 3; i >= 0; --i)
-            len = (len << 8) | static_cast<unsigned char>(bytes_[at + 32 + static_cast<std::size_t>(i)]);
-        at += 36;
-        if (bytes_.size() - at < len) throw DamageError(fmt::format("{}: a truncated tree record", what_));
-        index_.emplace(id, std::make_pair(at, std::size_t{len}));
-        at += len;
+            len = (len << 8) | static_cast<unsigned char>(stream[at + 32 + static_cast<std::size_t>(i)]);
+        if (stream.size() - at - kTreeRecordHead < len) return "a truncated tree record";
+        r.object = stream.substr(at + kTreeRecordHead, len);
+        each(r);
+        at += kTreeRecordHead + len;
     }
+    return {};
+}
+
+SnapshotTrees::SnapshotTrees(std::string bytes, std::string_view what) : bytes_(std::move(bytes)), what_(what) {
+    const std::string problem = for_each_tree_record(bytes_, [&](const TreeRecord& r) {
+        index_.emplace(r.id, std::make_pair(r.at + kTreeRecordHead, r.object.size()));
+    });
+    if (!problem.empty()) throw DamageError(fmt::format("{}: {}", what_, problem));
 }
 
 std::vector<tree::Entry> SnapshotTrees::entries(const tree::BlobId& id) const {

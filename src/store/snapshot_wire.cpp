@@ -29,32 +29,11 @@ SnapshotExport export_snapshot(const Store& store, const Snapshot& snap, std::st
     // The snapshot's tree records as stored, each tree object parsed once
     // (a server answers many pulls: re-encoding every tree, or parsing it
     // once per walk, took most of a pull's start).
-    const std::string raw = detail::read_manifest(store, detail::tree_name(snap.id));
-    const std::string what = fmt::format("snapshot {}", snap.id);
-    std::unordered_map<tree::BlobId, std::pair<std::size_t, std::size_t>, detail::IdHash> records;  // -> record, object
-    for (std::size_t at = 0; at < raw.size();) {
-        if (raw.size() - at < 36) throw DamageError(fmt::format("{}: a truncated tree record", what));
-        tree::BlobId id{};
-        std::memcpy(id.data(), raw.data() + at, 32);
-        std::uint32_t len = 0;
-        for (int i = 3; i >= 0; --i) len = (len << 8) | static_cast<unsigned char>(raw[at + 32 + static_cast<std::size_t>(i)]);
-        if (raw.size() - at - 36 < len) throw DamageError(fmt::format("{}: a truncated tree record", what));
-        records.emplace(id, std::make_pair(at, std::size_t{36} + len));
-        at += std::size_t{36} + len;
-    }
+    const detail::SnapshotTrees trees = detail::load_trees(store, snap);
     std::unordered_map<tree::BlobId, std::vector<tree::Entry>, detail::IdHash> parsed;
     auto entries = [&](const tree::BlobId& id) -> const std::vector<tree::Entry>& {
         if (const auto it = parsed.find(id); it != parsed.end()) return it->second;
-        const auto r = records.find(id);
-        if (r == records.end()) throw DamageError(fmt::format("{}: tree {} is missing", what, to_hex(id)));
-        const auto bytes = std::span(reinterpret_cast<const std::uint8_t*>(raw.data()) + r->second.first + 36,
-                                     r->second.second - 36);
-        if (tree::tree_id(bytes) != id) throw DamageError(fmt::format("{}: tree {} is damaged", what, to_hex(id)));
-        try {
-            return parsed.emplace(id, tree::parse_tree(bytes)).first->second;
-        } catch (const tree::TreeError& e) {
-            throw DamageError(fmt::format("{}: tree {}: {}", what, to_hex(id), e.what()));
-        }
+        return parsed.emplace(id, trees.entries(id)).first->second;  // (checked against its id)
     };
     const auto parts = detail::path_parts(path);
     tree::Entry e = detail::root_entry(snap);
@@ -79,8 +58,7 @@ SnapshotExport export_snapshot(const Store& store, const Snapshot& snap, std::st
     std::function<void(const tree::Entry&)> add = [&](const tree::Entry& d) {
         if (d.type != tree::EntryType::directory || !sent.insert(d.subtree).second) return;
         const auto& list = entries(d.subtree);  // (checked against its id)
-        const auto& r = records.at(d.subtree);
-        x.trees.append(raw, r.first, r.second);
+        x.trees.append(trees.record(d.subtree));
         for (const auto& c : list) add(c);
     };
     add(e);

@@ -4,6 +4,7 @@
 // metadata kind, and the round trip capture -> tree objects -> restore ->
 // capture, compared field by field.
 #include "tree_support.hpp"
+#include "store/snapshot_names.hpp"
 #include "test_support.hpp"
 
 #include <nlohmann/json.hpp>
@@ -570,6 +571,48 @@ TEST(RoundTrip, TreeObjectsOfAnUnchangedSubtreeAreTheSame) {
     const auto t2 = two.tree(r2.subtree);
     EXPECT_EQ(find(t1, "links")->subtree, find(t2, "links")->subtree) << "an unchanged directory got a new tree object";
     EXPECT_EQ(find(t1, "dir")->subtree, find(t2, "dir")->subtree);
+}
+
+// A tree stream split into its records by lengths it carries itself
+// (untrusted: a push's trees, a damaged manifest): every whole record in
+// order, and a stream whose end is not a whole record named as truncated,
+// never read beyond.
+TEST(TreeRecords, SplitByTheirOwnLengthsNeverBeyondTheStream) {
+    auto record = [](std::uint8_t tag, std::string_view object, std::uint32_t declared) {
+        std::string r(32, static_cast<char>(tag));
+        for (int i = 0; i < 4; ++i) r.push_back(static_cast<char>((declared >> (8 * i)) & 0xff));
+        r.append(object);
+        return r;
+    };
+    auto split = [](const std::string& stream) {
+        std::vector<std::pair<std::size_t, std::string>> seen;
+        const std::string problem = store::detail::for_each_tree_record(
+            stream, [&](const store::detail::TreeRecord& r) {
+                EXPECT_EQ(r.id[0], static_cast<std::uint8_t>(stream[r.at]));
+                seen.emplace_back(r.at, std::string(r.object));
+            });
+        return std::pair{seen, problem};
+    };
+    const std::string a = record(1, "first", 5), b = record(2, "", 0), c = record(3, std::string(300, 'x'), 300);
+    auto [seen, problem] = split(a + b + c);
+    EXPECT_EQ(problem, "");
+    ASSERT_EQ(seen.size(), 3u);
+    EXPECT_EQ(seen[0], (std::pair<std::size_t, std::string>{0, "first"}));
+    EXPECT_EQ(seen[1], (std::pair<std::size_t, std::string>{a.size(), ""}));
+    EXPECT_EQ(seen[2].first, a.size() + b.size());
+    EXPECT_EQ(seen[2].second.size(), 300u);
+    EXPECT_EQ(split("").second, "");
+    // a head cut short, a length beyond the stream, the largest length
+    for (const std::string& bad : {a + std::string(20, '\1'), a + record(4, "abc", 4), a + record(5, "abc", 0xffffffffu),
+                                   a.substr(0, a.size() - 1)}) {
+        const auto [part, why] = split(bad);
+        EXPECT_EQ(why, "a truncated tree record") << bad.size();
+        EXPECT_LE(part.size(), 1u);
+    }
+    // the length is little-endian whatever the host: 0x0100 bytes, not 0x00010000
+    const std::string le = record(6, std::string(256, 'y'), 256);
+    EXPECT_EQ(static_cast<unsigned char>(le[33]), 1u);
+    EXPECT_EQ(split(le).first.at(0).second.size(), 256u);
 }
 
 }  // namespace
