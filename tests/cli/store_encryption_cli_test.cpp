@@ -114,6 +114,17 @@ struct EncryptedStore {
         o.password = [password] { return password; };
         return store::Store::open(dir, o);
     }
+    // Each name got back byte for byte, then verify --full finds nothing.
+    void expect_restored(std::initializer_list<std::pair<const char*, const std::vector<std::uint8_t>*>> files) const {
+        for (const auto& [name, want] : files) {
+            const auto out = tmp.path() / "out.bin";
+            const auto r = run({"store", "get", d(), name, "-o", out.string()});
+            ASSERT_EQ(r.exit_code, 0) << r.err;
+            EXPECT_EQ(read_all(out), *want) << name;
+        }
+        const auto r = run({"store", "verify", "--full", d()});
+        EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    }
     std::vector<fs::path> packs() const {
         std::vector<fs::path> out;
         for (const auto& e : fs::directory_iterator(dir / "packs"))
@@ -235,14 +246,7 @@ TEST(StoreEncryption, RoundTripAndNothingInClear) {
     const auto b = s.tmp.write("in/b.bin", rnd);
     r = s.run({"store", "put", s.d(), (s.tmp.path() / "in").string()});
     ASSERT_EQ(r.exit_code, 0) << r.err;
-    for (const auto& [name, want] : {std::pair{"a.txt", &text}, std::pair{"b.bin", &rnd}}) {
-        const auto out = s.tmp.path() / "out.bin";
-        r = s.run({"store", "get", s.d(), name, "-o", out.string()});
-        ASSERT_EQ(r.exit_code, 0) << r.err;
-        EXPECT_EQ(read_all(out), *want) << name;
-    }
-    r = s.run({"store", "verify", "--full", s.d()});
-    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    s.expect_restored({{"a.txt", &text}, {"b.bin", &rnd}});
     // Every record is sealed (bit 1 of the flags byte).
     for (const auto& p : s.packs()) {
         const auto pack = read_all(p);
@@ -313,14 +317,7 @@ TEST(StoreEncryption, RecordFormsFollowTheStoresCipher) {
     ASSERT_GT(both.size(), first.size());
     for (std::size_t i = first.size(); i < both.size(); ++i)
         EXPECT_EQ(both[i] & 6, 2) << "a record of the first form's store sealed otherwise";
-    for (const auto& [name, want] : {std::pair{"a", &one}, std::pair{"b", &two}}) {
-        const auto out = s.tmp.path() / "out.bin";
-        r = s.run({"store", "get", s.d(), name, "-o", out.string()});
-        ASSERT_EQ(r.exit_code, 0) << r.err;
-        EXPECT_EQ(read_all(out), *want) << name;
-    }
-    r = s.run({"store", "verify", "--full", s.d()});
-    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    s.expect_restored({{"a", &one}, {"b", &two}});
     set_cipher("xchacha20-poly1305-r9");
     r = s.run({"store", "get", s.d(), "a", "-o", (s.tmp.path() / "out3.bin").string()});
     EXPECT_NE(r.exit_code, 0);
