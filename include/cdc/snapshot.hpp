@@ -112,6 +112,13 @@ struct SnapshotResult {
 /// between its capture and its read, is left out and reported. Throws
 /// OptionError for no path or a path that cannot be examined.
 SnapshotResult create_snapshot(const Store& store, const SnapshotOptions& options);
+/// create_snapshot on a store that `open` opens (Store::open, and any check
+/// of the caller's) on another thread while the paths are captured: opening
+/// an encrypted store derives its key from the password (~0.3-0.5 s, tuned
+/// at init), which then overlaps the capture instead of preceding it. What
+/// `open` throws stops the capture and is rethrown here; nothing is
+/// written before it returns. The store is closed when this returns.
+SnapshotResult create_snapshot(const std::function<Store()>& open, const SnapshotOptions& options);
 
 /// Every snapshot, oldest first.
 std::vector<Snapshot> list_snapshots(const Store& store);

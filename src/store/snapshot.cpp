@@ -31,6 +31,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -157,25 +158,52 @@ private:
 
 }  // namespace
 
-SnapshotResult create_snapshot(const Store& store, const SnapshotOptions& options) {
-    if (options.paths.empty()) throw OptionError("a snapshot needs at least one path");
-    SnapshotResult result;
-    Snapshot& snap = result.snapshot;
-    detail::stamp_snapshot(snap, options.host);
-    snap.tags = options.tags;
-    detail::normalise_paths(options.paths, snap);
+namespace {
 
-    detail::SnapshotSources src;
+// create_snapshot on `store` as it is opened: the parent looked for, and
+// src.parent set (none when the snapshot reads every file again).
+void take_parent(const Store& store, const SnapshotOptions& options, Snapshot& snap, detail::SnapshotSources& src) {
     src.parent = detail::find_parent(store, snap, options.parent, options.no_parent);
     if (src.parent) snap.parent = src.parent->id;
     if (options.force_read) src.parent.reset();
+}
+
+// create_snapshot's sources, all but the parent.
+detail::SnapshotSources sources_of(const SnapshotOptions& options, Snapshot& snap) {
+    if (options.paths.empty()) throw OptionError("a snapshot needs at least one path");
+    detail::stamp_snapshot(snap, options.host);
+    snap.tags = options.tags;
+    detail::normalise_paths(options.paths, snap);
+    detail::SnapshotSources src;
     for (const std::string& a : snap.paths) src.roots.push_back({a, detail::path_parts(a)});
     src.dir_above = [](const std::vector<std::string>& place) { return detail::directory_above(place); };
     src.xattrs = options.xattrs;
     src.one_file_system = options.one_file_system;
     src.exclude = options.exclude;
     src.progress = options.progress;
-    detail::build_snapshot(store, snap, result, src);
+    return src;
+}
+
+}  // namespace
+
+SnapshotResult create_snapshot(const Store& store, const SnapshotOptions& options) {
+    SnapshotResult result;
+    detail::SnapshotSources src = sources_of(options, result.snapshot);
+    take_parent(store, options, result.snapshot, src);
+    detail::build_snapshot(store, result.snapshot, result, src);
+    return result;
+}
+
+SnapshotResult create_snapshot(const std::function<Store()>& open, const SnapshotOptions& options) {
+    SnapshotResult result;
+    detail::SnapshotSources src = sources_of(options, result.snapshot);
+    std::optional<Store> store;
+    const detail::StoreOpener opener = [&]() -> const Store& {
+        store.emplace(open());
+        take_parent(*store, options, result.snapshot, src);
+        return *store;
+    };
+    detail::build_snapshot(opener, true, result.snapshot, result, src);
     return result;
 }
 
@@ -183,39 +211,66 @@ namespace detail {
 
 PutStats build_snapshot(const Store& store, Snapshot& snap, SnapshotResult& result, SnapshotSources& src,
                         std::vector<SnapshotIssue>* tree_skipped) {
+    return build_snapshot(StoreOpener([&]() -> const Store& { return store; }), false, snap, result, src,
+                          tree_skipped);
+}
+
+PutStats build_snapshot(const StoreOpener& open, bool opens, Snapshot& snap, SnapshotResult& result,
+                        SnapshotSources& src, std::vector<SnapshotIssue>* tree_skipped) {
     // 1. Capture, and the places of the sources. The capture reads only
-    // the file system; meanwhile another thread reads what phase 2 compares
-    // with from the store: the parent's trees, decoded, and the names of
-    // the contents the store holds (a parent made before content names has
-    // none: its files are read again, once). A daily backup's capture and
-    // these reads take about the same time, each a single thread's work.
-    // The store is used by that thread alone until it is joined.
+    // the file system; meanwhile another thread opens the store if it is
+    // not open yet (an encrypted store's key derivation, ~0.3 s of one
+    // core, the slow part of opening it) and reads what phase 2 compares
+    // with: the parent's trees, decoded, and the names of the contents the
+    // store holds (a parent made before content names has none: its files
+    // are read again, once). A daily backup's capture and these take about
+    // the same time, each a single thread's work. The store is used by
+    // that thread alone until it is joined; if it fails, the capture stops
+    // at its next directory and the failure is what the caller sees.
+    const Store* opened = nullptr;
     std::optional<ParentView> pv;
     std::vector<std::string> stored;  // sorted
     std::exception_ptr parent_error;
+    std::atomic<bool> failed{false};
     std::thread parent_reader;
-    if (src.parent)
-        parent_reader = std::thread([&] {
-            try {
-                pv.emplace(store, *src.parent);
-                pv->decode_all();
-                std::vector<ManifestInfo> listed = store.list(detail::kContentPrefix);
-                stored.reserve(listed.size());
-                for (ManifestInfo& m : listed) stored.push_back(std::move(m.name));
-                std::sort(stored.begin(), stored.end());
-            } catch (...) {
-                parent_error = std::current_exception();
-            }
-        });
+    auto read_store = [&] {
+        try {
+            const Store& st = open();  // (sets src.parent when it opens)
+            opened = &st;
+            if (!src.parent) return;
+            pv.emplace(st, *src.parent);
+            pv->decode_all();
+            std::vector<ManifestInfo> listed = st.list(detail::kContentPrefix);
+            stored.reserve(listed.size());
+            for (ManifestInfo& m : listed) stored.push_back(std::move(m.name));
+            std::sort(stored.begin(), stored.end());
+        } catch (...) {
+            parent_error = std::current_exception();
+            failed.store(true, std::memory_order_relaxed);
+        }
+    };
+    if (opens || src.parent)
+        parent_reader = std::thread(read_store);
+    else
+        opened = &open();
     struct Joiner {
         std::thread& t;
         ~Joiner() {
             if (t.joinable()) t.join();
         }
     } join_parent_reader{parent_reader};
-    Captured cap = capture_sources(src, result, tree_skipped);
+    src.stop = &failed;
+    std::optional<Captured> captured;
+    try {
+        captured.emplace(capture_sources(src, result, tree_skipped));
+    } catch (const CaptureStopped&) {
+    }
+    src.stop = nullptr;
     if (parent_reader.joinable()) parent_reader.join();
     if (parent_error) std::rethrow_exception(parent_error);
+    if (!captured) throw StoreError("the capture stopped without a reason");  // (only the reader stops it)
+    const Store& store = *opened;
+    Captured& cap = *captured;
     Draft& d = cap.d;
     const auto& disk_of = cap.disk_of;
     const auto& disk_file = cap.disk_file;

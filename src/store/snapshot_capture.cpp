@@ -175,8 +175,9 @@ Captured capture_sources(SnapshotSources& src, SnapshotResult& result, std::vect
     tree::CaptureOptions co;
     co.xattrs = src.xattrs;
     co.one_file_system = src.one_file_system;
-    if (!src.exclude.empty() || src.never_enter)
+    if (!src.exclude.empty() || src.never_enter || src.stop)
         co.exclude = [&](std::string_view path, bool is_dir, int dir_fd) {
+            if (is_dir && src.stop && src.stop->load(std::memory_order_relaxed)) throw CaptureStopped{};
             if (is_dir && dir_fd >= 0 && src.never_enter) {
                 struct stat st {};
                 if (::fstat(dir_fd, &st) == 0 && std::uint64_t{st.st_dev} == src.never_enter->first &&

@@ -12,6 +12,7 @@
 #include <cdc/snapshot.hpp>
 #include <cdc/store.hpp>
 
+#include <atomic>
 #include <functional>
 #include <optional>
 #include <set>
@@ -197,6 +198,9 @@ struct SnapshotSources {
     /// reported as a warning.
     std::optional<std::pair<std::uint64_t, std::uint64_t>> never_enter;  ///< st_dev, st_ino
     ProgressFn progress;
+    /// Set while build_snapshot captures: the capture stops (CaptureStopped)
+    /// at its next directory once it is true (the store could not be opened).
+    const std::atomic<bool>* stop = nullptr;
     Writer::InputDone files_done;  ///< per file of `files`
     /// Per regular file of a root, once stored (disk path).
     std::function<void(const std::string& disk, const PutStats&)> tree_file_done;
@@ -208,5 +212,14 @@ struct SnapshotSources {
 /// roots' part of it. Returns the Writer's totals.
 PutStats build_snapshot(const Store& store, Snapshot& snap, SnapshotResult& result, SnapshotSources& sources,
                         std::vector<SnapshotIssue>* tree_skipped = nullptr);
+/// The store build_snapshot writes to, as a call: the store itself, or one
+/// that opens it (and sets the sources' parent) on first call.
+using StoreOpener = std::function<const Store&()>;
+/// What stops a capture (SnapshotSources::stop).
+struct CaptureStopped {};
+/// build_snapshot with the store from `open`; `opens`: the call opens the
+/// store, and runs on another thread while the sources are captured.
+PutStats build_snapshot(const StoreOpener& open, bool opens, Snapshot& snap, SnapshotResult& result,
+                        SnapshotSources& sources, std::vector<SnapshotIssue>* tree_skipped = nullptr);
 
 }  // namespace cdc::store::detail

@@ -61,7 +61,7 @@ void run_store_s3_helper(const store::StorageUnavailableError& e) {
     throw store::StoreError(fmt::format("{}; cannot run '{}': {}", e.what(), h.path, std::strerror(errno)));
 }
 
-Store open_store(const std::string& dir, const std::string& key_file) {
+Store open_store(const std::string& dir, const std::string& key_file, bool with_helper) {
     store::OpenOptions o;
     if (!key_file.empty()) o.key = read_key_file(key_file);
     // Asked only of an encrypted store.
@@ -71,6 +71,7 @@ Store open_store(const std::string& dir, const std::string& key_file) {
     } catch (const store::VersionError& e) {
         throw UsageError(e.what());
     } catch (const store::StorageUnavailableError& e) {
+        if (!with_helper) throw;
         run_store_s3_helper(e);
     }
 }

@@ -23,7 +23,10 @@ namespace cdc::cli {
 /// directory that is not a store, or of a newer format: UsageError. A store
 /// with S3 packs, in a program without S3 support (the static cdc): this
 /// process becomes the cdc-store-s3 helper, with the same arguments.
-store::Store open_store(const std::string& dir, const std::string& key_file = {});
+/// `with_helper`: a store whose packs this program cannot reach (S3 in a
+/// build without it) runs cdc-store-s3 in its place (exec); false: the
+/// StorageUnavailableError is thrown (a caller off the main thread).
+store::Store open_store(const std::string& dir, const std::string& key_file = {}, bool with_helper = true);
 
 /// The command line, for the cdc-store-s3 helper to be run with (main()).
 void set_store_command_line(char** argv);

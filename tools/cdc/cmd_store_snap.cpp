@@ -107,8 +107,6 @@ struct SnapBackupArgs {
 };
 
 int run_backup(const SnapBackupArgs& a) {
-    store::Store s = open_store(a.dir, a.key_file);
-    store::require_snapshot_format(s);
     store::SnapshotOptions o;
     for (const auto& p : a.paths) o.paths.emplace_back(p);
     o.tags = a.tags;
@@ -134,9 +132,18 @@ int run_backup(const SnapBackupArgs& a) {
         };
     store::SnapshotResult r;
     try {
-        r = store::create_snapshot(s, o);
+        // The store opened (its key derived) while the paths are captured.
+        r = store::create_snapshot(
+            [&] {
+                store::Store s = open_store(a.dir, a.key_file, false);
+                store::require_snapshot_format(s);
+                return s;
+            },
+            o);
     } catch (const OptionError& e) {
         throw UsageError(e.what());
+    } catch (const store::StorageUnavailableError& e) {
+        run_store_s3_helper(e);
     }
     line.clear();
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
