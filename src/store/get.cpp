@@ -16,7 +16,6 @@
 
 #include <cerrno>
 #include <chrono>
-#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <optional>
@@ -53,7 +52,7 @@ struct Restored {
 /// What restoring reads with: the pack files and the decoding threads,
 /// made once for all the files of a tree.
 struct Readers {
-    explicit Readers(const PackStorage& storage) : files(storage), pool(static_cast<unsigned>((std::getenv("CDC_EXP_THREADS") ? std::strtoull(std::getenv("CDC_EXP_THREADS"), nullptr, 10) : 0))) {}
+    explicit Readers(const PackStorage& storage) : files(storage) {}
     PackFiles files;
     TaskPool pool;
 };
@@ -79,8 +78,8 @@ Restored restore_to_fd(const Store::Impl& s, Readers& readers, std::string_view 
     std::uint64_t written = 0;
     ProgressTicker ticker(options.progress);
     OrderedDecoder::Options blocks;
-    blocks.block_bytes = (std::getenv("CDC_EXP_BLOCK") ? std::strtoull(std::getenv("CDC_EXP_BLOCK"), nullptr, 10) : std::size_t{4} << 20);
-    blocks.blocks_ahead = (std::getenv("CDC_EXP_AHEAD") ? std::strtoull(std::getenv("CDC_EXP_AHEAD"), nullptr, 10) : 8);  // a block is written when 8 are being decompressed
+    blocks.block_bytes = std::size_t{4} << 20;
+    blocks.blocks_ahead = 8;  // a block is written when 8 are being decompressed
     blocks.blocks_kept = 2;   // written, not yet hashed (the hasher keeps pace: few wait)
     blocks.sealer = s.sealer();
     std::unique_ptr<OrderedDecoder> decoder;

@@ -104,10 +104,8 @@ private:
     /// Reads and decodes a block's chunks into its buffer (on the pool).
     void decode_block(Block& b) const;
     void deliver_front();
-    /// Bytes read at most by one read of records that lie close together.
+    /// Bytes read at most by one pread of consecutive records.
     static constexpr std::uint64_t kMaxRun = std::uint64_t{1} << 20;
-    /// Bytes between two records read for nothing rather than in two reads.
-    static constexpr std::uint64_t kMaxGap = std::uint64_t{64} << 10;
     std::unique_ptr<Block> fresh_block();
 
     std::string context_;

@@ -139,11 +139,6 @@ struct Request {
     /// GET: the answer's body goes here (at most its size; more is an
     /// error); otherwise into Response::body.
     std::span<std::byte> into;
-    /// With `into`: called as the answer's bytes arrive, with how many are
-    /// in place (from the start of `into`). A retry writes only past what an
-    /// earlier try put there (the same bytes: objects here never change), so
-    /// bytes reported once stay as they are and may be read meanwhile.
-    std::function<void(std::uint64_t)> on_data;
     /// Statuses returned to the caller instead of thrown (2xx always are).
     std::vector<long> expected;
 };

@@ -11,7 +11,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -277,12 +276,9 @@ private:
 struct S3PackStorage::Block {
     std::mutex mutex;
     std::condition_variable cv;
-    bool ready = false;  // loaded whole, or failed
+    bool ready = false;
     std::exception_ptr error;
-    std::unique_ptr<std::byte[]> data;  // allocated before the GET; bytes below `filled` are final
-    std::size_t filled = 0;             // bytes in place while it loads
-    std::size_t length = 0;             // once ready
-    bool touched = false;               // by a reader (cache_mutex_)
+    std::vector<std::byte> bytes;
 };
 
 S3PackStorage::S3PackStorage(std::filesystem::path dir, const PackLocation& where, bool init)
@@ -311,48 +307,7 @@ S3PackStorage::S3PackStorage(std::filesystem::path dir, const PackLocation& wher
                           "packs");
 }
 
-S3PackStorage::~S3PackStorage() {
-    {
-        std::lock_guard lock(ahead_mutex_);
-        ahead_stop_ = true;
-    }
-    ahead_cv_.notify_all();
-    if (ahead_thread_.joinable()) ahead_thread_.join();
-}
-
-namespace {
-thread_local bool t_ahead_thread = false;
-}
-
-void S3PackStorage::ahead(std::uint64_t id, std::uint64_t size, std::uint64_t block_bytes, std::uint64_t index) const {
-    if (t_ahead_thread || (index * block_bytes) >= size) return;
-    std::lock_guard lock(ahead_mutex_);
-    if (!ahead_thread_.joinable()) {
-        ahead_thread_ = std::thread([this] {
-            t_ahead_thread = true;
-            for (;;) {
-                BlockKey k;
-                std::uint64_t sz = 0;
-                {
-                    std::unique_lock l(ahead_mutex_);
-                    ahead_cv_.wait(l, [&] { return ahead_stop_ || !ahead_queue_.empty(); });
-                    if (ahead_stop_) return;
-                    k = ahead_queue_.front();
-                    ahead_queue_.pop_front();
-                    sz = ahead_sizes_[std::get<0>(k)];
-                }
-                try {
-                    block(std::get<0>(k), sz, std::get<1>(k), std::get<2>(k));
-                } catch (...) {
-                    // a reader that needs it loads it again and sees the error
-                }
-            }
-        });
-    }
-    ahead_sizes_[id] = size;
-    ahead_queue_.emplace_back(id, block_bytes, index);
-    ahead_cv_.notify_all();
-}
+S3PackStorage::~S3PackStorage() = default;
 
 const s3::Client& S3PackStorage::client() const {
     std::call_once(client_once_, [&] {
@@ -491,84 +446,69 @@ void S3PackStorage::reclaim_incomplete(std::uint64_t up_to) {
 
 // ---------------------------------------------------------------- reads
 
-std::shared_ptr<S3PackStorage::Block> S3PackStorage::block(std::uint64_t id, std::uint64_t size,
-                                                                 std::uint64_t block_bytes, std::uint64_t index) const {
-    const BlockKey key{id, block_bytes, index};
+std::shared_ptr<const S3PackStorage::Block> S3PackStorage::block(std::uint64_t id, std::uint64_t size,
+                                                                 std::uint64_t index) const {
+    const auto key = std::make_pair(id, index);
     std::shared_ptr<Block> b;
+    bool load = false;
     {
         std::lock_guard lock(cache_mutex_);
         if (const auto it = blocks_.find(key); it != blocks_.end()) {
+            b = it->second;
             lru_.remove(key);
             lru_.push_front(key);
-            auto found = it->second;
-            if (ahead_on() && block_bytes == large_block_bytes() && !t_ahead_thread && !found->touched) {
-                found->touched = true;
-                ahead(id, size, block_bytes, index + 1);
+        } else {
+            b = std::make_shared<Block>();
+            blocks_.emplace(key, b);
+            lru_.push_front(key);
+            load = true;
+            while (lru_.size() > kCachedBlocks) {
+                blocks_.erase(lru_.back());
+                lru_.pop_back();
             }
-            return found;  // (loaded, or loading: read() waits for its bytes)
-        }
-        b = std::make_shared<Block>();
-        b->touched = !t_ahead_thread;
-        if (ahead_on() && block_bytes == large_block_bytes() && !t_ahead_thread) ahead(id, size, block_bytes, index + 1);
-        blocks_.emplace(key, b);
-        lru_.push_front(key);
-        cached_bytes_ += block_bytes;
-        while (cached_bytes_ > cache_bytes() && lru_.size() > 1) {
-            cached_bytes_ -= std::get<1>(lru_.back());
-            blocks_.erase(lru_.back());
-            lru_.pop_back();
         }
     }
-    // This thread loads it; readers of its first bytes go on as they arrive.
-    const std::uint64_t first = index * block_bytes;
-    const std::uint64_t end = std::min<std::uint64_t>(size, first + block_bytes);
-    try {
-        const auto n = static_cast<std::size_t>(end - first);
-        {
+    if (load) {
+        const std::uint64_t first = index * kBlockBytes;
+        const std::uint64_t end = std::min<std::uint64_t>(size, first + kBlockBytes);
+        try {
+            std::vector<std::byte> bytes(static_cast<std::size_t>(end - first));
+            s3::Request r;
+            r.key = key_of(id);
+            r.headers = {fmt::format("Range: bytes={}-{}", first, end - 1)};
+            r.into = bytes;
+            const s3::Response a = client().send(r);
+            bytes.resize(static_cast<std::size_t>(a.received));
             std::lock_guard lock(b->mutex);
-            b->data = std::make_unique_for_overwrite<std::byte[]>(n);
-        }
-        s3::Request r;
-        r.key = key_of(id);
-        r.headers = {fmt::format("Range: bytes={}-{}", first, end - 1)};
-        r.into = std::span(b->data.get(), n);
-        r.on_data = [&b](std::uint64_t got) {
+            b->bytes = std::move(bytes);
+            b->ready = true;
+        } catch (...) {
             {
                 std::lock_guard lock(b->mutex);
-                b->filled = std::max(b->filled, static_cast<std::size_t>(got));
+                b->error = std::current_exception();
+                b->ready = true;
             }
             b->cv.notify_all();
-        };
-        const s3::Response a = client().send(r);
-        {
-            std::lock_guard lock(b->mutex);
-            b->length = static_cast<std::size_t>(a.received);
-            b->ready = true;
-        }
-    } catch (...) {
-        {
-            std::lock_guard lock(b->mutex);
-            b->error = std::current_exception();
-            b->ready = true;
+            std::lock_guard lock(cache_mutex_);
+            if (const auto it = blocks_.find(key); it != blocks_.end() && it->second == b) {
+                blocks_.erase(it);
+                lru_.remove(key);
+            }
+            throw;
         }
         b->cv.notify_all();
-        std::lock_guard lock(cache_mutex_);
-        if (const auto it = blocks_.find(key); it != blocks_.end() && it->second == b) {
-            blocks_.erase(it);
-            lru_.remove(key);
-            cached_bytes_ -= block_bytes;
-        }
-        throw;
+        return b;
     }
-    b->cv.notify_all();
+    std::unique_lock lock(b->mutex);
+    b->cv.wait(lock, [&] { return b->ready; });
+    if (b->error) std::rethrow_exception(b->error);
     return b;
 }
 
 void S3PackStorage::forget_blocks(std::uint64_t id) const {
     std::lock_guard lock(cache_mutex_);
     for (auto it = lru_.begin(); it != lru_.end();) {
-        if (std::get<0>(*it) == id) {
-            cached_bytes_ -= std::get<1>(*it);
+        if (it->first == id) {
             blocks_.erase(*it);
             it = lru_.erase(it);
         } else {
@@ -581,15 +521,8 @@ std::size_t S3PackStorage::read(std::uint64_t id, std::uint64_t size, std::uint6
                                 std::span<std::byte> out) const {
     if (offset >= size || out.empty()) return 0;
     const std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(out.size(), size - offset));
-    // A large read asks for the pack's stretch in larger blocks: the
-    // decoders' reads of one file tile its packs in pieces of about a MiB,
-    // a few threads at once and out of order, and RGW spends about as much
-    // CPU on a request as on sending a MiB. Small reads (chunks hopping
-    // between packs) keep small blocks: fewer bytes fetched for nothing.
-    const std::uint64_t large = large_block_bytes();
-    const std::uint64_t block_bytes = large > 0 && want >= kLargeRead ? large : kBlockBytes;
-    if (want >= (block_bytes == large ? 2 * large : block_bytes)) {
-        // A read of a block or more goes straight into the caller's buffer.
+    if (want >= kBlockBytes) {
+        // A large read goes straight into the caller's buffer.
         s3::Request r;
         r.key = key_of(id);
         r.headers = {fmt::format("Range: bytes={}-{}", offset, offset + want - 1)};
@@ -603,42 +536,14 @@ std::size_t S3PackStorage::read(std::uint64_t id, std::uint64_t size, std::uint6
     std::size_t done = 0;
     while (done < want) {
         const std::uint64_t at = offset + done;
-        // (A small read within a large block in hand takes it from there.)
-        const std::uint64_t bytes = block_bytes != large && large > 0 && cached(id, large, at / large) ? large : block_bytes;
-        const auto b = block(id, size, bytes, at / bytes);
-        const auto within = static_cast<std::size_t>(at % bytes);
-        std::size_t have = 0;
-        {
-            std::unique_lock lock(b->mutex);
-            b->cv.wait(lock, [&] { return b->ready || b->filled > within; });
-            if (b->error) std::rethrow_exception(b->error);
-            have = b->ready ? b->length : b->filled;
-        }
-        if (within >= have) break;  // the object is shorter than it was said to be
-        const std::size_t k = std::min<std::size_t>(want - done, have - within);
-        std::memcpy(out.data() + done, b->data.get() + within, k);
+        const auto b = block(id, size, at / kBlockBytes);
+        const std::uint64_t within = at % kBlockBytes;
+        if (within >= b->bytes.size()) break;  // the object is shorter than it was said to be
+        const std::size_t k = static_cast<std::size_t>(std::min<std::uint64_t>(want - done, b->bytes.size() - within));
+        std::memcpy(out.data() + done, b->bytes.data() + within, k);
         done += k;
     }
     return done;
-}
-
-bool S3PackStorage::cached(std::uint64_t id, std::uint64_t block_bytes, std::uint64_t index) const {
-    std::lock_guard lock(cache_mutex_);
-    return blocks_.contains(BlockKey{id, block_bytes, index});
-}
-
-bool S3PackStorage::ahead_on() {
-    static const bool v = std::getenv("CDC_EXP_FETCH_AHEAD") != nullptr;
-    return v;
-}
-
-std::uint64_t S3PackStorage::large_block_bytes() {
-    static const std::uint64_t v = std::getenv("CDC_EXP_LARGE") ? std::strtoull(std::getenv("CDC_EXP_LARGE"), nullptr, 10) : 0;
-    return v;
-}
-std::uint64_t S3PackStorage::cache_bytes() {
-    static const std::uint64_t v = std::getenv("CDC_EXP_CACHE") ? std::strtoull(std::getenv("CDC_EXP_CACHE"), nullptr, 10) : kCachedBlocks * kBlockBytes;
-    return v;
 }
 
 }  // namespace cdc::store::detail

@@ -29,9 +29,6 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <deque>
-#include <thread>
-#include <tuple>
 
 namespace cdc::store::detail {
 
@@ -76,14 +73,7 @@ public:
 
 private:
     struct Block;
-    using BlockKey = std::tuple<std::uint64_t, std::uint64_t, std::uint64_t>;  // pack, block bytes, index
-    std::shared_ptr<Block> block(std::uint64_t id, std::uint64_t size, std::uint64_t block_bytes,
-                                       std::uint64_t index) const;
-    bool cached(std::uint64_t id, std::uint64_t block_bytes, std::uint64_t index) const;
-    static std::uint64_t large_block_bytes();
-    static bool ahead_on();
-    static std::uint64_t cache_bytes();
-    static constexpr std::size_t kLargeRead = std::size_t{256} << 10;
+    std::shared_ptr<const Block> block(std::uint64_t id, std::uint64_t size, std::uint64_t index) const;
     void forget_blocks(std::uint64_t id) const;
 
     std::filesystem::path dir_;
@@ -95,17 +85,8 @@ private:
     mutable std::unique_ptr<s3::Client> client_;
 
     mutable std::mutex cache_mutex_;
-    mutable std::list<BlockKey> lru_;  // most recent first
-    mutable std::map<BlockKey, std::shared_ptr<Block>> blocks_;
-    mutable std::uint64_t cached_bytes_ = 0;  // blocks in lru_, at their nominal size
-    // EXPERIMENT: the next large block fetched ahead, by one thread.
-    void ahead(std::uint64_t id, std::uint64_t size, std::uint64_t block_bytes, std::uint64_t index) const;
-    mutable std::mutex ahead_mutex_;
-    mutable std::condition_variable ahead_cv_;
-    mutable std::deque<BlockKey> ahead_queue_;
-    mutable std::map<std::uint64_t, std::uint64_t> ahead_sizes_;
-    mutable bool ahead_stop_ = false;
-    mutable std::thread ahead_thread_;
+    mutable std::list<std::pair<std::uint64_t, std::uint64_t>> lru_;  // (pack, block), most recent first
+    mutable std::map<std::pair<std::uint64_t, std::uint64_t>, std::shared_ptr<Block>> blocks_;
 };
 
 }  // namespace cdc::store::detail
