@@ -9,6 +9,7 @@
 #include <tuple>
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -411,6 +412,8 @@ struct Client::Pool {
     std::mutex mutex;
     std::vector<CURL*> idle;
     std::atomic<std::uint64_t> requests{0};
+    std::atomic<std::uint64_t> received{0};       // body bytes of answers
+    std::atomic<std::uint64_t> transfer_ns{0};    // in curl_easy_perform, summed over threads
     ~Pool() {
         for (CURL* h : idle) curl_easy_cleanup(h);
     }
@@ -438,7 +441,15 @@ Client::Client(ClientConfig config) : config_(std::move(config)), pool_(std::mak
     std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
 }
 
-Client::~Client() = default;
+Client::~Client() {
+    // CDC_S3_STATS: what the requests cost, to tell a client that waits on
+    // the server from one that waits on its own work (bench/engines).
+    if (const char* v = std::getenv("CDC_S3_STATS"); v != nullptr && *v != '\0' && std::strcmp(v, "0") != 0)
+        std::fprintf(stderr, "S3: %llu requests, %.1f MB received, %.3f s in transfers (summed over threads)\n",
+                     static_cast<unsigned long long>(pool_->requests.load()),
+                     static_cast<double>(pool_->received.load()) / 1e6,
+                     static_cast<double>(pool_->transfer_ns.load()) / 1e9);
+}
 
 std::uint64_t Client::requests() const noexcept { return pool_->requests.load(); }
 
@@ -503,7 +514,11 @@ Response Client::send(const Request& r) const {
             curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, r.method);
         }
         pool_->requests.fetch_add(1);
+        const auto t0 = std::chrono::steady_clock::now();
         const CURLcode rc = curl_easy_perform(h);
+        pool_->transfer_ns.fetch_add(static_cast<std::uint64_t>(
+            std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count()));
+        pool_->received.fetch_add(t.received + t.text.size());
         curl_slist_free_all(list);
         long status = 0;
         curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);

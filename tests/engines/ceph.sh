@@ -93,6 +93,9 @@ mon warn on pool no redundancy = false
 osd memory target = 268435456
 bluestore cache autotune = false
 bluestore cache size = 67108864
+# The monitor refuses to start below 5% free on its file system (a shared
+# machine's disk may be that full and still hold a test cluster's few GB).
+mon data avail crit = 1
 mon osd full ratio = 0.97
 mon osd nearfull ratio = 0.95
 osd failsafe full ratio = 0.98

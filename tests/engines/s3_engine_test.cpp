@@ -31,6 +31,7 @@
 #include <iostream>
 #include <limits>
 #include <map>
+#include <regex>
 #include <sstream>
 #include <thread>
 
@@ -285,9 +286,17 @@ TEST(S3Engine, StoreRoundTripThroughTheTool) {
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_FALSE(fs::exists(tmp.path() / "store" / "packs" / "00000001.pack")) << "no pack file in the directory";
 
+    // (CDC_S3_STATS: the get says what its requests cost, on stderr.)
+    ::setenv("CDC_S3_STATS", "1", 1);
     r = run_tool({"store", "get", store, "t", "-o", (tmp.path() / "out").string()});
+    ::unsetenv("CDC_S3_STATS");
     ASSERT_EQ(r.exit_code, 0) << r.err;
     for (const auto& [name, bytes] : tree) EXPECT_EQ(file_bytes(tmp.path() / "out" / name), bytes) << name;
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(r.err, m, std::regex(R"(S3: (\d+) requests, ([0-9.]+) MB received, [0-9.]+ s in transfers)")))
+        << r.err;
+    EXPECT_GT(std::stoull(m[1].str()), 1u) << r.err;
+    EXPECT_GT(std::stod(m[2].str()), 11.0) << r.err;  // the big file came over the wire
     auto v = json_of(run_tool({"store", "verify", "--full", "--json", store}));
     EXPECT_EQ(v["ok"], true) << v;
     EXPECT_EQ(v["manifests"], tree.size() + 2);  // + the snapshot's header and trees
