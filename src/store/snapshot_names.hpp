@@ -51,6 +51,11 @@ std::string file_name(const Store& store, std::string_view id, std::string_view 
 /// digest and length: keyed in an encrypted store, so that the name does
 /// not tell whether a known file is stored.
 std::string content_name(const Store& store, std::string_view digest, std::uint64_t size);
+/// What content_name hashes: the digest, then the length (8 bytes, little
+/// endian); two files with one key have one content name.
+std::string content_key(std::string_view digest, std::uint64_t size);
+/// content_name from its key.
+std::string content_name_of_key(const Store& store, std::string_view key);
 
 /// The whole content of manifest `name`, checked against its digest
 /// (DamageError otherwise; NotFoundError if absent).

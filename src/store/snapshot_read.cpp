@@ -75,11 +75,18 @@ std::string join_parts(const std::vector<std::string>& parts) {
     return s;
 }
 
-std::string content_name(const Store& store, std::string_view digest, std::uint64_t size) {
+std::string content_key(std::string_view digest, std::uint64_t size) {
     std::string key(digest);
     for (int i = 0; i < 8; ++i) key.push_back(static_cast<char>((size >> (8 * i)) & 0xff));
-    const ChunkId h = store.chunk_id(std::as_bytes(std::span(key.data(), key.size())));
-    return kContentPrefix + to_hex(h);
+    return key;
+}
+
+std::string content_name_of_key(const Store& store, std::string_view key) {
+    return kContentPrefix + to_hex(store.chunk_id(std::as_bytes(std::span(key.data(), key.size()))));
+}
+
+std::string content_name(const Store& store, std::string_view digest, std::uint64_t size) {
+    return content_name_of_key(store, content_key(digest, size));
 }
 
 std::optional<ManifestInfo> content_manifest(const Store& store, std::string_view id, std::string_view path,
@@ -268,46 +275,6 @@ tree::Entry root_entry(const Snapshot& s) {
     e.atime_ns = s.time_ns;
     e.subtree = chunk_id_from_hex(s.tree);
     return e;
-}
-
-std::uint64_t drop_unreferenced_snapshot_files(const Store& store, Catalog& catalog) {
-    std::vector<std::string> files, contents;
-    unreferenced_snapshot_files(store, catalog, files, contents);
-    files.insert(files.end(), contents.begin(), contents.end());
-    if (!files.empty()) catalog.remove(files, "the store");
-    return files.size();
-}
-
-bool unreferenced_snapshot_files(const Store& store, Catalog& catalog, std::vector<std::string>& drop,
-                                 std::vector<std::string>& unnamed, std::vector<std::string>* named_out) {
-    std::map<std::string, std::vector<std::string>> by_snapshot;
-    for (const ManifestInfo& m : catalog.list(kFilePrefix)) {
-        const auto slash = m.name.find('/', kFilePrefix.size());
-        if (slash == std::string::npos) continue;
-        by_snapshot[m.name.substr(kFilePrefix.size(), slash - kFilePrefix.size())].push_back(m.name);
-    }
-    for (auto& [id, names] : by_snapshot)
-        if (!catalog.find(header_name(id))) drop.insert(drop.end(), names.begin(), names.end());
-    // Contents: those no snapshot's tree names. A snapshot that cannot be
-    // read keeps every content (nothing is dropped on a guess).
-    const auto contents = catalog.list(kContentPrefix);
-    bool complete = true;
-    if (!contents.empty() || named_out) {
-        std::set<std::string> named;
-        std::set<tree::BlobId> seen;  // directories snapshots share: read once
-        try {
-            for (const ManifestInfo& h : catalog.list(kHeaderPrefix))
-                for_each_content(store, parse_header(read_manifest(store, h.name), h.name),
-                                 [&](const std::string& name) { named.insert(name); }, &seen);
-        } catch (const StoreError&) {
-            complete = false;
-        }
-        if (complete)
-            for (const ManifestInfo& m : contents)
-                if (!named.count(m.name)) unnamed.push_back(m.name);
-        if (named_out) named_out->assign(named.begin(), named.end());
-    }
-    return complete;
 }
 
 SnapshotRestoreReport restore_checked(const std::filesystem::path& out, const tree::Entry& root,

@@ -305,6 +305,7 @@ std::vector<std::uint8_t> encode_tree(std::vector<Entry> entries) {
 }
 
 std::vector<Entry> parse_tree(std::span<const std::uint8_t> bytes) {
+    if (auto plain = detail::parse_plain(bytes)) return std::move(*plain);
     json top;
     BoundedBuilder builder(top);
     bool ok = false;

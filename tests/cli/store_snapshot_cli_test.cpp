@@ -227,6 +227,60 @@ TEST(StoreSnapshotCli, ForgetAndPruneKeepTheOtherSnapshotsWhole) {
     EXPECT_EQ(snapshot_ids(dir).size(), 2u);
 }
 
+TEST(StoreSnapshotCli, PruneAcrossManySharedDirectoriesKeepsWhatTheKeptSnapshotsName) {
+    // gc parses the directories of the snapshots it keeps on several
+    // threads, each directory once across snapshots: a tree of nested
+    // directories, most of them shared between snapshots, a few changed a
+    // day; what only the forgotten days held goes, the rest stays whole.
+    test::TempDir tmp;
+    const std::string dir = init_store(tmp, {"--avg", "4K"});
+    const fs::path src = tmp.path() / "src";
+    auto path_of = [](int d, int f) { return fmt::format("src/d{}/e{}/f{}", d % 6, d, f); };
+    for (int d = 0; d < 36; ++d)
+        for (int f = 0; f < 5; ++f)
+            tmp.write(path_of(d, f), test::random_bytes(3000, static_cast<std::uint64_t>(1000 + d * 10 + f)));
+    std::vector<std::string> ids;
+    for (int day = 0; day < 5; ++day) {
+        // Each day changes one file in three directories (their parents
+        // change with them); from day 2 on, the files days 0 and 1 wrote are
+        // overwritten: only the snapshots forgotten below hold them.
+        for (int d : {day, day + 10, day + 20})
+            tmp.write(path_of(d, 0), test::random_bytes(5000, static_cast<std::uint64_t>(50'000 + day * 100 + d)));
+        if (day >= 2)
+            for (int d : {0, 1, 10, 11, 20, 21})
+                tmp.write(path_of(d, 0), test::random_bytes(5000, static_cast<std::uint64_t>(70'000 + day * 100 + d)));
+        ids.push_back(backup(dir, {src.string()})["id"]);
+    }
+    const auto before = json_of(run_tool({"store", "stats", dir, "--json"}));
+    auto r = run_tool({"store", "forget", dir, ids[0], ids[1], "--prune", "--json"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(snapshot_ids(dir), (std::vector<std::string>{ids[2], ids[3], ids[4]}));
+    const auto after = json_of(run_tool({"store", "stats", dir, "--json"}));
+    // At least the six files only days 0 and 1 held (5,000 bytes each) went.
+    EXPECT_LE(after["chunk_bytes"].get<std::uint64_t>() + 6 * 5000, before["chunk_bytes"].get<std::uint64_t>());
+    expect_verifies(dir);
+    // The last day restores whole: every file as it is on disk now.
+    const auto out = tmp.path() / "got";
+    r = run_tool({"store", "get", dir, ids[4] + ":" + src.string(), "-o", out.string()});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    for (int d = 0; d < 36; ++d)
+        for (int f = 0; f < 5; ++f) {
+            const std::string rel = path_of(d, f).substr(4);
+            ASSERT_EQ(file_bytes(out / rel), file_bytes(src / rel)) << rel;
+        }
+    // The middle day too (its own versions of the changed files).
+    const auto out2 = tmp.path() / "got2";
+    r = run_tool({"store", "get", dir, ids[2] + ":" + src.string(), "-o", out2.string()});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(file_bytes(out2 / "d2/e2/f0"), test::random_bytes(5000, 50'000 + 200 + 2));
+    EXPECT_EQ(file_bytes(out2 / "d0/e0/f0"), test::random_bytes(5000, 70'000 + 200 + 0));
+    // A second gc finds nothing more to drop.
+    r = run_tool({"store", "gc", dir, "--json"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(json_of(run_tool({"store", "stats", dir, "--json"}))["chunk_bytes"], after["chunk_bytes"]);
+    expect_verifies(dir);
+}
+
 TEST(StoreSnapshotCli, KeepRulesThroughTheCommand) {
     test::TempDir tmp;
     const std::string dir = init_store(tmp);

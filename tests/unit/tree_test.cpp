@@ -160,6 +160,67 @@ TEST(TreeObject, EncodeRefusesBadNamesInconsistentEntriesAndTwins) {
     EXPECT_THROW(tr::encode_tree({m}), tr::TreeError);
 }
 
+TEST(TreeObject, TheDirectWriterWritesNlohmannsBytesAndTheFastReaderTakesThem) {
+    // parse_tree reads the usual tree without nlohmann's DOM and compares it
+    // with encode_sorted_direct's bytes: those must be encode_tree's (the
+    // DOM's) for every field, every integer width and sign, every length
+    // of a byte string, array and map head, or a tree would have two
+    // accepted encodings.
+    std::vector<std::uint64_t> widths = {0, 1, 23, 24, 255, 256, 65535, 65536, 0xffffffffull, 0x100000000ull, UINT64_MAX};
+    std::vector<std::int64_t> signed_widths = {0, 1, -1, 23, 24, -24, -25, 255, 256, -256, -257, -65536, -65537,
+                                               INT32_MIN, -4294967296ll, -4294967297ll, INT64_MIN, INT64_MAX};
+    std::vector<std::vector<Entry>> trees = {{}, every_entry()};
+    for (std::size_t i = 0; i < widths.size(); ++i) {
+        Entry f;
+        f.name = std::string(i == 0 ? 1 : std::min<std::size_t>(widths[i] % 300 + 1, 255), 'a');
+        f.size = widths[i];
+        f.inode = widths[i];
+        f.device = widths[i];
+        f.nlink = widths[i];
+        f.uid = static_cast<std::uint32_t>(std::min<std::uint64_t>(widths[i], UINT32_MAX));
+        f.gid = f.uid;
+        f.mtime_ns = signed_widths[i % signed_widths.size()];
+        f.atime_ns = signed_widths[(i + 5) % signed_widths.size()];
+        f.ctime_ns = signed_widths[(i + 11) % signed_widths.size()];
+        f.content.digest = std::string(i * 7, 'd');
+        f.user = std::string(i * 3, 'u');
+        trees.push_back({f});
+    }
+    for (const std::int64_t v : signed_widths) {
+        Entry f;
+        f.name = "t";
+        f.mtime_ns = v;
+        trees.push_back({f});
+    }
+    // Byte strings and arrays across their head widths: 23/24 and 255/256 long.
+    for (const std::size_t n : {std::size_t{23}, std::size_t{24}, std::size_t{255}, std::size_t{256}, std::size_t{65536}, std::size_t{70000}}) {
+        Entry s;
+        s.name = "s";
+        s.type = EntryType::symlink;
+        s.target = std::string(std::min<std::size_t>(n, 4095), 'x');
+        Entry f;
+        f.name = "f";
+        f.content.chunks.assign(std::min<std::size_t>(n, 300), id_of(3));
+        f.xattrs = {{"user.v", std::string(std::min<std::size_t>(n, 65536), 'v')}};
+        f.content.digest = std::string(n, 'd');
+        trees.push_back({f, s});
+    }
+    std::vector<Entry> many;  // an entry list of 300 (a two-byte array head)
+    for (int i = 0; i < 300; ++i) {
+        Entry f;
+        f.name = std::to_string(1000 + i);
+        many.push_back(f);
+    }
+    trees.push_back(many);
+    for (const auto& t : trees) {
+        const auto bytes = tr::encode_tree(t);
+        EXPECT_EQ(tr::detail::encode_sorted_direct(sorted(t)), bytes);
+        const auto fast = tr::detail::parse_plain(bytes);
+        ASSERT_TRUE(fast.has_value());
+        EXPECT_EQ(*fast, sorted(t));
+    }
+}
+
 TEST(TreeObject, RejectsEveryTruncation) {
     const auto bytes = tr::encode_tree(every_entry());
     for (std::size_t n = 0; n < bytes.size(); ++n)
