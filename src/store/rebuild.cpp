@@ -64,6 +64,7 @@ public:
                 "was changed)",
                 dir_.string(), report_.packs, report_.records));
         publish_manifests();
+        if (!listed.empty()) catalog_->pack_ids_above(listed.rbegin()->first);
         lock.unlock();
         return std::move(report_);
     }
