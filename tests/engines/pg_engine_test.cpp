@@ -20,6 +20,9 @@
 //     snapshot committed since gc's listing marks nothing, stats while a
 //     mark stands leave out what it condemned, gc in a loop beside 2
 //     writers with kill -9 of both kinds, gc of half the snapshots.
+//   - The catalog rebuilt (repair --rebuild-catalog) after its tables are
+//     dropped, and after a sweep beside writers: what comes back (the
+//     records of the packs present), the pack id sequence after it.
 //   - Two `cdc serve` of one store: pushed to one, pulled from the other.
 //   - A writer killed (-9) mid-put; PostgreSQL restarted mid-put: the put
 //     retries or fails clearly, never a half-committed file.
