@@ -281,8 +281,8 @@ private:
             std::sort(list.begin(), list.end(), [](const Piece& a, const Piece& b) {
                 return a.piece.index != b.piece.index ? a.piece.index < b.piece.index : a.id < b.id;
             });
-            list.erase(std::unique(list.begin(), list.end(), [](const Piece& a, const Piece& b) { return a.id == b.id; }),
-                       list.end());
+            const auto same = [](const Piece& a, const Piece& b) { return a.id == b.id; };
+            list.erase(std::unique(list.begin(), list.end(), same), list.end());
             bool whole = !list.empty() && list.back().piece.last;
             for (std::size_t i = 0; whole && i < list.size(); ++i)
                 whole = list[i].piece.index == i && (list[i].piece.last == (i + 1 == list.size()));

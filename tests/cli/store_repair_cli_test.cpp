@@ -4,6 +4,7 @@
 // encrypted: every snapshot and named file listed and restored byte for
 // byte, verify --full clean; manifests spanning several pieces, segments
 // and flushes; gc's rewrite keeps the live manifests' catalog records; a
+// piece met in two packs (a rewritten pack's old file left) is one piece; a
 // store whose packs hold no settings record is refused with nothing made.
 #include "cli_support.hpp"
 #include "test_support.hpp"

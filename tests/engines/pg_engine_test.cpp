@@ -894,7 +894,8 @@ TEST(PgEngine, CatalogRebuiltAfterASweepTakesTheRecordsOfThePacksPresent) {
     std::vector<fs::path> dirs(7);
     std::vector<std::string> ids(7);
     auto backup = [&](int i) {
-        const auto j = json_of(run_tool({"store", "backup", "--json", store, dirs[static_cast<std::size_t>(i)].string()}));
+        const std::string dir = dirs[static_cast<std::size_t>(i)].string();
+        const auto j = json_of(run_tool({"store", "backup", "--json", store, dir}));
         ids[static_cast<std::size_t>(i)] = j.value("id", std::string());
         return !ids[static_cast<std::size_t>(i)].empty();
     };
@@ -946,7 +947,8 @@ TEST(PgEngine, CatalogRebuiltAfterASweepTakesTheRecordsOfThePacksPresent) {
     const auto files_before = json_of(run_tool({"store", "ls", "--json", store}));
     const std::uint64_t rewritten = *files1.rbegin();  // (the one new pack: the rewrite's)
     ASSERT_GT(rewritten, pack[5]);
-    const std::int64_t moved = PgConn(url).exec(fmt::format("SELECT count(*) FROM chunks WHERE pack = {}", rewritten).c_str()).i64(0, 0);
+    const std::int64_t moved =
+        PgConn(url).exec(fmt::format("SELECT count(*) FROM chunks WHERE pack = {}", rewritten).c_str()).i64(0, 0);
     EXPECT_GT(moved, 0);
     int gets = 0;
     auto restores = [&](int i) {
@@ -969,8 +971,8 @@ TEST(PgEngine, CatalogRebuiltAfterASweepTakesTheRecordsOfThePacksPresent) {
         std::cout << "rebuilt: " << rep.dump() << "\n";
         // New pack ids follow the packs present (gc beside writers cuts,
         // rewrites and deletes only packs up to the sequence's value at its mark).
-        EXPECT_EQ(PgConn(url).exec("SELECT (CASE WHEN is_called THEN last_value ELSE 0 END)::bigint FROM pack_ids").i64(0, 0),
-                  static_cast<std::int64_t>(*pack_files_and_rows(store_dir, url).first.rbegin()));
+        const auto seq = PgConn(url).exec("SELECT (CASE WHEN is_called THEN last_value ELSE 0 END)::bigint FROM pack_ids");
+        EXPECT_EQ(seq.i64(0, 0), static_cast<std::int64_t>(*pack_files_and_rows(store_dir, url).first.rbegin()));
         return rep;
     };
 
