@@ -386,6 +386,10 @@ public:
     /// from max_pack_id() + 1 and the pack storage's exclusive create
     /// settles a collision.
     virtual std::function<std::uint64_t()> pack_ids() const { return {}; }
+    /// Makes pack_ids() hand out ids above `id` from now on (a catalog
+    /// rebuilt from packs its sequence did not number; gc beside writers
+    /// touches only the packs up to the sequence's value at its mark).
+    virtual void pack_ids_above(std::uint64_t id) { (void)id; }
     /// Claims chunks this writer is about to store (none indexed yet): of
     /// `ids`, returns those another live writer claimed first (it stores
     /// them; this writer refers to them once they are indexed), and claims

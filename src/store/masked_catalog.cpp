@@ -121,6 +121,7 @@ public:
     std::vector<std::string> check(bool full) override { return in_->check(full); }
     std::unique_ptr<HostsLock> hosts_lock() const override { return in_->hosts_lock(); }
     std::function<std::uint64_t()> pack_ids() const override { return in_->pack_ids(); }
+    void pack_ids_above(std::uint64_t id) override { in_->pack_ids_above(id); }
     bool gc_marks() const override { return in_->gc_marks(); }
     std::uint64_t snapshot_commits() override { return in_->snapshot_commits(); }
     std::optional<std::uint64_t> gc_mark(std::span<const std::string> unreferenced, std::uint64_t listed_at) override {

@@ -145,6 +145,7 @@ public:
 
     std::unique_ptr<HostsLock> hosts_lock() const override;
     std::function<std::uint64_t()> pack_ids() const override;
+    void pack_ids_above(std::uint64_t id) override;
 
     bool gc_marks() const override { return true; }
     std::uint64_t snapshot_commits() override;

@@ -103,6 +103,16 @@ std::function<std::uint64_t()> PgCatalog::pack_ids() const {
     return [source] { return source->next(); };
 }
 
+void PgCatalog::pack_ids_above(std::uint64_t id) {
+    if (id == 0) return;
+    PgParams p;
+    p.add(static_cast<std::int64_t>(id));
+    // (never backwards: ids already handed out stay behind)
+    query("SELECT setval('pack_ids', greatest($1::bigint, (SELECT CASE WHEN is_called THEN last_value ELSE 0 END "
+          "FROM pack_ids)))",
+          p, "moving the pack id sequence");
+}
+
 GcSweep PgCatalog::sweep() {
     GcSweep r;
     // Pending manifests: their writers are gone (the caller holds the

@@ -64,6 +64,7 @@ public:
                 "was changed)",
                 dir_.string(), report_.packs, report_.records));
         publish_manifests();
+        if (!listed.empty()) catalog_->pack_ids_above(listed.rbegin()->first);
         lock.unlock();
         return std::move(report_);
     }
@@ -275,8 +276,13 @@ private:
     std::map<std::string, Candidate> assemble() {
         std::map<std::string, Candidate> newest;
         for (auto& [uid, list] : pieces_) {
-            std::sort(list.begin(), list.end(),
-                      [](const Piece& a, const Piece& b) { return a.piece.index < b.piece.index; });
+            // The same record in two packs (a pack gc rewrote, still beside
+            // its rewrite) is one piece: its id is its bytes'.
+            std::sort(list.begin(), list.end(), [](const Piece& a, const Piece& b) {
+                return a.piece.index != b.piece.index ? a.piece.index < b.piece.index : a.id < b.id;
+            });
+            const auto same = [](const Piece& a, const Piece& b) { return a.id == b.id; };
+            list.erase(std::unique(list.begin(), list.end(), same), list.end());
             bool whole = !list.empty() && list.back().piece.last;
             for (std::size_t i = 0; whole && i < list.size(); ++i)
                 whole = list[i].piece.index == i && (list[i].piece.last == (i + 1 == list.size()));

@@ -4,6 +4,7 @@
 // encrypted: every snapshot and named file listed and restored byte for
 // byte, verify --full clean; manifests spanning several pieces, segments
 // and flushes; gc's rewrite keeps the live manifests' catalog records; a
+// piece met in two packs (a rewritten pack's old file left) is one piece; a
 // store whose packs hold no settings record is refused with nothing made.
 #include "cli_support.hpp"
 #include "test_support.hpp"
@@ -202,6 +203,44 @@ TEST_P(RepairCli, GcKeepsTheCatalogRecordsOfLiveFiles) {
     expect_verifies();
     const State after = state("after");
     EXPECT_EQ(after.files, before.files) << j.dump();
+}
+
+// A pack gc rewrote still present beside its rewrite (a gc interrupted
+// between the rewrite's commit and the old file's deletion; beside writers
+// on PostgreSQL likewise): the live records are in both packs. A manifest
+// whose pieces are met twice is restored once (the same piece in two packs
+// is one piece, not a second one of that index), with the copies counted as
+// duplicates; what the old pack alone holds (a removed file) comes back too.
+TEST_P(RepairCli, APieceInTwoPacksIsOnePiece) {
+    init();
+    const fs::path in = tmp.path() / "in";
+    const auto kept = test::random_bytes(30000, 7);
+    const auto gone = test::random_bytes(900000, 8);
+    write_file(in / "kept", kept);
+    write_file(in / "gone", gone);
+    ASSERT_EQ(run({"store", "put", dir, in.string(), "--name", "t", "-q"}).exit_code, 0);
+    std::vector<fs::path> packs;
+    for (const auto& e : fs::directory_iterator(fs::path(dir) / "packs")) packs.push_back(e.path());
+    ASSERT_EQ(packs.size(), 1u);
+    const fs::path old_pack = packs.front();
+    const fs::path aside = tmp.path() / "old.pack";
+    fs::copy_file(old_pack, aside);
+    ASSERT_EQ(run({"store", "rm", dir, "t/gone", "-q"}).exit_code, 0);
+    const auto gc = json_of(run({"store", "gc", dir, "--json"}));
+    ASSERT_EQ(gc["packs_rewritten"], 1) << gc.dump();
+    ASSERT_FALSE(fs::exists(old_pack));
+    fs::copy_file(aside, old_pack);  // (as the interrupted gc left it)
+    lose_catalog();
+    const auto j = repair();
+    EXPECT_EQ(j["unfinished"], 0) << j.dump();
+    EXPECT_GT(j["duplicates"].get<int>(), 0) << j.dump();
+    EXPECT_EQ(j["problems"].size(), 0u) << j.dump();
+    expect_verifies();
+    const State after = state("after");
+    ASSERT_EQ(after.files.count("t/kept"), 1u) << j.dump();
+    EXPECT_EQ(after.files.at("t/kept"), std::string(kept.begin(), kept.end()));
+    ASSERT_EQ(after.files.count("t/gone"), 1u) << "removed, but its records were in the old pack: " << j.dump();
+    EXPECT_EQ(after.files.at("t/gone"), std::string(gone.begin(), gone.end()));
 }
 
 // A store whose packs hold no catalog record (no manifest was ever

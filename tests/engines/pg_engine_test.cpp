@@ -20,6 +20,9 @@
 //     snapshot committed since gc's listing marks nothing, stats while a
 //     mark stands leave out what it condemned, gc in a loop beside 2
 //     writers with kill -9 of both kinds, gc of half the snapshots.
+//   - The catalog rebuilt (repair --rebuild-catalog) after its tables are
+//     dropped, and after a sweep beside writers: what comes back (the
+//     records of the packs present), the pack id sequence after it.
 //   - Two `cdc serve` of one store: pushed to one, pulled from the other.
 //   - A writer killed (-9) mid-put; PostgreSQL restarted mid-put: the put
 //     retries or fails clearly, never a half-committed file.
@@ -36,6 +39,7 @@
 #include "engine_support.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -47,6 +51,7 @@
 #include <map>
 #include <mutex>
 #include <random>
+#include <set>
 #include <thread>
 
 #include <fcntl.h>
@@ -850,6 +855,179 @@ TEST(PgEngine, EncryptedCatalogRebuiltFromS3Packs) {
     ::setenv("CDC_TEST_FAST_KDF", "1", 1);
     rebuild_after_dropping_the_schema(true, true);
     ::unsetenv("CDC_TEST_FAST_KDF");
+}
+
+/// The ids of `store`'s pack files (packs in DIR/packs) and of its pack rows.
+std::pair<std::set<std::uint64_t>, std::set<std::uint64_t>> pack_files_and_rows(const fs::path& store,
+                                                                                 const std::string& url) {
+    std::set<std::uint64_t> files, rows;
+    for (const auto& e : fs::directory_iterator(store / "packs")) {
+        // (NNNNNNNN.pack, the id in decimal)
+        const std::string n = e.path().filename().string();
+        if (e.path().extension() == ".pack" && !n.empty() && std::isdigit(static_cast<unsigned char>(n[0])))
+            files.insert(std::stoull(n));
+    }
+    PgConn c(url);
+    const auto r = c.exec("SELECT id FROM packs");
+    for (int i = 0; i < r.rows(); ++i) rows.insert(static_cast<std::uint64_t>(r.i64(i, 0)));
+    return {files, rows};
+}
+
+// A catalog rebuilt after a gc beside writers (docs/STORE.md, "gc while
+// writers write", Catalog records): the rebuild takes the records of the
+// packs present. Six backups, three forgotten, so that the sweep leaves
+// each kind of pack: S1's pack (the contents S2 names, S1's header and
+// tree) is mostly live and stays as it is; S4's (a file of its own, its
+// header) is left empty; S5's (a large file of its own, a small one S6
+// names) is sparse and rewritten. Then the catalog is dropped and rebuilt:
+// S1 comes back whole (its records were in a pack gc kept), S4 and S5 do
+// not (their records went with their packs, S5's not copied), nothing is
+// counted twice; every kept snapshot restores, verify --full is clean; the
+// next gc keeps S1 (a snapshot again) until it is forgotten again.
+TEST(PgEngine, CatalogRebuiltAfterASweepTakesTheRecordsOfThePacksPresent) {
+    const std::string url = make_database();
+    TempDir tmp;
+    const fs::path store_dir = tmp.path() / "store";
+    const std::string store = store_dir.string();
+    ASSERT_EQ(run_tool({"store", "init", "--no-encryption", "-q", "--catalog", url, store}).exit_code, 0);
+    std::vector<EngineTree> trees(7);
+    std::vector<fs::path> dirs(7);
+    std::vector<std::string> ids(7);
+    auto backup = [&](int i) {
+        const std::string dir = dirs[static_cast<std::size_t>(i)].string();
+        const auto j = json_of(run_tool({"store", "backup", "--json", store, dir}));
+        ids[static_cast<std::size_t>(i)] = j.value("id", std::string());
+        return !ids[static_cast<std::size_t>(i)].empty();
+    };
+    for (int i = 1; i <= 6; ++i) dirs[static_cast<std::size_t>(i)] = tmp.path() / fmt::format("d{}", i);
+    trees[1] = make_tree(dirs[1], 4, 300000, 1, "a");
+    trees[2] = make_tree(dirs[2], 4, 300000, 1, "a");  // S1's files
+    trees[2].merge(make_tree(dirs[2], 1, 2 << 20, 2, "b"));
+    trees[3] = make_tree(dirs[3], 4, 300000, 3, "c");
+    trees[4] = make_tree(dirs[4], 4, 300000, 3, "c");  // S3's files
+    trees[4].merge(make_tree(dirs[4], 1, 200000, 4, "d"));
+    trees[5] = make_tree(dirs[5], 1, 3 << 20, 5, "e");
+    trees[5].merge(make_tree(dirs[5], 1, 100000, 6, "f"));
+    trees[6] = make_tree(dirs[6], 1, 100000, 6, "f");  // S5's small file
+    for (int i = 1; i <= 6; ++i) ASSERT_TRUE(backup(i)) << i;
+    const auto [files0, rows0] = pack_files_and_rows(store_dir, url);
+    ASSERT_EQ(files0, rows0);
+    ASSERT_EQ(files0.size(), 6u) << "a pack per backup";
+    const std::vector<std::uint64_t> pack(files0.begin(), files0.end());  // pack[i - 1]: S{i}'s
+
+    ASSERT_EQ(run_tool({"store", "forget", "-q", store, ids[1], ids[4], ids[5]}).exit_code, 0);
+    // gc beside writers: the mark (a session from before it holds the
+    // sweep back), then the sweep by the next gc.
+    auto catalog = PgCatalog::open(url);
+    auto old_session = catalog->hosts_lock();
+    old_session->lock(false, {});
+    auto g = json_of(run_tool({"store", "gc", "--no-wait", "--json", store}));
+    EXPECT_EQ(g["sweep_left"], true) << g;
+    EXPECT_GT(g["chunks_condemned"].get<std::uint64_t>(), 0u) << g;
+    const fs::path old_pack5 = store_dir / "packs" / fmt::format("{:08}.pack", pack[4]);
+    fs::copy_file(old_pack5, tmp.path() / "s5.pack");  // (for case 2 below)
+    old_session->unlock();
+    g = json_of(run_tool({"store", "gc", "--no-wait", "--json", store}));
+    EXPECT_EQ(g["sweep_left"], false) << g;
+    EXPECT_GT(g["chunks_removed"].get<std::uint64_t>(), 0u) << g;
+    // What the gc left: S1's pack as it was, S4's deleted, S5's rewritten
+    // into a new pack; no pack file without a row, no row without a file.
+    const auto [files1, rows1] = pack_files_and_rows(store_dir, url);
+    std::cout << fmt::format("after the sweep: pack files {}, pack rows {}\n", fmt::join(files1, " "),
+                             fmt::join(rows1, " "));
+    EXPECT_EQ(files1, rows1) << "gc left a pack file without a row (or a row without a file)";
+    EXPECT_EQ(g["packs_rewritten"], 1) << g;
+    EXPECT_TRUE(files1.count(pack[0])) << "S1's pack, mostly live, is kept as it is";
+    EXPECT_FALSE(files1.count(pack[3])) << "S4's pack, left empty, is deleted";
+    EXPECT_FALSE(files1.count(pack[4])) << "S5's pack, sparse, is rewritten";
+    EXPECT_TRUE(files1.count(pack[1]) && files1.count(pack[2]) && files1.count(pack[5]));
+    EXPECT_EQ(files1.size(), 5u) << "S1-S3's and S6's packs and the rewritten one";
+    const auto snaps_before = json_of(run_tool({"store", "snapshots", "--json", store}));
+    EXPECT_EQ(snaps_before.size(), 3u);
+    const auto files_before = json_of(run_tool({"store", "ls", "--json", store}));
+    const std::uint64_t rewritten = *files1.rbegin();  // (the one new pack: the rewrite's)
+    ASSERT_GT(rewritten, pack[5]);
+    const std::int64_t moved =
+        PgConn(url).exec(fmt::format("SELECT count(*) FROM chunks WHERE pack = {}", rewritten).c_str()).i64(0, 0);
+    EXPECT_GT(moved, 0);
+    int gets = 0;
+    auto restores = [&](int i) {
+        const fs::path out = tmp.path() / fmt::format("out{}", ++gets);
+        const auto got = run_tool({"store", "get", "-q", store, ids[static_cast<std::size_t>(i)], "-o", out.string()});
+        EXPECT_EQ(got.exit_code, 0) << "S" << i << ": " << got.err;
+        expect_tree(out / fs::relative(dirs[static_cast<std::size_t>(i)], "/"), trees[static_cast<std::size_t>(i)]);
+        fs::remove_all(out);
+    };
+    auto snapshots = [&] {
+        std::set<std::string> s;
+        for (const auto& j : json_of(run_tool({"store", "snapshots", "--json", store}))) s.insert(j["id"]);
+        return s;
+    };
+    auto rebuild = [&] {
+        PgConn(url).run("DROP SCHEMA public CASCADE; CREATE SCHEMA public", "dropping the catalog");
+        const auto r = run_tool({"store", "repair", "--rebuild-catalog", store, "--json"});
+        EXPECT_EQ(r.exit_code, 0) << r.err << r.out;
+        const auto rep = nlohmann::json::parse(r.out, nullptr, false);
+        std::cout << "rebuilt: " << rep.dump() << "\n";
+        // New pack ids follow the packs present (gc beside writers cuts,
+        // rewrites and deletes only packs up to the sequence's value at its mark).
+        const auto seq = PgConn(url).exec("SELECT (CASE WHEN is_called THEN last_value ELSE 0 END)::bigint FROM pack_ids");
+        EXPECT_EQ(seq.i64(0, 0), static_cast<std::int64_t>(*pack_files_and_rows(store_dir, url).first.rbegin()));
+        return rep;
+    };
+
+    // 1. The catalog lost after the gc, rebuilt from the packs it left.
+    auto rep = rebuild();
+    EXPECT_EQ(rep["problems"].size(), 0u) << rep;
+    EXPECT_EQ(rep["packs"], 5) << rep;
+    EXPECT_EQ(rep["duplicates"], 0) << "no record is in two packs: " << rep;
+    EXPECT_EQ(rep["unfinished"], 0) << rep;
+    EXPECT_EQ(snapshots(), (std::set<std::string>{ids[1], ids[2], ids[3], ids[6]}))
+        << "the kept snapshots and S1, whose header and tree were in a pack gc kept";
+    auto v = json_of(run_tool({"store", "verify", "--full", "--json", store}));
+    EXPECT_EQ(v["ok"], true) << v;
+    for (const int i : {1, 2, 3, 6}) restores(i);
+    // S1's files are listed again; nothing of S4 or S5 came back (S4's
+    // d000.bin and S5's e000.bin are in no snapshot and in no pack).
+    auto listed = json_of(run_tool({"store", "ls", "--json", store}));
+    EXPECT_EQ(listed.size(), files_before.size() + trees[1].size()) << listed;
+    EXPECT_EQ(listed.dump().find("d000.bin"), std::string::npos) << listed;
+    EXPECT_EQ(listed.dump().find("e000.bin"), std::string::npos) << listed;
+
+    // 2. The same with S5's old pack still present, as a gc interrupted
+    //    after its rewrite's commit and before deleting the old file leaves
+    //    it (the next gc deletes it as an orphan): the old pack is read
+    //    first (ids in order), so S5 comes back whole and the rewrite's
+    //    copies are duplicates.
+    fs::copy_file(tmp.path() / "s5.pack", old_pack5);
+    rep = rebuild();
+    EXPECT_EQ(rep["problems"].size(), 0u) << rep;
+    EXPECT_EQ(rep["packs"], 6) << rep;
+    EXPECT_EQ(rep["duplicates"], moved) << "every record of the rewrite is a copy of one in S5's old pack: " << rep;
+    EXPECT_EQ(rep["unfinished"], 0) << "a piece met twice is one piece: " << rep;
+    EXPECT_EQ(snapshots(), (std::set<std::string>{ids[1], ids[2], ids[3], ids[5], ids[6]}));
+    v = json_of(run_tool({"store", "verify", "--full", "--json", store}));
+    EXPECT_EQ(v["ok"], true) << v;
+    for (const int i : {1, 2, 3, 5, 6}) restores(i);
+
+    // The next gc keeps what came back (snapshots again) and deletes the
+    // rewrite's pack (no row points into it: every copy lost to the old
+    // pack's); forgotten again, S1 and S5 go, the rest still restores.
+    g = json_of(run_tool({"store", "gc", "--json", store}));
+    EXPECT_EQ(g["sweep_left"], false) << g;
+    EXPECT_EQ(snapshots().size(), 5u);
+    EXPECT_FALSE(fs::exists(store_dir / "packs" / fmt::format("{:08}.pack", rewritten))) << g;
+    for (const int i : {1, 2, 3, 5, 6}) restores(i);
+    ASSERT_EQ(run_tool({"store", "forget", "-q", store, ids[1], ids[5]}).exit_code, 0);
+    g = json_of(run_tool({"store", "gc", "--json", store}));
+    EXPECT_EQ(g["sweep_left"], false) << g;
+    EXPECT_GT(g["chunks_removed"].get<std::uint64_t>(), 0u) << "S5's large file and both headers' records: " << g;
+    EXPECT_EQ(snapshots(), (std::set<std::string>{ids[2], ids[3], ids[6]}));
+    for (const int i : {2, 3, 6}) restores(i);
+    v = json_of(run_tool({"store", "verify", "--full", "--json", store}));
+    EXPECT_EQ(v["ok"], true) << v;
+    const auto [files2, rows2] = pack_files_and_rows(store_dir, url);
+    EXPECT_EQ(files2, rows2);
 }
 
 // gc while writers write (issue 37; docs/STORE.md, "gc while writers
