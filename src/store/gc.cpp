@@ -132,6 +132,8 @@ GcReport Store::gc(const GcOptions& options) {
 
     // 5. Rewrite sparse packs: copy live records (checked) into new packs,
     //    sync, then move the rows and drop the old packs in one transaction.
+    // (beside writers: the old packs stay until the next gc, step 6)
+    std::set<std::uint64_t> kept_for_readers;
     if (!sparse.empty()) {
         PackAppender out(storage, impl_->info.pack_size);  // new packs only (never start()ed)
         out.use_ids(catalog.pack_ids());
@@ -146,6 +148,8 @@ GcReport Store::gc(const GcOptions& options) {
             // old pack: the next gc deletes it, after its wait, as an orphan.)
             if (!beside)
                 for (const auto id : done_packs) storage.remove(id);
+            else
+                kept_for_readers.insert(done_packs.begin(), done_packs.end());
             report.packs_rewritten += done_packs.size();
             done_packs.clear();
             files.close_all();
@@ -187,6 +191,7 @@ GcReport Store::gc(const GcOptions& options) {
             if (id > quiet) continue;
             const auto it = rows.find(id);
             if (it == rows.end()) {
+                if (kept_for_readers.count(id)) continue;
                 storage.remove(id);
                 if (!empty.count(id)) ++report.packs_deleted;
             } else if (size > it->second) {
