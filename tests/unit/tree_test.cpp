@@ -214,6 +214,7 @@ TEST(TreeObject, TheDirectWriterWritesNlohmannsBytesAndTheFastReaderTakesThem) {
     trees.push_back(many);
     for (const auto& t : trees) {
         const auto bytes = tr::encode_tree(t);
+        EXPECT_EQ(tr::detail::encode_sorted_dom(sorted(t)), bytes);
         EXPECT_EQ(tr::detail::encode_sorted_direct(sorted(t)), bytes);
         const auto fast = tr::detail::parse_plain(bytes);
         ASSERT_TRUE(fast.has_value());
