@@ -3,7 +3,8 @@
 // input that is not a tree object with a TreeError, never crashes, never
 // recurses or allocates beyond its input, and what it accepts is a canonical
 // tree: sorted unique names, every entry consistent (entry_problem), and,
-// names being good, written again to exactly the input's bytes. A tree
+// names being good, written again to exactly the input's bytes, by
+// encode_tree's direct writer and by nlohmann's to_cbor alike. A tree
 // written by encode_tree reads back equal.
 //
 // Half of the inputs are raw bytes; the other half build a tree of entries
@@ -41,6 +42,8 @@ void check_accepted(std::span<const std::uint8_t> input) {
     if (names_ok) {
         const std::vector<std::uint8_t> again = tr::encode_tree(entries);
         if (!std::equal(again.begin(), again.end(), input.begin(), input.end())) std::abort();
+        // (encode_tree writes directly: nlohmann's to_cbor defines the bytes)
+        if (tr::detail::encode_sorted_dom(entries) != again) std::abort();
     }
 }
 
@@ -114,6 +117,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     std::vector<std::uint8_t> bytes = tr::encode_tree(entries);
     std::sort(entries.begin(), entries.end(), [](const tr::Entry& a, const tr::Entry& b) { return a.name < b.name; });
     if (tr::parse_tree(bytes) != entries) std::abort();
+    if (tr::detail::encode_sorted_dom(entries) != bytes) std::abort();
     // Garble: each op a flip, a cut or an insertion at a place the input picks.
     for (int ops = in.u8() % 4; ops > 0 && !bytes.empty(); --ops) {
         const std::size_t at = in.u16() % bytes.size();
