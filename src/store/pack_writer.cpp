@@ -18,40 +18,29 @@ namespace cdc::store::detail {
 
 void RecordBatch::add(const ChunkId& id, Codec codec, std::uint32_t raw_size, std::span<const std::byte> payload) {
     const std::size_t at = bytes.size();
-    if (sealer != nullptr && compact &&
-        (codec == Codec::raw ? payload.size() == raw_size : frame_content_size(payload) == raw_size)) {
-        // payload = nonce (16) || seal(frame or raw) || tag, with the
-        // header's first 48 bytes as associated data; the raw size is the
-        // form's own (a frame that declares none takes the first form).
-        const std::size_t stored = payload.size() + crypto::kShortSealOverhead;
-        bytes.resize(at + kRecordHeaderSize + stored);
-        std::uint8_t* h = bytes.data() + at;
-        encode_sealed_header(id, codec, true, static_cast<std::uint32_t>(stored), h);
-        sealer->seal(crypto::SealKind::record, std::span(id), std::span<const std::uint8_t>(h, kRecordAuthenticatedBytes),
-                     std::span(reinterpret_cast<const std::uint8_t*>(payload.data()), payload.size()),
-                     std::span(h + kRecordHeaderSize, stored), crypto::kShortNonceBytes);
-        set_record_checksum(h, std::as_bytes(std::span<const std::uint8_t>(h + kRecordHeaderSize, stored)));
-        entries.push_back({id, at, raw_size, static_cast<std::uint32_t>(stored)});
-        return;
-    }
     if (sealer != nullptr) {
-        // The first form: payload = nonce (24) || seal([raw size u32 LE]
-        // [frame or raw]) || tag, with the header's first 48 bytes as
-        // associated data.
-        const std::size_t plain_size = kSealedSizeBytes + payload.size();
-        const std::size_t stored = plain_size + crypto::kSealOverhead;
-        thread_local std::vector<std::uint8_t> plain;
-        plain.resize(plain_size);
-        plain[0] = static_cast<std::uint8_t>(raw_size);
-        plain[1] = static_cast<std::uint8_t>(raw_size >> 8);
-        plain[2] = static_cast<std::uint8_t>(raw_size >> 16);
-        plain[3] = static_cast<std::uint8_t>(raw_size >> 24);
-        if (!payload.empty()) std::memcpy(plain.data() + kSealedSizeBytes, payload.data(), payload.size());
+        // payload = nonce || seal(plain) || tag, with the header's first 48
+        // bytes as associated data. The compact form seals the frame or raw
+        // bytes themselves under a 16-byte nonce (the raw size is the form's
+        // own: a frame that declares none takes the first form); the first
+        // form seals [raw size u32 LE][frame or raw] under a 24-byte nonce.
+        const bool short_form =
+            compact && (codec == Codec::raw ? payload.size() == raw_size : frame_content_size(payload) == raw_size);
+        std::span<const std::uint8_t> plain(reinterpret_cast<const std::uint8_t*>(payload.data()), payload.size());
+        thread_local std::vector<std::uint8_t> sized;
+        if (!short_form) {
+            sized.resize(kSealedSizeBytes + payload.size());
+            for (std::size_t i = 0; i < kSealedSizeBytes; ++i) sized[i] = static_cast<std::uint8_t>(raw_size >> (8 * i));
+            if (!payload.empty()) std::memcpy(sized.data() + kSealedSizeBytes, payload.data(), payload.size());
+            plain = sized;
+        }
+        const std::size_t nonce = short_form ? crypto::kShortNonceBytes : crypto::kNonceBytes;
+        const std::size_t stored = plain.size() + nonce + crypto::kTagBytes;
         bytes.resize(at + kRecordHeaderSize + stored);
         std::uint8_t* h = bytes.data() + at;
-        encode_sealed_header(id, codec, false, static_cast<std::uint32_t>(stored), h);
+        encode_sealed_header(id, codec, short_form, static_cast<std::uint32_t>(stored), h);
         sealer->seal(crypto::SealKind::record, std::span(id), std::span<const std::uint8_t>(h, kRecordAuthenticatedBytes),
-                     plain, std::span(h + kRecordHeaderSize, stored));
+                     plain, std::span(h + kRecordHeaderSize, stored), nonce);
         set_record_checksum(h, std::as_bytes(std::span<const std::uint8_t>(h + kRecordHeaderSize, stored)));
         entries.push_back({id, at, raw_size, static_cast<std::uint32_t>(stored)});
         return;

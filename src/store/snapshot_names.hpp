@@ -102,8 +102,6 @@ public:
                                   : std::string_view(bytes_).substr(it->second.first - kTreeRecordHead,
                                                                     it->second.second + kTreeRecordHead);
     }
-    /// What the trees were read as ("snapshot ID"), for messages.
-    const std::string& what() const noexcept { return what_; }
 
 private:
     std::string bytes_;
