@@ -51,14 +51,31 @@ std::size_t sealed_overhead(const RecordHeader& h) noexcept {
     return h.compact ? crypto::kShortSealOverhead : crypto::kSealOverhead + kSealedSizeBytes;
 }
 
+namespace {
+
+std::size_t nonce_bytes(const RecordHeader& h) noexcept {
+    return h.compact ? crypto::kShortNonceBytes : crypto::kNonceBytes;
+}
+
+// The sealed payload's plain bytes (sealed_plain_size(h) of them) into `out`.
+void open_record_into(const crypto::Sealer& sealer, const RecordHeader& h, std::span<const std::byte> record,
+                      std::span<std::byte> out) {
+    const auto* hp = reinterpret_cast<const std::uint8_t*>(record.data());
+    sealer.open(crypto::SealKind::record, std::span(h.id), std::span(hp, kRecordAuthenticatedBytes),
+                std::span(hp + kRecordHeaderSize, h.stored_size),
+                std::span(reinterpret_cast<std::uint8_t*>(out.data()), out.size()), nonce_bytes(h));
+}
+
+std::size_t sealed_plain_size(const RecordHeader& h) noexcept {
+    return h.stored_size - nonce_bytes(h) - crypto::kTagBytes;
+}
+
+}  // namespace
+
 OpenedRecord open_record(const crypto::Sealer& sealer, const RecordHeader& h, std::span<const std::byte> record,
                          std::vector<std::byte>& plain) {
-    const auto* hp = reinterpret_cast<const std::uint8_t*>(record.data());
-    const auto sealed = std::span(hp + kRecordHeaderSize, h.stored_size);
-    const std::size_t nonce = h.compact ? crypto::kShortNonceBytes : crypto::kNonceBytes;
-    plain.resize(h.stored_size - nonce - crypto::kTagBytes);
-    sealer.open(crypto::SealKind::record, std::span(h.id), std::span(hp, kRecordAuthenticatedBytes), sealed,
-                std::span(reinterpret_cast<std::uint8_t*>(plain.data()), plain.size()), nonce);
+    plain.resize(sealed_plain_size(h));
+    open_record_into(sealer, h, record, plain);
     const std::span<const std::byte> all(plain);
     if (!h.compact) return {all.subspan(kSealedSizeBytes), get_u32le(plain.data())};
     if (h.codec == Codec::raw) return {all, all.size()};
@@ -110,12 +127,13 @@ RecordHeader check_record_impl(std::span<const std::byte> record, const Location
 // Opens a checked sealed record's payload into `plain`: a flipped byte, a
 // record moved under another id or one sealed under another key fails
 // here. Returns the stored form.
-std::span<const std::byte> open_sealed(std::span<const std::byte> record, const RecordHeader& header,
-                                       const Location& loc, const ChunkId& id, std::vector<std::byte>& plain,
-                                       std::string_view context, const crypto::Sealer& sealer) {
-    OpenedRecord opened;
+// Runs `open` (an opening of `record`), a failed tag becoming the DamageError
+// that names it.
+template <class Open>
+auto opened_or_damage(Open&& open, std::span<const std::byte> record, const Location& loc, const ChunkId& id,
+                      std::string_view context) {
     try {
-        opened = open_record(sealer, header, record, plain);
+        return open();
     } catch (const crypto::AuthenticationError&) {
         // (bytes damaged without intent fail the checksum too: said so)
         const auto* h = reinterpret_cast<const std::uint8_t*>(record.data());
@@ -125,8 +143,17 @@ std::span<const std::byte> open_sealed(std::span<const std::byte> record, const 
                                         "its authentication tag does not match (altered, moved or replayed bytes, "
                                         "or sealed under another key)"));
     }
+}
+
+constexpr std::string_view kSealedSizeDiffers = "the sealed raw size differs from the index";
+
+std::span<const std::byte> open_sealed(std::span<const std::byte> record, const RecordHeader& header,
+                                       const Location& loc, const ChunkId& id, std::vector<std::byte>& plain,
+                                       std::string_view context, const crypto::Sealer& sealer) {
+    const OpenedRecord opened =
+        opened_or_damage([&] { return open_record(sealer, header, record, plain); }, record, loc, id, context);
     if (opened.raw_size != loc.raw_size)
-        throw DamageError(chunk_problem(context, id, loc, "the sealed raw size differs from the index"));
+        throw DamageError(chunk_problem(context, id, loc, kSealedSizeDiffers));
     return opened.form;
 }
 
@@ -152,6 +179,14 @@ void decode_record_into(std::span<const std::byte> record, const Location& loc, 
     const RecordHeader header = check_record_impl(record, loc, id, context, sealer, sealer == nullptr);
     if (sealer == nullptr) {
         decode_payload(header.codec, record.subspan(kRecordHeaderSize, loc.stored_size), loc, id, out, context);
+        return;
+    }
+    if (header.compact && header.codec == Codec::raw) {
+        // Raw bytes are what is sealed: opened straight into `out`, not
+        // through a buffer and a copy (a failed tag leaves `out` wiped).
+        if (sealed_plain_size(header) != out.size())
+            throw DamageError(chunk_problem(context, id, loc, kSealedSizeDiffers));
+        opened_or_damage([&] { open_record_into(*sealer, header, record, out); }, record, loc, id, context);
         return;
     }
     thread_local std::vector<std::byte> plain;

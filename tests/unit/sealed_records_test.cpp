@@ -16,6 +16,7 @@
 
 #include <zstd.h>
 
+#include <algorithm>
 #include <cstring>
 
 namespace cdc::test {
@@ -145,16 +146,20 @@ TEST(SealedRecords, AStoreOfTheFirstFormWritesTheFirstForm) {
 }
 
 // What a writer of the storage can do without the key: flip the form bit,
-// change the index's raw size, move bytes; each is damage, named.
+// change the index's raw size, move bytes; each is damage, named, and no
+// byte of an unauthenticated opening reaches the output (a compact raw
+// record is opened straight into it).
 TEST(SealedRecords, FormRawSizeAndBytesCannotBeChangedUnnoticed) {
     const Bytes plain_text = text(7000, 4);
     const ChunkId id = id_of(31);
+    for (const Codec codec : {Codec::zstd, Codec::raw})
     for (const bool compact : {true, false}) {
-        SCOPED_TRACE(compact ? "compact" : "first form");
+        SCOPED_TRACE(std::string(compact ? "compact" : "first form") + (codec == Codec::raw ? ", raw" : ", zstd"));
         Sealed s;
         s.batch.compact = compact;
-        s.batch.add(id, Codec::zstd, 7000, frame_of(plain_text, true));
+        s.batch.add(id, codec, 7000, codec == Codec::raw ? plain_text : frame_of(plain_text, true));
         ASSERT_EQ(s.header(0).compact, compact);
+        ASSERT_EQ(s.header(0).codec, codec);
         const auto [rec, loc] = s.record(0);
         const auto expect_damage = [&](Bytes bytes, const store::detail::Location& l, const char* what) {
             Bytes out(l.raw_size);
@@ -164,6 +169,8 @@ TEST(SealedRecords, FormRawSizeAndBytesCannotBeChangedUnnoticed) {
             } catch (const store::DamageError& e) {
                 EXPECT_NE(std::string(e.what()).find(store::to_hex(id)), std::string::npos) << e.what();
             }
+            EXPECT_TRUE(std::all_of(out.begin(), out.end(), [](std::byte b) { return b == std::byte{0}; }))
+                << what << ": bytes of a failed opening in the output";
         };
         const Bytes good(rec.begin(), rec.end());
         // the form bit flipped, the checksum recomputed as anyone can
