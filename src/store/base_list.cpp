@@ -2,6 +2,7 @@
 #include "base_list.hpp"
 
 #include "ordered_decoder.hpp"
+#include "snapshot_names.hpp"
 #include "store_impl.hpp"
 
 #include <fmt/format.h>
@@ -17,6 +18,7 @@ std::unique_ptr<BaseList> BaseList::open(Catalog& catalog, const PackStorage& pa
     b->packs_ = &packs;
     b->sealer_ = sealer;
     b->name_ = name;
+    if (snapshot_file_name(name)) return nullptr;  // (new: not looked up)
     catalog.begin_read();
     b->viewing_ = true;
     const auto file = catalog.stored_file(name);

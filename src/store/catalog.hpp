@@ -271,6 +271,19 @@ public:
     virtual std::vector<StoredFile> files_starting_with(const ChunkId& first, std::size_t limit,
                                                         std::optional<std::uint64_t> size = {},
                                                         std::optional<std::uint64_t> chunks = {}) = 0;
+    /// files_starting_with for each (first, size, chunks), in one go where
+    /// the catalog can (a PostgreSQL catalog: one round trip for them all).
+    struct FirstQuery {
+        ChunkId first{};
+        std::uint64_t size = 0, chunks = 0;
+    };
+    virtual std::vector<std::vector<StoredFile>> files_starting_with_each(std::span<const FirstQuery> queries,
+                                                                          std::size_t limit) {
+        std::vector<std::vector<StoredFile>> out;
+        out.reserve(queries.size());
+        for (const FirstQuery& q : queries) out.push_back(files_starting_with(q.first, limit, q.size, q.chunks));
+        return out;
+    }
     /// Whether row `file.row` is still that file (its digest and chunk count).
     virtual bool still_there(const StoredFile& file) = 0;
     /// The chunk list of manifest row `row` (committed or pending).

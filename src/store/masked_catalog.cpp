@@ -66,6 +66,13 @@ public:
         for (StoredFile& f : out) flip(f.digest, f.name, f.size);
         return out;
     }
+    std::vector<std::vector<StoredFile>> files_starting_with_each(std::span<const FirstQuery> queries,
+                                                                  std::size_t limit) override {
+        auto out = in_->files_starting_with_each(queries, limit);
+        for (auto& files : out)
+            for (StoredFile& f : files) flip(f.digest, f.name, f.size);
+        return out;
+    }
     bool still_there(const StoredFile& file) override {
         StoredFile masked = file;
         flip(masked.digest, masked.name, masked.size);

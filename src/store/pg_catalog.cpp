@@ -82,15 +82,17 @@ ManifestInfo read_manifest_row(const PgResult& q, int r, const std::string& cont
 
 constexpr const char* kStoredColumns = "id, name, digest, size, chunk_count, mode, mtime_ns";
 
-StoredFile read_stored(const PgResult& q, int r, std::string_view context) {
+// The kStoredColumns of row r, from column `at` on.
+StoredFile read_stored(const PgResult& q, int r, std::string_view context, int at = 0) {
     StoredFile f;
-    f.row = q.i64(r, 0);
-    f.name = as_string(q.bytes(r, 1));
-    f.digest = to_id(q.bytes(r, 2), context.empty() ? fmt::format("the digest of '{}'", f.name) : std::string(context));
-    f.size = static_cast<std::uint64_t>(q.i64(r, 3));
-    f.chunks = static_cast<std::uint64_t>(q.i64(r, 4));
-    f.mode = static_cast<std::uint32_t>(q.i64(r, 5));
-    f.mtime_ns = q.i64(r, 6);
+    f.row = q.i64(r, at);
+    f.name = as_string(q.bytes(r, at + 1));
+    f.digest =
+        to_id(q.bytes(r, at + 2), context.empty() ? fmt::format("the digest of '{}'", f.name) : std::string(context));
+    f.size = static_cast<std::uint64_t>(q.i64(r, at + 3));
+    f.chunks = static_cast<std::uint64_t>(q.i64(r, at + 4));
+    f.mode = static_cast<std::uint32_t>(q.i64(r, at + 5));
+    f.mtime_ns = q.i64(r, at + 6);
     return f;
 }
 
@@ -478,6 +480,32 @@ std::vector<StoredFile> PgCatalog::files_starting_with(const ChunkId& first, std
         if (size && static_cast<std::uint64_t>(r.i64(i, 3)) != *size) continue;
         if (chunks && static_cast<std::uint64_t>(r.i64(i, 4)) != *chunks) continue;
         out.push_back(read_stored(r, i, {}));
+    }
+    return out;
+}
+
+std::vector<std::vector<StoredFile>> PgCatalog::files_starting_with_each(std::span<const FirstQuery> queries,
+                                                                         std::size_t limit) {
+    std::vector<std::vector<StoredFile>> out(queries.size());
+    if (queries.empty()) return out;
+    std::vector<std::span<const std::uint8_t>> firsts;
+    firsts.reserve(queries.size());
+    for (const FirstQuery& q : queries) firsts.push_back(id_bytes(q.first));
+    PgParams p;
+    p.add_bytea_array(firsts).add(static_cast<std::uint64_t>(limit));
+    // (each query's own bounded scan of the index, as files_starting_with)
+    const PgResult r = query(fmt::format("SELECT u.k, f.* FROM unnest($1::bytea[]) WITH ORDINALITY AS u(first, k) "
+                                         "CROSS JOIN LATERAL (SELECT {} FROM manifests WHERE first_id = u.first AND "
+                                         "name IS NOT NULL AND condemned IS NULL ORDER BY id DESC LIMIT $2) f",
+                                         kStoredColumns)
+                                 .c_str(),
+                             p, "finding files by their first chunk");
+    for (int i = 0; i < r.rows(); ++i) {
+        const auto k = static_cast<std::size_t>(r.i64(i, 0) - 1);
+        const FirstQuery& q = queries[k];
+        if (static_cast<std::uint64_t>(r.i64(i, 4)) != q.size) continue;
+        if (static_cast<std::uint64_t>(r.i64(i, 5)) != q.chunks) continue;
+        out[k].push_back(read_stored(r, i, {}, 1));
     }
     return out;
 }

@@ -123,6 +123,8 @@ public:
     std::vector<StoredFile> files_starting_with(const ChunkId& first, std::size_t limit,
                                                 std::optional<std::uint64_t> size,
                                                 std::optional<std::uint64_t> chunks) override;
+    std::vector<std::vector<StoredFile>> files_starting_with_each(std::span<const FirstQuery> queries,
+                                                                  std::size_t limit) override;
     bool still_there(const StoredFile& file) override;
     std::unique_ptr<ListReader> read_list(std::int64_t row) override;
     void remove(std::span<const std::string> names, std::string_view store_name) override;
@@ -174,6 +176,12 @@ private:
     /// The flush's statements (within transaction()); the rows a flush made
     /// for each manifest go to `rows` (applied to the drafts once committed).
     void write_batch(FlushBatch& batch, std::vector<std::int64_t>& rows, std::vector<bool>& kept);
+    /// rename's moves in the open transaction, set-based (no name moved
+    /// twice, none both a source and a target).
+    void rename_batch(std::span<const Move> moves, std::string_view store_name);
+    /// write_batch's manifests: kept ones, pending rows, chunk lists, the
+    /// finished ones published (`swept`: their chunks checked first).
+    void write_manifests(FlushBatch& batch, bool swept, std::vector<std::int64_t>& rows, std::vector<bool>& kept);
     /// In write_batch, while a gc's mark stands: clears the marks on the
     /// contents `batch.named` names and on the chunks they and the batch's
     /// finished manifests list.

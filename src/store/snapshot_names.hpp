@@ -32,6 +32,13 @@ inline const std::string kFilePrefix{"\0f/", 3};
 inline const std::string kContentPrefix{"\0c/", 3};
 inline constexpr char kInternalNameByte = '\0';
 
+/// Whether `name` is a snapshot's file (file_name(): under its snapshot's
+/// id and its path's hash), which no stored file has before that snapshot:
+/// a writer does not look a stored version up (a round trip a file on a
+/// PostgreSQL catalog). Were one there, it would be replaced, as any file
+/// put again.
+inline bool snapshot_file_name(std::string_view name) noexcept { return name.starts_with(kFilePrefix); }
+
 /// A path's names between slashes (empty ones dropped), and back.
 std::vector<std::string> path_parts(std::string_view path);
 std::string join_parts(const std::vector<std::string>& parts);

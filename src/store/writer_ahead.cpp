@@ -3,6 +3,7 @@
 // thread (small ones whole, with their digest; a large one in a chain of
 // segments that put_file stores as they come), stored in order here.
 #include "writer_impl.hpp"
+#include "snapshot_names.hpp"
 
 #include <cdc/digest.hpp>
 
@@ -51,6 +52,7 @@ void Writer::Impl::release_ahead(Segment* seg) {
 }
 
 std::optional<StoredFile> Writer::Impl::stored_version(const std::string& name, std::uint64_t size) {
+    if (detail::snapshot_file_name(name)) return std::nullopt;  // (new: not looked up)
     begin_lookups();
     return catalog->stored_file(name, size);
 }
@@ -58,11 +60,17 @@ std::optional<StoredFile> Writer::Impl::stored_version(const std::string& name, 
 // A stored file equal to a small file read whole (under another name: a
 // tree put under a new prefix, a copy), if one of the few whose list starts
 // alike has its size and digest.
-std::optional<StoredFile> Writer::Impl::similar_version(const Segment& seg, const ChunkId& digest) {
-    if (seg.digests.size() < 2 || seg.digests.size() >= kIdsPerSegment) return std::nullopt;
-    begin_lookups();
-    for (const StoredFile& f : catalog->files_starting_with(id_of(seg.digests[0]), 16, seg.chunk_bytes,
-                                                             seg.digests.size()))
+std::optional<StoredFile> Writer::Impl::similar_version(const Segment& seg, const ChunkId& digest,
+                                                        const std::vector<StoredFile>* candidates) {
+    if (!similar_candidate(seg)) return std::nullopt;
+    std::vector<StoredFile> own;
+    if (!candidates) {
+        begin_lookups();
+        own = catalog->files_starting_with(id_of(seg.digests[0]), kSimilarCandidates, seg.chunk_bytes,
+                                           seg.digests.size());
+        candidates = &own;
+    }
+    for (const StoredFile& f : *candidates)
         if (f.digest == digest) return f;
     return std::nullopt;
 }
@@ -90,8 +98,10 @@ bool Writer::Impl::same_chunks(const StoredFile& stored, const Segment& seg) {
 // the stored ones first, and only a file that differs is hashed whole (by
 // the hasher thread). Under a new name, a stored file of the same digest
 // spares its chunks' lookups.
-PutStats Writer::Impl::put_read_ahead(const FileMeta& meta, Segment& seg, std::optional<ChunkId> digest,
-                                      const std::optional<StoredFile>& stored) {
+PutStats Writer::Impl::put_read_ahead(const ReadAhead& a, Segment& seg) {
+    const FileMeta& meta = a.meta;
+    const std::optional<StoredFile>& stored = a.stored;
+    std::optional<ChunkId> digest = a.digest;
     ensure_started();
     begin(meta);
     door.start(meta.name);
@@ -106,7 +116,8 @@ PutStats Writer::Impl::put_read_ahead(const FileMeta& meta, Segment& seg, std::o
         // Under another name, a stored file with the same digest (so the
         // same chunks): no lookups.
         std::optional<StoredFile> similar;
-        if (!stored && digest && seg.digests.size() > 1) similar = similar_version(seg, *digest);
+        if (!stored && digest && seg.digests.size() > 1)
+            similar = similar_version(seg, *digest, a.similar ? &*a.similar : nullptr);
         // (the same chunks as a committed file, which the index holds: no lookups)
         const bool stored_chunks = (same && stored->chunks == seg.digests.size()) || similar;
         // (the segment is busy until its tasks are done)
@@ -191,6 +202,50 @@ void Writer::Impl::read_file_ahead(ReadAhead& a, const Writer::Input& in, std::s
     workers.notify();
 }
 
+void Writer::Impl::look_ahead(const std::deque<std::unique_ptr<ReadAhead>>& ahead) {
+    ahead_asked.clear();
+    ahead_found.clear();
+    std::vector<ChunkId>& ask = lookup_ask;
+    ask.clear();
+    // The run of small files read whole from the first on (each ended: its
+    // task is done with it); one with a stored version of its name is
+    // compared with that first and looks its chunks up itself if it differs.
+    std::vector<ReadAhead*> run;
+    for (const auto& ap : ahead) {
+        ReadAhead& a = *ap;
+        if (a.chain || !a.ended.load() || a.other_error || !a.whole) break;
+        a.looked_up = true;
+        if (!a.stored) run.push_back(&a);
+    }
+    // First the stored files equal to them under other names (similar_version):
+    // those found need no lookups of their chunks.
+    std::vector<Catalog::FirstQuery> queries;
+    std::vector<ReadAhead*> asking;
+    for (ReadAhead* a : run) {
+        const Segment& seg = *a->segs[0];
+        if (!a->digest || !similar_candidate(seg)) continue;
+        queries.push_back({detail::id_of(seg.digests[0]), seg.chunk_bytes, seg.digests.size()});
+        asking.push_back(a);
+    }
+    if (queries.size() > 1) {
+        begin_lookups();
+        auto answers = catalog->files_starting_with_each(queries, kSimilarCandidates);
+        for (std::size_t k = 0; k < asking.size(); ++k) asking[k]->similar = std::move(answers.at(k));
+    }
+    for (ReadAhead* a : run) {
+        if (a->similar && std::any_of(a->similar->begin(), a->similar->end(),
+                                      [&](const StoredFile& f) { return f.digest == *a->digest; }))
+            continue;
+        for (const auto& d : a->segs[0]->digests) {
+            const ChunkId id = detail::id_of(d);
+            if (!session.contains(id) && ahead_asked.insert(id).second) ask.push_back(id);
+        }
+    }
+    if (ask.empty()) return;
+    begin_lookups();
+    catalog->find_present(ask, ahead_found);
+}
+
 void Writer::Impl::put_files(std::span<const Writer::Input> inputs, const Writer::InputDone& done,
                              const ProgressFn& progress) {
     // Files of known size are read, cut and their chunks hashed on the pool
@@ -267,12 +322,13 @@ void Writer::Impl::put_files(std::span<const Writer::Input> inputs, const Writer
                 if (!a.chain) {  // (a chain is stored as it is read)
                     workers.wait([&] { return a.ended.load(); });
                     if (a.other_error) std::rethrow_exception(a.other_error);
+                    if (!a.looked_up) look_ahead(ahead);
                 }
                 try {
                     if (a.whole) {
                         Segment* seg = a.segs[0];
                         a.segs.clear();
-                        stats = put_read_ahead(a.meta, *seg, a.digest, a.stored);
+                        stats = put_read_ahead(a, *seg);
                     } else {
                         // A chain, a small file that grew since it was
                         // listed (put_file reads on), or one that failed.

@@ -70,6 +70,9 @@ inline constexpr auto kLookupSnapshotAge = std::chrono::milliseconds(100);
 // this many bytes of them (stored ones whose compression still runs count).
 inline constexpr std::size_t kAheadBytes = std::size_t{48} << 20;
 inline constexpr std::size_t kAheadFiles = 16;
+// Stored files a file read whole is compared with (similar_version): the
+// newest few whose lists start with its first chunk.
+inline constexpr std::size_t kSimilarCandidates = 16;
 // Bytes of a segment of a large file read ahead (the carried tail and new
 // bytes): one huge page, in a core's L2 cache while it is cut and hashed;
 // a file is held in fewer bytes than with 4 MiB segments (each needs room
@@ -150,6 +153,13 @@ void hash_range(Segment& seg, std::size_t begin, std::size_t end, std::size_t of
 // into a chain of segments, each published (hash_left 0) as soon as it is
 // cut and hashed, so that put_file stores them while the task reads on. The
 // task owns everything below until `ended`, except the segments it published.
+/// Whether a file read whole into `seg` looks for a stored file equal to it
+/// under another name (similar_version): two chunks or more, all in one
+/// segment's ids.
+inline bool similar_candidate(const Segment& seg) noexcept {
+    return seg.digests.size() >= 2 && seg.digests.size() < kIdsPerSegment;
+}
+
 struct ReadAhead {
     FileMeta meta;  // (set by the task's open, before the first segment)
     Source source;
@@ -166,6 +176,10 @@ struct ReadAhead {
     std::optional<ChunkId> digest;     // its whole-file digest, unless `stored` may spare it
     std::exception_ptr io_error, other_error;
     std::atomic<bool> ended{false};
+    // (put_files' thread only) In a look_ahead batch; the stored files
+    // whose lists start as its own, if the batch asked.
+    bool looked_up = false;
+    std::optional<std::vector<StoredFile>> similar;
 };
 
 }  // namespace cdc::store::detail
@@ -197,6 +211,13 @@ struct Writer::Impl {
     std::vector<ChunkId> lookup_ask;     // store_segment's, kept to reuse their memory
     std::vector<std::uint8_t> same_ids;  // same_chunks', likewise
     detail::IdSet lookup_found;
+    // The chunk ids of the small files read ahead and ready, looked up in
+    // one batch before the first of them is stored (look_ahead): those
+    // asked and those found, until the next batch. A lookup per file cost
+    // a round trip each on a PostgreSQL catalog (~8,000 for a backup of
+    // 8,000 small files); the answers are as old as the batch, which the
+    // read view of begin_lookups allows anyway.
+    detail::IdSet ahead_asked, ahead_found;
     std::unordered_map<ChunkId, std::uint32_t, detail::IdHash> session;  // put by this writer, not yet indexed
     // New chunks another writer claimed first (Catalog::claim): their raw
     // bytes, kept until that writer has indexed them (then only referred
@@ -398,10 +419,14 @@ struct Writer::Impl {
     // ---------------------------------------------------------------- put_files (writer_ahead.cpp)
 
     void put_files(std::span<const Writer::Input> inputs, const Writer::InputDone& done, const ProgressFn& progress);
-    PutStats put_read_ahead(const FileMeta& meta, Segment& seg, std::optional<ChunkId> digest,
-                            const std::optional<detail::StoredFile>& stored);
+    /// Looks the chunk ids of the run of ready small files at the front of
+    /// `ahead` up in one batch (ahead_asked, ahead_found).
+    void look_ahead(const std::deque<std::unique_ptr<ReadAhead>>& ahead);
+    PutStats put_read_ahead(const ReadAhead& a, Segment& seg);
     std::optional<detail::StoredFile> stored_version(const std::string& name, std::uint64_t size);
-    std::optional<detail::StoredFile> similar_version(const Segment& seg, const ChunkId& digest);
+    /// `candidates`: look_ahead's answer for this segment, if it asked.
+    std::optional<detail::StoredFile> similar_version(const Segment& seg, const ChunkId& digest,
+                                                      const std::vector<detail::StoredFile>* candidates);
     bool same_chunks(const detail::StoredFile& stored, const Segment& seg);
     void read_file_ahead(ReadAhead& a, const Writer::Input& in, std::span<Segment* const> segs, TaskPool& workers);
     Segment* ahead_segment(std::size_t need);

@@ -170,10 +170,16 @@ void Writer::Impl::store_segment(Segment& seg, ManifestDraft& m, PutStats& file,
         found.clear();
         for (const Digest& d : seg.digests) {
             const ChunkId id = id_of(d);
-            if (!session.contains(id)) ask.push_back(id);
+            if (session.contains(id)) continue;
+            if (!ahead_asked.contains(id))
+                ask.push_back(id);
+            else if (ahead_found.contains(id))
+                found.insert(id);
         }
-        begin_lookups();
-        catalog->find_present(ask, found);
+        if (!ask.empty()) {
+            begin_lookups();
+            catalog->find_present(ask, found);
+        }
         for (std::size_t i = 0; i < seg.lengths.size(); ++i) {
             const ChunkId id = id_of(seg.digests[i]);
             add_ref(m, id, seg.lengths[i]);
