@@ -413,6 +413,10 @@ public:
         (void)ids;
         return {};
     }
+    /// Whether each call is a round trip to a server (a PostgreSQL
+    /// catalog): a writer then waits for more files read ahead to look
+    /// them up together.
+    virtual bool round_trips() const { return false; }
 };
 
 /// begin_read() .. end_read() for a scope (cancelled by the destructor if

@@ -73,6 +73,7 @@ public:
             for (StoredFile& f : files) flip(f.digest, f.name, f.size);
         return out;
     }
+    bool round_trips() const override { return in_->round_trips(); }
     bool still_there(const StoredFile& file) override {
         StoredFile masked = file;
         flip(masked.digest, masked.name, masked.size);

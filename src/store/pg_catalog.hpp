@@ -165,6 +165,7 @@ public:
     PgConn& conn() { return conn_; }
 
     IdSet claim(std::span<const ChunkId> ids) override;
+    bool round_trips() const override { return true; }
 
 private:
     explicit PgCatalog(PgConn conn);

@@ -5,7 +5,10 @@
 #include <libpq-fe.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 
@@ -30,6 +33,18 @@ std::string trimmed(const char* s) {
         if (c == '\n' || c == '\t') c = ' ';
     return m;
 }
+
+// CDC_PG_STATS: the statements a process sent, at its exit (a round trip
+// each: bench/ and the engine tests read it to tell a flush that batches
+// from one that talks per file).
+struct Statements {
+    std::atomic<std::uint64_t> sent{0};
+    ~Statements() {
+        if (const char* v = std::getenv("CDC_PG_STATS"); v != nullptr && *v != '\0' && std::strcmp(v, "0") != 0)
+            std::fprintf(stderr, "PostgreSQL: %llu statements\n", static_cast<unsigned long long>(sent.load()));
+    }
+};
+Statements statements;
 
 std::uint64_t get_be(const char* p, int n) {
     std::uint64_t v = 0;
@@ -217,6 +232,7 @@ PgResult PgConn::exec(const char* sql, const PgParams& params, std::string_view 
         values[k] = params.null_[k] ? nullptr : params.values_[k].data();
         lengths[k] = static_cast<int>(params.values_[k].size());
     }
+    statements.sent.fetch_add(1, std::memory_order_relaxed);
     return checked(PgResult(PQexecParams(c_, sql, n, nullptr, values.data(), lengths.data(),
                                          params.formats_.data(), 1)),
                    what);
@@ -244,6 +260,7 @@ void PgConn::run(const char* sql, std::string_view what) {
     sqlstate_.clear();
     retryable_ = false;
     if (c_ == nullptr) throw StoreError(fmt::format("the catalog '{}': not connected", url_));
+    statements.sent.fetch_add(1, std::memory_order_relaxed);
     (void)checked(PgResult(PQexec(c_, sql)), what);
 }
 

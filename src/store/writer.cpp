@@ -161,8 +161,15 @@ constexpr auto kClaimWait = std::chrono::seconds(5);
 void Writer::Impl::defer_claimed(const Segment& seg, std::vector<std::size_t>& fresh, PutStats& file) {
     std::vector<ChunkId> ids;
     ids.reserve(fresh.size());
-    for (const std::size_t i : fresh) ids.push_back(id_of(seg.digests[i]));
-    const IdSet others = catalog->claim(ids);
+    IdSet others;
+    for (const std::size_t i : fresh) {
+        const ChunkId id = id_of(seg.digests[i]);
+        if (!ahead_claimed.contains(id))
+            ids.push_back(id);
+        else if (ahead_others.contains(id))
+            others.insert(id);  // (claimed with the look-ahead's batch)
+    }
+    if (!ids.empty()) others.merge(catalog->claim(ids));
     if (others.empty()) return;
     std::vector<std::size_t> offsets(seg.lengths.size());
     for (std::size_t i = 1; i < offsets.size(); ++i) offsets[i] = offsets[i - 1] + seg.lengths[i - 1];

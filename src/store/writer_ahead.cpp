@@ -205,6 +205,8 @@ void Writer::Impl::read_file_ahead(ReadAhead& a, const Writer::Input& in, std::s
 void Writer::Impl::look_ahead(const std::deque<std::unique_ptr<ReadAhead>>& ahead) {
     ahead_asked.clear();
     ahead_found.clear();
+    ahead_claimed.clear();
+    ahead_others.clear();
     std::vector<ChunkId>& ask = lookup_ask;
     ask.clear();
     // The run of small files read whole from the first on (each ended: its
@@ -244,6 +246,12 @@ void Writer::Impl::look_ahead(const std::deque<std::unique_ptr<ReadAhead>>& ahea
     if (ask.empty()) return;
     begin_lookups();
     catalog->find_present(ask, ahead_found);
+    if (!claims) return;
+    // What is not found is about to be stored: claimed now (defer_claimed).
+    std::erase_if(ask, [&](const ChunkId& id) { return ahead_found.contains(id); });
+    if (ask.empty()) return;
+    ahead_others = catalog->claim(ask);
+    ahead_claimed.insert(ask.begin(), ask.end());
 }
 
 void Writer::Impl::put_files(std::span<const Writer::Input> inputs, const Writer::InputDone& done,
@@ -322,7 +330,16 @@ void Writer::Impl::put_files(std::span<const Writer::Input> inputs, const Writer
                 if (!a.chain) {  // (a chain is stored as it is read)
                     workers.wait([&] { return a.ended.load(); });
                     if (a.other_error) std::rethrow_exception(a.other_error);
-                    if (!a.looked_up) look_ahead(ahead);
+                    if (!a.looked_up) {
+                        // (a catalog a round trip away: the window's small
+                        // files looked up together, once all are read)
+                        if (catalog->round_trips())
+                            workers.wait([&] {
+                                return std::all_of(ahead.begin(), ahead.end(),
+                                                   [](const auto& r) { return r->chain || r->ended.load(); });
+                            });
+                        look_ahead(ahead);
+                    }
                 }
                 try {
                     if (a.whole) {

@@ -218,6 +218,9 @@ struct Writer::Impl {
     // 8,000 small files); the answers are as old as the batch, which the
     // read view of begin_lookups allows anyway.
     detail::IdSet ahead_asked, ahead_found;
+    // Of those not found, the ones claimed in the same batch (Catalog::claim),
+    // and those another writer had claimed first.
+    detail::IdSet ahead_claimed, ahead_others;
     std::unordered_map<ChunkId, std::uint32_t, detail::IdHash> session;  // put by this writer, not yet indexed
     // New chunks another writer claimed first (Catalog::claim): their raw
     // bytes, kept until that writer has indexed them (then only referred
