@@ -63,7 +63,10 @@ constexpr const char* kLiveTable =
     "WHERE m.condemned IS NULL "
     "UNION SELECT substring(m.records FROM i * 32 + 1 FOR 32) FROM manifests m, "
     "generate_series(0, length(m.records) / 32 - 1) AS i WHERE m.records IS NOT NULL AND m.condemned IS NULL; "
-    "ANALYZE live";
+    // (indexed: with the chunks' statistics from before the mark, which
+    // count no condemned rows, the sweep's anti-join was planned as a scan
+    // of `live` per condemned chunk: 62 s for a prune of 8,000 files)
+    "CREATE INDEX ON live (id); ANALYZE live";
 
 }  // namespace
 
