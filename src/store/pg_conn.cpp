@@ -38,13 +38,29 @@ std::string trimmed(const char* s) {
 // each: bench/ and the engine tests read it to tell a flush that batches
 // from one that talks per file).
 struct Statements {
-    std::atomic<std::uint64_t> sent{0};
+    std::atomic<std::uint64_t> sent{0}, waited_ns{0};
     ~Statements() {
         if (const char* v = std::getenv("CDC_PG_STATS"); v != nullptr && *v != '\0' && std::strcmp(v, "0") != 0)
-            std::fprintf(stderr, "PostgreSQL: %llu statements\n", static_cast<unsigned long long>(sent.load()));
+            std::fprintf(stderr, "PostgreSQL: %llu statements, %.3f s waiting for their answers (summed over threads)\n",
+                         static_cast<unsigned long long>(sent.load()), static_cast<double>(waited_ns.load()) / 1e9);
     }
 };
 Statements statements;
+
+// Counts a statement and the time until its answer.
+class Timed {
+public:
+    Timed() : start_(std::chrono::steady_clock::now()) { statements.sent.fetch_add(1, std::memory_order_relaxed); }
+    ~Timed() {
+        const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start_);
+        statements.waited_ns.fetch_add(static_cast<std::uint64_t>(ns.count()), std::memory_order_relaxed);
+    }
+    Timed(const Timed&) = delete;
+    Timed& operator=(const Timed&) = delete;
+
+private:
+    std::chrono::steady_clock::time_point start_;
+};
 
 std::uint64_t get_be(const char* p, int n) {
     std::uint64_t v = 0;
@@ -232,10 +248,12 @@ PgResult PgConn::exec(const char* sql, const PgParams& params, std::string_view 
         values[k] = params.null_[k] ? nullptr : params.values_[k].data();
         lengths[k] = static_cast<int>(params.values_[k].size());
     }
-    statements.sent.fetch_add(1, std::memory_order_relaxed);
-    return checked(PgResult(PQexecParams(c_, sql, n, nullptr, values.data(), lengths.data(),
-                                         params.formats_.data(), 1)),
-                   what);
+    PgResult r;
+    {
+        const Timed timed;
+        r = PgResult(PQexecParams(c_, sql, n, nullptr, values.data(), lengths.data(), params.formats_.data(), 1));
+    }
+    return checked(std::move(r), what);
 }
 
 PgResult PgConn::checked(PgResult r, std::string_view what) {
@@ -260,8 +278,12 @@ void PgConn::run(const char* sql, std::string_view what) {
     sqlstate_.clear();
     retryable_ = false;
     if (c_ == nullptr) throw StoreError(fmt::format("the catalog '{}': not connected", url_));
-    statements.sent.fetch_add(1, std::memory_order_relaxed);
-    (void)checked(PgResult(PQexec(c_, sql)), what);
+    PgResult r;
+    {
+        const Timed timed;
+        r = PgResult(PQexec(c_, sql));
+    }
+    (void)checked(std::move(r), what);
 }
 
 }  // namespace cdc::store::detail

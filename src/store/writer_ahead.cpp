@@ -257,7 +257,9 @@ void Writer::Impl::look_ahead(const std::deque<std::unique_ptr<ReadAhead>>& ahea
 void Writer::Impl::put_files(std::span<const Writer::Input> inputs, const Writer::InputDone& done,
                              const ProgressFn& progress) {
     // Files of known size are read, cut and their chunks hashed on the pool
-    // (ReadAhead), up to kAheadFiles / kAheadBytes ahead, each by one thread
+    // (ReadAhead), up to kAheadFiles (kAheadFilesRemote on a catalog a
+    // round trip away: fewer, larger look_ahead batches) / kAheadBytes
+    // ahead, each by one thread
     // as analyze does; this thread stores them in order (index lookups,
     // manifests, compression queued) as put_file does.
     TaskPool& workers = tasks();
@@ -265,6 +267,7 @@ void Writer::Impl::put_files(std::span<const Writer::Input> inputs, const Writer
     // (a power of two of whole huge pages, at least twice the slack: each
     // segment reads more than it carries)
     const std::size_t chain_bytes = std::bit_ceil(std::max(kChainBytes, 2 * slack));
+    const std::size_t ahead_files = catalog->round_trips() ? kAheadFilesRemote : kAheadFiles;
     std::deque<std::unique_ptr<ReadAhead>> ahead;  // inputs[i], [i + 1], ... in order
     std::size_t next = 0;                          // the first input not read ahead
     std::size_t current = 0;                       // the input being stored
@@ -275,7 +278,7 @@ void Writer::Impl::put_files(std::span<const Writer::Input> inputs, const Writer
     auto read_ahead = [&] {
         const std::size_t i = current;
         next = std::max(next, i);
-        while (next < inputs.size() && next - i < kAheadFiles && inputs[next].size_hint) {
+        while (next < inputs.size() && next - i < ahead_files && inputs[next].size_hint) {
             const std::uint64_t hint = *inputs[next].size_hint;
             // A small file is read whole into one segment of a power of two
             // (a few sizes, reused from file to file: each new one is

@@ -70,6 +70,7 @@ inline constexpr auto kLookupSnapshotAge = std::chrono::milliseconds(100);
 // this many bytes of them (stored ones whose compression still runs count).
 inline constexpr std::size_t kAheadBytes = std::size_t{48} << 20;
 inline constexpr std::size_t kAheadFiles = 16;
+inline constexpr std::size_t kAheadFilesRemote = 64;
 // Stored files a file read whole is compared with (similar_version): the
 // newest few whose lists start with its first chunk.
 inline constexpr std::size_t kSimilarCandidates = 16;
