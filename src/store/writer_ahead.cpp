@@ -257,11 +257,11 @@ void Writer::Impl::look_ahead(const std::deque<std::unique_ptr<ReadAhead>>& ahea
 void Writer::Impl::put_files(std::span<const Writer::Input> inputs, const Writer::InputDone& done,
                              const ProgressFn& progress) {
     // Files of known size are read, cut and their chunks hashed on the pool
-    // (ReadAhead), up to kAheadFiles (kAheadFilesRemote on a catalog a
-    // round trip away: fewer, larger look_ahead batches) / kAheadBytes
-    // ahead, each by one thread
-    // as analyze does; this thread stores them in order (index lookups,
-    // manifests, compression queued) as put_file does.
+    // (ReadAhead), up to kAheadFiles / kAheadBytes ahead (kAheadFilesRemote
+    // files on a catalog a round trip away: fewer, larger look_ahead
+    // batches), each by one thread as analyze does; this thread stores them
+    // in order (index lookups, manifests, compression queued) as put_file
+    // does.
     TaskPool& workers = tasks();
     const std::size_t slack = finder->profile().max_size + 1;  // (the end of input is seen in the segment)
     // (a power of two of whole huge pages, at least twice the slack: each
