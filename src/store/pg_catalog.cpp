@@ -255,8 +255,11 @@ IdSet PgCatalog::claim(std::span<const ChunkId> ids) {
     // (A failure only means this writer stores the chunks itself.)
     for (int attempt = 1;; ++attempt) try {
         const PgResult mine = claims_->exec(
+            // (NOT IN an index scan of the ids, not NOT EXISTS: that was
+            // planned as a hash anti-join over a scan of every chunk row,
+            // 15-18 ms a claim at 32,000 chunks, against 3 ms)
             "INSERT INTO claims(id, at) SELECT u.id, now() FROM unnest($1::bytea[]) AS u(id) "
-            "WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.id = u.id AND c.condemned IS NULL) "
+            "WHERE u.id NOT IN (SELECT id FROM chunks WHERE id = ANY($1::bytea[]) AND condemned IS NULL) "
             "ON CONFLICT (id) DO UPDATE SET at = now() WHERE claims.at < now() - interval '60 seconds' RETURNING id",
             p, "claiming chunks");
         IdSet got;
