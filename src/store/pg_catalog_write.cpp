@@ -191,12 +191,8 @@ void PgCatalog::write_batch(FlushBatch& batch, std::vector<std::int64_t>& rows, 
                    p, "counting snapshots");
     }
     clear_marks(batch, rows, kept);
-    if (!batch.abandoned.empty()) {
-        PgParams p;
-        p.add_int_array(std::vector<std::int64_t>(batch.abandoned.begin(), batch.abandoned.end()));
-        conn_.exec("DELETE FROM manifest_chunks WHERE manifest = ANY($1::bigint[])", p, "dropping abandoned files");
-        conn_.exec("DELETE FROM manifests WHERE id = ANY($1::bigint[])", p, "dropping abandoned files");
-    }
+    drop_manifest_rows(conn_, std::vector<std::int64_t>(batch.abandoned.begin(), batch.abandoned.end()),
+                       "dropping abandoned files");
     for (const auto& name : batch.remove) {
         PgParams p;
         p.add_bytes(name);
@@ -474,7 +470,7 @@ void PgCatalog::rename(std::span<const Move> moves, std::string_view store_name)
     // content's name): the same rows as taking the moves one by one, given
     // that no name is moved twice or is both a source and a target (else,
     // one by one).
-    std::unordered_set<std::string_view> from, to;
+    std::unordered_set<std::string_view> from;
     bool disjoint = true;
     for (const auto& m : moves) disjoint = disjoint && from.insert(m.from).second;
     for (const auto& m : moves) disjoint = disjoint && !from.count(m.to);

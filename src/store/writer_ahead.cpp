@@ -60,6 +60,17 @@ std::optional<StoredFile> Writer::Impl::stored_version(const std::string& name, 
 // A stored file equal to a small file read whole (under another name: a
 // tree put under a new prefix, a copy), if one of the few whose list starts
 // alike has its size and digest.
+namespace {
+
+// Of `candidates`, the first with `digest`.
+const StoredFile* with_digest(const std::vector<StoredFile>& candidates, const ChunkId& digest) {
+    const auto it = std::find_if(candidates.begin(), candidates.end(),
+                                 [&](const StoredFile& f) { return f.digest == digest; });
+    return it == candidates.end() ? nullptr : &*it;
+}
+
+}  // namespace
+
 std::optional<StoredFile> Writer::Impl::similar_version(const Segment& seg, const ChunkId& digest,
                                                         const std::vector<StoredFile>* candidates) {
     if (!similar_candidate(seg)) return std::nullopt;
@@ -70,8 +81,7 @@ std::optional<StoredFile> Writer::Impl::similar_version(const Segment& seg, cons
                                            seg.digests.size());
         candidates = &own;
     }
-    for (const StoredFile& f : *candidates)
-        if (f.digest == digest) return f;
+    if (const StoredFile* f = with_digest(*candidates, digest)) return *f;
     return std::nullopt;
 }
 
@@ -235,9 +245,7 @@ void Writer::Impl::look_ahead(const std::deque<std::unique_ptr<ReadAhead>>& ahea
         for (std::size_t k = 0; k < asking.size(); ++k) asking[k]->similar = std::move(answers.at(k));
     }
     for (ReadAhead* a : run) {
-        if (a->similar && std::any_of(a->similar->begin(), a->similar->end(),
-                                      [&](const StoredFile& f) { return f.digest == *a->digest; }))
-            continue;
+        if (a->similar && with_digest(*a->similar, *a->digest)) continue;
         for (const auto& d : a->segs[0]->digests) {
             const ChunkId id = detail::id_of(d);
             if (!session.contains(id) && ahead_asked.insert(id).second) ask.push_back(id);

@@ -149,11 +149,6 @@ inline std::size_t carry_into(Segment& to, std::span<const std::byte> tail) {
 /// BLAKE3 side by side, then keyed with `store`'s id key in an encrypted store.
 void hash_range(Segment& seg, std::size_t begin, std::size_t end, std::size_t offset, const Store::Impl& store);
 
-// A file put_files reads ahead on the pool: a small one whole into one
-// segment (its digest too), or a large one (listed over a chain segment)
-// into a chain of segments, each published (hash_left 0) as soon as it is
-// cut and hashed, so that put_file stores them while the task reads on. The
-// task owns everything below until `ended`, except the segments it published.
 /// Whether a file read whole into `seg` looks for a stored file equal to it
 /// under another name (similar_version): two chunks or more, all in one
 /// segment's ids.
@@ -161,6 +156,11 @@ inline bool similar_candidate(const Segment& seg) noexcept {
     return seg.digests.size() >= 2 && seg.digests.size() < kIdsPerSegment;
 }
 
+// A file put_files reads ahead on the pool: a small one whole into one
+// segment (its digest too), or a large one (listed over a chain segment)
+// into a chain of segments, each published (hash_left 0) as soon as it is
+// cut and hashed, so that put_file stores them while the task reads on. The
+// task owns everything below until `ended`, except the segments it published.
 struct ReadAhead {
     FileMeta meta;  // (set by the task's open, before the first segment)
     Source source;
