@@ -13,7 +13,7 @@ case "$flavour" in
   # template-heavy tools and tests about twice as fast as -O2 -g under the
   # sanitizers (82 -> 39 s for cmd_analyze.cpp): CI's ASan stage took 20 min.
   asan)    dir=build-asan; args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DCDC_SANITIZE=ON -DCDC_WERROR=ON -DCDC_BUILD_PYTHON=ON
-                                 -DCDC_TEST_OPTIMIZATION=-O0
+                                 -DCDC_TEST_OPTIMIZATION=-O0 -DCDC_PROGRAM_OPTIMIZATION=-O0
                                  "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG"
                                  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG") ;;
   # (-O1 -g1 as under ASan: a short fuzz run needs a quick build more than
