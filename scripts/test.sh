@@ -8,7 +8,7 @@
 # TSan; builds the libFuzzer targets with clang and runs each for a short
 # bounded time.
 #   CDC_FUZZ_SECONDS (default 20) bounds each fuzz run. Each stage prints its
-# time, so that CI's budget (40 minutes on 2 cores; docs/DEVELOPING.md has the
+# time, so that CI's budget (45 minutes on 2 cores; docs/DEVELOPING.md has the
 # stages' times) can be watched.
 set -euo pipefail
 cd "$(dirname "$0")/.."
