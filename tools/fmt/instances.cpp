@@ -1,15 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
-// {fmt}'s compiled part, built once for the targets that are not installed
-// (tools, tests, bindings, the transfer libraries: the `cdc_fmt` target of
-// the top-level CMakeLists.txt). In header-only mode every translation unit
-// that formats instantiated fmt's whole formatting core again (a test file
-// took 17.0 s to compile, 12.2 s without it). Debian's libfmt-dev ships
-// fmt as headers plus a shared library only, and the cdc tool is static, so
-// the out-of-line definitions come from here: format-inl.h without
-// FMT_HEADER_ONLY defines fmt's non-template functions, and the templates
-// that format.h declares but does not define are instantiated below: for
-// char (the only character type the project formats), and the wchar_t
-// twins that format.h declares `extern template` too.
+// {fmt}'s compiled part, built once (the object library `cdc_fmt_objects` of
+// the top-level CMakeLists.txt): an object of libcdc.a, whose users need no
+// fmt, and the `cdc_fmt` archive the rest links. In header-only mode every
+// translation unit that formats instantiated fmt's whole formatting core
+// again (a test file took 17.0 s to compile, 12.2 s without it). Debian's
+// libfmt-dev ships fmt as headers plus a shared library only, and the cdc
+// tool is static, so the out-of-line definitions come from here:
+// format-inl.h without FMT_HEADER_ONLY defines fmt's non-template
+// functions, and the templates that format.h declares but does not define
+// are instantiated below: for char (the only character type the project
+// formats), and the wchar_t twins that format.h declares `extern template`
+// too.
 #include <fmt/format-inl.h>
 
 FMT_BEGIN_NAMESPACE
