@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 #include <thread>
+#include <tuple>
 #include <utility>
 
 namespace cdc::store::detail {
@@ -131,33 +132,52 @@ void OrderedDecoder::submit() {
 }
 
 void OrderedDecoder::decode_block(Block& b) const {
-    // Records that follow each other in one pack (a file's chunks mostly
-    // do: they were stored in its order) are read with one pread.
+    // The records of one pack that lie close together are read at once,
+    // whatever their order in the block: a file's chunks were stored in its
+    // order, but in segments the writer's pool may have finished out of
+    // order, so a block's records are mostly one stretch of a pack in pieces
+    // swapped around. How far a read may reach is the reader's (Runs: over
+    // S3 a read is a request, and RGW spends about as much CPU on a request
+    // as on sending a MiB).
     thread_local std::vector<std::byte> records;
-    std::size_t at = 0;
+    thread_local std::vector<std::size_t> order;   // the block's stored records, by pack and offset
+    thread_local std::vector<std::size_t> out_at;  // where each item's raw bytes go in the block
     const std::size_t n = b.ids.size();
-    for (std::size_t k = 0; k < n;) {
-        if (b.packs[k] == nullptr) {  // bytes given, in place already
-            at += b.locs[k].raw_size;
-            ++k;
-            continue;
-        }
-        const auto record_end = [&](std::size_t i) { return b.locs[i].offset + kRecordHeaderSize + b.locs[i].stored_size; };
+    out_at.resize(n);
+    order.clear();
+    for (std::size_t i = 0, at = 0; i < n; ++i) {
+        out_at[i] = at;
+        at += b.locs[i].raw_size;
+        if (b.packs[i] != nullptr) order.push_back(i);  // (nullptr: bytes given, in place already)
+    }
+    std::sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) {
+        return std::tie(b.locs[x].pack, b.locs[x].offset, x) < std::tie(b.locs[y].pack, b.locs[y].offset, y);
+    });
+    const auto record_end = [&](std::size_t i) { return b.locs[i].offset + kRecordHeaderSize + b.locs[i].stored_size; };
+    for (std::size_t k = 0; k < order.size();) {
+        const std::size_t head = order[k];
+        const PackReader& pack = *b.packs[head];
+        const PackReader::Runs runs = pack.runs();
+        const std::uint64_t first = b.locs[head].offset;
+        std::uint64_t end = record_end(head);
         std::size_t m = k + 1;
-        while (m < n && b.packs[m] == b.packs[k] && b.locs[m].pack == b.locs[k].pack &&
-               b.locs[m].offset == record_end(m - 1) && record_end(m) - b.locs[k].offset <= kMaxRun)
-            ++m;
-        const std::uint64_t first = b.locs[k].offset;
-        const std::size_t want = static_cast<std::size_t>(record_end(m - 1) - first);
-        records.resize(want);
-        const std::size_t got = b.packs[k]->read_at(first, records);
+        // (The same chunk twice in a block is the same record: read once.)
+        for (; m < order.size(); ++m) {
+            const std::size_t i = order[m];
+            if (b.packs[i] != &pack || b.locs[i].pack != b.locs[head].pack || b.locs[i].offset > end + runs.max_gap ||
+                std::max(end, record_end(i)) - first > runs.max_bytes)
+                break;
+            end = std::max(end, record_end(i));
+        }
+        records.resize(static_cast<std::size_t>(end - first));
+        const std::size_t got = pack.read_at(first, records);
         for (; k < m; ++k) {
-            const std::size_t from = static_cast<std::size_t>(b.locs[k].offset - first);
+            const std::size_t i = order[k];
+            const std::size_t from = static_cast<std::size_t>(b.locs[i].offset - first);
             const auto record = std::span<const std::byte>(records).subspan(std::min(from, got)).first(
-                got > from ? std::min<std::size_t>(got - from, kRecordHeaderSize + b.locs[k].stored_size) : 0);
-            decode_record_into(record, b.locs[k], b.ids[k], std::span(b.data.get() + at, b.locs[k].raw_size),
+                got > from ? std::min<std::size_t>(got - from, kRecordHeaderSize + b.locs[i].stored_size) : 0);
+            decode_record_into(record, b.locs[i], b.ids[i], std::span(b.data.get() + out_at[i], b.locs[i].raw_size),
                                context_, options_.sealer);
-            at += b.locs[k].raw_size;
         }
     }
 }

@@ -104,8 +104,6 @@ private:
     /// Reads and decodes a block's chunks into its buffer (on the pool).
     void decode_block(Block& b) const;
     void deliver_front();
-    /// Bytes read at most by one pread of consecutive records.
-    static constexpr std::uint64_t kMaxRun = std::uint64_t{1} << 20;
     std::unique_ptr<Block> fresh_block();
 
     std::string context_;

@@ -30,6 +30,15 @@ public:
     virtual std::size_t read_at(std::uint64_t offset, std::span<std::byte> out) const = 0;
     /// The pack's current length.
     virtual std::uint64_t size() const = 0;
+    /// How a reader of many records (OrderedDecoder) best groups those that
+    /// lie close together: one read of at most `max_bytes`, taking up to
+    /// `max_gap` bytes between two records for nothing rather than reading
+    /// them apart.
+    struct Runs {
+        std::uint64_t max_bytes = std::uint64_t{1} << 20;
+        std::uint64_t max_gap = 0;
+    };
+    virtual Runs runs() const { return {}; }
 };
 
 /// One pack open for appending, by one writer for as long as it holds it

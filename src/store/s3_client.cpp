@@ -344,11 +344,15 @@ std::vector<std::string> request_headers(const Request& r, const Credentials& c)
 
 namespace {
 
+constexpr long kAnswerBuffer = 256L << 10;  // libcurl's receive buffer for a GET into memory
+
 struct Transfer {
     const Body* body = nullptr;
     std::size_t piece = 0;
     std::size_t offset = 0;
     std::span<std::byte> into;
+    const std::function<void(std::uint64_t)>* on_data = nullptr;
+    std::uint64_t kept = 0;  // bytes of `into` an earlier try put there: left as they are
     std::uint64_t received = 0;
     bool overflow = false;
     std::string text;
@@ -384,8 +388,12 @@ std::size_t write_answer(char* data, std::size_t size, std::size_t n, void* p) {
             t.overflow = true;
             return 0;  // (aborts the transfer)
         }
-        std::memcpy(t.into.data() + t.received, data, len);
+        if (t.received + len > t.kept) {
+            const std::size_t skip = t.received >= t.kept ? 0 : static_cast<std::size_t>(t.kept - t.received);
+            std::memcpy(t.into.data() + t.received + skip, data + skip, len - skip);
+        }
         t.received += len;
+        if (t.received > t.kept && t.on_data != nullptr && *t.on_data) (*t.on_data)(t.received);
         return len;
     }
     constexpr std::size_t kMaxText = std::size_t{64} << 20;  // listings, errors
@@ -473,11 +481,14 @@ Response Client::send(const Request& r) const {
     } guard{*pool_, pool_->take()};
     CURL* h = guard.h;
 
+    std::uint64_t kept = 0;  // bytes of r.into in place from earlier tries
     for (int attempt = 1;; ++attempt) {
         curl_easy_reset(h);
         Transfer t;
         t.body = r.body;
         t.into = r.into;
+        t.on_data = &r.on_data;
+        t.kept = kept;
         t.handle = h;
         curl_slist* list = nullptr;
         for (const auto& x : headers) list = curl_slist_append(list, x.c_str());
@@ -497,6 +508,10 @@ Response Client::send(const Request& r) const {
         curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, read_header);
         curl_easy_setopt(h, CURLOPT_HEADERDATA, &t);
         curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+        // A large answer comes in fewer, larger writes (libcurl's default is
+        // 16 KiB: a block of 8 MiB was 512 calls into write_answer, each
+        // waking the block's readers).
+        if (!r.into.empty()) curl_easy_setopt(h, CURLOPT_BUFFERSIZE, kAnswerBuffer);
         const std::string_view method = r.method;
         if (method == "HEAD") {
             curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
@@ -522,6 +537,7 @@ Response Client::send(const Request& r) const {
         curl_slist_free_all(list);
         long status = 0;
         curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+        if (status >= 200 && status < 300) kept = std::max(kept, t.received);
         const bool last = attempt >= config_.retry.max_attempts;
         if (rc != CURLE_OK) {
             if (t.overflow)

@@ -139,6 +139,12 @@ struct Request {
     /// GET: the answer's body goes here (at most its size; more is an
     /// error); otherwise into Response::body.
     std::span<std::byte> into;
+    /// With `into`: called as the answer's bytes arrive, with how many are
+    /// in place from its start. A try after one that failed midway writes
+    /// only past what that one put there (the same bytes: an object here is
+    /// never rewritten), so bytes once reported stay as they are and may be
+    /// read meanwhile (S3PackStorage's readers of a block still loading).
+    std::function<void(std::uint64_t)> on_data;
     /// Statuses returned to the caller instead of thrown (2xx always are).
     std::vector<long> expected;
 };

@@ -64,6 +64,8 @@ public:
         return storage_.read(id_, size_, offset, out);
     }
     std::uint64_t size() const override { return size_; }
+    /// A large block at once, and a gap read rather than a request more.
+    Runs runs() const override { return {S3PackStorage::kLargeBlockBytes, std::uint64_t{64} << 10}; }
 
 private:
     const S3PackStorage& storage_;
@@ -274,11 +276,15 @@ private:
 }  // namespace
 
 struct S3PackStorage::Block {
+    explicit Block(std::size_t n) : data(std::make_unique_for_overwrite<std::byte[]>(n)), capacity(n) {}
     std::mutex mutex;
     std::condition_variable cv;
-    bool ready = false;
+    std::unique_ptr<std::byte[]> data;  // the bytes below `filled` are final
+    std::size_t capacity;
+    std::size_t filled = 0;  // in place (once ready: the block's length)
+    bool ready = false;      // loaded whole, or failed
     std::exception_ptr error;
-    std::vector<std::byte> bytes;
+    bool touched = false;  // by a reader yet (cache_mutex_): one fetched ahead is not, at first
 };
 
 S3PackStorage::S3PackStorage(std::filesystem::path dir, const PackLocation& where, bool init)
@@ -307,7 +313,14 @@ S3PackStorage::S3PackStorage(std::filesystem::path dir, const PackLocation& wher
                           "packs");
 }
 
-S3PackStorage::~S3PackStorage() = default;
+S3PackStorage::~S3PackStorage() {
+    {
+        std::lock_guard lock(ahead_mutex_);
+        ahead_stop_ = true;
+    }
+    ahead_cv_.notify_all();
+    if (ahead_thread_.joinable()) ahead_thread_.join();
+}
 
 const s3::Client& S3PackStorage::client() const {
     std::call_once(client_once_, [&] {
@@ -446,70 +459,115 @@ void S3PackStorage::reclaim_incomplete(std::uint64_t up_to) {
 
 // ---------------------------------------------------------------- reads
 
-std::shared_ptr<const S3PackStorage::Block> S3PackStorage::block(std::uint64_t id, std::uint64_t size,
-                                                                 std::uint64_t index) const {
-    const auto key = std::make_pair(id, index);
+std::shared_ptr<S3PackStorage::Block> S3PackStorage::block(std::uint64_t id, std::uint64_t size,
+                                                           std::uint64_t block_bytes, std::uint64_t index,
+                                                           bool by_reader) const {
+    const BlockKey key{id, block_bytes, index};
+    const std::uint64_t first = index * block_bytes;
+    const std::uint64_t end = std::min<std::uint64_t>(size, first + block_bytes);
+    const bool large = block_bytes == kLargeBlockBytes;
     std::shared_ptr<Block> b;
-    bool load = false;
+    bool load = false;   // by this thread
+    bool ahead = false;  // the next large block: to be fetched ahead
     {
         std::lock_guard lock(cache_mutex_);
         if (const auto it = blocks_.find(key); it != blocks_.end()) {
-            b = it->second;
             lru_.remove(key);
             lru_.push_front(key);
+            b = it->second;
+            ahead = large && by_reader && !b->touched;
+            b->touched = b->touched || by_reader;
         } else {
-            b = std::make_shared<Block>();
+            b = std::make_shared<Block>(static_cast<std::size_t>(end - first));
+            b->touched = by_reader;
+            ahead = large && by_reader;
             blocks_.emplace(key, b);
             lru_.push_front(key);
-            load = true;
-            while (lru_.size() > kCachedBlocks) {
-                blocks_.erase(lru_.back());
+            cached_bytes_ += b->capacity;
+            while (cached_bytes_ > kCacheBytes && lru_.size() > 1) {
+                const auto last = blocks_.find(lru_.back());
+                cached_bytes_ -= last->second->capacity;
+                blocks_.erase(last);
                 lru_.pop_back();
             }
+            load = true;
         }
     }
-    if (load) {
-        const std::uint64_t first = index * kBlockBytes;
-        const std::uint64_t end = std::min<std::uint64_t>(size, first + kBlockBytes);
-        try {
-            std::vector<std::byte> bytes(static_cast<std::size_t>(end - first));
-            s3::Request r;
-            r.key = key_of(id);
-            r.headers = {fmt::format("Range: bytes={}-{}", first, end - 1)};
-            r.into = bytes;
-            const s3::Response a = client().send(r);
-            bytes.resize(static_cast<std::size_t>(a.received));
-            std::lock_guard lock(b->mutex);
-            b->bytes = std::move(bytes);
-            b->ready = true;
-        } catch (...) {
+    if (ahead) fetch_ahead(id, size, index + 1);
+    if (!load) return b;  // loaded, or loading (read() waits for the bytes it reads)
+    try {
+        s3::Request r;
+        r.key = key_of(id);
+        r.headers = {fmt::format("Range: bytes={}-{}", first, end - 1)};
+        r.into = std::span(b->data.get(), b->capacity);
+        r.on_data = [&b](std::uint64_t got) {
             {
                 std::lock_guard lock(b->mutex);
-                b->error = std::current_exception();
-                b->ready = true;
+                b->filled = std::max(b->filled, static_cast<std::size_t>(got));
             }
             b->cv.notify_all();
-            std::lock_guard lock(cache_mutex_);
-            if (const auto it = blocks_.find(key); it != blocks_.end() && it->second == b) {
-                blocks_.erase(it);
-                lru_.remove(key);
-            }
-            throw;
+        };
+        const s3::Response a = client().send(r);
+        std::lock_guard lock(b->mutex);
+        b->filled = static_cast<std::size_t>(a.received);
+        b->ready = true;
+    } catch (...) {
+        {
+            std::lock_guard lock(b->mutex);
+            b->error = std::current_exception();
+            b->ready = true;
         }
         b->cv.notify_all();
-        return b;
+        std::lock_guard lock(cache_mutex_);
+        if (const auto it = blocks_.find(key); it != blocks_.end() && it->second == b) {
+            cached_bytes_ -= b->capacity;
+            blocks_.erase(it);
+            lru_.remove(key);
+        }
+        throw;
     }
-    std::unique_lock lock(b->mutex);
-    b->cv.wait(lock, [&] { return b->ready; });
-    if (b->error) std::rethrow_exception(b->error);
+    b->cv.notify_all();
     return b;
+}
+
+void S3PackStorage::fetch_ahead(std::uint64_t id, std::uint64_t size, std::uint64_t index) const {
+    if (index * kLargeBlockBytes >= size) return;
+    {
+        std::lock_guard lock(ahead_mutex_);
+        if (ahead_stop_) return;
+        if (!ahead_thread_.joinable()) ahead_thread_ = std::thread([this] { fetch_ahead_loop(); });
+        if (ahead_queue_.size() >= kAheadQueue) ahead_queue_.pop_front();
+        ahead_queue_.emplace_back(id, size, index);
+    }
+    ahead_cv_.notify_one();
+}
+
+void S3PackStorage::fetch_ahead_loop() const {
+    for (;;) {
+        std::uint64_t id = 0, size = 0, index = 0;
+        {
+            std::unique_lock lock(ahead_mutex_);
+            ahead_cv_.wait(lock, [&] { return ahead_stop_ || !ahead_queue_.empty(); });
+            if (ahead_stop_) return;
+            std::tie(id, size, index) = ahead_queue_.front();
+            ahead_queue_.pop_front();
+        }
+        try {
+            block(id, size, kLargeBlockBytes, index, false);
+        } catch (const std::exception&) {
+            // The readers waiting for this block have the error; one that
+            // needs it later loads it again (and meets the error itself).
+        }
+    }
 }
 
 void S3PackStorage::forget_blocks(std::uint64_t id) const {
     std::lock_guard lock(cache_mutex_);
     for (auto it = lru_.begin(); it != lru_.end();) {
-        if (it->first == id) {
-            blocks_.erase(*it);
+        if (std::get<0>(*it) == id) {
+            const auto b = blocks_.find(*it);
+            cached_bytes_ -= b->second->capacity;
+            blocks_.erase(b);
             it = lru_.erase(it);
         } else {
             ++it;
@@ -521,8 +579,8 @@ std::size_t S3PackStorage::read(std::uint64_t id, std::uint64_t size, std::uint6
                                 std::span<std::byte> out) const {
     if (offset >= size || out.empty()) return 0;
     const std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(out.size(), size - offset));
-    if (want >= kBlockBytes) {
-        // A large read goes straight into the caller's buffer.
+    if (want > kLargeBlockBytes) {
+        // Larger than any block: straight into the caller's buffer.
         s3::Request r;
         r.key = key_of(id);
         r.headers = {fmt::format("Range: bytes={}-{}", offset, offset + want - 1)};
@@ -533,14 +591,28 @@ std::size_t S3PackStorage::read(std::uint64_t id, std::uint64_t size, std::uint6
                                          offset, want));
         return want;
     }
+    const std::uint64_t block_bytes = want >= kLargeRead ? kLargeBlockBytes : kBlockBytes;
     std::size_t done = 0;
     while (done < want) {
         const std::uint64_t at = offset + done;
-        const auto b = block(id, size, at / kBlockBytes);
-        const std::uint64_t within = at % kBlockBytes;
-        if (within >= b->bytes.size()) break;  // the object is shorter than it was said to be
-        const std::size_t k = static_cast<std::size_t>(std::min<std::uint64_t>(want - done, b->bytes.size() - within));
-        std::memcpy(out.data() + done, b->bytes.data() + within, k);
+        std::uint64_t bytes = block_bytes;
+        if (bytes == kBlockBytes) {
+            // (A small read within a large block in hand reads it from there.)
+            std::lock_guard lock(cache_mutex_);
+            if (blocks_.contains(BlockKey{id, kLargeBlockBytes, at / kLargeBlockBytes})) bytes = kLargeBlockBytes;
+        }
+        const auto b = block(id, size, bytes, at / bytes, true);
+        const auto within = static_cast<std::size_t>(at % bytes);
+        std::size_t have = 0;
+        {
+            std::unique_lock lock(b->mutex);
+            b->cv.wait(lock, [&] { return b->ready || b->filled > within; });
+            if (b->error) std::rethrow_exception(b->error);
+            have = b->filled;
+        }
+        if (within >= have) break;  // the object is shorter than it was said to be
+        const std::size_t k = std::min<std::size_t>(want - done, have - within);
+        std::memcpy(out.data() + done, b->data.get() + within, k);
         done += k;
     }
     return done;

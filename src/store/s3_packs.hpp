@@ -15,7 +15,8 @@
 // before its commit (an orphan gc deletes) is never taken for free.
 //
 // Reads are ranged GETs through a cache of aligned blocks shared by the
-// storage's readers (bounded; packs never change once written).
+// storage's readers (bounded; packs never change once written), the next
+// block of a pack read at length fetched ahead (S3PackStorage::kBlockBytes).
 #pragma once
 
 #include "pack_storage.hpp"
@@ -24,11 +25,14 @@
 #include <cdc/store.hpp>
 
 #include <condition_variable>
+#include <deque>
 #include <filesystem>
 #include <list>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <thread>
+#include <tuple>
 
 namespace cdc::store::detail {
 
@@ -62,18 +66,37 @@ public:
     const s3::Client& client() const;
     std::uint64_t part_size() const noexcept { return part_size_; }
 
-    /// Bytes of one cached block, and blocks kept. (1 MiB x 32: a file's
-    /// chunks hop between the packs of many days; 4 MiB x 8 fetched 4x the
-    /// bytes and 1.2x the requests for the last of ten daily tars, 16 blocks
-    /// 1.5x the requests; docs/BENCHMARKS.md.)
+    /// Reads go through a cache of aligned blocks, shared by the storage's
+    /// readers. A small read (a chunk of a file whose chunks hop between the
+    /// packs of many days) takes a block of kBlockBytes: larger ones fetched
+    /// for nothing (4 MiB: 4x the bytes and 1.2x the requests for the last
+    /// of ten daily tars). A read of kLargeRead or more (the decoder's run
+    /// over a file's stretch of a pack) takes blocks of kLargeBlockBytes,
+    /// and the pack's next one is fetched ahead by one thread while this one
+    /// is read: RGW spends about as much CPU on a request as on sending a
+    /// MiB, and a reader waits only for the bytes it reads (a block is read
+    /// as it arrives). docs/BENCHMARKS.md, "Reading packs from S3".
     static constexpr std::size_t kBlockBytes = std::size_t{1} << 20;
-    static constexpr std::size_t kCachedBlocks = 32;
+    static constexpr std::size_t kLargeBlockBytes = std::size_t{8} << 20;
+    static constexpr std::size_t kLargeRead = std::size_t{256} << 10;
+    static constexpr std::size_t kCacheBytes = std::size_t{64} << 20;
+    /// Large blocks waiting to be fetched ahead, at most (the oldest is
+    /// dropped: its reader has moved on).
+    static constexpr std::size_t kAheadQueue = 4;
     /// A read of pack `id` (`size` bytes long) at `offset`, through the cache.
     std::size_t read(std::uint64_t id, std::uint64_t size, std::uint64_t offset, std::span<std::byte> out) const;
 
 private:
     struct Block;
-    std::shared_ptr<const Block> block(std::uint64_t id, std::uint64_t size, std::uint64_t index) const;
+    using BlockKey = std::tuple<std::uint64_t, std::uint64_t, std::uint64_t>;  // pack, block bytes, index
+    /// The block, from the cache or loaded by this thread (returned when
+    /// loaded; while another thread loads it, at once). `by_reader`: a
+    /// reader's, not the fetch-ahead thread's.
+    std::shared_ptr<Block> block(std::uint64_t id, std::uint64_t size, std::uint64_t block_bytes, std::uint64_t index,
+                                 bool by_reader) const;
+    /// Queues large block `index` of pack `id` for the fetch-ahead thread.
+    void fetch_ahead(std::uint64_t id, std::uint64_t size, std::uint64_t index) const;
+    void fetch_ahead_loop() const;
     void forget_blocks(std::uint64_t id) const;
 
     std::filesystem::path dir_;
@@ -85,8 +108,16 @@ private:
     mutable std::unique_ptr<s3::Client> client_;
 
     mutable std::mutex cache_mutex_;
-    mutable std::list<std::pair<std::uint64_t, std::uint64_t>> lru_;  // (pack, block), most recent first
-    mutable std::map<std::pair<std::uint64_t, std::uint64_t>, std::shared_ptr<Block>> blocks_;
+    mutable std::list<BlockKey> lru_;  // most recent first
+    mutable std::map<BlockKey, std::shared_ptr<Block>> blocks_;
+    mutable std::uint64_t cached_bytes_ = 0;  // of the blocks in blocks_
+
+    // The fetch-ahead thread (started by the first large read) and its queue.
+    mutable std::mutex ahead_mutex_;  // (taken after cache_mutex_, never before)
+    mutable std::condition_variable ahead_cv_;
+    mutable std::deque<std::tuple<std::uint64_t, std::uint64_t, std::uint64_t>> ahead_queue_;  // pack, size, index
+    mutable bool ahead_stop_ = false;
+    mutable std::thread ahead_thread_;
 };
 
 }  // namespace cdc::store::detail

@@ -190,6 +190,28 @@ TEST(S3Engine, PackStorageRoundTrip) {
         }
         EXPECT_EQ(got, big_back);
     }
+    // A read of kLargeRead or more (the decoder's run over a file's stretch
+    // of a pack) takes a large block, and the pack's next large block is
+    // fetched ahead meanwhile: reading there, or a small read within, costs
+    // no request more.
+    {
+        S3PackStorage fresh(tmp.path(), location(bucket, "p"), false);
+        auto ahead = fresh.open(2);
+        ASSERT_TRUE(ahead);
+        const std::uint64_t before = fresh.client().requests();
+        std::vector<std::byte> run(S3PackStorage::kLargeRead);
+        ASSERT_EQ(ahead->read_at(1000, run), run.size());
+        EXPECT_EQ(std::memcmp(run.data(), big_back.data() + 1000, run.size()), 0);
+        for (int waited = 0; fresh.client().requests() < before + 2 && waited < 2000; ++waited)
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        EXPECT_EQ(fresh.client().requests(), before + 2) << "the next block is asked for before it is read";
+        const std::uint64_t at = S3PackStorage::kLargeBlockBytes + 5;
+        ASSERT_EQ(ahead->read_at(at, run), run.size());
+        EXPECT_EQ(std::memcmp(run.data(), big_back.data() + at, run.size()), 0);
+        ASSERT_EQ(ahead->read_at(3 << 20, part), part.size());
+        EXPECT_EQ(std::memcmp(part.data(), big_back.data() + (3 << 20), part.size()), 0);
+        EXPECT_EQ(fresh.client().requests(), before + 2) << "(the pack has two large blocks)";
+    }
     // A pack that went away between reads: each read after it is an error
     // of its own (never a hang on a block another read failed to fetch).
     {

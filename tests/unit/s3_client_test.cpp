@@ -20,6 +20,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstring>
 #include <fstream>
@@ -177,10 +179,17 @@ TEST(S3Retry, BackoffGrowsIsCappedAndOnlyTransientFailuresAreRetried) {
 }
 
 // An HTTP server on loopback answering each request with the next of a
-// script (status, body); it records the request lines it saw.
+// script; it records the request lines it saw.
+struct Answer {
+    int status = 500;
+    std::string body;
+    /// Content-Length said; more than the body: the connection is closed
+    /// midway (a transfer cut short).
+    std::size_t declared = std::string::npos;
+};
 class ScriptedServer {
 public:
-    explicit ScriptedServer(std::vector<std::pair<int, std::string>> script) : script_(std::move(script)) {
+    explicit ScriptedServer(std::vector<Answer> script) : script_(std::move(script)) {
         fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
         sockaddr_in a{};
         a.sin_family = AF_INET;
@@ -220,14 +229,15 @@ private:
                 std::lock_guard lock(mutex_);
                 seen_.push_back(in.substr(0, in.find("\r\n\r\n")));
             }
-            const auto [status, body] = next < script_.size() ? script_[next++] : std::pair<int, std::string>{500, ""};
+            const Answer a = next < script_.size() ? script_[next++] : Answer{};
+            const auto& [status, body, declared] = a;
             const std::string out = "HTTP/1.1 " + std::to_string(status) + " X\r\nContent-Length: " +
-                                    std::to_string(body.size()) + "\r\nConnection: close\r\nETag: \"e1\"\r\n\r\n" + body;
+                                    std::to_string(declared == std::string::npos ? body.size() : declared) + "\r\nConnection: close\r\nETag: \"e1\"\r\n\r\n" + body;
             (void)!::write(c, out.data(), out.size());
             ::close(c);
         }
     }
-    std::vector<std::pair<int, std::string>> script_;
+    std::vector<Answer> script_;
     int fd_ = -1;
     int port_ = 0;
     std::thread thread_;
@@ -267,6 +277,36 @@ TEST(S3Client, RetriesA503ThenSucceedsAndSignsWithSigV4) {
     EXPECT_NE(seen[2].find("/us-east-1/s3/aws4_request"), std::string::npos) << seen[2];
     EXPECT_NE(seen[2].find("x-amz-content-sha256: UNSIGNED-PAYLOAD"), std::string::npos) << seen[2];
     EXPECT_EQ(seen[2].find("SECRET"), std::string::npos);
+}
+
+// A GET cut short is tried again; the bytes the first try put in place
+// (and reported through on_data) are left as they are: a reader may be
+// reading them already. (The second answer differs in its first bytes only
+// to show they are not written again: S3 would send the same.)
+TEST(S3Client, AGetCutShortIsRetriedAndKeepsTheBytesItReported) {
+    ScriptedServer server({{206, "hello", 10}, {206, "HELLOworld"}});
+    Client client(config_for(server.endpoint(), 3));
+    std::array<std::byte, 10> out{};
+    std::vector<std::uint64_t> progress;
+    std::string seen_at_progress;
+    Request r;
+    r.key = "p/packs/00000001.pack";
+    r.headers = {"Range: bytes=0-9"};
+    r.into = out;
+    r.on_data = [&](std::uint64_t n) {
+        progress.push_back(n);
+        seen_at_progress.assign(reinterpret_cast<const char*>(out.data()), n);
+    };
+    const Response a = client.send(r);
+    EXPECT_EQ(a.attempts, 2);
+    EXPECT_EQ(a.received, 10u);
+    EXPECT_EQ(std::string(reinterpret_cast<const char*>(out.data()), out.size()), "helloworld");
+    ASSERT_FALSE(progress.empty());
+    EXPECT_TRUE(std::is_sorted(progress.begin(), progress.end()));
+    EXPECT_EQ(progress.front(), 5u) << "the first try's bytes are reported as they come";
+    EXPECT_EQ(progress.back(), 10u);
+    EXPECT_EQ(std::count(progress.begin(), progress.end(), 5u), 1) << "nothing reported again on the retry";
+    EXPECT_EQ(seen_at_progress, "helloworld");
 }
 
 TEST(S3Client, AnErrorNamesTheBucketKeyStatusAndS3Code) {

@@ -1747,6 +1747,102 @@ TEST(CopyingHasher, KeptSpansTakeTheirPlaceAmongCopies) {
     EXPECT_EQ(given_back.load(), kept);
 }
 
+// A block's records are read in runs over the pack, whatever the order the
+// chunks were added in (a chunk twice, gaps where chunks were left out), as
+// the reader's Runs say: one read when gaps may be read through, one per
+// stretch of adjacent records when not, no read beyond max_bytes unless a
+// record alone is larger. The bytes come out in the order added each time.
+TEST(OrderedDecoder, RecordsAreReadInRunsOverThePackAsTheReaderSays) {
+    using namespace cdc::store::detail;
+    class CountingReader final : public PackReader {
+    public:
+        CountingReader(const PackReader& inner, Runs runs) : inner_(inner), runs_(runs) {}
+        std::size_t read_at(std::uint64_t offset, std::span<std::byte> out) const override {
+            reads.fetch_add(1);
+            std::size_t seen = largest.load();
+            while (out.size() > seen && !largest.compare_exchange_weak(seen, out.size())) {
+            }
+            return inner_.read_at(offset, out);
+        }
+        std::uint64_t size() const override { return inner_.size(); }
+        Runs runs() const override { return runs_; }
+        mutable std::atomic<int> reads{0};
+        mutable std::atomic<std::size_t> largest{0};
+
+    private:
+        const PackReader& inner_;
+        Runs runs_;
+    };
+    cdc::test::TempDir tmp;
+    cdc::store::Store s = cdc::store::Store::init(tmp.path() / "s", {});
+    std::mt19937_64 rng(11);
+    std::vector<std::vector<std::byte>> pieces;
+    std::vector<cdc::store::ChunkId> ids;
+    {
+        cdc::store::Writer w(s);
+        for (int i = 0; i < 60; ++i) {
+            std::vector<std::byte> p(1 + rng() % 6'000);
+            const bool text = i % 3 == 0;
+            for (auto& b : p) b = static_cast<std::byte>(text ? 'a' + rng() % 4 : rng());
+            ids.push_back(w.put_chunk(p).id);
+            pieces.push_back(std::move(p));
+        }
+        w.commit();
+    }
+    const auto catalog = SqliteCatalog::open(tmp.path() / "s");
+    std::vector<Location> locs;
+    for (const auto& id : ids) {
+        const auto loc = catalog->find_chunk(id);
+        ASSERT_TRUE(loc);
+        locs.push_back(*loc);
+        ASSERT_EQ(loc->pack, locs.front().pack) << "one pack";
+    }
+    // Every fifth chunk left out, the rest shuffled, some twice.
+    std::vector<std::size_t> added;
+    for (std::size_t i = 0; i < ids.size(); ++i)
+        if (i % 5 != 2) added.push_back(i);
+    for (std::size_t i = 0; i < 6; ++i) added.push_back(added[rng() % added.size()]);
+    std::shuffle(added.begin(), added.end(), rng);
+    // The stretches of adjacent records among those added.
+    std::vector<std::size_t> by_offset(added.begin(), added.end());
+    std::sort(by_offset.begin(), by_offset.end(), [&](auto x, auto y) { return locs[x].offset < locs[y].offset; });
+    by_offset.erase(std::unique(by_offset.begin(), by_offset.end()), by_offset.end());
+    int stretches = 1;
+    std::size_t largest_record = 0;
+    for (std::size_t k = 0; k < by_offset.size(); ++k) {
+        const auto& l = locs[by_offset[k]];
+        largest_record = std::max<std::size_t>(largest_record, kRecordHeaderSize + l.stored_size);
+        if (k > 0) {
+            const auto& p = locs[by_offset[k - 1]];
+            if (l.offset != p.offset + kRecordHeaderSize + p.stored_size) ++stretches;
+        }
+    }
+    ASSERT_GT(stretches, 5);
+
+    DirPackStorage storage(tmp.path() / "s");
+    const auto pack = storage.open(locs.front().pack);
+    ASSERT_TRUE(pack);
+    TaskPool pool(2);
+    std::vector<std::byte> expected;
+    for (const std::size_t i : added) expected.insert(expected.end(), pieces[i].begin(), pieces[i].end());
+    const auto decode = [&](PackReader::Runs runs) {
+        CountingReader reader(*pack, runs);
+        std::vector<std::byte> got;
+        OrderedDecoder decoder(
+            pool, "", [&](OrderedDecoder::Delivery& d) { got.insert(got.end(), d.bytes.begin(), d.bytes.end()); },
+            OrderedDecoder::Options{std::size_t{4} << 20, 2, 0});
+        for (const std::size_t i : added) decoder.add(ids[i], locs[i], reader);
+        decoder.finish();
+        EXPECT_EQ(got, expected) << runs.max_bytes << " " << runs.max_gap;
+        return std::make_pair(reader.reads.load(), reader.largest.load());
+    };
+    EXPECT_EQ(decode({std::uint64_t{1} << 20, std::uint64_t{64} << 10}).first, 1) << "gaps read through";
+    EXPECT_EQ(decode({std::uint64_t{1} << 20, 0}).first, stretches) << "a read per stretch";
+    const auto [reads, largest] = decode({16'384, std::uint64_t{64} << 10});
+    EXPECT_LE(largest, std::max<std::size_t>(16'384, largest_record));
+    EXPECT_GE(reads, 5);
+}
+
 // The push server's read-back: stored chunks decoded on a pool and bytes in
 // hand (add_bytes) are delivered in the order added, across blocks smaller
 // than some chunks; kept blocks hashed by a CopyingHasher give the digest of
