@@ -25,8 +25,9 @@ case "$flavour" in
                                  "-DCMAKE_CXX_FLAGS=-fsanitize=fuzzer-no-link,address,undefined"
                                  -DCDC_BUILD_FUZZ=ON -DCDC_BUILD_TESTS=OFF -DCDC_BUILD_TOOLS=OFF) ;;
   # ThreadSanitizer for the store's pipelines (scripts/test.sh builds and
-  # runs store_test only: threads publish segments and files to each other).
-  tsan)    dir=build-tsan; args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DCDC_WERROR=ON
+  # runs store_test only: threads publish segments and files to each other;
+  # the test's own code at -O0, as under ASan: the threads are the library's).
+  tsan)    dir=build-tsan; args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DCDC_WERROR=ON -DCDC_TEST_OPTIMIZATION=-O0
                                  "-DCMAKE_C_FLAGS=-fsanitize=thread" "-DCMAKE_CXX_FLAGS=-fsanitize=thread"
                                  "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread"
                                  "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG"

@@ -6,7 +6,7 @@
 # a private cluster, both started by the tests); runs the tests
 # again under ASan + UBSan (the engines aside); runs the store's tests under
 # TSan; builds the libFuzzer targets with clang and runs each for a short
-# bounded time.
+# bounded time (CDC_JOBS of them at once).
 #   CDC_FUZZ_SECONDS (default 20) bounds each fuzz run. Each stage prints its
 # time, so that CI's budget (45 minutes on 2 cores; docs/DEVELOPING.md has the
 # stages' times) can be watched.

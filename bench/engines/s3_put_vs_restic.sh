@@ -7,6 +7,10 @@
 # a day, figures summed. For each: wall time, the S3 requests radosgw served
 # (its "req done" log lines), the client's peak RSS (the largest of a run).
 #   bench/engines/s3_put_vs_restic.sh CORPUS [WORK]     (CDC: the cdc to run)
+# With VERSIONS=1, GET_ROUNDS=N times the last day's `cdc store get` N times
+# (default 1), and VARIANTS="label=PATH ..." with each of these
+# cdc-store-s3 programs too (other builds of the S3 pack storage),
+# interleaved in each round.
 # docs/BENCHMARKS.md ("Store: packs in S3") has its figures.
 set -euo pipefail
 corpus=$(realpath "$1")
@@ -73,7 +77,17 @@ if [[ ${VERSIONS:-0} == 1 ]]; then
       "$(/usr/bin/python3 -c "print($rss / 1024)")" "$(bucket_bytes "$bucket")"
   done
   last=${days[-1]}
-  run "cdc get (last day)" cdc-bench "$cdc" store get -q "$work/store" "$(basename "$last")" -o "$work/last-cdc"
+  for ((r = 1; r <= ${GET_ROUNDS:-1}; r++)); do
+    run "cdc get (last day)" cdc-bench "$cdc" store get -q "$work/store" "$(basename "$last")" -o "$work/last-cdc"
+    cmp "$last" "$work/last-cdc"
+    for v in ${VARIANTS:-}; do
+      rm -f "$work/last-cdc"
+      CDC_STORE_S3=${v#*=} run "  ${v%%=*}" cdc-bench "$cdc" store get -q "$work/store" "$(basename "$last")" \
+        -o "$work/last-cdc"
+      cmp "$last" "$work/last-cdc"
+    done
+    rm -f "$work/last-cdc"
+  done
   run "restic restore (last)" restic-bench restic -q -r "$restic_repo" --cache-dir "$work/restic-cache" restore latest \
     --target "$work/restore-restic"
   run "cdc verify --full" cdc-bench "$cdc" store verify -q --full "$work/store"

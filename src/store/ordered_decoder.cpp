@@ -139,7 +139,9 @@ void OrderedDecoder::decode_block(Block& b) const {
     // swapped around. How far a read may reach is the reader's (Runs: over
     // S3 a read is a request, and RGW spends about as much CPU on a request
     // as on sending a MiB).
-    thread_local std::vector<std::byte> records;
+    // (Grown, never zero-filled: every byte of a run is read into it.)
+    thread_local std::unique_ptr<std::byte[]> records;
+    thread_local std::size_t records_capacity = 0;
     thread_local std::vector<std::size_t> order;   // the block's stored records, by pack and offset
     thread_local std::vector<std::size_t> out_at;  // where each item's raw bytes go in the block
     const std::size_t n = b.ids.size();
@@ -169,12 +171,17 @@ void OrderedDecoder::decode_block(Block& b) const {
                 break;
             end = std::max(end, record_end(i));
         }
-        records.resize(static_cast<std::size_t>(end - first));
-        const std::size_t got = pack.read_at(first, records);
+        const auto want = static_cast<std::size_t>(end - first);
+        if (want > records_capacity) {
+            records = std::make_unique_for_overwrite<std::byte[]>(want);
+            records_capacity = want;
+        }
+        const std::span<std::byte> run(records.get(), want);
+        const std::size_t got = pack.read_at(first, run);
         for (; k < m; ++k) {
             const std::size_t i = order[k];
             const std::size_t from = static_cast<std::size_t>(b.locs[i].offset - first);
-            const auto record = std::span<const std::byte>(records).subspan(std::min(from, got)).first(
+            const auto record = std::span<const std::byte>(run).subspan(std::min(from, got)).first(
                 got > from ? std::min<std::size_t>(got - from, kRecordHeaderSize + b.locs[i].stored_size) : 0);
             decode_record_into(record, b.locs[i], b.ids[i], std::span(b.data.get() + out_at[i], b.locs[i].raw_size),
                                context_, options_.sealer);
