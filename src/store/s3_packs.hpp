@@ -16,7 +16,7 @@
 //
 // Reads are ranged GETs through a cache of aligned blocks shared by the
 // storage's readers (bounded; packs never change once written), the next
-// block of a pack read at length fetched ahead (S3PackStorage::kBlockBytes).
+// block of a pack read at length fetched ahead (S3PackStorage::kLargeRead).
 #pragma once
 
 #include "pack_storage.hpp"
@@ -75,7 +75,9 @@ public:
     /// and the pack's next one is fetched ahead by one thread while this one
     /// is read: RGW spends about as much CPU on a request as on sending a
     /// MiB, and a reader waits only for the bytes it reads (a block is read
-    /// as it arrives). docs/BENCHMARKS.md, "Reading packs from S3".
+    /// as it arrives). 64 MiB cached in all (with 32 the large blocks push
+    /// the small ones out: 2x the requests for the last of ten daily tars).
+    /// docs/BENCHMARKS.md, "Packs in S3" and "`get` against the RGW's own GET".
     static constexpr std::size_t kBlockBytes = std::size_t{1} << 20;
     static constexpr std::size_t kLargeBlockBytes = std::size_t{8} << 20;
     static constexpr std::size_t kLargeRead = std::size_t{256} << 10;

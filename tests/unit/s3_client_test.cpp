@@ -231,8 +231,9 @@ private:
             }
             const Answer a = next < script_.size() ? script_[next++] : Answer{};
             const auto& [status, body, declared] = a;
+            const std::size_t length = declared == std::string::npos ? body.size() : declared;
             const std::string out = "HTTP/1.1 " + std::to_string(status) + " X\r\nContent-Length: " +
-                                    std::to_string(declared == std::string::npos ? body.size() : declared) + "\r\nConnection: close\r\nETag: \"e1\"\r\n\r\n" + body;
+                                    std::to_string(length) + "\r\nConnection: close\r\nETag: \"e1\"\r\n\r\n" + body;
             (void)!::write(c, out.data(), out.size());
             ::close(c);
         }

@@ -1747,6 +1747,21 @@ TEST(CopyingHasher, KeptSpansTakeTheirPlaceAmongCopies) {
     EXPECT_EQ(given_back.load(), kept);
 }
 
+// `n` chunks of up to 6,000 bytes put into `s` in one commit (every third
+// compressible: a zstd record; the others raw), kept in `pieces` and `ids`.
+static void put_mixed_chunks(cdc::store::Store& s, int n, std::mt19937_64& rng, std::vector<std::vector<std::byte>>& pieces,
+                      std::vector<cdc::store::ChunkId>& ids) {
+    cdc::store::Writer w(s);
+    for (int i = 0; i < n; ++i) {
+        std::vector<std::byte> p(1 + rng() % 6'000);
+        const bool text = i % 3 == 0;
+        for (auto& b : p) b = static_cast<std::byte>(text ? 'a' + rng() % 4 : rng());
+        ids.push_back(w.put_chunk(p).id);
+        pieces.push_back(std::move(p));
+    }
+    w.commit();
+}
+
 // A block's records are read in runs over the pack, whatever the order the
 // chunks were added in (a chunk twice, gaps where chunks were left out), as
 // the reader's Runs say: one read when gaps may be read through, one per
@@ -1778,17 +1793,7 @@ TEST(OrderedDecoder, RecordsAreReadInRunsOverThePackAsTheReaderSays) {
     std::mt19937_64 rng(11);
     std::vector<std::vector<std::byte>> pieces;
     std::vector<cdc::store::ChunkId> ids;
-    {
-        cdc::store::Writer w(s);
-        for (int i = 0; i < 60; ++i) {
-            std::vector<std::byte> p(1 + rng() % 6'000);
-            const bool text = i % 3 == 0;
-            for (auto& b : p) b = static_cast<std::byte>(text ? 'a' + rng() % 4 : rng());
-            ids.push_back(w.put_chunk(p).id);
-            pieces.push_back(std::move(p));
-        }
-        w.commit();
-    }
+    put_mixed_chunks(s, 60, rng, pieces, ids);
     const auto catalog = SqliteCatalog::open(tmp.path() / "s");
     std::vector<Location> locs;
     for (const auto& id : ids) {
@@ -1855,17 +1860,7 @@ TEST(OrderedDecoder, BytesInHandKeepTheirPlaceAmongStoredChunks) {
     std::mt19937_64 rng(5);
     std::vector<std::vector<std::byte>> pieces;
     std::vector<cdc::store::ChunkId> ids;
-    {
-        cdc::store::Writer w(s);
-        for (int i = 0; i < 40; ++i) {
-            std::vector<std::byte> p(1 + rng() % 6'000);
-            const bool text = i % 3 == 0;  // compressible: a zstd record; else raw
-            for (auto& b : p) b = static_cast<std::byte>(text ? 'a' + rng() % 4 : rng());
-            ids.push_back(w.put_chunk(p).id);
-            pieces.push_back(std::move(p));
-        }
-        w.commit();
-    }
+    put_mixed_chunks(s, 40, rng, pieces, ids);
     const auto catalog = SqliteCatalog::open(tmp.path() / "s");
     DirPackStorage storage(tmp.path() / "s");
     PackFiles packs(storage);
