@@ -4,9 +4,9 @@
 # errors; runs every test; runs the engine tests (label `engines`: the S3
 # pack storage against a one-node Ceph RGW, the PostgreSQL catalog against
 # a private cluster, both started by the tests); runs the tests
-# again under ASan + UBSan (the engines aside); runs the store's tests under
-# TSan; builds the libFuzzer targets with clang and runs each for a short
-# bounded time (CDC_JOBS of them at once).
+# again under ASan + UBSan (the engines aside); runs the store's tests and
+# those of its S3 reads under TSan; builds the libFuzzer targets with clang
+# and runs each for a short bounded time (CDC_JOBS of them at once).
 #   CDC_FUZZ_SECONDS (default 20) bounds each fuzz run. Each stage prints its
 # time, so that CI's budget (45 minutes on 2 cores; docs/DEVELOPING.md has the
 # stages' times) can be watched.
@@ -33,16 +33,18 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
   LSAN_OPTIONS="suppressions=$PWD/scripts/lsan.supp" ctest --test-dir build-asan --output-on-failure -j "$jobs" -LE engines
 stage_end "ASan + UBSan build + tests"
 
-echo "== TSan: the store's pipelines (store_test)"
-CDC_TARGETS=tests/store_test scripts/build.sh tsan
+echo "== TSan: the store's pipelines (store_test), its S3 reads (s3_client_test: readers and the fetching thread)"
+CDC_TARGETS="tests/store_test tests/s3_client_test" scripts/build.sh tsan
 # (TSan of g++ 12 cannot start under the high mmap randomisation of some
 # kernels, "unexpected memory mapping": then it runs with ASLR off)
-if ! TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/store_test --gtest_brief=1 2> build-tsan/store_test.err; then
-  cat build-tsan/store_test.err >&2
-  grep -q "unexpected memory mapping" build-tsan/store_test.err || exit 1
-  TSAN_OPTIONS=halt_on_error=1 setarch "$(uname -m)" -R build-tsan/tests/store_test --gtest_brief=1
-fi
-stage_end "TSan build + store tests"
+for t in store_test s3_client_test; do
+  if ! TSAN_OPTIONS=halt_on_error=1 "build-tsan/tests/$t" --gtest_brief=1 2> "build-tsan/$t.err"; then
+    cat "build-tsan/$t.err" >&2
+    grep -q "unexpected memory mapping" "build-tsan/$t.err" || exit 1
+    TSAN_OPTIONS=halt_on_error=1 setarch "$(uname -m)" -R "build-tsan/tests/$t" --gtest_brief=1
+  fi
+done
+stage_end "TSan build + store and S3 read tests"
 
 echo "== fuzz (libFuzzer, ${CDC_FUZZ_SECONDS:-20}s per target)"
 CDC_TARGETS=fuzz_targets scripts/build.sh fuzz

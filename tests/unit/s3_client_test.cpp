@@ -7,12 +7,14 @@
 // (tests/engines) run against a real Ceph RGW.
 #include "store/pack_storage_factory.hpp"
 #include "store/s3_client.hpp"
+#include "store/s3_packs.hpp"
 
 #include <cdc/store.hpp>
 #include <cdc/store_s3.hpp>
 
 #include "test_support.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <arpa/inet.h>
@@ -23,6 +25,10 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <mutex>
+#include <cstdio>
+#include <random>
+#include <cinttypes>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -359,6 +365,181 @@ TEST(S3Client, AnExpectedStatusIsReturnedAndARefusedConnectionRetriedThenNamed) 
         EXPECT_NE(std::string(e.what()).find("s3://bkt/k"), std::string::npos) << e.what();
     }
     EXPECT_EQ(client.requests(), 3u);
+}
+
+// An HTTP server on loopback serving objects held in memory as S3 would to
+// HEAD and ranged GETs, a connection per request, each on its own thread;
+// every `cut_every`-th GET sends half its answer and closes (a transfer cut
+// short, retried by the client).
+class RangeServer {
+public:
+    RangeServer(std::map<std::string, std::vector<std::byte>> objects, int cut_every)
+        : objects_(std::move(objects)), cut_every_(cut_every) {
+        fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        socklen_t len = sizeof a;
+        if (::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd_, 64) != 0 ||
+            ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len) != 0)
+            throw std::runtime_error("cannot listen");
+        port_ = ntohs(a.sin_port);
+        acceptor_ = std::thread([this] {
+            for (;;) {
+                const int c = ::accept(fd_, nullptr, nullptr);
+                if (c < 0) return;
+                std::lock_guard lock(mutex_);
+                handlers_.emplace_back([this, c] { answer(c); });
+            }
+        });
+    }
+    ~RangeServer() {
+        ::shutdown(fd_, SHUT_RDWR);
+        ::close(fd_);
+        acceptor_.join();
+        std::lock_guard lock(mutex_);
+        for (auto& t : handlers_) t.join();
+    }
+    std::string endpoint() const { return "http://127.0.0.1:" + std::to_string(port_); }
+    int gets() const { return gets_.load(); }
+    int cut() const { return cut_.load(); }
+
+private:
+    void answer(int c) {
+        std::string in;
+        char buf[4096];
+        while (in.find("\r\n\r\n") == std::string::npos) {
+            const ssize_t n = ::read(c, buf, sizeof buf);
+            if (n <= 0) break;
+            in.append(buf, static_cast<std::size_t>(n));
+        }
+        const bool head = in.starts_with("HEAD ");
+        const std::size_t path = in.find(' ') + 1;
+        std::string key = in.substr(path, in.find(' ', path) - path);
+        key = key.substr(key.find('/', 1) + 1);  // (after /bucket/)
+        const auto it = objects_.find(key);
+        std::string out;
+        if (it == objects_.end()) {
+            out = "HTTP/1.1 404 X\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+        } else if (head) {
+            out = fmt::format("HTTP/1.1 200 X\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", it->second.size());
+        } else {
+            std::uint64_t first = 0, last = it->second.size() - 1;
+            if (const auto r = in.find("Range: bytes="); r != std::string::npos)
+                std::sscanf(in.c_str() + r + 13, "%" SCNu64 "-%" SCNu64, &first, &last);
+            last = std::min<std::uint64_t>(last, it->second.size() - 1);
+            const std::size_t n = static_cast<std::size_t>(last + 1 - first);
+            const bool cut = cut_every_ > 0 && (gets_.fetch_add(1) + 1) % cut_every_ == 0;
+            out = fmt::format("HTTP/1.1 206 X\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", n);
+            out.append(reinterpret_cast<const char*>(it->second.data() + first), cut ? n / 2 : n);
+            if (cut) cut_.fetch_add(1);
+        }
+        for (std::size_t at = 0; at < out.size();) {
+            const ssize_t k = ::write(c, out.data() + at, out.size() - at);
+            if (k <= 0) break;
+            at += static_cast<std::size_t>(k);
+        }
+        ::close(c);
+    }
+    std::map<std::string, std::vector<std::byte>> objects_;
+    int cut_every_;
+    int fd_ = -1;
+    int port_ = 0;
+    std::atomic<int> gets_{0};
+    std::atomic<int> cut_{0};
+    std::thread acceptor_;
+    std::mutex mutex_;
+    std::vector<std::thread> handlers_;
+};
+
+// S3PackStorage's read path under concurrent readers: small reads (1 MiB
+// blocks), large ones and runs through a pack (8 MiB blocks, the next one
+// fetched ahead by its thread), blocks evicted while read (four packs of
+// 20 MiB through a 64 MiB cache), answers cut short midway and retried
+// (what readers of a block still arriving have read stays): every byte
+// read equals the object's. Then the storage goes while its fetch-ahead
+// thread may be fetching.
+TEST(S3PackStorageReads, ConcurrentReadersGetEveryByteThroughCutAnswersAndEvictions) {
+    // Packs of one random MiB, rotated differently at each MiB of each
+    // pack (quick to make, so that the test's own code may run at -O0
+    // under TSan): a byte read from the wrong place or pack shows.
+    constexpr int kPacks = 4;
+    constexpr std::uint64_t kPackBytes = (std::uint64_t{20} << 20) + 12'345;
+    std::vector<std::byte> mib(std::size_t{1} << 20);
+    {
+        std::mt19937_64 rng(7);
+        std::vector<std::uint64_t> words(mib.size() / 8);
+        for (auto& w : words) w = rng();
+        std::memcpy(mib.data(), words.data(), mib.size());
+    }
+    std::map<std::string, std::vector<std::byte>> objects;
+    for (int id = 1; id <= kPacks; ++id) {
+        std::vector<std::byte> bytes(kPackBytes);
+        for (std::size_t at = 0, m = 0; at < bytes.size(); at += mib.size(), ++m) {
+            const std::size_t shift = (m * 4'099 + static_cast<std::size_t>(id) * 65'537) % mib.size();
+            const std::size_t n = std::min(mib.size(), bytes.size() - at);
+            const std::size_t head = std::min(n, mib.size() - shift);
+            std::memcpy(bytes.data() + at, mib.data() + shift, head);
+            std::memcpy(bytes.data() + at + head, mib.data(), n - head);
+        }
+        objects.emplace(fmt::format("p/packs/{:08}.pack", id), std::move(bytes));
+    }
+    RangeServer server(objects, 5);
+    ::setenv("AWS_ACCESS_KEY_ID", "AKID", 1);
+    ::setenv("AWS_SECRET_ACCESS_KEY", "SECRET", 1);
+    ::setenv("CDC_S3_RETRY_BASE_MS", "1", 1);
+    TempDir tmp;
+    store::PackLocation where;
+    where.url = "s3://bkt/p";
+    where.s3_endpoint = server.endpoint();
+    where.s3_region = "us-east-1";
+    std::atomic<int> wrong{0};
+    {
+        S3PackStorage storage(tmp.path(), where, false);
+        std::vector<std::unique_ptr<PackReader>> packs;
+        for (int id = 1; id <= kPacks; ++id) {
+            packs.push_back(storage.open(static_cast<std::uint64_t>(id)));
+            ASSERT_TRUE(packs.back());
+            ASSERT_EQ(packs.back()->size(), kPackBytes);
+        }
+        EXPECT_FALSE(storage.open(9)) << "no such pack: nullptr";
+        std::vector<std::thread> readers;
+        for (unsigned t = 0; t < 4; ++t)
+            readers.emplace_back([&, t] {
+                std::mt19937_64 r(100 + t);
+                std::vector<std::byte> out(std::size_t{2} << 20);
+                const auto check = [&](int pack, std::uint64_t at, std::size_t n) {
+                    const std::size_t got = packs[static_cast<std::size_t>(pack)]->read_at(at, std::span(out).first(n));
+                    const auto& want = objects.at(fmt::format("p/packs/{:08}.pack", pack + 1));
+                    const std::size_t expect = static_cast<std::size_t>(std::min<std::uint64_t>(n, kPackBytes - at));
+                    if (got != expect || std::memcmp(out.data(), want.data() + at, got) != 0) wrong.fetch_add(1);
+                };
+                for (int k = 0; k < 40; ++k) {
+                    const int pack = static_cast<int>(r() % kPacks);
+                    switch (r() % 3) {
+                        case 0:  // a chunk
+                            check(pack, r() % kPackBytes, 1 + r() % 65'536);
+                            break;
+                        case 1:  // a run somewhere
+                            check(pack, r() % kPackBytes, S3PackStorage::kLargeRead + r() % (std::size_t{1} << 20));
+                            break;
+                        default:  // runs through a stretch of the pack
+                            for (std::uint64_t at = r() % kPackBytes, end = std::min(kPackBytes, at + (10 << 20));
+                                 at < end; at += 1 << 20)
+                                check(pack, at, 1 << 20);
+                    }
+                }
+            });
+        for (auto& t : readers) t.join();
+        // One more large read, and the storage goes at once (its fetching
+        // thread may be in a GET: the destructor waits for it).
+        std::vector<std::byte> out(S3PackStorage::kLargeRead);
+        EXPECT_EQ(packs[0]->read_at(0, out), out.size());
+        packs.clear();
+    }
+    EXPECT_EQ(wrong.load(), 0);
+    EXPECT_GT(server.cut(), 0) << "some answers were cut short (and retried)";
+    ::unsetenv("CDC_S3_RETRY_BASE_MS");
 }
 
 TEST(S3Factory, TheLocationIsRecordedAndS3NeedsTheS3Library) {
