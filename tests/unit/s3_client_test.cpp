@@ -184,6 +184,33 @@ TEST(S3Retry, BackoffGrowsIsCappedAndOnlyTransientFailuresAreRetried) {
     EXPECT_FALSE(RetryPolicy::retry_transport(23));  // CURLE_WRITE_ERROR
 }
 
+// A listening socket on loopback (an ephemeral port, into `port`).
+int listen_on_loopback(int backlog, int& port) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd, backlog) != 0 ||
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0)
+        throw std::runtime_error("cannot listen");
+    port = ntohs(a.sin_port);
+    return fd;
+}
+
+// A request's line and headers, read from connection `c` (one request per
+// connection: the servers here answer with Connection: close).
+std::string read_request_head(int c) {
+    std::string in;
+    char buf[4096];
+    while (in.find("\r\n\r\n") == std::string::npos) {
+        const ssize_t n = ::read(c, buf, sizeof buf);
+        if (n <= 0) break;
+        in.append(buf, static_cast<std::size_t>(n));
+    }
+    return in;
+}
+
 // An HTTP server on loopback answering each request with the next of a
 // script; it records the request lines it saw.
 struct Answer {
@@ -196,15 +223,7 @@ struct Answer {
 class ScriptedServer {
 public:
     explicit ScriptedServer(std::vector<Answer> script) : script_(std::move(script)) {
-        fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-        sockaddr_in a{};
-        a.sin_family = AF_INET;
-        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        socklen_t len = sizeof a;
-        if (::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd_, 16) != 0 ||
-            ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len) != 0)
-            throw std::runtime_error("cannot listen");
-        port_ = ntohs(a.sin_port);
+        fd_ = listen_on_loopback(16, port_);
         thread_ = std::thread([this] { serve(); });
     }
     ~ScriptedServer() {
@@ -223,14 +242,7 @@ private:
         for (std::size_t next = 0;;) {
             const int c = ::accept(fd_, nullptr, nullptr);
             if (c < 0) return;
-            // One request per connection (Connection: close).
-            std::string in;
-            char buf[4096];
-            while (in.find("\r\n\r\n") == std::string::npos) {
-                const ssize_t n = ::read(c, buf, sizeof buf);
-                if (n <= 0) break;
-                in.append(buf, static_cast<std::size_t>(n));
-            }
+            const std::string in = read_request_head(c);
             {
                 std::lock_guard lock(mutex_);
                 seen_.push_back(in.substr(0, in.find("\r\n\r\n")));
@@ -375,15 +387,7 @@ class RangeServer {
 public:
     RangeServer(std::map<std::string, std::vector<std::byte>> objects, int cut_every)
         : objects_(std::move(objects)), cut_every_(cut_every) {
-        fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-        sockaddr_in a{};
-        a.sin_family = AF_INET;
-        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        socklen_t len = sizeof a;
-        if (::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd_, 64) != 0 ||
-            ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len) != 0)
-            throw std::runtime_error("cannot listen");
-        port_ = ntohs(a.sin_port);
+        fd_ = listen_on_loopback(64, port_);
         acceptor_ = std::thread([this] {
             for (;;) {
                 const int c = ::accept(fd_, nullptr, nullptr);
@@ -406,13 +410,7 @@ public:
 
 private:
     void answer(int c) {
-        std::string in;
-        char buf[4096];
-        while (in.find("\r\n\r\n") == std::string::npos) {
-            const ssize_t n = ::read(c, buf, sizeof buf);
-            if (n <= 0) break;
-            in.append(buf, static_cast<std::size_t>(n));
-        }
+        const std::string in = read_request_head(c);
         const bool head = in.starts_with("HEAD ");
         const std::size_t path = in.find(' ') + 1;
         std::string key = in.substr(path, in.find(' ', path) - path);
