@@ -66,7 +66,7 @@ public:
     std::uint64_t size() const override { return size_; }
     /// Runs of 1 MiB as for a local pack (a run of kLargeRead or more
     /// takes a large block anyway; runs of 8 MiB cost each decoding thread
-    /// an 8 MiB buffer and 0.15 CPU s more per 512 MiB), gaps read through
+    /// an 8 MiB buffer and more CPU, docs/BENCHMARKS.md), gaps read through
     /// rather than split into two reads.
     Runs runs() const override { return {std::uint64_t{1} << 20, std::uint64_t{64} << 10}; }
 
