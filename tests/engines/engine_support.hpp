@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // What the engine tests (tests/engines/*_test.cpp) share: the env file an
 // engine script writes, a shell command, an engine started by the CTest
-// fixture or by the test program, S3 credentials from Ceph's env file, an
-// environment variable for a scope.
+// fixture or by the test program, S3 credentials from Ceph's env file.
+// (ScopedEnv, an environment variable for a scope: test_support.hpp.)
 #pragma once
+
+#include "test_support.hpp"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -85,25 +87,5 @@ inline void use_ceph_credentials(const std::map<std::string, std::string>& ceph)
     ::unsetenv("AWS_SESSION_TOKEN");
 }
 
-/// Sets an environment variable for the tool runs of a scope.
-class ScopedEnv {
-public:
-    ScopedEnv(const char* name, const std::string& value) : name_(name) {
-        if (const char* v = std::getenv(name)) old_ = v;
-        ::setenv(name, value.c_str(), 1);
-    }
-    ~ScopedEnv() {
-        if (old_)
-            ::setenv(name_, old_->c_str(), 1);
-        else
-            ::unsetenv(name_);
-    }
-    ScopedEnv(const ScopedEnv&) = delete;
-    ScopedEnv& operator=(const ScopedEnv&) = delete;
-
-private:
-    const char* name_;
-    std::optional<std::string> old_;
-};
 
 }  // namespace cdc::test

@@ -9,7 +9,9 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <cstdlib>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -102,6 +104,28 @@ public:
 
 private:
     std::filesystem::path path_;
+};
+
+/// Sets an environment variable for a scope (the tool runs in it, the
+/// code under test); the value before comes back at its end.
+class ScopedEnv {
+public:
+    ScopedEnv(const char* name, const std::string& value) : name_(name) {
+        if (const char* v = std::getenv(name)) old_ = v;
+        ::setenv(name, value.c_str(), 1);
+    }
+    ~ScopedEnv() {
+        if (old_)
+            ::setenv(name_, old_->c_str(), 1);
+        else
+            ::unsetenv(name_);
+    }
+    ScopedEnv(const ScopedEnv&) = delete;
+    ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+private:
+    const char* name_;
+    std::optional<std::string> old_;
 };
 
 }  // namespace cdc::test

@@ -483,9 +483,10 @@ TEST(S3PackStorageReads, ConcurrentReadersGetEveryByteThroughCutAnswersAndEvicti
         objects.emplace(fmt::format("p/packs/{:08}.pack", id), std::move(bytes));
     }
     RangeServer server(objects, 5);
-    ::setenv("AWS_ACCESS_KEY_ID", "AKID", 1);
-    ::setenv("AWS_SECRET_ACCESS_KEY", "SECRET", 1);
-    ::setenv("CDC_S3_RETRY_BASE_MS", "1", 1);
+    const ScopedEnv key("AWS_ACCESS_KEY_ID", "AKID");
+    const ScopedEnv secret("AWS_SECRET_ACCESS_KEY", "SECRET");
+    const ScopedEnv token("AWS_SESSION_TOKEN", "");
+    const ScopedEnv retry_base("CDC_S3_RETRY_BASE_MS", "1");
     TempDir tmp;
     store::PackLocation where;
     where.url = "s3://bkt/p";
@@ -537,7 +538,6 @@ TEST(S3PackStorageReads, ConcurrentReadersGetEveryByteThroughCutAnswersAndEvicti
     }
     EXPECT_EQ(wrong.load(), 0);
     EXPECT_GT(server.cut(), 0) << "some answers were cut short (and retried)";
-    ::unsetenv("CDC_S3_RETRY_BASE_MS");
 }
 
 TEST(S3Factory, TheLocationIsRecordedAndS3NeedsTheS3Library) {
