@@ -13,13 +13,16 @@ it served before; docs/BENCHMARKS.md has the figures.
 
     bench/transfer/server_memory.py [--cdc build/cdc] [--max 1G] [--clients 4]
         [--work /tmp/cdc-server-memory] [--rounds 2] [--bound-mb 64] [--json FILE]
-        [--server-env NAME=VALUE]...
+        [--server-env NAME=VALUE]... [--init-arg ARG]...
 
 --max 1G runs in a few minutes on two loaded cores; --max 4G is the full
 session (~25 GB of disk in --work, removed at the end unless --keep).
 Round 1 runs the steps in the order below, every later round in an order
 shuffled by --seed. Exits 1 if the server's VmHWM passed --bound-mb (0: no
 check), 2 on a usage error or a step that failed.
+--init-arg passes its ARG to `cdc store init` (a store whose packs are in S3:
+--init-arg=--packs --init-arg=s3://BUCKET/P --init-arg=--s3-endpoint
+--init-arg=URL, the credentials in the environment).
 CDC_TRANSFER picks the helper as for `cdc` (SRV, if set, the server's own:
 compare two builds' servers with the same clients).
 """
@@ -209,7 +212,7 @@ class Session:
             shutil.rmtree(self.work)
         for d in ("in", "out", "config"):
             (self.work / d).mkdir(parents=True)
-        self.run("store", "init", "--no-encryption", str(self.work / "store"))
+        self.run("store", "init", "--no-encryption", *self.a.init_arg, str(self.work / "store"))
         t_gen = time.monotonic()
         # the issue's sequence first: 64 MiB push, pull, hash, then the big push
         self.gen("a64", 1, 64 * MIB)
@@ -341,6 +344,8 @@ def main() -> int:
     p.add_argument("--keep", action="store_true", help="keep --work")
     p.add_argument("--server-env", action="append", default=[], metavar="NAME=VALUE",
                    help="set in the server's environment only (e.g. MALLOC_ARENA_MAX=1)")
+    p.add_argument("--init-arg", action="append", default=[], metavar="ARG",
+                   help="passed to `cdc store init` (e.g. --init-arg=--packs --init-arg=s3://BUCKET/P)")
     a = p.parse_args()
     if a.max < 4 * MIB or a.clients < 1 or a.rounds < 1:
         p.error("--max is at least 4M, --clients and --rounds at least 1")

@@ -18,6 +18,8 @@
 #include <sstream>
 #include <thread>
 
+#include <unistd.h>
+
 namespace cdc::store::detail::s3 {
 
 namespace {
@@ -350,6 +352,7 @@ struct Transfer {
     const Body* body = nullptr;
     std::size_t piece = 0;
     std::size_t offset = 0;
+    std::uint64_t file_read = 0;  // bytes of the body's file part sent
     std::span<std::byte> into;
     const std::function<void(std::uint64_t)>* on_data = nullptr;
     std::uint64_t kept = 0;  // bytes of `into` an earlier try put there: left as they are
@@ -374,6 +377,14 @@ std::size_t read_body(char* buf, std::size_t size, std::size_t n, void* p) {
             ++t.piece;
             t.offset = 0;
         }
+    }
+    while (done < room && t.body && t.body->fd >= 0 && t.file_read < t.body->file_bytes) {
+        const std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(room - done, t.body->file_bytes - t.file_read));
+        const ssize_t k = ::pread(t.body->fd, buf + done, want, static_cast<off_t>(t.body->file_offset + t.file_read));
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) return CURL_READFUNC_ABORT;  // the send fails and is retried; a file cut short fails it for good
+        done += static_cast<std::size_t>(k);
+        t.file_read += static_cast<std::uint64_t>(k);
     }
     return done;
 }

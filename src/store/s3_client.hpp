@@ -120,11 +120,16 @@ struct RetryPolicy {
     static RetryPolicy from_environment();
 };
 
-/// A request's body: pieces of memory sent one after the other.
+/// A request's body: pieces of memory sent one after the other, then
+/// `file_bytes` bytes of the open file `fd` from `file_offset` (read as
+/// they are sent, so a body in a file costs no memory).
 struct Body {
     std::vector<std::span<const std::uint8_t>> pieces;
+    int fd = -1;
+    std::uint64_t file_offset = 0;
+    std::uint64_t file_bytes = 0;
     std::uint64_t size() const {
-        std::uint64_t n = 0;
+        std::uint64_t n = file_bytes;
         for (const auto& p : pieces) n += p.size();
         return n;
     }

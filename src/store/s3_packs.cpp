@@ -10,10 +10,12 @@
 #include <openssl/evp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <vector>
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -44,6 +46,15 @@ std::string md5_hex(const s3::Body& body) {
     unsigned int n = 0;
     EVP_DigestInit_ex(ctx, EVP_md5(), nullptr);
     for (const auto& p : body.pieces) EVP_DigestUpdate(ctx, p.data(), p.size());
+    std::vector<std::uint8_t> buf(body.file_bytes > 0 ? kBufferBlock : 0);
+    for (std::uint64_t at = 0; at < body.file_bytes;) {
+        const std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(buf.size(), body.file_bytes - at));
+        const ssize_t k = ::pread(body.fd, buf.data(), want, static_cast<off_t>(body.file_offset + at));
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) break;  // a digest of fewer bytes: not taken for ours
+        EVP_DigestUpdate(ctx, buf.data(), static_cast<std::size_t>(k));
+        at += static_cast<std::uint64_t>(k);
+    }
     EVP_DigestFinal_ex(ctx, digest, &n);
     EVP_MD_CTX_free(ctx);
     std::string out;
@@ -76,6 +87,32 @@ private:
     std::uint64_t size_;
 };
 
+std::atomic<std::uint64_t> g_sinks_memory{0};
+std::atomic<std::uint64_t> g_sinks_bound{S3PackStorage::kSinksMemory};
+
+bool take_sink_memory(std::uint64_t n) {
+    std::uint64_t used = g_sinks_memory.load(std::memory_order_relaxed);
+    do {
+        if (used + n > g_sinks_bound.load(std::memory_order_relaxed)) return false;
+    } while (!g_sinks_memory.compare_exchange_weak(used, used + n, std::memory_order_relaxed));
+    return true;
+}
+
+void give_sink_memory(std::uint64_t n) { g_sinks_memory.fetch_sub(n, std::memory_order_relaxed); }
+
+void pwrite_all(int fd, const std::uint8_t* data, std::size_t n, std::uint64_t at, const std::filesystem::path& path) {
+    while (n > 0) {
+        const ssize_t k = ::pwrite(fd, data, n, static_cast<off_t>(at));
+        if (k < 0 && errno == EINTR) continue;
+        if (k < 0)
+            throw StoreError(fmt::format("cannot write the pack being uploaded to '{}': {}", path.string(),
+                                         std::strerror(errno)));
+        data += k;
+        n -= static_cast<std::size_t>(k);
+        at += static_cast<std::uint64_t>(k);
+    }
+}
+
 class S3Sink final : public PackSink {
 public:
     S3Sink(const S3PackStorage& storage, std::uint64_t id, std::filesystem::path reservation)
@@ -97,6 +134,8 @@ public:
                 // gc aborts what is left (reclaim_incomplete)
             }
         }
+        release_blocks();
+        if (fd_ >= 0) ::close(fd_);
         ::unlink(reservation_.c_str());
     }
 
@@ -107,22 +146,29 @@ public:
     void append(std::span<const std::uint8_t> bytes) override {
         if (sealed_) throw StoreError(fmt::format("pack '{}': written already (an object takes no more)", describe()));
         if (broken_) throw StoreError(fmt::format("pack '{}': an earlier upload failed", describe()));
-        std::size_t done = 0;
-        while (done < bytes.size()) {
-            if (blocks_.empty() || last_fill_ == kBufferBlock) {
-                blocks_.push_back(std::make_unique<std::uint8_t[]>(kBufferBlock));
-                last_fill_ = 0;
-            }
-            const std::size_t k = std::min(bytes.size() - done, kBufferBlock - last_fill_);
-            std::memcpy(blocks_.back().get() + last_fill_, bytes.data() + done, k);
-            last_fill_ += k;
-            done += k;
-            buffered_ += k;
-        }
-        size_ += bytes.size();
-        // Full parts go up at once: memory holds one part at most.
         try {
-            while (buffered_ > storage_.part_size()) upload_part(storage_.part_size());
+            std::size_t done = 0;
+            while (done < bytes.size() && fd_ < 0) {
+                if (blocks_.empty() || last_fill_ == kBufferBlock) {
+                    if (!take_sink_memory(kBufferBlock)) {
+                        spill();
+                        break;
+                    }
+                    blocks_.push_back(std::make_unique<std::uint8_t[]>(kBufferBlock));
+                    last_fill_ = 0;
+                }
+                const std::size_t k = std::min(bytes.size() - done, kBufferBlock - last_fill_);
+                std::memcpy(blocks_.back().get() + last_fill_, bytes.data() + done, k);
+                last_fill_ += k;
+                done += k;
+                size_ += k;
+            }
+            if (done < bytes.size()) {
+                pwrite_all(fd_, bytes.data() + done, bytes.size() - done, size_, reservation_);
+                size_ += bytes.size() - done;
+            }
+            // Full parts go up at once: a pack in memory holds one part at most.
+            while (size_ - sent_ > storage_.part_size()) upload_part(storage_.part_size());
         } catch (...) {
             broken_ = true;
             throw;
@@ -140,16 +186,44 @@ public:
             throw;
         }
         sealed_ = true;
-        blocks_.clear();
-        buffered_ = 0;
+        release_blocks();
     }
 
 private:
     std::string describe() const { return storage_.describe(id_); }
 
-    /// The first `bytes` of the buffer (whole blocks but maybe the last).
+    void release_blocks() {
+        give_sink_memory(blocks_.size() * kBufferBlock);
+        blocks_.clear();
+        last_fill_ = 0;
+    }
+
+    /// From here on the pack's bytes not sent yet are in the reservation
+    /// file, at their offsets in the pack (what went up before is a hole).
+    void spill() {
+        fd_ = ::open(reservation_.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+        if (fd_ < 0)
+            throw StoreError(fmt::format("cannot open '{}' to hold the pack being uploaded: {}", reservation_.string(),
+                                         std::strerror(errno)));
+        std::uint64_t at = sent_;
+        for (std::size_t i = 0; i < blocks_.size(); ++i) {
+            const std::size_t have = i + 1 == blocks_.size() ? last_fill_ : kBufferBlock;
+            pwrite_all(fd_, blocks_[i].get(), have, at, reservation_);
+            at += have;
+        }
+        release_blocks();
+    }
+
+    /// The `bytes` of the pack from `sent_` (in memory: whole blocks but
+    /// maybe the last; or in the file).
     s3::Body front(std::uint64_t bytes) const {
         s3::Body b;
+        if (fd_ >= 0) {
+            b.fd = fd_;
+            b.file_offset = sent_;
+            b.file_bytes = bytes;
+            return b;
+        }
         std::uint64_t left = bytes;
         for (std::size_t i = 0; left > 0 && i < blocks_.size(); ++i) {
             const std::size_t have = i + 1 == blocks_.size() ? last_fill_ : kBufferBlock;
@@ -161,7 +235,7 @@ private:
     }
 
     void put_whole() {
-        const s3::Body body = front(buffered_);
+        const s3::Body body = front(size_);
         s3::Request r;
         r.method = "PUT";
         r.key = key_;
@@ -205,15 +279,16 @@ private:
         const s3::Response a = storage_.client().send(r);
         if (a.etag.empty()) throw StoreError(fmt::format("S3: part {} of '{}' got no ETag", etags_.size() + 1, describe()));
         etags_.push_back(a.etag);
+        sent_ += bytes;
+        if (fd_ >= 0) return;
         // Drop the blocks sent (bytes is a whole number of blocks or everything).
-        const std::size_t whole = static_cast<std::size_t>(bytes / kBufferBlock);
-        if (bytes == buffered_) {
-            blocks_.clear();
-            last_fill_ = 0;
+        if (sent_ == size_) {
+            release_blocks();
         } else {
+            const std::size_t whole = static_cast<std::size_t>(bytes / kBufferBlock);
             blocks_.erase(blocks_.begin(), blocks_.begin() + static_cast<std::ptrdiff_t>(whole));
+            give_sink_memory(whole * kBufferBlock);
         }
-        buffered_ -= bytes;
     }
 
     bool object_exists() const {
@@ -225,7 +300,7 @@ private:
     }
 
     void complete() {
-        if (buffered_ > 0) upload_part(buffered_);
+        if (size_ > sent_) upload_part(size_ - sent_);
         // Ceph RGW (16.2) ignores If-None-Match on CompleteMultipartUpload
         // (AWS honours it): asked first, so that no object is replaced there.
         if (object_exists())
@@ -266,9 +341,10 @@ private:
     std::uint64_t id_;
     std::string key_;
     std::filesystem::path reservation_;
-    std::deque<std::unique_ptr<std::uint8_t[]>> blocks_;
+    std::deque<std::unique_ptr<std::uint8_t[]>> blocks_;  // the bytes from sent_ (until spilled)
     std::size_t last_fill_ = 0;
-    std::uint64_t buffered_ = 0;
+    int fd_ = -1;  // the reservation file, once the pack is written there
+    std::uint64_t sent_ = 0;  // bytes of the pack gone up as parts
     std::uint64_t size_ = 0;
     std::string upload_id_;
     std::vector<std::string> etags_;
@@ -277,6 +353,10 @@ private:
 };
 
 }  // namespace
+
+std::uint64_t S3PackStorage::sinks_memory() { return g_sinks_memory.load(); }
+
+void S3PackStorage::set_sinks_memory_bound(std::uint64_t bytes) { g_sinks_bound.store(bytes); }
 
 struct S3PackStorage::Block {
     explicit Block(std::size_t n) : data(std::make_unique_for_overwrite<std::byte[]>(n)), capacity(n) {}
@@ -287,13 +367,39 @@ struct S3PackStorage::Block {
     std::size_t filled = 0;  // in place (once ready: the block's length)
     bool ready = false;      // loaded whole, or failed
     std::exception_ptr error;
-    bool touched = false;  // by a reader yet (cache_mutex_): one fetched ahead is not, at first
+    bool touched = false;  // by a reader yet (Cache::mutex): one fetched ahead is not, at first
 };
+
+struct S3PackStorage::Cache {
+    std::mutex mutex;
+    std::list<BlockKey> lru;  // most recent first
+    std::map<BlockKey, std::shared_ptr<Block>> blocks;
+    std::uint64_t cached_bytes = 0;  // of the blocks in `blocks`
+};
+
+/// Storages of the same packs share one cache: a `cdc serve` opens the store
+/// for each push and pull, and its memory would grow with the pulls at once.
+/// The packs of a prefix never change once written (a reused id's blocks are
+/// forgotten at its create), so what one storage loaded serves the others.
+std::shared_ptr<S3PackStorage::Cache> S3PackStorage::shared_cache(const std::string& key) {
+    static std::mutex mutex;
+    static std::map<std::string, std::weak_ptr<Cache>> caches;
+    std::lock_guard lock(mutex);
+    std::erase_if(caches, [](const auto& kv) { return kv.second.expired(); });
+    auto& weak = caches[key];
+    auto cache = weak.lock();
+    if (!cache) {
+        cache = std::make_shared<Cache>();
+        weak = cache;
+    }
+    return cache;
+}
 
 S3PackStorage::S3PackStorage(std::filesystem::path dir, const PackLocation& where, bool init)
     : dir_(std::move(dir)), where_(where), path_(s3::parse_bucket_url(where.url)) {
     s3::check_region(where.s3_region);
     endpoint_ = s3::normalize_endpoint(where.s3_endpoint, where.s3_region);
+    cache_ = shared_cache(fmt::format("{}\n{}\n{}", endpoint_, path_.bucket, path_.prefix));
     part_size_ = where.s3_part_size;
     if (part_size_ < (std::uint64_t{5} << 20) || part_size_ > (std::uint64_t{1} << 30) || part_size_ % kBufferBlock != 0)
         throw OptionError(fmt::format("S3 part size {} is invalid: a multiple of 1 MiB from 5 MiB to 1 GiB", part_size_),
@@ -473,10 +579,10 @@ std::shared_ptr<S3PackStorage::Block> S3PackStorage::block(std::uint64_t id, std
     bool load = false;   // by this thread
     bool ahead = false;  // the next large block: to be fetched ahead
     {
-        std::lock_guard lock(cache_mutex_);
-        if (const auto it = blocks_.find(key); it != blocks_.end()) {
-            lru_.remove(key);
-            lru_.push_front(key);
+        std::lock_guard lock(cache_->mutex);
+        if (const auto it = cache_->blocks.find(key); it != cache_->blocks.end()) {
+            cache_->lru.remove(key);
+            cache_->lru.push_front(key);
             b = it->second;
             ahead = large && by_reader && !b->touched;
             b->touched = b->touched || by_reader;
@@ -484,14 +590,14 @@ std::shared_ptr<S3PackStorage::Block> S3PackStorage::block(std::uint64_t id, std
             b = std::make_shared<Block>(static_cast<std::size_t>(end - first));
             b->touched = by_reader;
             ahead = large && by_reader;
-            blocks_.emplace(key, b);
-            lru_.push_front(key);
-            cached_bytes_ += b->capacity;
-            while (cached_bytes_ > kCacheBytes && lru_.size() > 1) {
-                const auto last = blocks_.find(lru_.back());
-                cached_bytes_ -= last->second->capacity;
-                blocks_.erase(last);
-                lru_.pop_back();
+            cache_->blocks.emplace(key, b);
+            cache_->lru.push_front(key);
+            cache_->cached_bytes += b->capacity;
+            while (cache_->cached_bytes > kCacheBytes && cache_->lru.size() > 1) {
+                const auto last = cache_->blocks.find(cache_->lru.back());
+                cache_->cached_bytes -= last->second->capacity;
+                cache_->blocks.erase(last);
+                cache_->lru.pop_back();
             }
             load = true;
         }
@@ -521,11 +627,11 @@ std::shared_ptr<S3PackStorage::Block> S3PackStorage::block(std::uint64_t id, std
             b->ready = true;
         }
         b->cv.notify_all();
-        std::lock_guard lock(cache_mutex_);
-        if (const auto it = blocks_.find(key); it != blocks_.end() && it->second == b) {
-            cached_bytes_ -= b->capacity;
-            blocks_.erase(it);
-            lru_.remove(key);
+        std::lock_guard lock(cache_->mutex);
+        if (const auto it = cache_->blocks.find(key); it != cache_->blocks.end() && it->second == b) {
+            cache_->cached_bytes -= b->capacity;
+            cache_->blocks.erase(it);
+            cache_->lru.remove(key);
         }
         throw;
     }
@@ -565,13 +671,13 @@ void S3PackStorage::fetch_ahead_loop() const {
 }
 
 void S3PackStorage::forget_blocks(std::uint64_t id) const {
-    std::lock_guard lock(cache_mutex_);
-    for (auto it = lru_.begin(); it != lru_.end();) {
+    std::lock_guard lock(cache_->mutex);
+    for (auto it = cache_->lru.begin(); it != cache_->lru.end();) {
         if (std::get<0>(*it) == id) {
-            const auto b = blocks_.find(*it);
-            cached_bytes_ -= b->second->capacity;
-            blocks_.erase(b);
-            it = lru_.erase(it);
+            const auto b = cache_->blocks.find(*it);
+            cache_->cached_bytes -= b->second->capacity;
+            cache_->blocks.erase(b);
+            it = cache_->lru.erase(it);
         } else {
             ++it;
         }
@@ -601,8 +707,8 @@ std::size_t S3PackStorage::read(std::uint64_t id, std::uint64_t size, std::uint6
         std::uint64_t bytes = block_bytes;
         if (bytes == kBlockBytes) {
             // (A small read within a large block in hand reads it from there.)
-            std::lock_guard lock(cache_mutex_);
-            if (blocks_.contains(BlockKey{id, kLargeBlockBytes, at / kLargeBlockBytes})) bytes = kLargeBlockBytes;
+            std::lock_guard lock(cache_->mutex);
+            if (cache_->blocks.contains(BlockKey{id, kLargeBlockBytes, at / kLargeBlockBytes})) bytes = kLargeBlockBytes;
         }
         const auto b = block(id, size, bytes, at / bytes, true);
         const auto within = static_cast<std::size_t>(at % bytes);

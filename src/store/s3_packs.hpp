@@ -66,6 +66,18 @@ public:
     const s3::Client& client() const;
     std::uint64_t part_size() const noexcept { return part_size_; }
 
+    /// The memory all of a process's sinks may hold (a pack is about the
+    /// writer's 32 MiB flush, so one `cdc store put` keeps its packs in
+    /// memory). A sink that would pass it writes its pack to its reservation
+    /// file (DIR/packs/NNNNNNNN.uploading) instead and sends it from there: a
+    /// `cdc serve` answering many pushes at once holds this much, not a pack
+    /// per push (docs/BENCHMARKS.md, "Memory of one long-lived server").
+    static constexpr std::uint64_t kSinksMemory = std::uint64_t{64} << 20;
+    /// What the process's sinks hold now.
+    static std::uint64_t sinks_memory();
+    /// Tests: another bound than kSinksMemory.
+    static void set_sinks_memory_bound(std::uint64_t bytes);
+
     /// Reads go through a cache of aligned blocks, shared by the storage's
     /// readers. A small read (a chunk of a file whose chunks hop between the
     /// packs of many days) takes a block of kBlockBytes: larger ones fetched
@@ -91,6 +103,10 @@ public:
 private:
     struct Block;
     using BlockKey = std::tuple<std::uint64_t, std::uint64_t, std::uint64_t>;  // pack, block bytes, index
+    struct Cache;
+    /// The cache of the packs under `key` (endpoint, bucket, prefix), shared
+    /// by the storages of them alive in the process.
+    static std::shared_ptr<Cache> shared_cache(const std::string& key);
     /// The block, from the cache or loaded by this thread (returned when
     /// loaded; while another thread loads it, at once). `by_reader`: a
     /// reader's, not the fetch-ahead thread's.
@@ -109,13 +125,10 @@ private:
     mutable std::once_flag client_once_;
     mutable std::unique_ptr<s3::Client> client_;
 
-    mutable std::mutex cache_mutex_;
-    mutable std::list<BlockKey> lru_;  // most recent first
-    mutable std::map<BlockKey, std::shared_ptr<Block>> blocks_;
-    mutable std::uint64_t cached_bytes_ = 0;  // of the blocks in blocks_
+    std::shared_ptr<Cache> cache_;  // shared with the process's other storages of these packs
 
     // The fetch-ahead thread (started by the first large read) and its queue.
-    mutable std::mutex ahead_mutex_;  // (taken after cache_mutex_, never before)
+    mutable std::mutex ahead_mutex_;  // (taken after Cache::mutex, never before)
     mutable std::condition_variable ahead_cv_;
     mutable std::deque<std::tuple<std::uint64_t, std::uint64_t, std::uint64_t>> ahead_queue_;  // pack, size, index
     mutable bool ahead_stop_ = false;

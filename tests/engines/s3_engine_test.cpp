@@ -24,6 +24,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
@@ -31,6 +33,7 @@
 #include <iostream>
 #include <limits>
 #include <map>
+#include <optional>
 #include <regex>
 #include <sstream>
 #include <thread>
@@ -175,8 +178,8 @@ TEST(S3Engine, PackStorageRoundTrip) {
         EXPECT_EQ(std::memcmp(part.data(), big.data() + at - kPackHeaderSize, part.size()), 0) << at;
     }
 
-    // Small reads in order through a fresh storage (an empty cache): every
-    // block fetched once, in order, whole.
+    // Small reads in order through another storage of the same packs (which
+    // shares the cache of `st`): every byte, in order.
     {
         S3PackStorage fresh(tmp.path(), location(bucket, "p"), false);
         auto in_order = fresh.open(2);
@@ -193,7 +196,8 @@ TEST(S3Engine, PackStorageRoundTrip) {
     // A read of kLargeRead or more (the decoder's run over a file's stretch
     // of a pack) takes a large block, and the pack's next large block is
     // fetched ahead meanwhile: reading there, or a small read within, costs
-    // no request more.
+    // no request more. (No large block of pack 2 is in the shared cache yet:
+    // the reads above were small, or larger than a block.)
     {
         S3PackStorage fresh(tmp.path(), location(bucket, "p"), false);
         auto ahead = fresh.open(2);
@@ -289,6 +293,101 @@ TEST(S3Engine, PackStorageRoundTrip) {
     EXPECT_THROW(S3PackStorage(tmp.path(), location(bucket, "p"), true), OptionError);
 }
 
+
+// A process's S3 memory does not grow with its storages (a server opens one
+// for each push and pull): past the process's memory for sinks, a sink writes
+// its pack to its reservation file and sends it from there (whole or in
+// parts, after parts sent from memory, byte for byte; the memory is given
+// back), and the storages of the same packs share one read cache.
+TEST(S3Engine, MemoryIsBoundedPerProcessNotPerStorage) {
+    struct Bound {
+        explicit Bound(std::uint64_t b) { S3PackStorage::set_sinks_memory_bound(b); }
+        ~Bound() { S3PackStorage::set_sinks_memory_bound(S3PackStorage::kSinksMemory); }
+    } bound(6 << 20);
+    ASSERT_EQ(S3PackStorage::sinks_memory(), 0u);
+    const std::string bucket = make_bucket();
+    TempDir tmp;
+    std::optional<S3PackStorage> storage(std::in_place, tmp.path(), location(bucket, "p"), true);  // parts of 5 MiB
+    S3PackStorage& st = *storage;
+    const auto file_bytes = [&](std::uint64_t id) {
+        struct stat sb{};
+        const auto path = tmp.path() / "packs" / fmt::format("{:08}.uploading", id);
+        return ::stat(path.c_str(), &sb) == 0 ? static_cast<std::uint64_t>(sb.st_blocks) * 512 : ~std::uint64_t{0};
+    };
+    const auto append = [](PackSink& sink, std::span<const std::uint8_t> bytes) {
+        for (std::size_t at = 0; at < bytes.size(); at += 300000)
+            sink.append(bytes.subspan(at, std::min<std::size_t>(300000, bytes.size() - at)));
+    };
+    const auto a = random_bytes(9 << 20, 11);
+    const auto b = random_bytes((12 << 20) + 777, 12);
+    const auto c = random_bytes(300000, 13);
+
+    auto sa = st.create(1);
+    ASSERT_TRUE(sa);
+    append(*sa, std::span(a).first(3 << 20));
+    EXPECT_EQ(S3PackStorage::sinks_memory(), std::uint64_t{4} << 20) << "in memory, by blocks of 1 MiB";
+    EXPECT_EQ(file_bytes(1), 0u);
+
+    // Two blocks more fit, then the rest goes to the file, and its parts go up from there.
+    auto sb = st.create(2);
+    ASSERT_TRUE(sb);
+    append(*sb, b);
+    EXPECT_EQ(S3PackStorage::sinks_memory(), std::uint64_t{4} << 20) << "the blocks written out are given back";
+    EXPECT_GE(file_bytes(2), std::uint64_t{12} << 20);
+    EXPECT_EQ(uploads(bucket, "p/").size(), 1u) << "its full parts are up already";
+
+    // A part from memory, then none is left: the rest from the file (the first part a hole there).
+    append(*sa, std::span(a).subspan(3 << 20, 3 << 20));
+    EXPECT_EQ(uploads(bucket, "p/").size(), 2u);
+    EXPECT_EQ(file_bytes(1), 0u);
+    S3PackStorage::set_sinks_memory_bound(0);
+    append(*sa, std::span(a).subspan(6 << 20));
+    EXPECT_EQ(S3PackStorage::sinks_memory(), 0u);
+    EXPECT_GT(file_bytes(1), 0u);
+    EXPECT_LT(file_bytes(1), std::uint64_t{8} << 20) << "what went up is not written out";
+
+    // A small pack in the file: one PUT from it.
+    auto sc = st.create(3);
+    ASSERT_TRUE(sc);
+    append(*sc, c);
+    EXPECT_GT(file_bytes(3), 0u);
+    for (auto* sink : {sa.get(), sb.get(), sc.get()}) sink->sync();
+    sa.reset();
+    sb.reset();
+    sc.reset();
+    EXPECT_EQ(file_bytes(1), ~std::uint64_t{0}) << "the reservation is gone with its sink";
+    EXPECT_TRUE(uploads(bucket, "p/").empty());
+    EXPECT_EQ(S3PackStorage::sinks_memory(), 0u);
+    const std::vector<std::pair<std::uint64_t, const std::vector<std::uint8_t>*>> packs = {{1, &a}, {2, &b}, {3, &c}};
+    for (const auto& [id, want] : packs) {
+        auto reader = st.open(id);
+        ASSERT_TRUE(reader) << id;
+        const auto back = read_all(*reader);
+        ASSERT_EQ(back.size(), kPackHeaderSize + want->size()) << id;
+        EXPECT_TRUE(check_pack_header(std::span(back).first(kPackHeaderSize), id).empty()) << id;
+        EXPECT_TRUE(std::equal(want->begin(), want->end(), back.begin() + kPackHeaderSize)) << id;
+    }
+
+    // The storages of the same packs in a process share one cache while one
+    // of them is alive (a server's pulls at once hold one cache, not one each).
+    std::array<std::byte, 100> few{};
+    {
+        S3PackStorage other(tmp.path(), location(bucket, "p"), false);
+        auto reader = other.open(3);
+        ASSERT_TRUE(reader);
+        const std::uint64_t before = other.client().requests();
+        ASSERT_EQ(reader->read_at(kPackHeaderSize + 10, few), few.size());
+        EXPECT_EQ(std::memcmp(few.data(), c.data() + 10, few.size()), 0);
+        EXPECT_EQ(other.client().requests(), before) << "read through the other storage's cache";
+    }
+    storage.reset();
+    S3PackStorage later(tmp.path(), location(bucket, "p"), false);
+    auto reader = later.open(3);
+    ASSERT_TRUE(reader);
+    const std::uint64_t before = later.client().requests();
+    ASSERT_EQ(reader->read_at(kPackHeaderSize + 10, few), few.size());
+    EXPECT_EQ(later.client().requests(), before + 1) << "the cache went with the last storage of its packs";
+}
 
 TEST(S3Engine, StoreRoundTripThroughTheTool) {
     const std::string bucket = make_bucket();
