@@ -11,6 +11,8 @@
 # (default 1), and VARIANTS="label=PATH ..." with each of these
 # cdc-store-s3 programs too (other builds of the S3 pack storage),
 # interleaved in each round.
+# PG_DIR=DIR (a cluster of tests/engines/postgres.sh start DIR): the cdc
+# store's catalog in a fresh database there instead of the local SQLite one.
 # docs/BENCHMARKS.md ("Store: packs in S3") has its figures.
 set -euo pipefail
 corpus=$(realpath "$1")
@@ -49,7 +51,19 @@ run() {  # LABEL BUCKET COMMAND...
 }
 mkbucket cdc-bench
 mkbucket restic-bench
-"$cdc" store init --no-encryption -q --packs s3://cdc-bench/s --s3-endpoint "$CEPH_S3_ENDPOINT" "$work/store"
+catalog=()
+if [[ -n ${PG_DIR:-} ]]; then
+  # shellcheck disable=SC1091
+  . "$PG_DIR/env"
+  export PGPASSWORD=$PG_PASSWORD
+  db=cdc_s3_bench_$$
+  /usr/lib/postgresql/15/bin/psql -h "$PG_SOCKET_DIR" -p "$PG_PORT" -U "$PG_USER" -d postgres -qAt \
+    -c "CREATE DATABASE $db OWNER $PG_USER" >/dev/null
+  catalog=(--catalog "postgresql://$PG_USER@$PG_HOST:$PG_PORT/$db")
+  echo "catalog: PostgreSQL, database $db"
+fi
+"$cdc" store init --no-encryption -q "${catalog[@]}" --packs s3://cdc-bench/s --s3-endpoint "$CEPH_S3_ENDPOINT" \
+  "$work/store"
 export RESTIC_PASSWORD=bench
 restic_repo=s3:$CEPH_S3_ENDPOINT/restic-bench
 restic -q -r "$restic_repo" --cache-dir "$work/restic-cache" init >/dev/null

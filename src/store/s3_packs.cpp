@@ -147,6 +147,7 @@ public:
         if (sealed_) throw StoreError(fmt::format("pack '{}': written already (an object takes no more)", describe()));
         if (broken_) throw StoreError(fmt::format("pack '{}': an earlier upload failed", describe()));
         try {
+            // (size_ counts whole appends only: PackAppender's sizes.)
             std::size_t done = 0;
             while (done < bytes.size() && fd_ < 0) {
                 if (blocks_.empty() || last_fill_ == kBufferBlock) {
@@ -161,12 +162,9 @@ public:
                 std::memcpy(blocks_.back().get() + last_fill_, bytes.data() + done, k);
                 last_fill_ += k;
                 done += k;
-                size_ += k;
             }
-            if (done < bytes.size()) {
-                pwrite_all(fd_, bytes.data() + done, bytes.size() - done, size_, reservation_);
-                size_ += bytes.size() - done;
-            }
+            if (done < bytes.size()) pwrite_all(fd_, bytes.data() + done, bytes.size() - done, size_ + done, reservation_);
+            size_ += bytes.size();
             // Full parts go up at once: a pack in memory holds one part at most.
             while (size_ - sent_ > storage_.part_size()) upload_part(storage_.part_size());
         } catch (...) {
