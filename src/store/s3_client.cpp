@@ -379,7 +379,8 @@ std::size_t read_body(char* buf, std::size_t size, std::size_t n, void* p) {
         }
     }
     while (done < room && t.body && t.body->fd >= 0 && t.file_read < t.body->file_bytes) {
-        const std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(room - done, t.body->file_bytes - t.file_read));
+        const std::uint64_t left = t.body->file_bytes - t.file_read;
+        const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(room - done, left));
         const ssize_t k = ::pread(t.body->fd, buf + done, want, static_cast<off_t>(t.body->file_offset + t.file_read));
         if (k < 0 && errno == EINTR) continue;
         if (k <= 0) return CURL_READFUNC_ABORT;  // the send fails and is retried; a file cut short fails it for good
