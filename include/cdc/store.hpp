@@ -514,6 +514,9 @@ public:
     /// Manifests whose name starts with `prefix`, sorted by name.
     std::vector<ManifestInfo> list(std::string_view prefix = {}) const;
     std::optional<ManifestInfo> find(std::string_view name) const;
+    /// find of each of `names`, in order (one round trip for a catalog over
+    /// a network).
+    std::vector<std::optional<ManifestInfo>> find(std::span<const std::string> names) const;
     /// Calls f(id, raw_size) for each chunk of `name`, in file order
     /// (NotFoundError; DamageError if a listed chunk is not in the index).
     void for_each_chunk(std::string_view name,

@@ -70,6 +70,11 @@ Location CatalogCheck::location(const ChunkId& id, std::int64_t pack, std::int64
     return loc;
 }
 
+void Catalog::find_many(std::span<const std::string> names,
+                        const std::function<void(std::size_t, std::optional<ManifestInfo>)>& f) {
+    for (std::size_t i = 0; i < names.size(); ++i) f(i, find(names[i]));
+}
+
 void Catalog::find_chunks(std::span<const ChunkId> ids, std::string_view context,
                           const std::function<void(std::size_t, const std::optional<Location>&)>& f) {
     for (std::size_t i = 0; i < ids.size(); ++i) f(i, find_chunk(ids[i], context));

@@ -258,6 +258,10 @@ public:
     /// Manifests whose name starts with `prefix`, by name.
     virtual std::vector<ManifestInfo> list(std::string_view prefix) = 0;
     virtual std::optional<ManifestInfo> find(std::string_view name) = 0;
+    /// f(i, find(names[i])) for each of `names` in order. The default asks
+    /// find for each; a catalog over a network answers the batch at once.
+    virtual void find_many(std::span<const std::string> names,
+                           const std::function<void(std::size_t, std::optional<ManifestInfo>)>& f);
     /// The file `name` (if its size is `size`, when given). A damaged
     /// digest is a DamageError naming `context` (default: "the digest of 'NAME'").
     virtual std::optional<StoredFile> stored_file(std::string_view name, std::optional<std::uint64_t> size = {},

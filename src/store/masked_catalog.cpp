@@ -54,6 +54,13 @@ public:
         if (m) flip(m->digest, m->name, m->size);
         return m;
     }
+    void find_many(std::span<const std::string> names,
+                   const std::function<void(std::size_t, std::optional<ManifestInfo>)>& f) override {
+        in_->find_many(names, [&](std::size_t i, std::optional<ManifestInfo> m) {
+            if (m) flip(m->digest, m->name, m->size);
+            f(i, std::move(m));
+        });
+    }
     std::optional<StoredFile> stored_file(std::string_view name, std::optional<std::uint64_t> size,
                                           std::string_view context) override {
         return plain(in_->stored_file(name, size, context));

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <chrono>
 #include <thread>
+#include <unordered_map>
 
 namespace cdc::store {
 
@@ -149,6 +150,33 @@ private:
     PgResult page_;
     int at_ = 0;
     bool done_ = false;
+};
+
+/// The rows of a small manifest, fetched with other manifests' rows.
+class PgFetchedListReader final : public ListReader {
+public:
+    PgFetchedListReader(const PgResult& rows, int begin, int end) : rows_(rows), at_(begin), begin_(begin), end_(end) {}
+    bool next(std::uint32_t& seq, std::vector<std::uint8_t>& ids) override {
+        if (at_ >= end_) return false;
+        seq = static_cast<std::uint32_t>(rows_.i64(at_, 1));
+        const auto b = rows_.bytes(at_, 2);
+        ids.assign(b.begin(), b.end());
+        ++at_;
+        return true;
+    }
+    bool row(std::uint32_t seq, std::vector<std::uint8_t>& ids) override {
+        for (int k = begin_; k < end_; ++k)
+            if (rows_.i64(k, 1) == std::int64_t{seq}) {
+                const auto b = rows_.bytes(k, 2);
+                ids.assign(b.begin(), b.end());
+                return true;
+            }
+        return false;
+    }
+
+private:
+    const PgResult& rows_;
+    int at_, begin_, end_;
 };
 
 // ---------------------------------------------------------------- open, settings
@@ -448,6 +476,26 @@ std::optional<ManifestInfo> PgCatalog::find(std::string_view name) {
     return read_manifest_row(r, 0, conn_.url());
 }
 
+void PgCatalog::find_many(std::span<const std::string> names,
+                          const std::function<void(std::size_t, std::optional<ManifestInfo>)>& f) {
+    if (names.empty()) return;
+    std::vector<std::span<const std::uint8_t>> items;
+    items.reserve(names.size());
+    for (const auto& n : names) items.emplace_back(reinterpret_cast<const std::uint8_t*>(n.data()), n.size());
+    PgParams p;
+    p.add_bytea_array(items);
+    const PgResult r = query(
+        fmt::format("SELECT {} FROM manifests WHERE name = ANY($1::bytea[]) AND condemned IS NULL", kManifestColumns)
+            .c_str(),
+        p, "finding files");
+    std::unordered_map<std::string, int> at;
+    for (int k = 0; k < r.rows(); ++k) at.emplace(as_string(r.bytes(k, 0)), k);
+    for (std::size_t i = 0; i < names.size(); ++i) {
+        const auto it = at.find(names[i]);
+        f(i, it == at.end() ? std::nullopt : std::optional<ManifestInfo>(read_manifest_row(r, it->second, conn_.url())));
+    }
+}
+
 std::optional<StoredFile> PgCatalog::stored_file(std::string_view name, std::optional<std::uint64_t> size,
                                                  std::string_view context) {
     PgParams p;
@@ -527,10 +575,45 @@ void PgCatalog::for_each_manifest(
     // The files' rows (small: no lists) at once, then each list paged.
     const PgResult ms = query("SELECT id, name, size, chunk_count FROM manifests WHERE name IS NOT NULL ORDER BY name",
                               {}, "listing files");
-    for (int i = 0; i < ms.rows(); ++i) {
-        PgListReader list(*this, ms.i64(i, 0));
+    // The lists of small files (one row of ids, or a few) are fetched many
+    // files at once: a statement per file is most of the time of a walk over
+    // a tree of small files with the catalog a round trip away.
+    constexpr std::int64_t kSmallList = 4096;   // ids: a list fetched with others
+    constexpr std::int64_t kFetchIds = 65536;   // ids of the lists fetched at once (~2 MiB)
+    const auto small = [&](int i) { return ms.i64(i, 3) >= 0 && ms.i64(i, 3) <= kSmallList; };
+    const auto call = [&](int i, ListReader& list) {
         f(as_string(ms.bytes(i, 1)), static_cast<std::uint64_t>(ms.i64(i, 2)), static_cast<std::uint64_t>(ms.i64(i, 3)),
           list);
+    };
+    for (int i = 0; i < ms.rows();) {
+        std::vector<std::int64_t> batch;
+        std::int64_t ids = 0;
+        for (int j = i; j < ms.rows() && small(j) && ids + ms.i64(j, 3) <= kFetchIds; ++j) {
+            batch.push_back(ms.i64(j, 0));
+            ids += ms.i64(j, 3);
+        }
+        if (batch.size() < 2) {
+            PgListReader list(*this, ms.i64(i, 0));
+            call(i, list);
+            ++i;
+            continue;
+        }
+        PgParams p;
+        p.add_int_array(batch);
+        const PgResult rows = query("SELECT manifest, seq, ids FROM manifest_chunks WHERE manifest = ANY($1::bigint[]) "
+                                    "ORDER BY manifest, seq",
+                                    p, "reading chunk lists");
+        std::unordered_map<std::int64_t, std::pair<int, int>> range;  // manifest -> its rows
+        for (int k = 0; k < rows.rows(); ++k) {
+            auto [it, added] = range.try_emplace(rows.i64(k, 0), k, k + 1);
+            if (!added) it->second.second = k + 1;
+        }
+        for (const std::int64_t id : batch) {
+            const auto it = range.find(id);
+            PgFetchedListReader list(rows, it == range.end() ? 0 : it->second.first,
+                                     it == range.end() ? 0 : it->second.second);
+            call(i++, list);
+        }
     }
 }
 

@@ -117,6 +117,8 @@ public:
 
     std::vector<ManifestInfo> list(std::string_view prefix) override;
     std::optional<ManifestInfo> find(std::string_view name) override;
+    void find_many(std::span<const std::string> names,
+                   const std::function<void(std::size_t, std::optional<ManifestInfo>)>& f) override;
     std::optional<StoredFile> stored_file(std::string_view name, std::optional<std::uint64_t> size,
                                           std::string_view context) override;
     std::optional<StoredFile> stored_file(std::int64_t row) override;

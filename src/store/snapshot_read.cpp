@@ -587,6 +587,43 @@ SnapshotCheck verify_snapshots(const Store& store) {
             const SnapshotTrees trees = detail::load_trees(store, snap);
             std::set<std::string> digests;
             std::vector<std::pair<std::string, std::string>> links;  // path, digest
+            // Files' manifests are looked up in batches (one round trip
+            // each for a catalog over a network): content_manifest's two
+            // names, the content's first.
+            struct Listed {
+                std::string path;
+                std::string digest;
+                std::uint64_t size;
+            };
+            std::vector<Listed> listed;
+            std::vector<std::string> names;
+            const auto check_listed = [&] {
+                names.clear();
+                for (const auto& f : listed) names.push_back(detail::content_name(store, f.digest, f.size));
+                auto found = store.find(std::span<const std::string>(names));
+                std::vector<std::size_t> rest;  // (files of snapshots before content manifests)
+                names.clear();
+                for (std::size_t i = 0; i < listed.size(); ++i)
+                    if (!found[i]) {
+                        rest.push_back(i);
+                        names.push_back(detail::file_name(store, id, listed[i].path));
+                    }
+                if (!rest.empty()) {
+                    auto more = store.find(std::span<const std::string>(names));
+                    for (std::size_t k = 0; k < rest.size(); ++k) found[rest[k]] = std::move(more[k]);
+                }
+                for (std::size_t i = 0; i < listed.size(); ++i) {
+                    const auto& f = found[i];
+                    const std::string& p = listed[i].path;
+                    if (!f)
+                        r.damage.push_back(fmt::format("snapshot {}: '/{}': its content is missing", id, p));
+                    else if (std::string(reinterpret_cast<const char*>(f->digest.data()), f->digest.size()) !=
+                                 listed[i].digest ||
+                             f->size != listed[i].size)
+                        r.damage.push_back(fmt::format("snapshot {}: '/{}': its content is not the file's", id, p));
+                }
+                listed.clear();
+            };
             std::function<void(const tree::Entry&, const std::string&)> check = [&](const tree::Entry& e,
                                                                                      const std::string& p) {
                 if (e.type == tree::EntryType::directory) {
@@ -601,18 +638,14 @@ SnapshotCheck verify_snapshots(const Store& store) {
                 } else if (e.type == tree::EntryType::file) {
                     ++r.files;
                     digests.insert(e.content.digest);
-                    const auto f = detail::content_manifest(store, id, p, e);
-                    if (!f)
-                        r.damage.push_back(fmt::format("snapshot {}: '/{}': its content is missing", id, p));
-                    else if (std::string(reinterpret_cast<const char*>(f->digest.data()), f->digest.size()) !=
-                                 e.content.digest ||
-                             f->size != tree::data_length(e))
-                        r.damage.push_back(fmt::format("snapshot {}: '/{}': its content is not the file's", id, p));
+                    listed.push_back({p, e.content.digest, tree::data_length(e)});
+                    if (listed.size() >= 1024) check_listed();
                 } else if (e.type == tree::EntryType::hardlink) {
                     links.emplace_back(p, e.content.digest);
                 }
             };
             check(detail::root_entry(snap), "");
+            check_listed();
             for (const auto& [p, d] : links)
                 if (!digests.count(d))
                     r.damage.push_back(fmt::format("snapshot {}: '/{}': a hard link to content the snapshot lacks", id, p));

@@ -427,6 +427,12 @@ std::vector<ManifestInfo> Store::list(std::string_view prefix) const {
 
 std::optional<ManifestInfo> Store::find(std::string_view name) const { return impl_->catalog->find(name); }
 
+std::vector<std::optional<ManifestInfo>> Store::find(std::span<const std::string> names) const {
+    std::vector<std::optional<ManifestInfo>> out(names.size());
+    impl_->catalog->find_many(names, [&](std::size_t i, std::optional<ManifestInfo> m) { out[i] = std::move(m); });
+    return out;
+}
+
 void Store::for_each_chunk(std::string_view name,
                            const std::function<void(const ChunkId&, std::uint32_t)>& f) const {
     Catalog& c = *impl_->catalog;

@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -170,48 +171,94 @@ VerifyReport Store::verify(const VerifyOptions& options) const {
     report.bytes_checked = checked_bytes.load();
 
     // Manifests: every listed chunk indexed and undamaged, sizes add up.
+    // Their ids are looked up in batches across manifests (one round trip
+    // each for a shared catalog, whose manifests are mostly small files of
+    // one chunk); a manifest is judged once all of its ids were looked up.
     std::unordered_map<ChunkId, std::vector<std::string>, IdHash> needed_by;
     {
+        struct Listing {
+            std::string name;
+            std::uint64_t size = 0, count = 0;
+            std::uint64_t n = 0, sum = 0;  // looked up so far
+            bool sizes_known = true;       // (a damaged row's size is not one)
+        };
+        std::deque<Listing> listings;  // not judged yet; the last may be still being read
+        std::vector<std::pair<Listing*, ChunkId>> queued;
+        std::vector<ChunkId> ids;
+        constexpr std::size_t kLookupBatch = 4096;
+        const auto needed = [&](const Listing& m, const ChunkId& id) {
+            auto& v = needed_by[id];
+            if (v.empty() || v.back() != m.name) v.push_back(m.name);
+        };
+        const auto listed = [&](Listing& m, const ChunkId& id, const std::optional<Location>& loc) {
+            if (!loc) {
+                report.damage.push_back(
+                    {fmt::format("'{}': chunk {} (number {}) is missing from the index", m.name, to_hex(id), m.n)});
+            } else {
+                m.sum += loc->raw_size;
+                if (damaged.count(id)) needed(m, id);
+            }
+            ++m.n;
+        };
+        const auto judge = [&](const Listing& m) {
+            if (m.n != m.count)
+                report.damage.push_back(
+                    {fmt::format("'{}': {} chunks listed, the manifest says {}", m.name, m.n, m.count)});
+            if (m.sizes_known && m.sum != m.size)
+                report.damage.push_back({fmt::format("'{}': its chunks hold {} bytes, the manifest says {}", m.name,
+                                                     m.sum, m.size)});
+            ++report.manifests;
+        };
+        // Looks the queued ids up; then judges the listings read whole.
+        const auto look_up = [&](bool last_read_whole) {
+            ids.clear();
+            for (const auto& q : queued) ids.push_back(q.second);
+            std::size_t next = 0;
+            try {
+                catalog.find_chunks(ids, {}, [&](std::size_t i, const std::optional<Location>& loc) {
+                    listed(*queued[i].first, ids[i], loc);
+                    next = i + 1;
+                });
+            } catch (const DamageError&) {
+                // From the damaged row on, one at a time.
+                for (std::size_t i = next; i < ids.size(); ++i) {
+                    Listing& m = *queued[i].first;
+                    std::optional<Location> loc;
+                    try {
+                        loc = catalog.find_chunk(ids[i]);
+                    } catch (const DamageError& e) {
+                        damaged.emplace(ids[i], e.what());  // (found so by the records' pass already)
+                        needed(m, ids[i]);
+                        m.sizes_known = false;
+                        ++m.n;
+                        continue;
+                    }
+                    listed(m, ids[i], loc);
+                }
+            }
+            queued.clear();
+            while (listings.size() > (last_read_whole ? 0u : 1u)) {
+                judge(listings.front());
+                listings.pop_front();
+            }
+        };
         std::vector<std::uint8_t> blob;
         std::uint32_t seq = 0;
         catalog.for_each_manifest([&](const std::string& name, std::uint64_t size, std::uint64_t count,
                                       ListReader& list) {
-            std::uint64_t sum = 0, n = 0;
-            bool sizes_known = true;  // (a damaged row's size is not one)
+            listings.push_back(Listing{name, size, count});
+            Listing& m = listings.back();
             while (list.next(seq, blob)) {
                 if (blob.size() % 32 != 0)
                     report.damage.push_back({fmt::format("'{}': a chunk list segment of {} bytes", name, blob.size())});
-                for (std::size_t i = 0; i + 32 <= blob.size(); i += 32, ++n) {
-                    const ChunkId id = to_id(std::span(blob).subspan(i, 32), name);
-                    std::optional<Location> loc;
-                    try {
-                        loc = catalog.find_chunk(id);
-                    } catch (const DamageError& e) {
-                        damaged.emplace(id, e.what());  // (found so by the records' pass already)
-                        auto& v = needed_by[id];
-                        if (v.empty() || v.back() != name) v.push_back(name);
-                        sizes_known = false;
-                        continue;
-                    }
-                    if (!loc) {
-                        report.damage.push_back(
-                            {fmt::format("'{}': chunk {} (number {}) is missing from the index", name, to_hex(id), n)});
-                        continue;
-                    }
-                    sum += loc->raw_size;
-                    if (damaged.count(id)) {
-                        auto& v = needed_by[id];
-                        if (v.empty() || v.back() != name) v.push_back(name);
-                    }
+                for (std::size_t i = 0; i + 32 <= blob.size(); i += 32) {
+                    queued.emplace_back(&m, to_id(std::span(blob).subspan(i, 32), name));
+                    if (queued.size() >= kLookupBatch) look_up(false);
                 }
             }
-            if (n != count)
-                report.damage.push_back({fmt::format("'{}': {} chunks listed, the manifest says {}", name, n, count)});
-            if (sizes_known && sum != size)
-                report.damage.push_back({fmt::format("'{}': its chunks hold {} bytes, the manifest says {}", name, sum,
-                                                     size)});
-            ++report.manifests;
+            if (queued.size() >= kLookupBatch / 4) look_up(true);
         });
+        look_up(true);
         if (const std::uint64_t pending = catalog.pending_manifests(); pending > 0)
             report.notes.push_back({fmt::format("{} pending manifest(s) of interrupted writers (gc drops them)",
                                                 pending)});
