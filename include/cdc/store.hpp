@@ -556,6 +556,32 @@ public:
     /// over); DamageError for a damaged record.
     void read_chunks(std::span<const ChunkId> ids, ChunkForm form,
                      const std::function<void(std::size_t index, const StoredChunk& chunk)>& f) const;
+    /// The raw bytes of `name`, in order, in pieces: f(bytes) (valid during
+    /// the call). Under one lock and one read of the index: for_each_chunk
+    /// and read_chunks at once (NotFoundError; DamageError as they say).
+    void read_file(std::string_view name, const std::function<void(std::span<const std::byte> bytes)>& f) const;
+
+    /// Holds the store's lock (shared) and one read view of its index while
+    /// it lives: the reads made meanwhile (find, read_file, for_each_chunk,
+    /// read_chunks...) see one committed state and take neither themselves.
+    /// For many small reads in a row over a catalog a round trip away
+    /// (PostgreSQL: a read takes 8 statements of lock and view). Nothing is
+    /// written through the Store while one lives (its writes would fail).
+    class ReadSession {
+    public:
+        ~ReadSession();
+        ReadSession(ReadSession&&) noexcept;
+        ReadSession& operator=(ReadSession&&) = delete;
+        ReadSession(const ReadSession&) = delete;
+        ReadSession& operator=(const ReadSession&) = delete;
+
+    private:
+        friend class Store;
+        struct State;
+        explicit ReadSession(std::unique_ptr<State> s);
+        std::unique_ptr<State> s_;
+    };
+    [[nodiscard]] ReadSession read_session() const;
 
     // --- files
     /// Restores `name` to `out`: written to a temporary file in the same

@@ -427,7 +427,11 @@ public:
 /// not ended by end()).
 class ReadView {
 public:
-    explicit ReadView(Catalog& c) : c_(c) { c_.begin_read(); }
+    /// (Inside a view already open, a Store::ReadSession's, it opens none:
+    /// its reads belong to that one.)
+    explicit ReadView(Catalog& c) : c_(c), open_(!c.reading()) {
+        if (open_) c_.begin_read();
+    }
     ~ReadView() {
         if (open_) c_.cancel_read();
     }
@@ -442,7 +446,7 @@ public:
 
 private:
     Catalog& c_;
-    bool open_ = true;
+    bool open_;
 };
 
 /// Calls f(id, location, index in the file) for each chunk of manifest row

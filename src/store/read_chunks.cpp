@@ -10,7 +10,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
+#include <limits>
 #include <optional>
 
 namespace cdc::store {
@@ -45,22 +47,69 @@ void Store::read_chunks(std::span<const ChunkId> ids, ChunkForm form,
             }
         }, options);
     }
-    for (const ChunkId& id : ids) {
-        const auto loc = catalog.find_chunk(id);
-        if (!loc)
-            throw NotFoundError(fmt::format("chunk {} is not in the store '{}'", to_hex(id), impl_->dir.string()));
-        if (decoder) {
-            decoder->add(id, *loc, files);
-            continue;
-        }
-        out.raw_size = loc->raw_size;
-        // (Stored form: a sealed record's payload opened, its tag checked.)
-        out.codec = stored_payload(read_record_bytes(files.read(loc->pack), *loc, record), *loc, id, out.bytes, "",
-                                   impl_->sealer());
-        f(next++, out);
+    // The ids looked up a batch at a time (one statement each).
+    constexpr std::size_t kLookupBatch = 4096;
+    for (std::size_t from = 0; from < ids.size(); from += kLookupBatch) {
+        const auto batch = ids.subspan(from, std::min(kLookupBatch, ids.size() - from));
+        catalog.find_chunks(batch, {}, [&](std::size_t i, const std::optional<Location>& loc) {
+            const ChunkId& id = batch[i];
+            if (!loc)
+                throw NotFoundError(fmt::format("chunk {} is not in the store '{}'", to_hex(id), impl_->dir.string()));
+            if (decoder) {
+                decoder->add(id, *loc, files);
+                return;
+            }
+            out.raw_size = loc->raw_size;
+            // (Stored form: a sealed record's payload opened, its tag checked.)
+            out.codec = stored_payload(read_record_bytes(files.read(loc->pack), *loc, record), *loc, id, out.bytes, "",
+                                       impl_->sealer());
+            f(next++, out);
+        });
     }
     if (decoder) decoder->finish();
     read.end();
+}
+
+void Store::read_file(std::string_view name, const std::function<void(std::span<const std::byte>)>& f) const {
+    SharedLockGuard guard(impl_->lock);
+    Catalog& catalog = *impl_->catalog;
+    ReadView read(catalog);
+    const auto file = catalog.stored_file(name);
+    if (!file) throw NotFoundError(fmt::format("no file named '{}' in the store '{}'", name, impl_->dir.string()));
+    PackFiles files(*impl_->packs);
+    if (!impl_->decode_pool) impl_->decode_pool = std::make_unique<TaskPool>(2);
+    OrderedDecoder::Options options;
+    options.sealer = impl_->sealer();
+    OrderedDecoder decoder(*impl_->decode_pool, "", [&](OrderedDecoder::Delivery& d) { f(d.bytes); }, options);
+    // The list's own lookups give the locations (no second statement).
+    for_each_listed_chunk(catalog, file->row, name, std::numeric_limits<std::uint64_t>::max(),
+                          [&](const ChunkId& id, const Location& loc, std::uint64_t) { decoder.add(id, loc, files); });
+    decoder.finish();
+    read.end();
+}
+
+
+struct Store::ReadSession::State {
+    // (in this order: the view ends before the lock is let go)
+    SharedLockGuard guard;
+    ReadView view;
+    State(StoreLock& lock, Catalog& catalog) : guard(lock), view(catalog) {}
+};
+
+Store::ReadSession::ReadSession(std::unique_ptr<State> s) : s_(std::move(s)) {}
+Store::ReadSession::ReadSession(ReadSession&&) noexcept = default;
+Store::ReadSession::~ReadSession() {
+    if (s_) {
+        try {
+            s_->view.end();
+        } catch (...) {
+            // (a read-only view: nothing to keep; the lock still goes)
+        }
+    }
+}
+
+Store::ReadSession Store::read_session() const {
+    return ReadSession(std::make_unique<ReadSession::State>(impl_->lock, *impl_->catalog));
 }
 
 }  // namespace cdc::store

@@ -480,9 +480,7 @@ SnapshotRestoreReport restore_snapshot(const Store& store, const Snapshot& snap,
     // content names kept it under a file's path: the first file of the
     // snapshot with that digest (a hard link's may lie outside `path`).
     std::optional<std::unordered_map<std::string, std::string>> by_digest;
-    auto manifest_of = [&](const tree::Entry& e) -> std::string {
-        std::string name = detail::content_name(store, e.content.digest, tree::data_length(e));
-        if (store.find(name)) return name;
+    auto older_name = [&](const tree::Entry& e) -> std::string {
         if (!by_digest) {
             by_digest.emplace();
             walk(trees, detail::root_entry(snap), "", [&](const tree::Entry& x, const std::string& p) {
@@ -491,17 +489,30 @@ SnapshotRestoreReport restore_snapshot(const Store& store, const Snapshot& snap,
             });
         }
         const auto it = by_digest->find(e.content.digest);
-        if (it == by_digest->end() || !store.find(it->second)) throw DamageError("its content is not in the store");
+        if (it == by_digest->end()) throw DamageError("its content is not in the store");
         return it->second;
     };
+    // One lock and one view of the index for all the files (over PostgreSQL
+    // they were most of a small file's statements).
+    const Store::ReadSession session = store.read_session();
     tree::RestoreSource source;
     source.tree = [&](const tree::BlobId& id) { return trees.entries(id); };
     source.content = [&](const tree::Entry& e, const std::function<void(std::string_view)>& sink) {
-        std::vector<ChunkId> ids;
-        store.for_each_chunk(manifest_of(e), [&](const ChunkId& id, std::uint32_t) { ids.push_back(id); });
-        store.read_chunks(ids, Store::ChunkForm::raw, [&](std::size_t, const StoredChunk& c) {
-            sink(std::string_view(reinterpret_cast<const char*>(c.bytes.data()), c.bytes.size()));
-        });
+        const auto deliver = [&](std::span<const std::byte> b) {
+            sink(std::string_view(reinterpret_cast<const char*>(b.data()), b.size()));
+        };
+        // (read_file finds the file before it reads a byte: NotFoundError
+        // means none was delivered)
+        try {
+            store.read_file(detail::content_name(store, e.content.digest, tree::data_length(e)), deliver);
+            return;
+        } catch (const NotFoundError&) {
+        }
+        try {
+            store.read_file(older_name(e), deliver);
+        } catch (const NotFoundError&) {
+            throw DamageError("its content is not in the store");
+        }
     };
     return detail::restore_checked(out, root, parts, std::move(source), options);
 }

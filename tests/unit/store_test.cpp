@@ -272,6 +272,33 @@ TEST(Store, ManifestsFromChunkListsAndCompressedChunks) {
     });
     EXPECT_EQ(streamed, ids);
     EXPECT_EQ(rebuilt, whole);
+    // The file's raw bytes in one call; a read session holds one committed
+    // state (a file committed meanwhile shows once it ends) and the lock
+    // (gc, exclusive, is refused meanwhile).
+    {
+        std::vector<std::uint8_t> read_back;
+        const auto collect = [&](std::span<const std::byte> b) {
+            const auto* p = reinterpret_cast<const std::uint8_t*>(b.data());
+            read_back.insert(read_back.end(), p, p + b.size());
+        };
+        s.read_file("assembled", collect);
+        EXPECT_EQ(read_back, whole);
+        const auto session = s.read_session();
+        read_back.clear();
+        s.read_file("assembled", collect);
+        EXPECT_EQ(read_back, whole);
+        EXPECT_THROW(s.read_file("absent", collect), store::NotFoundError);
+        {
+            Writer later(s);
+            later.begin_manifest({"later", 0600, 5});
+            later.add_chunks(ids);
+            later.finish_manifest(store::chunk_id_of(std::as_bytes(std::span(whole))), whole.size());
+            later.commit();
+        }
+        EXPECT_FALSE(s.find("later")) << "committed after the session's view began";
+        EXPECT_THROW(s.gc(), store::StoreError);
+    }
+    EXPECT_TRUE(s.find("later"));
     // A chunk list naming an unknown chunk is refused.
     Writer w(s);
     w.begin_manifest({"bad", 0600, 5});
