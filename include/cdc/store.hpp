@@ -569,6 +569,11 @@ public:
     /// written through the Store while one lives (its writes would fail).
     class ReadSession {
     public:
+        /// Ends the view and opens a fresh one (the lock stays). A long run
+        /// of reads renews it now and then: a PostgreSQL server keeps every
+        /// row version an open view could see (its tables grow behind the
+        /// writers meanwhile).
+        void renew();
         ~ReadSession();
         ReadSession(ReadSession&&) noexcept;
         ReadSession& operator=(ReadSession&&) = delete;

@@ -92,8 +92,9 @@ void Store::read_file(std::string_view name, const std::function<void(std::span<
 struct Store::ReadSession::State {
     // (in this order: the view ends before the lock is let go)
     SharedLockGuard guard;
-    ReadView view;
-    State(StoreLock& lock, Catalog& catalog) : guard(lock), view(catalog) {}
+    Catalog& catalog;
+    std::optional<ReadView> view;
+    State(StoreLock& lock, Catalog& c) : guard(lock), catalog(c) { view.emplace(catalog); }
 };
 
 Store::ReadSession::ReadSession(std::unique_ptr<State> s) : s_(std::move(s)) {}
@@ -101,11 +102,17 @@ Store::ReadSession::ReadSession(ReadSession&&) noexcept = default;
 Store::ReadSession::~ReadSession() {
     if (s_) {
         try {
-            s_->view.end();
+            s_->view->end();
         } catch (...) {
             // (a read-only view: nothing to keep; the lock still goes)
         }
     }
+}
+
+void Store::ReadSession::renew() {
+    s_->view->end();
+    s_->view.reset();
+    s_->view.emplace(s_->catalog);
 }
 
 Store::ReadSession Store::read_session() const {

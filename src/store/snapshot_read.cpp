@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -494,10 +495,17 @@ SnapshotRestoreReport restore_snapshot(const Store& store, const Snapshot& snap,
     };
     // One lock and one view of the index for all the files (over PostgreSQL
     // they were most of a small file's statements).
-    const Store::ReadSession session = store.read_session();
+    // (renewed every few seconds: a view held for a long restore would keep
+    // PostgreSQL from cleaning up behind the writers)
+    Store::ReadSession session = store.read_session();
+    auto viewed_since = std::chrono::steady_clock::now();
     tree::RestoreSource source;
     source.tree = [&](const tree::BlobId& id) { return trees.entries(id); };
     source.content = [&](const tree::Entry& e, const std::function<void(std::string_view)>& sink) {
+        if (std::chrono::steady_clock::now() - viewed_since > std::chrono::seconds(5)) {
+            session.renew();
+            viewed_since = std::chrono::steady_clock::now();
+        }
         const auto deliver = [&](std::span<const std::byte> b) {
             sink(std::string_view(reinterpret_cast<const char*>(b.data()), b.size()));
         };

@@ -283,7 +283,7 @@ TEST(Store, ManifestsFromChunkListsAndCompressedChunks) {
         };
         s.read_file("assembled", collect);
         EXPECT_EQ(read_back, whole);
-        const auto session = s.read_session();
+        auto session = s.read_session();
         read_back.clear();
         s.read_file("assembled", collect);
         EXPECT_EQ(read_back, whole);
@@ -297,8 +297,12 @@ TEST(Store, ManifestsFromChunkListsAndCompressedChunks) {
         }
         EXPECT_FALSE(s.find("later")) << "committed after the session's view began";
         EXPECT_THROW(s.gc(), store::StoreError);
+        session.renew();  // a fresh view, the lock kept
+        EXPECT_TRUE(s.find("later"));
+        EXPECT_THROW(s.gc(), store::StoreError);
     }
     EXPECT_TRUE(s.find("later"));
+    EXPECT_NO_THROW(s.gc());
     // A chunk list naming an unknown chunk is refused.
     Writer w(s);
     w.begin_manifest({"bad", 0600, 5});
