@@ -494,9 +494,9 @@ SnapshotRestoreReport restore_snapshot(const Store& store, const Snapshot& snap,
         return it->second;
     };
     // One lock and one view of the index for all the files (over PostgreSQL
-    // they were most of a small file's statements).
-    // (renewed every few seconds: a view held for a long restore would keep
-    // PostgreSQL from cleaning up behind the writers)
+    // they were most of a small file's statements), the view renewed every
+    // few seconds (held through a long restore, it would keep PostgreSQL
+    // from cleaning up behind the writers).
     Store::ReadSession session = store.read_session();
     auto viewed_since = std::chrono::steady_clock::now();
     tree::RestoreSource source;
