@@ -230,6 +230,8 @@ public:
     /// indexed), each row checked as find_chunk's just before its call (a
     /// damaged one throws there). The default asks find_chunk for each; a
     /// catalog over a network answers the batch in one round trip.
+    /// Callers with many ids hand them over kFindChunksBatch at a time.
+    static constexpr std::size_t kFindChunksBatch = 4096;
     virtual void find_chunks(std::span<const ChunkId> ids, std::string_view context,
                              const std::function<void(std::size_t, const std::optional<Location>&)>& f);
     /// The raw size of chunk `id`, if indexed (not checked against its pack).

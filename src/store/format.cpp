@@ -181,6 +181,20 @@ void write_all(int fd, const void* data, std::size_t n, const std::string& what)
     }
 }
 
+void pwrite_all(int fd, const void* data, std::size_t n, std::uint64_t offset, const std::string& what) {
+    const auto* p = static_cast<const std::uint8_t*>(data);
+    while (n > 0) {
+        const ssize_t w = ::pwrite(fd, p, n, static_cast<off_t>(offset));
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            throw StoreError(fmt::format("writing {}: {}", what, std::strerror(errno)));
+        }
+        p += w;
+        n -= static_cast<std::size_t>(w);
+        offset += static_cast<std::uint64_t>(w);
+    }
+}
+
 std::size_t pread_full(int fd, void* data, std::size_t n, std::uint64_t offset, const std::string& what) {
     auto* p = static_cast<std::uint8_t*>(data);
     std::size_t got = 0;

@@ -97,6 +97,8 @@ bool record_checksum_ok(const std::uint8_t* header, std::span<const std::byte> p
 
 // ---- small POSIX helpers (throw StoreError naming `what`)
 void write_all(int fd, const void* data, std::size_t n, const std::string& what);
+/// Writes exactly n bytes at `offset`.
+void pwrite_all(int fd, const void* data, std::size_t n, std::uint64_t offset, const std::string& what);
 /// Reads exactly n bytes at `offset`; returns the bytes read (< n at EOF).
 std::size_t pread_full(int fd, void* data, std::size_t n, std::uint64_t offset, const std::string& what);
 void fsync_fd(int fd, const std::string& what, bool data_only);

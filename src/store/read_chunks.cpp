@@ -48,9 +48,8 @@ void Store::read_chunks(std::span<const ChunkId> ids, ChunkForm form,
         }, options);
     }
     // The ids looked up a batch at a time (one statement each).
-    constexpr std::size_t kLookupBatch = 4096;
-    for (std::size_t from = 0; from < ids.size(); from += kLookupBatch) {
-        const auto batch = ids.subspan(from, std::min(kLookupBatch, ids.size() - from));
+    for (std::size_t from = 0; from < ids.size(); from += Catalog::kFindChunksBatch) {
+        const auto batch = ids.subspan(from, std::min(Catalog::kFindChunksBatch, ids.size() - from));
         catalog.find_chunks(batch, {}, [&](std::size_t i, const std::optional<Location>& loc) {
             const ChunkId& id = batch[i];
             if (!loc)
@@ -87,7 +86,6 @@ void Store::read_file(std::string_view name, const std::function<void(std::span<
     decoder.finish();
     read.end();
 }
-
 
 struct Store::ReadSession::State {
     // (in this order: the view ends before the lock is let go)

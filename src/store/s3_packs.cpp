@@ -100,19 +100,6 @@ bool take_sink_memory(std::uint64_t n) {
 
 void give_sink_memory(std::uint64_t n) { g_sinks_memory.fetch_sub(n, std::memory_order_relaxed); }
 
-void pwrite_all(int fd, const std::uint8_t* data, std::size_t n, std::uint64_t at, const std::filesystem::path& path) {
-    while (n > 0) {
-        const ssize_t k = ::pwrite(fd, data, n, static_cast<off_t>(at));
-        if (k < 0 && errno == EINTR) continue;
-        if (k < 0)
-            throw StoreError(fmt::format("cannot write the pack being uploaded to '{}': {}", path.string(),
-                                         std::strerror(errno)));
-        data += k;
-        n -= static_cast<std::size_t>(k);
-        at += static_cast<std::uint64_t>(k);
-    }
-}
-
 class S3Sink final : public PackSink {
 public:
     S3Sink(const S3PackStorage& storage, std::uint64_t id, std::filesystem::path reservation)
@@ -163,7 +150,7 @@ public:
                 last_fill_ += k;
                 done += k;
             }
-            if (done < bytes.size()) pwrite_all(fd_, bytes.data() + done, bytes.size() - done, size_ + done, reservation_);
+            if (done < bytes.size()) pwrite_all(fd_, bytes.data() + done, bytes.size() - done, size_ + done, spilled_to_);
             size_ += bytes.size();
             // Full parts go up at once: a pack in memory holds one part at most.
             while (size_ - sent_ > storage_.part_size()) upload_part(storage_.part_size());
@@ -203,10 +190,11 @@ private:
         if (fd_ < 0)
             throw StoreError(fmt::format("cannot open '{}' to hold the pack being uploaded: {}", reservation_.string(),
                                          std::strerror(errno)));
+        spilled_to_ = fmt::format("the pack being uploaded to '{}'", reservation_.string());
         std::uint64_t at = sent_;
         for (std::size_t i = 0; i < blocks_.size(); ++i) {
             const std::size_t have = i + 1 == blocks_.size() ? last_fill_ : kBufferBlock;
-            pwrite_all(fd_, blocks_[i].get(), have, at, reservation_);
+            pwrite_all(fd_, blocks_[i].get(), have, at, spilled_to_);
             at += have;
         }
         release_blocks();
@@ -342,6 +330,7 @@ private:
     std::deque<std::unique_ptr<std::uint8_t[]>> blocks_;  // the bytes from sent_ (until spilled)
     std::size_t last_fill_ = 0;
     int fd_ = -1;  // the reservation file, once the pack is written there
+    std::string spilled_to_;  // (its description, for messages)
     std::uint64_t sent_ = 0;  // bytes of the pack gone up as parts
     std::uint64_t size_ = 0;
     std::string upload_id_;

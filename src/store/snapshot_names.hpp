@@ -174,6 +174,17 @@ void for_each_content(const Store& store, const Snapshot& s, const SnapshotTrees
 /// kept it (nullopt if neither is stored).
 std::optional<ManifestInfo> content_manifest(const Store& store, std::string_view id, std::string_view path,
                                              const tree::Entry& e);
+/// A file of a snapshot, for content_manifests: its path, its content's
+/// digest and length (tree::data_length).
+struct ContentRef {
+    std::string path;
+    std::string digest;
+    std::uint64_t size = 0;
+};
+/// content_manifest of many files of snapshot `id` at once: the names
+/// looked up in batches (one round trip each for a catalog over a network).
+std::vector<std::optional<ManifestInfo>> content_manifests(const Store& store, std::string_view id,
+                                                           std::span<const ContentRef> files);
 
 }  // namespace cdc::store::detail
 

@@ -92,8 +92,29 @@ std::string content_name(const Store& store, std::string_view digest, std::uint6
 
 std::optional<ManifestInfo> content_manifest(const Store& store, std::string_view id, std::string_view path,
                                              const tree::Entry& e) {
-    if (auto m = store.find(content_name(store, e.content.digest, tree::data_length(e)))) return m;
-    return store.find(file_name(store, id, path));
+    const ContentRef file{std::string(path), e.content.digest, tree::data_length(e)};
+    return std::move(content_manifests(store, id, std::span(&file, 1))[0]);
+}
+
+std::vector<std::optional<ManifestInfo>> content_manifests(const Store& store, std::string_view id,
+                                                           std::span<const ContentRef> files) {
+    std::vector<std::string> names;
+    names.reserve(files.size());
+    for (const auto& f : files) names.push_back(content_name(store, f.digest, f.size));
+    auto found = store.find(std::span<const std::string>(names));
+    // Files of snapshots made before content names: under the snapshot's id.
+    std::vector<std::size_t> rest;
+    names.clear();
+    for (std::size_t i = 0; i < files.size(); ++i)
+        if (!found[i]) {
+            rest.push_back(i);
+            names.push_back(file_name(store, id, files[i].path));
+        }
+    if (!rest.empty()) {
+        auto more = store.find(std::span<const std::string>(names));
+        for (std::size_t k = 0; k < rest.size(); ++k) found[rest[k]] = std::move(more[k]);
+    }
+    return found;
 }
 
 std::string read_manifest(const Store& store, const std::string& name) {
@@ -607,30 +628,10 @@ SnapshotCheck verify_snapshots(const Store& store) {
             std::set<std::string> digests;
             std::vector<std::pair<std::string, std::string>> links;  // path, digest
             // Files' manifests are looked up in batches (one round trip
-            // each for a catalog over a network): content_manifest's two
-            // names, the content's first.
-            struct Listed {
-                std::string path;
-                std::string digest;
-                std::uint64_t size;
-            };
-            std::vector<Listed> listed;
-            std::vector<std::string> names;
+            // each for a catalog over a network).
+            std::vector<detail::ContentRef> listed;
             const auto check_listed = [&] {
-                names.clear();
-                for (const auto& f : listed) names.push_back(detail::content_name(store, f.digest, f.size));
-                auto found = store.find(std::span<const std::string>(names));
-                std::vector<std::size_t> rest;  // (files of snapshots before content manifests)
-                names.clear();
-                for (std::size_t i = 0; i < listed.size(); ++i)
-                    if (!found[i]) {
-                        rest.push_back(i);
-                        names.push_back(detail::file_name(store, id, listed[i].path));
-                    }
-                if (!rest.empty()) {
-                    auto more = store.find(std::span<const std::string>(names));
-                    for (std::size_t k = 0; k < rest.size(); ++k) found[rest[k]] = std::move(more[k]);
-                }
+                const auto found = detail::content_manifests(store, id, listed);
                 for (std::size_t i = 0; i < listed.size(); ++i) {
                     const auto& f = found[i];
                     const std::string& p = listed[i].path;

@@ -185,7 +185,6 @@ VerifyReport Store::verify(const VerifyOptions& options) const {
         std::deque<Listing> listings;  // not judged yet; the last may be still being read
         std::vector<std::pair<Listing*, ChunkId>> queued;
         std::vector<ChunkId> ids;
-        constexpr std::size_t kLookupBatch = 4096;
         const auto needed = [&](const Listing& m, const ChunkId& id) {
             auto& v = needed_by[id];
             if (v.empty() || v.back() != m.name) v.push_back(m.name);
@@ -253,10 +252,10 @@ VerifyReport Store::verify(const VerifyOptions& options) const {
                     report.damage.push_back({fmt::format("'{}': a chunk list segment of {} bytes", name, blob.size())});
                 for (std::size_t i = 0; i + 32 <= blob.size(); i += 32) {
                     queued.emplace_back(&m, to_id(std::span(blob).subspan(i, 32), name));
-                    if (queued.size() >= kLookupBatch) look_up(false);
+                    if (queued.size() >= Catalog::kFindChunksBatch) look_up(false);
                 }
             }
-            if (queued.size() >= kLookupBatch / 4) look_up(true);
+            if (queued.size() >= Catalog::kFindChunksBatch / 4) look_up(true);
         });
         look_up(true);
         if (const std::uint64_t pending = catalog.pending_manifests(); pending > 0)
