@@ -572,7 +572,8 @@ public:
         /// Ends the view and opens a fresh one (the lock stays). A long run
         /// of reads renews it now and then: a PostgreSQL server keeps every
         /// row version an open view could see (its tables grow behind the
-        /// writers meanwhile).
+        /// writers meanwhile); and after the catalog's server was lost (the
+        /// view went with it: the reads in it fail until then).
         void renew();
         ~ReadSession();
         ReadSession(ReadSession&&) noexcept;

@@ -98,7 +98,7 @@ struct Store::ReadSession::State {
 Store::ReadSession::ReadSession(std::unique_ptr<State> s) : s_(std::move(s)) {}
 Store::ReadSession::ReadSession(ReadSession&&) noexcept = default;
 Store::ReadSession::~ReadSession() {
-    if (s_) {
+    if (s_ && s_->view) {
         try {
             s_->view->end();
         } catch (...) {
@@ -108,7 +108,8 @@ Store::ReadSession::~ReadSession() {
 }
 
 void Store::ReadSession::renew() {
-    s_->view->end();
+    // (None if the last renewal failed: its reads took views of their own.)
+    if (s_->view) s_->view->end();
     s_->view.reset();
     s_->view.emplace(s_->catalog);
 }

@@ -527,18 +527,37 @@ SnapshotRestoreReport restore_snapshot(const Store& store, const Snapshot& snap,
             session.renew();
             viewed_since = std::chrono::steady_clock::now();
         }
+        bool delivered = false;
         const auto deliver = [&](std::span<const std::byte> b) {
+            delivered = true;
             sink(std::string_view(reinterpret_cast<const char*>(b.data()), b.size()));
+        };
+        const auto read = [&](const std::string& name) {
+            try {
+                store.read_file(name, deliver);
+            } catch (const DamageError&) {
+                throw;
+            } catch (const NotFoundError&) {
+                throw;
+            } catch (const StoreError&) {
+                // The catalog lost (a PostgreSQL restart): so is the view,
+                // and every read in it would fail until it is renewed. A
+                // fresh one, and the file again if none of it was handed on.
+                if (delivered) throw;
+                session.renew();
+                viewed_since = std::chrono::steady_clock::now();
+                store.read_file(name, deliver);
+            }
         };
         // (read_file finds the file before it reads a byte: NotFoundError
         // means none was delivered)
         try {
-            store.read_file(detail::content_name(store, e.content.digest, tree::data_length(e)), deliver);
+            read(detail::content_name(store, e.content.digest, tree::data_length(e)));
             return;
         } catch (const NotFoundError&) {
         }
         try {
-            store.read_file(older_name(e), deliver);
+            read(older_name(e));
         } catch (const NotFoundError&) {
             throw DamageError("its content is not in the store");
         }

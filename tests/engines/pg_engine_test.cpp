@@ -782,6 +782,46 @@ TEST(PgEngine, PostgresRestartedMidPut) {
     }
 }
 
+TEST(PgEngine, PostgresRestartedMidRestore) {
+    // A snapshot restore reads all its files in one view of the catalog: a
+    // restart of the server takes the view with it, and the restore renews
+    // it and goes on (before, every file after the restart failed).
+    const std::string url = make_database();
+    TempDir tmp;
+    const std::string store = (tmp.path() / "store").string();
+    ASSERT_EQ(run_tool({"store", "init", "--no-encryption", "-q", "--catalog", url, store}).exit_code, 0);
+    const fs::path in = tmp.path() / "in";
+    std::map<std::string, std::vector<std::uint8_t>> tree;
+    constexpr int kFiles = 12000;  // (a restore of some seconds)
+    for (int i = 0; i < kFiles; ++i) {
+        const std::string name = fmt::format("d{}/f{:05}", i % 100, i);
+        auto bytes = random_bytes(50 + static_cast<std::size_t>(i) * 7919 % 3000, 9000 + static_cast<std::uint64_t>(i));
+        fs::create_directories((in / name).parent_path());
+        std::ofstream(in / name, std::ios::binary)
+            .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+        tree.emplace(name, std::move(bytes));
+    }
+    ASSERT_EQ(run_tool({"store", "backup", "-q", store, in.string()}).exit_code, 0);
+    const fs::path out = tmp.path() / "restored";  // ("out" and "err": the tool's output)
+    const pid_t get = spawn_tool({"store", "get", "-q", store, "latest:" + in.string(), "-o", out.string()}, tmp.path());
+    // Under way: some files restored, not all.
+    std::size_t seen = 0;
+    for (int i = 0; i < 3000 && seen < 200; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        seen = 0;
+        std::error_code ec;
+        for (auto it = fs::recursive_directory_iterator(out, ec); !ec && it != fs::recursive_directory_iterator();
+             it.increment(ec))
+            seen += it->is_regular_file(ec) ? 1u : 0u;
+    }
+    int status = 0;
+    ASSERT_EQ(::waitpid(get, &status, WNOHANG), 0) << "the restore ended before the restart: " << read_text(tmp.path() / "err");
+    EXPECT_EQ(shell(engines().pg.env.at("PG_CTL_CMD") + " -m fast restart >/dev/null"), 0);
+    const int code = wait_exit(get);
+    EXPECT_EQ(code, 0) << read_text(tmp.path() / "err");
+    expect_tree(out, tree);
+}
+
 TEST(PgEngine, ClearErrors) {
     const std::string url = make_database();
     TempDir tmp;
