@@ -36,6 +36,22 @@ inline EngineTree make_tree(const std::filesystem::path& root, int files, std::s
     return out;
 }
 
+/// `files` small files of random bytes spread over `dirs` directories
+/// (dK/fNNNNN.bin) under `root`, of `least` to `least + spread` bytes.
+inline EngineTree make_small_files(const std::filesystem::path& root, int files, int dirs, std::size_t least,
+                                   std::size_t spread, std::uint64_t seed) {
+    EngineTree out;
+    for (int i = 0; i < files; ++i) {
+        const std::string name = fmt::format("d{}/f{:05}.bin", i % dirs, i);
+        auto bytes = random_bytes(least + static_cast<std::size_t>(i) * 7919 % spread, seed + static_cast<std::uint64_t>(i));
+        std::filesystem::create_directories((root / name).parent_path());
+        std::ofstream(root / name, std::ios::binary)
+            .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+        out.emplace(name, std::move(bytes));
+    }
+    return out;
+}
+
 /// The bytes of `p`; none if it does not exist.
 inline std::vector<std::uint8_t> file_bytes(const std::filesystem::path& p) {
     if (!std::filesystem::exists(p)) return {};

@@ -237,17 +237,8 @@ TEST(PgEngine, ABackupOfSmallFilesSendsFewStatements) {
     const std::string store = (tmp.path() / "store").string();
     ASSERT_EQ(run_tool({"store", "init", "-q", "--no-encryption", "--catalog", url, store}).exit_code, 0);
     const fs::path in = tmp.path() / "in";
-    std::map<std::string, std::vector<std::uint8_t>> tree;
     constexpr int kFiles = 600;
-    for (int i = 0; i < kFiles; ++i) {
-        // 0.5-40 KB: one chunk or a few
-        const std::string name = fmt::format("d{}/f{:03}.bin", i % 7, i);
-        auto bytes = random_bytes(500 + static_cast<std::size_t>(i) * 7919 % 40000, 7000 + static_cast<std::uint64_t>(i));
-        fs::create_directories((in / name).parent_path());
-        std::ofstream(in / name, std::ios::binary)
-            .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-        tree.emplace(name, std::move(bytes));
-    }
+    const auto tree = make_small_files(in, kFiles, 7, 500, 40000, 7000);  // 0.5-40 KB: one chunk or a few
     const std::uint64_t first = statements_sent({"store", "backup", "-q", store, in.string()});
     EXPECT_LT(first, kFiles / 2u) << "a backup of " << kFiles << " new files";
     const fs::path moved = tmp.path() / "moved";
@@ -791,16 +782,7 @@ TEST(PgEngine, PostgresRestartedMidRestore) {
     const std::string store = (tmp.path() / "store").string();
     ASSERT_EQ(run_tool({"store", "init", "--no-encryption", "-q", "--catalog", url, store}).exit_code, 0);
     const fs::path in = tmp.path() / "in";
-    std::map<std::string, std::vector<std::uint8_t>> tree;
-    constexpr int kFiles = 12000;  // (a restore of some seconds)
-    for (int i = 0; i < kFiles; ++i) {
-        const std::string name = fmt::format("d{}/f{:05}", i % 100, i);
-        auto bytes = random_bytes(50 + static_cast<std::size_t>(i) * 7919 % 3000, 9000 + static_cast<std::uint64_t>(i));
-        fs::create_directories((in / name).parent_path());
-        std::ofstream(in / name, std::ios::binary)
-            .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-        tree.emplace(name, std::move(bytes));
-    }
+    const auto tree = make_small_files(in, 12000, 100, 50, 3000, 9000);  // (a restore of some seconds)
     ASSERT_EQ(run_tool({"store", "backup", "-q", store, in.string()}).exit_code, 0);
     const fs::path out = tmp.path() / "restored";  // ("out" and "err": the tool's output)
     const pid_t get = spawn_tool({"store", "get", "-q", store, "latest:" + in.string(), "-o", out.string()}, tmp.path());
