@@ -711,7 +711,11 @@ TEST(StoreSnapshotCli, KillNineDuringBackupForgetGcLeavesEverySnapshotRestorable
         for (const auto& s : surely) EXPECT_NE(std::find(now.begin(), now.end(), s), now.end()) << s << " lost";
     }
     EXPECT_GE(killed, 5);
-    EXPECT_GT(restored, 10);
+    // The three backups never killed (rounds 0, 5, 10) each stay listed for
+    // at least two rounds, or three for round 0's: at least 7 restores even
+    // when every killed backup dies before its commit and both killed
+    // forgets finish first (seen: 2 runs in 60 restored exactly 7).
+    EXPECT_GE(restored, 7);
     // A last gc leaves no notes (orphaned file manifests of killed backups dropped).
     ASSERT_EQ(run_tool({"store", "gc", dir}).exit_code, 0);
     const auto r = run_tool({"store", "verify", dir, "--full", "--json"});
