@@ -31,6 +31,16 @@ struct CalibrationLimits {
     double budget_seconds = 0.002;  ///< a round starts only if it can end within this (judged by the last one)
     int min_rounds = 7;             ///< ... but each candidate is timed at least this often (a median of 7)
     int max_rounds = 11;
+
+    /// For a calibration kept on disk: measured once per CPU and build, its
+    /// choice then holds for every later process, so it may take longer.
+    /// On an Intel Xeon (AVX-512, a KVM guest) the AVX-512 kernels' passes
+    /// slowed by ~12% after the first ~1 ms of a calibration (the core's
+    /// AVX-512 frequency, which the later passes of every kernel then share),
+    /// and with 7 rounds the median fell among the fast early passes or the
+    /// slow late ones: FastCDC chose its wide kernel, 8% slower on 128 MiB,
+    /// in 6 of 40 processes; with 21 rounds in 0 of 30 (docs/BENCHMARKS.md).
+    static constexpr CalibrationLimits kept() noexcept { return {0.008, 21, 31}; }
 };
 
 /// Times the candidates in rounds (each round runs every candidate once,

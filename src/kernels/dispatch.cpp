@@ -99,7 +99,8 @@ static ScanFn<Params> pick(const KernelSet<Params>& set, KernelLevel level, Kern
 // Times every distinct kernel the CPU runs, cutting the calibration buffer
 // as a stream with `probe` (the family's probe profile).
 template <class Params>
-static KernelCalibration calibrate(const Family<Params>& family, const Params& probe) {
+static KernelCalibration calibrate(const Family<Params>& family, const Params& probe,
+                                   const CalibrationLimits& limits) {
     const KernelSet<Params>& set = family.set;
     const std::span<const std::uint8_t> buf = calibration_buffer().first(family.calibration_bytes);
     std::vector<CalibrationCandidate> candidates;
@@ -122,7 +123,7 @@ static KernelCalibration calibrate(const Family<Params>& family, const Params& p
                                   asm volatile("" : : "r"(cuts));
                               }});
     }
-    return run_calibration(family.name, candidates, buf.size(), &thread_cpu_seconds);
+    return run_calibration(family.name, candidates, buf.size(), &thread_cpu_seconds, limits);
 }
 
 // Whether `family` has a kernel exactly at `level` that this CPU runs: the
@@ -164,7 +165,7 @@ static KernelCalibration calibrate_or_load(const Family<Params>& family, const P
         if (auto c = disk.file->load(family.name, [&](KernelLevel l) { return runs_kernel_at(family, l); }))
             return *c;
     }
-    KernelCalibration c = calibrate(family, probe());
+    KernelCalibration c = calibrate(family, probe(), disk.file ? CalibrationLimits::kept() : CalibrationLimits{});
     if (disk.file) {
         std::lock_guard lock(disk.mutex);
         // Best effort: a cache that cannot be written is measured again next time.

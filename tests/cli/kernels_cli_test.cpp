@@ -104,6 +104,10 @@ TEST(KernelsCli, ASecondProcessReadsTheCalibrationsTheFirstStored) {
         EXPECT_EQ(fb["chosen"], fa["chosen"]) << fb["family"];  // what the first measured
         EXPECT_EQ(fb["candidates"], fa["candidates"]) << fb["family"];
         EXPECT_FALSE(c["families"][k]["cached"].get<bool>()) << c["families"][k]["family"];
+        // A calibration kept for later processes runs longer (CalibrationLimits::kept).
+        EXPECT_GE(fa["rounds"].get<int>(), 21) << fa["family"];
+        EXPECT_EQ(fb["rounds"], fa["rounds"]) << fb["family"];
+        EXPECT_LE(c["families"][k]["rounds"].get<int>(), 11) << c["families"][k]["family"];
     }
 }
 
