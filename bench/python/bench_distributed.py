@@ -125,7 +125,8 @@ def phases(client, tree, names):
     last = {}
     for _, e, w in shards:
         last[w] = max(last.get(w, 0), e)
-    return (f"wall {end - t0:.3f} s: walk {walk_end - t0:.3f}, to the first shard {min(s for s, _, _ in shards) - walk_end:.3f}, "
+    # (the first shard may start before the walk ends: it hands on shards as it goes)
+    return (f"wall {end - t0:.3f} s: walk {walk_end - t0:.3f}, first shard started {min(s for s, _, _ in shards) - t0:.3f}, "
             f"{len(shards)} shards {sum(e - s for s, e, _ in shards):.3f} (summed), the last worker's tail "
             f"{max(last.values()) - min(last.values()):.3f}, after the last shard {end - max(last.values()):.3f}")
 

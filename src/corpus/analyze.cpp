@@ -42,8 +42,9 @@ namespace {
 // hard links are counted once), problems as errors and warnings.
 class InputCollector final : public WalkVisitor {
 public:
-    InputCollector(WalkResult& out, const std::vector<std::string>& roots)
-        : out_(out), roots_(roots.begin(), roots.end()) {}
+    InputCollector(WalkResult& out, const std::vector<std::string>& roots,
+                   const std::function<void(const WalkResult&)>* on_file = nullptr)
+        : out_(out), roots_(roots.begin(), roots.end()), on_file_(on_file) {}
 
     void file(const std::string& path, const struct stat& st) override {
         if (!seen_.emplace(st.st_dev, st.st_ino).second) {
@@ -53,6 +54,7 @@ public:
         const auto size = static_cast<std::uint64_t>(st.st_size);
         out_.files.push_back({path, size, !roots_.contains(path)});
         out_.total_bytes += size;
+        if (on_file_ != nullptr) (*on_file_)(out_);
     }
 
     // Named on the command line: read as a stream (stdin, a FIFO,
@@ -87,13 +89,19 @@ private:
     WalkResult& out_;
     std::set<std::string> roots_;  // a file reported under one of these was named, not found in a tree
     std::set<std::pair<dev_t, ino_t>> seen_;
+    const std::function<void(const WalkResult&)>* on_file_;
 };
 
 }  // namespace
 
 WalkResult walk_inputs(const std::vector<std::string>& paths, const WalkOptions& options) {
+    return walk_inputs(paths, options, {});
+}
+
+WalkResult walk_inputs(const std::vector<std::string>& paths, const WalkOptions& options,
+                       const std::function<void(const WalkResult&)>& on_file) {
     WalkResult out;
-    InputCollector collector(out, paths);
+    InputCollector collector(out, paths, on_file ? &on_file : nullptr);
     walk(paths, options, collector);
     return out;
 }

@@ -28,6 +28,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -188,26 +189,49 @@ void add_distributed(py::module_& m) {
 
     m.def(
         "_dist_walk",
-        [](const std::vector<std::string>& paths, bool follow_symlinks) {
+        [](const std::vector<std::string>& paths, bool follow_symlinks, std::uint64_t batch_bytes,
+           const py::object& emit) {
             WalkOptions w;
             w.follow_symlinks = follow_symlinks;
+            const auto listed = [](const WalkResult& r, std::size_t from) {
+                py::list files;
+                for (std::size_t k = from; k < r.files.size(); ++k) {
+                    const FileEntry& f = r.files[k];
+                    files.append(py::make_tuple(as_bytes(f.path), f.size, f.in_tree));
+                }
+                return files;
+            };
+            // With `emit`: the files walked so far, each time they add up to
+            // batch_bytes, handed on while the walk goes on; the result
+            // holds the rest.
+            std::size_t sent = 0;
+            std::uint64_t sent_bytes = 0;
+            std::function<void(const WalkResult&)> on_file;
+            if (!emit.is_none() && batch_bytes > 0)
+                on_file = [&](const WalkResult& r) {
+                    if (r.total_bytes - sent_bytes < batch_bytes) return;
+                    py::gil_scoped_acquire gil;
+                    emit(listed(r, sent));
+                    sent = r.files.size();
+                    sent_bytes = r.total_bytes;
+                };
             WalkResult r;
             {
                 py::gil_scoped_release nogil;
-                r = walk_inputs(paths, w);
+                r = walk_inputs(paths, w, on_file);
             }
-            py::list files;
-            for (const FileEntry& f : r.files) files.append(py::make_tuple(as_bytes(f.path), f.size, f.in_tree));
             py::dict d;
-            d["files"] = std::move(files);
+            d["files"] = listed(r, sent);
             d["errors"] = issues_list(r.errors);
             d["warnings"] = issues_list(r.warnings);
             d["symlinks_skipped"] = r.symlinks_skipped;
             d["duplicates_skipped"] = r.duplicates_skipped;
             return d;
         },
-        py::arg("paths"), py::arg("follow_symlinks"),
-        "_dist_walk(paths, follow_symlinks)\n--\n\nThe walk of `cdc analyze` over paths local to this process.");
+        py::arg("paths"), py::arg("follow_symlinks"), py::arg("batch_bytes") = 0, py::arg("emit") = py::none(),
+        "_dist_walk(paths, follow_symlinks, batch_bytes=0, emit=None)\n--\n\n"
+        "The walk of `cdc analyze` over paths local to this process; with emit, emit(files) is called with the\n"
+        "files walked since the last call each time they add up to batch_bytes, and the result holds the rest.");
 
     m.def(
         "_dist_shard",

@@ -106,6 +106,92 @@ def test_a_worker_killed_mid_run_changes_no_figure(tmp_path, client, cdc_tool):
     assert pids[killed[0][0]] not in client.run(os.getpid).values()  # it did die (and was replaced)
 
 
+def test_the_walk_hands_on_shards_while_it_walks(tmp_path, client, cdc_tool):
+    tree = make_tree(tmp_path, files=12)
+    got = cdd.analyze(tree, "fastcdc", client=client, shard_bytes=600_000)
+    d = got["distributed"]
+    assert d["shards_during_walk"] >= d["shards"] - 1 >= 5, d  # all but the last, made of what was left
+    assert figures(got) == figures(cdc_analyze(cdc_tool, ["-a", "fastcdc", str(tree)]))
+    small = cdd.analyze(tree, "fastcdc", client=client)  # default sizes, a tree below 256 MiB: none
+    assert small["distributed"]["shards_during_walk"] == 0 and figures(small) == figures(got)
+
+
+class _Queue:
+    def __init__(self, messages):
+        self.messages = [cdd._tasks.pack(m) for m in messages]
+
+    def get(self, timeout):
+        if not self.messages:
+            raise TimeoutError
+        return self.messages.pop(0)
+
+
+class _Walk:
+    status = "finished"
+
+    def __init__(self, **result):
+        self.packed = cdd._tasks.pack(result)
+
+    def result(self):
+        return self.packed
+
+
+def test_a_walk_run_again_replaces_what_its_earlier_run_handed_on():
+    log = []
+
+    def walks(messages, result):
+        log.clear()
+        got = cdd._streamed_walks([_Walk(**result)], _Queue(messages), lambda g, f: log.append((g, f)),
+                                  lambda g: log.append(("retired", g)))
+        return got[0]["files"], list(log)
+
+    # Run A dies after two batches; run B starts over (A's late batch and its
+    # end are ignored).
+    files, calls = walks([("files", 0, "A", 0, ["a0"]), ("files", 0, "A", 1, ["a1"]), ("files", 0, "B", 0, ["b0"]),
+                          ("files", 0, "A", 2, ["a2"]), ("done", 0, "A", 3, None), ("files", 0, "B", 1, ["b1"]),
+                          ("done", 0, "B", 2, None)], {"attempt": "B", "batches": 2, "files": ["rest"]})
+    assert calls == [(0, ["a0"]), (0, ["a1"]), ("retired", 0), (0, ["b0"]), (0, ["b1"])] and files == ["rest"]
+    # Run A ended, but its result was lost with its worker: the result is
+    # run B's, whose batches follow.
+    files, calls = walks([("files", 0, "A", 0, ["a0"]), ("done", 0, "A", 1, None), ("files", 0, "B", 0, ["b0"]),
+                          ("done", 0, "B", 1, None)], {"attempt": "B", "batches": 1, "files": []})
+    assert calls == [(0, ["a0"]), ("retired", 0), (0, ["b0"])] and files == []
+    with pytest.raises(RuntimeError, match="batch 1 after 0"):
+        walks([("files", 0, "A", 1, ["a1"])], {"attempt": "A", "batches": 2, "files": []})
+
+
+def test_a_walk_whose_worker_dies_is_run_again_and_nothing_counted_twice(tmp_path, client, cdc_tool, monkeypatch):
+    # 120 files, each a batch (shard_bytes=1): the walk puts ~120 messages,
+    # long enough to be killed after its first.
+    base = cdc_chunkers.generate("splitmix64:9:40000")
+    for i in range(120):
+        d = tmp_path / f"d{i % 4}"
+        d.mkdir(exist_ok=True)
+        (d / f"f{i:03}").write_bytes(base if i % 5 == 0 else cdc_chunkers.generate(f"splitmix64:{i}:30000"))
+    want = cdc_analyze(cdc_tool, ["-a", "fastcdc", str(tmp_path)])
+    pids = client.run(os.getpid)
+    killed, retired_groups = [], []
+    real = cdd._streamed_walks
+
+    def streamed(walks, queue, batch, retired):
+        def kill_the_walker(g, files):
+            batch(g, files)
+            if not killed:
+                walking = [w for w, keys in client.processing().items()
+                           if any(str(k).startswith("cdc-walk") for k in keys)]
+                os.kill(pids[walking[0]], signal.SIGKILL)
+                killed.append(walking[0])
+
+        return real(walks, queue, kill_the_walker, lambda g: (retired_groups.append(g), retired(g)))
+
+    monkeypatch.setattr(cdd, "_streamed_walks", streamed)
+    got = cdd.analyze(tmp_path, "fastcdc", client=client, shard_bytes=1)
+    assert killed and retired_groups == [0], (killed, retired_groups)
+    assert figures(got) == figures(want)
+    client.wait_for_workers(2, timeout=120)
+    assert pids[killed[0]] not in client.run(os.getpid).values()  # it did die (and was replaced)
+
+
 def test_sketch_mode_keeps_its_stated_error_bound(tmp_path, client):
     # ~9,000 distinct chunks against a sample of 512 and 2^10 registers:
     # both figures are estimates. Twenty seeds (fixed: the run is
@@ -160,8 +246,9 @@ def test_unreadable_and_vanished_files_are_named_as_cdc_analyze_names_them(tmp_p
     assert figures(got) == figures(want)
 
     # A file that vanishes after the walk, before its shard reads it (the
-    # first progress call comes between the two): an error naming it, and
-    # the figures of the files that remain.
+    # first progress call comes between the two when the walk hands on no
+    # shard while it walks: default shard sizes, a tree below 256 MiB): an
+    # error naming it, and the figures of the files that remain.
     last = tree / "zz-last.bin"
     last.write_bytes(cdc_chunkers.generate("splitmix64:5:300000"))
     gone = []
@@ -171,8 +258,7 @@ def test_unreadable_and_vanished_files_are_named_as_cdc_analyze_names_them(tmp_p
             last.unlink()
             gone.append(info["shards_done"] == 0)
 
-    got = cdd.analyze(tree, "fastcdc", follow_symlinks=True, client=client, shard_bytes=300_000,
-                      progress=remove_last)
+    got = cdd.analyze(tree, "fastcdc", follow_symlinks=True, client=client, progress=remove_last)
     assert gone == [True]
     vanished = [e for e in got["errors"] if e["path"] == str(last)]
     assert len(vanished) == 1 and "No such file" in vanished[0]["error"], got["errors"]

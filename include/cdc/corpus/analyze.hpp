@@ -85,6 +85,11 @@ struct WalkResult {
 /// exist or cannot be examined (a usage error for a tool); problems inside
 /// trees are recorded and the walk goes on.
 WalkResult walk_inputs(const std::vector<std::string>& paths, const WalkOptions& options = {});
+/// As above, calling `on_file(result so far)` each time a file is listed
+/// (result.files grows in walk order): to hand on what was walked while
+/// the walk goes on. An exception from it ends the walk and is rethrown.
+WalkResult walk_inputs(const std::vector<std::string>& paths, const WalkOptions& options,
+                       const std::function<void(const WalkResult&)>& on_file);
 
 // ---------------------------------------------------------------- analysis
 

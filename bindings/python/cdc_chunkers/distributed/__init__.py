@@ -17,7 +17,8 @@ list are read by any worker (a shared file system), those of a dict
 {host or worker address: paths} only on that host. The files are cut into
 shards; each shard is a task that reads its files once for every algorithm
 (the library's analyze()), dedups within the shard and sends on its
-distinct chunk ids only.
+distinct chunk ids only. The walk hands on its files as it goes (through a
+distributed.Queue): the first shards run while it walks the rest.
 
 mode="exact": the ids (16 bytes each: the 12 digest bytes `cdc analyze`
 compares, and the size) are hash-partitioned into `buckets` packed arrays;
@@ -34,9 +35,13 @@ stay exact; the report says how far the estimates can be off (see
 
 A shard whose worker dies is run again by Dask; results are pure functions
 of their inputs and each is used once, so nothing is counted twice or lost.
+A walk whose worker dies is run again too; the shards its first run handed
+on are dropped (cancelled, their figures never used) and the new run's
+taken instead.
 Progress: the tasks appear in the Dask dashboard (cdc-walk, cdc-shard,
 cdc-reduce), and progress=True draws a line on stderr.
 """
+import asyncio
 import math
 import os
 import sys
@@ -122,6 +127,48 @@ def _plan(files, target, parts=0, most=0):
     if current:
         shards.append((current, size))
     return shards
+
+
+def _streamed_walks(walks, queue, batch, retired):
+    """The walks' results (their files: what they did not hand on), calling
+    batch(group, files) for each batch a walk's current run puts in the
+    queue (see _tasks.walk) and retired(group) when a walk's run is
+    replaced by a new one (its worker died): the client then drops what the
+    earlier run gave."""
+    current, got, results, gone = {}, {}, {}, set()
+    while len(results) < len(walks):
+        try:
+            message = queue.get(timeout=0.5)
+        except (TimeoutError, asyncio.TimeoutError):
+            for g, w in enumerate(walks):
+                if g not in results and w.status == "error":
+                    w.result()  # raises the walk's error
+            continue
+        kind, g, attempt, seq, files = _tasks.unpack(message)
+        if attempt in gone or g in results:
+            continue
+        if current.get(g) != attempt:
+            if current.get(g) is not None:
+                gone.add(current[g])
+                retired(g)
+            current[g], got[g] = attempt, 0
+        if seq != got[g]:
+            raise RuntimeError(f"the walk of {g} handed on batch {seq} after {got[g]} batches")
+        if kind == "files":
+            batch(g, files)
+            got[g] += 1
+        elif kind == "failed":
+            walks[g].result()  # raises the walk's error
+            raise RuntimeError(f"the walk of {g} failed and then ended")
+        else:
+            r = _tasks.unpack(walks[g].result())
+            if r["attempt"] == attempt:
+                results[g] = r
+            else:  # (this run's worker died after it ended: the next run's batches follow)
+                gone.add(attempt)
+                retired(g)
+                current[g] = None
+    return [results[g] for g in range(len(walks))]
 
 
 def _host_of(address):
@@ -210,7 +257,8 @@ def analyze(paths, algorithms="fastcdc", min_size=0, avg_size=0, max_size=0, *, 
                  bottom-k sample size, and the seed of the sketches' hash.
     progress     True: a progress line on stderr; a callable: called with
                  {"shards_done", "shards", "bytes_done", "bytes", "seconds"}
-                 once the walk is done (shards_done 0, no shard started),
+                 once the walk is done (shards_done 0; shards the walk handed
+                 on may have started),
                  then as shards finish, and once at the end.
     retries      runs again of a task that raised (a worker that dies is
                  handled by Dask whatever this is).
@@ -272,11 +320,63 @@ def _run(client, groups, spec, resolved, sketch, buckets, shard_bytes, precision
     def where(host):
         return {"workers": [host], "allow_other_workers": False} if host else {}
 
+    import distributed
+    nbuckets = buckets or threads
+    most = 256 * _MiB
+    # Shards are submitted while the walk goes on, each as soon as the walk
+    # has handed on its files (a walk of 161k files took 0.7 s, with every
+    # worker idle meanwhile): with shard_bytes, every shard; by default in
+    # exact mode, shards of the largest size (256 MiB), the rest planned
+    # once the walk is done; in sketch mode by default, none (its shards'
+    # size follows from the whole).
+    stream = shard_bytes or (0 if sketch else most)
+    queue = distributed.Queue(f"cdc-walk-{token}", client=client) if stream else None
+    top = 1 << 40  # shards handed on by the walk run first, in walk order
+    shards, plan = [], []  # futures, and (host, files, bytes) of each
+    figures, sketches, splits = [], [], []  # per shard: its figures, sketch, bucket parts
+    own = {}  # group -> indexes of the shards from its walk's current run
+
+    def submit_shard(host, files, size, priority):
+        i = len(shards)
+        s = _submit(client, _tasks.shard, _tasks.pack(files), spec, 0 if sketch else nbuckets,
+                    precision if sketch else 0, sample, sketch_seed, key=f"cdc-shard-{token}-{i}", retries=retries,
+                    priority=priority, **where(host))
+        shards.append(s)
+        plan.append((host, files, size))
+        # (the tasks that split a shard's result run as soon as it is
+        # there, before any other shard)
+        figures.append(_submit(client, _tasks.figures, s, key=f"cdc-figures-{token}-{i}", priority=top + 1))
+        if sketch:
+            sketches.append(_submit(client, _tasks.sketch, s, key=f"cdc-sketch-{token}-{i}", priority=top + 1))
+        else:
+            splits.append([_submit(client, _tasks.bucket, s, r, key=f"cdc-bucket-{token}-{i}-{r}", priority=top + 1)
+                           for r in range(nbuckets)])
+        return i
+
+    def batch(g, files):
+        own.setdefault(g, []).append(submit_shard(groups[g][0], files, sum(f[1] for f in files), top - len(shards)))
+
+    def retired(g):
+        # A walk run again (its worker died): what its earlier run handed on
+        # is dropped, shards and all, never counted.
+        dropped = own.pop(g, [])
+        client.cancel([shards[i] for i in dropped] + [figures[i] for i in dropped] +
+                      [t for i in dropped for t in (sketches[i:i + 1] if sketch else splits[i])])
+        for i in dropped:
+            plan[i] = None
+
     # (a walk that raises names a bad top-level path: not worth a retry)
-    walks = [_submit(client, _tasks.walk, p, spec["follow_symlinks"], key=f"cdc-walk-{token}-{i}", pure=False,
-                           **where(h)) for i, (h, p) in enumerate(groups)]
-    walked = [_tasks.unpack(w) for w in client.gather(walks)]
-    total = sum(f[1] for w in walked for f in w["files"])
+    walks = [_submit(client, _tasks.walk, p, spec["follow_symlinks"], queue.name if queue else None, i, stream,
+                     key=f"cdc-walk-{token}-{i}", pure=False, **where(h)) for i, (h, p) in enumerate(groups)]
+    try:
+        walked = (_streamed_walks(walks, queue, batch, retired) if queue
+                  else [_tasks.unpack(w) for w in client.gather(walks)])
+    finally:
+        if queue:
+            queue.close()
+    del walks  # (their results are in: no run again of a walk whose worker dies now)
+    during = sum(len(v) for v in own.values())
+    total = sum(p[2] for p in plan if p) + sum(f[1] for w in walked for f in w["files"])
     # Exact mode, by default: shards of half of each thread's share of what
     # is left (at most 256 MiB), down to a sixteenth of its share of the
     # whole (4 MiB .. 64 MiB) at the end; sketch mode: half of each thread's
@@ -289,34 +389,24 @@ def _run(client, groups, spec, resolved, sketch, buckets, shard_bytes, precision
     else:
         target = min(64 * _MiB, max(4 * _MiB, total // (16 * threads)))
         parts = 2 * threads
-    plan = [(h, files, size) for (h, _), w in zip(groups, walked)
-            for files, size in _plan(w["files"], target, parts, 256 * _MiB)]
+    rest = [(h, files, size) for (h, _), w in zip(groups, walked) for files, size in _plan(w["files"], target, parts, most)]
     # The largest shards first (Dask runs the tasks of higher priority
     # first): the run ends with the small ones, the workers finishing
-    # together; the tasks that split a shard's result run as soon as it is
-    # there, before any other shard.
-    order = sorted(range(len(plan)), key=lambda i: -plan[i][2])
-    rank = {i: len(plan) - k for k, i in enumerate(order)}
-    nbuckets = buckets or threads
-    meter = _Progress(progress, len(plan), total)
-    meter.step(0, walked=True)  # the walk is done, no shard has started
-
-    shards = [_submit(client, _tasks.shard, _tasks.pack(files), spec, 0 if sketch else nbuckets, precision if sketch else 0,
-                            sample, sketch_seed, key=f"cdc-shard-{token}-{i}", retries=retries, priority=rank[i],
-                            **where(h))
-              for i, (h, files, _) in enumerate(plan)]
-    first = len(plan) + 1
-    figures = [_submit(client, _tasks.figures, s, key=f"cdc-figures-{token}-{i}", priority=first)
-               for i, s in enumerate(shards)]
+    # together.
+    order = sorted(range(len(rest)), key=lambda i: -rest[i][2])
+    rank = {i: len(rest) - k for k, i in enumerate(order)}
+    for i, (h, files, size) in enumerate(rest):
+        submit_shard(h, files, size, rank[i])
+    keep = [i for i, p in enumerate(plan) if p]
+    shards, plan, figures = [shards[i] for i in keep], [plan[i] for i in keep], [figures[i] for i in keep]
     if sketch:
-        sketches = [_submit(client, _tasks.sketch, s, key=f"cdc-sketch-{token}-{i}", priority=first)
-                    for i, s in enumerate(shards)]
+        sketches = [sketches[i] for i in keep]
     else:
-        parts = [[_submit(client, _tasks.bucket, s, r, key=f"cdc-bucket-{token}-{i}-{r}", priority=first)
-                  for i, s in enumerate(shards)] for r in range(nbuckets)]
+        parts = [[splits[i][r] for i in keep] for r in range(nbuckets)]
         reducers = [_submit(client, _tasks.reduce, *p, key=f"cdc-reduce-{token}-{r}") for r, p in enumerate(parts)]
+    meter = _Progress(progress, len(plan), total)
+    meter.step(0, walked=True)  # the walk is done, no shard counted yet
 
-    import distributed
     # A shard's figures, fetched as each is done (a shard is done when its
     # figures are): no wait for all of them after the last shard.
     sizes = {f.key: size for f, (_, _, size) in zip(figures, plan)}
@@ -336,7 +426,7 @@ def _run(client, groups, spec, resolved, sketch, buckets, shard_bytes, precision
                 a[k] += s[k]
             a["sizes"].append(s["sizes"])
     info = {"mode": "sketch" if sketch else "exact", "workers": len(client.nthreads()), "threads": threads,
-            "shards": len(shards), "shard_bytes": target}
+            "shards": len(shards), "shards_during_walk": during, "shard_bytes": target}
     if sketch:
         per_shard = client.gather(sketches)
         estimates = []

@@ -2,8 +2,11 @@
 """The functions Dask runs on the workers (module-level, so that they are
 pickled by reference: a worker imports cdc_chunkers itself). Each is a pure
 function of its arguments: a task that is run again (its worker died, its
-result was lost) gives the same result, and each result is used once."""
+result was lost) gives the same result, and each result is used once. The
+walk also hands on the files it has walked while it goes on, each run of it
+under a name of its own (see walk)."""
 import pickle
+import uuid
 
 from .. import _core
 
@@ -20,9 +23,36 @@ def unpack(data):
     return pickle.loads(data)
 
 
-def walk(paths, follow_symlinks):
-    """The walk of `cdc analyze` over paths local to this worker (packed)."""
-    return pack(_core._dist_walk(paths, follow_symlinks))
+def walk(paths, follow_symlinks, queue=None, group=0, batch_bytes=0):
+    """The walk of `cdc analyze` over paths local to this worker (packed).
+
+    With `queue` (the name of a distributed.Queue), each time the files
+    walked since the last batch add up to batch_bytes they are put there as
+    ("files", group, attempt, seq, files), and the result holds the rest; a
+    walk that ends puts ("done", ...) and one that fails ("failed", ...).
+    `attempt` names this run of the task: a walk run again (its worker died)
+    starts again from seq 0 under a new name, and the client drops what it
+    took from the earlier run."""
+    if not queue:
+        return pack(_core._dist_walk(paths, follow_symlinks))
+    from distributed import Queue
+    q = Queue(queue)
+    attempt = uuid.uuid4().hex
+    seq = 0
+
+    def emit(files):
+        nonlocal seq
+        q.put(pack(("files", group, attempt, seq, files)))
+        seq += 1
+
+    try:
+        result = _core._dist_walk(paths, follow_symlinks, batch_bytes, emit)
+    except BaseException:
+        q.put(pack(("failed", group, attempt, seq, None)))
+        raise
+    result["attempt"], result["batches"] = attempt, seq
+    q.put(pack(("done", group, attempt, seq, None)))
+    return pack(result)
 
 
 def _worker_address():
