@@ -114,6 +114,10 @@ def test_the_walk_hands_on_shards_while_it_walks(tmp_path, client, cdc_tool):
     assert figures(got) == figures(cdc_analyze(cdc_tool, ["-a", "fastcdc", str(tree)]))
     small = cdd.analyze(tree, "fastcdc", client=client)  # default sizes, a tree below 256 MiB: none
     assert small["distributed"]["shards_during_walk"] == 0 and figures(small) == figures(got)
+    # The scheduler keeps no queue of a run that ended (its memory would
+    # grow with the runs it served).
+    queues = client.run_on_scheduler(lambda dask_scheduler: list(dask_scheduler.extensions["queues"].queues))
+    assert not [q for q in queues if q.startswith("cdc-walk-")], queues
 
 
 class _Queue:

@@ -46,13 +46,18 @@ def walk(paths, follow_symlinks, queue=None, group=0, batch_bytes=0):
         seq += 1
 
     try:
-        result = _core._dist_walk(paths, follow_symlinks, batch_bytes, emit)
-    except BaseException:
-        q.put(pack(("failed", group, attempt, seq, None)))
-        raise
-    result["attempt"], result["batches"] = attempt, seq
-    q.put(pack(("done", group, attempt, seq, None)))
-    return pack(result)
+        try:
+            result = _core._dist_walk(paths, follow_symlinks, batch_bytes, emit)
+        except BaseException:
+            q.put(pack(("failed", group, attempt, seq, None)))
+            raise
+        result["attempt"], result["batches"] = attempt, seq
+        q.put(pack(("done", group, attempt, seq, None)))
+        return pack(result)
+    finally:
+        # (the scheduler keeps a queue while a handle to it is open: this
+        # one's, and the client's until its run ends)
+        q.close()
 
 
 def _worker_address():
