@@ -395,6 +395,8 @@ def _run(client, groups, spec, resolved, sketch, buckets, shard_bytes, precision
     # together.
     order = sorted(range(len(rest)), key=lambda i: -rest[i][2])
     rank = {i: len(rest) - k for k, i in enumerate(order)}
+    meter = _Progress(progress, during + len(rest), total)
+    meter.step(0, walked=True)  # the walk is done, no shard counted yet (and none of these started)
     for i, (h, files, size) in enumerate(rest):
         submit_shard(h, files, size, rank[i])
     keep = [i for i, p in enumerate(plan) if p]
@@ -404,9 +406,6 @@ def _run(client, groups, spec, resolved, sketch, buckets, shard_bytes, precision
     else:
         parts = [[splits[i][r] for i in keep] for r in range(nbuckets)]
         reducers = [_submit(client, _tasks.reduce, *p, key=f"cdc-reduce-{token}-{r}") for r, p in enumerate(parts)]
-    meter = _Progress(progress, len(plan), total)
-    meter.step(0, walked=True)  # the walk is done, no shard counted yet
-
     # A shard's figures, fetched as each is done (a shard is done when its
     # figures are): no wait for all of them after the last shard.
     sizes = {f.key: size for f, (_, _, size) in zip(figures, plan)}
