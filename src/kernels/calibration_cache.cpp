@@ -15,6 +15,7 @@
 #include <blake3.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
@@ -301,9 +302,31 @@ std::optional<KernelCalibration> CalibrationFile::load(std::string_view family,
     return c;
 }
 
+namespace {
+
+/// Removes the oldest of the user's own calibration files (kernels-*.txt,
+/// regular, by modification time) in `dir` past the newest `keep`.
+void prune_calibrations(const std::filesystem::path& dir, std::size_t keep) {
+    std::vector<std::pair<std::int64_t, std::filesystem::path>> files;  // (mtime ns, path)
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+        const std::string name = e.path().filename().string();
+        if (!name.starts_with("kernels-") || !name.ends_with(".txt")) continue;
+        struct stat st {};
+        if (::lstat(e.path().c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid()) continue;
+        files.emplace_back(std::int64_t{st.st_mtim.tv_sec} * 1'000'000'000 + st.st_mtim.tv_nsec, e.path());
+    }
+    if (files.size() <= keep) return;
+    std::sort(files.begin(), files.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+    for (std::size_t k = keep; k < files.size(); ++k) ::unlink(files[k].second.c_str());
+}
+
+}  // namespace
+
 bool CalibrationFile::store(const KernelCalibration& c) {
     if (!make_private_dir(dir_)) return false;
     auto entries = read();
+    const bool fresh = entries.empty();
     Entry e{c.chosen, c.bytes, c.rounds, c.seconds, c.candidates};
     entries.insert_or_assign(std::string(c.family), std::move(e));
 
@@ -331,6 +354,7 @@ bool CalibrationFile::store(const KernelCalibration& c) {
         ::fsync(dfd);
         ::close(dfd);
     }
+    if (fresh) prune_calibrations(dir_, kKeepFiles);
     return true;
 }
 

@@ -69,8 +69,12 @@ public:
     /// Stores `c` beside the other families' entries the file holds (a
     /// damaged or foreign file is replaced). False if the directory or the
     /// file could not be written or is not safe to use (not the user's own,
-    /// or writable by others).
+    /// or writable by others). A new file (a new build or CPU) removes the
+    /// directory's oldest calibration files past the newest kKeepFiles: one
+    /// is written per build, and a developer's rebuilds would otherwise
+    /// pile them up.
     bool store(const KernelCalibration& c);
+    static constexpr std::size_t kKeepFiles = 16;
 
     /// The file's path (named after a hash of the identity).
     const std::filesystem::path& path() const noexcept { return path_; }

@@ -10,13 +10,16 @@
 
 #include "kernels/calibration_cache.hpp"  // (src/: the library's internals)
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include <sys/stat.h>
@@ -259,6 +262,36 @@ TEST(CalibrationCache, WritesReplaceTheFileWholeAndIgnoreLeftovers) {
         EXPECT_TRUE(e.path() == file.path() || e.path() == leftover) << e.path();
     }
     EXPECT_EQ(files, 2u);
+}
+
+TEST(CalibrationCache, ANewFileRemovesTheOldestPastTheNewestSixteen) {
+    TempDir tmp;
+    const fs::path dir = tmp.path() / "cdc-chunkers";
+    fs::create_directories(dir);
+    fs::permissions(dir, fs::perms::owner_all);
+    // 20 files of earlier builds, the oldest first (a minute apart), and
+    // files that are not calibrations.
+    const auto now = fs::file_time_type::clock::now();
+    for (int k = 0; k < 20; ++k) {
+        const fs::path p = dir / fmt::format("kernels-old{:02}.txt", k);
+        write_text(p, "x\n");
+        fs::last_write_time(p, now - std::chrono::minutes(60 - k));
+    }
+    write_text(dir / "notes.txt", "kept\n");
+    fs::create_directory(dir / "kernels-dir.txt");
+    fs::last_write_time(dir / "notes.txt", now - std::chrono::hours(48));
+    CalibrationFile file(dir, kIdentity);
+    ASSERT_TRUE(file.store(sample()));
+    std::set<std::string> left;
+    for (const auto& e : fs::directory_iterator(dir)) left.insert(e.path().filename().string());
+    std::set<std::string> want{"notes.txt", "kernels-dir.txt", file.path().filename().string()};
+    for (int k = 5; k < 20; ++k) want.insert(fmt::format("kernels-old{:02}.txt", k));  // the newest 15 + the new one
+    EXPECT_EQ(left, want);
+    // A second family in the same file: nothing more goes.
+    write_text(dir / "kernels-newer.txt", "x\n");
+    ASSERT_TRUE(file.store(sample("jc")));
+    EXPECT_TRUE(fs::exists(dir / "kernels-old05.txt"));
+    EXPECT_TRUE(file.load("jc", runs_test_levels).has_value() && file.load("fastcdc", runs_test_levels).has_value());
 }
 
 TEST(CalibrationCache, TheEnvironmentChoosesTheDirectoryOrTurnsTheCacheOff) {
