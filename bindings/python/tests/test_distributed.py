@@ -316,6 +316,21 @@ def test_without_a_client_it_runs_a_cluster_of_its_own(tmp_path, cdc_tool):
     assert got["distributed"]["workers"] == (os.cpu_count() or 1)
 
 
+def test_many_small_files_bring_no_warning_from_dask(tmp_path):
+    # 12,000 empty files with long names: one shard whose packed list is
+    # over Dask's 1 MB "large object" limit (it warns once per process, so
+    # in a process of its own).
+    names = "x" * 80
+    for i in range(12_000):
+        (tmp_path / f"{names}{i:05}").touch()
+    code = ("import sys, warnings\nwarnings.simplefilter('always')\nimport cdc_chunkers.distributed as cdd\n"
+            "r = cdd.analyze(sys.argv[1])\nprint(r['files'])")
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["12000"]
+    assert "Large object" not in done.stderr, done.stderr
+
+
 def run_cli(*args):
     return subprocess.run([sys.executable, "-m", "cdc_chunkers.distributed", *args], capture_output=True, text=True,
                           timeout=300)

@@ -47,6 +47,7 @@ import os
 import sys
 import time
 import uuid
+import warnings
 
 import numpy as np
 
@@ -210,8 +211,13 @@ def _submit(client, fn, *args, **kwargs):
     """client.submit(fn, ...), from a function of one line: Dask (2022.12)
     reads the source of the function that calls submit() at each call, for
     its dashboard, and tokenizing _run's took ~2.7 ms a task (0.13 s of CPU
-    a run of 47 tasks, while the shards run)."""
-    return client.submit(fn, *args, **kwargs)
+    a run of 47 tasks, while the shards run). A shard's file list travels
+    as one packed bytes object, a few MiB for thousands of small files:
+    Dask's warning that advises scattering it (a round trip more per shard)
+    is not for the user of analyze()."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Large object of size", category=UserWarning)
+        return client.submit(fn, *args, **kwargs)
 
 
 def _bytes_sent(client, token):
