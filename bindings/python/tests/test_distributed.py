@@ -344,6 +344,11 @@ def test_the_command_line(tmp_path, cdc_tool):
     want = cdc_analyze(cdc_tool, ["--follow-symlinks", "-a", "fastcdc,ultracdc", "--avg", "16K", str(tree)])
     assert figures(json.loads(done.stdout)) == figures(want)
     assert f"cdc: error: {tree / 'mem'}: " in done.stderr and "(skipped)" in done.stderr
+    shown = run_cli("--local", "1", "--json", str(tree))  # progress lines on stderr (not a terminal)
+    lines = [l for l in shown.stderr.splitlines() if " shards, " in l]
+    assert lines and lines[0].startswith("cdc: 0/"), shown.stderr  # after the walk
+    n = lines[-1].split()[1]
+    assert n.split("/")[0] == n.split("/")[1] and sum(n in l for l in lines) == 1, shown.stderr  # the end, once
     table = run_cli("--local", "1", "-q", str(tree / "d0"))
     assert table.returncode == 0 and "fastcdc" in table.stdout and "DEDUP%" in table.stdout, table.stderr
     missing = run_cli("--local", "1", str(tmp_path / "missing"))

@@ -184,6 +184,7 @@ class _Progress:
         self.done = self.bytes = 0
         self.start = self.last = time.monotonic()
         self.tty = target is True and sys.stderr.isatty()
+        self.printed = -1  # shards done at the last line printed
 
     def step(self, nbytes, final=False, walked=False):
         if not final and not walked:
@@ -199,7 +200,9 @@ class _Progress:
             return
         if not final and not walked and not self.tty and now - self.last < 2.0 and self.done < self.shards:
             return
-        self.last = now
+        if final and not self.tty and self.printed == self.done:
+            return  # (the line of the last shard said it all)
+        self.last, self.printed = now, self.done
         rate = self.bytes / max(now - self.start, 1e-9) / 1e6
         line = (f"cdc: {self.done}/{self.shards} shards, {self.bytes / 1e6:,.0f} of {self.total / 1e6:,.0f} MB "
                 f"({100.0 * self.bytes / max(self.total, 1):.0f}%), {rate:,.0f} MB/s")
