@@ -43,7 +43,7 @@ namespace {
 class InputCollector final : public WalkVisitor {
 public:
     InputCollector(WalkResult& out, const std::vector<std::string>& roots,
-                   const std::function<void(const WalkResult&)>* on_file = nullptr)
+                   const std::function<void(WalkResult&)>* on_file = nullptr)
         : out_(out), roots_(roots.begin(), roots.end()), on_file_(on_file) {}
 
     void file(const std::string& path, const struct stat& st) override {
@@ -89,7 +89,7 @@ private:
     WalkResult& out_;
     std::set<std::string> roots_;  // a file reported under one of these was named, not found in a tree
     std::set<std::pair<dev_t, ino_t>> seen_;
-    const std::function<void(const WalkResult&)>* on_file_;
+    const std::function<void(WalkResult&)>* on_file_;
 };
 
 }  // namespace
@@ -99,7 +99,7 @@ WalkResult walk_inputs(const std::vector<std::string>& paths, const WalkOptions&
 }
 
 WalkResult walk_inputs(const std::vector<std::string>& paths, const WalkOptions& options,
-                       const std::function<void(const WalkResult&)>& on_file) {
+                       const std::function<void(WalkResult&)>& on_file) {
     WalkResult out;
     InputCollector collector(out, paths, on_file ? &on_file : nullptr);
     walk(paths, options, collector);

@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -188,6 +189,33 @@ TEST(Walk, WalkInputsListsEachFileOnce) {
     EXPECT_EQ(w.warnings[0].path, d + "/fifo");
     EXPECT_EQ(w.warnings[1].path, d + "/b");
     EXPECT_NE(w.warnings[1].message.find("counted once"), std::string::npos);
+}
+
+TEST(Walk, WalkInputsHandsOnFilesAsItGoes) {
+    Tree t;
+    const std::vector<std::string> roots{t.root, t.root + "/b", t.root + "/a.txt"};
+    const WalkResult whole = walk_inputs(roots);
+    // Two files at a time taken out while the walk goes on: with the rest,
+    // the same files in the same order; the counts as without.
+    std::vector<std::string> taken;
+    std::vector<std::size_t> seen;  // files listed at each call
+    const WalkResult rest = walk_inputs(roots, {}, [&](WalkResult& r) {
+        seen.push_back(r.files.size());
+        if (r.files.size() < 2) return;
+        for (const auto& f : r.files) taken.push_back(f.path);
+        r.files.clear();
+    });
+    for (const auto& f : rest.files) taken.push_back(f.path);
+    std::vector<std::string> want;
+    for (const auto& f : whole.files) want.push_back(f.path);
+    EXPECT_EQ(taken, want);
+    EXPECT_EQ(seen, (std::vector<std::size_t>{1, 2, 1, 2}));  // a call per file listed
+    EXPECT_EQ(rest.files.size(), 0u);
+    EXPECT_EQ(rest.total_bytes, whole.total_bytes);
+    EXPECT_EQ(rest.duplicates_skipped, whole.duplicates_skipped);
+    EXPECT_EQ(rest.warnings.size(), whole.warnings.size());
+    // An exception from it ends the walk and comes out.
+    EXPECT_THROW(walk_inputs(roots, {}, [](WalkResult&) { throw std::runtime_error("stop"); }), std::runtime_error);
 }
 
 // ---------------------------------------------------------------- exclusions

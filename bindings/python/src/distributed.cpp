@@ -193,26 +193,22 @@ void add_distributed(py::module_& m) {
            const py::object& emit) {
             WalkOptions w;
             w.follow_symlinks = follow_symlinks;
-            const auto listed = [](const WalkResult& r, std::size_t from) {
+            const auto listed = [](const WalkResult& r) {
                 py::list files;
-                for (std::size_t k = from; k < r.files.size(); ++k) {
-                    const FileEntry& f = r.files[k];
-                    files.append(py::make_tuple(as_bytes(f.path), f.size, f.in_tree));
-                }
+                for (const FileEntry& f : r.files) files.append(py::make_tuple(as_bytes(f.path), f.size, f.in_tree));
                 return files;
             };
-            // With `emit`: the files walked so far, each time they add up to
-            // batch_bytes, handed on while the walk goes on; the result
-            // holds the rest.
-            std::size_t sent = 0;
+            // With `emit`: the files walked since the last batch, each time
+            // they add up to batch_bytes, handed on while the walk goes on
+            // (and dropped here); the result holds the rest.
             std::uint64_t sent_bytes = 0;
-            std::function<void(const WalkResult&)> on_file;
+            std::function<void(WalkResult&)> on_file;
             if (!emit.is_none() && batch_bytes > 0)
-                on_file = [&](const WalkResult& r) {
+                on_file = [&](WalkResult& r) {
                     if (r.total_bytes - sent_bytes < batch_bytes) return;
                     py::gil_scoped_acquire gil;
-                    emit(listed(r, sent));
-                    sent = r.files.size();
+                    emit(listed(r));
+                    r.files.clear();
                     sent_bytes = r.total_bytes;
                 };
             WalkResult r;
@@ -221,7 +217,7 @@ void add_distributed(py::module_& m) {
                 r = walk_inputs(paths, w, on_file);
             }
             py::dict d;
-            d["files"] = listed(r, sent);
+            d["files"] = listed(r);
             d["errors"] = issues_list(r.errors);
             d["warnings"] = issues_list(r.warnings);
             d["symlinks_skipped"] = r.symlinks_skipped;

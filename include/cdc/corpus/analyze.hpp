@@ -86,10 +86,13 @@ struct WalkResult {
 /// trees are recorded and the walk goes on.
 WalkResult walk_inputs(const std::vector<std::string>& paths, const WalkOptions& options = {});
 /// As above, calling `on_file(result so far)` each time a file is listed
-/// (result.files grows in walk order): to hand on what was walked while
-/// the walk goes on. An exception from it ends the walk and is rethrown.
+/// (appended to result.files, in walk order; total_bytes counts it): to
+/// hand on what was walked while the walk goes on. It may take the files
+/// out of result.files (the walk appends the next ones to what is left),
+/// so that a long walk holds only what was not handed on. An exception
+/// from it ends the walk and is rethrown.
 WalkResult walk_inputs(const std::vector<std::string>& paths, const WalkOptions& options,
-                       const std::function<void(const WalkResult&)>& on_file);
+                       const std::function<void(WalkResult&)>& on_file);
 
 // ---------------------------------------------------------------- analysis
 
