@@ -341,7 +341,7 @@ def _run(client, groups, spec, resolved, sketch, buckets, shard_bytes, precision
     stream = shard_bytes or (0 if sketch else most)
     queue = distributed.Queue(f"cdc-walk-{token}", client=client) if stream else None
     top = 1 << 40  # shards handed on by the walk run first, in walk order
-    shards, plan = [], []  # futures, and (host, files, bytes) of each
+    shards, plan = [], []  # futures, and the bytes of each (None: dropped)
     figures, sketches, splits = [], [], []  # per shard: its figures, sketch, bucket parts
     own = {}  # group -> indexes of the shards from its walk's current run
 
@@ -351,7 +351,7 @@ def _run(client, groups, spec, resolved, sketch, buckets, shard_bytes, precision
                     precision if sketch else 0, sample, sketch_seed, key=f"cdc-shard-{token}-{i}", retries=retries,
                     priority=priority, **where(host))
         shards.append(s)
-        plan.append((host, files, size))
+        plan.append(size)  # (not its files: the client holds no list of every file)
         # (the tasks that split a shard's result run as soon as it is
         # there, before any other shard)
         figures.append(_submit(client, _tasks.figures, s, key=f"cdc-figures-{token}-{i}", priority=top + 1))
@@ -385,7 +385,7 @@ def _run(client, groups, spec, resolved, sketch, buckets, shard_bytes, precision
             queue.close()
     del walks  # (their results are in: no run again of a walk whose worker dies now)
     during = sum(len(v) for v in own.values())
-    total = sum(p[2] for p in plan if p) + sum(f[1] for w in walked for f in w["files"])
+    total = sum(p for p in plan if p is not None) + sum(f[1] for w in walked for f in w["files"])
     # Exact mode, by default: shards of half of each thread's share of what
     # is left (at most 256 MiB), down to a sixteenth of its share of the
     # whole (4 MiB .. 64 MiB) at the end; sketch mode: half of each thread's
@@ -408,7 +408,10 @@ def _run(client, groups, spec, resolved, sketch, buckets, shard_bytes, precision
     meter.step(0, walked=True)  # the walk is done, no shard counted yet (and none of these started)
     for i, (h, files, size) in enumerate(rest):
         submit_shard(h, files, size, rank[i])
-    keep = [i for i, p in enumerate(plan) if p]
+    del rest
+    for w in walked:
+        w["files"] = None  # (sent with the shards)
+    keep = [i for i, p in enumerate(plan) if p is not None]
     shards, plan, figures = [shards[i] for i in keep], [plan[i] for i in keep], [figures[i] for i in keep]
     if sketch:
         sketches = [sketches[i] for i in keep]
@@ -417,7 +420,7 @@ def _run(client, groups, spec, resolved, sketch, buckets, shard_bytes, precision
         reducers = [_submit(client, _tasks.reduce, *p, key=f"cdc-reduce-{token}-{r}") for r, p in enumerate(parts)]
     # A shard's figures, fetched as each is done (a shard is done when its
     # figures are): no wait for all of them after the last shard.
-    sizes = {f.key: size for f, (_, _, size) in zip(figures, plan)}
+    sizes = {f.key: size for f, size in zip(figures, plan)}
     fetched = {}
     for done, result in distributed.as_completed(figures, with_results=True):
         fetched[done.key] = result
