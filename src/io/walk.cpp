@@ -11,6 +11,7 @@
 #include <array>
 #include <cerrno>
 #include <cstring>
+#include <memory>
 #include <optional>
 #include <set>
 #include <utility>
@@ -176,20 +177,21 @@ private:
     std::vector<std::pair<std::string, struct stat>> list(const std::string& dir) {
         std::vector<std::pair<std::string, struct stat>> subdirs;
         const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        DIR* d = dfd < 0 ? nullptr : ::fdopendir(dfd);
+        // (closed however the visitor's calls end: one may throw)
+        const std::unique_ptr<DIR, int (*)(DIR*)> d(dfd < 0 ? nullptr : ::fdopendir(dfd), &::closedir);
         if (d == nullptr) {
-            visitor_.skipped(dir, WalkSkip::error, fmt::format("cannot open directory: {}", std::strerror(errno)));
+            const int err = errno;
             if (dfd >= 0) ::close(dfd);
+            visitor_.skipped(dir, WalkSkip::error, fmt::format("cannot open directory: {}", std::strerror(err)));
             return subdirs;
         }
         if (const auto why = marked(dfd)) {
             visitor_.excluded(dir, true, *why);
-            ::closedir(d);
             return subdirs;
         }
         std::vector<std::string> names;
         errno = 0;
-        while (const dirent* e = ::readdir(d)) {
+        while (const dirent* e = ::readdir(d.get())) {
             if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) names.emplace_back(e->d_name);
             errno = 0;
         }
@@ -226,7 +228,6 @@ private:
             else
                 visitor_.skipped(path, WalkSkip::special, file_type_name(st.st_mode));
         }
-        ::closedir(d);
         return subdirs;
     }
 
