@@ -323,6 +323,8 @@ void prune_calibrations(const std::filesystem::path& dir, std::size_t keep) {
 
 }  // namespace
 
+bool CalibrationFile::writable() const { return make_private_dir(dir_) && ::access(dir_.c_str(), W_OK | X_OK) == 0; }
+
 bool CalibrationFile::store(const KernelCalibration& c) {
     if (!make_private_dir(dir_)) return false;
     auto entries = read();

@@ -75,6 +75,10 @@ public:
     /// pile them up.
     bool store(const KernelCalibration& c);
     static constexpr std::size_t kKeepFiles = 16;
+    /// Whether store() can write here: the directory is (or is made) the
+    /// user's own, private, and writable. A calibration that will not be
+    /// kept need not run as long as one that will (CalibrationLimits::kept).
+    bool writable() const;
 
     /// The file's path (named after a hash of the identity).
     const std::filesystem::path& path() const noexcept { return path_; }

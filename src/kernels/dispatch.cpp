@@ -160,13 +160,15 @@ static DiskCalibrations& disk_calibrations() {
 template <class Params>
 static KernelCalibration calibrate_or_load(const Family<Params>& family, const ProbeFn<Params>& probe) {
     DiskCalibrations& disk = disk_calibrations();
+    bool kept = false;  // (a calibration that will be kept may run longer)
     if (disk.file) {
         std::lock_guard lock(disk.mutex);
         if (auto c = disk.file->load(family.name, [&](KernelLevel l) { return runs_kernel_at(family, l); }))
             return *c;
+        kept = disk.file->writable();
     }
-    KernelCalibration c = calibrate(family, probe(), disk.file ? CalibrationLimits::kept() : CalibrationLimits{});
-    if (disk.file) {
+    KernelCalibration c = calibrate(family, probe(), kept ? CalibrationLimits::kept() : CalibrationLimits{});
+    if (kept) {
         std::lock_guard lock(disk.mutex);
         // Best effort: a cache that cannot be written is measured again next time.
         disk.file->store(c);
