@@ -75,6 +75,17 @@ void Catalog::find_many(std::span<const std::string> names,
     for (std::size_t i = 0; i < names.size(); ++i) f(i, find(names[i]));
 }
 
+void Catalog::stored_files_with_lists(
+    std::span<const std::string> names, std::uint64_t max_chunks,
+    const std::function<void(std::size_t, const std::optional<StoredFile>&, ListReader*)>& f) {
+    for (std::size_t i = 0; i < names.size(); ++i) {
+        const auto file = stored_file(names[i]);
+        std::unique_ptr<ListReader> list;
+        if (file && file->chunks <= max_chunks) list = read_list(file->row);
+        f(i, file, list.get());
+    }
+}
+
 void Catalog::find_chunks(std::span<const ChunkId> ids, std::string_view context,
                           const std::function<void(std::size_t, const std::optional<Location>&)>& f) {
     for (std::size_t i = 0; i < ids.size(); ++i) f(i, find_chunk(ids[i], context));

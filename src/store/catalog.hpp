@@ -270,6 +270,14 @@ public:
                                                   std::string_view context = {}) = 0;
     /// The file of row `row`, if that row is a committed file.
     virtual std::optional<StoredFile> stored_file(std::int64_t row) = 0;
+    /// stored_file(names[i]) for each of `names`, with its chunk list:
+    /// f(i, file, list), `list` null when the file is absent or lists more
+    /// than `max_chunks` chunks (and valid during the call only). The
+    /// default asks for each file and list; a catalog over a network answers
+    /// the files at once and the small lists at once.
+    virtual void stored_files_with_lists(
+        std::span<const std::string> names, std::uint64_t max_chunks,
+        const std::function<void(std::size_t, const std::optional<StoredFile>&, ListReader*)>& f);
     /// Of the newest `limit` files whose lists start with `first` (and hold
     /// two chunks or more), newest first, those of `size` and `chunks` when
     /// given (the index's order: no sort, a bounded scan however many files

@@ -6,6 +6,7 @@
 // kept until hashed. With a path, the output goes to a temporary file
 // renamed over OUT only once the size and whole-file BLAKE3 match.
 #include "ordered_decoder.hpp"
+#include "read_session.hpp"
 #include "../common/ordered_hasher.hpp"
 #include "store_impl.hpp"
 #include "../common/task_pool.hpp"
@@ -57,16 +58,22 @@ struct Readers {
     TaskPool pool;
 };
 
+/// `session`: a tree's (its view, the files looked up in batches), or null.
 Restored restore_to_fd(const Store::Impl& s, Readers& readers, std::string_view stored_name, int out_fd,
-                       const std::string& out_desc, const GetOptions& options) {
+                       const std::string& out_desc, const GetOptions& options,
+                       Store::ReadSession::State* session = nullptr) {
     // A snapshot's manifest name starts with a NUL byte: shown as "\0" (a
     // message is a C string).
     std::string name(stored_name);
     if (!name.empty() && name[0] == '\0') name.replace(0, 1, "\\0");
     Catalog& catalog = *s.catalog;
-    ReadView read(catalog);  // one view for the whole file and its metadata
-    const auto file = catalog.stored_file(stored_name, std::nullopt, fmt::format("'{}'", name));
+    ReadView read(catalog);  // one view for the whole file and its metadata (none within a session's)
+    const Store::ReadSession::State::Ready* looked_up = session ? session->lookup(stored_name) : nullptr;
+    if (looked_up && looked_up->file && !looked_up->listed) looked_up = nullptr;  // (a large file: its list on its own)
+    const auto file = looked_up ? looked_up->file
+                                : catalog.stored_file(stored_name, std::nullopt, fmt::format("'{}'", name));
     if (!file) throw NotFoundError(fmt::format("no file named '{}' in the store '{}'", name, s.dir.string()));
+    if (looked_up && !looked_up->damage.empty()) throw DamageError(looked_up->damage);
     const std::uint64_t size = file->size;
     const ChunkId digest = file->digest;
     const Restored meta{file->mode, file->mtime_ns};
@@ -103,10 +110,14 @@ Restored restore_to_fd(const Store::Impl& s, Readers& readers, std::string_view 
             });
         },
         blocks);
-    for_each_listed_chunk(catalog, file->row, name, std::numeric_limits<std::uint64_t>::max(),
-                          [&](const ChunkId& id, const Location& loc, std::uint64_t) {
-                              decoder->add(id, loc, readers.files);
-                          });
+    if (looked_up) {
+        for (const auto& [id, loc] : looked_up->chunks) decoder->add(id, loc, readers.files);
+    } else {
+        for_each_listed_chunk(catalog, file->row, name, std::numeric_limits<std::uint64_t>::max(),
+                              [&](const ChunkId& id, const Location& loc, std::uint64_t) {
+                                  decoder->add(id, loc, readers.files);
+                              });
+    }
     decoder->finish();
     read.end();
     if (written != size)
@@ -164,7 +175,7 @@ class Blocked : public std::runtime_error {
 /// size and whole-file BLAKE3 matched and the metadata is applied; the
 /// temporary file does not outlive a failure. `shown`: OUT for messages.
 void restore_into(const Store::Impl& s, Readers& readers, std::string_view name, int dir, const std::string& base,
-                  const std::string& shown, const GetOptions& options) {
+                  const std::string& shown, const GetOptions& options, Store::ReadSession::State* session = nullptr) {
     std::string tmp;
     Fd fd;
     for (int attempt = 0; !fd; ++attempt) {
@@ -174,7 +185,7 @@ void restore_into(const Store::Impl& s, Readers& readers, std::string_view name,
             throw OutputError(fmt::format("cannot create a temporary file beside '{}': {}", shown, std::strerror(errno)));
     }
     try {
-        const Restored info = restore_to_fd(s, readers, name, fd.get(), fmt::format("'{}'", shown), options);
+        const Restored info = restore_to_fd(s, readers, name, fd.get(), fmt::format("'{}'", shown), options, session);
         apply_metadata(fd.get(), info, options, shown);
         if (::close(fd.release()) != 0) throw OutputError(fmt::format("closing '{}': {}", shown, std::strerror(errno)));
         if (::renameat(dir, tmp.c_str(), dir, base.c_str()) != 0)
@@ -183,6 +194,59 @@ void restore_into(const Store::Impl& s, Readers& readers, std::string_view name,
         ::unlinkat(dir, tmp.c_str(), 0);
         throw;
     }
+}
+
+/// A restore of many files under one read session: the files named to it
+/// in their order (looked up in batches), its view renewed every few
+/// seconds (held through a long restore it would keep PostgreSQL from
+/// cleaning up behind the writers), and a file's read tried once more in a
+/// fresh view after an error of the catalog (a PostgreSQL restart takes the
+/// view with it: every read in it would fail until it is renewed).
+class SessionRestore {
+public:
+    SessionRestore(Store::ReadSession session, std::function<std::optional<std::string>()> names)
+        : session_(std::move(session)) {
+        session_.expect(std::move(names));
+    }
+    /// f(state) for one file; f must leave nothing behind when it throws.
+    template <class F>
+    void run(F&& f, Store::ReadSession::State* state) {
+        if (std::chrono::steady_clock::now() - viewed_since_ > std::chrono::seconds(5)) renew();
+        try {
+            f(state);
+        } catch (const OutputError&) {
+            throw;
+        } catch (const DamageError&) {
+            throw;
+        } catch (const NotFoundError&) {
+            throw;
+        } catch (const StoreError&) {
+            renew();
+            f(state);
+        }
+    }
+    Store::ReadSession& session() { return session_; }
+
+private:
+    void renew() {
+        session_.renew();
+        viewed_since_ = std::chrono::steady_clock::now();
+    }
+    Store::ReadSession session_;
+    std::chrono::steady_clock::time_point viewed_since_ = std::chrono::steady_clock::now();
+};
+
+/// The directory `out` goes into, opened, and the name it takes there
+/// (inside `out` when it is a directory: `name`'s last component).
+std::pair<Fd, std::filesystem::path> output_place(std::string_view name, const std::filesystem::path& out_path) {
+    std::filesystem::path out = out_path;
+    std::error_code ec;
+    if (std::filesystem::is_directory(out, ec)) out /= std::filesystem::path(std::string(name)).filename();
+    const auto parent = out.has_parent_path() ? out.parent_path() : std::filesystem::path(".");
+    Fd dir(::open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!dir)
+        throw StoreError(fmt::format("cannot open the directory of '{}': {}", out.string(), std::strerror(errno)));
+    return {std::move(dir), out};
 }
 
 }  // namespace
@@ -195,15 +259,34 @@ void Store::get(std::string_view name, int fd, const GetOptions& options) const 
 
 void Store::get(std::string_view name, const std::filesystem::path& out_path, const GetOptions& options) const {
     SharedLockGuard guard(impl_->lock);
-    std::filesystem::path out = out_path;
-    std::error_code ec;
-    if (std::filesystem::is_directory(out, ec)) out /= std::filesystem::path(std::string(name)).filename();
-    const auto parent = out.has_parent_path() ? out.parent_path() : std::filesystem::path(".");
-    const Fd dir(::open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (!dir)
-        throw StoreError(fmt::format("cannot open the directory of '{}': {}", out.string(), std::strerror(errno)));
+    const auto [dir, out] = output_place(name, out_path);
     Readers readers(*impl_->packs);
     restore_into(*impl_, readers, name, dir.get(), out.filename().string(), out.string(), options);
+}
+
+void Store::get_each(std::span<const GetItem> items, const GetOptions& options,
+                     const std::function<void(std::size_t, std::exception_ptr)>& done) const {
+    std::size_t told = 0;
+    SessionRestore restore(read_session(), [&]() -> std::optional<std::string> {
+        if (told == items.size()) return std::nullopt;
+        return items[told++].name;
+    });
+    Readers readers(*impl_->packs);
+    for (std::size_t i = 0; i < items.size(); ++i) {
+        std::exception_ptr error;
+        try {
+            const auto [dir, out] = output_place(items[i].name, items[i].out);
+            restore.run(
+                [&](ReadSession::State* state) {
+                    restore_into(*impl_, readers, items[i].name, dir.get(), out.filename().string(), out.string(),
+                                 options, state);
+                },
+                restore.session().s_.get());
+        } catch (...) {
+            error = std::current_exception();
+        }
+        done(i, error);
+    }
 }
 
 TreeGetReport Store::get_tree(std::string_view prefix, const std::filesystem::path& out_dir,
@@ -240,6 +323,13 @@ TreeGetReport Store::get_tree(std::string_view prefix, const std::filesystem::pa
         };
     ProgressTicker ticker(options.progress);
     Readers readers(*impl_->packs);
+    // One session for all the files (over PostgreSQL a small file took 13
+    // statements: its view, its manifest, its list, its chunks).
+    std::size_t told = 0;
+    SessionRestore restore(read_session(), [&]() -> std::optional<std::string> {
+        if (told == files.size()) return std::nullopt;
+        return files[told++].name;
+    });
     for (const ManifestInfo& m : files) {
         ticker.tick([&](Progress& p) { fill(p, 0); });
         const std::string rel = m.name.substr(under.size());
@@ -265,7 +355,11 @@ TreeGetReport Store::get_tree(std::string_view prefix, const std::filesystem::pa
             const std::string& base = parts->back();
             if (struct stat st {}; ::fstatat(dir.get(), base.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))
                 throw Blocked("a directory of that name is in the way");
-            restore_into(*impl_, readers, m.name, dir.get(), base, shown, each);
+            restore.run(
+                [&](ReadSession::State* state) {
+                    restore_into(*impl_, readers, m.name, dir.get(), base, shown, each, state);
+                },
+                restore.session().s_.get());
             ++report.files;
             report.bytes += m.size;
         } catch (const Blocked& e) {

@@ -66,6 +66,14 @@ public:
         return plain(in_->stored_file(name, size, context));
     }
     std::optional<StoredFile> stored_file(std::int64_t row) override { return plain(in_->stored_file(row)); }
+    void stored_files_with_lists(
+        std::span<const std::string> names, std::uint64_t max_chunks,
+        const std::function<void(std::size_t, const std::optional<StoredFile>&, ListReader*)>& f) override {
+        in_->stored_files_with_lists(names, max_chunks,
+                                     [&](std::size_t i, const std::optional<StoredFile>& file, ListReader* list) {
+                                         f(i, plain(file), list);
+                                     });
+    }
     std::vector<StoredFile> files_starting_with(const ChunkId& first, std::size_t limit,
                                                 std::optional<std::uint64_t> size,
                                                 std::optional<std::uint64_t> chunks) override {

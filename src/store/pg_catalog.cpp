@@ -516,6 +516,68 @@ std::optional<StoredFile> PgCatalog::stored_file(std::int64_t row) {
     return read_stored(r, 0, {});
 }
 
+void PgCatalog::stored_files_with_lists(
+    std::span<const std::string> names, std::uint64_t max_chunks,
+    const std::function<void(std::size_t, const std::optional<StoredFile>&, ListReader*)>& f) {
+    if (names.empty()) return;
+    // The files in one statement, the lists of those of at most max_chunks
+    // chunks in another (up to kFetchIds ids; a list past it is paged on
+    // its own): a restore of small files is then two round trips for many
+    // files and one for their chunks, not three a file.
+    constexpr std::uint64_t kFetchIds = 65536;
+    std::vector<std::span<const std::uint8_t>> items;
+    items.reserve(names.size());
+    for (const auto& n : names) items.emplace_back(reinterpret_cast<const std::uint8_t*>(n.data()), n.size());
+    PgParams p;
+    p.add_bytea_array(items);
+    const PgResult r = query(
+        fmt::format("SELECT {} FROM manifests WHERE name = ANY($1::bytea[]) AND condemned IS NULL", kStoredColumns)
+            .c_str(),
+        p, "finding files");
+    std::unordered_map<std::string, int> at;
+    for (int k = 0; k < r.rows(); ++k) at.emplace(as_string(r.bytes(k, 1)), k);
+    std::vector<std::optional<StoredFile>> files(names.size());
+    std::vector<std::int64_t> fetched;
+    std::uint64_t ids = 0;
+    for (std::size_t i = 0; i < names.size(); ++i) {
+        const auto it = at.find(names[i]);
+        if (it == at.end()) continue;
+        files[i] = read_stored(r, it->second, {});
+        const std::uint64_t n = files[i]->chunks;
+        if (n <= max_chunks && ids + n <= kFetchIds) {
+            fetched.push_back(files[i]->row);
+            ids += n;
+        }
+    }
+    PgResult rows;
+    std::unordered_map<std::int64_t, std::pair<int, int>> range;  // manifest -> its rows
+    if (!fetched.empty()) {
+        PgParams q;
+        q.add_int_array(fetched);
+        rows = query("SELECT manifest, seq, ids FROM manifest_chunks WHERE manifest = ANY($1::bigint[]) "
+                     "ORDER BY manifest, seq",
+                     q, "reading chunk lists");
+        for (int k = 0; k < rows.rows(); ++k) {
+            auto [it, added] = range.try_emplace(rows.i64(k, 0), k, k + 1);
+            if (!added) it->second.second = k + 1;
+        }
+    }
+    std::sort(fetched.begin(), fetched.end());
+    for (std::size_t i = 0; i < names.size(); ++i) {
+        if (!files[i] || files[i]->chunks > max_chunks) {
+            f(i, files[i], nullptr);
+        } else if (std::binary_search(fetched.begin(), fetched.end(), files[i]->row)) {
+            const auto it = range.find(files[i]->row);
+            PgFetchedListReader list(rows, it == range.end() ? 0 : it->second.first,
+                                     it == range.end() ? 0 : it->second.second);
+            f(i, files[i], &list);
+        } else {
+            PgListReader list(*this, files[i]->row);
+            f(i, files[i], &list);
+        }
+    }
+}
+
 std::vector<StoredFile> PgCatalog::files_starting_with(const ChunkId& first, std::size_t limit,
                                                        std::optional<std::uint64_t> size,
                                                        std::optional<std::uint64_t> chunks) {

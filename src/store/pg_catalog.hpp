@@ -122,6 +122,9 @@ public:
     std::optional<StoredFile> stored_file(std::string_view name, std::optional<std::uint64_t> size,
                                           std::string_view context) override;
     std::optional<StoredFile> stored_file(std::int64_t row) override;
+    void stored_files_with_lists(
+        std::span<const std::string> names, std::uint64_t max_chunks,
+        const std::function<void(std::size_t, const std::optional<StoredFile>&, ListReader*)>& f) override;
     std::vector<StoredFile> files_starting_with(const ChunkId& first, std::size_t limit,
                                                 std::optional<std::uint64_t> size,
                                                 std::optional<std::uint64_t> chunks) override;

@@ -6,6 +6,7 @@
 // it must hash for a whole-file digest (push) this way.
 #include "codec.hpp"
 #include "ordered_decoder.hpp"
+#include "read_session.hpp"
 #include "store_impl.hpp"
 
 #include <fmt/format.h>
@@ -69,31 +70,70 @@ void Store::read_chunks(std::span<const ChunkId> ids, ChunkForm form,
     read.end();
 }
 
+namespace {
+
+/// Decodes a file's chunks on the store's pool and hands its bytes to f in
+/// order: `feed(add)` calls add(id, location) for each chunk in file order.
+template <class Feed>
+void decode_file(Store::Impl& impl, PackFiles& files, Feed&& feed,
+                 const std::function<void(std::span<const std::byte>)>& f) {
+    if (!impl.decode_pool) impl.decode_pool = std::make_unique<TaskPool>(2);
+    OrderedDecoder::Options options;
+    options.sealer = impl.sealer();
+    OrderedDecoder decoder(*impl.decode_pool, "", [&](OrderedDecoder::Delivery& d) { f(d.bytes); }, options);
+    feed([&](const ChunkId& id, const Location& loc) { decoder.add(id, loc, files); });
+    decoder.finish();
+}
+
+/// read_file's work inside a view: the file looked up, its list's own
+/// lookups giving the locations (no second statement).
+void read_file_in_view(Store::Impl& impl, PackFiles& files, std::string_view name,
+                       const std::function<void(std::span<const std::byte>)>& f) {
+    Catalog& catalog = *impl.catalog;
+    const auto file = catalog.stored_file(name);
+    if (!file) throw NotFoundError(fmt::format("no file named '{}' in the store '{}'", name, impl.dir.string()));
+    decode_file(
+        impl, files,
+        [&](const auto& add) {
+            for_each_listed_chunk(catalog, file->row, name, std::numeric_limits<std::uint64_t>::max(),
+                                  [&](const ChunkId& id, const Location& loc, std::uint64_t) { add(id, loc); });
+        },
+        f);
+}
+
+}  // namespace
+
 void Store::read_file(std::string_view name, const std::function<void(std::span<const std::byte>)>& f) const {
     SharedLockGuard guard(impl_->lock);
-    Catalog& catalog = *impl_->catalog;
-    ReadView read(catalog);
-    const auto file = catalog.stored_file(name);
-    if (!file) throw NotFoundError(fmt::format("no file named '{}' in the store '{}'", name, impl_->dir.string()));
+    ReadView read(*impl_->catalog);
     PackFiles files(*impl_->packs);
-    if (!impl_->decode_pool) impl_->decode_pool = std::make_unique<TaskPool>(2);
-    OrderedDecoder::Options options;
-    options.sealer = impl_->sealer();
-    OrderedDecoder decoder(*impl_->decode_pool, "", [&](OrderedDecoder::Delivery& d) { f(d.bytes); }, options);
-    // The list's own lookups give the locations (no second statement).
-    for_each_listed_chunk(catalog, file->row, name, std::numeric_limits<std::uint64_t>::max(),
-                          [&](const ChunkId& id, const Location& loc, std::uint64_t) { decoder.add(id, loc, files); });
-    decoder.finish();
+    read_file_in_view(*impl_, files, name, f);
     read.end();
 }
 
-struct Store::ReadSession::State {
-    // (in this order: the view ends before the lock is let go)
-    SharedLockGuard guard;
-    Catalog& catalog;
-    std::optional<ReadView> view;
-    State(StoreLock& lock, Catalog& c) : guard(lock), catalog(c) { view.emplace(catalog); }
-};
+void Store::ReadSession::expect(std::function<std::optional<std::string>()> next_name) {
+    s_->next_name = std::move(next_name);
+    s_->upcoming.clear();
+    s_->ready.clear();
+}
+
+void Store::ReadSession::read_file(std::string_view name, const std::function<void(std::span<const std::byte>)>& f) {
+    State& s = *s_;
+    PackFiles files(*s.impl.packs);
+    const State::Ready* r = s.lookup(name);
+    if (!r || (r->file && !r->listed)) {
+        read_file_in_view(s.impl, files, name, f);
+        return;
+    }
+    if (!r->file) throw NotFoundError(fmt::format("no file named '{}' in the store '{}'", name, s.impl.dir.string()));
+    if (!r->damage.empty()) throw DamageError(r->damage);
+    decode_file(
+        s.impl, files,
+        [&](const auto& add) {
+            for (const auto& [id, loc] : r->chunks) add(id, loc);
+        },
+        f);
+}
 
 Store::ReadSession::ReadSession(std::unique_ptr<State> s) : s_(std::move(s)) {}
 Store::ReadSession::ReadSession(ReadSession&&) noexcept = default;
@@ -108,6 +148,9 @@ Store::ReadSession::~ReadSession() {
 }
 
 void Store::ReadSession::renew() {
+    // The locations looked up belong to the view that ends (gc may move
+    // those chunks once no view can see them).
+    s_->ready.clear();
     // (None if the last renewal failed: its reads took views of their own.)
     if (s_->view) s_->view->end();
     s_->view.reset();
@@ -115,7 +158,7 @@ void Store::ReadSession::renew() {
 }
 
 Store::ReadSession Store::read_session() const {
-    return ReadSession(std::make_unique<ReadSession::State>(impl_->lock, *impl_->catalog));
+    return ReadSession(std::make_unique<ReadSession::State>(impl_->lock, *impl_));
 }
 
 }  // namespace cdc::store

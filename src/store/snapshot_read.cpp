@@ -519,6 +519,49 @@ SnapshotRestoreReport restore_snapshot(const Store& store, const Snapshot& snap,
     // few seconds (held through a long restore, it would keep PostgreSQL
     // from cleaning up behind the writers).
     Store::ReadSession session = store.read_session();
+    // The files' names in the order the restore reads them (its walk: depth
+    // first, entries in order), so that the session looks them up many at
+    // a time; a lazy walk, as far ahead as the session asks.
+    struct Level {
+        std::vector<tree::Entry> entries;
+        std::size_t next = 0;
+    };
+    std::vector<Level> ahead;
+    if (root.type == tree::EntryType::directory) {
+        try {
+            ahead.push_back({trees.entries(root.subtree), 0});
+        } catch (const StoreError&) {
+            ahead.clear();  // (the restore reports it)
+        }
+    }
+    const std::size_t max_depth = tree::RestoreOptions{}.max_depth;  // (deeper: not restored)
+    session.expect([&, root_file = root.type == tree::EntryType::file]() mutable -> std::optional<std::string> {
+        if (root_file) {
+            root_file = false;
+            if (tree::data_length(root) > 0) return detail::content_name(store, root.content.digest, tree::data_length(root));
+        }
+        while (!ahead.empty()) {
+            Level& level = ahead.back();
+            if (level.next == level.entries.size()) {
+                ahead.pop_back();
+                continue;
+            }
+            const tree::Entry& e = level.entries[level.next++];
+            if (e.type == tree::EntryType::directory) {
+                if (ahead.size() >= max_depth) continue;
+                std::vector<tree::Entry> children;
+                try {
+                    children = trees.entries(e.subtree);
+                } catch (const StoreError&) {
+                    continue;  // (the restore reports it)
+                }
+                ahead.push_back({std::move(children), 0});
+            } else if (e.type == tree::EntryType::file && tree::data_length(e) > 0) {
+                return detail::content_name(store, e.content.digest, tree::data_length(e));
+            }
+        }
+        return std::nullopt;
+    });
     auto viewed_since = std::chrono::steady_clock::now();
     tree::RestoreSource source;
     source.tree = [&](const tree::BlobId& id) { return trees.entries(id); };
@@ -534,7 +577,7 @@ SnapshotRestoreReport restore_snapshot(const Store& store, const Snapshot& snap,
         };
         const auto read = [&](const std::string& name) {
             try {
-                store.read_file(name, deliver);
+                session.read_file(name, deliver);
             } catch (const DamageError&) {
                 throw;
             } catch (const NotFoundError&) {
@@ -546,7 +589,7 @@ SnapshotRestoreReport restore_snapshot(const Store& store, const Snapshot& snap,
                 if (delivered) throw;
                 session.renew();
                 viewed_since = std::chrono::steady_clock::now();
-                store.read_file(name, deliver);
+                session.read_file(name, deliver);
             }
         };
         // (read_file finds the file before it reads a byte: NotFoundError

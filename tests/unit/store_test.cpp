@@ -23,6 +23,7 @@
 #include <csignal>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <random>
 #include <set>
 #include <thread>
@@ -334,6 +335,92 @@ TEST(Store, ManifestsFromChunkListsAndCompressedChunks) {
 // the MiB: a file of many of them must be read back whole after commit, none
 // visible before, and `lacking` (the caller just asked Store::missing) skips
 // the index but never this writer's own chunks.
+// A read session told which files it is about to read looks them up in
+// batches (over PostgreSQL: tests/engines, by its statements); it hands over
+// what Store::read_file does whatever order the reads then take: the order
+// told, a name told twice, names told and never read, a name read before its
+// turn, an absent name, a renewal between reads, a file of more chunks than
+// a batch lists, and a file whose chunk the index lost (that file only).
+TEST(Store, AReadSessionReadsTheFilesItExpectsInAnyOrder) {
+    test::TempDir tmp;
+    Store s = Store::init(tmp.path() / "s", {});
+    std::map<std::string, std::vector<std::uint8_t>> files;
+    {
+        Writer w(s);
+        for (int i = 0; i < 150; ++i) {
+            const std::string name = fmt::format("f{:03}", i);
+            files[name] = test::mixed_bytes(100 + static_cast<std::size_t>(i) * 977 % 50000, static_cast<std::uint64_t>(1000 + i));
+            test::put_bytes(w, name, files[name]);
+        }
+        files["big"] = test::mixed_bytes(12'000'000, 99);  // over a thousand chunks
+        test::put_bytes(w, "big", files["big"]);
+        w.commit();
+    }
+    std::size_t big_chunks = 0;
+    s.for_each_chunk("big", [&](const store::ChunkId&, std::uint32_t) { ++big_chunks; });
+    EXPECT_GT(big_chunks, 1024u) << "more than a batch lists";
+    std::vector<store::ChunkId> lost_ids;
+    s.for_each_chunk("f060", [&](const store::ChunkId& id, std::uint32_t) { lost_ids.push_back(id); });
+    ASSERT_EQ(lost_ids.size(), 1u);
+    {
+        sqlite3* db = nullptr;
+        ASSERT_EQ(sqlite3_open((tmp.path() / "s" / "index.db").c_str(), &db), SQLITE_OK);
+        sqlite3_stmt* st = nullptr;
+        ASSERT_EQ(sqlite3_prepare_v2(db, "DELETE FROM chunks WHERE id = ?", -1, &st, nullptr), SQLITE_OK);
+        sqlite3_bind_blob(st, 1, lost_ids[0].data(), static_cast<int>(lost_ids[0].size()), SQLITE_STATIC);
+        ASSERT_EQ(sqlite3_step(st), SQLITE_DONE);
+        sqlite3_finalize(st);
+        ASSERT_EQ(sqlite3_changes(db), 1);
+        sqlite3_close(db);
+    }
+    std::vector<std::string> told;
+    for (const auto& [name, bytes] : files)
+        if (name != "big") told.push_back(name);
+    told.insert(told.begin() + 10, "f005");  // again
+    told.insert(told.begin() + 70, "absent");
+    told.insert(told.begin() + 100, "big");
+    std::size_t at = 0;
+    auto session = s.read_session();
+    session.expect([&]() -> std::optional<std::string> {
+        if (at == told.size()) return std::nullopt;
+        return told[at++];
+    });
+    std::vector<std::uint8_t> got;
+    const auto collect = [&](std::span<const std::byte> b) {
+        const auto* p = reinterpret_cast<const std::uint8_t*>(b.data());
+        got.insert(got.end(), p, p + b.size());
+    };
+    std::set<std::string> read;
+    const auto read_one = [&](const std::string& name) {
+        got.clear();
+        if (name == "absent") {
+            EXPECT_THROW(session.read_file(name, collect), store::NotFoundError);
+        } else if (name == "f060") {
+            try {
+                session.read_file(name, collect);
+                ADD_FAILURE() << "f060 lost its chunk, read anyway";
+            } catch (const store::DamageError& e) {
+                EXPECT_NE(std::string(e.what()).find("'f060': chunk"), std::string::npos) << e.what();
+            }
+        } else {
+            session.read_file(name, collect);
+            EXPECT_EQ(got, files.at(name)) << name;
+        }
+        read.insert(name);
+    };
+    for (std::size_t k = 0; k < told.size(); ++k) {
+        if (k % 7 == 3) continue;  // told, never read
+        if (k == 40) read_one("f140");  // before its turn
+        if (k == 80) session.renew();
+        read_one(told[k]);
+    }
+    EXPECT_EQ(at, told.size()) << "every name told was asked for";
+    EXPECT_TRUE(read.count("big") && read.count("absent") && read.count("f060") && read.count("f140"));
+    // Read again, none of them told: each on its own, the same bytes.
+    session.renew();
+    for (const std::string name : {"f000", "f149", "big"}) read_one(name);
+}
+
 TEST(Store, SingleChunksBatchedAndLackingSkipsOnlyTheIndex) {
     test::TempDir tmp;
     store::InitOptions init;

@@ -135,6 +135,12 @@ int run_get_latest_tree(const store::Store& s, const GetArgs& a, const std::vect
     const store::GetOptions o = get_options(a, line);
     std::uint64_t files = 0, bytes = 0;
     std::vector<std::pair<std::string, std::string>> skipped;
+    // The files restored in one go (one session of the store: looked up in
+    // batches), each by its content's name, or, in a snapshot made before
+    // content names, by its own.
+    std::vector<store::Store::GetItem> items;
+    std::vector<const store::LatestNode*> item_node;
+    std::vector<std::string> item_rel;
     for (const auto& n : nodes) {
         const std::string rel = n.node.path.substr(base.size() + 1);  // (below "/base")
         if (n.node.type != "file") {
@@ -144,15 +150,31 @@ int run_get_latest_tree(const store::Store& s, const GetArgs& a, const std::vect
         try {
             const std::filesystem::path to = std::filesystem::path(out) / rel;
             std::filesystem::create_directories(to.parent_path());
-            s.get(s.find(n.node.content) ? n.node.content : store::file_manifest(s, n.snapshot, n.node.path), to, o);
-            ++files;
-            bytes += n.node.size;
-        } catch (const store::DamageError& e) {
-            skipped.emplace_back(rel, e.what());
+            items.push_back({n.node.content, to});
+            item_node.push_back(&n);
+            item_rel.push_back(rel);
         } catch (const std::filesystem::filesystem_error& e) {
             skipped.emplace_back(rel, e.what());
         }
     }
+    s.get_each(items, o, [&](std::size_t i, std::exception_ptr error) {
+        const store::LatestNode& n = *item_node[i];
+        try {
+            if (error) {
+                try {
+                    std::rethrow_exception(error);
+                } catch (const store::NotFoundError&) {
+                    s.get(store::file_manifest(s, n.snapshot, n.node.path), items[i].out, o);
+                }
+            }
+            ++files;
+            bytes += n.node.size;
+        } catch (const store::DamageError& e) {
+            skipped.emplace_back(item_rel[i], e.what());
+        } catch (const std::filesystem::filesystem_error& e) {
+            skipped.emplace_back(item_rel[i], e.what());
+        }
+    });
     line.clear();
     for (const auto& [name, why] : skipped) print_error(fmt::format("{}: {} (skipped)", tools::escape_text(name), why));
     if (a.json) {

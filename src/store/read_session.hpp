@@ -1,0 +1,121 @@
+// SPDX-License-Identifier: Apache-2.0
+// Store::ReadSession's state: the store's lock, one read view of its
+// catalog, and the files the session was told it will read, looked up a
+// batch at a time (read_chunks.cpp: read_file; get.cpp: get_tree).
+#pragma once
+
+#include "store_impl.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace cdc::store {
+
+struct Store::ReadSession::State {
+    // (in this order: the view ends before the lock is let go)
+    detail::SharedLockGuard guard;
+    Store::Impl& impl;
+    detail::Catalog& catalog;
+    std::optional<detail::ReadView> view;
+    State(detail::StoreLock& lock, Store::Impl& i) : guard(lock), impl(i), catalog(*i.catalog) { view.emplace(catalog); }
+
+    // The files expected (expect()): the next names, up to a window, and a
+    // batch of them looked up in the current view.
+    static constexpr std::size_t kBatchFiles = 64;
+    static constexpr std::uint64_t kBatchIds = 4 * detail::Catalog::kFindChunksBatch;  // ~1 MiB of locations
+    static constexpr std::uint64_t kListedChunks = 1024;  // a larger file is read on its own
+    struct Ready {
+        std::optional<detail::StoredFile> file;
+        bool listed = false;  // its locations are here (else read on its own)
+        std::vector<std::pair<ChunkId, detail::Location>> chunks;
+        std::string damage;  // a chunk of its list not in the index
+    };
+    std::function<std::optional<std::string>()> next_name;
+    std::deque<std::string> upcoming;
+    std::unordered_map<std::string, Ready> ready;
+
+    /// `name` as looked up in this view with the files expected: null if
+    /// it is not (it was not expected, or not in its turn: read it on its
+    /// own). A miss looks up the batch that starts at `name` if it is among
+    /// the next names expected (the names before it were not read: dropped).
+    const Ready* lookup(std::string_view name) {
+        auto it = ready.find(std::string(name));
+        if (it == ready.end() && fetch_from(name)) it = ready.find(std::string(name));
+        return it == ready.end() ? nullptr : &it->second;
+    }
+
+    bool fetch_from(std::string_view name) {
+        if (!next_name) return false;
+        while (upcoming.size() < kBatchFiles) {
+            auto n = next_name();
+            if (!n) {
+                next_name = nullptr;
+                break;
+            }
+            upcoming.push_back(std::move(*n));
+        }
+        const auto it = std::find(upcoming.begin(), upcoming.end(), name);
+        if (it == upcoming.end()) return false;
+        upcoming.erase(upcoming.begin(), it);
+        std::vector<std::string> names;
+        while (names.size() < kBatchFiles && !upcoming.empty()) {
+            names.push_back(std::move(upcoming.front()));
+            upcoming.pop_front();
+        }
+        ready.clear();
+        std::vector<std::pair<Ready*, std::size_t>> wanted;  // whose chunk it is, and its index in the file
+        std::vector<ChunkId> ids;
+        std::vector<std::uint8_t> row;
+        std::uint32_t seq = 0;
+        try {
+            catalog.stored_files_with_lists(
+                names, kListedChunks, [&](std::size_t i, const std::optional<detail::StoredFile>& file, detail::ListReader* list) {
+                    const auto [at, added] = ready.try_emplace(names[i]);
+                    if (!added) return;  // (a name twice in the batch: its one entry serves both)
+                    Ready& r = at->second;
+                    r.file = file;
+                    if (!file || !list || ids.size() + file->chunks > kBatchIds) return;
+                    const std::size_t first = ids.size();
+                    while (list->next(seq, row))
+                        for (std::size_t k = 0; k + 32 <= row.size(); k += 32) {
+                            ChunkId id;
+                            std::memcpy(id.data(), row.data() + k, id.size());
+                            ids.push_back(id);
+                            wanted.emplace_back(&r, ids.size() - 1 - first);
+                        }
+                    r.listed = true;
+                });
+            for (std::size_t from = 0; from < ids.size(); from += detail::Catalog::kFindChunksBatch) {
+                const auto batch =
+                    std::span<const ChunkId>(ids).subspan(from, std::min(detail::Catalog::kFindChunksBatch, ids.size() - from));
+                catalog.find_chunks(batch, {}, [&](std::size_t i, const std::optional<detail::Location>& loc) {
+                    auto& [r, index] = wanted[from + i];
+                    if (!r->damage.empty()) return;
+                    if (!loc) {
+                        r->damage = fmt::format("'{}': chunk {} (number {} of the file) is missing from the index",
+                                                r->file->name, to_hex(batch[i]), index);
+                        return;
+                    }
+                    r->chunks.emplace_back(batch[i], *loc);
+                });
+            }
+        } catch (const DamageError&) {
+            // (a damaged row: each file of the batch read on its own, where
+            // the damage is named for the file it belongs to)
+            ready.clear();
+        }
+        return ready.count(std::string(name)) != 0;
+    }
+};
+
+}  // namespace cdc::store
