@@ -112,9 +112,9 @@ void Store::read_file(std::string_view name, const std::function<void(std::span<
 }
 
 void Store::ReadSession::expect(std::function<std::optional<std::string>()> next_name) {
-    s_->next_name = std::move(next_name);
+    s_->drop_batch(false);
     s_->upcoming.clear();
-    s_->ready.clear();
+    s_->next_name = std::move(next_name);
 }
 
 void Store::ReadSession::read_file(std::string_view name, const std::function<void(std::span<const std::byte>)>& f) {
@@ -150,7 +150,7 @@ Store::ReadSession::~ReadSession() {
 void Store::ReadSession::renew() {
     // The locations looked up belong to the view that ends (gc may move
     // those chunks once no view can see them).
-    s_->ready.clear();
+    s_->drop_batch(true);
     // (None if the last renewal failed: its reads took views of their own.)
     if (s_->view) s_->view->end();
     s_->view.reset();

@@ -43,6 +43,23 @@ struct Store::ReadSession::State {
     std::function<std::optional<std::string>()> next_name;
     std::deque<std::string> upcoming;
     std::unordered_map<std::string, Ready> ready;
+    // The batch looked up, in order, and how far into it the reads came (a
+    // renewal puts the rest back in front of the upcoming names).
+    std::vector<std::string> batch;
+    std::unordered_map<std::string, std::size_t> batch_at;
+    std::size_t batch_read = 0;
+
+    /// Drops what was looked up (for a new view: gc may move those chunks
+    /// once no view sees them); `requeue`: the names not read yet go back
+    /// in front of the upcoming ones, for the next batch.
+    void drop_batch(bool requeue) {
+        if (requeue)
+            for (std::size_t k = batch.size(); k > batch_read; --k) upcoming.push_front(std::move(batch[k - 1]));
+        batch.clear();
+        batch_at.clear();
+        batch_read = 0;
+        ready.clear();
+    }
 
     /// `name` as looked up in this view with the files expected: null if
     /// it is not (it was not expected, or not in its turn: read it on its
@@ -51,12 +68,13 @@ struct Store::ReadSession::State {
     const Ready* lookup(std::string_view name) {
         auto it = ready.find(std::string(name));
         if (it == ready.end() && fetch_from(name)) it = ready.find(std::string(name));
-        return it == ready.end() ? nullptr : &it->second;
+        if (it == ready.end()) return nullptr;
+        batch_read = std::max(batch_read, batch_at.at(it->first) + 1);
+        return &it->second;
     }
 
     bool fetch_from(std::string_view name) {
-        if (!next_name) return false;
-        while (upcoming.size() < kBatchFiles) {
+        while (next_name && upcoming.size() < kBatchFiles) {
             auto n = next_name();
             if (!n) {
                 next_name = nullptr;
@@ -67,12 +85,13 @@ struct Store::ReadSession::State {
         const auto it = std::find(upcoming.begin(), upcoming.end(), name);
         if (it == upcoming.end()) return false;
         upcoming.erase(upcoming.begin(), it);
-        std::vector<std::string> names;
+        drop_batch(false);  // (read to its end, or left behind by the reads)
+        std::vector<std::string>& names = batch;
         while (names.size() < kBatchFiles && !upcoming.empty()) {
             names.push_back(std::move(upcoming.front()));
             upcoming.pop_front();
+            batch_at.try_emplace(names.back(), names.size() - 1);
         }
-        ready.clear();
         std::vector<std::pair<Ready*, std::size_t>> wanted;  // whose chunk it is, and its index in the file
         std::vector<ChunkId> ids;
         std::vector<std::uint8_t> row;
@@ -96,23 +115,23 @@ struct Store::ReadSession::State {
                     r.listed = true;
                 });
             for (std::size_t from = 0; from < ids.size(); from += detail::Catalog::kFindChunksBatch) {
-                const auto batch =
+                const auto slice =
                     std::span<const ChunkId>(ids).subspan(from, std::min(detail::Catalog::kFindChunksBatch, ids.size() - from));
-                catalog.find_chunks(batch, {}, [&](std::size_t i, const std::optional<detail::Location>& loc) {
+                catalog.find_chunks(slice, {}, [&](std::size_t i, const std::optional<detail::Location>& loc) {
                     auto& [r, index] = wanted[from + i];
                     if (!r->damage.empty()) return;
                     if (!loc) {
                         r->damage = fmt::format("'{}': chunk {} (number {} of the file) is missing from the index",
-                                                r->file->name, to_hex(batch[i]), index);
+                                                r->file->name, to_hex(slice[i]), index);
                         return;
                     }
-                    r->chunks.emplace_back(batch[i], *loc);
+                    r->chunks.emplace_back(slice[i], *loc);
                 });
             }
         } catch (const DamageError&) {
             // (a damaged row: each file of the batch read on its own, where
             // the damage is named for the file it belongs to)
-            ready.clear();
+            drop_batch(false);
         }
         return ready.count(std::string(name)) != 0;
     }

@@ -273,6 +273,11 @@ TEST(PgEngine, ABackupOfSmallFilesSendsFewStatements) {
     EXPECT_LT(named, kFiles / 3u) << "a named tree of " << kFiles << " files";
     std::cout << fmt::format("statements of a get of a named tree of {} files: {}\n", kFiles, named);
     expect_tree(tmp.path() / "out-named", tree);
+    // ls: the newest version of every file, its chunk count from its content
+    // manifest, looked up in batches (two statements a file before)
+    const std::uint64_t listed = statements_sent({"store", "ls", store});
+    EXPECT_LT(listed, kFiles / 3u) << "ls of " << kFiles << " files";
+    std::cout << fmt::format("statements of ls: {}\n", listed);
     const auto v = json_of(run_tool({"store", "verify", "--full", "--json", store}));
     EXPECT_EQ(v["ok"], true) << v;
     // verify reads the chunk lists of files, looks their chunks up and finds

@@ -13,13 +13,17 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <iterator>
 #include <limits>
 #include <map>
+#include <optional>
+#include <span>
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -213,12 +217,30 @@ int run_ls(const LsArgs& a) {
     };
     std::map<std::string, Row> rows;
     for (auto& m : s.list(a.prefix)) rows[m.name] = {m, {}};
-    for (const auto& n : store::latest_nodes(s)) {
-        const std::string name = n.node.path.substr(1);
+    // (the files' content manifests, for their chunk counts, looked up a
+    // batch at a time: one round trip each for a catalog over a network)
+    const auto nodes = store::latest_nodes(s);
+    std::vector<std::size_t> listed;
+    std::vector<std::string> contents;
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+        const std::string name = nodes[i].node.path.substr(1);
         if (!name.starts_with(a.prefix) || rows.count(name)) continue;
+        listed.push_back(i);
+        if (nodes[i].node.type == "file") contents.push_back(nodes[i].node.content);
+    }
+    std::vector<std::optional<store::ManifestInfo>> found;
+    constexpr std::size_t kBatch = 4096;
+    for (std::size_t at = 0; at < contents.size(); at += kBatch) {
+        auto part = s.find(std::span(contents).subspan(at, std::min(kBatch, contents.size() - at)));
+        std::move(part.begin(), part.end(), std::back_inserter(found));
+    }
+    std::size_t next_found = 0;
+    for (const std::size_t i : listed) {
+        const auto& n = nodes[i];
         store::ManifestInfo m;
         if (n.node.type == "file")
-            if (auto f = s.find(n.node.content)) m = std::move(*f);
+            if (auto& f = found[next_found++]) m = std::move(*f);
+        const std::string name = n.node.path.substr(1);
         m.name = name;
         m.size = n.node.size;
         m.mode = n.node.mode;
