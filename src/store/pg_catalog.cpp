@@ -476,20 +476,25 @@ std::optional<ManifestInfo> PgCatalog::find(std::string_view name) {
     return read_manifest_row(r, 0, conn_.url());
 }
 
-void PgCatalog::find_many(std::span<const std::string> names,
-                          const std::function<void(std::size_t, std::optional<ManifestInfo>)>& f) {
-    if (names.empty()) return;
+PgResult PgCatalog::committed_named(std::span<const std::string> names, const char* columns, int name_column,
+                                    std::unordered_map<std::string, int>& row_of) {
     std::vector<std::span<const std::uint8_t>> items;
     items.reserve(names.size());
     for (const auto& n : names) items.emplace_back(reinterpret_cast<const std::uint8_t*>(n.data()), n.size());
     PgParams p;
     p.add_bytea_array(items);
-    const PgResult r = query(
-        fmt::format("SELECT {} FROM manifests WHERE name = ANY($1::bytea[]) AND condemned IS NULL", kManifestColumns)
-            .c_str(),
+    PgResult r = query(
+        fmt::format("SELECT {} FROM manifests WHERE name = ANY($1::bytea[]) AND condemned IS NULL", columns).c_str(),
         p, "finding files");
+    for (int k = 0; k < r.rows(); ++k) row_of.emplace(as_string(r.bytes(k, name_column)), k);
+    return r;
+}
+
+void PgCatalog::find_many(std::span<const std::string> names,
+                          const std::function<void(std::size_t, std::optional<ManifestInfo>)>& f) {
+    if (names.empty()) return;
     std::unordered_map<std::string, int> at;
-    for (int k = 0; k < r.rows(); ++k) at.emplace(as_string(r.bytes(k, 0)), k);
+    const PgResult r = committed_named(names, kManifestColumns, 0, at);
     for (std::size_t i = 0; i < names.size(); ++i) {
         const auto it = at.find(names[i]);
         f(i, it == at.end() ? std::nullopt : std::optional<ManifestInfo>(read_manifest_row(r, it->second, conn_.url())));
@@ -525,17 +530,8 @@ void PgCatalog::stored_files_with_lists(
     // its own): a restore of small files is then two round trips for many
     // files and one for their chunks, not three a file.
     constexpr std::uint64_t kFetchIds = 65536;
-    std::vector<std::span<const std::uint8_t>> items;
-    items.reserve(names.size());
-    for (const auto& n : names) items.emplace_back(reinterpret_cast<const std::uint8_t*>(n.data()), n.size());
-    PgParams p;
-    p.add_bytea_array(items);
-    const PgResult r = query(
-        fmt::format("SELECT {} FROM manifests WHERE name = ANY($1::bytea[]) AND condemned IS NULL", kStoredColumns)
-            .c_str(),
-        p, "finding files");
     std::unordered_map<std::string, int> at;
-    for (int k = 0; k < r.rows(); ++k) at.emplace(as_string(r.bytes(k, 1)), k);
+    const PgResult r = committed_named(names, kStoredColumns, 1, at);
     std::vector<std::optional<StoredFile>> files(names.size());
     std::vector<std::int64_t> fetched;
     std::uint64_t ids = 0;

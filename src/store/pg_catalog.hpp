@@ -18,6 +18,7 @@
 #include <thread>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -179,6 +180,10 @@ private:
     /// Runs a statement outside a transaction, reconnecting once after a
     /// lost server (a read outside a view is one statement: safe to repeat).
     PgResult query(const char* sql, const PgParams& params = {}, std::string_view what = {});
+    /// The committed manifests of `names` (columns `columns`, the name in
+    /// column `name_column`), in one statement; row_of: name -> its row.
+    PgResult committed_named(std::span<const std::string> names, const char* columns, int name_column,
+                             std::unordered_map<std::string, int>& row_of);
     /// The flush's statements (within transaction()); the rows a flush made
     /// for each manifest go to `rows` (applied to the drafts once committed).
     void write_batch(FlushBatch& batch, std::vector<std::int64_t>& rows, std::vector<bool>& kept);
