@@ -584,6 +584,8 @@ public:
         void expect(std::function<std::optional<std::string>()> next_name);
         /// Store::read_file within this session.
         void read_file(std::string_view name, const std::function<void(std::span<const std::byte> bytes)>& f);
+        /// Store::for_each_chunk within this session.
+        void for_each_chunk(std::string_view name, const std::function<void(const ChunkId& id, std::uint32_t size)>& f);
         ~ReadSession();
         ReadSession(ReadSession&&) noexcept;
         ReadSession& operator=(ReadSession&&) = delete;

@@ -135,6 +135,19 @@ void Store::ReadSession::read_file(std::string_view name, const std::function<vo
         f);
 }
 
+void Store::ReadSession::for_each_chunk(std::string_view name,
+                                        const std::function<void(const ChunkId&, std::uint32_t)>& f) {
+    State& s = *s_;
+    const State::Ready* r = s.lookup(name);
+    if (!r || (r->file && !r->listed)) {
+        s.impl.list_chunks(name, f);
+        return;
+    }
+    if (!r->file) throw NotFoundError(fmt::format("no file named '{}' in the store '{}'", name, s.impl.dir.string()));
+    if (!r->damage.empty()) throw DamageError(r->damage);
+    for (const auto& [id, loc] : r->chunks) f(id, loc.raw_size);
+}
+
 Store::ReadSession::ReadSession(std::unique_ptr<State> s) : s_(std::move(s)) {}
 Store::ReadSession::ReadSession(ReadSession&&) noexcept = default;
 Store::ReadSession::~ReadSession() {

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <set>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace cdc::store {
 
@@ -69,17 +70,30 @@ SnapshotExport export_snapshot(const Store& store, const Snapshot& snap, std::st
     };
     count(e);
     // Every content of the snapshot by digest: its content manifest (or,
-    // in a snapshot made before content names, its first file's).
+    // in a snapshot made before content names, its first file's), looked up
+    // a batch at a time (one round trip each for a catalog over a network).
+    std::vector<detail::ContentRef> refs;
+    const auto resolve = [&] {
+        const auto found = detail::content_manifests(store, snap.id, refs);
+        for (std::size_t i = 0; i < refs.size(); ++i)
+            x.contents.emplace(refs[i].digest,
+                               found[i] ? found[i]->name : detail::content_name(store, refs[i].digest, refs[i].size));
+        refs.clear();
+    };
+    std::unordered_set<std::string> queued;  // (digests of refs)
     std::function<void(const tree::Entry&, const std::string&)> walk = [&](const tree::Entry& f, const std::string& p) {
-        if (f.type == tree::EntryType::file && !x.contents.count(f.content.digest)) {
-            const auto m = detail::content_manifest(store, snap.id, p, f);
-            x.contents.emplace(f.content.digest, m ? m->name
-                                                   : detail::content_name(store, f.content.digest, tree::data_length(f)));
+        if (f.type == tree::EntryType::file && !x.contents.count(f.content.digest) && queued.insert(f.content.digest).second) {
+            refs.push_back({p, f.content.digest, tree::data_length(f)});
+            if (refs.size() == 4096) {
+                resolve();
+                queued.clear();
+            }
         }
         if (f.type != tree::EntryType::directory) return;
         for (const auto& c : entries(f.subtree)) walk(c, p.empty() ? c.name : p + "/" + c.name);
     };
     walk(detail::root_entry(snap), "");
+    resolve();
     return x;
 }
 

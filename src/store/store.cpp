@@ -435,10 +435,14 @@ std::vector<std::optional<ManifestInfo>> Store::find(std::span<const std::string
 
 void Store::for_each_chunk(std::string_view name,
                            const std::function<void(const ChunkId&, std::uint32_t)>& f) const {
-    Catalog& c = *impl_->catalog;
+    impl_->list_chunks(name, f);
+}
+
+void Store::Impl::list_chunks(std::string_view name, const std::function<void(const ChunkId&, std::uint32_t)>& f) {
+    Catalog& c = *catalog;
     ReadView read(c);
     const auto file = c.stored_file(name);
-    if (!file) throw NotFoundError(fmt::format("no file named '{}' in the store '{}'", name, impl_->dir.string()));
+    if (!file) throw NotFoundError(fmt::format("no file named '{}' in the store '{}'", name, dir.string()));
     for_each_listed_chunk(c, file->row, name, std::numeric_limits<std::uint64_t>::max(),
                           [&](const ChunkId& id, const Location& loc, std::uint64_t) { f(id, loc.raw_size); });
     read.end();

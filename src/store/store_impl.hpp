@@ -99,6 +99,9 @@ struct Store::Impl {
     Options chunking_options() const;
     /// The key records are sealed with, nullptr in a plain store.
     const crypto::Sealer* sealer() const noexcept { return master ? &master->sealer() : nullptr; }
+    /// Store::for_each_chunk's work (in the catalog's current view, or one
+    /// of its own).
+    void list_chunks(std::string_view name, const std::function<void(const ChunkId&, std::uint32_t)>& f);
     /// A batch made ready to seal as this store does (nothing in a plain one).
     void seal_records(detail::RecordBatch& batch) const noexcept {
         batch.sealer = sealer();

@@ -47,6 +47,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <mutex>
@@ -408,6 +409,60 @@ std::string start_server(const std::string& store, const fs::path& token, const 
 
 // Two `cdc serve` processes of one PostgreSQL-catalog store: a push to one
 // is pulled from the other, pushes to both at once dedup in the catalog.
+// The statements the server received while `f` ran, for the database of
+// `url` (the server's log, every statement logged for that database; the
+// engine tests of this binary run one at a time).
+std::uint64_t statements_received(const std::string& url, const std::function<void()>& f) {
+    const std::string db = url.substr(url.rfind('/') + 1);
+    PgConn admin(pg_url("postgres"));
+    admin.exec(fmt::format("ALTER DATABASE {} SET log_min_duration_statement = 0", db).c_str());
+    const fs::path log = engines().pg.dir / "server.log";
+    const auto before = fs::file_size(log);
+    f();
+    admin.exec(fmt::format("ALTER DATABASE {} RESET log_min_duration_statement", db).c_str());
+    std::ifstream in(log, std::ios::binary);
+    in.seekg(static_cast<std::streamoff>(before));
+    std::uint64_t n = 0;
+    for (std::string line; std::getline(in, line);)
+        if (line.find("duration: ") != std::string::npos &&
+            (line.find(" execute ") != std::string::npos || line.find(" statement: ") != std::string::npos))
+            ++n;
+    return n;
+}
+
+// A snapshot pulled through a server whose store has a PostgreSQL catalog:
+// the server lists the files' chunks a batch of files at a time and finds
+// their contents in batches (7 statements a file before).
+TEST(PgEngine, ATreePullSendsFewStatements) {
+    const std::string url = make_database();
+    TempDir tmp;
+    const std::string store = (tmp.path() / "store").string();
+    ASSERT_EQ(run_tool({"store", "init", "--no-encryption", "-q", "--catalog", url, store}).exit_code, 0);
+    const fs::path in = tmp.path() / "in";
+    constexpr int kFiles = 600;
+    const auto tree = make_small_files(in, kFiles, 11, 500, 40000, 7000);
+    ASSERT_EQ(run_tool({"store", "backup", "-q", store, in.string()}).exit_code, 0);
+    const std::string token_text = "pg-engine-test-token\n";
+    const auto token = tmp.write("token", std::span(reinterpret_cast<const std::uint8_t*>(token_text.data()),
+                                                    token_text.size()));
+    fs::permissions(token, fs::perms::owner_read | fs::perms::owner_write);
+    pid_t server = 0;
+    const std::string port = start_server(store, token, tmp.path() / "server", server);
+    ASSERT_FALSE(port.empty()) << "cdc serve did not start";
+    const fs::path out = tmp.path() / "pulled";
+    const std::uint64_t n = statements_received(url, [&] {
+        const auto r = run_tool({"pull", "-q", "--from", "127.0.0.1:" + port, "--token-file", token.string(),
+                                 "latest:" + in.string(), "-o", out.string()});
+        EXPECT_EQ(r.exit_code, 0) << r.err;
+    });
+    ::kill(server, SIGTERM);
+    EXPECT_EQ(wait_exit(server), 0) << read_text(tmp.path() / "server" / "err");
+    expect_tree(out, tree);
+    EXPECT_GT(n, 0u) << "no statement logged: the count would prove nothing";
+    EXPECT_LT(n, kFiles / 4u) << "a tree pull of " << kFiles << " files";
+    std::cout << fmt::format("statements of a tree pull of {} files: {}\n", kFiles, n);
+}
+
 TEST(PgEngine, TwoServersOfOneStore) {
     const std::string url = make_database();
     TempDir tmp;
