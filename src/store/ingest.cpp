@@ -130,15 +130,24 @@ std::size_t Ingest::Impl::hash_stored(std::span<const ChunkId> ids,
                                       const std::function<void(std::size_t, std::uint32_t)>& sized) {
     OrderedDecoder& decoder = read_back();
     ReadView view(*read_catalog_);
-    std::size_t i = 0;
-    for (; i < ids.size(); ++i) {
-        const auto loc = read_catalog_->find_chunk(ids[i]);
-        if (!loc) break;
-        sized(i, loc->raw_size);
-        decoder.add(ids[i], *loc, *packs_);
+    // The ids looked up a batch at a time (one statement each over a network).
+    std::size_t found = 0;
+    bool ended = false;  // at the first id not found
+    for (std::size_t from = 0; from < ids.size() && !ended; from += Catalog::kFindChunksBatch) {
+        const auto batch = ids.subspan(from, std::min(Catalog::kFindChunksBatch, ids.size() - from));
+        read_catalog_->find_chunks(batch, {}, [&](std::size_t k, const std::optional<Location>& loc) {
+            if (ended) return;
+            if (!loc) {
+                ended = true;
+                return;
+            }
+            sized(from + k, loc->raw_size);
+            decoder.add(ids[from + k], *loc, *packs_);
+            ++found;
+        });
     }
     view.end();
-    return i;
+    return found;
 }
 
 Digest Ingest::Impl::finish_hash() {
@@ -178,6 +187,7 @@ void Ingest::begin(const FileMeta& meta) {
 void Ingest::compare_with_stored(std::optional<std::uint64_t> size, std::uint64_t min_chunks) {
     impl_->compare_with_stored(size, min_chunks);
 }
+void Ingest::compare_with_similar() { impl_->compare_with_similar(); }
 
 bool Ingest::find_similar(const ChunkId& first) { return impl_->find_similar(first); }
 bool Ingest::follows_base(std::span<const ChunkId> ids) { return impl_->follows_base(ids); }

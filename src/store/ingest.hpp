@@ -86,6 +86,10 @@ public:
     /// `min_chunks` chunks; else the first chunks will look for a similar
     /// stored file (one of `size`, if known, first).
     void compare_with_stored(std::optional<std::uint64_t> size, std::uint64_t min_chunks);
+    /// For a file whose name the store cannot hold yet (a pushed snapshot's
+    /// own file): no lookup by name; the first chunks look for a similar
+    /// stored file.
+    void compare_with_similar();
 
     /// At the file's first chunk, when compare_with_stored found no file of
     /// its name to compare with: takes a stored file whose

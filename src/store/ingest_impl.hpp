@@ -36,6 +36,11 @@ struct Ingest::Impl {
     /// A new file named `name` (the manifest is the caller's): no base yet.
     void start(const std::string& name);
     void compare_with_stored(std::optional<std::uint64_t> size, std::uint64_t min_chunks);
+    void compare_with_similar() {
+        base_.reset();
+        size_.reset();
+        look_similar_ = true;
+    }
     bool follows_base(std::span<const ChunkId> ids) { return follows(ids, [](const ChunkId& id) { return id; }); }
     bool follows_base(std::span<const Digest> ids) { return follows(ids, detail::id_of); }
     bool comparing() const noexcept { return base_ != nullptr; }

@@ -25,6 +25,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <span>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -212,6 +213,13 @@ std::string SnapshotIntake::reuse(std::span<const Candidate> batch) {
     if (st.candidates > kMaxCandidates) refuse(fmt::format("more than {} candidates", kMaxCandidates));
     st.load_parent();
     std::string digests(batch.size() * 32, '\0');
+    struct Unchanged {
+        std::size_t index;
+        std::string digest;
+        std::uint64_t length;
+    };
+    std::vector<Unchanged> unchanged;  // since the parent, by its metadata
+    std::vector<std::string> contents;  // their content names
     for (std::size_t i = 0; i < batch.size(); ++i) {
         const Candidate& c = batch[i];
         if (const std::string why = path_problem(c.path, st.max_name_bytes); !why.empty())
@@ -237,12 +245,18 @@ std::string SnapshotIntake::reuse(std::span<const Candidate> batch) {
             before = nullptr;  // a damaged parent directory: its files are pushed
         }
         if (!before || !detail::unchanged_since(now, *before)) continue;
-        const std::string& d = before->content.digest;
-        const std::uint64_t length = tree::data_length(now);  // (a sparse file's: its extents')
-        // (the content must still be stored: a forgotten parent's may be gone)
-        if (!st.store.find(detail::content_name(st.store, d, length))) continue;
-        st.offered.insert(content_key(d, length));
-        std::memcpy(digests.data() + i * 32, d.data(), 32);
+        unchanged.push_back({i, before->content.digest, tree::data_length(now)});  // (a sparse file's: its extents')
+        contents.push_back(detail::content_name(st.store, unchanged.back().digest, unchanged.back().length));
+    }
+    // The content must still be stored (a forgotten parent's may be gone):
+    // looked up for the whole batch at once (a round trip each for a
+    // catalog over a network).
+    const auto found = st.store.find(std::span<const std::string>(contents));
+    for (std::size_t k = 0; k < unchanged.size(); ++k) {
+        if (!found[k]) continue;
+        const Unchanged& u = unchanged[k];
+        st.offered.insert(content_key(u.digest, u.length));
+        std::memcpy(digests.data() + u.index * 32, u.digest.data(), 32);
     }
     return digests;
 }
@@ -384,12 +398,19 @@ const Snapshot& SnapshotIntake::commit(Writer& writer, std::string_view root_id,
     // the snapshot's own transaction).
     writer.commit();
     std::vector<std::pair<std::string, std::string>> moves;
-    for (const std::string& name : st.first_names) {
-        const auto f = st.store.find(name);
-        if (!f) continue;  // (the same path pushed twice: renamed already)
-        moves.emplace_back(name, detail::content_name(
-                                     st.store, {reinterpret_cast<const char*>(f->digest.data()), f->digest.size()},
-                                     f->size));
+    const std::vector<std::string>& firsts = st.first_names;
+    constexpr std::size_t kFindBatch = 4096;  // (names looked up at once: a round trip each over a network)
+    for (std::size_t at = 0; at < firsts.size(); at += kFindBatch) {
+        const auto part = std::span(firsts).subspan(at, std::min(kFindBatch, firsts.size() - at));
+        const auto found = st.store.find(part);
+        for (std::size_t k = 0; k < part.size(); ++k) {
+            const auto& f = found[k];
+            if (!f) continue;  // (the same path pushed twice: renamed already)
+            moves.emplace_back(part[k], detail::content_name(st.store,
+                                                             {reinterpret_cast<const char*>(f->digest.data()),
+                                                              f->digest.size()},
+                                                             f->size));
+        }
     }
     std::sort(moves.begin(), moves.end());
     moves.erase(std::unique(moves.begin(), moves.end(), [](const auto& a, const auto& b) { return a.first == b.first; }),

@@ -469,10 +469,16 @@ std::vector<ChunkId> Store::missing(std::span<const ChunkId> ids) const {
     Catalog& c = *impl_->catalog;
     ReadView read(c);
     IdSet seen;
+    std::vector<ChunkId> distinct;
+    for (const ChunkId& id : ids)
+        if (seen.insert(id).second) distinct.push_back(id);
+    // (a batch at a time: one statement each for a catalog over a network)
     std::vector<ChunkId> out;
-    for (const ChunkId& id : ids) {
-        if (!seen.insert(id).second) continue;
-        if (!c.find_chunk(id)) out.push_back(id);
+    for (std::size_t from = 0; from < distinct.size(); from += Catalog::kFindChunksBatch) {
+        const auto batch = std::span(distinct).subspan(from, std::min(Catalog::kFindChunksBatch, distinct.size() - from));
+        c.find_chunks(batch, {}, [&](std::size_t i, const std::optional<Location>& loc) {
+            if (!loc) out.push_back(batch[i]);
+        });
     }
     read.end();
     return out;

@@ -96,8 +96,12 @@ void PushSession::start(const v1::FileStart& m) {
     groups_read_ = false;
     groups_next_ = 0;
     // (Small files are read back in no time: comparing costs more. A small
-    // file of that name: a large stored file may still match the new version.)
-    ingest_->compare_with_stored(std::nullopt, kBaseMinChunks);
+    // file of that name: a large stored file may still match the new version.
+    // A snapshot's file has a name of the new snapshot: none to compare with.)
+    if (snap_)
+        ingest_->compare_with_similar();
+    else
+        ingest_->compare_with_stored(std::nullopt, kBaseMinChunks);
 }
 
 bool PushSession::follows_base(const List& list) {
@@ -187,8 +191,11 @@ void PushSession::add_groups(const v1::GroupList& m, const Sink& sink) {
     if (!groups_read_) {
         groups_read_ = true;
         try {
-            // (a snapshot's file: the parent's content of that path)
-            groups_ = BaseGroups::open(store::Ingest::stored_list(store_, snap_ ? snapshot_base(name_) : name_));
+            // (a snapshot's file: the parent's content of that path, if it
+            // had one: each look opens a connection of its own, which for a
+            // catalog over a network costs more than a small file)
+            const std::string base = snap_ ? snapshot_base(name_) : name_;
+            if (!base.empty()) groups_ = BaseGroups::open(store::Ingest::stored_list(store_, base));
         } catch (const store::StoreError& e) {
             fail_file(name_, e);
         }
