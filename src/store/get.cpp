@@ -275,11 +275,14 @@ void Store::get_each(std::span<const GetItem> items, const GetOptions& options,
     for (std::size_t i = 0; i < items.size(); ++i) {
         std::exception_ptr error;
         try {
-            const auto [dir, out] = output_place(items[i].name, items[i].out);
+            // (not a structured binding: clang 14 lets no lambda capture one)
+            const std::pair<Fd, std::filesystem::path> place = output_place(items[i].name, items[i].out);
+            const int dir = place.first.get();
+            const std::filesystem::path& out = place.second;
             restore.run(
                 [&](ReadSession::State* state) {
-                    restore_into(*impl_, readers, items[i].name, dir.get(), out.filename().string(), out.string(),
-                                 options, state);
+                    restore_into(*impl_, readers, items[i].name, dir, out.filename().string(), out.string(), options,
+                                 state);
                 },
                 restore.session().s_.get());
         } catch (...) {

@@ -129,8 +129,11 @@ void Ingest::Impl::hash(std::span<const std::byte> bytes) { read_back().add_byte
 std::size_t Ingest::Impl::hash_stored(std::span<const ChunkId> ids,
                                       const std::function<void(std::size_t, std::uint32_t)>& sized) {
     OrderedDecoder& decoder = read_back();
-    ReadView view(*read_catalog_);
-    // The ids looked up a batch at a time (one statement each over a network).
+    // The ids looked up a batch at a time (one statement each over a
+    // network), in a view only for more than one (a view costs two more
+    // round trips; the writer's session keeps gc from the chunks meanwhile).
+    std::optional<ReadView> view;
+    if (ids.size() > Catalog::kFindChunksBatch) view.emplace(*read_catalog_);
     std::size_t found = 0;
     bool ended = false;  // at the first id not found
     for (std::size_t from = 0; from < ids.size() && !ended; from += Catalog::kFindChunksBatch) {
@@ -146,7 +149,7 @@ std::size_t Ingest::Impl::hash_stored(std::span<const ChunkId> ids,
             ++found;
         });
     }
-    view.end();
+    if (view) view->end();
     return found;
 }
 

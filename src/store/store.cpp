@@ -467,11 +467,14 @@ bool Store::contains(const ChunkId& id) const { return impl_->catalog->find_chun
 
 std::vector<ChunkId> Store::missing(std::span<const ChunkId> ids) const {
     Catalog& c = *impl_->catalog;
-    ReadView read(c);
     IdSet seen;
     std::vector<ChunkId> distinct;
     for (const ChunkId& id : ids)
         if (seen.insert(id).second) distinct.push_back(id);
+    // A view only for more than one statement (one is consistent by itself:
+    // a view costs a catalog over a network two more round trips).
+    std::optional<ReadView> read;
+    if (distinct.size() > Catalog::kFindChunksBatch) read.emplace(c);
     // (a batch at a time: one statement each for a catalog over a network)
     std::vector<ChunkId> out;
     for (std::size_t from = 0; from < distinct.size(); from += Catalog::kFindChunksBatch) {
@@ -480,7 +483,7 @@ std::vector<ChunkId> Store::missing(std::span<const ChunkId> ids) const {
             if (!loc) out.push_back(batch[i]);
         });
     }
-    read.end();
+    if (read) read->end();
     return out;
 }
 
