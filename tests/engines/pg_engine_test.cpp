@@ -392,6 +392,14 @@ TEST(PgEngine, ThreeWritersAtOnce) {
 }
 
 #if CDC_TEST_TRANSFER  // (a build without cdc-transfer has no cdc serve)
+/// A token file for `cdc serve` and its clients in `tmp` (0600).
+fs::path server_token(const TempDir& tmp) {
+    const std::string text = "pg-engine-test-token\n";
+    const auto token = tmp.write("token", std::span(reinterpret_cast<const std::uint8_t*>(text.data()), text.size()));
+    fs::permissions(token, fs::perms::owner_read | fs::perms::owner_write);
+    return token;
+}
+
 /// Starts `cdc serve` of `store` with `token`; its port ("" if it did not start).
 std::string start_server(const std::string& store, const fs::path& token, const fs::path& logs, pid_t& pid) {
     fs::create_directories(logs);
@@ -407,8 +415,6 @@ std::string start_server(const std::string& store, const fs::path& token, const 
     return port;
 }
 
-// Two `cdc serve` processes of one PostgreSQL-catalog store: a push to one
-// is pulled from the other, pushes to both at once dedup in the catalog.
 // The statements the server received while `f` ran, for the database of
 // `url` (the server's log, every statement logged for that database; the
 // engine tests of this binary run one at a time).
@@ -442,10 +448,7 @@ TEST(PgEngine, ATreePullSendsFewStatements) {
     constexpr int kFiles = 600;
     const auto tree = make_small_files(in, kFiles, 11, 500, 40000, 7000);
     ASSERT_EQ(run_tool({"store", "backup", "-q", store, in.string()}).exit_code, 0);
-    const std::string token_text = "pg-engine-test-token\n";
-    const auto token = tmp.write("token", std::span(reinterpret_cast<const std::uint8_t*>(token_text.data()),
-                                                    token_text.size()));
-    fs::permissions(token, fs::perms::owner_read | fs::perms::owner_write);
+    const fs::path token = server_token(tmp);
     pid_t server = 0;
     const std::string port = start_server(store, token, tmp.path() / "server", server);
     ASSERT_FALSE(port.empty()) << "cdc serve did not start";
@@ -477,10 +480,7 @@ TEST(PgEngine, ATreePushSendsFewStatements) {
     const fs::path in = tmp.path() / "in";
     constexpr int kFiles = 600;
     const auto tree = make_small_files(in, kFiles, 13, 500, 40000, 7000);
-    const std::string token_text = "pg-engine-test-token\n";
-    const auto token = tmp.write("token", std::span(reinterpret_cast<const std::uint8_t*>(token_text.data()),
-                                                    token_text.size()));
-    fs::permissions(token, fs::perms::owner_read | fs::perms::owner_write);
+    const fs::path token = server_token(tmp);
     pid_t server = 0;
     const std::string port = start_server(store, token, tmp.path() / "server", server);
     ASSERT_FALSE(port.empty()) << "cdc serve did not start";
@@ -505,15 +505,14 @@ TEST(PgEngine, ATreePushSendsFewStatements) {
     expect_tree(out, tree);
 }
 
+// Two `cdc serve` processes of one PostgreSQL-catalog store: a push to one
+// is pulled from the other, pushes to both at once dedup in the catalog.
 TEST(PgEngine, TwoServersOfOneStore) {
     const std::string url = make_database();
     TempDir tmp;
     const std::string store = (tmp.path() / "store").string();
     ASSERT_EQ(run_tool({"store", "init", "--no-encryption", "-q", "--catalog", url, store}).exit_code, 0);
-    const std::string token_text = "pg-engine-test-token\n";
-    const auto token = tmp.write("token", std::span(reinterpret_cast<const std::uint8_t*>(token_text.data()),
-                                                    token_text.size()));
-    fs::permissions(token, fs::perms::owner_read | fs::perms::owner_write);
+    const fs::path token = server_token(tmp);
     pid_t a = 0, b = 0;
     const std::string port_a = start_server(store, token, tmp.path() / "a", a);
     const std::string port_b = start_server(store, token, tmp.path() / "b", b);
