@@ -27,7 +27,9 @@ struct Store::ReadSession::State {
     Store::Impl& impl;
     detail::Catalog& catalog;
     std::optional<detail::ReadView> view;
-    State(detail::StoreLock& lock, Store::Impl& i) : guard(lock), impl(i), catalog(*i.catalog) { view.emplace(catalog); }
+    State(detail::StoreLock& lock, Store::Impl& i) : guard(lock), impl(i), catalog(*i.catalog) {
+        view.emplace(catalog);
+    }
 
     // The files expected (expect()): the next names, up to a window, and a
     // batch of them looked up in the current view.
@@ -97,8 +99,9 @@ struct Store::ReadSession::State {
         std::vector<std::uint8_t> row;
         std::uint32_t seq = 0;
         try {
+            using File = std::optional<detail::StoredFile>;
             catalog.stored_files_with_lists(
-                names, kListedChunks, [&](std::size_t i, const std::optional<detail::StoredFile>& file, detail::ListReader* list) {
+                names, kListedChunks, [&](std::size_t i, const File& file, detail::ListReader* list) {
                     const auto [at, added] = ready.try_emplace(names[i]);
                     if (!added) return;  // (a name twice in the batch: its one entry serves both)
                     Ready& r = at->second;
@@ -115,8 +118,8 @@ struct Store::ReadSession::State {
                     r.listed = true;
                 });
             for (std::size_t from = 0; from < ids.size(); from += detail::Catalog::kFindChunksBatch) {
-                const auto slice =
-                    std::span<const ChunkId>(ids).subspan(from, std::min(detail::Catalog::kFindChunksBatch, ids.size() - from));
+                const std::size_t n = std::min(detail::Catalog::kFindChunksBatch, ids.size() - from);
+                const auto slice = std::span<const ChunkId>(ids).subspan(from, n);
                 catalog.find_chunks(slice, {}, [&](std::size_t i, const std::optional<detail::Location>& loc) {
                     auto& [r, index] = wanted[from + i];
                     if (!r->damage.empty()) return;
