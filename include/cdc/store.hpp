@@ -575,6 +575,9 @@ public:
         /// writers meanwhile); and after the catalog's server was lost (the
         /// view went with it: the reads in it fail until then).
         void renew();
+        /// renew() if the view is older than a few seconds (5): what a long
+        /// run of reads calls between two of them.
+        void refresh();
         /// Names the files this session is about to read with read_file, in
         /// the order it will ask for them: `next_name` gives the next one,
         /// or nullopt after the last. read_file then looks them up many at

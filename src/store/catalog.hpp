@@ -228,9 +228,10 @@ public:
     virtual std::optional<Location> find_chunk(const ChunkId& id, std::string_view context = {}) = 0;
     /// f(i, where ids[i] is) for each of `ids` in order (nullopt: not
     /// indexed), each row checked as find_chunk's just before its call (a
-    /// damaged one throws there). The default asks find_chunk for each; a
-    /// catalog over a network answers the batch in one round trip.
-    /// Callers with many ids hand them over kFindChunksBatch at a time.
+    /// damaged one throws there). Any number of ids: the default asks
+    /// find_chunk for each; a catalog over a network answers each
+    /// kFindChunksBatch of them in one round trip (so a caller wanting one
+    /// consistent answer for more opens a view).
     static constexpr std::size_t kFindChunksBatch = 4096;
     virtual void find_chunks(std::span<const ChunkId> ids, std::string_view context,
                              const std::function<void(std::size_t, const std::optional<Location>&)>& f);
@@ -261,7 +262,8 @@ public:
     virtual std::vector<ManifestInfo> list(std::string_view prefix) = 0;
     virtual std::optional<ManifestInfo> find(std::string_view name) = 0;
     /// f(i, find(names[i])) for each of `names` in order. The default asks
-    /// find for each; a catalog over a network answers the batch at once.
+    /// find for each; a catalog over a network answers a few thousand names
+    /// a round trip.
     virtual void find_many(std::span<const std::string> names,
                            const std::function<void(std::size_t, std::optional<ManifestInfo>)>& f);
     /// The file `name` (if its size is `size`, when given). A damaged

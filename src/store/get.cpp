@@ -68,12 +68,10 @@ Restored restore_to_fd(const Store::Impl& s, Readers& readers, std::string_view 
     if (!name.empty() && name[0] == '\0') name.replace(0, 1, "\\0");
     Catalog& catalog = *s.catalog;
     ReadView read(catalog);  // one view for the whole file and its metadata (none within a session's)
-    const Store::ReadSession::State::Ready* looked_up = session ? session->lookup(stored_name) : nullptr;
-    if (looked_up && looked_up->file && !looked_up->listed) looked_up = nullptr;  // (a large file: its list on its own)
+    const Store::ReadSession::State::Ready* looked_up = session ? session->listed(stored_name, name) : nullptr;
     const auto file = looked_up ? looked_up->file
                                 : catalog.stored_file(stored_name, std::nullopt, fmt::format("'{}'", name));
     if (!file) throw NotFoundError(fmt::format("no file named '{}' in the store '{}'", name, s.dir.string()));
-    if (looked_up && !looked_up->damage.empty()) throw DamageError(looked_up->damage);
     const std::uint64_t size = file->size;
     const ChunkId digest = file->digest;
     const Restored meta{file->mode, file->mtime_ns};
@@ -197,11 +195,10 @@ void restore_into(const Store::Impl& s, Readers& readers, std::string_view name,
 }
 
 /// A restore of many files under one read session: the files named to it
-/// in their order (looked up in batches), its view renewed every few
-/// seconds (held through a long restore it would keep PostgreSQL from
-/// cleaning up behind the writers), and a file's read tried once more in a
-/// fresh view after an error of the catalog (a PostgreSQL restart takes the
-/// view with it: every read in it would fail until it is renewed).
+/// in their order (looked up in batches), its view refreshed between files,
+/// and a file's read tried once more in a fresh view after an error of the
+/// catalog (a PostgreSQL restart takes the view with it: every read in it
+/// would fail until it is renewed).
 class SessionRestore {
 public:
     SessionRestore(Store::ReadSession session, std::function<std::optional<std::string>()> names)
@@ -211,7 +208,7 @@ public:
     /// f(state) for one file; f must leave nothing behind when it throws.
     template <class F>
     void run(F&& f, Store::ReadSession::State* state) {
-        if (std::chrono::steady_clock::now() - viewed_since_ > std::chrono::seconds(5)) renew();
+        session_.refresh();
         try {
             f(state);
         } catch (const OutputError&) {
@@ -221,19 +218,14 @@ public:
         } catch (const NotFoundError&) {
             throw;
         } catch (const StoreError&) {
-            renew();
+            session_.renew();
             f(state);
         }
     }
     Store::ReadSession& session() { return session_; }
 
 private:
-    void renew() {
-        session_.renew();
-        viewed_since_ = std::chrono::steady_clock::now();
-    }
     Store::ReadSession session_;
-    std::chrono::steady_clock::time_point viewed_since_ = std::chrono::steady_clock::now();
 };
 
 /// The directory `out` goes into, opened, and the name it takes there

@@ -129,26 +129,22 @@ void Ingest::Impl::hash(std::span<const std::byte> bytes) { read_back().add_byte
 std::size_t Ingest::Impl::hash_stored(std::span<const ChunkId> ids,
                                       const std::function<void(std::size_t, std::uint32_t)>& sized) {
     OrderedDecoder& decoder = read_back();
-    // The ids looked up a batch at a time (one statement each over a
-    // network), in a view only for more than one (a view costs two more
-    // round trips; the writer's session keeps gc from the chunks meanwhile).
+    // The ids looked up together (a statement per batch over a network), in
+    // a view only for more than one statement (a view costs two more round
+    // trips; the writer's session keeps gc from the chunks meanwhile).
     std::optional<ReadView> view;
     if (ids.size() > Catalog::kFindChunksBatch) view.emplace(*read_catalog_);
     std::size_t found = 0;
     bool ended = false;  // at the first id not found
-    for (std::size_t from = 0; from < ids.size() && !ended; from += Catalog::kFindChunksBatch) {
-        const auto batch = ids.subspan(from, std::min(Catalog::kFindChunksBatch, ids.size() - from));
-        read_catalog_->find_chunks(batch, {}, [&](std::size_t k, const std::optional<Location>& loc) {
-            if (ended) return;
-            if (!loc) {
-                ended = true;
-                return;
-            }
-            sized(from + k, loc->raw_size);
-            decoder.add(ids[from + k], *loc, *packs_);
-            ++found;
-        });
-    }
+    read_catalog_->find_chunks(ids, {}, [&](std::size_t i, const std::optional<Location>& loc) {
+        if (ended || !loc) {
+            ended = true;
+            return;
+        }
+        sized(i, loc->raw_size);
+        decoder.add(ids[i], *loc, *packs_);
+        ++found;
+    });
     if (view) view->end();
     return found;
 }

@@ -370,27 +370,31 @@ std::optional<Location> PgCatalog::find_chunk(const ChunkId& id, std::string_vie
     return check.location(id, r.i64(0, 0), r.i64(0, 1), r.i64(0, 2), r.i64(0, 3), context);
 }
 
-void PgCatalog::find_chunks(std::span<const ChunkId> ids, std::string_view context,
+void PgCatalog::find_chunks(std::span<const ChunkId> all, std::string_view context,
                             const std::function<void(std::size_t, const std::optional<Location>&)>& f) {
-    if (ids.empty()) return;
+    if (all.empty()) return;
     CatalogCheck& check = row_check();
-    std::vector<std::span<const std::uint8_t>> items;
-    items.reserve(ids.size());
-    for (const auto& id : ids) items.push_back(id_bytes(id));
-    PgParams p;
-    p.add_bytea_array(items);
-    const PgResult r = query("SELECT id, pack, \"offset\", raw_size, stored_size FROM chunks WHERE id = ANY($1::bytea[])",
-                             p, "looking chunks up");
-    std::unordered_map<ChunkId, int, IdHash> at;
-    for (int k = 0; k < r.rows(); ++k) at.emplace(to_id(r.bytes(k, 0), "a chunk row"), k);
-    for (std::size_t i = 0; i < ids.size(); ++i) {
-        const auto it = at.find(ids[i]);
-        if (it == at.end()) {
-            f(i, std::nullopt);
-            continue;
+    for (std::size_t from = 0; from < all.size(); from += kFindChunksBatch) {
+        const auto ids = all.subspan(from, std::min(kFindChunksBatch, all.size() - from));
+        std::vector<std::span<const std::uint8_t>> items;
+        items.reserve(ids.size());
+        for (const auto& id : ids) items.push_back(id_bytes(id));
+        PgParams p;
+        p.add_bytea_array(items);
+        const PgResult r = query(
+            "SELECT id, pack, \"offset\", raw_size, stored_size FROM chunks WHERE id = ANY($1::bytea[])", p,
+            "looking chunks up");
+        std::unordered_map<ChunkId, int, IdHash> at;
+        for (int k = 0; k < r.rows(); ++k) at.emplace(to_id(r.bytes(k, 0), "a chunk row"), k);
+        for (std::size_t i = 0; i < ids.size(); ++i) {
+            const auto it = at.find(ids[i]);
+            if (it == at.end()) {
+                f(from + i, std::nullopt);
+                continue;
+            }
+            const int k = it->second;
+            f(from + i, check.location(ids[i], r.i64(k, 1), r.i64(k, 2), r.i64(k, 3), r.i64(k, 4), context));
         }
-        const int k = it->second;
-        f(i, check.location(ids[i], r.i64(k, 1), r.i64(k, 2), r.i64(k, 3), r.i64(k, 4), context));
     }
 }
 
@@ -490,14 +494,18 @@ PgResult PgCatalog::committed_named(std::span<const std::string> names, const ch
     return r;
 }
 
-void PgCatalog::find_many(std::span<const std::string> names,
+void PgCatalog::find_many(std::span<const std::string> all,
                           const std::function<void(std::size_t, std::optional<ManifestInfo>)>& f) {
-    if (names.empty()) return;
-    std::unordered_map<std::string, int> at;
-    const PgResult r = committed_named(names, kManifestColumns, 0, at);
-    for (std::size_t i = 0; i < names.size(); ++i) {
-        const auto it = at.find(names[i]);
-        f(i, it == at.end() ? std::nullopt : std::optional<ManifestInfo>(read_manifest_row(r, it->second, conn_.url())));
+    constexpr std::size_t kBatch = 4096;  // names a statement
+    for (std::size_t from = 0; from < all.size(); from += kBatch) {
+        const auto names = all.subspan(from, std::min(kBatch, all.size() - from));
+        std::unordered_map<std::string, int> at;
+        const PgResult r = committed_named(names, kManifestColumns, 0, at);
+        for (std::size_t i = 0; i < names.size(); ++i) {
+            const auto it = at.find(names[i]);
+            f(from + i,
+              it == at.end() ? std::nullopt : std::optional<ManifestInfo>(read_manifest_row(r, it->second, conn_.url())));
+        }
     }
 }
 

@@ -48,24 +48,21 @@ void Store::read_chunks(std::span<const ChunkId> ids, ChunkForm form,
             }
         }, options);
     }
-    // The ids looked up a batch at a time (one statement each).
-    for (std::size_t from = 0; from < ids.size(); from += Catalog::kFindChunksBatch) {
-        const auto batch = ids.subspan(from, std::min(Catalog::kFindChunksBatch, ids.size() - from));
-        catalog.find_chunks(batch, {}, [&](std::size_t i, const std::optional<Location>& loc) {
-            const ChunkId& id = batch[i];
-            if (!loc)
-                throw NotFoundError(fmt::format("chunk {} is not in the store '{}'", to_hex(id), impl_->dir.string()));
-            if (decoder) {
-                decoder->add(id, *loc, files);
-                return;
-            }
-            out.raw_size = loc->raw_size;
-            // (Stored form: a sealed record's payload opened, its tag checked.)
-            out.codec = stored_payload(read_record_bytes(files.read(loc->pack), *loc, record), *loc, id, out.bytes, "",
-                                       impl_->sealer());
-            f(next++, out);
-        });
-    }
+    // (a statement per batch of ids over a network)
+    catalog.find_chunks(ids, {}, [&](std::size_t i, const std::optional<Location>& loc) {
+        const ChunkId& id = ids[i];
+        if (!loc)
+            throw NotFoundError(fmt::format("chunk {} is not in the store '{}'", to_hex(id), impl_->dir.string()));
+        if (decoder) {
+            decoder->add(id, *loc, files);
+            return;
+        }
+        out.raw_size = loc->raw_size;
+        // (Stored form: a sealed record's payload opened, its tag checked.)
+        out.codec = stored_payload(read_record_bytes(files.read(loc->pack), *loc, record), *loc, id, out.bytes, "",
+                                   impl_->sealer());
+        f(next++, out);
+    });
     if (decoder) decoder->finish();
     read.end();
 }
@@ -120,13 +117,11 @@ void Store::ReadSession::expect(std::function<std::optional<std::string>()> next
 void Store::ReadSession::read_file(std::string_view name, const std::function<void(std::span<const std::byte>)>& f) {
     State& s = *s_;
     PackFiles files(*s.impl.packs);
-    const State::Ready* r = s.lookup(name);
-    if (!r || (r->file && !r->listed)) {
+    const State::Ready* r = s.listed(name, name);
+    if (!r) {
         read_file_in_view(s.impl, files, name, f);
         return;
     }
-    if (!r->file) throw NotFoundError(fmt::format("no file named '{}' in the store '{}'", name, s.impl.dir.string()));
-    if (!r->damage.empty()) throw DamageError(r->damage);
     decode_file(
         s.impl, files,
         [&](const auto& add) {
@@ -138,13 +133,11 @@ void Store::ReadSession::read_file(std::string_view name, const std::function<vo
 void Store::ReadSession::for_each_chunk(std::string_view name,
                                         const std::function<void(const ChunkId&, std::uint32_t)>& f) {
     State& s = *s_;
-    const State::Ready* r = s.lookup(name);
-    if (!r || (r->file && !r->listed)) {
+    const State::Ready* r = s.listed(name, name);
+    if (!r) {
         s.impl.list_chunks(name, f);
         return;
     }
-    if (!r->file) throw NotFoundError(fmt::format("no file named '{}' in the store '{}'", name, s.impl.dir.string()));
-    if (!r->damage.empty()) throw DamageError(r->damage);
     for (const auto& [id, loc] : r->chunks) f(id, loc.raw_size);
 }
 
@@ -168,6 +161,13 @@ void Store::ReadSession::renew() {
     if (s_->view) s_->view->end();
     s_->view.reset();
     s_->view.emplace(s_->catalog);
+    s_->viewed_at = std::chrono::steady_clock::now();
+}
+
+void Store::ReadSession::refresh() {
+    // (held through a long run of reads, a view would keep PostgreSQL from
+    // cleaning up behind the writers)
+    if (std::chrono::steady_clock::now() - s_->viewed_at > std::chrono::seconds(5)) renew();
 }
 
 Store::ReadSession Store::read_session() const {

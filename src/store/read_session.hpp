@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <deque>
 #include <functional>
@@ -27,6 +28,7 @@ struct Store::ReadSession::State {
     Store::Impl& impl;
     detail::Catalog& catalog;
     std::optional<detail::ReadView> view;
+    std::chrono::steady_clock::time_point viewed_at = std::chrono::steady_clock::now();  // (refresh())
     State(detail::StoreLock& lock, Store::Impl& i) : guard(lock), impl(i), catalog(*i.catalog) {
         view.emplace(catalog);
     }
@@ -75,6 +77,19 @@ struct Store::ReadSession::State {
         return &it->second;
     }
 
+    /// lookup() for a caller that reads what it finds: the file with its
+    /// chunks' places, or null when the caller reads the file on its own
+    /// (not looked up, or too many chunks to be listed); NotFoundError and
+    /// DamageError as that read would throw (`shown`: the name in messages).
+    const Ready* listed(std::string_view name, std::string_view shown) {
+        const Ready* r = lookup(name);
+        if (!r || (r->file && !r->listed)) return nullptr;
+        if (!r->file)
+            throw NotFoundError(fmt::format("no file named '{}' in the store '{}'", shown, impl.dir.string()));
+        if (!r->damage.empty()) throw DamageError(r->damage);
+        return r;
+    }
+
     bool fetch_from(std::string_view name) {
         while (next_name && upcoming.size() < kBatchFiles) {
             auto n = next_name();
@@ -117,20 +132,16 @@ struct Store::ReadSession::State {
                         }
                     r.listed = true;
                 });
-            for (std::size_t from = 0; from < ids.size(); from += detail::Catalog::kFindChunksBatch) {
-                const std::size_t n = std::min(detail::Catalog::kFindChunksBatch, ids.size() - from);
-                const auto slice = std::span<const ChunkId>(ids).subspan(from, n);
-                catalog.find_chunks(slice, {}, [&](std::size_t i, const std::optional<detail::Location>& loc) {
-                    auto& [r, index] = wanted[from + i];
-                    if (!r->damage.empty()) return;
-                    if (!loc) {
-                        r->damage = fmt::format("'{}': chunk {} (number {} of the file) is missing from the index",
-                                                r->file->name, to_hex(slice[i]), index);
-                        return;
-                    }
-                    r->chunks.emplace_back(slice[i], *loc);
-                });
-            }
+            catalog.find_chunks(ids, {}, [&](std::size_t i, const std::optional<detail::Location>& loc) {
+                auto& [r, index] = wanted[i];
+                if (!r->damage.empty()) return;
+                if (!loc) {
+                    r->damage = fmt::format("'{}': chunk {} (number {} of the file) is missing from the index",
+                                            r->file->name, to_hex(ids[i]), index);
+                    return;
+                }
+                r->chunks.emplace_back(ids[i], *loc);
+            });
         } catch (const DamageError&) {
             // (a damaged row: each file of the batch read on its own, where
             // the damage is named for the file it belongs to)

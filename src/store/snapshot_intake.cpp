@@ -398,19 +398,14 @@ const Snapshot& SnapshotIntake::commit(Writer& writer, std::string_view root_id,
     // the snapshot's own transaction).
     writer.commit();
     std::vector<std::pair<std::string, std::string>> moves;
-    const std::vector<std::string>& firsts = st.first_names;
-    constexpr std::size_t kFindBatch = 4096;  // (names looked up at once: a round trip each over a network)
-    for (std::size_t at = 0; at < firsts.size(); at += kFindBatch) {
-        const auto part = std::span(firsts).subspan(at, std::min(kFindBatch, firsts.size() - at));
-        const auto found = st.store.find(part);
-        for (std::size_t k = 0; k < part.size(); ++k) {
-            const auto& f = found[k];
-            if (!f) continue;  // (the same path pushed twice: renamed already)
-            moves.emplace_back(part[k], detail::content_name(st.store,
-                                                             {reinterpret_cast<const char*>(f->digest.data()),
-                                                              f->digest.size()},
-                                                             f->size));
-        }
+    // (looked up together: a few thousand a round trip over a network)
+    const auto found = st.store.find(std::span<const std::string>(st.first_names));
+    for (std::size_t k = 0; k < found.size(); ++k) {
+        const auto& f = found[k];
+        if (!f) continue;  // (the same path pushed twice: renamed already)
+        moves.emplace_back(st.first_names[k],
+                           detail::content_name(
+                               st.store, {reinterpret_cast<const char*>(f->digest.data()), f->digest.size()}, f->size));
     }
     std::sort(moves.begin(), moves.end());
     moves.erase(std::unique(moves.begin(), moves.end(), [](const auto& a, const auto& b) { return a.first == b.first; }),

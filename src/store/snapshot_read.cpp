@@ -14,7 +14,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -562,14 +561,10 @@ SnapshotRestoreReport restore_snapshot(const Store& store, const Snapshot& snap,
         }
         return std::nullopt;
     });
-    auto viewed_since = std::chrono::steady_clock::now();
     tree::RestoreSource source;
     source.tree = [&](const tree::BlobId& id) { return trees.entries(id); };
     source.content = [&](const tree::Entry& e, const std::function<void(std::string_view)>& sink) {
-        if (std::chrono::steady_clock::now() - viewed_since > std::chrono::seconds(5)) {
-            session.renew();
-            viewed_since = std::chrono::steady_clock::now();
-        }
+        session.refresh();
         bool delivered = false;
         const auto deliver = [&](std::span<const std::byte> b) {
             delivered = true;
@@ -588,7 +583,6 @@ SnapshotRestoreReport restore_snapshot(const Store& store, const Snapshot& snap,
                 // fresh one, and the file again if none of it was handed on.
                 if (delivered) throw;
                 session.renew();
-                viewed_since = std::chrono::steady_clock::now();
                 session.read_file(name, deliver);
             }
         };

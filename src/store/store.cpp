@@ -475,14 +475,10 @@ std::vector<ChunkId> Store::missing(std::span<const ChunkId> ids) const {
     // a view costs a catalog over a network two more round trips).
     std::optional<ReadView> read;
     if (distinct.size() > Catalog::kFindChunksBatch) read.emplace(c);
-    // (a batch at a time: one statement each for a catalog over a network)
     std::vector<ChunkId> out;
-    for (std::size_t from = 0; from < distinct.size(); from += Catalog::kFindChunksBatch) {
-        const auto batch = std::span(distinct).subspan(from, std::min(Catalog::kFindChunksBatch, distinct.size() - from));
-        c.find_chunks(batch, {}, [&](std::size_t i, const std::optional<Location>& loc) {
-            if (!loc) out.push_back(batch[i]);
-        });
-    }
+    c.find_chunks(distinct, {}, [&](std::size_t i, const std::optional<Location>& loc) {
+        if (!loc) out.push_back(distinct[i]);
+    });
     if (read) read->end();
     return out;
 }
