@@ -8,7 +8,8 @@
 # ratio cdc / Go. MB = 10^6 bytes; every figure is CPU time.
 #   GOCDC_SRC=path/to/go-cdc-chunkers bench/peers/gocdc.sh [SIZE_MIB] [ROUNDS]
 #   (defaults 128 and 3; needs a built cdc: CDC=path/to/cdc, default build/cdc;
-#   CDC_SPEED_ARGS adds options to cdc speed, e.g. "--kernel wide")
+#   CDC_SPEED_ARGS adds options to cdc speed, e.g. "--kernel wide"; PAGES=small
+#   puts both sides' in-memory copies in 4 KiB pages instead of huge ones)
 # The library's own go.mod asks for a newer Go than Debian 12's 1.19, so the
 # checkout is built in a throwaway GOPATH with its two newer constructs
 # rewritten (`for i := range 256`, the min builtin) and its BLAKE3 import
@@ -25,6 +26,8 @@ source bench/peers/common.sh
 peers_setup gocdc.sh
 algorithms="fastcdc,kfastcdc,fastcdc-v1.0.0,jc,jc-v1.1.0,fastcdc4stadia,ultracdc"
 key=000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f
+pages="${PAGES:-huge}"
+[[ "$pages" == huge || "$pages" == small ]] || { echo "gocdc.sh: PAGES must be huge or small" >&2; exit 2; }
 
 lib="$work/gopath/src/github.com/PlakarKorp/go-cdc-chunkers"
 mkdir -p "$lib" "$work/gopath/src/github.com/zeebo/blake3" "$work/gopath/src/gocdcbench"
@@ -58,12 +61,12 @@ print(json.dumps({"who":"memory-read","algorithm":"-","mb_s":d["baseline_mb_s"]}
 for ((r = 1; r <= rounds; r++)); do
   # (a key makes every Gear name keyed: kfastcdc alone gets one, as in the Go program)
   # shellcheck disable=SC2086
-  "$cdc" speed --json --size "${size_mib}MiB" --runs 3 -a "${algorithms/kfastcdc,/}" ${CDC_SPEED_ARGS:-} \
+  "$cdc" speed --json --size "${size_mib}MiB" --runs 3 --pages "$pages" -a "${algorithms/kfastcdc,/}" ${CDC_SPEED_ARGS:-} \
     | python3 -c "$to_rows" >> "$results"
   # shellcheck disable=SC2086
-  "$cdc" speed --json --size "${size_mib}MiB" --runs 3 --key "$key" -a kfastcdc ${CDC_SPEED_ARGS:-} \
+  "$cdc" speed --json --size "${size_mib}MiB" --runs 3 --pages "$pages" --key "$key" -a kfastcdc ${CDC_SPEED_ARGS:-} \
     | python3 -c "$to_rows" >> "$results"
-  "$work/gocdc-bench" -runs 3 -key "$key" "$data" ${algorithms//,/ } \
+  "$work/gocdc-bench" -runs 3 -key "$key" -pages "$pages" "$data" ${algorithms//,/ } \
     | python3 -c 'import json,sys
 for l in sys.stdin: r=json.loads(l); r["who"]="go"; print(json.dumps(r))' >> "$results"
 done

@@ -113,7 +113,11 @@ struct First512 {
         if (test.always()) return from < to ? from : to;
         const unsigned t = test.top();
         const std::size_t warm = (t + 7u) & ~std::size_t{7};  // <= 64 <= from
-        const std::size_t seg_max = segment_for(test);
+        // Segments twice segment_for's (up to its 1,024): a round's warm-up
+        // (up to 64 positions a lane) costs these gather lanes more than it
+        // costs the VBMI ones (fastcdc4stadia, 256 -> 512: +2-6% on 128 MiB;
+        // the VBMI lanes 1-7% slower with it; docs/BENCHMARKS.md).
+        const std::size_t seg_max = min_size(1024, 2 * segment_for(test));
         const __m512i lane_ids = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0);
         // byte b of each 64-bit lane, zero-extended, in one in-lane shuffle
         __m512i pick[8];
@@ -148,6 +152,14 @@ struct First512 {
                 // on 1 GiB: 4 KiB was 1-5% faster than 1 KiB for FastCDC and
                 // 7-10% for fastcdc4stadia, 8 KiB slower; docs/BENCHMARKS.md)
                 __builtin_prefetch(w + pos + (gi & 7) * seg + gi * 8 + 4096);
+                // ... and a line a group from 4 KiB past the round on, as many
+                // bytes as the round reads: for FastCDC's MaskS part, the next
+                // chunk's MaskS part (past this chunk's MaskL part, ~2 KiB on
+                // random data, and the next MinSize skip), which nothing else
+                // asks for before its lanes start (+14-19% on 128 MiB in huge
+                // pages; 2 KiB or 3 KiB past the round, or two lines a group,
+                // less; docs/BENCHMARKS.md)
+                __builtin_prefetch(w + pos + kLanes * seg + 4096 + gi * 64);
                 const __m512i q = q_next;
                 offs = _mm512_add_epi64(offs, eight);
                 if (gi + 1 < groups) q_next = _mm512_i64gather_epi64(offs, w, 1);

@@ -18,6 +18,7 @@
 #include "ingest_impl.hpp"
 #include "pack_writer.hpp"
 #include "store_impl.hpp"
+#include "../common/mapped_bytes.hpp"
 #include "../common/task_pool.hpp"
 
 #include <cdc/chunker.hpp>
@@ -106,19 +107,11 @@ private:
     std::size_t pos_ = 0;
 };
 
-/// Buffers mapped for themselves (not from malloc, whose arenas keep freed
-/// segments resident beyond the buffer budget), unmapped when freed.
-struct Unmap {
-    std::size_t length = 0;
-    void operator()(std::byte* p) const noexcept;
-};
-using Bytes = std::unique_ptr<std::byte[], Unmap>;
-
-/// `n` bytes (zero-filled by the kernel as first touched). A buffer of
-/// whole 2 MiB pages is aligned to them and asks for transparent huge
-/// pages: one page fault each rather than 512 (faulting in a read-ahead
-/// budget 4 KiB at a time costs more CPU than reading the files).
-Bytes alloc_bytes(std::size_t n);
+/// Segments are mapped for themselves, in huge pages (common/mapped_bytes.hpp):
+/// faulting in a read-ahead budget 4 KiB at a time costs more CPU than
+/// reading the files.
+using Bytes = common::MappedBytes;
+inline Bytes alloc_bytes(std::size_t n) { return common::map_bytes(n); }
 
 struct Segment {
     Bytes data;

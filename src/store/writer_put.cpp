@@ -14,38 +14,9 @@
 
 #include <thread>
 
-#include <sys/mman.h>
-
 namespace cdc::store {
 
 namespace detail {
-
-namespace {
-constexpr std::size_t kHugePage = std::size_t{2} << 20;
-}  // namespace
-
-void Unmap::operator()(std::byte* p) const noexcept {
-    if (p != nullptr) ::munmap(p, length);
-}
-
-Bytes alloc_bytes(std::size_t n) {
-    const std::size_t length = (n + 4095) & ~std::size_t{4095};
-    const bool huge = length >= kHugePage && length % kHugePage == 0;
-    const std::size_t mapped = huge ? length + kHugePage : length;
-    void* raw = ::mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (raw == MAP_FAILED) throw std::bad_alloc();
-    auto* p = static_cast<std::byte*>(raw);
-    if (huge) {
-        // (the aligned part kept, the rest unmapped)
-        const auto at = reinterpret_cast<std::uintptr_t>(p);
-        const std::size_t head = ((at + kHugePage - 1) & ~(kHugePage - 1)) - at;
-        if (head != 0) ::munmap(p, head);
-        if (kHugePage - head != 0) ::munmap(p + head + length, kHugePage - head);
-        p += head;
-        ::madvise(p, length, MADV_HUGEPAGE);  // (a hint: no error matters)
-    }
-    return Bytes(p, Unmap{length});
-}
 
 void hash_range(Segment& seg, std::size_t begin, std::size_t end, std::size_t offset, const Store::Impl& store) {
     for (std::size_t i = begin; i < end; i += kDigestBatch) {

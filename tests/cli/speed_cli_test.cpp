@@ -70,6 +70,27 @@ TEST(SpeedCli, JobsGiveTheSameChunkCounts) {
     EXPECT_EQ(run_tool({"speed", "-j", "-1"}).exit_code, 2);
 }
 
+// The buffer in huge pages (the default) or 4 KiB ones: the same bytes, the
+// same cuts; a size that is no whole number of pages of either kind.
+TEST(SpeedCli, PagesGiveTheSameChunks) {
+    std::set<std::string> outputs;
+    for (const char* pages : {"huge", "small"}) {
+        const auto r = run_tool({"speed", "--size", "5000000", "--json", "--pages", pages, "-a", "fastcdc,jc"});
+        ASSERT_EQ(r.exit_code, 0) << r.err;
+        const auto doc = nlohmann::json::parse(r.out);
+        EXPECT_EQ(doc["pages"], pages);
+        std::string counts = std::to_string(doc["checksum"].get<unsigned>()) + " ";
+        for (const auto& row : doc["results"])
+            counts += row["algorithm"].get<std::string>() + "=" + std::to_string(row["chunks"].get<std::uint64_t>()) + " ";
+        outputs.insert(counts);
+    }
+    EXPECT_EQ(outputs.size(), 1u) << *outputs.begin();
+    const auto text = run_tool({"speed", "--size", "1MiB", "--pages", "small", "-a", "fastcdc"});
+    ASSERT_EQ(text.exit_code, 0) << text.err;
+    EXPECT_NE(text.out.find("(small pages)"), std::string::npos) << text.out;
+    EXPECT_EQ(run_tool({"speed", "--pages", "giant"}).exit_code, 2);
+}
+
 TEST(SpeedCli, TextOutputDigestAndUsageErrors) {
     const auto r = run_tool({"speed", "--size", "1MiB", "--digest", "blake3", "-a", "fastcdc"});
     ASSERT_EQ(r.exit_code, 0) << r.err;

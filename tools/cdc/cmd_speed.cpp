@@ -8,6 +8,7 @@
 
 #include <cdc/corpus/datagen.hpp>
 #include "sizes.hpp"
+#include "common/mapped_bytes.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -27,6 +28,7 @@ namespace cdc::cli {
 namespace {
 struct SpeedArgs {
     std::string algorithms = "all";
+    std::string pages = "huge";
     ProfileArgs profile;
     std::uint64_t size = std::uint64_t{1} << 30;
     std::string data = "random";
@@ -138,7 +140,7 @@ std::vector<AlgorithmSpec> speed_runs(const SpeedArgs& args, const Options& base
 
 // The memory-read baseline: MB/s of summing the buffer's words (best of
 // `runs` after a warm-up pass); `checksum` keeps the sums alive.
-double memory_baseline(const std::vector<std::uint8_t>& buf, unsigned runs, std::uint64_t& checksum) {
+double memory_baseline(std::span<const std::uint8_t> buf, unsigned runs, std::uint64_t& checksum) {
     double best = 1e300;
     for (unsigned r = 0; r < runs + 1; ++r) {  // one warm-up pass
         const auto t0 = Clock::now();
@@ -158,7 +160,7 @@ struct SpeedRow {
 
 // One name: the kernel at `level` and the scalar reference, their runs
 // alternating so that a slow spell of the machine does not fall on one only.
-SpeedRow measure(const AlgorithmSpec& r, KernelLevel level, const std::vector<std::uint8_t>& buf, DigestKind digest,
+SpeedRow measure(const AlgorithmSpec& r, KernelLevel level, std::span<const std::uint8_t> buf, DigestKind digest,
                  unsigned runs, std::optional<unsigned> jobs) {
     const auto cut = [&](const CutFinder& f) {
         return jobs ? cut_all_parallel(f, buf.data(), buf.size(), digest, *jobs)
@@ -194,14 +196,15 @@ void print_rows(const SpeedArgs& args, const std::vector<SpeedRow>& rows, double
                                {"relative_to_scalar", row.mb_s / row.scalar_mb_s},
                                {"kernel", to_string(row.used)}});
         nlohmann::json out = {{"baseline_mb_s", baseline}, {"results", results},   {"bytes", size},
-                              {"data", args.data},         {"digest", args.digest}, {"checksum", checksum & 0xFF}};
+                              {"data", args.data},         {"digest", args.digest}, {"checksum", checksum & 0xFF},
+                              {"pages", args.pages}};
         if (args.jobs) out["jobs"] = *args.jobs;
         fmt::print("{}\n", out.dump(2));
         return;
     }
-    fmt::print("{} of {} data in memory, digest {}, best of {} run(s){}; MB = 10^6 bytes; X SCALAR: against the "
-               "scalar reference, measured side by side\n",
-               tools::format_size(static_cast<double>(size)), args.data, args.digest, args.runs,
+    fmt::print("{} of {} data in memory ({} pages), digest {}, best of {} run(s){}; MB = 10^6 bytes; X SCALAR: "
+               "against the scalar reference, measured side by side\n",
+               tools::format_size(static_cast<double>(size)), args.data, args.pages, args.digest, args.runs,
                args.jobs ? fmt::format(", {} thread(s), wall-clock time", *args.jobs) : std::string());
     fmt::print("{:<18} {:<10} {:>10} {:>10} {:>9} {:>9}\n", "ALGORITHM", "KERNEL", "MB/S", "CHUNKS", "BASELINE",
                "X SCALAR");
@@ -219,10 +222,15 @@ int run(const SpeedArgs& args) {
     tools::check_fits_in_memory(size64, "--size", tools::format_size_exact(size64));  // the buffer is allocated whole
     if (args.data != "random" && args.data != "text" && args.data != "zeros")
         throw UsageError(fmt::format("--data = '{}' is invalid: must be random, text or zeros", args.data));
+    if (args.pages != "huge" && args.pages != "small")
+        throw UsageError(fmt::format("--pages = '{}' is invalid: must be huge or small", args.pages));
     const auto runs = speed_runs(args, base);
 
     const auto size = static_cast<std::size_t>(size64);
-    std::vector<std::uint8_t> buf(size);
+    // (in the pages the store's and cdc chunk's own buffers use, unless
+    // --pages small: docs/BENCHMARKS.md "What bounds it")
+    const common::MappedBytes mapped = common::map_bytes(size, args.pages == "huge");
+    const std::span<std::uint8_t> buf(reinterpret_cast<std::uint8_t*>(mapped.get()), size);
     if (args.data == "random") fill_splitmix64(buf, 1);
     else if (args.data == "text") fill_text(buf, 1);
 
@@ -251,6 +259,12 @@ void add_speed_command(CLI::App& app, int& exit_code) {
                      ->type_name("KIND")
                      ->capture_default_str(),
                  {"random", "text", "zeros"});
+    with_choices(cmd->add_option("--pages", args->pages,
+                                 "pages of the buffer: huge (transparent huge pages where the kernel gives them, as "
+                                 "the store's and cdc chunk's buffers) or small (4 KiB)")
+                     ->type_name("KIND")
+                     ->capture_default_str(),
+                 {"huge", "small"});
     add_digest_option(*cmd, args->digest, true)->description("also fingerprint every chunk: blake3, sha256, xxh3 or none");
     add_kernel_option(*cmd, args->kernel);
     add_count_option(*cmd, "--runs", args->runs, 1, limits::kRuns,

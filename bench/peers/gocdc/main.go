@@ -4,9 +4,12 @@
 // bytes.Reader, Next until io.EOF), and prints one JSON line per algorithm:
 // the MB/s of the chunking loop alone (CPU time of the process, best of
 // -runs) and the chunk count. Each algorithm runs at the library's default
-// profile (2 KiB / 8 KiB / 64 KiB), as `cdc speed` does. Written for
-// bench/peers/gocdc.sh.
-//   gocdc-bench [-runs N] [-key HEX] FILE ALGORITHM...
+// profile (2 KiB / 8 KiB / 64 KiB), as `cdc speed` does. The file is read
+// into memory mapped with transparent huge pages asked for (-pages huge,
+// the default) or refused (-pages small), as `cdc speed --pages` maps its
+// buffer, so that both read their input from the same kind of pages.
+// Written for bench/peers/gocdc.sh.
+//   gocdc-bench [-runs N] [-key HEX] [-pages huge|small] FILE ALGORITHM...
 package main
 
 import (
@@ -18,6 +21,7 @@ import (
 	"io"
 	"os"
 	"syscall"
+	"unsafe"
 
 	chunkers "github.com/PlakarKorp/go-cdc-chunkers"
 	_ "github.com/PlakarKorp/go-cdc-chunkers/chunkers/fastcdc"
@@ -60,13 +64,54 @@ func chunkAll(algorithm string, data []byte, key []byte) (int, error) {
 	}
 }
 
+// readMapped reads the file into anonymous memory of its own mapping,
+// advised to huge pages or against them.
+func readMapped(path string, huge bool) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	size := int(st.Size())
+	if size == 0 {
+		return []byte{}, nil
+	}
+	const hugePage = 2 << 20
+	// one huge page more, to start on a huge-page boundary
+	raw, err := syscall.Mmap(-1, 0, size+hugePage, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
+	if err != nil {
+		return nil, err
+	}
+	off := 0
+	if a := uintptr(unsafe.Pointer(&raw[0])) % hugePage; a != 0 {
+		off = int(hugePage - a)
+	}
+	data := raw[off : off+size]
+	advice := syscall.MADV_NOHUGEPAGE
+	if huge {
+		advice = syscall.MADV_HUGEPAGE
+	}
+	if err := syscall.Madvise(data, advice); err != nil {
+		return nil, err
+	}
+	if _, err := io.ReadFull(f, data); err != nil {
+		return nil, err
+	}
+	return data, nil
+}
+
 func main() {
 	runs := flag.Int("runs", 3, "measure each algorithm this many times and report the best")
 	keyHex := flag.String("key", "", "32-byte key as 64 hex digits (kfastcdc needs one)")
+	pages := flag.String("pages", "huge", "pages of the in-memory copy: huge or small")
 	flag.Parse()
 	args := flag.Args()
 	if len(args) < 2 || *runs < 1 {
-		fmt.Fprintln(os.Stderr, "usage: gocdc-bench [-runs N] [-key HEX] FILE ALGORITHM...")
+		fmt.Fprintln(os.Stderr, "usage: gocdc-bench [-runs N] [-key HEX] [-pages huge|small] FILE ALGORITHM...")
 		os.Exit(2)
 	}
 	var key []byte
@@ -77,7 +122,11 @@ func main() {
 			os.Exit(2)
 		}
 	}
-	data, err := os.ReadFile(args[0])
+	if *pages != "huge" && *pages != "small" {
+		fmt.Fprintln(os.Stderr, "gocdc-bench: -pages must be huge or small")
+		os.Exit(2)
+	}
+	data, err := readMapped(args[0], *pages == "huge")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(4)
