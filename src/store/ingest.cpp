@@ -14,11 +14,12 @@ using namespace detail;
 
 namespace {
 
-/// A committed file's list in a read view of a connection of its own.
+/// A committed file's list in a read view of a connection of its own
+/// (leased from the store: given back when the list is dropped).
 class CatalogList final : public StoredList {
 public:
     /// nullptr if `find` finds no committed file in the new view.
-    static std::unique_ptr<StoredList> open(std::unique_ptr<Catalog> catalog,
+    static std::unique_ptr<StoredList> open(Store::Impl::Lease catalog,
                                             const std::function<std::optional<StoredFile>(Catalog&)>& find) {
         std::unique_ptr<CatalogList> l(new CatalogList(std::move(catalog)));
         l->catalog_->begin_read();
@@ -38,8 +39,8 @@ public:
     bool row(std::uint32_t seq, std::vector<std::uint8_t>& ids) override { return list_->row(seq, ids); }
 
 private:
-    explicit CatalogList(std::unique_ptr<Catalog> c) : catalog_(std::move(c)) {}
-    std::unique_ptr<Catalog> catalog_;
+    explicit CatalogList(Store::Impl::Lease c) : catalog_(std::move(c)) {}
+    Store::Impl::Lease catalog_;
     StoredFile file_;
     std::unique_ptr<ListReader> list_;
 };
@@ -99,7 +100,7 @@ std::optional<Ingest::Impl::BaseMatch> Ingest::Impl::end_base(std::uint64_t size
 std::unique_ptr<StoredList> Ingest::Impl::base_list() const {
     if (!base_) return nullptr;
     const std::int64_t row = base_->manifest_row();
-    return CatalogList::open(w.catalog->connect(), [row](Catalog& c) { return c.stored_file(row); });
+    return CatalogList::open(w.store.lease_connection(), [row](Catalog& c) { return c.stored_file(row); });
 }
 
 OrderedDecoder& Ingest::Impl::read_back() {
@@ -174,7 +175,7 @@ Ingest::Ingest(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Ingest::~Ingest() = default;
 
 std::unique_ptr<StoredList> Ingest::stored_list(const Store& store, std::string_view name) {
-    return CatalogList::open(store.impl_->catalog->connect(), [name](Catalog& c) { return c.stored_file(name); });
+    return CatalogList::open(store.impl_->lease_connection(), [name](Catalog& c) { return c.stored_file(name); });
 }
 
 void Ingest::begin(const FileMeta& meta) {

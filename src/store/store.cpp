@@ -130,6 +130,28 @@ std::shared_ptr<const UnlockedKey> Store::unlocked_key() const {
     return std::make_shared<const UnlockedKey>(UnlockedKey{impl_->info.store_id, impl_->master});
 }
 
+Store::Impl::Lease Store::Impl::lease_connection() const {
+    {
+        std::lock_guard held(idle_mutex);
+        if (!idle.empty()) {
+            std::unique_ptr<detail::Catalog> c = std::move(idle.back());
+            idle.pop_back();
+            return Lease(*this, std::move(c));
+        }
+    }
+    return Lease(*this, catalog->connect());
+}
+
+Store::Impl::Lease::~Lease() {
+    if (!c_) return;
+    try {
+        std::lock_guard held(owner_->idle_mutex);
+        if (owner_->idle.size() < kIdleConnections) owner_->idle.push_back(std::move(c_));
+    } catch (...) {
+        // (not kept: closed with the lease)
+    }
+}
+
 Options Store::Impl::chunking_options() const {
     if (info.profile.keyed && !key)
         throw OptionError(fmt::format("the store '{}' is keyed: its key is needed", dir.string()), "key");

@@ -20,6 +20,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -102,6 +103,12 @@ struct Store::Impl {
     /// Store::for_each_chunk's work (in the catalog's current view, or one
     /// of its own).
     void list_chunks(std::string_view name, const std::function<void(const ChunkId&, std::uint32_t)>& f);
+    /// A catalog connection of its own (catalog->connect()), an idle one
+    /// given back by an earlier lease when there is one: a push looks at
+    /// each changed file's stored list in a view of its own, and a login
+    /// to a PostgreSQL catalog costs more than a small file's look.
+    class Lease;
+    Lease lease_connection() const;
     /// A batch made ready to seal as this store does (nothing in a plain one).
     void seal_records(detail::RecordBatch& batch) const noexcept {
         batch.sealer = sealer();
@@ -117,6 +124,30 @@ struct Store::Impl {
     ChunkId keyed_id(const ChunkId& plain) const noexcept;
     /// keyed_id of each digest, in place (the writer's batches).
     void key_digests(std::span<Digest> digests) const noexcept;
+
+    /// Idle connections of lease_connection (at most kIdleConnections).
+    static constexpr std::size_t kIdleConnections = 4;
+    mutable std::mutex idle_mutex;
+    mutable std::vector<std::unique_ptr<detail::Catalog>> idle;
+};
+
+/// A connection lent by Store::Impl::lease_connection, given back when the
+/// lease ends: the holder must end its views first (a connection in a view
+/// or a transaction is never given back) and must not outlive the store.
+class Store::Impl::Lease {
+public:
+    Lease(const Impl& owner, std::unique_ptr<detail::Catalog> c) noexcept : owner_(&owner), c_(std::move(c)) {}
+    Lease(Lease&& o) noexcept = default;
+    Lease& operator=(Lease&&) = delete;
+    ~Lease();
+    detail::Catalog& operator*() const noexcept { return *c_; }
+    detail::Catalog* operator->() const noexcept { return c_.get(); }
+    /// Not given back (its state is unknown: an error left it mid-way).
+    void discard() noexcept { c_.reset(); }
+
+private:
+    const Impl* owner_;
+    std::unique_ptr<detail::Catalog> c_;
 };
 
 }  // namespace cdc::store

@@ -415,10 +415,16 @@ std::string start_server(const std::string& store, const fs::path& token, const 
     return port;
 }
 
-// The statements the server received while `f` ran, for the database of
-// `url` (the server's log, every statement logged for that database; the
-// engine tests of this binary run one at a time).
-std::uint64_t statements_received(const std::string& url, const std::function<void()>& f) {
+// What the server received while `f` ran, for the database of `url`: the
+// statements and the connections (the server's log: every statement logged
+// for that database while `f` runs, every connection by tests/engines/
+// postgres.sh's log_connections; the engine tests of this binary run one at
+// a time).
+struct Received {
+    std::uint64_t statements = 0;
+    std::uint64_t connections = 0;
+};
+Received received(const std::string& url, const std::function<void()>& f) {
     const std::string db = url.substr(url.rfind('/') + 1);
     PgConn admin(pg_url("postgres"));
     admin.exec(fmt::format("ALTER DATABASE {} SET log_min_duration_statement = 0", db).c_str());
@@ -428,12 +434,18 @@ std::uint64_t statements_received(const std::string& url, const std::function<vo
     admin.exec(fmt::format("ALTER DATABASE {} RESET log_min_duration_statement", db).c_str());
     std::ifstream in(log, std::ios::binary);
     in.seekg(static_cast<std::streamoff>(before));
-    std::uint64_t n = 0;
-    for (std::string line; std::getline(in, line);)
+    Received n;
+    for (std::string line; std::getline(in, line);) {
         if (line.find("duration: ") != std::string::npos &&
             (line.find(" execute ") != std::string::npos || line.find(" statement: ") != std::string::npos))
-            ++n;
+            ++n.statements;
+        if (line.find("connection authorized:") != std::string::npos && line.find("database=" + db) != std::string::npos)
+            ++n.connections;
+    }
     return n;
+}
+std::uint64_t statements_received(const std::string& url, const std::function<void()>& f) {
+    return received(url, f).statements;
 }
 
 // A snapshot pulled through a server whose store has a PostgreSQL catalog:
@@ -491,13 +503,25 @@ TEST(PgEngine, ATreePushSendsFewStatements) {
     };
     const std::uint64_t first = statements_received(url, push);
     const std::uint64_t again = statements_received(url, push);
+    // A sixth of the files changed: the server looks at each one's stored
+    // list (the parent's) in a view of its own, on a connection it keeps
+    // for the next (a login per changed file before).
+    constexpr int kChanged = kFiles / 6;
+    for (int i = 0; i < kFiles; i += kFiles / kChanged) {
+        const auto it = std::next(tree.begin(), i);
+        std::ofstream(in / it->first, std::ios::app | std::ios::binary) << "changed";
+    }
+    const Received changed = received(url, push);
     ::kill(server, SIGTERM);
     EXPECT_EQ(wait_exit(server), 0) << read_text(tmp.path() / "server" / "err");
-    std::cout << fmt::format("statements of a tree push of {} files: {} new, {} unchanged\n", kFiles, first, again);
+    std::cout << fmt::format("statements of a tree push of {} files: {} new, {} unchanged, {} with {} changed "
+                             "({} connections)\n",
+                             kFiles, first, again, changed.statements, kChanged, changed.connections);
     EXPECT_LT(first, 3u * kFiles) << "a push of " << kFiles << " new files";
     EXPECT_LT(again, kFiles / 4u) << "a push of " << kFiles << " unchanged files";
+    EXPECT_LT(changed.connections, kChanged / 4u) << "a push of " << kChanged << " changed files";
     const auto snaps = json_of(run_tool({"store", "snapshots", "--json", store}));
-    ASSERT_EQ(snaps.size(), 2u) << snaps;
+    ASSERT_EQ(snaps.size(), 3u) << snaps;
     const fs::path out = tmp.path() / "out";
     ASSERT_EQ(run_tool({"store", "get", "-q", store, snaps[1]["id"].get<std::string>() + ":" + in.string(), "-o",
                         out.string()})

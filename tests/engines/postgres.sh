@@ -84,6 +84,8 @@ max_connections = 100
 shared_buffers = 32MB
 fsync = on
 logging_collector = off
+# (the engine tests count the connections a command makes: one log line each)
+log_connections = on
 EOF
 # Loopback TCP with a password; the socket in DIR trusted (its mode keeps
 # others out).
