@@ -86,6 +86,11 @@ void Catalog::stored_files_with_lists(
     }
 }
 
+void Catalog::chunk_sizes(std::span<const ChunkId> ids, const std::function<void(std::size_t, std::uint32_t)>& f) {
+    for (std::size_t i = 0; i < ids.size(); ++i)
+        if (const auto size = chunk_size(ids[i])) f(i, *size);
+}
+
 void Catalog::find_chunks(std::span<const ChunkId> ids, std::string_view context,
                           const std::function<void(std::size_t, const std::optional<Location>&)>& f) {
     for (std::size_t i = 0; i < ids.size(); ++i) f(i, find_chunk(ids[i], context));

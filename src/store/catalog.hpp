@@ -237,6 +237,11 @@ public:
                              const std::function<void(std::size_t, const std::optional<Location>&)>& f);
     /// The raw size of chunk `id`, if indexed (not checked against its pack).
     virtual std::optional<std::uint32_t> chunk_size(const ChunkId& id) = 0;
+    /// f(i, raw size) for each of `ids` the index holds (chunk_size's), in
+    /// order. Any number of ids: the default asks chunk_size for each; a
+    /// catalog over a network answers kFindChunksBatch of them in one round
+    /// trip (a caller wanting one consistent answer for more opens a view).
+    virtual void chunk_sizes(std::span<const ChunkId> ids, const std::function<void(std::size_t, std::uint32_t)>& f);
     /// Adds to `found` those of `ids` the index holds.
     virtual void find_present(std::span<const ChunkId> ids, IdSet& found) = 0;
     /// Every indexed chunk (only those in `only_packs` if given) in pack

@@ -30,6 +30,9 @@ public:
         in_->find_chunks(ids, context, f);
     }
     std::optional<std::uint32_t> chunk_size(const ChunkId& id) override { return in_->chunk_size(id); }
+    void chunk_sizes(std::span<const ChunkId> ids, const std::function<void(std::size_t, std::uint32_t)>& f) override {
+        in_->chunk_sizes(ids, f);
+    }
     void find_present(std::span<const ChunkId> ids, IdSet& found) override { in_->find_present(ids, found); }
     void for_each_chunk(const std::function<void(const ChunkId&, const Location&)>& f,
                         const std::function<void(const ChunkId&, const std::string&)>& damaged,

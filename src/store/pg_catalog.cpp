@@ -406,6 +406,23 @@ std::optional<std::uint32_t> PgCatalog::chunk_size(const ChunkId& id) {
     return static_cast<std::uint32_t>(r.i64(0, 0));
 }
 
+void PgCatalog::chunk_sizes(std::span<const ChunkId> all, const std::function<void(std::size_t, std::uint32_t)>& f) {
+    for (std::size_t from = 0; from < all.size(); from += kFindChunksBatch) {
+        const auto ids = all.subspan(from, std::min(kFindChunksBatch, all.size() - from));
+        std::vector<std::span<const std::uint8_t>> items;
+        items.reserve(ids.size());
+        for (const auto& id : ids) items.push_back(id_bytes(id));
+        PgParams p;
+        p.add_bytea_array(items);
+        const PgResult r = query("SELECT id, raw_size FROM chunks WHERE id = ANY($1::bytea[])", p, "looking chunks up");
+        std::unordered_map<ChunkId, std::uint32_t, IdHash> size;
+        for (int k = 0; k < r.rows(); ++k)
+            size.emplace(to_id(r.bytes(k, 0), "a chunk row"), static_cast<std::uint32_t>(r.i64(k, 1)));
+        for (std::size_t i = 0; i < ids.size(); ++i)
+            if (const auto it = size.find(ids[i]); it != size.end()) f(from + i, it->second);
+    }
+}
+
 void PgCatalog::find_present(std::span<const ChunkId> ids, IdSet& found) {
     // One round trip per batch (the ids as one array parameter).
     constexpr std::size_t kBatch = 4096;

@@ -106,6 +106,7 @@ public:
     void find_chunks(std::span<const ChunkId> ids, std::string_view context,
                      const std::function<void(std::size_t, const std::optional<Location>&)>& f) override;
     std::optional<std::uint32_t> chunk_size(const ChunkId& id) override;
+    void chunk_sizes(std::span<const ChunkId> ids, const std::function<void(std::size_t, std::uint32_t)>& f) override;
     void find_present(std::span<const ChunkId> ids, IdSet& found) override;
     void for_each_chunk(const std::function<void(const ChunkId&, const Location&)>& f,
                         const std::function<void(const ChunkId&, const std::string&)>& damaged,
