@@ -19,6 +19,14 @@ std::unique_ptr<BaseList> BaseList::open(Catalog& catalog, const PackStorage& pa
     b->sealer_ = sealer;
     b->name_ = name;
     if (snapshot_file_name(name)) return nullptr;  // (new: not looked up)
+    // Over a network, a look outside a view first: most files of a push of
+    // small files have no stored version large enough to compare with, and
+    // a view costs two more round trips; with one, it is asked again in
+    // the view its list is then read in.
+    if (catalog.round_trips()) {
+        const auto file = catalog.stored_file(name);
+        if (!file || file->chunks < min_chunks) return nullptr;
+    }
     catalog.begin_read();
     b->viewing_ = true;
     const auto file = catalog.stored_file(name);
