@@ -158,8 +158,10 @@ struct First512 {
                 // random data, and the next MinSize skip), which nothing else
                 // asks for before its lanes start (+14-19% on 128 MiB in huge
                 // pages; 2 KiB or 3 KiB past the round, or two lines a group,
-                // less; docs/BENCHMARKS.md)
-                __builtin_prefetch(w + pos + kLanes * seg + 4096 + gi * 64);
+                // less); for fastcdc4stadia, whose next round starts where this
+                // one ends, from the round's end (+3-4%; docs/BENCHMARKS.md)
+                constexpr std::size_t kNext = std::is_same_v<Test, AtMost> ? 0 : 4096;
+                __builtin_prefetch(w + pos + kLanes * seg + kNext + gi * 64);
                 const __m512i q = q_next;
                 offs = _mm512_add_epi64(offs, eight);
                 if (gi + 1 < groups) q_next = _mm512_i64gather_epi64(offs, w, 1);
