@@ -99,6 +99,21 @@ StoredFile read_stored(const PgResult& q, int r, std::string_view context, int a
 
 std::span<const std::uint8_t> id_bytes(const ChunkId& id) { return {id.data(), id.size()}; }
 
+/// q(offset, ids, params) for each Catalog::kFindChunksBatch of `all`, the
+/// params holding those ids as one bytea[] ($1): a round trip a batch.
+template <class Q>
+void each_id_batch(std::span<const ChunkId> all, Q&& q) {
+    for (std::size_t from = 0; from < all.size(); from += Catalog::kFindChunksBatch) {
+        const auto ids = all.subspan(from, std::min(Catalog::kFindChunksBatch, all.size() - from));
+        std::vector<std::span<const std::uint8_t>> items;
+        items.reserve(ids.size());
+        for (const auto& id : ids) items.push_back(id_bytes(id));
+        PgParams p;
+        p.add_bytea_array(items);
+        q(from, ids, p);
+    }
+}
+
 // Rows of a list fetched per statement: a bounded buffer (16 x 128 KiB)
 // however long the list.
 constexpr int kListRowsPerFetch = 16;
@@ -374,13 +389,7 @@ void PgCatalog::find_chunks(std::span<const ChunkId> all, std::string_view conte
                             const std::function<void(std::size_t, const std::optional<Location>&)>& f) {
     if (all.empty()) return;
     CatalogCheck& check = row_check();
-    for (std::size_t from = 0; from < all.size(); from += kFindChunksBatch) {
-        const auto ids = all.subspan(from, std::min(kFindChunksBatch, all.size() - from));
-        std::vector<std::span<const std::uint8_t>> items;
-        items.reserve(ids.size());
-        for (const auto& id : ids) items.push_back(id_bytes(id));
-        PgParams p;
-        p.add_bytea_array(items);
+    each_id_batch(all, [&](std::size_t from, std::span<const ChunkId> ids, const PgParams& p) {
         const PgResult r = query(
             "SELECT id, pack, \"offset\", raw_size, stored_size FROM chunks WHERE id = ANY($1::bytea[])", p,
             "looking chunks up");
@@ -395,7 +404,7 @@ void PgCatalog::find_chunks(std::span<const ChunkId> all, std::string_view conte
             const int k = it->second;
             f(from + i, check.location(ids[i], r.i64(k, 1), r.i64(k, 2), r.i64(k, 3), r.i64(k, 4), context));
         }
-    }
+    });
 }
 
 std::optional<std::uint32_t> PgCatalog::chunk_size(const ChunkId& id) {
@@ -407,37 +416,23 @@ std::optional<std::uint32_t> PgCatalog::chunk_size(const ChunkId& id) {
 }
 
 void PgCatalog::chunk_sizes(std::span<const ChunkId> all, const std::function<void(std::size_t, std::uint32_t)>& f) {
-    for (std::size_t from = 0; from < all.size(); from += kFindChunksBatch) {
-        const auto ids = all.subspan(from, std::min(kFindChunksBatch, all.size() - from));
-        std::vector<std::span<const std::uint8_t>> items;
-        items.reserve(ids.size());
-        for (const auto& id : ids) items.push_back(id_bytes(id));
-        PgParams p;
-        p.add_bytea_array(items);
+    each_id_batch(all, [&](std::size_t from, std::span<const ChunkId> ids, const PgParams& p) {
         const PgResult r = query("SELECT id, raw_size FROM chunks WHERE id = ANY($1::bytea[])", p, "looking chunks up");
         std::unordered_map<ChunkId, std::uint32_t, IdHash> size;
         for (int k = 0; k < r.rows(); ++k)
             size.emplace(to_id(r.bytes(k, 0), "a chunk row"), static_cast<std::uint32_t>(r.i64(k, 1)));
         for (std::size_t i = 0; i < ids.size(); ++i)
             if (const auto it = size.find(ids[i]); it != size.end()) f(from + i, it->second);
-    }
+    });
 }
 
-void PgCatalog::find_present(std::span<const ChunkId> ids, IdSet& found) {
-    // One round trip per batch (the ids as one array parameter).
-    constexpr std::size_t kBatch = 4096;
-    for (std::size_t i = 0; i < ids.size(); i += kBatch) {
-        const std::size_t n = std::min(kBatch, ids.size() - i);
-        std::vector<std::span<const std::uint8_t>> items;
-        items.reserve(n);
-        for (std::size_t k = 0; k < n; ++k) items.push_back(id_bytes(ids[i + k]));
-        PgParams p;
-        p.add_bytea_array(items);
+void PgCatalog::find_present(std::span<const ChunkId> all, IdSet& found) {
+    each_id_batch(all, [&](std::size_t, std::span<const ChunkId>, const PgParams& p) {
         // (A condemned row is gc's to drop: a writer stores that chunk again.)
         const PgResult r = query("SELECT id FROM chunks WHERE id = ANY($1::bytea[]) AND condemned IS NULL", p,
                                  "looking chunks up");
         for (int k = 0; k < r.rows(); ++k) found.insert(to_id(r.bytes(k, 0), "a chunk row"));
-    }
+    });
 }
 
 // ---------------------------------------------------------------- packs
