@@ -54,13 +54,6 @@ inline unsigned lowest(unsigned x) noexcept { return static_cast<unsigned>(__bui
 inline std::size_t min_size(std::size_t a, std::size_t b) noexcept { return a < b ? a : b; }
 inline std::size_t max_size(std::size_t a, std::size_t b) noexcept { return a > b ? a : b; }
 
-/// Asks for the cache lines of [p, p + len) ahead of use. The kernels are
-/// fast enough to be bound by memory once a buffer is out of cache, and JC's
-/// jumps defeat the hardware prefetchers.
-inline void prefetch_range(const u8* p, std::size_t len) noexcept {
-    for (std::size_t k = 0; k < len; k += 64) __builtin_prefetch(p + k);
-}
-
 /// What a lane First looks for at position j: the Gear families'
 /// (W(j) & mask) == 0, or fastcdc4stadia's W(j) <= limit. top(): the highest
 /// bit of W(j) the test reads (the bits up to it only depend on that many
@@ -328,8 +321,11 @@ std::size_t jc_run(const JcParams& p, const u8* w, std::size_t n) noexcept {
     const unsigned t = top_bit(p.mask_j | p.mask_c);
     std::size_t i = p.min;
     while (i < n) {
-        // restart: fp = 0
-        prefetch_range(w + i, min_size(n - i, 2048));
+        // restart: fp = 0. Its first line asked for (the scan reads ahead
+        // from there): the 2 KiB after it, asked for at once, cost 10-13%
+        // on 128 MiB in huge pages and gained nothing in 4 KiB pages
+        // (docs/BENCHMARKS.md).
+        __builtin_prefetch(w + i);
         u64 fp = 0;
         if constexpr (!First::kContinues) {
             // A lane First needs exact window hashes: the first t positions
