@@ -396,6 +396,10 @@ void run_alone(std::string (*scenario)(const fs::path&), const fs::path& home) {
     const std::string failed = scenario(home);
     std::fprintf(stderr, "%s", failed.empty() ? "scenario passed" : ("scenario failed: " + failed).c_str());
     std::fflush(stderr);
+    // (_Exit runs no destructor: the child's own TempDir, made when the
+    // test re-runs in it, would stay behind in the temporary directory)
+    std::error_code ec;
+    fs::remove_all(home, ec);
     std::_Exit(failed.empty() ? 0 : 1);
 }
 
