@@ -142,8 +142,6 @@ public:
     ~Lease();
     detail::Catalog& operator*() const noexcept { return *c_; }
     detail::Catalog* operator->() const noexcept { return c_.get(); }
-    /// Not given back (its state is unknown: an error left it mid-way).
-    void discard() noexcept { c_.reset(); }
 
 private:
     const Impl* owner_;

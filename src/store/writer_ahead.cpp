@@ -39,7 +39,7 @@ Segment* Writer::Impl::ahead_segment(std::size_t need) {
     auto sg = std::make_unique<Segment>();
     sg->read_ahead = true;
     sg->capacity = need;
-    sg->data = alloc_bytes(need);
+    sg->data = common::map_bytes(need);
     ahead_bytes += need;
     best = sg.get();
     ahead_segments.push_back(std::move(sg));

@@ -107,14 +107,11 @@ private:
     std::size_t pos_ = 0;
 };
 
-/// Segments are mapped for themselves, in huge pages (common/mapped_bytes.hpp):
-/// faulting in a read-ahead budget 4 KiB at a time costs more CPU than
-/// reading the files.
-using Bytes = common::MappedBytes;
-inline Bytes alloc_bytes(std::size_t n) { return common::map_bytes(n); }
-
 struct Segment {
-    Bytes data;
+    /// (mapped for itself, in huge pages, common/mapped_bytes.hpp: faulting
+    /// in a read-ahead budget 4 KiB at a time costs more CPU than reading
+    /// the files)
+    common::MappedBytes data;
     std::size_t capacity = 0;
     std::size_t size = 0;         // valid bytes
     std::size_t chunk_bytes = 0;  // bytes covered by `lengths` (from 0)

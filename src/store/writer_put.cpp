@@ -56,7 +56,7 @@ void Writer::Impl::ensure_segments() {
     std::lock_guard lock(qm);
     for (auto& sg : *segments) {
         sg.capacity = kReadSize + finder->profile().max_size;
-        sg.data = alloc_bytes(sg.capacity);
+        sg.data = common::map_bytes(sg.capacity);
         free_list.push_back(&sg);
     }
 }
