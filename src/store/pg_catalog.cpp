@@ -265,15 +265,16 @@ void PgCatalog::upgrade_for_writing() {
     const PgResult r = query("SELECT value FROM meta WHERE key = $1", p, "reading the gc epoch");
     if (r.rows() == 0) throw DamageError(fmt::format("the catalog '{}' has no '{}' setting", conn_.url(), kGcEpochKey));
     gc_epoch_ = r.text(0, 0);
-    // manifests.records (catalog_records.hpp) in a catalog made before it.
-    const PgResult has = query("SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema() AND "
-                               "table_name = 'manifests' AND column_name = 'records'",
+    // manifests.records (catalog_records.hpp) and claims (claim()) in a
+    // catalog made before them; one look at the system catalogs
+    // (information_schema's views took ~7 ms to plan on every open).
+    const PgResult has = query("SELECT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass('manifests') "
+                               "AND attname = 'records' AND NOT attisdropped), to_regclass('claims') IS NOT NULL",
                                {}, "reading the schema");
-    if (has.rows() == 0)
+    if (has.text(0, 0) != std::string(1, '\1'))
         transaction([&] { conn_.run("ALTER TABLE manifests ADD COLUMN IF NOT EXISTS records BYTEA", "adding records"); },
                     "adding records to the manifests");
-    // claims (claim()) in a catalog made before it.
-    if (query("SELECT to_regclass('claims') IS NULL", {}, "reading the schema").text(0, 0) == "t")
+    if (has.text(0, 1) != std::string(1, '\1'))
         transaction([&] { conn_.run("CREATE UNLOGGED TABLE IF NOT EXISTS claims(id BYTEA PRIMARY KEY, at TIMESTAMPTZ NOT NULL)",
                                     "adding claims"); },
                     "adding the claims table");

@@ -71,9 +71,10 @@ constexpr const char* kLiveTable =
 }  // namespace
 
 void ensure_gc_schema(PgConn& conn) {
-    const PgResult has = conn.exec("SELECT to_regclass('sessions') IS NOT NULL AND EXISTS (SELECT 1 FROM "
-                                   "information_schema.columns WHERE table_schema = current_schema() AND "
-                                   "table_name = 'chunks' AND column_name = 'condemned')",
+    // (the system catalogs: information_schema's views took ~7 ms to plan)
+    const PgResult has = conn.exec("SELECT to_regclass('sessions') IS NOT NULL AND EXISTS (SELECT 1 FROM pg_attribute "
+                                   "WHERE attrelid = to_regclass('chunks') AND attname = 'condemned' AND NOT "
+                                   "attisdropped)",
                                    {}, "reading the schema");
     if (is_true(has)) return;
     conn.run("BEGIN; "

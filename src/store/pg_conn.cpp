@@ -4,13 +4,20 @@
 #include <fmt/format.h>
 #include <libpq-fe.h>
 
+#include <poll.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <condition_variable>
+#include <mutex>
 #include <thread>
+#include <utility>
+#include <vector>
 
 namespace cdc::store::detail {
 
@@ -61,6 +68,136 @@ public:
 private:
     std::chrono::steady_clock::time_point start_;
 };
+
+// Connections given back, for the next PgConn of the same URL in this
+// process: a login (a backend started, SCRAM's key derivation) costs ~6 ms
+// on loopback, and a store opened per push or pull makes several (the
+// catalog, the writer's, its session, a read view, lent lookups): the
+// logins were half of a one-file push to a server.
+class IdleConnections {
+public:
+    /// At most this many idle connections a URL; one idle longer than
+    /// kKeep is closed (a server keeps no login open for long for nothing).
+    static constexpr std::size_t kMax = 8;
+    static constexpr auto kKeep = std::chrono::seconds(30);
+
+    /// An idle connection of `url` that still answers, or nullptr.
+    pg_conn* take(const std::string& url) {
+        const pid_t pid = ::getpid();
+        for (;;) {
+            pg_conn* c = nullptr;
+            {
+                const std::lock_guard lock(m_);
+                expire(pid);
+                for (auto it = idle_.rbegin(); it != idle_.rend(); ++it)
+                    if (it->pid == pid && it->url == url) {
+                        c = it->c;
+                        idle_.erase(std::next(it).base());
+                        break;
+                    }
+            }
+            if (c == nullptr) return nullptr;
+            if (quiet(c)) return c;
+            PQfinish(c);  // (the server closed it, or spoke unasked: a new one)
+        }
+    }
+
+    /// Keeps `c` for the next connection of `url` if it is idle and clean
+    /// (DISCARD ALL: no lock, temporary table or setting of its last user
+    /// is left), else closes it.
+    void give(pg_conn* c, const std::string& url, pid_t owner) {
+        if (owner != ::getpid()) return;  // (a forked child's copy: the parent's socket, left alone)
+        bool keep = PQstatus(c) == CONNECTION_OK && PQtransactionStatus(c) == PQTRANS_IDLE;
+        if (keep) {
+            PGresult* r = PQexec(c, "DISCARD ALL");
+            keep = r != nullptr && PQresultStatus(r) == PGRES_COMMAND_OK;
+            PQclear(r);
+        }
+        if (keep) {
+            const std::lock_guard lock(m_);
+            expire(owner);
+            std::size_t same = 0;
+            for (const Idle& i : idle_) same += i.url == url ? 1u : 0u;
+            if (same < kMax) {
+                idle_.push_back({c, url, owner, std::chrono::steady_clock::now()});
+                if (reaper_ != owner) {  // (none yet in this process, or it ended with nothing left)
+                    reaper_ = owner;
+                    std::thread([this] { reap(); }).detach();
+                }
+                return;
+            }
+        }
+        PQfinish(c);
+    }
+
+    /// Closes every idle connection (at exit: each server sees its client leave).
+    void close_all() {
+        const std::lock_guard lock(m_);
+        stop_ = true;
+        wake_.notify_all();
+        const pid_t pid = ::getpid();
+        for (const Idle& i : idle_)
+            if (i.pid == pid) PQfinish(i.c);
+        idle_.clear();
+    }
+
+private:
+    struct Idle {
+        pg_conn* c;
+        std::string url;
+        pid_t pid;
+        std::chrono::steady_clock::time_point since;
+    };
+
+    // Drops what is too old, and a forked parent's connections (not closed:
+    // the socket is the parent's).
+    void expire(pid_t pid) {
+        const auto now = std::chrono::steady_clock::now();
+        std::erase_if(idle_, [&](const Idle& i) {
+            if (i.pid != pid) return true;
+            if (now - i.since < kKeep) return false;
+            PQfinish(i.c);
+            return true;
+        });
+    }
+
+    // Closes what stayed idle kKeep, until nothing is left: a server
+    // between sessions keeps no login open for long.
+    void reap() {
+        std::unique_lock lock(m_);
+        const pid_t pid = ::getpid();
+        while (!stop_ && !idle_.empty()) {
+            wake_.wait_for(lock, kKeep / 2);
+            if (!stop_) expire(pid);
+        }
+        reaper_ = 0;
+    }
+
+    // An idle connection has nothing to say: anything to read is the
+    // server closing it (a restart, an administrator) or a notice.
+    static bool quiet(pg_conn* c) {
+        if (PQstatus(c) != CONNECTION_OK || PQtransactionStatus(c) != PQTRANS_IDLE) return false;
+        pollfd p{PQsocket(c), POLLIN, 0};
+        return ::poll(&p, 1, 0) == 0;
+    }
+
+    std::mutex m_;
+    std::condition_variable wake_;
+    std::vector<Idle> idle_;
+    pid_t reaper_ = 0;  // (the process whose reaper runs: a forked child starts its own)
+    bool stop_ = false;
+};
+
+// Never destroyed (a PgConn in a static object may outlive any static);
+// its connections are closed at exit.
+IdleConnections& idle_connections() {
+    static IdleConnections* const pool = [] {
+        auto* p = new IdleConnections;
+        std::atexit([] { idle_connections().close_all(); });
+        return p;
+    }();
+    return *pool;
+}
 
 std::uint64_t get_be(const char* p, int n) {
     std::uint64_t v = 0;
@@ -189,24 +326,36 @@ std::uint64_t PgResult::affected() const {
 
 PgConn::PgConn(std::string url) : url_(std::move(url)) { open(); }
 
-PgConn::PgConn(PgConn&& o) noexcept : c_(o.c_), url_(std::move(o.url_)) { o.c_ = nullptr; }
+PgConn::PgConn(PgConn&& o) noexcept : c_(o.c_), url_(std::move(o.url_)), pid_(o.pid_) { o.c_ = nullptr; }
 
 PgConn& PgConn::operator=(PgConn&& o) noexcept {
     if (this != &o) {
-        if (c_) PQfinish(c_);
+        release();
         c_ = o.c_;
         o.c_ = nullptr;
         url_ = std::move(o.url_);
+        pid_ = o.pid_;
     }
     return *this;
 }
 
-PgConn::~PgConn() {
-    if (c_) PQfinish(c_);
+PgConn::~PgConn() { release(); }
+
+void PgConn::release() noexcept {
+    if (c_ == nullptr) return;
+    pg_conn* c = std::exchange(c_, nullptr);
+    try {
+        idle_connections().give(c, url_, pid_);
+    } catch (...) {
+        PQfinish(c);  // (no memory to keep it: closed)
+    }
 }
 
 void PgConn::open() {
-    if (c_) PQfinish(c_);
+    if (c_) PQfinish(std::exchange(c_, nullptr));  // (a lost connection: never kept)
+    pid_ = ::getpid();
+    c_ = idle_connections().take(url_);
+    if (c_ != nullptr) return;
     c_ = PQconnectdb(url_.c_str());
     if (c_ == nullptr) throw StoreError(fmt::format("the catalog '{}': out of memory connecting", url_));
     if (PQstatus(c_) != CONNECTION_OK) {

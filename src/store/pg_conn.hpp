@@ -66,10 +66,12 @@ private:
     pg_result* r_ = nullptr;
 };
 
-/// One connection (a thread at a time).
+/// One connection (a thread at a time). A connection closed idle is kept
+/// for the next PgConn of the same URL in this process (reset with DISCARD
+/// ALL; at most 8 a URL, none kept longer than 30 s idle).
 class PgConn {
 public:
-    /// Connects; StoreError naming `url` (never a password) with the
+    /// Connects (or takes an idle connection of `url`); StoreError naming `url` (never a password) with the
     /// server's reason (refused, authentication failed, no such database).
     explicit PgConn(std::string url);
     PgConn(PgConn&&) noexcept;
@@ -96,10 +98,13 @@ public:
 
 private:
     void open();
+    /// Gives the connection back (kept idle, or closed).
+    void release() noexcept;
     /// `r` if it succeeded, else the StoreError (sqlstate_ and retryable_ set).
     PgResult checked(PgResult r, std::string_view what);
     pg_conn* c_ = nullptr;
     std::string url_;
+    int pid_ = 0;  // (the process that opened it: a forked child never uses or closes it)
     std::string sqlstate_;
     bool retryable_ = false;
 };

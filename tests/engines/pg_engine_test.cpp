@@ -210,6 +210,29 @@ TEST(PgEngine, RoundTripWithPacksInTheDirectory) {
     EXPECT_FALSE(fs::exists(tmp.path() / "store2" / "cdc-store"));
 }
 
+// A catalog made before the claims table and the manifests' records column
+// (an older cdc) gains them at its first write (the claims table's check
+// read a binary boolean as text: never found missing, and every put to such
+// a catalog failed "relation claims does not exist").
+TEST(PgEngine, AnOlderCatalogIsUpgradedByItsFirstWriter) {
+    const std::string url = make_database();
+    TempDir tmp;
+    const std::string store = (tmp.path() / "store").string();
+    ASSERT_EQ(run_tool({"store", "init", "--no-encryption", "-q", "--catalog", url, store}).exit_code, 0);
+    PgConn(url).run("DROP TABLE claims; ALTER TABLE manifests DROP COLUMN records", "making an older catalog");
+    const auto bytes = random_bytes(300000, 5);
+    const auto r = run_tool({"store", "put", "-q", store, tmp.write("a.bin", bytes).string()});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const PgResult has = PgConn(url).exec("SELECT to_regclass('claims') IS NOT NULL, EXISTS (SELECT 1 FROM pg_attribute "
+                                          "WHERE attrelid = to_regclass('manifests') AND attname = 'records' AND NOT "
+                                          "attisdropped)");
+    EXPECT_EQ(has.text(0, 0), std::string(1, '\1')) << "the claims table";
+    EXPECT_EQ(has.text(0, 1), std::string(1, '\1')) << "the records column";
+    const fs::path out = tmp.path() / "back.bin";
+    ASSERT_EQ(run_tool({"store", "get", "-q", store, (tmp.path() / "a.bin").string(), "-o", out.string()}).exit_code, 0);
+    EXPECT_TRUE(file_bytes(out) == bytes);
+}
+
 // The statements the cdc-store-s3 helpers of a command sent (CDC_PG_STATS).
 std::uint64_t statements_sent(const std::vector<std::string>& args) {
     ::setenv("CDC_PG_STATS", "1", 1);
@@ -565,6 +588,56 @@ TEST(PgEngine, TwoServersOfOneStore) {
     EXPECT_EQ(wait_exit(b), 0) << read_text(tmp.path() / "b" / "err");
     const auto v = json_of(run_tool({"store", "verify", "--full", "--json", store}));
     EXPECT_EQ(v["ok"], true) << v;
+}
+
+// A server keeps the logins of a push for the next (each push opened its
+// store's connections anew: 8 logins, ~6 ms each, most of a one-file push);
+// a PostgreSQL restart leaves it connections that are gone, which it drops
+// and replaces; at its exit it closes them.
+TEST(PgEngine, AServerKeepsItsLoginsForTheNextPush) {
+    const std::string url = make_database();
+    TempDir tmp;
+    const std::string store = (tmp.path() / "store").string();
+    ASSERT_EQ(run_tool({"store", "init", "--no-encryption", "-q", "--catalog", url, store}).exit_code, 0);
+    const fs::path token = server_token(tmp);
+    pid_t server = 0;
+    const std::string port = start_server(store, token, tmp.path() / "server", server);
+    ASSERT_FALSE(port.empty()) << "cdc serve did not start";
+    std::vector<std::vector<std::uint8_t>> files;
+    const auto push = [&] {
+        files.push_back(random_bytes(200000, 70 + files.size()));
+        const std::string name = fmt::format("f{}.bin", files.size());
+        const auto r = run_tool({"push", "-q", "--to", "127.0.0.1:" + port, "--token-file", token.string(), "--name",
+                                 name, tmp.write(name, files.back()).string()});
+        EXPECT_EQ(r.exit_code, 0) << r.err;
+    };
+    const Received first = received(url, push);
+    const Received second = received(url, push);
+    EXPECT_GT(first.connections, 2u) << "the first push logs in";
+    EXPECT_EQ(second.connections, 0u) << "the second push of the same server logs in again";
+    EXPECT_EQ(shell(engines().pg.env.at("PG_CTL_CMD") + " -m fast restart >/dev/null"), 0);
+    const Received after = received(url, push);
+    EXPECT_GT(after.connections, 0u) << "the kept connections were gone: new ones were needed";
+    ::kill(server, SIGTERM);
+    EXPECT_EQ(wait_exit(server), 0) << read_text(tmp.path() / "server" / "err");
+    for (std::size_t i = 0; i < files.size(); ++i) {
+        const std::string name = fmt::format("f{}.bin", i + 1);
+        const fs::path out = tmp.path() / ("back-" + name);
+        const auto r = run_tool({"store", "get", "-q", store, name, "-o", out.string()});
+        ASSERT_EQ(r.exit_code, 0) << r.err;
+        EXPECT_TRUE(file_bytes(out) == files[i]) << name;
+    }
+    // (a backend leaves shortly after its client's goodbye)
+    const std::string db = url.substr(url.rfind('/') + 1);
+    PgConn admin(pg_url("postgres"));
+    std::int64_t left = -1;
+    for (int i = 0; i < 100 && left != 0; ++i) {
+        if (i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        PgParams p;
+        p.add_text(db);
+        left = admin.exec("SELECT count(*) FROM pg_stat_activity WHERE datname = $1", p).i64(0, 0);
+    }
+    EXPECT_EQ(left, 0) << "connections left open by the server after its exit";
 }
 #endif
 
