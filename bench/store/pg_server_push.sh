@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # Pushes to a PostgreSQL-backed `cdc serve`: a tree changed since its parent
 # (the two days of make_tree_days.py, each pushed from the other) and a
 # one-file named push, with the wall time and the server's logins of each.

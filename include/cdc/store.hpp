@@ -578,6 +578,13 @@ public:
         /// renew() if the view is older than a few seconds (5): what a long
         /// run of reads calls between two of them.
         void refresh();
+        /// f() (reads in this session), and once more in a fresh view after
+        /// it failed with an error of the catalog (a lost server takes the
+        /// view with it: every read in it fails until renew()), if `again`
+        /// (given that error; none: always) says f may run again, say when
+        /// nothing of the first try was handed on. A DamageError or a
+        /// NotFoundError is never tried again.
+        void retry_once(const std::function<void()>& f, const std::function<bool(const StoreError&)>& again = {});
         /// Names the files this session is about to read with read_file, in
         /// the order it will ask for them: `next_name` gives the next one,
         /// or nullopt after the last. read_file then looks them up many at

@@ -209,18 +209,9 @@ public:
     template <class F>
     void run(F&& f, Store::ReadSession::State* state) {
         session_.refresh();
-        try {
-            f(state);
-        } catch (const OutputError&) {
-            throw;
-        } catch (const DamageError&) {
-            throw;
-        } catch (const NotFoundError&) {
-            throw;
-        } catch (const StoreError&) {
-            session_.renew();
-            f(state);
-        }
+        // (an output's failure is not the catalog's: not tried again)
+        session_.retry_once([&] { f(state); },
+                            [](const StoreError& e) { return dynamic_cast<const OutputError*>(&e) == nullptr; });
     }
     Store::ReadSession& session() { return session_; }
 

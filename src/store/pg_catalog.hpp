@@ -66,6 +66,7 @@ public:
     std::int64_t id() const noexcept { return id_; }
 
 private:
+    void register_once(std::string_view kind);
     void start(std::string_view kind);
     void beat_loop();
     PgConn conn_;

@@ -94,6 +94,17 @@ PgSession::PgSession(const std::string& url, std::string_view kind) : conn_(url)
 PgSession::PgSession(PgConn conn, std::string_view kind) : conn_(std::move(conn)) { start(kind); }
 
 void PgSession::start(std::string_view kind) {
+    // (a server lost meanwhile, a restart: registered on a new connection)
+    for (int attempt = 1;; ++attempt) try {
+            register_once(kind);
+            break;
+        } catch (const StoreError&) {
+            if (attempt >= kPgAttempts || !conn_.broken() || !conn_.reconnect(kPgRetrySeconds)) throw;
+        }
+    thread_ = std::thread([this] { beat_loop(); });
+}
+
+void PgSession::register_once(std::string_view kind) {
     PgParams p;
     p.add_text(host_name()).add(static_cast<std::int64_t>(::getpid())).add_text(kind);
     // The advisory lock is taken before the row is visible: gc never sees a
@@ -115,7 +126,6 @@ void PgSession::start(std::string_view kind) {
             }
         throw;
     }
-    thread_ = std::thread([this] { beat_loop(); });
 }
 
 PgSession::~PgSession() { (void)end(); }

@@ -130,6 +130,16 @@ public:
         PQfinish(c);
     }
 
+    /// Whether a connection to `url` succeeded in this process.
+    bool answered(const std::string& url) {
+        const std::lock_guard lock(m_);
+        return std::find(answered_.begin(), answered_.end(), url) != answered_.end();
+    }
+    void answered_now(const std::string& url) {
+        const std::lock_guard lock(m_);
+        if (std::find(answered_.begin(), answered_.end(), url) == answered_.end()) answered_.push_back(url);
+    }
+
     /// Closes every idle connection (at exit: each server sees its client leave).
     void close_all() {
         const std::lock_guard lock(m_);
@@ -184,6 +194,7 @@ private:
     std::mutex m_;
     std::condition_variable wake_;
     std::vector<Idle> idle_;
+    std::vector<std::string> answered_;  // (a few URLs a process)
     pid_t reaper_ = 0;  // (the process whose reaper runs: a forked child starts its own)
     bool stop_ = false;
 };
@@ -356,6 +367,18 @@ void PgConn::open() {
     pid_ = ::getpid();
     c_ = idle_connections().take(url_);
     if (c_ != nullptr) return;
+    if (!idle_connections().answered(url_)) {
+        connect();  // (a first contact: a wrong address or password is said at once)
+        return;
+    }
+    // A server that answered this process before and refuses now is
+    // restarting (its shutdown, its recovery): a clear error only if it
+    // stays away.
+    if (!reconnect(kRetrySeconds)) connect();
+}
+
+void PgConn::connect() {
+    if (c_) PQfinish(std::exchange(c_, nullptr));
     c_ = PQconnectdb(url_.c_str());
     if (c_ == nullptr) throw StoreError(fmt::format("the catalog '{}': out of memory connecting", url_));
     if (PQstatus(c_) != CONNECTION_OK) {
@@ -366,6 +389,7 @@ void PgConn::open() {
     }
     // Quiet notices ("relation exists, skipping") on stderr.
     PQsetNoticeProcessor(c_, [](void*, const char*) {}, nullptr);
+    idle_connections().answered_now(url_);
 }
 
 bool PgConn::broken() const { return c_ == nullptr || PQstatus(c_) != CONNECTION_OK; }
@@ -373,9 +397,10 @@ bool PgConn::broken() const { return c_ == nullptr || PQstatus(c_) != CONNECTION
 bool PgConn::reconnect(double seconds) {
     const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
     auto pause = std::chrono::milliseconds(100);
+    pid_ = ::getpid();
     for (;;) {
         try {
-            open();
+            connect();
             return true;
         } catch (const StoreError&) {
             if (std::chrono::steady_clock::now() + pause > until) return false;

@@ -71,7 +71,9 @@ private:
 /// ALL; at most 8 a URL, none kept longer than 30 s idle).
 class PgConn {
 public:
-    /// Connects (or takes an idle connection of `url`); StoreError naming `url` (never a password) with the
+    /// Connects (or takes an idle connection of `url`; a server that
+    /// answered this process before is given kRetrySeconds to come back
+    /// from a restart); StoreError naming `url` (never a password) with the
     /// server's reason (refused, authentication failed, no such database).
     explicit PgConn(std::string url);
     PgConn(PgConn&&) noexcept;
@@ -96,8 +98,16 @@ public:
     /// The server's error for the last statement (empty if none).
     const std::string& sqlstate() const noexcept { return sqlstate_; }
 
+    /// How long a server that answered this process before may refuse a
+    /// new connection (a restart) before that is an error.
+    static constexpr double kRetrySeconds = 30;
+
 private:
+    /// An idle connection of the URL, or a new one (retried for up to
+    /// kRetrySeconds if the server answered this process before).
     void open();
+    /// A new connection, tried once.
+    void connect();
     /// Gives the connection back (kept idle, or closed).
     void release() noexcept;
     /// `r` if it succeeded, else the StoreError (sqlstate_ and retryable_ set).

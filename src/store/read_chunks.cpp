@@ -170,6 +170,21 @@ void Store::ReadSession::refresh() {
     if (std::chrono::steady_clock::now() - s_->viewed_at > std::chrono::seconds(5)) renew();
 }
 
+void Store::ReadSession::retry_once(const std::function<void()>& f,
+                                    const std::function<bool(const StoreError&)>& again) {
+    try {
+        f();
+    } catch (const DamageError&) {
+        throw;
+    } catch (const NotFoundError&) {
+        throw;
+    } catch (const StoreError& e) {
+        if (again && !again(e)) throw;
+        renew();
+        f();
+    }
+}
+
 Store::ReadSession Store::read_session() const {
     return ReadSession(std::make_unique<ReadSession::State>(impl_->lock, *impl_));
 }

@@ -571,20 +571,9 @@ SnapshotRestoreReport restore_snapshot(const Store& store, const Snapshot& snap,
             sink(std::string_view(reinterpret_cast<const char*>(b.data()), b.size()));
         };
         const auto read = [&](const std::string& name) {
-            try {
-                session.read_file(name, deliver);
-            } catch (const DamageError&) {
-                throw;
-            } catch (const NotFoundError&) {
-                throw;
-            } catch (const StoreError&) {
-                // The catalog lost (a PostgreSQL restart): so is the view,
-                // and every read in it would fail until it is renewed. A
-                // fresh one, and the file again if none of it was handed on.
-                if (delivered) throw;
-                session.renew();
-                session.read_file(name, deliver);
-            }
+            // (again after a lost catalog only if none of it was handed on)
+            session.retry_once([&] { session.read_file(name, deliver); },
+                               [&](const StoreError&) { return !delivered; });
         };
         // (read_file finds the file before it reads a byte: NotFoundError
         // means none was delivered)

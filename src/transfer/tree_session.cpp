@@ -135,9 +135,15 @@ std::optional<TreePullSession::List> TreePullSession::next_list() {
             }
             const std::string& name = *files_[next_file_++];
             try {
-                session->for_each_chunk(name, [&](const store::ChunkId& id, std::uint32_t size) {
-                    file_ids_.push_back(id);
-                    file_sizes_.push_back(size);
+                // (once more in a fresh view after a lost catalog: a
+                // PostgreSQL restart mid-pull)
+                session->retry_once([&] {
+                    file_ids_.clear();
+                    file_sizes_.clear();
+                    session->for_each_chunk(name, [&](const store::ChunkId& id, std::uint32_t size) {
+                        file_ids_.push_back(id);
+                        file_sizes_.push_back(size);
+                    });
                 });
             } catch (const store::NotFoundError&) {
                 throw TransferError(Code::aborted, "the snapshot was forgotten during the pull");

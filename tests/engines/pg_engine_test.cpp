@@ -639,6 +639,44 @@ TEST(PgEngine, AServerKeepsItsLoginsForTheNextPush) {
     }
     EXPECT_EQ(left, 0) << "connections left open by the server after its exit";
 }
+
+// A snapshot pulled through a server while PostgreSQL restarts: the
+// server's read session lost its view with the server, renews it and goes on.
+TEST(PgEngine, PostgresRestartedMidTreePull) {
+    const std::string url = make_database();
+    TempDir tmp;
+    const std::string store = (tmp.path() / "store").string();
+    ASSERT_EQ(run_tool({"store", "init", "--no-encryption", "-q", "--catalog", url, store}).exit_code, 0);
+    const fs::path in = tmp.path() / "in";
+    const auto tree = make_small_files(in, 12000, 101, 50, 3000, 9000);  // (a pull of some seconds)
+    ASSERT_EQ(run_tool({"store", "backup", "-q", store, in.string()}).exit_code, 0);
+    const fs::path token = server_token(tmp);
+    pid_t server = 0;
+    const std::string port = start_server(store, token, tmp.path() / "server", server);
+    ASSERT_FALSE(port.empty()) << "cdc serve did not start";
+    const fs::path out = tmp.path() / "pulled";
+    const fs::path logs = tmp.path() / "pull";
+    fs::create_directories(logs);
+    const pid_t pull = spawn_tool({"pull", "-q", "--from", "127.0.0.1:" + port, "--token-file", token.string(),
+                                   "latest:" + in.string(), "-o", out.string()},
+                                  logs);
+    std::size_t seen = 0;
+    for (int i = 0; i < 3000 && seen < 200; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        seen = 0;
+        std::error_code ec;
+        for (auto it = fs::recursive_directory_iterator(out, ec); !ec && it != fs::recursive_directory_iterator();
+             it.increment(ec))
+            seen += it->is_regular_file(ec) ? 1u : 0u;
+    }
+    int status = 0;
+    ASSERT_EQ(::waitpid(pull, &status, WNOHANG), 0) << "the pull ended before the restart: " << read_text(logs / "err");
+    EXPECT_EQ(shell(engines().pg.env.at("PG_CTL_CMD") + " -m fast restart >/dev/null"), 0);
+    EXPECT_EQ(wait_exit(pull), 0) << read_text(logs / "err");
+    ::kill(server, SIGTERM);
+    EXPECT_EQ(wait_exit(server), 0) << read_text(tmp.path() / "server" / "err");
+    expect_tree(out, tree);
+}
 #endif
 
 TEST(PgEngine, SessionsForWritersAndReadersOneGcAtATime) {
