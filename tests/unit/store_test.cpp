@@ -421,6 +421,59 @@ TEST(Store, AReadSessionReadsTheFilesItExpectsInAnyOrder) {
     for (const std::string name : {"f000", "f149", "big"}) read_one(name);
 }
 
+// ReadSession::retry_once: a failure of the catalog is tried once more in
+// a fresh view (one that sees what was committed since), never a damaged
+// or missing file, nor when the caller says the first try handed bytes on.
+TEST(Store, ARetryOnceRenewsTheViewAfterACatalogErrorOnly) {
+    test::TempDir tmp;
+    Store s = Store::init(tmp.path() / "s", {});
+    const auto a = test::mixed_bytes(30000, 1);
+    {
+        Writer w(s);
+        test::put_bytes(w, "a", a);
+        w.commit();
+    }
+    auto session = s.read_session();
+    std::vector<std::uint8_t> got;
+    const auto collect = [&](std::span<const std::byte> b) {
+        const auto* p = reinterpret_cast<const std::uint8_t*>(b.data());
+        got.insert(got.end(), p, p + b.size());
+    };
+    int tries = 0;
+    session.retry_once([&] {
+        ++tries;
+        got.clear();
+        if (tries == 1) {
+            EXPECT_THROW(session.read_file("b", collect), store::NotFoundError) << "not in this view yet";
+            Writer w(s);
+            test::put_bytes(w, "b", a);
+            w.commit();
+            throw store::StoreError("the catalog's server went away");
+        }
+        session.read_file("b", collect);
+    });
+    EXPECT_EQ(tries, 2);
+    EXPECT_EQ(got, a) << "the second try's view sees what was committed since the first";
+    for (int kind = 0; kind < 3; ++kind) {
+        tries = 0;
+        const auto fail = [&] {
+            ++tries;
+            if (kind == 0) throw store::DamageError("a damaged chunk");
+            if (kind == 1) throw store::NotFoundError("no such file");
+            throw store::StoreError("the catalog's server went away");
+        };
+        EXPECT_THROW(session.retry_once(fail, [](const store::StoreError&) { return false; }), store::StoreError);
+        EXPECT_EQ(tries, 1) << "kind " << kind;
+    }
+    tries = 0;
+    EXPECT_THROW(session.retry_once([&] {
+        ++tries;
+        throw store::StoreError("the catalog's server went away");
+    }),
+                 store::StoreError);
+    EXPECT_EQ(tries, 2) << "tried once more, then its error";
+}
+
 TEST(Store, SingleChunksBatchedAndLackingSkipsOnlyTheIndex) {
     test::TempDir tmp;
     store::InitOptions init;
