@@ -640,6 +640,52 @@ TEST(PgEngine, AServerKeepsItsLoginsForTheNextPush) {
     EXPECT_EQ(left, 0) << "connections left open by the server after its exit";
 }
 
+bool wait_packs(const std::string& url, std::int64_t n, pid_t put);
+
+// A tree pushed to a server while PostgreSQL restarts: the push goes on
+// (its statements and sessions wait for the server to come back) or stops
+// with a clear error; a snapshot it committed restores whole.
+TEST(PgEngine, PostgresRestartedMidPush) {
+    const std::string url = make_database();
+    TempDir tmp;
+    const std::string store = (tmp.path() / "store").string();
+    ASSERT_EQ(run_tool({"store", "init", "--no-encryption", "-q", "--catalog", url, "--pack-size", "4M", store})
+                  .exit_code,
+              0);
+    const fs::path in = tmp.path() / "in";
+    const auto tree = make_small_files(in, 6000, 102, 500, 40000, 7000);
+    const fs::path token = server_token(tmp);
+    pid_t server = 0;
+    const std::string port = start_server(store, token, tmp.path() / "server", server);
+    ASSERT_FALSE(port.empty()) << "cdc serve did not start";
+    const fs::path logs = tmp.path() / "push";
+    fs::create_directories(logs);
+    const pid_t push =
+        spawn_tool({"push", "-q", "--to", "127.0.0.1:" + port, "--token-file", token.string(), in.string()}, logs);
+    const bool started = wait_packs(url, 2, push);
+    int status = 0;
+    ASSERT_EQ(::waitpid(push, &status, WNOHANG), 0) << "the push ended before the restart: " << read_text(logs / "err");
+    EXPECT_EQ(shell(engines().pg.env.at("PG_CTL_CMD") + " -m fast restart >/dev/null"), 0);
+    const int code = wait_exit(push);
+    ASSERT_TRUE(started);
+    const std::string text = read_text(logs / "err");
+    std::cout << "the push's exit code: " << code << ", its messages: " << text;
+    EXPECT_TRUE(code == 0 || code == 4) << text;
+    ::kill(server, SIGTERM);
+    EXPECT_EQ(wait_exit(server), 0) << read_text(tmp.path() / "server" / "err");
+    const auto snaps = json_of(run_tool({"store", "snapshots", "--json", store}));
+    EXPECT_EQ(snaps.size(), code == 0 ? 1u : 0u) << snaps;
+    if (snaps.size() == 1) {
+        const fs::path out = tmp.path() / "out";
+        const auto r = run_tool({"store", "get", "-q", store, snaps[0]["id"].get<std::string>() + ":" + in.string(),
+                                 "-o", out.string()});
+        ASSERT_EQ(r.exit_code, 0) << r.err;
+        expect_tree(out, tree);
+    }
+    const auto v = json_of(run_tool({"store", "verify", "--full", "--json", store}));
+    EXPECT_EQ(v["ok"], true) << v;
+}
+
 // A snapshot pulled through a server while PostgreSQL restarts: the
 // server's read session lost its view with the server, renews it and goes on.
 TEST(PgEngine, PostgresRestartedMidTreePull) {
