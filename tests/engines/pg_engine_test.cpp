@@ -188,6 +188,77 @@ void round_trip(const std::string& store, const fs::path& tmp) {
     EXPECT_FALSE(fs::exists(tmp / "out" / "big.bin"));
 }
 
+// A snapshot a test saw committed: its id, the directory it was taken of,
+// and that directory's files then.
+struct CommittedSnap {
+    std::string id;
+    fs::path src;
+    std::map<std::string, std::vector<std::uint8_t>> tree;
+};
+
+/// The i-th state of a writer's directory: `shared`, a new file n<i> of
+/// `size` random bytes (`seed`), n<i-2> gone; its files.
+std::map<std::string, std::vector<std::uint8_t>> next_state(const fs::path& dir, const std::vector<std::uint8_t>& shared,
+                                                            std::size_t size, std::uint64_t seed, int i) {
+    const auto write_file = [](const fs::path& p, const std::vector<std::uint8_t>& bytes) {
+        std::ofstream(p, std::ios::binary)
+            .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    };
+    write_file(dir / "shared", shared);
+    write_file(dir / fmt::format("n{}", i), random_bytes(size, seed));
+    if (i >= 2) fs::remove(dir / fmt::format("n{}", i - 2));
+    std::map<std::string, std::vector<std::uint8_t>> tree;
+    for (const auto& e : fs::directory_iterator(dir)) tree[e.path().filename().string()] = file_bytes(e.path());
+    return tree;
+}
+
+/// The snapshot a command's --json output names, taken of `dir`, added to `committed` (under `m`).
+void record_committed(std::mutex& m, std::vector<CommittedSnap>& committed, const std::string& json,
+                      const fs::path& dir, std::map<std::string, std::vector<std::uint8_t>> tree) {
+    const auto j = nlohmann::json::parse(json, nullptr, false);
+    std::lock_guard g(m);
+    committed.push_back({j.is_object() ? j.value("id", std::string()) : std::string(), dir, std::move(tree)});
+}
+
+/// Forgets the older half of `committed` (taken out of it under `m`).
+void forget_older_half(const std::string& store, std::mutex& m, std::vector<CommittedSnap>& committed) {
+    std::vector<std::string> forget = {"store", "forget", "-q", store};
+    {
+        std::lock_guard g(m);
+        const std::size_t n = committed.size() / 2;
+        for (std::size_t k = 0; k < n; ++k) forget.push_back(committed[k].id);
+        committed.erase(committed.begin(), committed.begin() + static_cast<std::ptrdiff_t>(n));
+    }
+    if (forget.size() > 4) {
+        const auto r = run_tool(forget);
+        EXPECT_EQ(r.exit_code, 0) << r.err;
+    }
+}
+
+/// Every snapshot of `committed` restores byte for byte (into `tmp`/out-ID).
+void expect_restores(const std::string& store, const std::vector<CommittedSnap>& committed, const fs::path& tmp) {
+    for (const CommittedSnap& snap : committed) {
+        const fs::path out = tmp / ("out-" + snap.id);
+        const auto r = run_tool({"store", "get", "-q", store, snap.id + ":" + snap.src.string(), "-o", out.string()});
+        ASSERT_EQ(r.exit_code, 0) << snap.id << ": " << r.err;
+        expect_tree(out, snap.tree);
+    }
+}
+
+/// `cdc store verify --full` finds the store whole.
+void expect_verifies(const std::string& store) {
+    const auto v = json_of(run_tool({"store", "verify", "--full", "--json", store}));
+    EXPECT_EQ(v["ok"], true) << v;
+}
+
+/// A new unencrypted store in tmp/store whose catalog is `url`; its directory.
+std::string init_store(const std::string& url, TempDir& tmp) {
+    const std::string store = (tmp.path() / "store").string();
+    const auto r = run_tool({"store", "init", "--no-encryption", "-q", "--catalog", url, store});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return store;
+}
+
 TEST(PgEngine, RoundTripWithPacksInTheDirectory) {
     const std::string url = make_database();
     TempDir tmp;
@@ -217,8 +288,7 @@ TEST(PgEngine, RoundTripWithPacksInTheDirectory) {
 TEST(PgEngine, AnOlderCatalogIsUpgradedByItsFirstWriter) {
     const std::string url = make_database();
     TempDir tmp;
-    const std::string store = (tmp.path() / "store").string();
-    ASSERT_EQ(run_tool({"store", "init", "--no-encryption", "-q", "--catalog", url, store}).exit_code, 0);
+    const std::string store = init_store(url, tmp);
     PgConn(url).run("DROP TABLE claims; ALTER TABLE manifests DROP COLUMN records", "making an older catalog");
     const auto bytes = random_bytes(300000, 5);
     const auto r = run_tool({"store", "put", "-q", store, tmp.write("a.bin", bytes).string()});
@@ -346,8 +416,7 @@ TEST(PgEngine, RoundTripWithPacksInS3AndASecondHost) {
 TEST(PgEngine, ThreeWritersAtOnce) {
     const std::string url = make_database();
     TempDir tmp;
-    const std::string store = (tmp.path() / "store").string();
-    ASSERT_EQ(run_tool({"store", "init", "--no-encryption", "-q", "--catalog", url, store}).exit_code, 0);
+    const std::string store = init_store(url, tmp);
     // Writer i: files of its own, and a shared set every writer puts too.
     std::vector<std::map<std::string, std::vector<std::uint8_t>>> trees;
     for (int w = 0; w < 3; ++w) {
@@ -423,6 +492,21 @@ fs::path server_token(const TempDir& tmp) {
     return token;
 }
 
+/// Waits (up to ~15 s) until `dir` holds `n` regular files (a restore or a
+/// pull under way); the number seen.
+std::size_t wait_for_files(const fs::path& dir, std::size_t n) {
+    std::size_t seen = 0;
+    for (int i = 0; i < 3000 && seen < n; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        seen = 0;
+        std::error_code ec;
+        for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
+             it.increment(ec))
+            seen += it->is_regular_file(ec) ? 1u : 0u;
+    }
+    return seen;
+}
+
 /// Starts `cdc serve` of `store` with `token`; its port ("" if it did not start).
 std::string start_server(const std::string& store, const fs::path& token, const fs::path& logs, pid_t& pid) {
     fs::create_directories(logs);
@@ -477,8 +561,7 @@ std::uint64_t statements_received(const std::string& url, const std::function<vo
 TEST(PgEngine, ATreePullSendsFewStatements) {
     const std::string url = make_database();
     TempDir tmp;
-    const std::string store = (tmp.path() / "store").string();
-    ASSERT_EQ(run_tool({"store", "init", "--no-encryption", "-q", "--catalog", url, store}).exit_code, 0);
+    const std::string store = init_store(url, tmp);
     const fs::path in = tmp.path() / "in";
     constexpr int kFiles = 600;
     const auto tree = make_small_files(in, kFiles, 11, 500, 40000, 7000);
@@ -511,8 +594,7 @@ TEST(PgEngine, ATreePullSendsFewStatements) {
 TEST(PgEngine, ATreePushSendsFewStatements) {
     const std::string url = make_database();
     TempDir tmp;
-    const std::string store = (tmp.path() / "store").string();
-    ASSERT_EQ(run_tool({"store", "init", "--no-encryption", "-q", "--catalog", url, store}).exit_code, 0);
+    const std::string store = init_store(url, tmp);
     const fs::path in = tmp.path() / "in";
     constexpr int kFiles = 600;
     const auto tree = make_small_files(in, kFiles, 13, 500, 40000, 7000);
@@ -553,19 +635,32 @@ TEST(PgEngine, ATreePushSendsFewStatements) {
     expect_tree(out, tree);
 }
 
+// A store of its own (unencrypted, catalog at `url`) with two `cdc serve`
+// of it: the store's directory, the token, and the two servers.
+struct TwoServedStore {
+    std::string store;
+    fs::path token;
+    pid_t a = 0, b = 0;
+    std::string port_a, port_b;
+};
+TwoServedStore two_servers(const std::string& url, TempDir& tmp) {
+    TwoServedStore t;
+    t.store = init_store(url, tmp);
+    t.token = server_token(tmp);
+    t.port_a = start_server(t.store, t.token, tmp.path() / "a", t.a);
+    t.port_b = start_server(t.store, t.token, tmp.path() / "b", t.b);
+    EXPECT_FALSE(t.port_a.empty()) << "cdc serve did not start";
+    EXPECT_FALSE(t.port_b.empty()) << "cdc serve did not start";
+    return t;
+}
+
 // Two `cdc serve` processes of one PostgreSQL-catalog store: a push to one
 // is pulled from the other, pushes to both at once dedup in the catalog.
 TEST(PgEngine, TwoServersOfOneStore) {
     const std::string url = make_database();
     TempDir tmp;
-    const std::string store = (tmp.path() / "store").string();
-    ASSERT_EQ(run_tool({"store", "init", "--no-encryption", "-q", "--catalog", url, store}).exit_code, 0);
-    const fs::path token = server_token(tmp);
-    pid_t a = 0, b = 0;
-    const std::string port_a = start_server(store, token, tmp.path() / "a", a);
-    const std::string port_b = start_server(store, token, tmp.path() / "b", b);
-    ASSERT_FALSE(port_a.empty()) << "cdc serve did not start";
-    ASSERT_FALSE(port_b.empty()) << "cdc serve did not start";
+    const auto [store, token, a, b, port_a, port_b] = two_servers(url, tmp);
+    ASSERT_FALSE(port_a.empty() || port_b.empty());
     const auto bytes = random_bytes(3 << 20, 42);
     const auto in = tmp.write("in.bin", bytes);
     auto r = run_tool({"push", "-q", "--to", "127.0.0.1:" + port_a, "--token-file", token.string(), "--name", "f.bin",
@@ -586,8 +681,7 @@ TEST(PgEngine, TwoServersOfOneStore) {
     ::kill(b, SIGTERM);
     EXPECT_EQ(wait_exit(a), 0) << read_text(tmp.path() / "a" / "err");
     EXPECT_EQ(wait_exit(b), 0) << read_text(tmp.path() / "b" / "err");
-    const auto v = json_of(run_tool({"store", "verify", "--full", "--json", store}));
-    EXPECT_EQ(v["ok"], true) << v;
+    expect_verifies(store);
 }
 
 // A server keeps the logins of a push for the next (each push opened its
@@ -597,8 +691,7 @@ TEST(PgEngine, TwoServersOfOneStore) {
 TEST(PgEngine, AServerKeepsItsLoginsForTheNextPush) {
     const std::string url = make_database();
     TempDir tmp;
-    const std::string store = (tmp.path() / "store").string();
-    ASSERT_EQ(run_tool({"store", "init", "--no-encryption", "-q", "--catalog", url, store}).exit_code, 0);
+    const std::string store = init_store(url, tmp);
     const fs::path token = server_token(tmp);
     pid_t server = 0;
     const std::string port = start_server(store, token, tmp.path() / "server", server);
@@ -682,8 +775,7 @@ TEST(PgEngine, PostgresRestartedMidPush) {
         ASSERT_EQ(r.exit_code, 0) << r.err;
         expect_tree(out, tree);
     }
-    const auto v = json_of(run_tool({"store", "verify", "--full", "--json", store}));
-    EXPECT_EQ(v["ok"], true) << v;
+    expect_verifies(store);
 }
 
 // A snapshot pulled through a server while PostgreSQL restarts: the
@@ -691,8 +783,7 @@ TEST(PgEngine, PostgresRestartedMidPush) {
 TEST(PgEngine, PostgresRestartedMidTreePull) {
     const std::string url = make_database();
     TempDir tmp;
-    const std::string store = (tmp.path() / "store").string();
-    ASSERT_EQ(run_tool({"store", "init", "--no-encryption", "-q", "--catalog", url, store}).exit_code, 0);
+    const std::string store = init_store(url, tmp);
     const fs::path in = tmp.path() / "in";
     const auto tree = make_small_files(in, 12000, 101, 50, 3000, 9000);  // (a pull of some seconds)
     ASSERT_EQ(run_tool({"store", "backup", "-q", store, in.string()}).exit_code, 0);
@@ -706,15 +797,7 @@ TEST(PgEngine, PostgresRestartedMidTreePull) {
     const pid_t pull = spawn_tool({"pull", "-q", "--from", "127.0.0.1:" + port, "--token-file", token.string(),
                                    "latest:" + in.string(), "-o", out.string()},
                                   logs);
-    std::size_t seen = 0;
-    for (int i = 0; i < 3000 && seen < 200; ++i) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(5));
-        seen = 0;
-        std::error_code ec;
-        for (auto it = fs::recursive_directory_iterator(out, ec); !ec && it != fs::recursive_directory_iterator();
-             it.increment(ec))
-            seen += it->is_regular_file(ec) ? 1u : 0u;
-    }
+    wait_for_files(out, 200);
     int status = 0;
     ASSERT_EQ(::waitpid(pull, &status, WNOHANG), 0) << "the pull ended before the restart: " << read_text(logs / "err");
     EXPECT_EQ(shell(engines().pg.env.at("PG_CTL_CMD") + " -m fast restart >/dev/null"), 0);
@@ -732,36 +815,25 @@ TEST(PgEngine, PostgresRestartedMidTreePull) {
 TEST(PgEngine, AServerReplicaKilledAtRandomLosesNothing) {
     const std::string url = make_database();
     TempDir tmp;
-    const std::string store = (tmp.path() / "store").string();
-    ASSERT_EQ(run_tool({"store", "init", "--no-encryption", "-q", "--catalog", url, store}).exit_code, 0);
-    const fs::path token = server_token(tmp);
-    pid_t a = 0, b = 0;
-    std::string port_a = start_server(store, token, tmp.path() / "a0", a);
-    const std::string port_b = start_server(store, token, tmp.path() / "b", b);
-    ASSERT_FALSE(port_a.empty()) << "cdc serve did not start";
-    ASSERT_FALSE(port_b.empty()) << "cdc serve did not start";
-    struct Snap {
-        std::string id;
-        fs::path src;
-        std::map<std::string, std::vector<std::uint8_t>> tree;
-    };
+    TwoServedStore served = two_servers(url, tmp);
+    // (references, not a structured binding: clang 14 lets no lambda capture one)
+    const std::string& store = served.store;
+    const fs::path& token = served.token;
+    pid_t& a = served.a;
+    pid_t& b = served.b;
+    std::string& port_a = served.port_a;
+    const std::string& port_b = served.port_b;
+    ASSERT_FALSE(port_a.empty() || port_b.empty());
     std::mutex m;
-    std::vector<Snap> committed;
+    std::vector<CommittedSnap> committed;
     std::atomic<bool> stop{false};
     std::atomic<int> kills{0}, failed_to_a{0}, gcs{0};
     const auto shared = random_bytes(1 << 20, 777);
-    const auto write_file = [](const fs::path& p, const std::vector<std::uint8_t>& bytes) {
-        std::ofstream(p, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-    };
     auto writer = [&](int k) {
         const fs::path dir = tmp.path() / fmt::format("w{}", k);
         fs::create_directories(dir);
         for (int i = 0; !stop; ++i) {
-            write_file(dir / "shared", shared);
-            write_file(dir / fmt::format("n{}", i), random_bytes(400000, static_cast<std::uint64_t>(k * 1000 + i)));
-            if (i >= 2) fs::remove(dir / fmt::format("n{}", i - 2));
-            std::map<std::string, std::vector<std::uint8_t>> tree;
-            for (const auto& e : fs::directory_iterator(dir)) tree[e.path().filename().string()] = file_bytes(e.path());
+            auto tree = next_state(dir, shared, 400000, static_cast<std::uint64_t>(k * 1000 + i), i);
             const bool to_a = (i + k) % 2 == 0;
             std::string port;
             {
@@ -778,9 +850,7 @@ TEST(PgEngine, AServerReplicaKilledAtRandomLosesNothing) {
                 }
                 continue;
             }
-            const auto j = nlohmann::json::parse(r.out, nullptr, false);
-            std::lock_guard g(m);
-            committed.push_back({j.is_object() ? j.value("id", std::string()) : std::string(), dir, std::move(tree)});
+            record_committed(m, committed, r.out, dir, std::move(tree));
         }
     };
     std::thread w0(writer, 0), w1(writer, 1);
@@ -802,17 +872,7 @@ TEST(PgEngine, AServerReplicaKilledAtRandomLosesNothing) {
     std::thread gc([&] {
         while (!stop) {
             std::this_thread::sleep_for(std::chrono::milliseconds(400));
-            std::vector<std::string> forget = {"store", "forget", "-q", store};
-            {
-                std::lock_guard g(m);
-                const std::size_t n = committed.size() / 2;
-                for (std::size_t k = 0; k < n; ++k) forget.push_back(committed[k].id);
-                committed.erase(committed.begin(), committed.begin() + static_cast<std::ptrdiff_t>(n));
-            }
-            if (forget.size() > 4) {
-                const auto r = run_tool(forget);
-                EXPECT_EQ(r.exit_code, 0) << r.err;
-            }
+            forget_older_half(store, m, committed);
             const auto r = run_tool({"store", "gc", "-q", "--wait", "10", store});
             EXPECT_EQ(r.exit_code, 0) << r.err;
             ++gcs;
@@ -836,12 +896,7 @@ TEST(PgEngine, AServerReplicaKilledAtRandomLosesNothing) {
     EXPECT_EQ(last["sweep_left"], false) << last;
     const auto v = json_of(run_tool({"store", "verify", "--full", "--json", store}));
     EXPECT_EQ(v["ok"], true) << v;
-    for (const Snap& snap : committed) {
-        const fs::path out = tmp.path() / ("out-" + snap.id);
-        const auto r = run_tool({"store", "get", "-q", store, snap.id + ":" + snap.src.string(), "-o", out.string()});
-        ASSERT_EQ(r.exit_code, 0) << snap.id << ": " << r.err;
-        expect_tree(out, snap.tree);
-    }
+    expect_restores(store, committed, tmp.path());
 }
 #endif
 
@@ -1037,8 +1092,7 @@ TEST(PgEngine, ASnapshotCommittedAfterTheMarkRestoresAtOnce) {
     r = run_tool({"store", "get", store, "b", "-o", (tmp.path() / "out").string()});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     expect_tree(tmp.path() / "out", tree);
-    const auto v = json_of(run_tool({"store", "verify", "--full", "--json", store}));
-    EXPECT_EQ(v["ok"], true) << v;
+    expect_verifies(store);
 }
 
 // gc lists the contents no snapshot names, then marks them: a snapshot
@@ -1077,8 +1131,7 @@ TEST(PgEngine, AMarkAfterASnapshotCommittedSinceTheListingMarksNothing) {
     expect_tree(tmp.path() / "out", tree);
     const auto g = json_of(run_tool({"store", "gc", "--json", store}));
     EXPECT_EQ(g["sweep_left"], false) << g;
-    const auto v = json_of(run_tool({"store", "verify", "--full", "--json", store}));
-    EXPECT_EQ(v["ok"], true) << v;
+    expect_verifies(store);
 }
 
 // stats while a mark stands (docs/STORE.md): what it condemned is left out
@@ -1195,8 +1248,7 @@ TEST(PgEngine, PostgresRestartedMidRestore) {
     // failed).
     const std::string url = make_database();
     TempDir tmp;
-    const std::string store = (tmp.path() / "store").string();
-    ASSERT_EQ(run_tool({"store", "init", "--no-encryption", "-q", "--catalog", url, store}).exit_code, 0);
+    const std::string store = init_store(url, tmp);
     const fs::path in = tmp.path() / "in";
     const auto tree = make_small_files(in, 12000, 100, 50, 3000, 9000);  // (a restore of some seconds)
     ASSERT_EQ(run_tool({"store", "backup", "-q", store, in.string()}).exit_code, 0);
@@ -1210,15 +1262,7 @@ TEST(PgEngine, PostgresRestartedMidRestore) {
         const std::string what = by_name ? std::string("named") : snaps[0]["id"].get<std::string>() + ":" + in.string();
         const pid_t get = spawn_tool({"store", "get", "-q", store, what, "-o", out.string()}, tmp.path());
         // Under way: some files restored, not all.
-        std::size_t seen = 0;
-        for (int i = 0; i < 3000 && seen < 200; ++i) {
-            std::this_thread::sleep_for(std::chrono::milliseconds(5));
-            seen = 0;
-            std::error_code ec;
-            for (auto it = fs::recursive_directory_iterator(out, ec); !ec && it != fs::recursive_directory_iterator();
-                 it.increment(ec))
-                seen += it->is_regular_file(ec) ? 1u : 0u;
-        }
+        wait_for_files(out, 200);
         int status = 0;
         ASSERT_EQ(::waitpid(get, &status, WNOHANG), 0) << "the restore ended before the restart: " << read_text(tmp.path() / "err");
         EXPECT_EQ(shell(engines().pg.env.at("PG_CTL_CMD") + " -m fast restart >/dev/null"), 0);
@@ -1231,8 +1275,7 @@ TEST(PgEngine, PostgresRestartedMidRestore) {
 TEST(PgEngine, ClearErrors) {
     const std::string url = make_database();
     TempDir tmp;
-    const std::string store = (tmp.path() / "store").string();
-    ASSERT_EQ(run_tool({"store", "init", "--no-encryption", "-q", "--catalog", url, store}).exit_code, 0);
+    const std::string store = init_store(url, tmp);
     const auto bytes = random_bytes(300000, 5);
     const auto in = tmp.write("in.bin", bytes);
     ASSERT_EQ(run_tool({"store", "put", "-q", store, in.string(), "--name", "keep"}).exit_code, 0);
@@ -1575,32 +1618,19 @@ TEST(PgEngine, CatalogRebuiltAfterASweepTakesTheRecordsOfThePacksPresent) {
 TEST(PgEngine, GcBesideTwoWritersAndKillsLosesNothing) {
     const std::string url = make_database();
     TempDir tmp;
-    const std::string store = (tmp.path() / "store").string();
-    ASSERT_EQ(run_tool({"store", "init", "--no-encryption", "-q", "--catalog", url, store}).exit_code, 0);
-    struct Snap {
-        std::string id;
-        fs::path src;
-        std::map<std::string, std::vector<std::uint8_t>> tree;
-    };
+    const std::string store = init_store(url, tmp);
     std::mutex m;
-    std::vector<Snap> committed;
+    std::vector<CommittedSnap> committed;
     std::atomic<bool> stop{false};
     std::atomic<int> writer_kills{0}, gc_kills{0}, gcs{0}, failures{0};
     std::atomic<std::uint64_t> removed{0};
     const auto shared = random_bytes(1 << 20, 4242);
-    auto write_file = [](const fs::path& p, const std::vector<std::uint8_t>& b) {
-        std::ofstream(p, std::ios::binary).write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
-    };
     auto writer = [&](int k) {
         std::mt19937 rng(static_cast<unsigned>(k) + 1);
         const fs::path dir = tmp.path() / fmt::format("w{}", k);
         fs::create_directories(dir);
         for (int i = 0; !stop; ++i) {
-            std::map<std::string, std::vector<std::uint8_t>> tree;
-            write_file(dir / "shared", shared);
-            write_file(dir / fmt::format("n{}", i), random_bytes(300000, static_cast<std::uint64_t>(k * 1000 + i)));
-            if (i >= 2) fs::remove(dir / fmt::format("n{}", i - 2));
-            for (const auto& e : fs::directory_iterator(dir)) tree[e.path().filename().string()] = file_bytes(e.path());
+            auto tree = next_state(dir, shared, 300000, static_cast<std::uint64_t>(k * 1000 + i), i);
             if (k == 1 && i % 3 == 2) {
                 const pid_t p = spawn_tool({"store", "backup", "-q", store, dir.string()});
                 std::this_thread::sleep_for(std::chrono::milliseconds(20 + rng() % 300));
@@ -1615,9 +1645,7 @@ TEST(PgEngine, GcBesideTwoWritersAndKillsLosesNothing) {
                 ADD_FAILURE() << "writer " << k << ": " << r.err;
                 continue;
             }
-            const auto j = nlohmann::json::parse(r.out, nullptr, false);
-            std::lock_guard g(m);
-            committed.push_back({j.is_object() ? j.value("id", std::string()) : std::string(), dir, std::move(tree)});
+            record_committed(m, committed, r.out, dir, std::move(tree));
         }
     };
     std::thread w0(writer, 0), w1(writer, 1);
@@ -1625,17 +1653,7 @@ TEST(PgEngine, GcBesideTwoWritersAndKillsLosesNothing) {
         std::mt19937 rng(99);
         for (int i = 0; !stop; ++i) {
             std::this_thread::sleep_for(std::chrono::milliseconds(200));
-            std::vector<std::string> forget = {"store", "forget", "-q", store};
-            {
-                std::lock_guard g(m);
-                const std::size_t n = committed.size() / 2;
-                for (std::size_t k = 0; k < n; ++k) forget.push_back(committed[k].id);
-                committed.erase(committed.begin(), committed.begin() + static_cast<std::ptrdiff_t>(n));
-            }
-            if (forget.size() > 4) {
-                const auto r = run_tool(forget);
-                EXPECT_EQ(r.exit_code, 0) << r.err;
-            }
+            forget_older_half(store, m, committed);
             if (i % 3 == 1) {
                 const pid_t p = spawn_tool({"store", "gc", "-q", "--wait", "5", store});
                 std::this_thread::sleep_for(std::chrono::milliseconds(rng() % 400));
@@ -1666,12 +1684,7 @@ TEST(PgEngine, GcBesideTwoWritersAndKillsLosesNothing) {
     const auto v = json_of(run_tool({"store", "verify", "--full", "--json", store}));
     EXPECT_EQ(v["ok"], true) << v;
     ASSERT_FALSE(committed.empty());
-    for (const Snap& snap : committed) {
-        const fs::path out = tmp.path() / ("out-" + snap.id);
-        const auto r = run_tool({"store", "get", store, snap.id, "-o", out.string(), "-q"});
-        ASSERT_EQ(r.exit_code, 0) << snap.id << ": " << r.err;
-        expect_tree(out / fs::relative(snap.src, "/"), snap.tree);
-    }
+    expect_restores(store, committed, tmp.path());
 }
 
 // gc beside writers (docs/STORE.md, "gc while writers write"): half of 6
@@ -1683,8 +1696,7 @@ TEST(PgEngine, GcBesideTwoWritersAndKillsLosesNothing) {
 TEST(PgEngine, GcOfHalfTheSnapshotsWhileTwoWritersPutLosesNothing) {
     const std::string url = make_database();
     TempDir tmp;
-    const std::string store = (tmp.path() / "store").string();
-    ASSERT_EQ(run_tool({"store", "init", "--no-encryption", "-q", "--catalog", url, store}).exit_code, 0);
+    const std::string store = init_store(url, tmp);
     std::vector<std::map<std::string, std::vector<std::uint8_t>>> trees;
     std::vector<std::string> ids;
     for (int i = 0; i < 6; ++i) {
