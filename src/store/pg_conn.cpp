@@ -115,6 +115,10 @@ public:
         }
         if (keep) {
             const std::lock_guard lock(m_);
+            if (stop_) {  // (the process is exiting: nothing kept, no reaper started)
+                PQfinish(c);
+                return;
+            }
             expire(owner);
             std::size_t same = 0;
             for (const Idle& i : idle_) same += i.url == url ? 1u : 0u;
