@@ -40,6 +40,15 @@ void BaseGroups::read_groups() {
     std::vector<std::uint8_t> blob;
     while (groups_.size() < max_groups_ && list_->next(seq, blob)) {
         rows_.push_back({seq, index});
+        // The first rows kept as read: a list of a few rows (most files')
+        // is not asked for again when the client's groups point into it
+        // (a statement a file over PostgreSQL).
+        if (rows_.size() <= kRowsKept) {
+            KeptRow& k = kept_[rows_.size() - 1];
+            k.row = rows_.size() - 1;
+            k.used = ++uses_;
+            k.ids = blob;
+        }
         for (std::size_t at = 0; at + 32 <= blob.size(); at += 32) {
             store::ChunkId& id = group.emplace_back();
             std::memcpy(id.data(), blob.data() + at, id.size());
