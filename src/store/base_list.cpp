@@ -12,20 +12,26 @@
 namespace cdc::store::detail {
 
 std::unique_ptr<BaseList> BaseList::open(Catalog& catalog, const PackStorage& packs, const crypto::Sealer* sealer,
-                                         const std::string& name,
-                                         std::uint64_t min_chunks) {
+                                         const std::string& name, std::uint64_t min_chunks, NameLook* look) {
     std::unique_ptr<BaseList> b(new BaseList(catalog));
     b->packs_ = &packs;
     b->sealer_ = sealer;
     b->name_ = name;
     if (snapshot_file_name(name)) return nullptr;  // (new: not looked up)
-    // Over a network, a look outside a view first: most files of a push of
+    // Over a network, the look outside a view: most files of a push of
     // small files have no stored version large enough to compare with, and
-    // a view costs two more round trips; with one, it is asked again in
-    // the view its list is then read in.
+    // a view costs two more round trips. Its list is then read in a view
+    // only while the view still holds that file, live (read_list_if_there:
+    // one replaced since reads empty, and one a gc mark condemned since,
+    // whose chunks may be condemned with it, never becomes a base).
     if (catalog.round_trips()) {
         const auto file = catalog.stored_file(name);
+        if (look) *look = {true, file};
         if (!file || file->chunks < min_chunks) return nullptr;
+        catalog.begin_read();
+        b->viewing_ = true;
+        b->take(*file, true);
+        return b;
     }
     catalog.begin_read();
     b->viewing_ = true;
@@ -38,11 +44,16 @@ std::unique_ptr<BaseList> BaseList::open(Catalog& catalog, const PackStorage& pa
 std::unique_ptr<BaseList> BaseList::open_similar(Catalog& catalog, const PackStorage& packs,
                                                   const crypto::Sealer* sealer, const ChunkId& first,
                                                   std::optional<std::uint64_t> size, std::string_view name) {
-    // Over a network, a look outside a view first: most files (new ones,
-    // and every file of one chunk: the index holds lists of two or more)
-    // have no candidate, and a view costs two more round trips; with one,
-    // they are asked again in the view their list is then read in.
-    if (catalog.round_trips() && catalog.files_starting_with(first, 16).empty()) return nullptr;
+    // Over a network, the look outside a view: most files (new ones, and
+    // every file of one chunk: the index holds lists of two or more) have
+    // no candidate, and a view costs two more round trips. The chosen
+    // candidate's list is then read only while the view still holds it
+    // (see open).
+    std::optional<std::vector<StoredFile>> outside;
+    if (catalog.round_trips()) {
+        outside = catalog.files_starting_with(first, 16);
+        if (outside->empty()) return nullptr;
+    }
     std::unique_ptr<BaseList> b(new BaseList(catalog));
     b->packs_ = &packs;
     b->sealer_ = sealer;
@@ -61,7 +72,7 @@ std::unique_ptr<BaseList> BaseList::open_similar(Catalog& catalog, const PackSto
     };
     const StoredFile* best = nullptr;
     std::pair<bool, std::size_t> best_score{false, 0};
-    const std::vector<StoredFile> candidates = catalog.files_starting_with(first, 16);
+    const std::vector<StoredFile> candidates = outside ? std::move(*outside) : catalog.files_starting_with(first, 16);
     for (const StoredFile& c : candidates) {
         const std::pair<bool, std::size_t> score{size && c.size == *size, common_suffix(c.name)};
         if (best && score <= best_score) continue;
@@ -70,18 +81,18 @@ std::unique_ptr<BaseList> BaseList::open_similar(Catalog& catalog, const PackSto
     }
     if (!best) return nullptr;
     b->name_ = best->name;
-    b->take(*best);
+    b->take(*best, outside.has_value());
     return b;
 }
 
-void BaseList::take(const StoredFile& file) {
+void BaseList::take(const StoredFile& file, bool if_there) {
     manifest_ = file.row;
     digest_ = file.digest;
     size_ = file.size;
     chunks_ = file.chunks;
     mode_ = file.mode;
     mtime_ns_ = file.mtime_ns;
-    rows_ = catalog_.read_list(manifest_);
+    rows_ = if_there ? catalog_.read_list_if_there(file) : catalog_.read_list(manifest_);
 }
 
 BaseList::~BaseList() {

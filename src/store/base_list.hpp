@@ -35,14 +35,22 @@
 
 namespace cdc::store::detail {
 
+/// What a look for a file by name found (BaseList::open over a network):
+/// for a caller that would otherwise ask again.
+struct NameLook {
+    bool done = false;  ///< looked up (outside a view)
+    std::optional<StoredFile> file;
+};
+
 class BaseList {
 public:
     /// The committed file `name`, read on `catalog` (a connection used by
     /// nothing else until the BaseList is gone), if it exists with at least
-    /// `min_chunks` chunks; nullptr otherwise.
+    /// `min_chunks` chunks; nullptr otherwise. `look`: what the look by
+    /// name outside a view found, when the catalog is a round trip away.
     static std::unique_ptr<BaseList> open(Catalog& catalog, const PackStorage& packs, const crypto::Sealer* sealer,
-                                          const std::string& name,
-                                          std::uint64_t min_chunks);
+                                          const std::string& name, std::uint64_t min_chunks,
+                                          NameLook* look = nullptr);
     /// A committed file whose chunk list starts with `first` and has 2
     /// chunks or more (the most recently committed if several), if any: a
     /// large file put under a name the store does not hold may be one it
@@ -93,7 +101,9 @@ public:
 
 private:
     explicit BaseList(Catalog& catalog) : catalog_(catalog) {}
-    void take(const StoredFile& file);
+    /// Takes `file` as the base, its list read now (`if_there`: found
+    /// before the view began, read only while the view still holds it).
+    void take(const StoredFile& file, bool if_there = false);
     bool load_row();
     /// True if the next base id equals the 32 bytes at `id` (consumes it).
     bool next_equals(const std::uint8_t* id);

@@ -91,6 +91,13 @@ public:
     virtual bool row(std::uint32_t seq, std::vector<std::uint8_t>& ids) = 0;
 };
 
+/// A list of no rows.
+class EmptyListReader final : public ListReader {
+public:
+    bool next(std::uint32_t&, std::vector<std::uint8_t>&) override { return false; }
+    bool row(std::uint32_t, std::vector<std::uint8_t>&) override { return false; }
+};
+
 /// A manifest a writer fills across flushes (the writer owns them).
 struct ManifestDraft {
     FileMeta meta;
@@ -309,6 +316,13 @@ public:
     virtual bool still_there(const StoredFile& file) = 0;
     /// The chunk list of manifest row `row` (committed or pending).
     virtual std::unique_ptr<ListReader> read_list(std::int64_t row) = 0;
+    /// The chunk list of `file` (found before this read view began) if,
+    /// in this view, row file.row is still that file (still_there), else
+    /// an empty list: over a network one statement instead of two.
+    virtual std::unique_ptr<ListReader> read_list_if_there(const StoredFile& file) {
+        if (!still_there(file)) return std::make_unique<EmptyListReader>();
+        return read_list(file.row);
+    }
     /// Removes these manifests in one transaction (NotFoundError naming the
     /// first unknown name and `store_name`, removing none).
     virtual void remove(std::span<const std::string> names, std::string_view store_name) = 0;

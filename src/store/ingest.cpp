@@ -29,13 +29,33 @@ public:
         l->list_ = l->catalog_->read_list(file->row);
         return l;
     }
+    /// `file` (found outside a view) in a new view, nullptr if the view
+    /// no longer holds it (Catalog::read_list_if_there; its first row read
+    /// to tell).
+    static std::unique_ptr<StoredList> open_known(Store::Impl::Lease catalog, const StoredFile& file) {
+        std::unique_ptr<CatalogList> l(new CatalogList(std::move(catalog)));
+        l->catalog_->begin_read();
+        l->file_ = file;
+        l->list_ = l->catalog_->read_list_if_there(file);
+        if (!l->list_->next(l->first_seq_, l->first_)) return nullptr;  // (a stored file has a row or more)
+        l->first_pending_ = true;
+        return l;
+    }
     ~CatalogList() override {
         list_.reset();
         catalog_->cancel_read();
     }
     const std::string& name() const noexcept override { return file_.name; }
     std::uint64_t chunks() const noexcept override { return file_.chunks; }
-    bool next(std::uint32_t& seq, std::vector<std::uint8_t>& ids) override { return list_->next(seq, ids); }
+    bool next(std::uint32_t& seq, std::vector<std::uint8_t>& ids) override {
+        if (first_pending_) {
+            first_pending_ = false;
+            seq = first_seq_;
+            ids = std::move(first_);
+            return true;
+        }
+        return list_->next(seq, ids);
+    }
     bool row(std::uint32_t seq, std::vector<std::uint8_t>& ids) override { return list_->row(seq, ids); }
 
 private:
@@ -43,6 +63,10 @@ private:
     Store::Impl::Lease catalog_;
     StoredFile file_;
     std::unique_ptr<ListReader> list_;
+    // (open_known: the first row, read to tell the file is there)
+    bool first_pending_ = false;
+    std::uint32_t first_seq_ = 0;
+    std::vector<std::uint8_t> first_;
 };
 
 }  // namespace
@@ -53,6 +77,7 @@ Ingest::Impl::~Impl() = default;
 
 void Ingest::Impl::start(const std::string& name) {
     base_.reset();
+    own_ = {};
     look_similar_ = false;
     name_ = name;
     size_.reset();
@@ -66,7 +91,7 @@ Catalog& Ingest::Impl::base_catalog() {
 void Ingest::Impl::compare_with_stored(std::optional<std::uint64_t> size, std::uint64_t min_chunks) {
     base_.reset();
     size_ = size;
-    base_ = BaseList::open(base_catalog(), *w.store.packs, w.store.sealer(), name_, min_chunks);
+    base_ = BaseList::open(base_catalog(), *w.store.packs, w.store.sealer(), name_, min_chunks, &own_);
     look_similar_ = !base_;
 }
 
@@ -95,6 +120,17 @@ std::optional<Ingest::Impl::BaseMatch> Ingest::Impl::end_base(std::uint64_t size
     }
     leave_base();
     return std::nullopt;
+}
+
+std::unique_ptr<StoredList> Ingest::Impl::own_list() const {
+    // (what compare_with_stored's look found: no second look by name, and
+    // none at all when there is no stored file of that name)
+    if (own_.done) {
+        if (!own_.file) return nullptr;
+        return CatalogList::open_known(w.store.lease_connection(), *own_.file);
+    }
+    const std::string& name = name_;
+    return CatalogList::open(w.store.lease_connection(), [&name](Catalog& c) { return c.stored_file(name); });
 }
 
 std::unique_ptr<StoredList> Ingest::Impl::base_list() const {
@@ -177,6 +213,8 @@ Ingest::~Ingest() = default;
 std::unique_ptr<StoredList> Ingest::stored_list(const Store& store, std::string_view name) {
     return CatalogList::open(store.impl_->lease_connection(), [name](Catalog& c) { return c.stored_file(name); });
 }
+
+std::unique_ptr<StoredList> Ingest::own_list() const { return impl_->own_list(); }
 
 void Ingest::begin(const FileMeta& meta) {
     impl_->w.check_usable();

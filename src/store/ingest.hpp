@@ -78,6 +78,9 @@ public:
 
     /// The committed file `name` of `store`, or nullptr.
     static std::unique_ptr<StoredList> stored_list(const Store& store, std::string_view name);
+    /// stored_list of the current file's own name (begin's), using what
+    /// compare_with_stored's look by name found, if it made one.
+    std::unique_ptr<StoredList> own_list() const;
 
     /// Starts a file: its manifest opened in the writer (OptionError for an
     /// empty name; StoreError if the writer has one open).

@@ -63,6 +63,7 @@ struct Ingest::Impl {
     /// matched read back into the hash.
     std::optional<BaseMatch> end_base(std::uint64_t size);
     std::unique_ptr<StoredList> base_list() const;
+    std::unique_ptr<StoredList> own_list() const;
 
     void hash(std::span<const std::byte> bytes);
     void hash_kept(std::span<const std::byte> bytes, std::function<void()> done) {
@@ -102,6 +103,9 @@ private:
     // file that starts with the same chunk is looked for.
     std::unique_ptr<detail::Catalog> base_catalog_;
     std::unique_ptr<detail::BaseList> base_;
+    // The look by name compare_with_stored made outside a view (over a
+    // network): own_list() takes its file instead of asking again.
+    detail::NameLook own_;
     bool look_similar_ = false;
     // The read-back of stored chunks for the hash (hash_stored): looked up
     // on a connection of its own, decoded on two threads, handed to the

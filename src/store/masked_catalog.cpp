@@ -98,6 +98,11 @@ public:
         return in_->still_there(masked);
     }
     std::unique_ptr<ListReader> read_list(std::int64_t row) override { return in_->read_list(row); }
+    std::unique_ptr<ListReader> read_list_if_there(const StoredFile& file) override {
+        StoredFile masked = file;
+        flip(masked.digest, masked.name, masked.size);
+        return in_->read_list_if_there(masked);
+    }
     void rename(std::span<const Move> moves, std::string_view store_name) override {
         // The mask is bound to the name: each digest is unmasked under its
         // old name and masked again under its new one.

@@ -126,16 +126,30 @@ constexpr int kListRowsPerFetch = 16;
 /// needs no cursor and no transaction of its own).
 class PgListReader final : public ListReader {
 public:
-    PgListReader(PgCatalog& c, std::int64_t manifest) : c_(c), manifest_(manifest) {}
+    /// `if_there`: rows only while row `manifest` is still that file (its
+    /// digest and chunk count, not condemned), checked in each page's
+    /// statement (read_list_if_there).
+    PgListReader(PgCatalog& c, std::int64_t manifest, const StoredFile* if_there = nullptr)
+        : c_(c), manifest_(manifest) {
+        if (if_there) there_ = std::make_pair(if_there->digest, if_there->chunks);
+    }
     bool next(std::uint32_t& seq, std::vector<std::uint8_t>& ids) override {
         if (at_ >= page_.rows()) {
             if (done_) return false;
             PgParams p;
             p.add(manifest_).add(last_seq_);
             p.add(std::int64_t{kListRowsPerFetch});
-            page_ = c_.conn().exec("SELECT seq, ids FROM manifest_chunks WHERE manifest = $1 AND seq > $2 "
-                                   "ORDER BY seq LIMIT $3",
-                                   p, "reading a chunk list");
+            if (there_) {
+                p.add_bytes(id_bytes(there_->first)).add(there_->second);
+                page_ = c_.conn().exec("SELECT seq, ids FROM manifest_chunks WHERE manifest = $1 AND seq > $2 AND "
+                                       "EXISTS (SELECT 1 FROM manifests WHERE id = $1 AND digest = $4 AND "
+                                       "chunk_count = $5 AND condemned IS NULL) ORDER BY seq LIMIT $3",
+                                       p, "reading a chunk list");
+            } else {
+                page_ = c_.conn().exec("SELECT seq, ids FROM manifest_chunks WHERE manifest = $1 AND seq > $2 "
+                                       "ORDER BY seq LIMIT $3",
+                                       p, "reading a chunk list");
+            }
             at_ = 0;
             done_ = page_.rows() < kListRowsPerFetch;
             if (page_.rows() == 0) return false;
@@ -161,6 +175,7 @@ public:
 private:
     PgCatalog& c_;
     std::int64_t manifest_;
+    std::optional<std::pair<ChunkId, std::uint64_t>> there_;
     std::int64_t last_seq_ = -1;
     PgResult page_;
     int at_ = 0;
@@ -648,6 +663,10 @@ bool PgCatalog::still_there(const StoredFile& file) {
 }
 
 std::unique_ptr<ListReader> PgCatalog::read_list(std::int64_t row) { return std::make_unique<PgListReader>(*this, row); }
+
+std::unique_ptr<ListReader> PgCatalog::read_list_if_there(const StoredFile& file) {
+    return std::make_unique<PgListReader>(*this, file.row, &file);
+}
 
 void PgCatalog::for_each_manifest(
     const std::function<void(const std::string&, std::uint64_t, std::uint64_t, ListReader&)>& f) {

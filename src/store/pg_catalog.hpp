@@ -135,6 +135,7 @@ public:
                                                                   std::size_t limit) override;
     bool still_there(const StoredFile& file) override;
     std::unique_ptr<ListReader> read_list(std::int64_t row) override;
+    std::unique_ptr<ListReader> read_list_if_there(const StoredFile& file) override;
     void remove(std::span<const std::string> names, std::string_view store_name) override;
     void rename(std::span<const Move> moves, std::string_view store_name) override;
     void for_each_manifest(

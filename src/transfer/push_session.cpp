@@ -194,8 +194,11 @@ void PushSession::add_groups(const v1::GroupList& m, const Sink& sink) {
             // (a snapshot's file: the parent's content of that path, if it
             // had one: each look opens a connection of its own, which for a
             // catalog over a network costs more than a small file)
-            const std::string base = snap_ ? snapshot_base(name_) : name_;
-            if (!base.empty()) groups_ = BaseGroups::open(store::Ingest::stored_list(store_, base));
+            if (!snap_) {
+                groups_ = BaseGroups::open(ingest_->own_list());
+            } else if (const std::string base = snapshot_base(name_); !base.empty()) {
+                groups_ = BaseGroups::open(store::Ingest::stored_list(store_, base));
+            }
         } catch (const store::StoreError& e) {
             fail_file(name_, e);
         }
