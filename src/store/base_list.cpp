@@ -24,20 +24,20 @@ std::unique_ptr<BaseList> BaseList::open(Catalog& catalog, const PackStorage& pa
     // only while the view still holds that file, live (read_list_if_there:
     // one replaced since reads empty, and one a gc mark condemned since,
     // whose chunks may be condemned with it, never becomes a base).
-    if (catalog.round_trips()) {
-        const auto file = catalog.stored_file(name);
+    const bool outside = catalog.round_trips();
+    std::optional<StoredFile> file;
+    if (outside) {
+        file = catalog.stored_file(name);
         if (look) *look = {true, file};
         if (!file || file->chunks < min_chunks) return nullptr;
-        catalog.begin_read();
-        b->viewing_ = true;
-        b->take(*file, true);
-        return b;
     }
     catalog.begin_read();
     b->viewing_ = true;
-    const auto file = catalog.stored_file(name);
-    if (!file || file->chunks < min_chunks) return nullptr;
-    b->take(*file);
+    if (!outside) {
+        file = catalog.stored_file(name);
+        if (!file || file->chunks < min_chunks) return nullptr;
+    }
+    b->take(*file, outside);
     return b;
 }
 

@@ -218,7 +218,7 @@ std::unique_ptr<Catalog> PgCatalog::create(const std::string& url,
                                            const std::vector<std::pair<std::string, std::string>>& settings) {
     auto c = std::unique_ptr<PgCatalog>(new PgCatalog(PgConn(url)));
     const PgResult there = c->conn_.exec("SELECT to_regclass('meta') IS NOT NULL OR to_regclass('chunks') IS NOT NULL");
-    if (there.rows() == 1 && !there.null(0, 0) && there.bytes(0, 0).size() == 1 && there.bytes(0, 0)[0] != 0)
+    if (there.rows() == 1 && there.boolean(0, 0))
         throw StoreError(fmt::format("the database '{}' holds a store already (or tables of its names): a new store "
                                      "needs a database of its own; nothing was created",
                                      url));
@@ -243,7 +243,7 @@ std::unique_ptr<Catalog> PgCatalog::open(const std::string& url) {
     auto c = std::unique_ptr<PgCatalog>(new PgCatalog(PgConn(url)));
     const PgResult there = c->conn_.exec("SELECT to_regclass('meta') IS NOT NULL AND to_regclass('chunks') IS NOT "
                                          "NULL AND to_regclass('manifests') IS NOT NULL");
-    if (there.rows() != 1 || there.bytes(0, 0).size() != 1 || there.bytes(0, 0)[0] == 0)
+    if (there.rows() != 1 || !there.boolean(0, 0))
         throw DamageError(fmt::format("the database '{}' holds no store (its tables are missing)", url));
     ensure_gc_schema(c->conn_);  // (its lookups name the marks' columns)
     return c;
@@ -286,10 +286,10 @@ void PgCatalog::upgrade_for_writing() {
     const PgResult has = query("SELECT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass('manifests') "
                                "AND attname = 'records' AND NOT attisdropped), to_regclass('claims') IS NOT NULL",
                                {}, "reading the schema");
-    if (has.text(0, 0) != std::string(1, '\1'))
+    if (!has.boolean(0, 0))
         transaction([&] { conn_.run("ALTER TABLE manifests ADD COLUMN IF NOT EXISTS records BYTEA", "adding records"); },
                     "adding records to the manifests");
-    if (has.text(0, 1) != std::string(1, '\1'))
+    if (!has.boolean(0, 1))
         transaction([&] { conn_.run("CREATE UNLOGGED TABLE IF NOT EXISTS claims(id BYTEA PRIMARY KEY, at TIMESTAMPTZ NOT NULL)",
                                     "adding claims"); },
                     "adding the claims table");

@@ -37,8 +37,7 @@ public:
         PgParams p;
         p.add(std::int64_t{kPgLockClass}).add(std::int64_t{kPgLockGc});
         const PgResult r = conn_->exec("SELECT pg_try_advisory_lock($1::int, $2::int)", p, "locking the store for gc");
-        const auto got = r.bytes(0, 0);
-        if (got.size() != 1 || got[0] == 0) {
+        if (!r.boolean(0, 0)) {
             if (waiting) waiting();
             conn_->exec("SELECT pg_advisory_lock($1::int, $2::int)", p, "locking the store for gc");
         }

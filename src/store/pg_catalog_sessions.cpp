@@ -24,11 +24,6 @@ namespace {
 
 constexpr auto kHeartbeat = std::chrono::seconds(10);
 
-bool is_true(const PgResult& r) {
-    const auto b = r.bytes(0, 0);
-    return b.size() == 1 && b[0] != 0;
-}
-
 std::string host_name() {
     char buf[256] = {};
     if (::gethostname(buf, sizeof buf - 1) != 0) return "?";
@@ -76,7 +71,7 @@ void ensure_gc_schema(PgConn& conn) {
                                    "WHERE attrelid = to_regclass('chunks') AND attname = 'condemned' AND NOT "
                                    "attisdropped)",
                                    {}, "reading the schema");
-    if (is_true(has)) return;
+    if (has.boolean(0, 0)) return;
     conn.run("BEGIN; "
              "CREATE TABLE IF NOT EXISTS sessions(id BIGSERIAL PRIMARY KEY, host TEXT NOT NULL, pid BIGINT NOT NULL, "
              "kind TEXT NOT NULL, started TIMESTAMPTZ NOT NULL, heartbeat TIMESTAMPTZ NOT NULL); "
@@ -256,11 +251,10 @@ bool PgCatalog::gc_wait(double seconds, double timeout) {
         bool waiting = false;
         for (int i = 0; i < s.rows(); ++i) {
             const std::int64_t id = s.i64(i, 0);
-            const auto stale = s.bytes(i, 1);
             PgParams q;
             q.add(id);
-            bool dead = stale.size() == 1 && stale[0] != 0;
-            const bool free = is_true(query("SELECT pg_try_advisory_lock($1::bigint)", q, "checking a session"));
+            bool dead = s.boolean(i, 1);
+            const bool free = query("SELECT pg_try_advisory_lock($1::bigint)", q, "checking a session").boolean(0, 0);
             if (free) dead = true;
             if (dead) query("DELETE FROM sessions WHERE id = $1", q, "dropping a dead session");
             if (free) query("SELECT pg_advisory_unlock($1::bigint)", q, "checking a session");

@@ -332,6 +332,11 @@ std::string PgResult::text(int row, int col) const {
     return std::string(PQgetvalue(r_, row, col), static_cast<std::size_t>(PQgetlength(r_, row, col)));
 }
 
+bool PgResult::boolean(int row, int col) const {
+    const auto b = bytes(row, col);
+    return b.size() == 1 && b[0] != 0;
+}
+
 std::uint64_t PgResult::affected() const {
     const char* n = r_ ? PQcmdTuples(r_) : nullptr;
     return n && *n ? std::stoull(n) : 0;

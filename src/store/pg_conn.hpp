@@ -58,6 +58,8 @@ public:
     std::int64_t i64(int row, int col) const;
     std::span<const std::uint8_t> bytes(int row, int col) const;
     std::string text(int row, int col) const;
+    /// A boolean column (binary: one byte); false for NULL.
+    bool boolean(int row, int col) const;
     /// The number of rows a command touched.
     std::uint64_t affected() const;
     pg_result* get() const noexcept { return r_; }

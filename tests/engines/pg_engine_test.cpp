@@ -296,8 +296,8 @@ TEST(PgEngine, AnOlderCatalogIsUpgradedByItsFirstWriter) {
     const PgResult has = PgConn(url).exec("SELECT to_regclass('claims') IS NOT NULL, EXISTS (SELECT 1 FROM pg_attribute "
                                           "WHERE attrelid = to_regclass('manifests') AND attname = 'records' AND NOT "
                                           "attisdropped)");
-    EXPECT_EQ(has.text(0, 0), std::string(1, '\1')) << "the claims table";
-    EXPECT_EQ(has.text(0, 1), std::string(1, '\1')) << "the records column";
+    EXPECT_TRUE(has.boolean(0, 0)) << "the claims table";
+    EXPECT_TRUE(has.boolean(0, 1)) << "the records column";
     const fs::path out = tmp.path() / "back.bin";
     ASSERT_EQ(run_tool({"store", "get", "-q", store, (tmp.path() / "a.bin").string(), "-o", out.string()}).exit_code, 0);
     EXPECT_TRUE(file_bytes(out) == bytes);
