@@ -345,13 +345,33 @@ std::uint64_t S3PackStorage::sinks_memory() { return g_sinks_memory.load(); }
 
 void S3PackStorage::set_sinks_memory_bound(std::uint64_t bytes) { g_sinks_bound.store(bytes); }
 
+namespace {
+std::atomic<std::uint64_t> g_buffers_allocated{0};
+}  // namespace
+
+std::uint64_t S3PackStorage::buffers_allocated() { return g_buffers_allocated.load(); }
+
 struct S3PackStorage::Block {
-    explicit Block(std::size_t n) : data(std::make_unique_for_overwrite<std::byte[]>(n)), capacity(n) {}
+    /// `n` bytes, in `buffer` if it is large enough (a block the cache let
+    /// go), else in a new one of `buffer_bytes`.
+    Block(std::size_t n, std::size_t buffer_bytes, std::unique_ptr<std::byte[]> buffer, std::size_t buffer_size)
+        : capacity(n) {
+        if (buffer && buffer_size >= n) {
+            data = std::move(buffer);
+            allocated = buffer_size;
+        } else {
+            allocated = std::max(n, buffer_bytes);
+            data = std::make_unique_for_overwrite<std::byte[]>(allocated);
+            g_buffers_allocated.fetch_add(1, std::memory_order_relaxed);
+        }
+    }
     std::mutex mutex;
     std::condition_variable cv;
     std::unique_ptr<std::byte[]> data;  // the bytes below `filled` are final
-    std::size_t capacity;
+    std::size_t capacity;   // the block's bytes
+    std::size_t allocated;  // data's size
     std::size_t filled = 0;  // in place (once ready: the block's length)
+    std::size_t needed = SIZE_MAX;  // the least `filled` a waiting reader waits for
     bool ready = false;      // loaded whole, or failed
     std::exception_ptr error;
     bool touched = false;  // by a reader yet (Cache::mutex): one fetched ahead is not, at first
@@ -415,7 +435,7 @@ S3PackStorage::~S3PackStorage() {
         ahead_stop_ = true;
     }
     ahead_cv_.notify_all();
-    if (ahead_thread_.joinable()) ahead_thread_.join();
+    for (auto& t : ahead_threads_) t.join();
 }
 
 const s3::Client& S3PackStorage::client() const {
@@ -574,22 +594,33 @@ std::shared_ptr<S3PackStorage::Block> S3PackStorage::block(std::uint64_t id, std
             ahead = large && by_reader && !b->touched;
             b->touched = b->touched || by_reader;
         } else {
-            b = std::make_shared<Block>(static_cast<std::size_t>(end - first));
+            const auto n = static_cast<std::size_t>(end - first);
+            // Room first; the buffer of a block let go that no reader holds
+            // is taken for this one (a new one is a page fault per 4 KiB:
+            // 80,000 in a get of 512 MiB, the most of a fetch's CPU).
+            std::unique_ptr<std::byte[]> reused;
+            std::size_t reused_size = 0;
+            while (cache_->cached_bytes + std::max<std::size_t>(n, block_bytes) > kCacheBytes && !cache_->lru.empty()) {
+                const auto last = cache_->blocks.find(cache_->lru.back());
+                Block& gone = *last->second;
+                cache_->cached_bytes -= gone.allocated;
+                if (last->second.use_count() == 1 && gone.allocated >= n && gone.allocated > reused_size) {
+                    reused = std::move(gone.data);
+                    reused_size = gone.allocated;
+                }
+                cache_->blocks.erase(last);
+                cache_->lru.pop_back();
+            }
+            b = std::make_shared<Block>(n, static_cast<std::size_t>(block_bytes), std::move(reused), reused_size);
             b->touched = by_reader;
             ahead = large && by_reader;
             cache_->blocks.emplace(key, b);
             cache_->lru.push_front(key);
-            cache_->cached_bytes += b->capacity;
-            while (cache_->cached_bytes > kCacheBytes && cache_->lru.size() > 1) {
-                const auto last = cache_->blocks.find(cache_->lru.back());
-                cache_->cached_bytes -= last->second->capacity;
-                cache_->blocks.erase(last);
-                cache_->lru.pop_back();
-            }
+            cache_->cached_bytes += b->allocated;
             load = true;
         }
     }
-    if (ahead) fetch_ahead(id, size, index + 1);
+    if (ahead) for (std::size_t k = 1; k <= kAhead; ++k) fetch_ahead(id, size, index + k);
     if (!load) return b;  // loaded, or loading (read() waits for the bytes it reads)
     try {
         s3::Request r;
@@ -597,11 +628,14 @@ std::shared_ptr<S3PackStorage::Block> S3PackStorage::block(std::uint64_t id, std
         r.headers = {fmt::format("Range: bytes={}-{}", first, end - 1)};
         r.into = std::span(b->data.get(), b->capacity);
         r.on_data = [&b](std::uint64_t got) {
+            bool wake = false;
             {
                 std::lock_guard lock(b->mutex);
                 b->filled = std::max(b->filled, static_cast<std::size_t>(got));
+                wake = b->filled >= b->needed;
+                if (wake) b->needed = SIZE_MAX;
             }
-            b->cv.notify_all();
+            if (wake) b->cv.notify_all();
         };
         const s3::Response a = client().send(r);
         std::lock_guard lock(b->mutex);
@@ -616,7 +650,7 @@ std::shared_ptr<S3PackStorage::Block> S3PackStorage::block(std::uint64_t id, std
         b->cv.notify_all();
         std::lock_guard lock(cache_->mutex);
         if (const auto it = cache_->blocks.find(key); it != cache_->blocks.end() && it->second == b) {
-            cache_->cached_bytes -= b->capacity;
+            cache_->cached_bytes -= b->allocated;
             cache_->blocks.erase(it);
             cache_->lru.remove(key);
         }
@@ -631,7 +665,7 @@ void S3PackStorage::fetch_ahead(std::uint64_t id, std::uint64_t size, std::uint6
     {
         std::lock_guard lock(ahead_mutex_);
         if (ahead_stop_) return;
-        if (!ahead_thread_.joinable()) ahead_thread_ = std::thread([this] { fetch_ahead_loop(); });
+        if (ahead_threads_.size() < kAhead) ahead_threads_.emplace_back([this] { fetch_ahead_loop(); });
         if (ahead_queue_.size() >= kAheadQueue) ahead_queue_.pop_front();
         ahead_queue_.emplace_back(id, size, index);
     }
@@ -662,7 +696,7 @@ void S3PackStorage::forget_blocks(std::uint64_t id) const {
     for (auto it = cache_->lru.begin(); it != cache_->lru.end();) {
         if (std::get<0>(*it) == id) {
             const auto b = cache_->blocks.find(*it);
-            cache_->cached_bytes -= b->second->capacity;
+            cache_->cached_bytes -= b->second->allocated;
             cache_->blocks.erase(b);
             it = cache_->lru.erase(it);
         } else {
@@ -699,10 +733,17 @@ std::size_t S3PackStorage::read(std::uint64_t id, std::uint64_t size, std::uint6
         }
         const auto b = block(id, size, bytes, at / bytes, true);
         const auto within = static_cast<std::size_t>(at % bytes);
+        // Woken once all it reads of this block is there, not at each piece
+        // of the answer (a wake-up per 256 KiB of every reader cost more
+        // CPU than the reads' copies).
+        const std::size_t until = std::min(b->capacity, within + (want - done));
         std::size_t have = 0;
         {
             std::unique_lock lock(b->mutex);
-            b->cv.wait(lock, [&] { return b->ready || b->filled > within; });
+            while (!b->ready && b->filled < until) {
+                b->needed = std::min(b->needed, until);
+                b->cv.wait(lock);
+            }
             if (b->error) std::rethrow_exception(b->error);
             have = b->filled;
         }

@@ -33,6 +33,7 @@
 #include <mutex>
 #include <thread>
 #include <tuple>
+#include <vector>
 
 namespace cdc::store::detail {
 
@@ -94,9 +95,17 @@ public:
     static constexpr std::size_t kLargeBlockBytes = std::size_t{8} << 20;
     static constexpr std::size_t kLargeRead = std::size_t{256} << 10;
     static constexpr std::size_t kCacheBytes = std::size_t{64} << 20;
+    /// The large blocks of a pack fetched ahead of the one a reader is on,
+    /// each by a thread of its own: RGW answers a ranged GET after a delay
+    /// (it asks the OSD for the object's first stripe), so one request
+    /// ahead left the link idle between answers (docs/BENCHMARKS.md).
+    static constexpr std::size_t kAhead = 2;
     /// Large blocks waiting to be fetched ahead, at most (the oldest is
     /// dropped: its reader has moved on).
     static constexpr std::size_t kAheadQueue = 4;
+    /// Tests: the block buffers the process's caches have allocated (a block
+    /// takes the buffer of one the cache lets go when no reader holds it).
+    static std::uint64_t buffers_allocated();
     /// A read of pack `id` (`size` bytes long) at `offset`, through the cache.
     std::size_t read(std::uint64_t id, std::uint64_t size, std::uint64_t offset, std::span<std::byte> out) const;
 
@@ -132,7 +141,7 @@ private:
     mutable std::condition_variable ahead_cv_;
     mutable std::deque<std::tuple<std::uint64_t, std::uint64_t, std::uint64_t>> ahead_queue_;  // pack, size, index
     mutable bool ahead_stop_ = false;
-    mutable std::thread ahead_thread_;
+    mutable std::vector<std::thread> ahead_threads_;
 };
 
 }  // namespace cdc::store::detail

@@ -540,6 +540,58 @@ TEST(S3PackStorageReads, ConcurrentReadersGetEveryByteThroughCutAnswersAndEvicti
     EXPECT_GT(server.cut(), 0) << "some answers were cut short (and retried)";
 }
 
+// A file read in runs through packs larger than the cache (a get of a large
+// file): the blocks the cache lets go lend their buffers to the next ones,
+// so the reads allocate about a cache's worth of buffers, not one per block
+// (a new buffer is a page fault per 4 KiB), and every byte read is right.
+TEST(S3PackStorageReads, BlocksTheCacheLetsGoLendTheirBuffers) {
+    constexpr int kPacks = 3;
+    constexpr std::uint64_t kPackBytes = (std::uint64_t{30} << 20) + 777;
+    std::map<std::string, std::vector<std::byte>> objects;
+    std::mt19937_64 rng(11);
+    for (int id = 1; id <= kPacks; ++id) {
+        std::vector<std::uint64_t> words(kPackBytes / 8 + 1);
+        for (auto& w : words) w = rng();
+        std::vector<std::byte> bytes(kPackBytes);
+        std::memcpy(bytes.data(), words.data(), bytes.size());
+        objects.emplace(fmt::format("q/packs/{:08}.pack", id), std::move(bytes));
+    }
+    RangeServer server(objects, 0);
+    const ScopedEnv key("AWS_ACCESS_KEY_ID", "AKID");
+    const ScopedEnv secret("AWS_SECRET_ACCESS_KEY", "SECRET");
+    const ScopedEnv token("AWS_SESSION_TOKEN", "");
+    TempDir tmp;
+    store::PackLocation where;
+    where.url = "s3://bkt/q";
+    where.s3_endpoint = server.endpoint();
+    where.s3_region = "us-east-1";
+    const std::uint64_t before = S3PackStorage::buffers_allocated();
+    int wrong = 0;
+    std::uint64_t blocks = 0;
+    {
+        S3PackStorage storage(tmp.path(), where, false);
+        std::vector<std::byte> run(std::size_t{1} << 20);
+        for (int round = 0; round < 2; ++round)
+            for (int id = 1; id <= kPacks; ++id) {
+                const auto pack = storage.open(static_cast<std::uint64_t>(id));
+                ASSERT_TRUE(pack);
+                const auto& want = objects.at(fmt::format("q/packs/{:08}.pack", id));
+                for (std::uint64_t at = 0; at < kPackBytes; at += run.size()) {
+                    const std::size_t got = pack->read_at(at, run);
+                    if (got != std::min<std::uint64_t>(run.size(), kPackBytes - at) ||
+                        std::memcmp(run.data(), want.data() + at, got) != 0)
+                        ++wrong;
+                }
+                blocks += (kPackBytes + S3PackStorage::kLargeBlockBytes - 1) / S3PackStorage::kLargeBlockBytes;
+            }
+    }
+    EXPECT_EQ(wrong, 0);
+    const std::uint64_t allocated = S3PackStorage::buffers_allocated() - before;
+    const std::uint64_t cache_worth = S3PackStorage::kCacheBytes / S3PackStorage::kLargeBlockBytes;
+    EXPECT_LE(allocated, cache_worth + 2) << blocks << " blocks read";
+    EXPECT_GE(blocks, 2 * cache_worth) << "(the reads pass the cache twice)";
+}
+
 TEST(S3Factory, TheLocationIsRecordedAndS3NeedsTheS3Library) {
     store::PackLocation where;
     EXPECT_TRUE(pack_location_settings(where).empty()) << "a directory store records nothing new";
