@@ -5,8 +5,9 @@
 # A one-node Ceph with radosgw is started here (tests/engines/ceph.sh). The
 # file is put into a store whose packs are in one bucket; the same file is
 # also uploaded whole as one object of another bucket. Each round then
-# times, interleaved: `cdc store get` of the file, and `curl` GETting the
-# object into a file of the same folder (one stream, as RGW serves it).
+# times, interleaved (each round in another order): `cdc store get` of the
+# file, and `curl` GETting the object into a file of the same folder (one
+# stream, as RGW serves it).
 #   bench/engines/s3_get_vs_rgw.sh [SPEC] [ROUNDS] [WORK]   (CDC: the cdc to run)
 # VARIANTS="label=PATH ..." also times `cdc store get` with each of these
 # cdc-store-s3 programs (other builds of the S3 pack storage) in each round.
@@ -67,7 +68,12 @@ labels=(rgw cdc)
 for v in ${VARIANTS:-}; do labels+=("${v%%=*}"); done
 for ((r = 1; r <= rounds; r++)); do
   line="round $r:"
-  for l in "${labels[@]}"; do
+  # Each round starts one label later: the first get after another's output
+  # was written and removed pays more for its own writes on a VM (the pages
+  # the host took back), so no label keeps one place (docs/BENCHMARKS.md).
+  order=()
+  for ((i = 0; i < ${#labels[@]}; i++)); do order+=("${labels[$(((i + r - 1) % ${#labels[@]}))]}"); done
+  for l in "${order[@]}"; do
     rm -f "$work/out"
     case $l in
       rgw) t=$(timed s3 GET raw-get/file -o "$work/out") ;;
