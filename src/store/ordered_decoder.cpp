@@ -172,12 +172,18 @@ void OrderedDecoder::decode_block(Block& b) const {
             end = std::max(end, record_end(i));
         }
         const auto want = static_cast<std::size_t>(end - first);
-        if (want > records_capacity) {
-            records = std::make_unique_for_overwrite<std::byte[]>(want);
-            records_capacity = want;
+        // In place where the reader holds the bytes (a block of the S3
+        // cache: one copy of every byte less), else read into `records`.
+        const PackReader::View view = pack.view_at(first, want);
+        std::span<const std::byte> run = view.bytes;
+        if (run.empty()) {
+            if (want > records_capacity) {
+                records = std::make_unique_for_overwrite<std::byte[]>(want);
+                records_capacity = want;
+            }
+            run = std::span<const std::byte>(records.get(), pack.read_at(first, std::span(records.get(), want)));
         }
-        const std::span<std::byte> run(records.get(), want);
-        const std::size_t got = pack.read_at(first, run);
+        const std::size_t got = run.size();
         for (; k < m; ++k) {
             const std::size_t i = order[k];
             const std::size_t from = static_cast<std::size_t>(b.locs[i].offset - first);

@@ -39,6 +39,16 @@ public:
         std::uint64_t max_gap = 0;
     };
     virtual Runs runs() const { return {}; }
+    /// Bytes read in place rather than copied out: `bytes` stays valid while
+    /// `keep` is held.
+    struct View {
+        std::span<const std::byte> bytes;
+        std::shared_ptr<const void> keep;
+    };
+    /// `n` bytes at `offset` in place, when the reader holds them in memory
+    /// whole (S3: within one block of its cache); else an empty view, and
+    /// the caller reads them with read_at.
+    virtual View view_at(std::uint64_t /*offset*/, std::size_t /*n*/) const { return {}; }
 };
 
 /// One pack open for appending, by one writer for as long as it holds it

@@ -75,6 +75,7 @@ public:
         return storage_.read(id_, size_, offset, out);
     }
     std::uint64_t size() const override { return size_; }
+    View view_at(std::uint64_t offset, std::size_t n) const override { return storage_.view(id_, size_, offset, n); }
     /// Runs of 1 MiB as for a local pack (a run of kLargeRead or more
     /// takes a large block anyway; runs of 8 MiB cost each decoding thread
     /// an 8 MiB buffer and more CPU, docs/BENCHMARKS.md), gaps read through
@@ -705,6 +706,33 @@ void S3PackStorage::forget_blocks(std::uint64_t id) const {
     }
 }
 
+std::size_t S3PackStorage::wait_for(Block& b, std::size_t until) {
+    // Woken once all it reads of the block is there, not at each piece of
+    // the answer (a wake-up per 256 KiB for every reader: 37,000 context
+    // switches in a get of 512 MiB).
+    std::unique_lock lock(b.mutex);
+    while (!b.ready && b.filled < until) {
+        b.needed = std::min(b.needed, until);
+        b.cv.wait(lock);
+    }
+    if (b.error) std::rethrow_exception(b.error);
+    return b.filled;
+}
+
+PackReader::View S3PackStorage::view(std::uint64_t id, std::uint64_t size, std::uint64_t offset, std::size_t n) const {
+    // Only a run within one large block (most of a decoder's runs: up to
+    // 1 MiB in blocks of 8): a smaller read is a chunk among other days'
+    // packs, read once.
+    if (n < kLargeRead || offset >= size || n > size - offset) return {};
+    const std::uint64_t index = offset / kLargeBlockBytes;
+    if ((offset + n - 1) / kLargeBlockBytes != index) return {};
+    auto b = block(id, size, kLargeBlockBytes, index, true);
+    const auto within = static_cast<std::size_t>(offset % kLargeBlockBytes);
+    if (wait_for(*b, within + n) < within + n) return {};  // (shorter than said: read_at tells)
+    const std::span<const std::byte> bytes(b->data.get() + within, n);
+    return {bytes, std::move(b)};
+}
+
 std::size_t S3PackStorage::read(std::uint64_t id, std::uint64_t size, std::uint64_t offset,
                                 std::span<std::byte> out) const {
     if (offset >= size || out.empty()) return 0;
@@ -733,20 +761,7 @@ std::size_t S3PackStorage::read(std::uint64_t id, std::uint64_t size, std::uint6
         }
         const auto b = block(id, size, bytes, at / bytes, true);
         const auto within = static_cast<std::size_t>(at % bytes);
-        // Woken once all it reads of this block is there, not at each piece
-        // of the answer (a wake-up per 256 KiB of every reader cost more
-        // CPU than the reads' copies).
-        const std::size_t until = std::min(b->capacity, within + (want - done));
-        std::size_t have = 0;
-        {
-            std::unique_lock lock(b->mutex);
-            while (!b->ready && b->filled < until) {
-                b->needed = std::min(b->needed, until);
-                b->cv.wait(lock);
-            }
-            if (b->error) std::rethrow_exception(b->error);
-            have = b->filled;
-        }
+        const std::size_t have = wait_for(*b, std::min(b->capacity, within + (want - done)));
         if (within >= have) break;  // the object is shorter than it was said to be
         const std::size_t k = std::min<std::size_t>(want - done, have - within);
         std::memcpy(out.data() + done, b->data.get() + within, k);

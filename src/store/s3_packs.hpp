@@ -108,6 +108,10 @@ public:
     static std::uint64_t buffers_allocated();
     /// A read of pack `id` (`size` bytes long) at `offset`, through the cache.
     std::size_t read(std::uint64_t id, std::uint64_t size, std::uint64_t offset, std::span<std::byte> out) const;
+    /// The same in place (PackReader::view_at): a read of kLargeRead or more
+    /// within one large block, which the view keeps (the cache may let it go
+    /// meanwhile: its buffer is not lent on while the view holds it).
+    PackReader::View view(std::uint64_t id, std::uint64_t size, std::uint64_t offset, std::size_t n) const;
 
 private:
     struct Block;
@@ -125,6 +129,9 @@ private:
     void fetch_ahead(std::uint64_t id, std::uint64_t size, std::uint64_t index) const;
     void fetch_ahead_loop() const;
     void forget_blocks(std::uint64_t id) const;
+    /// Waits until `until` bytes of `b` are in, or it is loaded (whole or
+    /// short); returns its bytes in. Rethrows its loading's error.
+    static std::size_t wait_for(Block& b, std::size_t until);
 
     std::filesystem::path dir_;
     PackLocation where_;
