@@ -352,25 +352,54 @@ std::atomic<std::uint64_t> g_buffers_allocated{0};
 
 std::uint64_t S3PackStorage::buffers_allocated() { return g_buffers_allocated.load(); }
 
-struct S3PackStorage::Block {
-    /// `n` bytes, in `buffer` if it is large enough (a block the cache let
-    /// go), else in a new one of `buffer_bytes`.
-    Block(std::size_t n, std::size_t buffer_bytes, std::unique_ptr<std::byte[]> buffer, std::size_t buffer_size)
-        : capacity(n) {
-        if (buffer && buffer_size >= n) {
-            data = std::move(buffer);
-            allocated = buffer_size;
-        } else {
-            allocated = std::max(n, buffer_bytes);
-            data = std::make_unique_for_overwrite<std::byte[]>(allocated);
-            g_buffers_allocated.fetch_add(1, std::memory_order_relaxed);
+/// Buffers of blocks gone, lent to the next ones: a new buffer is a page
+/// fault per 4 KiB, 80,000 in a get of 512 MiB (the most of its fetching
+/// CPU). A block gives its buffer back when its last holder lets it go (the
+/// cache, or a reader still on it after the cache let it go).
+struct S3PackStorage::Buffers {
+    static constexpr std::size_t kSpareEach = 2;  // buffers kept of each size
+    std::mutex mutex;
+    std::vector<std::pair<std::size_t, std::unique_ptr<std::byte[]>>> spare;
+
+    std::unique_ptr<std::byte[]> take(std::size_t size) {
+        {
+            std::lock_guard lock(mutex);
+            for (auto it = spare.begin(); it != spare.end(); ++it)
+                if (it->first == size) {
+                    auto buffer = std::move(it->second);
+                    spare.erase(it);
+                    return buffer;
+                }
         }
+        g_buffers_allocated.fetch_add(1, std::memory_order_relaxed);
+        return std::make_unique_for_overwrite<std::byte[]>(size);
     }
+    void give(std::size_t size, std::unique_ptr<std::byte[]> buffer) {
+        std::lock_guard lock(mutex);
+        if (std::count_if(spare.begin(), spare.end(), [&](const auto& b) { return b.first == size; }) <
+            static_cast<std::ptrdiff_t>(kSpareEach))
+            spare.emplace_back(size, std::move(buffer));
+    }
+};
+
+struct S3PackStorage::Block {
+    /// `n` bytes, in a buffer of `buffer_bytes` or n if more (the same
+    /// sizes for all blocks of a kind, so that their buffers go round).
+    Block(std::size_t n, std::size_t buffer_bytes, std::shared_ptr<Buffers> lender)
+        : capacity(n), allocated(std::max(n, buffer_bytes)), buffers(std::move(lender)) {
+        data = buffers->take(allocated);
+    }
+    ~Block() {
+        if (data) buffers->give(allocated, std::move(data));
+    }
+    Block(const Block&) = delete;
+    Block& operator=(const Block&) = delete;
     std::mutex mutex;
     std::condition_variable cv;
     std::unique_ptr<std::byte[]> data;  // the bytes below `filled` are final
     std::size_t capacity;   // the block's bytes
     std::size_t allocated;  // data's size
+    std::shared_ptr<Buffers> buffers;  // where data goes back
     std::size_t filled = 0;  // in place (once ready: the block's length)
     std::size_t needed = SIZE_MAX;  // the least `filled` a waiting reader waits for
     bool ready = false;      // loaded whole, or failed
@@ -383,6 +412,7 @@ struct S3PackStorage::Cache {
     std::list<BlockKey> lru;  // most recent first
     std::map<BlockKey, std::shared_ptr<Block>> blocks;
     std::uint64_t cached_bytes = 0;  // of the blocks in `blocks`
+    std::shared_ptr<Buffers> buffers = std::make_shared<Buffers>();  // (Cache::mutex, then Buffers::mutex)
 };
 
 /// Storages of the same packs share one cache: a `cdc serve` opens the store
@@ -596,23 +626,15 @@ std::shared_ptr<S3PackStorage::Block> S3PackStorage::block(std::uint64_t id, std
             b->touched = b->touched || by_reader;
         } else {
             const auto n = static_cast<std::size_t>(end - first);
-            // Room first; the buffer of a block let go that no reader holds
-            // is taken for this one (a new one is a page fault per 4 KiB:
-            // 80,000 in a get of 512 MiB, the most of a fetch's CPU).
-            std::unique_ptr<std::byte[]> reused;
-            std::size_t reused_size = 0;
+            // Room first: a block let go that no reader holds gives its
+            // buffer back at once, for this one.
             while (cache_->cached_bytes + std::max<std::size_t>(n, block_bytes) > kCacheBytes && !cache_->lru.empty()) {
                 const auto last = cache_->blocks.find(cache_->lru.back());
-                Block& gone = *last->second;
-                cache_->cached_bytes -= gone.allocated;
-                if (last->second.use_count() == 1 && gone.allocated >= n && gone.allocated > reused_size) {
-                    reused = std::move(gone.data);
-                    reused_size = gone.allocated;
-                }
+                cache_->cached_bytes -= last->second->allocated;
                 cache_->blocks.erase(last);
                 cache_->lru.pop_back();
             }
-            b = std::make_shared<Block>(n, static_cast<std::size_t>(block_bytes), std::move(reused), reused_size);
+            b = std::make_shared<Block>(n, static_cast<std::size_t>(block_bytes), cache_->buffers);
             b->touched = by_reader;
             ahead = large && by_reader;
             cache_->blocks.emplace(key, b);
