@@ -7,6 +7,7 @@
 #define XXH_STATIC_LINKING_ONLY  // XXH3_state_t on the stack
 #include <xxhash.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
@@ -169,9 +170,14 @@ bool record_checksum_ok(const std::uint8_t* header, std::span<const std::byte> p
 }
 
 void write_all(int fd, const void* data, std::size_t n, const std::string& what) {
+    // At most 256 KiB a call: a write of 4 MiB into the page cache cost ten
+    // times its usual system time about once in six (1.2-1.4 s for 512 MiB
+    // against 0.1: Linux 6.18 guest, ext4), writes of 256 KiB never in 24
+    // (docs/BENCHMARKS.md, "`get` against the RGW's own GET").
+    constexpr std::size_t kPiece = std::size_t{256} << 10;
     const auto* p = static_cast<const std::uint8_t*>(data);
     while (n > 0) {
-        const ssize_t w = ::write(fd, p, n);
+        const ssize_t w = ::write(fd, p, std::min(n, kPiece));
         if (w < 0) {
             if (errno == EINTR) continue;
             throw StoreError(fmt::format("writing {}: {}", what, std::strerror(errno)));
