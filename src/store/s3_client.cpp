@@ -613,6 +613,9 @@ Response Client::send(const Request& r) const {
             }
             if (code.empty()) code = status == 403 ? "Forbidden" : status == 404 ? "NotFound" : "";
         }
+        // (RGW says QuotaExceeded without a message.)
+        if (code == "QuotaExceeded" && message.empty())
+            message = "the bucket's or its owner's quota is full (what was stored before stays; make room or raise it)";
         throw S3Error(fmt::format("{}: HTTP {}{}{}{}{}", what, status, code.empty() ? "" : " ", code,
                                   message.empty() ? "" : ": ", message) +
                           (attempt > 1 ? fmt::format(" (after {} tries)", attempt) : std::string()),

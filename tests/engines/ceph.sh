@@ -121,6 +121,9 @@ rgw frontends = beast endpoint=127.0.0.1:$rgw_port
 rgw data = $dir/rgw
 rgw enable usage log = false
 rgw dynamic resharding = false
+# A quota is checked against the bucket's stats as they are now, not as
+# cached up to 10 minutes ago (the quota tests fill a bucket at once).
+rgw bucket quota ttl = 0
 EOF
 
 t0=$(date +%s.%N)

@@ -622,6 +622,68 @@ TEST(S3Engine, WrongCredentialsAndAMissingBucketAreClearErrors) {
     EXPECT_EQ(r.exit_code, 2) << r.err;
 }
 
+/// radosgw-admin on the test cluster; its exit code.
+int rgw_admin(const std::string& args) {
+    return shell(fmt::format("timeout 120 radosgw-admin -c '{}' {} >/dev/null", ceph().env.at("CEPH_CONF"), args));
+}
+
+// A bucket whose quota is full: the put that would pass it stops with S3's
+// QuotaExceeded named (exit 4), what was stored before stays whole, and once
+// the quota is raised the same put goes through and gc leaves no object the
+// catalog does not name.
+TEST(S3Engine, AFullBucketQuotaIsAClearErrorAndLosesNothing) {
+    const std::string bucket = make_bucket();
+    ASSERT_EQ(rgw_admin(fmt::format("quota set --quota-scope=bucket --bucket={} --max-size={}", bucket, 12 << 20)), 0);
+    ASSERT_EQ(rgw_admin(fmt::format("quota enable --quota-scope=bucket --bucket={}", bucket)), 0);
+    TempDir tmp;
+    const std::string store = (tmp.path() / "store").string();
+    // (Parts of 5 MiB: the big file's pack is a multipart upload, cut off
+    // midway, which gc aborts.)
+    ASSERT_EQ(run_tool({"store", "init", "--no-encryption", "-q", "--packs", fmt::format("s3://{}/full", bucket),
+                        "--s3-endpoint", ceph().endpoint(), "--s3-part-size", "5M", store})
+                  .exit_code,
+              0);
+    const auto small = random_bytes(3 << 20, 21);
+    const auto big = random_bytes(20 << 20, 22);
+    const auto small_in = tmp.write("small.bin", small);
+    const auto big_in = tmp.write("big.bin", big);
+    auto r = run_tool({"store", "put", "-q", store, small_in.string(), "--name", "small"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    r = run_tool({"store", "put", store, big_in.string(), "--name", "big"});
+    EXPECT_EQ(r.exit_code, 4) << r.err;
+    EXPECT_NE(r.err.find("HTTP 403 QuotaExceeded: the bucket's or its owner's quota is full"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(fmt::format("s3://{}/full/packs/", bucket)), std::string::npos) << r.err;
+    std::cout << "the put's error: " << r.err;
+    const auto cut_off = uploads(bucket, "full/");
+    std::cout << cut_off.size() << " multipart upload(s) left for gc\n";
+    // Nothing lost, nothing half there.
+    auto v = json_of(run_tool({"store", "verify", "--full", "--json", store}));
+    EXPECT_EQ(v["ok"], true) << v;
+    const auto list = run_tool({"store", "ls", store});
+    EXPECT_NE(list.out.find("small"), std::string::npos) << list.out;
+    EXPECT_EQ(list.out.find("big"), std::string::npos) << list.out;
+    r = run_tool({"store", "get", store, "small", "-o", (tmp.path() / "small.out").string()});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(file_bytes(tmp.path() / "small.out"), small);
+    // Room made: the same put goes through.
+    ASSERT_EQ(rgw_admin(fmt::format("quota disable --quota-scope=bucket --bucket={}", bucket)), 0);
+    r = run_tool({"store", "put", "-q", store, big_in.string(), "--name", "big"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    r = run_tool({"store", "gc", "-q", store});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto stats = json_of(run_tool({"store", "stats", "--json", store}));
+    EXPECT_EQ(stats["packs"].get<std::uint64_t>(), object_count(bucket, "full/packs/"));
+    EXPECT_TRUE(uploads(bucket, "full/").empty());
+    v = json_of(run_tool({"store", "verify", "--full", "--json", store}));
+    EXPECT_EQ(v["ok"], true) << v;
+    for (const auto& [name, bytes] : {std::pair{"small", &small}, std::pair{"big", &big}}) {
+        const auto out = tmp.path() / (std::string(name) + ".again");
+        r = run_tool({"store", "get", store, name, "-o", out.string()});
+        ASSERT_EQ(r.exit_code, 0) << r.err;
+        EXPECT_EQ(file_bytes(out), *bytes) << name;
+    }
+}
+
 pid_t rgw_pid() {
     std::ifstream in(ceph().env.at("CEPH_RGW_PID_FILE"));
     pid_t pid = 0;
