@@ -450,6 +450,20 @@ private:
     std::vector<std::thread> handlers_;
 };
 
+/// The packs under s3://bkt/PREFIX of a RangeServer, and credentials for it
+/// in the environment while this lives.
+struct RangeServerPacks {
+    RangeServerPacks(const RangeServer& server, const std::string& prefix) {
+        where.url = "s3://bkt/" + prefix;
+        where.s3_endpoint = server.endpoint();
+        where.s3_region = "us-east-1";
+    }
+    ScopedEnv key{"AWS_ACCESS_KEY_ID", "AKID"};
+    ScopedEnv secret{"AWS_SECRET_ACCESS_KEY", "SECRET"};
+    ScopedEnv token{"AWS_SESSION_TOKEN", ""};
+    store::PackLocation where;
+};
+
 // S3PackStorage's read path under concurrent readers: small reads (1 MiB
 // blocks), large ones and runs through a pack (8 MiB blocks, the next one
 // fetched ahead by its thread), blocks evicted while read (four packs of
@@ -483,15 +497,10 @@ TEST(S3PackStorageReads, ConcurrentReadersGetEveryByteThroughCutAnswersAndEvicti
         objects.emplace(fmt::format("p/packs/{:08}.pack", id), std::move(bytes));
     }
     RangeServer server(objects, 5);
-    const ScopedEnv key("AWS_ACCESS_KEY_ID", "AKID");
-    const ScopedEnv secret("AWS_SECRET_ACCESS_KEY", "SECRET");
-    const ScopedEnv token("AWS_SESSION_TOKEN", "");
+    const RangeServerPacks served(server, "p");
     const ScopedEnv retry_base("CDC_S3_RETRY_BASE_MS", "1");
     TempDir tmp;
-    store::PackLocation where;
-    where.url = "s3://bkt/p";
-    where.s3_endpoint = server.endpoint();
-    where.s3_region = "us-east-1";
+    const store::PackLocation& where = served.where;
     std::atomic<int> wrong{0};
     {
         S3PackStorage storage(tmp.path(), where, false);
@@ -557,14 +566,9 @@ TEST(S3PackStorageReads, BlocksTheCacheLetsGoLendTheirBuffers) {
         objects.emplace(fmt::format("q/packs/{:08}.pack", id), std::move(bytes));
     }
     RangeServer server(objects, 0);
-    const ScopedEnv key("AWS_ACCESS_KEY_ID", "AKID");
-    const ScopedEnv secret("AWS_SECRET_ACCESS_KEY", "SECRET");
-    const ScopedEnv token("AWS_SESSION_TOKEN", "");
+    const RangeServerPacks served(server, "q");
     TempDir tmp;
-    store::PackLocation where;
-    where.url = "s3://bkt/q";
-    where.s3_endpoint = server.endpoint();
-    where.s3_region = "us-east-1";
+    const store::PackLocation& where = served.where;
     const std::uint64_t before = S3PackStorage::buffers_allocated();
     int wrong = 0;
     std::uint64_t blocks = 0;
