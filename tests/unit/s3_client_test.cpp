@@ -596,6 +596,67 @@ TEST(S3PackStorageReads, BlocksTheCacheLetsGoLendTheirBuffers) {
     EXPECT_GE(blocks, 2 * cache_worth) << "(the reads pass the cache twice)";
 }
 
+// PackReader::view_at, the in-place read the decoder prefers, against the
+// object's bytes: a run within one large block is viewed there (answers cut
+// short midway and retried); a small read, one across a block boundary or
+// past the end gives no view (read_at then); and a view held while the
+// cache lets its block go, and other blocks take the spare buffers, still
+// shows its own bytes.
+TEST(S3PackStorageReads, ViewsShowTheObjectsBytesAndOutliveEviction) {
+    constexpr std::uint64_t kPackBytes = (std::uint64_t{20} << 20) + 777;
+    constexpr std::uint64_t kLarge = S3PackStorage::kLargeBlockBytes;
+    std::map<std::string, std::vector<std::byte>> objects;
+    std::mt19937_64 rng(17);
+    for (int id = 1; id <= 4; ++id) {
+        std::vector<std::uint64_t> words(kPackBytes / 8 + 1);
+        for (auto& w : words) w = rng();
+        std::vector<std::byte> bytes(kPackBytes);
+        std::memcpy(bytes.data(), words.data(), bytes.size());
+        objects.emplace(fmt::format("v/packs/{:08}.pack", id), std::move(bytes));
+    }
+    const auto& first = objects.at("v/packs/00000001.pack");
+    RangeServer server(objects, 3);
+    const RangeServerPacks served(server, "v");
+    const ScopedEnv retry_base("CDC_S3_RETRY_BASE_MS", "1");
+    TempDir tmp;
+    S3PackStorage storage(tmp.path(), served.where, false);
+    const auto pack = storage.open(1);
+    ASSERT_TRUE(pack);
+    const auto same = [&](const PackReader::View& v, std::uint64_t at) {
+        return std::memcmp(v.bytes.data(), first.data() + at, v.bytes.size()) == 0;
+    };
+    EXPECT_TRUE(pack->view_at(100, S3PackStorage::kLargeRead - 1).bytes.empty()) << "a small read: no view";
+    EXPECT_TRUE(pack->view_at(kLarge - 1000, S3PackStorage::kLargeRead).bytes.empty()) << "across two blocks";
+    EXPECT_TRUE(pack->view_at(kPackBytes - 1000, S3PackStorage::kLargeRead).bytes.empty()) << "past the end";
+    EXPECT_TRUE(pack->view_at(kPackBytes + 5, S3PackStorage::kLargeRead).bytes.empty());
+    std::vector<std::pair<PackReader::View, std::uint64_t>> held;
+    for (int k = 0; k < 40; ++k) {
+        const std::size_t n = S3PackStorage::kLargeRead + rng() % (std::size_t{1} << 20);
+        const std::uint64_t block = rng() % 3;  // (the third block is the pack's short last one)
+        const std::uint64_t end = std::min<std::uint64_t>(kPackBytes, (block + 1) * kLarge);
+        if (end - block * kLarge < n) continue;
+        const std::uint64_t at = block * kLarge + rng() % (end - block * kLarge - n + 1);
+        auto v = pack->view_at(at, n);
+        ASSERT_EQ(v.bytes.size(), n) << at;
+        EXPECT_TRUE(same(v, at)) << at;
+        if (k % 8 == 0) held.emplace_back(std::move(v), at);
+    }
+    ASSERT_FALSE(held.empty());
+    // 80 MiB more through the 64 MiB cache: every block of pack 1 is let go,
+    // and new blocks take the buffers of those no view holds.
+    std::vector<std::byte> run(std::size_t{1} << 20);
+    for (std::uint64_t id = 2; id <= 4; ++id) {
+        const auto other = storage.open(id);
+        ASSERT_TRUE(other);
+        for (std::uint64_t at = 0; at < kPackBytes; at += run.size()) {
+            const std::size_t got = other->read_at(at, run);
+            EXPECT_EQ(std::memcmp(run.data(), objects.at(fmt::format("v/packs/{:08}.pack", id)).data() + at, got), 0);
+        }
+    }
+    for (const auto& [v, at] : held) EXPECT_TRUE(same(v, at)) << "a view held through evictions, at " << at;
+    EXPECT_GT(server.cut(), 0) << "some answers were cut short (and retried)";
+}
+
 TEST(S3Factory, TheLocationIsRecordedAndS3NeedsTheS3Library) {
     store::PackLocation where;
     EXPECT_TRUE(pack_location_settings(where).empty()) << "a directory store records nothing new";
