@@ -355,9 +355,12 @@ std::uint64_t S3PackStorage::buffers_allocated() { return g_buffers_allocated.lo
 /// Buffers of blocks gone, lent to the next ones: a new buffer is a page
 /// fault per 4 KiB, 80,000 in a get of 512 MiB (the most of its fetching
 /// CPU). A block gives its buffer back when its last holder lets it go (the
-/// cache, or a reader still on it after the cache let it go).
+/// cache, or a reader still on it after the cache let it go). Only whole
+/// blocks' buffers are kept: a pack's last block (or a small pack, a block
+/// of its own) has a buffer of its own size, and the cache counts it so.
 struct S3PackStorage::Buffers {
     static constexpr std::size_t kSpareEach = 2;  // buffers kept of each size
+    static bool kept(std::size_t size) noexcept { return size == kBlockBytes || size == kLargeBlockBytes; }
     std::mutex mutex;
     std::vector<std::pair<std::size_t, std::unique_ptr<std::byte[]>>> spare;
 
@@ -375,6 +378,7 @@ struct S3PackStorage::Buffers {
         return std::make_unique_for_overwrite<std::byte[]>(size);
     }
     void give(std::size_t size, std::unique_ptr<std::byte[]> buffer) {
+        if (!kept(size)) return;
         std::lock_guard lock(mutex);
         if (std::count_if(spare.begin(), spare.end(), [&](const auto& b) { return b.first == size; }) <
             static_cast<std::ptrdiff_t>(kSpareEach))
@@ -383,22 +387,19 @@ struct S3PackStorage::Buffers {
 };
 
 struct S3PackStorage::Block {
-    /// `n` bytes, in a buffer of `buffer_bytes` or n if more (the same
-    /// sizes for all blocks of a kind, so that their buffers go round).
-    Block(std::size_t n, std::size_t buffer_bytes, std::shared_ptr<Buffers> lender)
-        : capacity(n), allocated(std::max(n, buffer_bytes)), buffers(std::move(lender)) {
-        data = buffers->take(allocated);
+    /// `n` bytes, in a spare buffer of that size if there is one.
+    Block(std::size_t n, std::shared_ptr<Buffers> lender) : capacity(n), buffers(std::move(lender)) {
+        data = buffers->take(n);
     }
     ~Block() {
-        if (data) buffers->give(allocated, std::move(data));
+        if (data) buffers->give(capacity, std::move(data));
     }
     Block(const Block&) = delete;
     Block& operator=(const Block&) = delete;
     std::mutex mutex;
     std::condition_variable cv;
     std::unique_ptr<std::byte[]> data;  // the bytes below `filled` are final
-    std::size_t capacity;   // the block's bytes
-    std::size_t allocated;  // data's size
+    std::size_t capacity;              // the block's bytes (data's size)
     std::shared_ptr<Buffers> buffers;  // where data goes back
     std::size_t filled = 0;  // in place (once ready: the block's length)
     std::size_t needed = SIZE_MAX;  // the least `filled` a waiting reader waits for
@@ -628,18 +629,18 @@ std::shared_ptr<S3PackStorage::Block> S3PackStorage::block(std::uint64_t id, std
             const auto n = static_cast<std::size_t>(end - first);
             // Room first: a block let go that no reader holds gives its
             // buffer back at once, for this one.
-            while (cache_->cached_bytes + std::max<std::size_t>(n, block_bytes) > kCacheBytes && !cache_->lru.empty()) {
+            while (cache_->cached_bytes + n > kCacheBytes && !cache_->lru.empty()) {
                 const auto last = cache_->blocks.find(cache_->lru.back());
-                cache_->cached_bytes -= last->second->allocated;
+                cache_->cached_bytes -= last->second->capacity;
                 cache_->blocks.erase(last);
                 cache_->lru.pop_back();
             }
-            b = std::make_shared<Block>(n, static_cast<std::size_t>(block_bytes), cache_->buffers);
+            b = std::make_shared<Block>(n, cache_->buffers);
             b->touched = by_reader;
             ahead = large && by_reader;
             cache_->blocks.emplace(key, b);
             cache_->lru.push_front(key);
-            cache_->cached_bytes += b->allocated;
+            cache_->cached_bytes += b->capacity;
             load = true;
         }
     }
@@ -673,7 +674,7 @@ std::shared_ptr<S3PackStorage::Block> S3PackStorage::block(std::uint64_t id, std
         b->cv.notify_all();
         std::lock_guard lock(cache_->mutex);
         if (const auto it = cache_->blocks.find(key); it != cache_->blocks.end() && it->second == b) {
-            cache_->cached_bytes -= b->allocated;
+            cache_->cached_bytes -= b->capacity;
             cache_->blocks.erase(it);
             cache_->lru.remove(key);
         }
@@ -719,7 +720,7 @@ void S3PackStorage::forget_blocks(std::uint64_t id) const {
     for (auto it = cache_->lru.begin(); it != cache_->lru.end();) {
         if (std::get<0>(*it) == id) {
             const auto b = cache_->blocks.find(*it);
-            cache_->cached_bytes -= b->second->allocated;
+            cache_->cached_bytes -= b->second->capacity;
             cache_->blocks.erase(b);
             it = cache_->lru.erase(it);
         } else {

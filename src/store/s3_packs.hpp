@@ -104,7 +104,7 @@ public:
     /// dropped: its reader has moved on).
     static constexpr std::size_t kAheadQueue = 4;
     /// Tests: the block buffers the process's caches have allocated (a block
-    /// takes the buffer of one gone: two of each size are kept for that).
+    /// takes the buffer of a whole block gone: two of each size are kept).
     static std::uint64_t buffers_allocated();
     /// A read of pack `id` (`size` bytes long) at `offset`, through the cache.
     std::size_t read(std::uint64_t id, std::uint64_t size, std::uint64_t offset, std::span<std::byte> out) const;

@@ -555,7 +555,8 @@ TEST(S3PackStorageReads, ConcurrentReadersGetEveryByteThroughCutAnswersAndEvicti
 // (a new buffer is a page fault per 4 KiB), and every byte read is right.
 TEST(S3PackStorageReads, BlocksTheCacheLetsGoLendTheirBuffers) {
     constexpr int kPacks = 3;
-    constexpr std::uint64_t kPackBytes = (std::uint64_t{30} << 20) + 777;
+    // (Whole blocks: a pack's last, shorter block has a buffer of its own.)
+    constexpr std::uint64_t kPackBytes = 4 * S3PackStorage::kLargeBlockBytes;
     std::map<std::string, std::vector<std::byte>> objects;
     std::mt19937_64 rng(11);
     for (int id = 1; id <= kPacks; ++id) {
