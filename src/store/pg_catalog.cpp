@@ -130,7 +130,13 @@ public:
     /// digest and chunk count, not condemned), checked in each page's
     /// statement (read_list_if_there).
     PgListReader(PgCatalog& c, std::int64_t manifest, const StoredFile* if_there = nullptr)
-        : c_(c), manifest_(manifest) {
+        : c_(c),
+          manifest_(manifest),
+          page_sql_(fmt::format("SELECT seq, ids FROM manifest_chunks WHERE manifest = $1 AND seq > $2{} ORDER BY seq "
+                                "LIMIT $3",
+                                if_there ? " AND EXISTS (SELECT 1 FROM manifests WHERE id = $1 AND digest = $4 AND "
+                                           "chunk_count = $5 AND condemned IS NULL)"
+                                         : "")) {
         if (if_there) there_ = std::make_pair(if_there->digest, if_there->chunks);
     }
     bool next(std::uint32_t& seq, std::vector<std::uint8_t>& ids) override {
@@ -139,17 +145,8 @@ public:
             PgParams p;
             p.add(manifest_).add(last_seq_);
             p.add(std::int64_t{kListRowsPerFetch});
-            if (there_) {
-                p.add_bytes(id_bytes(there_->first)).add(there_->second);
-                page_ = c_.conn().exec("SELECT seq, ids FROM manifest_chunks WHERE manifest = $1 AND seq > $2 AND "
-                                       "EXISTS (SELECT 1 FROM manifests WHERE id = $1 AND digest = $4 AND "
-                                       "chunk_count = $5 AND condemned IS NULL) ORDER BY seq LIMIT $3",
-                                       p, "reading a chunk list");
-            } else {
-                page_ = c_.conn().exec("SELECT seq, ids FROM manifest_chunks WHERE manifest = $1 AND seq > $2 "
-                                       "ORDER BY seq LIMIT $3",
-                                       p, "reading a chunk list");
-            }
+            if (there_) p.add_bytes(id_bytes(there_->first)).add(there_->second);
+            page_ = c_.conn().exec(page_sql_.c_str(), p, "reading a chunk list");
             at_ = 0;
             done_ = page_.rows() < kListRowsPerFetch;
             if (page_.rows() == 0) return false;
@@ -175,6 +172,7 @@ public:
 private:
     PgCatalog& c_;
     std::int64_t manifest_;
+    std::string page_sql_;  // (with read_list_if_there's check of the manifest's row)
     std::optional<std::pair<ChunkId, std::uint64_t>> there_;
     std::int64_t last_seq_ = -1;
     PgResult page_;
